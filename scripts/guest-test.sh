@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# scripts/guest-test.sh — build the device tests and run them against a real
+# kernel's rdma_rxe inside the test guest (guest/run-guest.sh), or on the host.
+#
+# Usage:
+#   scripts/guest-test.sh [--kernel 6.1|6.12|all] [--musl] [--manifest-path P]
+#                         [--timeout S] [-- extra test args]
+#   UVERBS_TEST_DEVICE=mlx5_0 scripts/guest-test.sh --host [-- extra test args]
+#
+# Builds `cargo test --features device-tests --no-run` and `cargo build --bin
+# uverbs` on the host (with --musl: through scripts/musl.sh cargo ...), puts
+# the executables into ONE guest boot per kernel and runs each test executable
+# there with --test-threads=1 and UVERBS_BIN=/guest/bin/uverbs. The guest
+# exports UVERBS_TEST_DEVICE=rxe0, UVERBS_TEST_GID_INDEX, UVERBS_TEST_IP=192.0.2.1.
+# The console is streamed to stderr (prefixed "[<kernel>] "); stdout gets the
+# cargo `test result:` lines, prefixed with the kernel. Exits non-zero if any
+# test executable failed or a guest did not finish (crash/timeout).
+#
+# --host runs the same executables directly on this machine (real hardware;
+# no guest): UVERBS_TEST_DEVICE must name the device, and UVERBS_TEST_GID_INDEX
+# / UVERBS_TEST_IP should be set as the tests need them.
+#
+# Options: --kernel (default all), --timeout S per guest boot (default 1200),
+# --env K=V (exported in the guest; repeatable), --manifest-path (or
+# $UVERBS_GUEST_TEST_MANIFEST) to build another crate.
+# Exit status: 0 all passed; 1 a test executable failed or a guest failed
+# (setup/timeout/crash: see the "[<kernel>] GUEST FAILED" line and the kept
+# log); 2 usage or build failure.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+
+log() { printf '[guest-test] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
+
+KERNELS=all MUSL=0 HOST=0 TIMEOUT=1200 MANIFEST=${UVERBS_GUEST_TEST_MANIFEST:-}
+TEST_ARGS=() ENVS=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --kernel) [[ $# -ge 2 ]] || usage; KERNELS=$2; shift 2 ;;
+    --musl) MUSL=1; shift ;;
+    --host) HOST=1; shift ;;
+    --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
+    --manifest-path) [[ $# -ge 2 ]] || usage; MANIFEST=$2; shift 2 ;;
+    --env) [[ $# -ge 2 && $2 == *=* ]] || usage; ENVS+=(--env "$2"); shift 2 ;;
+    --) shift; TEST_ARGS=("$@"); break ;;
+    -h|--help) usage ;;
+    *) log "unknown argument: $1"; usage ;;
+  esac
+done
+case $KERNELS in
+  all) KERNELS=(6.1 6.12) ;;
+  6.1|6.12) KERNELS=("$KERNELS") ;;
+  *) die "--kernel 6.1|6.12|all" ;;
+esac
+if [[ $HOST == 1 ]]; then
+  [[ -n ${UVERBS_TEST_DEVICE:-} ]] || die "--host needs UVERBS_TEST_DEVICE (e.g. mlx5_0)"
+fi
+
+# ---------------------------------------------------------------- build
+CARGO=(cargo)
+[[ $MUSL == 1 ]] && CARGO=("$REPO/scripts/musl.sh" cargo)
+MF=()
+[[ -n $MANIFEST ]] && MF=(--manifest-path "$MANIFEST")
+[[ -n $MANIFEST ]] || cd "$REPO"
+
+# executables ARTIFACT_FILTER: read cargo's JSON messages on stdin and print
+# the executables of the matching compiler-artifact messages (independent of
+# the target dir / --target).
+executables() {
+  python3 -c '
+import json, sys
+want = sys.argv[1]
+for line in sys.stdin:
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    t = m.get("target", {})
+    if want == "tests" and m.get("profile", {}).get("test"):
+        print(m["executable"])
+    elif want != "tests" and t.get("name") == want and "bin" in t.get("kind", []):
+        print(m["executable"])
+' "$1"
+}
+
+log "building test executables: ${CARGO[*]} test --features device-tests --no-run ${MF[*]}"
+JSON=$(mktemp "${TMPDIR:-/tmp}/guest-test.XXXXXX")
+trap 'rm -f "$JSON"' EXIT
+"${CARGO[@]}" test --features device-tests --no-run --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
+  || die "cargo test --no-run failed"
+mapfile -t TESTS < <(executables tests < "$JSON" | awk '!seen[$0]++')
+[[ ${#TESTS[@]} -gt 0 ]] || die "no test executables were built"
+log "building the uverbs CLI: ${CARGO[*]} build --bin uverbs ${MF[*]}"
+"${CARGO[@]}" build --bin uverbs --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
+  || die "cargo build --bin uverbs failed"
+UVERBS=$(executables uverbs < "$JSON" | tail -1)
+[[ -n $UVERBS && -x $UVERBS ]] || die "cargo did not report the uverbs executable"
+log "test executables: ${TESTS[*]##*/}; uverbs: $UVERBS"
+
+# sq STR: single-quote STR for a POSIX shell
+sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# ---------------------------------------------------------------- host mode
+if [[ $HOST == 1 ]]; then
+  fails=0
+  OUT=$(mktemp "${TMPDIR:-/tmp}/guest-test-host.XXXXXX")
+  trap 'rm -f "$JSON" "$OUT"' EXIT
+  for t in "${TESTS[@]}"; do
+    log "running ${t##*/} on the host (device $UVERBS_TEST_DEVICE)"
+    set +e
+    UVERBS_BIN=$UVERBS "$t" --test-threads=1 "${TEST_ARGS[@]}" 2>&1 | tee "$OUT" >&2
+    rc=${PIPESTATUS[0]}
+    set -e
+    grep '^test result: ' "$OUT" | sed 's/^/[host] /' || true
+    if [[ $rc != 0 ]]; then
+      fails=$((fails + 1)); echo "[host] FAILED: ${t##*/} (exit $rc)"
+    fi
+  done
+  [[ $fails == 0 ]] || { log "$fails test executable(s) failed"; exit 1; }
+  exit 0
+fi
+
+# ---------------------------------------------------------------- guest mode
+# One guest script runs every test executable, then reports how many failed.
+SCRIPT=$(mktemp "${TMPDIR:-/tmp}/guest-test-run.XXXXXX")
+trap 'rm -f "$JSON" "$SCRIPT"' EXIT
+ADDS=(--add "$UVERBS:/guest/bin/uverbs")
+extra=
+for a in "${TEST_ARGS[@]}"; do extra+=" $(sq "$a")"; done
+{
+  echo 'export UVERBS_BIN=/guest/bin/uverbs'
+  echo 'fails=0'
+  i=0
+  for t in "${TESTS[@]}"; do
+    n=$(basename "$t")
+    ADDS+=(--add "$t:/guest/tests/$i-$n")
+    echo "echo '=== guest-test: running $n'"
+    echo "/guest/tests/$i-$n --test-threads=1$extra"
+    echo "rc=\$?; echo \"=== guest-test: $n exit \$rc\""
+    echo "[ \$rc = 0 ] || fails=\$((fails + 1))"
+    i=$((i + 1))
+  done
+  echo 'echo "=== guest-test: $fails test executable(s) failed"'
+  echo '[ $fails = 0 ]'
+} > "$SCRIPT"
+
+status=0
+for k in "${KERNELS[@]}"; do
+  CONSOLE=$(mktemp "${TMPDIR:-/tmp}/guest-test-console.XXXXXX")
+  set +e
+  "$REPO/guest/run-guest.sh" --kernel "$k" --timeout "$TIMEOUT" --log "$CONSOLE" "${ADDS[@]}" "${ENVS[@]}" \
+    --script "$SCRIPT" 2>&1 | sed -u "s/^/[$k] /" >&2
+  rc=${PIPESTATUS[0]}
+  set -e
+  tr -d '\r' < "$CONSOLE" | grep '^test result: ' | sed "s/^/[$k] /" || true
+  tr -d '\r' < "$CONSOLE" | sed -n 's/^=== guest-test: \(.*\) exit \([1-9][0-9]*\)$/\1 (exit \2)/p' \
+    | sed "s/^/[$k] FAILED: /" || true
+  case $rc in
+    0) ;;
+    123|124|125|126) echo "[$k] GUEST FAILED: run-guest.sh exit $rc (123 setup, 124 timeout, 125 crash, 126 host error)" ;;
+  esac
+  [[ $rc == 0 ]] || status=1
+  rm -f "$CONSOLE"
+done
+[[ $status == 0 ]] && log "all test executables passed on: ${KERNELS[*]}"
+exit "$status"

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# scripts/test.sh — every test of the project, from a fresh clone on a Debian
+# 12 machine with no RDMA hardware. It installs nothing on the host: kernel
+# headers, QEMU, the guest kernels and the musl toolchain are fetched with
+# `apt-get download` into caches under ${XDG_CACHE_HOME:-$HOME/.cache}.
+#
+# Steps:
+#   1. cargo fmt --check and cargo clippy -D warnings (all targets);
+#   2. the static musl build of the `uverbs` CLI (scripts/musl.sh) and its
+#      static-binary check;
+#   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
+#      the ABI layout test against the kernel's own headers, the dependency
+#      policy and static-binary tests);
+#   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
+#      kernel 6.12 with musl builds (scripts/guest-test.sh).
+# Prints cargo's `test result:` lines and a final total line.
+#
+# Options: --quick (steps 1 and 3 only), --no-musl, --no-guest.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+QUICK=0 MUSL=1 GUEST=1
+for arg in "$@"; do
+  case $arg in
+    --quick) QUICK=1 MUSL=0 GUEST=0 ;;
+    --no-musl) MUSL=0 ;;
+    --no-guest) GUEST=0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
+    *) echo "unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+LOGS=$ROOT/target/test-logs
+mkdir -p "$LOGS"
+rm -f "$LOGS"/*.log
+step() { printf '\n==== %s (%s)\n' "$*" "$(date +%T)" >&2; }
+START=$(date +%s)
+
+# Kernel headers for the ABI layout test: the host's linux-libc-dev if it has
+# the RDMA headers, otherwise Debian's package unpacked into a cache.
+if [[ -z ${UVERBS_ABI_INCLUDE:-} && ! -f /usr/include/rdma/ib_user_verbs.h ]]; then
+  step "fetching linux-libc-dev for the ABI layout test"
+  HDRS=${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-headers
+  if [[ ! -f $HDRS/usr/include/rdma/ib_user_verbs.h ]]; then
+    mkdir -p "$HDRS/debs"
+    (cd "$HDRS/debs" && { apt-get download linux-libc-dev 2>/dev/null \
+      || { apt-get update -qq && apt-get download linux-libc-dev; }; })
+    dpkg -x "$HDRS"/debs/linux-libc-dev_*.deb "$HDRS"
+  fi
+  export UVERBS_ABI_INCLUDE=$HDRS/usr/include
+fi
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --features device-tests -- -D warnings
+
+if [[ $MUSL == 1 ]]; then
+  step "static musl build of the uverbs CLI"
+  scripts/musl.sh cargo build --release --bin uverbs
+  MUSL_BIN=$ROOT/target/musl/x86_64-unknown-linux-musl/release/uverbs
+  scripts/musl.sh check "$MUSL_BIN"
+  export UVERBS_MUSL_BIN=$MUSL_BIN
+fi
+
+step "host tests"
+cargo test --workspace 2>&1 | tee "$LOGS/host.log"
+
+if [[ $GUEST == 1 ]]; then
+  step "device tests in the rxe guest: kernel 6.1, glibc build"
+  scripts/guest-test.sh --kernel 6.1 2>"$LOGS/guest-6.1.console.log" | tee "$LOGS/guest-6.1.log" \
+    || { tail -n 60 "$LOGS/guest-6.1.console.log" >&2; exit 1; }
+  if [[ $MUSL == 1 ]]; then
+    step "device tests in the rxe guest: kernel 6.12, static musl build"
+    scripts/guest-test.sh --kernel 6.12 --musl 2>"$LOGS/guest-6.12.console.log" \
+      | tee "$LOGS/guest-6.12.log" \
+      || { tail -n 60 "$LOGS/guest-6.12.console.log" >&2; exit 1; }
+  else
+    step "device tests in the rxe guest: kernel 6.12, glibc build"
+    scripts/guest-test.sh --kernel 6.12 2>"$LOGS/guest-6.12.console.log" \
+      | tee "$LOGS/guest-6.12.log" \
+      || { tail -n 60 "$LOGS/guest-6.12.console.log" >&2; exit 1; }
+  fi
+fi
+
+# Totals over every cargo summary line (host and guests).
+passed=0 failed=0 ignored=0
+while read -r p f i; do
+  passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))
+done < <(grep -ho 'test result: [a-zA-Z]*\. [0-9]* passed; [0-9]* failed; [0-9]* ignored' "$LOGS"/*.log \
+  | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored/\1 \2 \3/')
+printf '\nwall time: %ss\n' "$(( $(date +%s) - START ))"
+echo "total: $passed passed, $failed failed, $ignored skipped"
+[[ $failed == 0 ]]

@@ -1,0 +1,1586 @@
+//! `uverbs devinfo [-d DEV] [-i PORT] [-v] [-l]`: device and port attributes,
+//! printed exactly as rdma-core v44's `ibv_devinfo` prints them
+//! (`libibverbs/examples/devinfo.c`), so the two outputs can be diffed.
+//!
+//! Values rdma-core gets from provider driver data that the kernel's
+//! `EX_QUERY_DEVICE` response does not carry (TSO caps, packet pacing, the RSS
+//! hash function and fields mask; mlx5 only) are printed as rdma-core prints
+//! them when they are zero: see [`ProviderCaps`].
+//!
+//! The printing functions write into any [`Write`] and query through the
+//! [`Hca`] trait, so the unit tests below render hand-built attributes.
+
+use std::io::{self, Write};
+
+use uverbs::{
+    Context, DeviceAttr, DeviceInfo, Gid, GidEntry, GidType, LinkLayer, NodeType, PortAttr,
+    PortState,
+};
+
+/// The name `usage` and getopt-style messages use for this program.
+const PROG: &str = "uverbs devinfo";
+
+/// Exit status for `return -1` in the C tool.
+const EXIT_MINUS_ONE: i32 = -1;
+
+// ---------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Action {
+    /// `-h`/`--help` (an addition: ibv_devinfo has no help option).
+    Help,
+    /// `-l`: list device names. Like getopt in the C tool, `-l` acts as soon
+    /// as it is seen: options after it are not looked at.
+    List,
+    /// Print the devices' attributes.
+    Show(Options),
+}
+
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Options {
+    device: Option<String>,
+    /// 0: all ports.
+    port: u8,
+    verbose: bool,
+}
+
+/// A parse failure: the exit status, after the message and usage were printed.
+#[derive(Debug, PartialEq, Eq)]
+struct Exit(i32);
+
+fn usage(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "Usage: {PROG}             print the ca attributes")?;
+    writeln!(out)?;
+    writeln!(out, "Options:")?;
+    writeln!(
+        out,
+        "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)"
+    )?;
+    writeln!(
+        out,
+        "  -i, --ib-port=<port>   use port <port> of IB device (default all ports)"
+    )?;
+    writeln!(
+        out,
+        "  -l, --list             print only the IB devices names"
+    )?;
+    writeln!(
+        out,
+        "  -v, --verbose          print all the attributes of the IB device(s)"
+    )?;
+    writeln!(out, "  -h, --help             print this help")
+}
+
+/// Long options: name, short equivalent, whether it takes an argument.
+const LONG_OPTIONS: &[(&str, char, bool)] = &[
+    ("ib-dev", 'd', true),
+    ("ib-port", 'i', true),
+    ("list", 'l', false),
+    ("verbose", 'v', false),
+    ("help", 'h', false),
+];
+
+/// Parses like `getopt_long(argc, argv, "d:i:lv", ...)`: bundled short
+/// options (`-vd rxe0`), attached or separate arguments, `--name=value`,
+/// unambiguous long-option prefixes, `--` ends the options, and operands
+/// are ignored.
+fn parse_args(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Result<Action, Exit> {
+    let mut opts = Options::default();
+    let mut i = 0;
+    let fail = |out: &mut dyn Write, err: &mut dyn Write, msg: String, code: i32| {
+        let _ = writeln!(err, "{PROG}: {msg}");
+        let _ = usage(out);
+        Exit(code)
+    };
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" {
+            break;
+        }
+        // Each element: (short option, its argument if it takes one).
+        let mut found: Vec<(char, Option<String>)> = Vec::new();
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, inline) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (long, None),
+            };
+            let exact = LONG_OPTIONS.iter().find(|o| o.0 == name);
+            let matches: Vec<_> = LONG_OPTIONS
+                .iter()
+                .filter(|o| o.0.starts_with(name))
+                .collect();
+            let opt = match (exact, matches.as_slice()) {
+                (Some(o), _) => *o,
+                (None, [o]) => **o,
+                (None, []) => {
+                    return Err(fail(
+                        out,
+                        err,
+                        format!("unrecognized option '--{name}'"),
+                        EXIT_MINUS_ONE,
+                    ))
+                }
+                (None, many) => {
+                    let names: Vec<String> = many.iter().map(|o| format!("'--{}'", o.0)).collect();
+                    let msg = format!(
+                        "option '--{name}' is ambiguous; possibilities: {}",
+                        names.join(" ")
+                    );
+                    return Err(fail(out, err, msg, EXIT_MINUS_ONE));
+                }
+            };
+            let (full, short, takes_arg) = opt;
+            let value = match (takes_arg, inline) {
+                (true, Some(v)) => Some(v),
+                (true, None) if i < args.len() => {
+                    i += 1;
+                    Some(args[i - 1].clone())
+                }
+                (true, None) => {
+                    let msg = format!("option '--{full}' requires an argument");
+                    return Err(fail(out, err, msg, EXIT_MINUS_ONE));
+                }
+                (false, Some(_)) => {
+                    let msg = format!("option '--{full}' doesn't allow an argument");
+                    return Err(fail(out, err, msg, EXIT_MINUS_ONE));
+                }
+                (false, None) => None,
+            };
+            found.push((short, value));
+        } else if let Some(shorts) = arg.strip_prefix('-').filter(|s| !s.is_empty()) {
+            for (pos, c) in shorts.char_indices() {
+                let Some(&(_, _, takes_arg)) = LONG_OPTIONS.iter().find(|o| o.1 == c) else {
+                    return Err(fail(
+                        out,
+                        err,
+                        format!("invalid option -- '{c}'"),
+                        EXIT_MINUS_ONE,
+                    ));
+                };
+                if !takes_arg {
+                    found.push((c, None));
+                    continue;
+                }
+                let rest = &shorts[pos + c.len_utf8()..];
+                let value = if !rest.is_empty() {
+                    rest.to_string()
+                } else if i < args.len() {
+                    i += 1;
+                    args[i - 1].clone()
+                } else {
+                    let msg = format!("option requires an argument -- '{c}'");
+                    return Err(fail(out, err, msg, EXIT_MINUS_ONE));
+                };
+                found.push((c, Some(value)));
+                break;
+            }
+        } else {
+            // An operand: ibv_devinfo ignores them.
+            continue;
+        }
+        for (c, value) in found {
+            match c {
+                'd' => opts.device = value,
+                'i' => {
+                    // `strtol(optarg, NULL, 0)` into an int, rejected if <= 0,
+                    // then passed on as a uint8_t.
+                    let port = strtol(value.as_deref().unwrap_or("")) as i32;
+                    if port <= 0 {
+                        let _ = usage(out);
+                        return Err(Exit(1));
+                    }
+                    opts.port = port as u8;
+                }
+                'v' => opts.verbose = true,
+                'l' => return Ok(Action::List),
+                'h' => return Ok(Action::Help),
+                _ => unreachable!("option table and match disagree"),
+            }
+        }
+    }
+    Ok(Action::Show(opts))
+}
+
+/// C's `strtol(s, NULL, 0)`: leading space, a sign, `0x` hex or `0` octal
+/// prefixes, stops at the first non-digit, 0 when nothing parses, saturates.
+fn strtol(s: &str) -> i64 {
+    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, s) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let b = s.as_bytes();
+    let (radix, digits) = if b.len() > 2
+        && b[0] == b'0'
+        && (b[1] | 0x20) == b'x'
+        && (b[2] as char).is_ascii_hexdigit()
+    {
+        (16, &s[2..])
+    } else if b.first() == Some(&b'0') {
+        (8, s)
+    } else {
+        (10, s)
+    };
+    let mut value: i128 = 0;
+    for c in digits.chars() {
+        let Some(d) = c.to_digit(radix) else { break };
+        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(i64::MAX) + 1);
+    }
+    let value = if negative { -value } else { value };
+    value.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// `uverbs devinfo ...`: returns the exit status.
+pub fn main(args: &[String]) -> u8 {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut err = io::stderr();
+    let status = run(args, &mut out, &mut err);
+    let _ = out.flush();
+    // The C tool returns an int from main: the status is its low byte.
+    status as u8
+}
+
+fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let action = match parse_args(args, out, err) {
+        Ok(a) => a,
+        Err(Exit(code)) => return code,
+    };
+    let opts = match action {
+        Action::Help => {
+            let _ = usage(out);
+            return 0;
+        }
+        Action::List => {
+            return match device_list() {
+                Ok(list) => {
+                    let names: Vec<&str> = list.iter().map(|d| d.name.as_str()).collect();
+                    let _ = write_list(out, &names);
+                    0
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "Failed to get IB devices list: {e}");
+                    EXIT_MINUS_ONE
+                }
+            };
+        }
+        Action::Show(opts) => opts,
+    };
+    let list = match device_list() {
+        Ok(list) => list,
+        Err(e) => {
+            let _ = writeln!(err, "Failed to get IB devices list: {e}");
+            return EXIT_MINUS_ONE;
+        }
+    };
+    if let Some(name) = &opts.device {
+        let Some(dev) = list.iter().find(|d| &d.name == name) else {
+            let _ = writeln!(err, "IB device '{name}' wasn't found");
+            return EXIT_MINUS_ONE;
+        };
+        return open_and_print(out, err, dev, opts.port, opts.verbose);
+    }
+    if list.is_empty() {
+        let _ = writeln!(err, "No IB devices found");
+        return EXIT_MINUS_ONE;
+    }
+    list.iter().fold(0, |ret, dev| {
+        ret | open_and_print(out, err, dev, opts.port, opts.verbose)
+    })
+}
+
+/// The devices in libibverbs' order: the netlink dump (device index) order.
+fn device_list() -> uverbs::Result<Vec<DeviceInfo>> {
+    let mut list = uverbs::devices()?;
+    list.sort_by(|a, b| {
+        (a.index.unwrap_or(u32::MAX), &a.name).cmp(&(b.index.unwrap_or(u32::MAX), &b.name))
+    });
+    Ok(list)
+}
+
+/// `ibv_devinfo -l`.
+fn write_list(out: &mut dyn Write, names: &[&str]) -> io::Result<()> {
+    let plural = if names.len() != 1 { "s" } else { "" };
+    writeln!(out, "{} HCA{plural} found:", names.len())?;
+    for name in names {
+        writeln!(out, "\t{name}")?;
+    }
+    writeln!(out)
+}
+
+fn open_and_print(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    dev: &DeviceInfo,
+    port: u8,
+    verbose: bool,
+) -> i32 {
+    let ctx = match Context::open_device(uverbs::sys::linux(), dev.clone()) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            let _ = writeln!(err, "Failed to open device");
+            let _ = writeln!(err, "{PROG}: {}: {e}", dev.name);
+            return 1;
+        }
+    };
+    let board_id = read_board_id(&dev.name);
+    let hca = LiveHca { ctx: &ctx };
+    let id = HcaId {
+        name: &dev.name,
+        node_type: dev.node_type,
+        board_id: board_id.as_deref(),
+    };
+    print_hca_cap(out, err, &id, &hca, port, verbose).unwrap_or(1)
+}
+
+/// `/sys/class/infiniband/DEV/board_id` without its trailing newline, as
+/// `ibv_read_sysfs_file` returns it; `None` when absent or empty.
+fn read_board_id(name: &str) -> Option<String> {
+    let mut s = std::fs::read_to_string(format!("/sys/class/infiniband/{name}/board_id")).ok()?;
+    if s.ends_with('\n') {
+        s.pop();
+    }
+    (!s.is_empty()).then_some(s)
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+// ---------------------------------------------------------------------------
+
+/// The queries `ibv_devinfo` makes on an open device.
+trait Hca {
+    fn query_device(&self) -> uverbs::Result<DeviceAttr>;
+    fn query_port(&self, port: u8) -> uverbs::Result<PortAttr>;
+    /// `Ok(None)` for an empty slot.
+    fn query_gid(&self, port: u8, index: u32) -> uverbs::Result<Option<GidEntry>>;
+    fn num_comp_vectors(&self) -> u32;
+    /// Values rdma-core gets from provider driver data.
+    fn provider_caps(&self) -> ProviderCaps {
+        ProviderCaps::default()
+    }
+}
+
+struct LiveHca<'a> {
+    ctx: &'a Context,
+}
+
+impl Hca for LiveHca<'_> {
+    fn query_device(&self) -> uverbs::Result<DeviceAttr> {
+        self.ctx.query_device()
+    }
+    fn query_port(&self, port: u8) -> uverbs::Result<PortAttr> {
+        self.ctx.query_port(port)
+    }
+    fn query_gid(&self, port: u8, index: u32) -> uverbs::Result<Option<GidEntry>> {
+        self.ctx.query_gid(port, index)
+    }
+    fn num_comp_vectors(&self) -> u32 {
+        self.ctx.num_comp_vectors()
+    }
+}
+
+/// Attributes rdma-core fills from provider driver data (mlx5's
+/// `mlx5_query_device_ex`), not from the kernel's core response. The library
+/// does not report them yet, so they are zero: that prints what rdma-core
+/// prints for a provider without them (rxe, siw).
+#[derive(Debug, Default, Clone, Copy)]
+struct ProviderCaps {
+    max_tso: u32,
+    tso_supported_qpts: u32,
+    rx_hash_function: u32,
+    rx_hash_fields_mask: u64,
+    qp_rate_limit_min: u32,
+    qp_rate_limit_max: u32,
+    packet_pacing_supported_qpts: u32,
+}
+
+/// What identifies the device in the header, besides the queried attributes.
+struct HcaId<'a> {
+    name: &'a str,
+    node_type: NodeType,
+    board_id: Option<&'a str>,
+}
+
+/// A flag bit and the name `ibv_devinfo` prints for it.
+type FlagName = (u64, &'static str);
+
+/// `IBV_DEVICE_*` (the 32-bit `device_cap_flags`).
+const DEVICE_CAP_FLAGS: &[FlagName] = &[
+    (1 << 0, "RESIZE_MAX_WR"),
+    (1 << 1, "BAD_PKEY_CNTR"),
+    (1 << 2, "BAD_QKEY_CNTR"),
+    (1 << 3, "RAW_MULTI"),
+    (1 << 4, "AUTO_PATH_MIG"),
+    (1 << 5, "CHANGE_PHY_PORT"),
+    (1 << 6, "UD_AV_PORT_ENFORCE"),
+    (1 << 7, "CURR_QP_STATE_MOD"),
+    (1 << 8, "SHUTDOWN_PORT"),
+    (1 << 9, "INIT_TYPE"),
+    (1 << 10, "PORT_ACTIVE_EVENT"),
+    (1 << 11, "SYS_IMAGE_GUID"),
+    (1 << 12, "RC_RNR_NAK_GEN"),
+    (1 << 13, "SRQ_RESIZE"),
+    (1 << 14, "N_NOTIFY_CQ"),
+    (1 << 17, "MEM_WINDOW"),
+    (1 << 18, "UD_IP_CSUM"),
+    (1 << 20, "XRC"),
+    (1 << 21, "MEM_MGT_EXTENSIONS"),
+    (1 << 23, "MEM_WINDOW_TYPE_2A"),
+    (1 << 24, "MEM_WINDOW_TYPE_2B"),
+    (1 << 25, "RC_IP_CSUM"),
+    (1 << 26, "RAW_IP_CSUM"),
+    (1 << 29, "MANAGED_FLOW_STEERING"),
+];
+
+/// The bits above 31 of `device_cap_flags_ex` that have names.
+const DEVICE_CAP_FLAGS_EX: &[FlagName] = &[
+    (1 << 34, "RAW_SCATTER_FCS"),
+    (1 << 36, "PCI_WRITE_END_PADDING"),
+];
+
+/// `IBV_ODP_SUPPORT*` (general ODP caps).
+const ODP_GENERAL_CAPS: &[FlagName] = &[(1 << 0, "ODP_SUPPORT"), (1 << 1, "ODP_SUPPORT_IMPLICIT")];
+
+/// `IBV_ODP_SUPPORT_*` (per-transport ODP caps).
+const ODP_TRANSPORT_CAPS: &[FlagName] = &[
+    (1 << 0, "SUPPORT_SEND"),
+    (1 << 1, "SUPPORT_RECV"),
+    (1 << 2, "SUPPORT_WRITE"),
+    (1 << 3, "SUPPORT_READ"),
+    (1 << 4, "SUPPORT_ATOMIC"),
+    (1 << 5, "SUPPORT_SRQ"),
+];
+
+/// `IBV_RAW_PACKET_CAP_*` (no "Unknown flags" line for these).
+const RAW_PACKET_CAPS: &[FlagName] = &[
+    (1 << 0, "C-VLAN stripping offload"),
+    (1 << 1, "Scatter FCS offload"),
+    (1 << 2, "IP csum offload"),
+    (1 << 3, "Delay drop"),
+];
+
+/// QP types as bits of a `supported_qpts` mask (`1 << IBV_QPT_*`).
+const SUPPORTED_QPTS: &[FlagName] = &[(1 << 8, "SUPPORT_RAW_PACKET"), (1 << 4, "SUPPORT_UD")];
+
+/// The indentation of flag-name lines.
+const FLAG_INDENT: &str = "\t\t\t\t\t";
+
+/// Prints the name of every set bit of `table`, in table order, then an
+/// `Unknown flags` line for the set bits the table does not name.
+fn write_flags(
+    out: &mut dyn Write,
+    value: u64,
+    table: &[FlagName],
+    report_unknown: bool,
+) -> io::Result<()> {
+    for &(bit, name) in table {
+        if value & bit != 0 {
+            writeln!(out, "{FLAG_INDENT}{name}")?;
+        }
+    }
+    let known = table.iter().fold(0, |m, &(bit, _)| m | bit);
+    let unknown = value & !known;
+    if report_unknown && unknown != 0 {
+        writeln!(out, "{FLAG_INDENT}Unknown flags: 0x{unknown:X}")?;
+    }
+    Ok(())
+}
+
+/// `%04x:%04x:%04x:%04x` of a host-order GUID.
+fn guid_str(guid: u64) -> String {
+    format!(
+        "{:04x}:{:04x}:{:04x}:{:04x}",
+        (guid >> 48) & 0xffff,
+        (guid >> 32) & 0xffff,
+        (guid >> 16) & 0xffff,
+        guid & 0xffff
+    )
+}
+
+fn atomic_cap_str(cap: u32) -> &'static str {
+    match cap {
+        0 => "ATOMIC_NONE",
+        1 => "ATOMIC_HCA",
+        2 => "ATOMIC_GLOB",
+        _ => "invalid atomic capability",
+    }
+}
+
+fn port_state_str(state: PortState) -> &'static str {
+    match state {
+        PortState::Down => "PORT_DOWN",
+        PortState::Init => "PORT_INIT",
+        PortState::Armed => "PORT_ARMED",
+        PortState::Active => "PORT_ACTIVE",
+        _ => "invalid state",
+    }
+}
+
+fn phys_state_str(state: u8) -> &'static str {
+    match state {
+        1 => "SLEEP",
+        2 => "POLLING",
+        3 => "DISABLED",
+        4 => "PORT_CONFIGURATION TRAINNING",
+        5 => "LINK_UP",
+        6 => "LINK_ERROR_RECOVERY",
+        7 => "PHY TEST",
+        _ => "invalid physical state",
+    }
+}
+
+fn mtu_str(mtu: u8) -> &'static str {
+    match mtu {
+        1 => "256",
+        2 => "512",
+        3 => "1024",
+        4 => "2048",
+        5 => "4096",
+        _ => "invalid MTU",
+    }
+}
+
+fn width_str(width: u8) -> &'static str {
+    match width {
+        1 => "1",
+        2 => "4",
+        4 => "8",
+        8 => "12",
+        16 => "2",
+        _ => "invalid width",
+    }
+}
+
+fn speed_str(speed: u8) -> &'static str {
+    match speed {
+        1 => "2.5 Gbps",
+        2 => "5.0 Gbps",
+        4 | 8 => "10.0 Gbps",
+        16 => "14.0 Gbps",
+        32 => "25.0 Gbps",
+        64 => "50.0 Gbps",
+        128 => "100.0 Gbps",
+        _ => "invalid speed",
+    }
+}
+
+fn vl_str(vl: u8) -> &'static str {
+    match vl {
+        1 => "1",
+        2 => "2",
+        3 => "4",
+        4 => "8",
+        5 => "15",
+        _ => "invalid value",
+    }
+}
+
+fn link_layer_str(ll: LinkLayer) -> &'static str {
+    match ll {
+        LinkLayer::Unspecified => "Unspecified",
+        LinkLayer::InfiniBand => "InfiniBand",
+        LinkLayer::Ethernet => "Ethernet",
+        _ => "Unknown",
+    }
+}
+
+/// The raw link-layer number, for the `IBV_LINK_LAYER_ETHERNET` test.
+fn is_ethernet(ll: LinkLayer) -> bool {
+    ll == LinkLayer::Ethernet
+}
+
+/// glibc's `inet_ntop(AF_INET6)`: the longest run (first on ties) of two or
+/// more zero groups becomes `::`, and `::a.b.c.d` / `::ffff:a.b.c.d` end in
+/// dotted quad. (Rust's `Ipv6Addr` Display differs for `::a.b.c.d`.)
+fn inet_ntop6(raw: &[u8; 16]) -> String {
+    let words: Vec<u16> = raw
+        .chunks_exact(2)
+        .map(|p| u16::from_be_bytes([p[0], p[1]]))
+        .collect();
+    let (mut best, mut cur): ((usize, usize), Option<(usize, usize)>) = ((0, 0), None);
+    for (i, &w) in words.iter().enumerate() {
+        if w == 0 {
+            let run = cur.map_or((i, 1), |(b, l)| (b, l + 1));
+            cur = Some(run);
+            if run.1 > best.1 {
+                best = run;
+            }
+        } else {
+            cur = None;
+        }
+    }
+    let (base, len) = if best.1 >= 2 { best } else { (usize::MAX, 0) };
+    let mut s = String::new();
+    let mut i = 0;
+    while i < 8 {
+        if i == base {
+            s.push(':');
+            i += len;
+            if i == 8 {
+                s.push(':');
+            }
+            continue;
+        }
+        if i != 0 {
+            s.push(':');
+        }
+        if i == 6 && base == 0 && (len == 6 || (len == 5 && words[5] == 0xffff)) {
+            s.push_str(&format!("{}.{}.{}.{}", raw[12], raw[13], raw[14], raw[15]));
+            break;
+        }
+        s.push_str(&format!("{:x}", words[i]));
+        i += 1;
+    }
+    s
+}
+
+/// One `GID[%3d]:` line. rdma-core knows two sysfs types: "IB/RoCE v1"
+/// (printed as 8 hex groups) and "RoCE v2" (printed by inet_ntop); the
+/// ", <type>" suffix appears only on Ethernet ports.
+fn write_gid(
+    out: &mut dyn Write,
+    index: u32,
+    gid: &Gid,
+    gid_type: GidType,
+    ll: LinkLayer,
+) -> io::Result<()> {
+    let v2 = !matches!(gid_type, GidType::Ib | GidType::RoceV1);
+    let suffix = match (is_ethernet(ll), v2) {
+        (false, _) => "",
+        (true, false) => ", RoCE v1",
+        (true, true) => ", RoCE v2",
+    };
+    let text = if v2 {
+        inet_ntop6(&gid.0)
+    } else {
+        let groups: Vec<String> = gid
+            .0
+            .chunks_exact(2)
+            .map(|p| format!("{:02x}{:02x}", p[0], p[1]))
+            .collect();
+        groups.join(":")
+    };
+    // `%3d` of an int index.
+    writeln!(out, "\t\t\tGID[{:3}]:\t\t{text}{suffix}", index as i32)
+}
+
+/// Everything before the port loop.
+fn write_device(
+    out: &mut dyn Write,
+    id: &HcaId<'_>,
+    a: &DeviceAttr,
+    extra: &ProviderCaps,
+    num_comp_vectors: u32,
+    verbose: bool,
+) -> io::Result<()> {
+    writeln!(out, "hca_id:\t{}", id.name)?;
+    writeln!(
+        out,
+        "\ttransport:\t\t\t{} ({})",
+        id.node_type.transport_name(),
+        id.node_type.transport_number()
+    )?;
+    if !a.fw_ver.is_empty() {
+        writeln!(out, "\tfw_ver:\t\t\t\t{}", a.fw_ver)?;
+    }
+    writeln!(out, "\tnode_guid:\t\t\t{}", guid_str(a.node_guid))?;
+    writeln!(out, "\tsys_image_guid:\t\t\t{}", guid_str(a.sys_image_guid))?;
+    writeln!(out, "\tvendor_id:\t\t\t0x{:04x}", a.vendor_id)?;
+    writeln!(out, "\tvendor_part_id:\t\t\t{}", a.vendor_part_id as i32)?;
+    writeln!(out, "\thw_ver:\t\t\t\t0x{:X}", a.hw_ver)?;
+    if let Some(board_id) = id.board_id {
+        writeln!(out, "\tboard_id:\t\t\t{board_id}")?;
+    }
+    writeln!(out, "\tphys_port_cnt:\t\t\t{}", a.phys_port_cnt)?;
+    if verbose {
+        write_device_verbose(out, a, extra, num_comp_vectors)?;
+    }
+    Ok(())
+}
+
+/// The `-v` device attributes. `%d` of the C tool is an `int`: u32 values
+/// above `i32::MAX` print negative there, and here.
+fn write_device_verbose(
+    out: &mut dyn Write,
+    a: &DeviceAttr,
+    extra: &ProviderCaps,
+    num_comp_vectors: u32,
+) -> io::Result<()> {
+    let int = |v: u32| v as i32;
+    writeln!(out, "\tmax_mr_size:\t\t\t0x{:x}", a.max_mr_size)?;
+    writeln!(out, "\tpage_size_cap:\t\t\t0x{:x}", a.page_size_cap)?;
+    writeln!(out, "\tmax_qp:\t\t\t\t{}", int(a.max_qp))?;
+    writeln!(out, "\tmax_qp_wr:\t\t\t{}", int(a.max_qp_wr))?;
+    writeln!(out, "\tdevice_cap_flags:\t\t0x{:08x}", a.device_cap_flags)?;
+    write_flags(out, u64::from(a.device_cap_flags), DEVICE_CAP_FLAGS, true)?;
+    writeln!(out, "\tmax_sge:\t\t\t{}", int(a.max_sge))?;
+    writeln!(out, "\tmax_sge_rd:\t\t\t{}", int(a.max_sge_rd))?;
+    writeln!(out, "\tmax_cq:\t\t\t\t{}", int(a.max_cq))?;
+    writeln!(out, "\tmax_cqe:\t\t\t{}", int(a.max_cqe))?;
+    writeln!(out, "\tmax_mr:\t\t\t\t{}", int(a.max_mr))?;
+    writeln!(out, "\tmax_pd:\t\t\t\t{}", int(a.max_pd))?;
+    writeln!(out, "\tmax_qp_rd_atom:\t\t\t{}", int(a.max_qp_rd_atom))?;
+    writeln!(out, "\tmax_ee_rd_atom:\t\t\t{}", int(a.max_ee_rd_atom))?;
+    writeln!(out, "\tmax_res_rd_atom:\t\t{}", int(a.max_res_rd_atom))?;
+    writeln!(
+        out,
+        "\tmax_qp_init_rd_atom:\t\t{}",
+        int(a.max_qp_init_rd_atom)
+    )?;
+    writeln!(
+        out,
+        "\tmax_ee_init_rd_atom:\t\t{}",
+        int(a.max_ee_init_rd_atom)
+    )?;
+    writeln!(
+        out,
+        "\tatomic_cap:\t\t\t{} ({})",
+        atomic_cap_str(a.atomic_cap),
+        int(a.atomic_cap)
+    )?;
+    writeln!(out, "\tmax_ee:\t\t\t\t{}", int(a.max_ee))?;
+    writeln!(out, "\tmax_rdd:\t\t\t{}", int(a.max_rdd))?;
+    writeln!(out, "\tmax_mw:\t\t\t\t{}", int(a.max_mw))?;
+    writeln!(out, "\tmax_raw_ipv6_qp:\t\t{}", int(a.max_raw_ipv6_qp))?;
+    writeln!(out, "\tmax_raw_ethy_qp:\t\t{}", int(a.max_raw_ethy_qp))?;
+    writeln!(out, "\tmax_mcast_grp:\t\t\t{}", int(a.max_mcast_grp))?;
+    writeln!(
+        out,
+        "\tmax_mcast_qp_attach:\t\t{}",
+        int(a.max_mcast_qp_attach)
+    )?;
+    writeln!(
+        out,
+        "\tmax_total_mcast_qp_attach:\t{}",
+        int(a.max_total_mcast_qp_attach)
+    )?;
+    writeln!(out, "\tmax_ah:\t\t\t\t{}", int(a.max_ah))?;
+    writeln!(out, "\tmax_fmr:\t\t\t{}", int(a.max_fmr))?;
+    if a.max_fmr != 0 {
+        writeln!(out, "\tmax_map_per_fmr:\t\t{}", int(a.max_map_per_fmr))?;
+    }
+    writeln!(out, "\tmax_srq:\t\t\t{}", int(a.max_srq))?;
+    if a.max_srq != 0 {
+        writeln!(out, "\tmax_srq_wr:\t\t\t{}", int(a.max_srq_wr))?;
+        writeln!(out, "\tmax_srq_sge:\t\t\t{}", int(a.max_srq_sge))?;
+    }
+    writeln!(out, "\tmax_pkeys:\t\t\t{}", a.max_pkeys)?;
+    writeln!(out, "\tlocal_ca_ack_delay:\t\t{}", a.local_ca_ack_delay)?;
+
+    write_odp_caps(out, a)?;
+    if a.completion_timestamp_mask != 0 {
+        writeln!(
+            out,
+            "\tcompletion timestamp_mask:\t\t\t0x{:016x}",
+            a.completion_timestamp_mask
+        )?;
+    } else {
+        writeln!(out, "\tcompletion_timestamp_mask not supported")?;
+    }
+    if a.hca_core_clock != 0 {
+        writeln!(out, "\thca_core_clock:\t\t\t{}kHZ", a.hca_core_clock)?;
+    } else {
+        writeln!(out, "\tcore clock not supported")?;
+    }
+    if a.raw_packet_caps != 0 {
+        writeln!(out, "\traw packet caps:")?;
+        write_flags(out, u64::from(a.raw_packet_caps), RAW_PACKET_CAPS, false)?;
+    }
+    writeln!(
+        out,
+        "\tdevice_cap_flags_ex:\t\t0x{:X}",
+        a.device_cap_flags_ex
+    )?;
+    write_flags(
+        out,
+        a.device_cap_flags_ex & 0xffff_ffff_0000_0000,
+        DEVICE_CAP_FLAGS_EX,
+        true,
+    )?;
+
+    writeln!(out, "\ttso_caps:")?;
+    writeln!(out, "\t\tmax_tso:\t\t\t{}", extra.max_tso as i32)?;
+    if extra.max_tso != 0 {
+        writeln!(out, "\t\tsupported_qp:")?;
+        write_flags(
+            out,
+            u64::from(extra.tso_supported_qpts),
+            SUPPORTED_QPTS,
+            true,
+        )?;
+    }
+
+    let rss = &a.rss_caps;
+    writeln!(out, "\trss_caps:")?;
+    writeln!(
+        out,
+        "\t\tmax_rwq_indirection_tables:\t\t\t{}",
+        rss.max_rwq_indirection_tables
+    )?;
+    writeln!(
+        out,
+        "\t\tmax_rwq_indirection_table_size:\t\t\t{}",
+        rss.max_rwq_indirection_table_size
+    )?;
+    writeln!(
+        out,
+        "\t\trx_hash_function:\t\t\t\t0x{:x}",
+        extra.rx_hash_function
+    )?;
+    writeln!(
+        out,
+        "\t\trx_hash_fields_mask:\t\t\t\t0x{:X}",
+        extra.rx_hash_fields_mask
+    )?;
+    if rss.supported_qpts != 0 {
+        writeln!(out, "\t\tsupported_qp:")?;
+        write_flags(out, u64::from(rss.supported_qpts), SUPPORTED_QPTS, true)?;
+    }
+    writeln!(out, "\tmax_wq_type_rq:\t\t\t{}", a.max_wq_type_rq)?;
+
+    writeln!(out, "\tpacket_pacing_caps:")?;
+    writeln!(
+        out,
+        "\t\tqp_rate_limit_min:\t{}kbps",
+        extra.qp_rate_limit_min
+    )?;
+    writeln!(
+        out,
+        "\t\tqp_rate_limit_max:\t{}kbps",
+        extra.qp_rate_limit_max
+    )?;
+    if extra.qp_rate_limit_max != 0 {
+        writeln!(out, "\t\tsupported_qp:")?;
+        write_flags(
+            out,
+            u64::from(extra.packet_pacing_supported_qpts),
+            SUPPORTED_QPTS,
+            true,
+        )?;
+    }
+
+    let tm = &a.tm_caps;
+    if tm.max_num_tags != 0 {
+        writeln!(out, "\tmax_rndv_hdr_size:\t\t{}", tm.max_rndv_hdr_size)?;
+        writeln!(out, "\tmax_num_tags:\t\t\t{}", tm.max_num_tags)?;
+        writeln!(out, "\tmax_ops:\t\t\t{}", tm.max_ops)?;
+        writeln!(out, "\tmax_sge:\t\t\t{}", tm.max_sge)?;
+        writeln!(out, "\tflags:")?;
+        if tm.flags & 1 != 0 {
+            writeln!(out, "{FLAG_INDENT}IBV_TM_CAP_RC")?;
+        }
+    } else {
+        writeln!(out, "\ttag matching not supported")?;
+    }
+
+    let cqm = &a.cq_mod_caps;
+    if cqm.max_cq_count != 0 && cqm.max_cq_period != 0 {
+        writeln!(out, "\n\tcq moderation caps:")?;
+        writeln!(out, "\t\tmax_cq_count:\t{}", cqm.max_cq_count)?;
+        writeln!(out, "\t\tmax_cq_period:\t{} us\n", cqm.max_cq_period)?;
+    }
+    if a.max_dm_size != 0 {
+        writeln!(
+            out,
+            "\tmaximum available device memory:\t{}Bytes\n",
+            a.max_dm_size
+        )?;
+    }
+    writeln!(out, "\tnum_comp_vectors:\t\t{}", num_comp_vectors as i32)
+}
+
+fn write_odp_caps(out: &mut dyn Write, a: &DeviceAttr) -> io::Result<()> {
+    writeln!(out, "\tgeneral_odp_caps:")?;
+    write_flags(out, a.odp_caps.general_caps, ODP_GENERAL_CAPS, true)?;
+    let per_transport = [
+        ("rc", a.odp_caps.rc_odp_caps),
+        ("uc", a.odp_caps.uc_odp_caps),
+        ("ud", a.odp_caps.ud_odp_caps),
+        ("xrc", a.xrc_odp_caps),
+    ];
+    for (name, caps) in per_transport {
+        writeln!(out, "\t{name}_odp_caps:")?;
+        if caps == 0 {
+            writeln!(out, "{FLAG_INDENT}NO SUPPORT")?;
+        } else {
+            write_flags(out, u64::from(caps), ODP_TRANSPORT_CAPS, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// The lines of one port, without its GID table and the closing blank line.
+fn write_port(
+    out: &mut dyn Write,
+    port: u8,
+    p: &PortAttr,
+    transport_ib: bool,
+    verbose: bool,
+) -> io::Result<()> {
+    writeln!(out, "\t\tport:\t{port}")?;
+    writeln!(
+        out,
+        "\t\t\tstate:\t\t\t{} ({})",
+        port_state_str(p.state),
+        p.state.raw()
+    )?;
+    writeln!(
+        out,
+        "\t\t\tmax_mtu:\t\t{} ({})",
+        mtu_str(p.max_mtu.0),
+        p.max_mtu.0
+    )?;
+    writeln!(
+        out,
+        "\t\t\tactive_mtu:\t\t{} ({})",
+        mtu_str(p.active_mtu.0),
+        p.active_mtu.0
+    )?;
+    writeln!(out, "\t\t\tsm_lid:\t\t\t{}", p.sm_lid)?;
+    writeln!(out, "\t\t\tport_lid:\t\t{}", p.lid)?;
+    writeln!(out, "\t\t\tport_lmc:\t\t0x{:02x}", p.lmc)?;
+    writeln!(out, "\t\t\tlink_layer:\t\t{}", link_layer_str(p.link_layer))?;
+    if !verbose {
+        return Ok(());
+    }
+    writeln!(out, "\t\t\tmax_msg_sz:\t\t0x{:x}", p.max_msg_sz)?;
+    writeln!(out, "\t\t\tport_cap_flags:\t\t0x{:08x}", p.port_cap_flags)?;
+    writeln!(out, "\t\t\tport_cap_flags2:\t0x{:04x}", p.port_cap_flags2)?;
+    writeln!(
+        out,
+        "\t\t\tmax_vl_num:\t\t{} ({})",
+        vl_str(p.max_vl_num),
+        p.max_vl_num
+    )?;
+    writeln!(out, "\t\t\tbad_pkey_cntr:\t\t0x{:x}", p.bad_pkey_cntr)?;
+    writeln!(out, "\t\t\tqkey_viol_cntr:\t\t0x{:x}", p.qkey_viol_cntr)?;
+    writeln!(out, "\t\t\tsm_sl:\t\t\t{}", p.sm_sl)?;
+    writeln!(out, "\t\t\tpkey_tbl_len:\t\t{}", p.pkey_tbl_len)?;
+    writeln!(out, "\t\t\tgid_tbl_len:\t\t{}", p.gid_tbl_len as i32)?;
+    writeln!(out, "\t\t\tsubnet_timeout:\t\t{}", p.subnet_timeout)?;
+    writeln!(out, "\t\t\tinit_type_reply:\t{}", p.init_type_reply)?;
+    writeln!(
+        out,
+        "\t\t\tactive_width:\t\t{}X ({})",
+        width_str(p.active_width),
+        p.active_width
+    )?;
+    writeln!(
+        out,
+        "\t\t\tactive_speed:\t\t{} ({})",
+        speed_str(p.active_speed),
+        p.active_speed
+    )?;
+    if transport_ib {
+        writeln!(
+            out,
+            "\t\t\tphys_state:\t\t{} ({})",
+            phys_state_str(p.phys_state),
+            p.phys_state
+        )?;
+    }
+    Ok(())
+}
+
+/// The C tool's `print_hca_cap`: returns its status (0, 2 query failed,
+/// 4 bad port, an errno when a port query failed, -1 when a GID query failed).
+fn print_hca_cap(
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    id: &HcaId<'_>,
+    hca: &dyn Hca,
+    port_wanted: u8,
+    verbose: bool,
+) -> io::Result<i32> {
+    let attr = match hca.query_device() {
+        Ok(a) => a,
+        Err(e) => {
+            writeln!(err, "Failed to query device props")?;
+            writeln!(err, "{PROG}: {}: {e}", id.name)?;
+            return Ok(2);
+        }
+    };
+    if port_wanted != 0 && port_wanted > attr.phys_port_cnt {
+        writeln!(err, "Invalid port requested for device")?;
+        return Ok(4);
+    }
+    write_device(
+        out,
+        id,
+        &attr,
+        &hca.provider_caps(),
+        hca.num_comp_vectors(),
+        verbose,
+    )?;
+
+    let transport_ib = id.node_type.transport_number() == 0;
+    for port in 1..=attr.phys_port_cnt {
+        if port_wanted != 0 && port != port_wanted {
+            continue;
+        }
+        let p = match hca.query_port(port) {
+            Ok(p) => p,
+            Err(e) => {
+                writeln!(err, "Failed to query port {port} props")?;
+                writeln!(err, "{PROG}: {}: {e}", id.name)?;
+                return Ok(e.errno().map_or(1, |n| n as i32));
+            }
+        };
+        write_port(out, port, &p, transport_ib, verbose)?;
+        if verbose {
+            for index in 0..p.gid_tbl_len {
+                match hca.query_gid(port, index) {
+                    Ok(Some(e)) if !e.gid.is_null() => {
+                        write_gid(out, index, &e.gid, e.gid_type, p.link_layer)?;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        writeln!(err, "Failed to query gid to port {port}, index {index}")?;
+                        writeln!(err, "{PROG}: {}: {e}", id.name)?;
+                        return Ok(-1);
+                    }
+                }
+            }
+        }
+        writeln!(out)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uverbs::{ErrorKind, Mtu};
+
+    /// The rxe0 values of the test guest (`/work/shared/reference/rxe-guest.md`).
+    fn rxe_attr() -> DeviceAttr {
+        DeviceAttr {
+            fw_ver: "0.0.0".into(),
+            node_guid: 0x5054_00ff_fe12_3456,
+            sys_image_guid: 0x5054_00ff_fe12_3456,
+            max_mr_size: u64::MAX,
+            page_size_cap: 0xffff_f000,
+            vendor_id: 0xffffff,
+            max_qp: 1_048_560,
+            max_qp_wr: 1_048_576,
+            device_cap_flags: 0x0122_3c76,
+            max_sge: 32,
+            max_sge_rd: 32,
+            max_cq: 1_048_576,
+            max_cqe: 32767,
+            max_mr: 524_287,
+            max_pd: 1_048_576,
+            max_qp_rd_atom: 128,
+            max_res_rd_atom: 258_048,
+            max_qp_init_rd_atom: 128,
+            atomic_cap: 1,
+            max_mw: 524_287,
+            max_mcast_grp: 8192,
+            max_mcast_qp_attach: 56,
+            max_total_mcast_qp_attach: 458_752,
+            max_ah: 32767,
+            max_srq: 917_503,
+            max_srq_wr: 1_048_576,
+            max_srq_sge: 27,
+            max_pkeys: 64,
+            local_ca_ack_delay: 15,
+            phys_port_cnt: 1,
+            device_cap_flags_ex: 0x0122_3c76,
+            ..DeviceAttr::default()
+        }
+    }
+
+    fn rxe_port() -> PortAttr {
+        PortAttr {
+            state: PortState::Active,
+            max_mtu: Mtu(5),
+            active_mtu: Mtu(3),
+            gid_tbl_len: 1024,
+            port_cap_flags: 0x0001_0000,
+            max_msg_sz: 0x80_0000,
+            bad_pkey_cntr: 0,
+            qkey_viol_cntr: 0,
+            pkey_tbl_len: 1,
+            lid: 0,
+            sm_lid: 0,
+            lmc: 0,
+            max_vl_num: 1,
+            sm_sl: 0,
+            subnet_timeout: 0,
+            init_type_reply: 0,
+            active_width: 1,
+            active_speed: 1,
+            phys_state: 5,
+            link_layer: LinkLayer::Ethernet,
+            flags: 0,
+            port_cap_flags2: 0,
+        }
+    }
+
+    fn gid(s: &str) -> Gid {
+        Gid(s.parse::<std::net::Ipv6Addr>().unwrap().octets())
+    }
+
+    struct FakeHca {
+        attr: uverbs::Result<DeviceAttr>,
+        port: PortAttr,
+        gids: Vec<GidEntry>,
+        /// Index whose GID query fails.
+        gid_error_at: Option<u32>,
+    }
+
+    impl FakeHca {
+        fn rxe() -> Self {
+            let entry = |index, g: &str| GidEntry {
+                gid: gid(g),
+                index,
+                port: 1,
+                gid_type: GidType::RoceV2,
+                netdev_ifindex: 2,
+            };
+            FakeHca {
+                attr: Ok(rxe_attr()),
+                port: rxe_port(),
+                gids: vec![
+                    entry(0, "fe80::5054:ff:fe12:3456"),
+                    entry(1, "::ffff:192.0.2.1"),
+                ],
+                gid_error_at: None,
+            }
+        }
+    }
+
+    impl Hca for FakeHca {
+        fn query_device(&self) -> uverbs::Result<DeviceAttr> {
+            self.attr.clone()
+        }
+        fn query_port(&self, _port: u8) -> uverbs::Result<PortAttr> {
+            Ok(self.port.clone())
+        }
+        fn query_gid(&self, _port: u8, index: u32) -> uverbs::Result<Option<GidEntry>> {
+            if self.gid_error_at == Some(index) {
+                return Err(uverbs::Error::sys(
+                    "UVERBS_METHOD_QUERY_GID_ENTRY",
+                    uverbs::sys::Errno::EINVAL,
+                ));
+            }
+            Ok(self.gids.iter().find(|e| e.index == index).copied())
+        }
+        fn num_comp_vectors(&self) -> u32 {
+            2
+        }
+    }
+
+    fn rxe_id() -> HcaId<'static> {
+        HcaId {
+            name: "rxe0",
+            node_type: NodeType::from_raw(1),
+            board_id: None,
+        }
+    }
+
+    fn render(hca: &FakeHca, port: u8, verbose: bool) -> (i32, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let rc = print_hca_cap(&mut out, &mut err, &rxe_id(), hca, port, verbose).unwrap();
+        (
+            rc,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    const RXE_BRIEF: &str = "hca_id:\trxe0
+\ttransport:\t\t\tInfiniBand (0)
+\tfw_ver:\t\t\t\t0.0.0
+\tnode_guid:\t\t\t5054:00ff:fe12:3456
+\tsys_image_guid:\t\t\t5054:00ff:fe12:3456
+\tvendor_id:\t\t\t0xffffff
+\tvendor_part_id:\t\t\t0
+\thw_ver:\t\t\t\t0x0
+\tphys_port_cnt:\t\t\t1
+\t\tport:\t1
+\t\t\tstate:\t\t\tPORT_ACTIVE (4)
+\t\t\tmax_mtu:\t\t4096 (5)
+\t\t\tactive_mtu:\t\t1024 (3)
+\t\t\tsm_lid:\t\t\t0
+\t\t\tport_lid:\t\t0
+\t\t\tport_lmc:\t\t0x00
+\t\t\tlink_layer:\t\tEthernet
+
+";
+
+    #[test]
+    fn brief_output_matches_ibv_devinfo() {
+        let (rc, out, err) = render(&FakeHca::rxe(), 0, false);
+        assert_eq!((rc, err.as_str()), (0, ""));
+        assert_eq!(out, RXE_BRIEF);
+    }
+
+    #[test]
+    fn verbose_output_matches_ibv_devinfo() {
+        let (rc, out, err) = render(&FakeHca::rxe(), 0, true);
+        assert_eq!((rc, err.as_str()), (0, ""));
+        let expected = "hca_id:\trxe0
+\ttransport:\t\t\tInfiniBand (0)
+\tfw_ver:\t\t\t\t0.0.0
+\tnode_guid:\t\t\t5054:00ff:fe12:3456
+\tsys_image_guid:\t\t\t5054:00ff:fe12:3456
+\tvendor_id:\t\t\t0xffffff
+\tvendor_part_id:\t\t\t0
+\thw_ver:\t\t\t\t0x0
+\tphys_port_cnt:\t\t\t1
+\tmax_mr_size:\t\t\t0xffffffffffffffff
+\tpage_size_cap:\t\t\t0xfffff000
+\tmax_qp:\t\t\t\t1048560
+\tmax_qp_wr:\t\t\t1048576
+\tdevice_cap_flags:\t\t0x01223c76
+\t\t\t\t\tBAD_PKEY_CNTR
+\t\t\t\t\tBAD_QKEY_CNTR
+\t\t\t\t\tAUTO_PATH_MIG
+\t\t\t\t\tCHANGE_PHY_PORT
+\t\t\t\t\tUD_AV_PORT_ENFORCE
+\t\t\t\t\tPORT_ACTIVE_EVENT
+\t\t\t\t\tSYS_IMAGE_GUID
+\t\t\t\t\tRC_RNR_NAK_GEN
+\t\t\t\t\tSRQ_RESIZE
+\t\t\t\t\tMEM_WINDOW
+\t\t\t\t\tMEM_MGT_EXTENSIONS
+\t\t\t\t\tMEM_WINDOW_TYPE_2B
+\tmax_sge:\t\t\t32
+\tmax_sge_rd:\t\t\t32
+\tmax_cq:\t\t\t\t1048576
+\tmax_cqe:\t\t\t32767
+\tmax_mr:\t\t\t\t524287
+\tmax_pd:\t\t\t\t1048576
+\tmax_qp_rd_atom:\t\t\t128
+\tmax_ee_rd_atom:\t\t\t0
+\tmax_res_rd_atom:\t\t258048
+\tmax_qp_init_rd_atom:\t\t128
+\tmax_ee_init_rd_atom:\t\t0
+\tatomic_cap:\t\t\tATOMIC_HCA (1)
+\tmax_ee:\t\t\t\t0
+\tmax_rdd:\t\t\t0
+\tmax_mw:\t\t\t\t524287
+\tmax_raw_ipv6_qp:\t\t0
+\tmax_raw_ethy_qp:\t\t0
+\tmax_mcast_grp:\t\t\t8192
+\tmax_mcast_qp_attach:\t\t56
+\tmax_total_mcast_qp_attach:\t458752
+\tmax_ah:\t\t\t\t32767
+\tmax_fmr:\t\t\t0
+\tmax_srq:\t\t\t917503
+\tmax_srq_wr:\t\t\t1048576
+\tmax_srq_sge:\t\t\t27
+\tmax_pkeys:\t\t\t64
+\tlocal_ca_ack_delay:\t\t15
+\tgeneral_odp_caps:
+\trc_odp_caps:
+\t\t\t\t\tNO SUPPORT
+\tuc_odp_caps:
+\t\t\t\t\tNO SUPPORT
+\tud_odp_caps:
+\t\t\t\t\tNO SUPPORT
+\txrc_odp_caps:
+\t\t\t\t\tNO SUPPORT
+\tcompletion_timestamp_mask not supported
+\tcore clock not supported
+\tdevice_cap_flags_ex:\t\t0x1223C76
+\ttso_caps:
+\t\tmax_tso:\t\t\t0
+\trss_caps:
+\t\tmax_rwq_indirection_tables:\t\t\t0
+\t\tmax_rwq_indirection_table_size:\t\t\t0
+\t\trx_hash_function:\t\t\t\t0x0
+\t\trx_hash_fields_mask:\t\t\t\t0x0
+\tmax_wq_type_rq:\t\t\t0
+\tpacket_pacing_caps:
+\t\tqp_rate_limit_min:\t0kbps
+\t\tqp_rate_limit_max:\t0kbps
+\ttag matching not supported
+\tnum_comp_vectors:\t\t2
+\t\tport:\t1
+\t\t\tstate:\t\t\tPORT_ACTIVE (4)
+\t\t\tmax_mtu:\t\t4096 (5)
+\t\t\tactive_mtu:\t\t1024 (3)
+\t\t\tsm_lid:\t\t\t0
+\t\t\tport_lid:\t\t0
+\t\t\tport_lmc:\t\t0x00
+\t\t\tlink_layer:\t\tEthernet
+\t\t\tmax_msg_sz:\t\t0x800000
+\t\t\tport_cap_flags:\t\t0x00010000
+\t\t\tport_cap_flags2:\t0x0000
+\t\t\tmax_vl_num:\t\t1 (1)
+\t\t\tbad_pkey_cntr:\t\t0x0
+\t\t\tqkey_viol_cntr:\t\t0x0
+\t\t\tsm_sl:\t\t\t0
+\t\t\tpkey_tbl_len:\t\t1
+\t\t\tgid_tbl_len:\t\t1024
+\t\t\tsubnet_timeout:\t\t0
+\t\t\tinit_type_reply:\t0
+\t\t\tactive_width:\t\t1X (1)
+\t\t\tactive_speed:\t\t2.5 Gbps (1)
+\t\t\tphys_state:\t\tLINK_UP (5)
+\t\t\tGID[  0]:\t\tfe80::5054:ff:fe12:3456, RoCE v2
+\t\t\tGID[  1]:\t\t::ffff:192.0.2.1, RoCE v2
+
+";
+        assert_eq!(out, expected, "\n--- got ---\n{out}");
+    }
+
+    #[test]
+    fn optional_device_sections() {
+        let mut hca = FakeHca::rxe();
+        let a = hca.attr.as_mut().unwrap();
+        a.max_fmr = 5;
+        a.max_map_per_fmr = 7;
+        a.max_srq = 0;
+        a.odp_caps.general_caps = 0b111;
+        a.odp_caps.rc_odp_caps = 0b10_0101 | 0x100;
+        a.completion_timestamp_mask = 0x7fff_ffff_ffff_ffff;
+        a.hca_core_clock = 156_250;
+        a.raw_packet_caps = 0b1011;
+        a.device_cap_flags_ex = (1 << 34) | (1 << 36) | (1 << 40) | 0x1000;
+        a.rss_caps.supported_qpts = (1 << 8) | (1 << 4) | (1 << 2);
+        a.tm_caps = uverbs::TmCaps {
+            max_rndv_hdr_size: 64,
+            max_num_tags: 63,
+            flags: 1,
+            max_ops: 32768,
+            max_sge: 1,
+        };
+        a.cq_mod_caps = uverbs::CqModerationCaps {
+            max_cq_count: 65535,
+            max_cq_period: 4095,
+        };
+        a.max_dm_size = 131_072;
+        a.max_qp = 0x8000_0000;
+        let (_, out, _) = render(&hca, 0, true);
+        for needle in [
+            "\tmax_qp:\t\t\t\t-2147483648\n",
+            "\tmax_fmr:\t\t\t5\n\tmax_map_per_fmr:\t\t7\n\tmax_srq:\t\t\t0\n\tmax_pkeys:",
+            "\tgeneral_odp_caps:\n\t\t\t\t\tODP_SUPPORT\n\t\t\t\t\tODP_SUPPORT_IMPLICIT\n\t\t\t\t\tUnknown flags: 0x4\n",
+            "\trc_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tSUPPORT_WRITE\n\t\t\t\t\tSUPPORT_SRQ\n\t\t\t\t\tUnknown flags: 0x100\n\tuc_odp_caps:",
+            "\tcompletion timestamp_mask:\t\t\t0x7fffffffffffffff\n",
+            "\thca_core_clock:\t\t\t156250kHZ\n",
+            "\traw packet caps:\n\t\t\t\t\tC-VLAN stripping offload\n\t\t\t\t\tScatter FCS offload\n\t\t\t\t\tDelay drop\n\tdevice_cap_flags_ex:\t\t0x11400001000\n\t\t\t\t\tRAW_SCATTER_FCS\n\t\t\t\t\tPCI_WRITE_END_PADDING\n\t\t\t\t\tUnknown flags: 0x10000000000\n\ttso_caps:",
+            "\t\trx_hash_fields_mask:\t\t\t\t0x0\n\t\tsupported_qp:\n\t\t\t\t\tSUPPORT_RAW_PACKET\n\t\t\t\t\tSUPPORT_UD\n\t\t\t\t\tUnknown flags: 0x4\n\tmax_wq_type_rq:",
+            "\tmax_rndv_hdr_size:\t\t64\n\tmax_num_tags:\t\t\t63\n\tmax_ops:\t\t\t32768\n\tmax_sge:\t\t\t1\n\tflags:\n\t\t\t\t\tIBV_TM_CAP_RC\n",
+            "\n\tcq moderation caps:\n\t\tmax_cq_count:\t65535\n\t\tmax_cq_period:\t4095 us\n\n\tmaximum available device memory:\t131072Bytes\n\n\tnum_comp_vectors:\t\t2\n",
+        ] {
+            assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+        }
+    }
+
+    #[test]
+    fn board_id_and_iwarp_transport() {
+        let id = HcaId {
+            name: "siw0",
+            node_type: NodeType::from_raw(4),
+            board_id: Some("MT_0000000010"),
+        };
+        let mut hca = FakeHca::rxe();
+        hca.port.link_layer = LinkLayer::Unspecified;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        print_hca_cap(&mut out, &mut err, &id, &hca, 0, true).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("\ttransport:\t\t\tiWARP (1)\n"));
+        assert!(
+            out.contains("\thw_ver:\t\t\t\t0x0\n\tboard_id:\t\t\tMT_0000000010\n\tphys_port_cnt:")
+        );
+        assert!(
+            !out.contains("phys_state"),
+            "phys_state is printed only for IB transport"
+        );
+        // No ", RoCE v2" suffix off Ethernet.
+        assert!(out.contains("\t\t\tGID[  1]:\t\t::ffff:192.0.2.1\n"));
+    }
+
+    #[test]
+    fn gid_lines_by_type_and_link_layer() {
+        let line = |g: &str, t, ll| {
+            let mut out = Vec::new();
+            write_gid(&mut out, 7, &gid(g), t, ll).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            line("fe80::2:c903:a:bcde", GidType::Ib, LinkLayer::InfiniBand),
+            "\t\t\tGID[  7]:\t\tfe80:0000:0000:0000:0002:c903:000a:bcde\n"
+        );
+        assert_eq!(
+            line(
+                "fe80::5054:ff:fe12:3456",
+                GidType::RoceV1,
+                LinkLayer::Ethernet
+            ),
+            "\t\t\tGID[  7]:\t\tfe80:0000:0000:0000:5054:00ff:fe12:3456, RoCE v1\n"
+        );
+        assert_eq!(
+            line(
+                "fe80::5054:ff:fe12:3456",
+                GidType::RoceV2,
+                LinkLayer::Ethernet
+            ),
+            "\t\t\tGID[  7]:\t\tfe80::5054:ff:fe12:3456, RoCE v2\n"
+        );
+        let mut out = Vec::new();
+        write_gid(
+            &mut out,
+            1000,
+            &gid("::1"),
+            GidType::RoceV2,
+            LinkLayer::Ethernet,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\t\t\tGID[1000]:\t\t::1, RoCE v2\n"
+        );
+    }
+
+    #[test]
+    fn inet_ntop6_matches_glibc() {
+        let cases = [
+            ("::", "::"),
+            ("::1", "::1"),
+            ("::ffff:192.0.2.1", "::ffff:192.0.2.1"),
+            // glibc keeps the deprecated IPv4-compatible form; Rust's Display does not.
+            ("::c000:201", "::192.0.2.1"),
+            ("::ffff:0:c000:201", "::ffff:0:c000:201"),
+            ("fe80::5054:ff:fe12:3456", "fe80::5054:ff:fe12:3456"),
+            ("1:0:0:2:0:0:0:3", "1:0:0:2::3"),
+            ("1:0:0:2:3:0:0:4", "1::2:3:0:0:4"),
+            ("1:0:2:0:3:0:4:0", "1:0:2:0:3:0:4:0"),
+            ("2001:db8::", "2001:db8::"),
+            ("0:0:1::", "0:0:1::"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(inet_ntop6(&gid(input).0), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn port_selection_and_errors() {
+        let hca = FakeHca::rxe();
+        let (rc, out, err) = render(&hca, 2, false);
+        assert_eq!(
+            (rc, out.as_str(), err.as_str()),
+            (4, "", "Invalid port requested for device\n")
+        );
+        let (rc, out, _) = render(&hca, 1, false);
+        assert_eq!((rc, out.as_str()), (0, RXE_BRIEF));
+
+        let mut bad = FakeHca::rxe();
+        bad.gid_error_at = Some(1);
+        let (rc, out, err) = render(&bad, 0, true);
+        assert_eq!(rc, -1);
+        assert!(
+            out.ends_with("\t\t\tGID[  0]:\t\tfe80::5054:ff:fe12:3456, RoCE v2\n"),
+            "{out}"
+        );
+        assert!(
+            err.starts_with("Failed to query gid to port 1, index 1\n"),
+            "{err}"
+        );
+
+        let mut dead = FakeHca::rxe();
+        dead.attr = Err(uverbs::Error::new(
+            "query",
+            ErrorKind::DeviceRemoved,
+            "gone",
+        ));
+        let (rc, out, err) = render(&dead, 0, false);
+        assert_eq!((rc, out.as_str()), (2, ""));
+        assert!(err.starts_with("Failed to query device props\n"));
+    }
+
+    #[test]
+    fn list_format() {
+        let mut out = Vec::new();
+        write_list(&mut out, &["rxe0"]).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "1 HCA found:\n\trxe0\n\n");
+        let mut out = Vec::new();
+        write_list(&mut out, &[]).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "0 HCAs found:\n\n");
+    }
+
+    fn parse(args: &[&str]) -> (Result<Action, Exit>, String, String) {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let r = parse_args(&args, &mut out, &mut err);
+        (
+            r,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    fn show(device: Option<&str>, port: u8, verbose: bool) -> Result<Action, Exit> {
+        Ok(Action::Show(Options {
+            device: device.map(str::to_string),
+            port,
+            verbose,
+        }))
+    }
+
+    #[test]
+    fn getopt_compatible_parsing() {
+        assert_eq!(parse(&[]).0, show(None, 0, false));
+        assert_eq!(parse(&["-v", "-d", "rxe0"]).0, show(Some("rxe0"), 0, true));
+        assert_eq!(parse(&["-vdrxe0", "-i0x2"]).0, show(Some("rxe0"), 2, true));
+        assert_eq!(
+            parse(&["--ib-dev=mlx5_0", "--ib-port", "1", "--verb"]).0,
+            show(Some("mlx5_0"), 1, true)
+        );
+        assert_eq!(parse(&["operand", "-i", "010"]).0, show(None, 8, false));
+        assert_eq!(
+            parse(&["-i", "257"]).0,
+            show(None, 1, false),
+            "truncated to uint8_t like the C tool"
+        );
+        assert_eq!(
+            parse(&["-v", "-l", "-x"]).0,
+            Ok(Action::List),
+            "-l acts as soon as it is seen"
+        );
+        assert_eq!(parse(&["--", "-x"]).0, show(None, 0, false));
+        assert_eq!(parse(&["--help"]).0, Ok(Action::Help));
+
+        let (r, out, err) = parse(&["-i", "abc"]);
+        assert_eq!((r, err.as_str()), (Err(Exit(1)), ""));
+        assert!(out.starts_with("Usage: uverbs devinfo"));
+        let (r, _, err) = parse(&["-x"]);
+        assert_eq!(
+            (r, err.as_str()),
+            (Err(Exit(-1)), "uverbs devinfo: invalid option -- 'x'\n")
+        );
+        let (r, _, err) = parse(&["-d"]);
+        assert_eq!(
+            (r, err.as_str()),
+            (
+                Err(Exit(-1)),
+                "uverbs devinfo: option requires an argument -- 'd'\n"
+            )
+        );
+        let (r, _, err) = parse(&["--ib"]);
+        assert_eq!(r, Err(Exit(-1)));
+        assert!(err.contains("'--ib' is ambiguous"), "{err}");
+        let (_, _, err) = parse(&["--list=3"]);
+        assert!(err.contains("'--list' doesn't allow an argument"), "{err}");
+    }
+
+    #[test]
+    fn strtol_like_c() {
+        assert_eq!(strtol(" 12x"), 12);
+        assert_eq!(strtol("0x1f"), 31);
+        assert_eq!(strtol("0x"), 0);
+        assert_eq!(strtol("017"), 15);
+        assert_eq!(strtol("-3"), -3);
+        assert_eq!(strtol(""), 0);
+        assert_eq!(strtol("99999999999999999999999"), i64::MAX);
+    }
+}

@@ -1,0 +1,72 @@
+//! `uverbs`: command-line tools over the uverbs library.
+//!
+//! Subcommands:
+//! - `devinfo`: prints device and port attributes like rdma-core's `ibv_devinfo`.
+//!
+//! Argument parsing is hand-written (no dependencies): `main` picks the
+//! subcommand and hands it the remaining arguments; each subcommand parses
+//! its own options and returns the process exit status.
+
+mod devinfo;
+
+use std::{
+    io::{self, Write},
+    process::ExitCode,
+};
+
+/// One subcommand: its name, a one-line summary, and its entry point.
+struct Command {
+    name: &'static str,
+    summary: &'static str,
+    run: fn(&[String]) -> u8,
+}
+
+const COMMANDS: &[Command] = &[Command {
+    name: "devinfo",
+    summary: "print device and port attributes (like ibv_devinfo)",
+    run: devinfo::main,
+}];
+
+fn usage(out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "Usage: uverbs <command> [options]")?;
+    writeln!(out)?;
+    writeln!(out, "Commands:")?;
+    for c in COMMANDS {
+        writeln!(out, "  {:<12} {}", c.name, c.summary)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "Options:")?;
+    writeln!(out, "  -h, --help     print this help")?;
+    writeln!(out, "  -V, --version  print the version")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "`uverbs <command> --help` describes a command's options."
+    )
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(first) = args.first() else {
+        let _ = usage(&mut io::stderr());
+        return ExitCode::from(2);
+    };
+    match first.as_str() {
+        "-h" | "--help" | "help" => {
+            let _ = usage(&mut io::stdout());
+            ExitCode::SUCCESS
+        }
+        "-V" | "--version" => {
+            println!("uverbs {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        name => match COMMANDS.iter().find(|c| c.name == name) {
+            Some(c) => ExitCode::from((c.run)(&args[1..])),
+            None => {
+                eprintln!("uverbs: unknown command '{name}'");
+                let _ = usage(&mut io::stderr());
+                ExitCode::from(2)
+            }
+        },
+    }
+}

@@ -1,0 +1,449 @@
+//! An open device context: the uverbs command fd, its async event fd, and
+//! the provider state.
+//!
+//! Opening follows libibverbs (`libibverbs/device.c`, `verbs_open_device`):
+//! open the `uverbsN` node read-write, create the ucontext with
+//! `UVERBS_METHOD_GET_CONTEXT` (carrying the provider's driver data), falling
+//! back to the `GET_CONTEXT` write command on kernels without the method, and
+//! allocate the async event fd before any object exists: objects created
+//! while the context has no async event file never report their events
+//! (`ib_uverbs_get_async_event` in `drivers/infiniband/core/uverbs.h`).
+
+use std::{
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    path::Path,
+    sync::{
+        atomic::{AtomicBool, AtomicU32, Ordering},
+        Arc,
+    },
+};
+
+use crate::abi;
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    device_list::{self, DeviceInfo},
+    error::{Context as _, Error, ErrorKind, Result},
+    ioctl::{is_unsupported, IoctlCmd},
+    providers::{
+        mlx5::{self, Mlx5Context},
+        rxe::RxeContext,
+        Provider, ProviderKind,
+    },
+    sys::{self, Errno, Kernel, WriteCmd},
+};
+
+/// Verbs that have both an ioctl method and a write command; a kernel that
+/// lacks the method (`ENOTTY`/`EPROTONOSUPPORT`) is remembered per verb so
+/// the next call goes straight to `write()`, as libibverbs'
+/// `unsupported_ioctls` bitmap does (`libibverbs/cmd_fallback.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Verb {
+    GetContext = 0,
+    QueryPort = 1,
+    QueryGid = 2,
+}
+
+/// How commands reach the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CommandMode {
+    /// ioctl methods where the kernel has them, `write()` commands otherwise
+    /// (and for kernels that lack a method), as libibverbs does.
+    #[default]
+    Auto,
+    /// Only `write()` commands, as libibverbs built with `IOCTL_MODE=write`;
+    /// objects that only have ioctl methods are unavailable. For testing the
+    /// fallback paths and for very old kernels.
+    WriteOnly,
+}
+
+/// Which ioctl methods this kernel lacks.
+#[derive(Debug, Default)]
+pub(crate) struct Fallback {
+    no_ioctl: AtomicBool,
+    no_method: AtomicU32,
+}
+
+impl Fallback {
+    /// Whether the verb should go straight to its write command.
+    pub(crate) fn use_write(&self, verb: Verb) -> bool {
+        self.no_ioctl.load(Ordering::Relaxed)
+            || self.no_method.load(Ordering::Relaxed) & (1 << verb as u32) != 0
+    }
+
+    /// Records an ioctl failure; returns whether the write command should be tried.
+    pub(crate) fn record(&self, verb: Verb, errno: Errno) -> bool {
+        match errno {
+            Errno::ENOTTY => self.no_ioctl.store(true, Ordering::Relaxed),
+            Errno::EPROTONOSUPPORT => {
+                self.no_method.fetch_or(1 << verb as u32, Ordering::Relaxed);
+            }
+            _ => return false,
+        }
+        debug_assert!(is_unsupported(errno));
+        true
+    }
+}
+
+/// Shared state of an open context; every object holds an `Arc` of it.
+#[derive(Debug)]
+pub(crate) struct ContextInner {
+    pub(crate) kernel: Arc<dyn Kernel>,
+    pub(crate) device: DeviceInfo,
+    pub(crate) driver_id: u32,
+    pub(crate) num_comp_vectors: u32,
+    pub(crate) core_support: u64,
+    pub(crate) provider: Provider,
+    pub(crate) fallback: Fallback,
+    // Field order matters for drop: the async event fd is closed before the
+    // command fd (the last close of the command fd tears the ucontext down).
+    pub(crate) async_fd: OwnedFd,
+    pub(crate) cmd_fd: OwnedFd,
+}
+
+impl ContextInner {
+    /// The command fd.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.cmd_fd.as_fd()
+    }
+
+    /// A new ioctl command for this device.
+    pub(crate) fn ioctl_cmd<'a>(&self, object: u16, method: u16) -> IoctlCmd<'a> {
+        IoctlCmd::new(object, method, self.driver_id)
+    }
+
+    /// Runs an ioctl.
+    pub(crate) fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        self.kernel.ioctl(self.fd(), cmd)
+    }
+
+    /// Runs a write command.
+    pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        self.kernel.write_cmd(self.fd(), cmd)
+    }
+}
+
+/// An open RDMA device (`struct ibv_context`).
+///
+/// Cloning is cheap and shares the context; it is closed when the last clone
+/// and the last object created from it are gone.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub(crate) inner: Arc<ContextInner>,
+}
+
+impl Context {
+    /// Opens a device by name (`None`: the first device), like `ibv_open_device`.
+    #[doc(alias = "ibv_open_device")]
+    pub fn open(name: Option<&str>) -> Result<Self> {
+        Self::open_with(sys::linux(), name)
+    }
+
+    /// [`Context::open`] through a chosen transport.
+    pub fn open_with(kernel: Arc<dyn Kernel>, name: Option<&str>) -> Result<Self> {
+        let device = device_list::find_device(&kernel, name)?;
+        Self::open_device(kernel, device)
+    }
+
+    /// Opens a device found by [`crate::devices`].
+    pub fn open_device(kernel: Arc<dyn Kernel>, device: DeviceInfo) -> Result<Self> {
+        Self::open_device_with_mode(kernel, device, CommandMode::Auto)
+    }
+
+    /// [`Context::open_device`] with a chosen [`CommandMode`].
+    pub fn open_device_with_mode(
+        kernel: Arc<dyn Kernel>,
+        device: DeviceInfo,
+        mode: CommandMode,
+    ) -> Result<Self> {
+        let kind = ProviderKind::for_driver(device.driver_id, &device.name)?;
+        let driver_id = device.driver_id.unwrap_or(abi::RDMA_DRIVER_UNKNOWN);
+        if !kind.abi_versions().contains(&device.abi_version) {
+            return Err(Error::new(
+                "open device",
+                ErrorKind::AbiVersion,
+                format!(
+                    "{} reports driver ABI version {}; the {} provider speaks {:?}",
+                    device.name,
+                    device.abi_version,
+                    kind.name(),
+                    kind.abi_versions()
+                ),
+            ));
+        }
+        let cmd_fd = open_node(kernel.as_ref(), &device)?;
+        let fallback = Fallback::default();
+        if mode == CommandMode::WriteOnly {
+            fallback.no_ioctl.store(true, Ordering::Relaxed);
+        }
+        let opened = match kind {
+            ProviderKind::Rxe => {
+                get_context(kernel.as_ref(), &cmd_fd, driver_id, &fallback, &[], &mut [])
+                    .map(|c| (c, Provider::Rxe(RxeContext::default())))
+            }
+            ProviderKind::Mlx5 => open_mlx5(kernel.as_ref(), &cmd_fd, driver_id, &fallback),
+        };
+        let (ctx, provider) = opened?;
+        let async_fd = match ctx.async_fd {
+            Some(fd) => fd,
+            None if mode == CommandMode::WriteOnly => {
+                return Err(Error::new(
+                    "IB_USER_VERBS_CMD_GET_CONTEXT",
+                    ErrorKind::Malformed,
+                    "the write command returned no async event fd",
+                ))
+            }
+            None => alloc_async_fd(kernel.as_ref(), &cmd_fd, driver_id)?,
+        };
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                kernel,
+                device,
+                driver_id,
+                num_comp_vectors: ctx.num_comp_vectors,
+                core_support: ctx.core_support,
+                provider,
+                fallback,
+                async_fd,
+                cmd_fd,
+            }),
+        })
+    }
+
+    /// The device this context was opened on.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.inner.device
+    }
+
+    /// The number of completion vectors (`ibv_context::num_comp_vectors`).
+    pub fn num_comp_vectors(&self) -> u32 {
+        self.inner.num_comp_vectors
+    }
+
+    /// The `IB_UVERBS_CORE_SUPPORT_*` bits the kernel reported (0 via write).
+    pub fn core_support(&self) -> u64 {
+        self.inner.core_support
+    }
+
+    /// The driver id the kernel expects in every ioctl.
+    pub fn driver_id(&self) -> u32 {
+        self.inner.driver_id
+    }
+
+    /// The provider's name (`"rxe"`, `"mlx5"`).
+    pub fn provider_name(&self) -> &'static str {
+        match self.inner.provider {
+            Provider::Rxe(_) => "rxe",
+            Provider::Mlx5(_) => "mlx5",
+        }
+    }
+
+    /// The BlueFlame register size of an mlx5 context (0: doorbells only,
+    /// no write-combining); `None` for providers without BlueFlame.
+    pub fn blueflame_size(&self) -> Option<u32> {
+        match &self.inner.provider {
+            Provider::Mlx5(m) => Some(m.bf_reg_size),
+            Provider::Rxe(_) => None,
+        }
+    }
+
+    /// The command fd (for `poll`-free users such as `ibv_import_device` peers).
+    pub fn cmd_fd(&self) -> BorrowedFd<'_> {
+        self.inner.fd()
+    }
+
+    /// How commands reach the kernel.
+    pub fn command_mode(&self) -> CommandMode {
+        if self.inner.fallback.no_ioctl.load(Ordering::Relaxed) {
+            CommandMode::WriteOnly
+        } else {
+            CommandMode::Auto
+        }
+    }
+
+    /// The async event fd, allocated when the context was opened.
+    pub fn async_fd(&self) -> BorrowedFd<'_> {
+        self.inner.async_fd.as_fd()
+    }
+}
+
+fn open_node(kernel: &dyn Kernel, device: &DeviceInfo) -> Result<OwnedFd> {
+    let op = "open uverbs device node";
+    let fd = kernel
+        .open_rdwr(&device.path)
+        .map_err(|e| Error::sys(op, e).with_detail(open_hint(&device.path, e)))?;
+    if let Some(expected) = device.dev {
+        let actual = kernel.char_dev(fd.as_fd()).op(op)?;
+        if actual != expected {
+            return Err(Error::new(
+                op,
+                ErrorKind::NoDevice,
+                format!(
+                    "{} is not the character device of {} (device number changed: \
+                     the device was removed or renamed while opening)",
+                    device.path.display(),
+                    device.name
+                ),
+            ));
+        }
+    }
+    Ok(fd)
+}
+
+fn open_hint(path: &Path, e: Errno) -> String {
+    match e {
+        Errno::EACCES | Errno::EPERM => format!(
+            "{} needs read-write access (check its mode and your groups)",
+            path.display()
+        ),
+        Errno::ENOENT => format!(
+            "{} does not exist: is devtmpfs mounted and ib_uverbs loaded?",
+            path.display()
+        ),
+        _ => format!("opening {}", path.display()),
+    }
+}
+
+/// What `GET_CONTEXT` produced.
+#[derive(Debug)]
+struct Opened {
+    num_comp_vectors: u32,
+    core_support: u64,
+    /// The write command returns an async event fd; the ioctl does not.
+    async_fd: Option<OwnedFd>,
+}
+
+/// `UVERBS_METHOD_GET_CONTEXT`, or the `GET_CONTEXT` write command.
+fn get_context(
+    kernel: &dyn Kernel,
+    fd: &OwnedFd,
+    driver_id: u32,
+    fallback: &Fallback,
+    driver_in: &[u8],
+    driver_out: &mut [u8],
+) -> Result<Opened> {
+    if !fallback.use_write(Verb::GetContext) {
+        let mut vectors = 0u32;
+        let mut support = 0u64;
+        let mut cmd = IoctlCmd::new(
+            abi::UVERBS_OBJECT_DEVICE,
+            abi::UVERBS_METHOD_GET_CONTEXT,
+            driver_id,
+        );
+        let v = cmd.output(
+            abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+            vectors.as_mut_bytes(),
+        );
+        cmd.optional();
+        let s = cmd.output(
+            abi::UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT,
+            support.as_mut_bytes(),
+        );
+        cmd.optional();
+        cmd.driver_in(driver_in).driver_out(&mut *driver_out);
+        match kernel.ioctl(fd.as_fd(), &mut cmd) {
+            Ok(()) => {
+                let (has_v, has_s) = (cmd.is_valid_output(v), cmd.is_valid_output(s));
+                drop(cmd);
+                return Ok(Opened {
+                    num_comp_vectors: if has_v { vectors } else { 0 },
+                    core_support: if has_s { support } else { 0 },
+                    async_fd: None,
+                });
+            }
+            Err(e) if fallback.record(Verb::GetContext, e) => {}
+            Err(e) => return Err(Error::sys("UVERBS_METHOD_GET_CONTEXT", e)),
+        }
+    }
+    let req = abi::IbUverbsGetContext { response: 0 };
+    let mut resp = abi::IbUverbsGetContextResp::new_zeroed();
+    let mut cmd = WriteCmd {
+        command: abi::IB_USER_VERBS_CMD_GET_CONTEXT,
+        core_in: req.as_bytes(),
+        driver_in,
+        core_out: resp.as_mut_bytes(),
+        driver_out,
+    };
+    kernel
+        .write_cmd(fd.as_fd(), &mut cmd)
+        .op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
+    let async_fd = sys::adopt_fd(resp.async_fd as i32).op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
+    Ok(Opened {
+        num_comp_vectors: resp.num_comp_vectors,
+        core_support: 0,
+        async_fd: Some(async_fd),
+    })
+}
+
+fn open_mlx5(
+    kernel: &dyn Kernel,
+    fd: &OwnedFd,
+    driver_id: u32,
+    fallback: &Fallback,
+) -> Result<(Opened, Provider)> {
+    let mut req = Some(mlx5::ContextRequest { devx: true });
+    let mut last = None;
+    while let Some(r) = req {
+        let encoded = r.encode();
+        let mut out = vec![0u8; Mlx5Context::response_len()];
+        match get_context(
+            kernel,
+            fd,
+            driver_id,
+            fallback,
+            encoded.as_bytes(),
+            &mut out,
+        ) {
+            Ok(opened) => {
+                let ctx = Mlx5Context::from_response(r, &out).ok_or_else(|| {
+                    Error::new(
+                        "GET_CONTEXT",
+                        ErrorKind::Malformed,
+                        "short mlx5_ib_alloc_ucontext_resp",
+                    )
+                })?;
+                return Ok((opened, Provider::Mlx5(ctx)));
+            }
+            Err(e) if e.errno() == Some(Errno::EINVAL) => {
+                last = Some(e);
+                req = r.fallback();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::new("GET_CONTEXT", ErrorKind::Os, "mlx5 context refused")))
+}
+
+/// `UVERBS_METHOD_ASYNC_EVENT_ALLOC`: the context's async event fd.
+fn alloc_async_fd(kernel: &dyn Kernel, fd: &OwnedFd, driver_id: u32) -> Result<OwnedFd> {
+    let op = "UVERBS_METHOD_ASYNC_EVENT_ALLOC";
+    let mut cmd = IoctlCmd::new(
+        abi::UVERBS_OBJECT_ASYNC_EVENT,
+        abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC,
+        driver_id,
+    );
+    let at = cmd.new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE);
+    kernel.ioctl(fd.as_fd(), &mut cmd).op(op)?;
+    cmd.take_fd(at)
+        .ok_or_else(|| Error::new(op, ErrorKind::Malformed, "the kernel returned no fd"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_is_remembered_per_verb_and_globally() {
+        let f = Fallback::default();
+        assert!(!f.use_write(Verb::QueryPort));
+        assert!(!f.record(Verb::QueryPort, Errno::EINVAL));
+        assert!(!f.use_write(Verb::QueryPort));
+        assert!(f.record(Verb::QueryPort, Errno::EPROTONOSUPPORT));
+        assert!(f.use_write(Verb::QueryPort));
+        assert!(!f.use_write(Verb::QueryGid));
+        assert!(f.record(Verb::GetContext, Errno::ENOTTY));
+        assert!(f.use_write(Verb::QueryGid));
+    }
+}

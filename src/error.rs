@@ -1,0 +1,209 @@
+//! The crate's error type.
+//!
+//! Every error names the operation that failed (the uverbs method, write
+//! command, or system call, e.g. `"UVERBS_METHOD_QUERY_PORT"` or
+//! `"open /dev/infiniband/uverbs0"`), carries the errno when the kernel
+//! produced one, and says what to do about it where that is known.
+
+use std::{borrow::Cow, fmt};
+
+use crate::sys::Errno;
+
+/// What kind of failure an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A system call failed; [`Error::errno`] says how.
+    Os,
+    /// No RDMA device matched the request.
+    NoDevice,
+    /// The device's driver has no provider compiled into this crate.
+    UnsupportedProvider,
+    /// The kernel speaks an ABI version this crate does not.
+    AbiVersion,
+    /// The kernel (or a file it exports) returned something malformed.
+    Malformed,
+    /// The caller asked for something invalid; the message says what.
+    InvalidArgument,
+    /// The device was removed (disassociated); only destroying objects still works.
+    DeviceRemoved,
+}
+
+/// An error from a uverbs operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    op: Cow<'static, str>,
+    kind: ErrorKind,
+    errno: Option<Errno>,
+    detail: Option<Cow<'static, str>>,
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A failed system call or kernel command.
+    pub fn sys(op: impl Into<Cow<'static, str>>, errno: Errno) -> Self {
+        let kind = if errno == Errno::EIO {
+            ErrorKind::DeviceRemoved
+        } else {
+            ErrorKind::Os
+        };
+        Error {
+            op: op.into(),
+            kind,
+            errno: Some(errno),
+            detail: None,
+        }
+    }
+
+    /// A failure that is not an errno.
+    pub fn new(
+        op: impl Into<Cow<'static, str>>,
+        kind: ErrorKind,
+        detail: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        Error {
+            op: op.into(),
+            kind,
+            errno: None,
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// Adds an explanation (what was being done, or what to fix).
+    pub fn with_detail(mut self, detail: impl Into<Cow<'static, str>>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// The operation that failed.
+    pub fn op(&self) -> &str {
+        &self.op
+    }
+
+    /// The kind of failure.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The errno, when the kernel reported one.
+    pub fn errno(&self) -> Option<Errno> {
+        self.errno
+    }
+
+    /// The explanation attached to this error, if any.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// A generic hint for an errno, used when no specific explanation is attached.
+    fn hint(&self) -> Option<&'static str> {
+        let errno = self.errno?;
+        Some(match errno {
+            Errno::EACCES | Errno::EPERM => {
+                "check the permissions of /dev/infiniband/* (read-write access is needed); \
+                 uverbs write() commands also fail with EACCES on an fd inherited by a process \
+                 with other credentials"
+            }
+            Errno::ENOENT | Errno::ENXIO | Errno::ENODEV => {
+                "the device node or device is gone: is the ib_uverbs module loaded and the \
+                 device still registered (`rdma dev`)?"
+            }
+            Errno::EIO => {
+                "the device was removed or disassociated; destroy the remaining objects \
+                 and close the context"
+            }
+            Errno::ENOMEM => {
+                "out of memory, or the locked-memory limit is too low for registering \
+                 memory (raise it with `ulimit -l`)"
+            }
+            Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT | Errno::ENOTTY => {
+                "the running kernel or the device does not support this operation"
+            }
+            Errno::EAGAIN => "no event is pending (non-blocking mode)",
+            Errno::EBUSY => "the object is still in use by other objects; destroy those first",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.op)?;
+        match self.errno {
+            Some(e) => write!(f, " failed: {e:?} ({})", e.desc())?,
+            None => write!(f, " failed")?,
+        }
+        if let Some(detail) = &self.detail {
+            write!(f, ": {detail}")?;
+        } else if let Some(hint) = self.hint() {
+            write!(f, ": {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> Self {
+        let kind = match e.errno {
+            Some(errno) => std::io::Error::from_raw_os_error(errno as i32).kind(),
+            None => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, e)
+    }
+}
+
+/// Attaches an operation name to a raw errno result.
+pub(crate) trait Context<T> {
+    fn op(self, op: &'static str) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, Errno> {
+    fn op(self, op: &'static str) -> Result<T> {
+        self.map_err(|e| Error::sys(op, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_the_operation_the_errno_and_a_hint() {
+        let e = Error::sys("open /dev/infiniband/uverbs0", Errno::EACCES);
+        let s = e.to_string();
+        assert!(
+            s.starts_with("open /dev/infiniband/uverbs0 failed: EACCES"),
+            "{s}"
+        );
+        assert!(s.contains("permissions"), "{s}");
+    }
+
+    #[test]
+    fn detail_replaces_the_generic_hint() {
+        let e = Error::sys("IB_USER_VERBS_CMD_MODIFY_QP", Errno::EINVAL)
+            .with_detail("RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS");
+        assert_eq!(
+            e.to_string(),
+            "IB_USER_VERBS_CMD_MODIFY_QP failed: EINVAL (Invalid argument): \
+             RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS"
+        );
+    }
+
+    #[test]
+    fn eio_means_device_removed() {
+        assert_eq!(
+            Error::sys("UVERBS_METHOD_CQ_DESTROY", Errno::EIO).kind(),
+            ErrorKind::DeviceRemoved
+        );
+    }
+
+    #[test]
+    fn converts_to_io_error_with_the_errno_kind() {
+        let io: std::io::Error = Error::sys("read", Errno::EAGAIN).into();
+        assert_eq!(io.kind(), std::io::ErrorKind::WouldBlock);
+    }
+}

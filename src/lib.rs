@@ -1,0 +1,52 @@
+//! uverbs: userspace RDMA verbs in pure Rust.
+//!
+//! The crate talks to the kernel's uverbs character devices
+//! (`/dev/infiniband/uverbsN`) directly, through the ioctl ABI
+//! (`RDMA_VERBS_IOCTL`) and the legacy `write()` commands where the kernel
+//! still requires them; it does not use libibverbs or any C code, and it has
+//! no dynamic loading, so it links into fully static (musl) binaries.
+//!
+//! ```no_run
+//! # fn main() -> uverbs::Result<()> {
+//! for dev in uverbs::devices()? {
+//!     let ctx = uverbs::Context::open_device(uverbs::sys::linux(), dev)?;
+//!     let attr = ctx.query_device()?;
+//!     println!("{}: {} port(s)", ctx.device().name, attr.phys_port_cnt);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Layout:
+//! - [`sys`]: the only module that makes system calls ([`sys::Kernel`]); tests fake it.
+//! - [`ioctl`]: the `RDMA_VERBS_IOCTL` command builder.
+//! - [`devices`], [`Context`]: discovery and opening a device.
+//! - [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`]: queries.
+//! - providers (rxe, mlx5) are compiled in and chosen by the device's driver id.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+mod context;
+mod device_list;
+mod error;
+pub mod ioctl;
+pub mod netlink;
+mod query;
+mod query_types;
+pub mod sys;
+
+#[path = "../providers/mod.rs"]
+mod providers;
+
+pub use context::{CommandMode, Context};
+pub use device_list::{devices, devices_with, find_device, DeviceInfo, NodeType};
+pub use error::{Error, ErrorKind, Result};
+pub use query::*;
+
+/// The kernel ABI (`uverbs-abi`) in one namespace, as the C headers have it.
+pub mod abi {
+    pub use uverbs_abi::{
+        events::*, ioctl::*, ioctl_verbs::*, mlx5::*, mlx5_ioctl::*, nldev::*, rxe::*, ucma::*,
+        write::*, write_cq::*, write_flow::*, write_qp::*, write_srq_wq::*,
+    };
+}

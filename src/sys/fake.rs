@@ -1,0 +1,320 @@
+//! A scriptable fake kernel for tests.
+//!
+//! [`FakeKernel`] implements [`Kernel`] without touching the system: sysfs
+//! files come from a map, netlink, ioctl and write commands go to handler
+//! closures that see the structured requests ([`IoctlCmd`], [`WriteCmd`]),
+//! and every call is logged. It lets host tests drive the real code paths
+//! (discovery, context creation, the ioctl-to-write fallback, error
+//! reporting) and play kernels that behave in ways a test machine's kernel
+//! does not (no ioctl support, a removed device, a different driver).
+
+use std::{
+    collections::{HashMap, VecDeque},
+    ffi::OsString,
+    fmt,
+    fs::File,
+    os::fd::{BorrowedFd, OwnedFd},
+    path::{Path, PathBuf},
+    sync::Mutex,
+    time::Duration,
+};
+
+use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, WriteCmd};
+
+/// A call the fake kernel received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// `open` of a device node.
+    Open(PathBuf),
+    /// An ioctl: object and method id.
+    Ioctl {
+        /// `UVERBS_OBJECT_*`.
+        object: u16,
+        /// `UVERBS_METHOD_*`.
+        method: u16,
+    },
+    /// A write command.
+    Write(u32),
+    /// A raw write of this many bytes.
+    RawWrite(usize),
+    /// A netlink request of this message type.
+    Netlink(u16),
+    /// An mmap of this length at this offset.
+    Mmap(usize, u64),
+}
+
+type IoctlFn = Box<dyn FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send>;
+type WriteFn = Box<dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send>;
+type NetlinkFn = Box<dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send>;
+type RawWriteFn = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
+
+#[derive(Default)]
+struct State {
+    files: HashMap<PathBuf, String>,
+    char_dev: Option<u64>,
+    open_error: Option<Errno>,
+    ioctl: Option<IoctlFn>,
+    write: Option<WriteFn>,
+    raw_write: Option<RawWriteFn>,
+    netlink: Option<NetlinkFn>,
+    reads: VecDeque<Result<Vec<u8>, Errno>>,
+    calls: Vec<Call>,
+}
+
+/// The fake; see the module documentation.
+#[derive(Default)]
+pub struct FakeKernel {
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for FakeKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeKernel").finish_non_exhaustive()
+    }
+}
+
+impl FakeKernel {
+    /// A kernel with no devices and no handlers (every command fails with `ENOTTY`/`EOPNOTSUPP`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    /// Adds a (sysfs) file.
+    pub fn file(&self, path: impl Into<PathBuf>, contents: impl Into<String>) -> &Self {
+        self.with(|s| s.files.insert(path.into(), contents.into()));
+        self
+    }
+
+    /// The device number `char_dev` reports for opened nodes.
+    pub fn char_dev(&self, dev: u64) -> &Self {
+        self.with(|s| s.char_dev = Some(dev));
+        self
+    }
+
+    /// Makes `open` fail.
+    pub fn fail_open(&self, errno: Errno) -> &Self {
+        self.with(|s| s.open_error = Some(errno));
+        self
+    }
+
+    /// Handles ioctls.
+    pub fn on_ioctl(
+        &self,
+        f: impl FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.ioctl = Some(Box::new(f)));
+        self
+    }
+
+    /// Handles write commands.
+    pub fn on_write(
+        &self,
+        f: impl FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.write = Some(Box::new(f)));
+        self
+    }
+
+    /// Handles raw writes (the rdma_cm device).
+    pub fn on_raw_write(
+        &self,
+        f: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.raw_write = Some(Box::new(f)));
+        self
+    }
+
+    /// Handles netlink requests: returns the reply messages.
+    pub fn on_netlink(
+        &self,
+        f: impl FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.netlink = Some(Box::new(f)));
+        self
+    }
+
+    /// Queues the result of the next `read` (on any fd).
+    pub fn push_read(&self, result: Result<Vec<u8>, Errno>) -> &Self {
+        self.with(|s| s.reads.push_back(result));
+        self
+    }
+
+    /// The calls received so far.
+    pub fn calls(&self) -> Vec<Call> {
+        self.with(|s| s.calls.clone())
+    }
+
+    /// Forgets the calls received so far.
+    pub fn clear_calls(&self) {
+        self.with(|s| s.calls.clear());
+    }
+
+    fn log(&self, call: Call) {
+        self.with(|s| s.calls.push(call));
+    }
+}
+
+/// A real, harmless file descriptor for fake objects (`/dev/null`).
+pub fn dummy_fd() -> OwnedFd {
+    match File::open("/dev/null") {
+        Ok(f) => f.into(),
+        Err(e) => panic!("opening /dev/null for a fake fd: {e}"),
+    }
+}
+
+impl Kernel for FakeKernel {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        self.log(Call::Open(path.to_path_buf()));
+        match self.with(|s| s.open_error) {
+            Some(e) => Err(e),
+            None => Ok(dummy_fd()),
+        }
+    }
+
+    fn char_dev(&self, _fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        self.with(|s| s.char_dev).ok_or(Errno::ENODEV)
+    }
+
+    fn ioctl(&self, _fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        cmd.check()?;
+        self.log(Call::Ioctl {
+            object: cmd.object_id,
+            method: cmd.method_id,
+        });
+        // The handler runs without the state lock so it may use the fake.
+        let mut handler = self.with(|s| s.ioctl.take());
+        let result = match handler.as_mut() {
+            Some(h) => h(cmd),
+            None => Err(Errno::ENOTTY),
+        };
+        self.with(|s| {
+            if s.ioctl.is_none() {
+                s.ioctl = handler;
+            }
+        });
+        result
+    }
+
+    fn write_cmd(&self, _fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        self.log(Call::Write(cmd.command));
+        let mut handler = self.with(|s| s.write.take());
+        let result = match handler.as_mut() {
+            Some(h) => h(cmd),
+            None => Err(Errno::EOPNOTSUPP),
+        };
+        self.with(|s| {
+            if s.write.is_none() {
+                s.write = handler;
+            }
+        });
+        result
+    }
+
+    fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        self.log(Call::RawWrite(buf.len()));
+        let mut handler = self.with(|s| s.raw_write.take());
+        let result = match handler.as_mut() {
+            Some(h) => h(buf),
+            None => Err(Errno::EOPNOTSUPP),
+        };
+        self.with(|s| {
+            if s.raw_write.is_none() {
+                s.raw_write = handler;
+            }
+        });
+        result
+    }
+
+    fn read(&self, _fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        match self.with(|s| s.reads.pop_front()) {
+            None => Err(Errno::EAGAIN),
+            Some(Err(e)) => Err(e),
+            Some(Ok(bytes)) => {
+                if bytes.len() > buf.len() {
+                    return Err(Errno::EINVAL);
+                }
+                buf[..bytes.len()].copy_from_slice(&bytes);
+                Ok(bytes.len())
+            }
+        }
+    }
+
+    fn wait_readable(
+        &self,
+        _fd: BorrowedFd<'_>,
+        _timeout: Option<Duration>,
+    ) -> Result<bool, Errno> {
+        Ok(self.with(|s| !s.reads.is_empty()))
+    }
+
+    fn set_nonblocking(&self, _fd: BorrowedFd<'_>, _nonblocking: bool) -> Result<(), Errno> {
+        Ok(())
+    }
+
+    fn mmap(
+        &self,
+        _fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        _prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        self.log(Call::Mmap(len, offset));
+        memmap2::MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map(Mapping::from)
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)))
+    }
+
+    fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let kind = request
+            .get(4..6)
+            .map(|b| u16::from_ne_bytes([b[0], b[1]]))
+            .unwrap_or(0);
+        self.log(Call::Netlink(kind));
+        let mut handler = self.with(|s| s.netlink.take());
+        let result = match handler.as_mut() {
+            Some(h) => h(request),
+            None => Err(Errno::EPROTONOSUPPORT),
+        };
+        self.with(|s| {
+            if s.netlink.is_none() {
+                s.netlink = handler;
+            }
+        });
+        for msg in result? {
+            on_message(&msg);
+        }
+        Ok(())
+    }
+
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        self.with(|s| s.files.get(path).cloned())
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ENOENT))
+    }
+
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        let mut names: Vec<OsString> = self.with(|s| {
+            s.files
+                .keys()
+                .filter_map(|p| p.strip_prefix(path).ok())
+                .filter_map(|rest| rest.components().next())
+                .map(|c| c.as_os_str().to_os_string())
+                .collect()
+        });
+        names.sort();
+        names.dedup();
+        if names.is_empty() {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        Ok(names)
+    }
+}

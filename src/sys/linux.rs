@@ -1,0 +1,359 @@
+//! The real transport: system calls on the running kernel.
+#![allow(unsafe_code)]
+
+use std::{
+    ffi::OsString,
+    fs,
+    os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd},
+    path::Path,
+    time::Duration,
+};
+
+use crate::abi;
+use nix::{
+    fcntl::{self, FcntlArg, OFlag},
+    poll::{PollFd, PollFlags, PollTimeout},
+    sys::{
+        socket::{self, AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType},
+        stat::{self, Mode},
+    },
+};
+use zerocopy::{FromBytes, IntoBytes};
+
+use super::{Errno, Kernel, Mapping, Protection, WriteCmd};
+use crate::ioctl::{AttrBuf, IoctlCmd, MAX_ATTRS};
+
+/// The running Linux kernel.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Linux;
+
+/// Largest legacy write request built on the stack; larger ones use the heap.
+const STACK_WRITE: usize = 512;
+
+/// `NLMSG_DONE`, `NLMSG_ERROR` (`include/uapi/linux/netlink.h`).
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+/// `NLM_F_MULTI`: more parts of a multipart reply follow.
+const NLM_F_MULTI: u16 = 2;
+
+/// The ioctl buffer: header and attributes, contiguous as the kernel expects.
+#[repr(C)]
+struct IoctlBuf {
+    hdr: abi::IbUverbsIoctlHdr,
+    attrs: [abi::IbUverbsAttr; MAX_ATTRS],
+}
+
+nix::ioctl_readwrite!(
+    /// `RDMA_VERBS_IOCTL = _IOWR(RDMA_IOCTL_MAGIC, 1, struct ib_uverbs_ioctl_hdr)`.
+    rdma_verbs_ioctl,
+    0x1b,
+    1,
+    abi::IbUverbsIoctlHdr
+);
+
+impl Kernel for Linux {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        let fd = fcntl::open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())?;
+        // SAFETY: `open` returned a new descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        let st = stat::fstat(fd.as_raw_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFCHR {
+            return Err(Errno::ENODEV);
+        }
+        Ok(st.st_rdev)
+    }
+
+    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        cmd.check()?;
+        let n = cmd.attrs().len();
+        let mut buf = IoctlBuf {
+            hdr: abi::IbUverbsIoctlHdr {
+                length: (size_of::<abi::IbUverbsIoctlHdr>() + n * size_of::<abi::IbUverbsAttr>())
+                    as u16,
+                object_id: cmd.object_id,
+                method_id: cmd.method_id,
+                num_attrs: n as u16,
+                reserved1: 0,
+                driver_id: cmd.driver_id,
+                reserved2: 0,
+            },
+            attrs: [abi::IbUverbsAttr::default(); MAX_ATTRS],
+        };
+        for (raw, attr) in buf.attrs.iter_mut().zip(cmd.attrs()) {
+            *raw = attr.to_raw();
+        }
+        // SAFETY: `buf` is a header immediately followed by `n` attributes, as
+        // `hdr.length` says. Every pointer attribute points into a slice that
+        // `cmd` borrows for longer than this call (`AttrBuf::In` shared,
+        // `AttrBuf::Out` exclusive, so the kernel may write it), and its `len`
+        // is that slice's length. The kernel writes back only into `buf`
+        // (flags, new handles and fds) and into the `Out` slices.
+        unsafe { rdma_verbs_ioctl(fd.as_raw_fd(), &mut buf.hdr) }?;
+        for (raw, attr) in buf.attrs.iter().zip(cmd.attrs_mut()) {
+            attr.flags = raw.flags;
+            match &mut attr.buf {
+                AttrBuf::NewObject => attr.data = raw.data,
+                AttrBuf::NewFd(slot) => {
+                    attr.data = raw.data;
+                    let raw_fd = raw.data as i64 as RawFd;
+                    // SAFETY: on success the kernel installed a new descriptor
+                    // for this FD_NEW attribute and returned it here; it is
+                    // owned by nobody else.
+                    *slot = Some(unsafe { OwnedFd::from_raw_fd(raw_fd) });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        if cmd.is_extended() {
+            write_ex(fd, cmd)
+        } else {
+            write_legacy(fd, cmd)
+        }
+    }
+
+    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        nix::unistd::write(fd, buf)
+    }
+
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        nix::unistd::read(fd.as_raw_fd(), buf)
+    }
+
+    fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
+        let timeout = match timeout {
+            None => PollTimeout::NONE,
+            Some(t) => PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX),
+        };
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        loop {
+            match nix::poll::poll(&mut fds, timeout) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        let flags = OFlag::from_bits_retain(fcntl::fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)?);
+        let flags = if nonblocking {
+            flags | OFlag::O_NONBLOCK
+        } else {
+            flags & !OFlag::O_NONBLOCK
+        };
+        fcntl::fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
+        Ok(())
+    }
+
+    fn mmap(
+        &self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        let mut opts = memmap2::MmapOptions::new();
+        opts.len(len).offset(offset);
+        let map = match prot {
+            Protection::ReadWrite => opts.map_raw(fd.as_raw_fd()),
+            Protection::ReadOnly => opts.map_raw_read_only(fd.as_raw_fd()),
+        };
+        map.map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
+    }
+
+    fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        let sock = socket::socket(
+            AddressFamily::Netlink,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkRDMA,
+        )?;
+        socket::bind(sock.as_raw_fd(), &NetlinkAddr::new(0, 0))?;
+        socket::sendto(
+            sock.as_raw_fd(),
+            request,
+            &NetlinkAddr::new(0, 0),
+            MsgFlags::empty(),
+        )?;
+        let dump = request.len() >= 8 && u16::from_ne_bytes([request[6], request[7]]) & 0x300 != 0;
+        let mut buf = vec![0u8; 32 * 1024];
+        loop {
+            let n = socket::recv(sock.as_raw_fd(), &mut buf, MsgFlags::empty())?;
+            let mut rest = &buf[..n];
+            let mut more = false;
+            while rest.len() >= 16 {
+                let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+                let kind = u16::from_ne_bytes([rest[4], rest[5]]);
+                let flags = u16::from_ne_bytes([rest[6], rest[7]]);
+                if len < 16 || len > rest.len() {
+                    return Err(Errno::EBADMSG);
+                }
+                match kind {
+                    NLMSG_DONE => return Ok(()),
+                    NLMSG_ERROR => {
+                        let code = rest
+                            .get(16..20)
+                            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                            .unwrap_or(-libc::EBADMSG);
+                        if code != 0 {
+                            return Err(Errno::from_raw(-code));
+                        }
+                        return Ok(());
+                    }
+                    _ => on_message(&rest[..len]),
+                }
+                more |= flags & NLM_F_MULTI != 0;
+                rest = &rest[align4(len).min(rest.len())..];
+            }
+            if !dump && !more {
+                return Ok(());
+            }
+        }
+    }
+
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        fs::read_to_string(path)
+    }
+
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        fs::read_dir(path)?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect()
+    }
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+fn words(bytes: usize, unit: usize) -> Result<u16, Errno> {
+    if bytes % unit != 0 {
+        return Err(Errno::EINVAL);
+    }
+    u16::try_from(bytes / unit).map_err(|_| Errno::E2BIG)
+}
+
+/// A legacy command: `ib_uverbs_cmd_hdr | core_in | driver_in`, with the
+/// response address patched into the first eight bytes of `core_in`
+/// (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_write`).
+fn write_legacy(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+    let hdr_len = size_of::<abi::IbUverbsCmdHdr>();
+    let total = hdr_len + cmd.core_in.len() + cmd.driver_in.len();
+    let out_len = cmd.core_out.len() + cmd.driver_out.len();
+    let hdr = abi::IbUverbsCmdHdr {
+        command: cmd.command,
+        in_words: words(total, 4)?,
+        out_words: words(out_len, 4)?,
+    };
+    if out_len > 0 && cmd.core_in.len() < 8 {
+        return Err(Errno::EINVAL);
+    }
+    let mut stack = [0u8; STACK_WRITE];
+    let mut heap = Vec::new();
+    let req: &mut [u8] = if total <= STACK_WRITE {
+        &mut stack[..total]
+    } else {
+        heap.resize(total, 0);
+        &mut heap
+    };
+    req[..hdr_len].copy_from_slice(hdr.as_bytes());
+    req[hdr_len..hdr_len + cmd.core_in.len()].copy_from_slice(cmd.core_in);
+    req[hdr_len + cmd.core_in.len()..].copy_from_slice(cmd.driver_in);
+
+    if cmd.driver_out.is_empty() {
+        // The common case (and the rxe send doorbell): the kernel can write
+        // the core response straight into the caller's buffer.
+        let resp = cmd.core_out.as_mut_ptr() as u64;
+        if out_len > 0 {
+            req[hdr_len..hdr_len + 8].copy_from_slice(&resp.to_ne_bytes());
+        }
+        return raw_write(fd, req);
+    }
+    let mut resp = [0u8; STACK_WRITE];
+    let mut resp_heap = Vec::new();
+    let resp: &mut [u8] = if out_len <= STACK_WRITE {
+        &mut resp[..out_len]
+    } else {
+        resp_heap.resize(out_len, 0);
+        &mut resp_heap
+    };
+    req[hdr_len..hdr_len + 8].copy_from_slice(&(resp.as_mut_ptr() as u64).to_ne_bytes());
+    raw_write(fd, req)?;
+    let (core, driver) = resp.split_at(cmd.core_out.len());
+    cmd.core_out.copy_from_slice(core);
+    cmd.driver_out.copy_from_slice(driver);
+    Ok(())
+}
+
+/// An extended command: `ib_uverbs_cmd_hdr | ib_uverbs_ex_cmd_hdr | core_in |
+/// driver_in`, sizes in 8-byte words, the response address in the ex header.
+fn write_ex(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+    let hdr_len = size_of::<abi::IbUverbsCmdHdr>() + size_of::<abi::IbUverbsExCmdHdr>();
+    let total = hdr_len + cmd.core_in.len() + cmd.driver_in.len();
+    let out_len = cmd.core_out.len() + cmd.driver_out.len();
+    let mut resp_buf = vec![0u8; out_len];
+    let hdr = abi::IbUverbsCmdHdr {
+        command: cmd.command,
+        in_words: words(cmd.core_in.len(), 8)?,
+        out_words: words(cmd.core_out.len(), 8)?,
+    };
+    let ex = abi::IbUverbsExCmdHdr {
+        response: if out_len > 0 {
+            resp_buf.as_mut_ptr() as u64
+        } else {
+            0
+        },
+        provider_in_words: words(cmd.driver_in.len(), 8)?,
+        provider_out_words: words(cmd.driver_out.len(), 8)?,
+        cmd_hdr_reserved: 0,
+    };
+    let mut req = Vec::with_capacity(total);
+    req.extend_from_slice(hdr.as_bytes());
+    req.extend_from_slice(ex.as_bytes());
+    req.extend_from_slice(cmd.core_in);
+    req.extend_from_slice(cmd.driver_in);
+    raw_write(fd, &req)?;
+    let (core, driver) = resp_buf.split_at(cmd.core_out.len());
+    cmd.core_out.copy_from_slice(core);
+    cmd.driver_out.copy_from_slice(driver);
+    Ok(())
+}
+
+/// `write()` of a command whose response pointer (if any) addresses memory
+/// that stays valid and exclusively borrowed until this returns.
+fn raw_write(fd: BorrowedFd<'_>, req: &[u8]) -> Result<(), Errno> {
+    let n = nix::unistd::write(fd.as_fd(), req)?;
+    if n != req.len() {
+        return Err(Errno::EIO);
+    }
+    Ok(())
+}
+
+/// Reads a kernel-written struct from the front of a byte buffer.
+#[allow(dead_code)]
+fn read_struct<T: FromBytes>(bytes: &[u8]) -> Option<T> {
+    T::read_from_prefix(bytes).ok().map(|(v, _)| v)
+}
+
+/// Takes ownership of a descriptor number that the kernel created for this
+/// process and returned inside a command response (the write-mode
+/// `GET_CONTEXT` async fd, `CREATE_COMP_CHANNEL`'s fd). Fails with `EBADF`
+/// when the number is not an open descriptor.
+pub(crate) fn adopt_fd(raw: i32) -> Result<OwnedFd, Errno> {
+    if raw < 0 {
+        return Err(Errno::EBADF);
+    }
+    fcntl::fcntl(raw, FcntlArg::F_GETFD)?;
+    // SAFETY: `raw` is open (checked above) and was just created by the
+    // kernel for the command whose response carried it; nothing else in the
+    // process knows the number yet, so this is its only owner.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}

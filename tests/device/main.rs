@@ -1,0 +1,36 @@
+//! Tests against a real RDMA device: the rxe test guest (`scripts/guest-test.sh`
+//! boots kernels 6.1 and 6.12 and runs this binary there), or hardware named
+//! by `UVERBS_TEST_DEVICE` on a host that has one.
+//!
+//! Built only with `--features device-tests`. Without a device these tests
+//! fail: they are never skipped.
+//!
+//! Environment (exported by the guest's init):
+//! - `UVERBS_TEST_DEVICE`: the device to test (`rxe0`);
+//! - `UVERBS_TEST_GID_INDEX`: the RoCE v2 GID of `UVERBS_TEST_IP`;
+//! - `UVERBS_TEST_IP`: the IPv4 address of the netdev under the device;
+//! - `UVERBS_BIN`: the `uverbs` CLI to test.
+
+#[path = "../common/devinfo_compare.rs"]
+mod devinfo_compare;
+
+mod context;
+mod devinfo;
+
+/// The device under test; panics with instructions when none is configured.
+pub fn test_device() -> String {
+    std::env::var("UVERBS_TEST_DEVICE").unwrap_or_else(|_| {
+        panic!(
+            "UVERBS_TEST_DEVICE is not set: the device tests need an RDMA device. Run them \
+             with scripts/guest-test.sh (rxe in a QEMU guest), or set UVERBS_TEST_DEVICE=<dev> \
+             on a host with a real device"
+        )
+    })
+}
+
+/// An environment variable the guest exports, parsed.
+pub fn test_env<T: std::str::FromStr>(name: &str) -> T {
+    let raw = std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set"));
+    raw.parse()
+        .unwrap_or_else(|_| panic!("{name}={raw:?} does not parse"))
+}
