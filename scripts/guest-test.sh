@@ -64,6 +64,14 @@ CARGO=(cargo)
 [[ $MUSL == 1 ]] && CARGO=("$REPO/scripts/musl.sh" cargo)
 MF=()
 [[ -n $MANIFEST ]] && MF=(--manifest-path "$MANIFEST")
+# Only the device test target runs in the guest (the host-only tests need
+# cargo, the sources or the kernel headers); another crate runs all its tests.
+SEL=(--test device)
+[[ -n $MANIFEST ]] && SEL=()
+# musl builds its std from source once per profile: build everything in
+# release so the CLI and the tests share it.
+PROFILE=()
+[[ $MUSL == 1 ]] && PROFILE=(--release)
 [[ -n $MANIFEST ]] || cd "$REPO"
 
 # executables ARTIFACT_FILTER: read cargo's JSON messages on stdin and print
@@ -91,15 +99,15 @@ for line in sys.stdin:
 ' "$1"
 }
 
-log "building test executables: ${CARGO[*]} test --features device-tests --no-run ${MF[*]}"
+log "building test executables: ${CARGO[*]} test ${PROFILE[*]} --features device-tests ${SEL[*]} --no-run ${MF[*]}"
 JSON=$(mktemp "${TMPDIR:-/tmp}/guest-test.XXXXXX")
 trap 'rm -f "$JSON"' EXIT
-"${CARGO[@]}" test --features device-tests --no-run --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
+"${CARGO[@]}" test "${PROFILE[@]}" --features device-tests "${SEL[@]}" --no-run --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
   || die "cargo test --no-run failed"
 mapfile -t TESTS < <(executables tests < "$JSON" | awk '!seen[$0]++')
 [[ ${#TESTS[@]} -gt 0 ]] || die "no test executables were built"
 log "building the uverbs CLI: ${CARGO[*]} build --bin uverbs ${MF[*]}"
-"${CARGO[@]}" build --bin uverbs --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
+"${CARGO[@]}" build "${PROFILE[@]}" --bin uverbs --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
   || die "cargo build --bin uverbs failed"
 UVERBS=$(executables uverbs < "$JSON" | tail -1)
 [[ -n $UVERBS && -x $UVERBS ]] || die "cargo did not report the uverbs executable"

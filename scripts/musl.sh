@@ -216,8 +216,11 @@ do_setup() {
 	mv "$work" "$TOOLDIR"
 	trap - EXIT
 	printf '%s\n' "$KEY" >"$TOOLDIR/stamp"
-	# Older toolchains (other versions) are left for the user to delete.
 	exec 9>&-
+	local old
+	for old in "$CACHE"/rustc-web-*; do
+		[[ $old == "$TOOLDIR" || ! -d $old ]] || log "note: $old is no longer used (rm -rf it to reclaim space)"
+	done
 	log "ready: $(LD_LIBRARY_PATH=$SYSROOT/lib/x86_64-linux-gnu "$SYSROOT/bin/rustc" -V)"
 }
 

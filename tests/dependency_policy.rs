@@ -294,6 +294,60 @@ fn library_graph(meta: &Json) -> Vec<Crate> {
 }
 
 #[test]
+fn graph_walk_follows_normal_and_build_edges_but_not_dev() {
+    // Negative control for `library_graph` on a hand-written metadata document:
+    // uverbs -> a (normal) -> openssl-sys; uverbs-abi -> b (build);
+    // uverbs -> libloading (dev only, so not part of the library).
+    let pkg = |id: &str, links: &str, build: bool| {
+        let kind = if build {
+            r#"["lib"]},{"kind":["custom-build"]"#
+        } else {
+            r#"["lib"]"#
+        };
+        format!(
+            r#"{{"id":"{id}","name":"{id}","version":"1.0.0","links":{links},"targets":[{{"kind":{kind}}}]}}"#
+        )
+    };
+    let dep = |pkg: &str, kind: &str| {
+        format!(r#"{{"pkg":"{pkg}","dep_kinds":[{{"kind":{kind},"target":null}}]}}"#)
+    };
+    let node =
+        |id: &str, deps: &[String]| format!(r#"{{"id":"{id}","deps":[{}]}}"#, deps.join(","));
+    let doc = format!(
+        r#"{{"packages":[{}],"workspace_members":["uverbs","uverbs-abi"],"resolve":{{"nodes":[{}]}}}}"#,
+        [
+            pkg("uverbs", "null", false),
+            pkg("uverbs-abi", "null", false),
+            pkg("a", "null", false),
+            pkg("b", "null", true),
+            pkg("openssl-sys", r#""openssl""#, true),
+            pkg("libloading", "null", false),
+        ]
+        .join(","),
+        [
+            node("uverbs", &[dep("a", "null"), dep("libloading", r#""dev""#)]),
+            node("uverbs-abi", &[dep("b", r#""build""#)]),
+            node("a", &[dep("openssl-sys", "null")]),
+            node("b", &[]),
+            node("openssl-sys", &[]),
+            node("libloading", &[]),
+        ]
+        .join(","),
+    );
+    let graph = library_graph(&Json::parse(&doc).expect("synthetic metadata"));
+    let mut names: Vec<_> = graph.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["a", "b", "openssl-sys", "uverbs", "uverbs-abi"]);
+    let v = policy_violations(&graph);
+    assert!(v.iter().any(|m| m.starts_with("openssl-sys")), "{v:#?}");
+    assert!(
+        v.iter()
+            .any(|m| m.starts_with("b 1.0.0: has a build script")),
+        "{v:#?}"
+    );
+}
+
+#[test]
 fn library_dependency_graph_is_pure_rust_for_host_and_musl() {
     let mut platforms = vec![host_triple()];
     if platforms[0] != MUSL_TARGET {
