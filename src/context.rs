@@ -24,6 +24,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     device_list::{self, DeviceInfo},
     error::{Context as _, Error, ErrorKind, Result},
+    event_count::Registry,
     ioctl::{is_unsupported, IoctlCmd},
     providers::{
         mlx5::{self, Mlx5Context},
@@ -43,6 +44,15 @@ pub(crate) enum Verb {
     GetContext = 0,
     QueryPort = 1,
     QueryGid = 2,
+    DestroyPd = 3,
+    DestroyMr = 4,
+    DestroyAh = 5,
+    CreateCq = 6,
+    DestroyCq = 7,
+    CreateQp = 8,
+    DestroyQp = 9,
+    CreateSrq = 10,
+    DestroySrq = 11,
 }
 
 /// How commands reach the kernel.
@@ -97,6 +107,8 @@ pub(crate) struct ContextInner {
     pub(crate) core_support: u64,
     pub(crate) provider: Provider,
     pub(crate) fallback: Fallback,
+    /// Maps event `user_handle`s back to objects.
+    pub(crate) events: Registry,
     // Field order matters for drop: the async event fd is closed before the
     // command fd (the last close of the command fd tears the ucontext down).
     pub(crate) async_fd: OwnedFd,
@@ -122,6 +134,88 @@ impl ContextInner {
     /// Runs a write command.
     pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         self.kernel.write_cmd(self.fd(), cmd)
+    }
+
+    /// A legacy write command with a response: `req` must start with the
+    /// 8-byte response slot.
+    pub(crate) fn write_with_resp(
+        &self,
+        command: u32,
+        req: &[u8],
+        driver_in: &[u8],
+        resp: &mut [u8],
+        driver_out: &mut [u8],
+    ) -> Result<(), Errno> {
+        let mut cmd = WriteCmd {
+            command,
+            core_in: req,
+            driver_in,
+            core_out: resp,
+            driver_out,
+        };
+        self.write_cmd(&mut cmd)
+    }
+
+    /// Runs `ioctl` unless this kernel lacks it for `verb`; on `ENOTTY` /
+    /// `EPROTONOSUPPORT` (remembered) or when it was known missing, runs
+    /// `write` instead.
+    /// `state` is what both forms fill (response buffers).
+    pub(crate) fn ioctl_or_write<S: ?Sized, T>(
+        &self,
+        verb: Verb,
+        state: &mut S,
+        ioctl: impl FnOnce(&mut S) -> Result<T, Errno>,
+        write: impl FnOnce(&mut S) -> Result<T, Errno>,
+    ) -> Result<T, Errno> {
+        if !self.fallback.use_write(verb) {
+            match ioctl(state) {
+                Err(e) if self.fallback.record(verb, e) => {}
+                other => return other,
+            }
+        }
+        write(state)
+    }
+
+    /// Destroys an object that has a one-attribute ioctl destroy method and a
+    /// `{u32 handle}` write command, such as PD, MR and AH.
+    pub(crate) fn destroy_simple(
+        &self,
+        verb: Verb,
+        (object, method, attr): (u16, u16, u16),
+        write_command: u32,
+        handle: u32,
+    ) -> Result<(), Errno> {
+        let result = self.ioctl_or_write(
+            verb,
+            &mut (),
+            |_| {
+                let mut cmd = self.ioctl_cmd(object, method);
+                cmd.object(attr, handle);
+                self.ioctl(&mut cmd)
+            },
+            |_| {
+                let req = handle.to_ne_bytes();
+                let mut cmd = WriteCmd {
+                    command: write_command,
+                    core_in: &req,
+                    driver_in: &[],
+                    core_out: &mut [],
+                    driver_out: &mut [],
+                };
+                self.write_cmd(&mut cmd)
+            },
+        );
+        disassociated_is_destroyed(result)
+    }
+}
+
+/// After the device is gone (`EIO`: disassociated), the kernel already
+/// destroyed every object, so a destroy counts as done; this is what
+/// libibverbs does with `RDMAV_ALLOW_DISASSOC_DESTROY`, unconditionally.
+pub(crate) fn disassociated_is_destroyed(result: Result<(), Errno>) -> Result<(), Errno> {
+    match result {
+        Err(Errno::EIO) => Ok(()),
+        other => other,
     }
 }
 
@@ -206,6 +300,7 @@ impl Context {
                 core_support: ctx.core_support,
                 provider,
                 fallback,
+                events: Registry::default(),
                 async_fd,
                 cmd_fd,
             }),

@@ -26,22 +26,46 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ah;
+mod comp_channel;
 mod context;
+mod cq;
 mod device_list;
 mod error;
+mod event_count;
 pub mod ioctl;
+mod mr;
 pub mod netlink;
+mod object;
+mod pd;
+mod qp;
+mod qp_attr;
+mod qp_state;
 mod query;
 mod query_types;
+mod srq;
 pub mod sys;
+mod wc;
+mod wr;
 
 #[path = "../providers/mod.rs"]
 mod providers;
 
+pub use ah::AddressHandle;
+pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
 pub use context::{CommandMode, Context};
+pub use cq::{CompletionQueue, CqOptions};
 pub use device_list::{devices, devices_with, find_device, DeviceInfo, NodeType};
 pub use error::{Error, ErrorKind, Result};
+pub use mr::{AccessFlags, MemoryRegion};
+pub use pd::ProtectionDomain;
+pub use qp::{QpInitAttr, QueuePair};
+pub use qp_attr::*;
+pub use qp_state::{check_modify, next_states, required_attrs};
 pub use query::*;
+pub use srq::{SharedReceiveQueue, SrqAttr};
+pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
+pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 /// The kernel ABI (`uverbs-abi`) in one namespace, as the C headers have it.
 pub mod abi {

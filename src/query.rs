@@ -188,10 +188,11 @@ impl Context {
                 Err(Errno::ENODATA) => return Ok(None),
                 Err(e) if ctx.fallback.record(Verb::QueryGid, e) => {}
                 Err(e) => {
-                    return Err(Error::sys("UVERBS_METHOD_QUERY_GID_ENTRY", e)
-                        .with_detail(format!(
+                    return Err(Error::sys("UVERBS_METHOD_QUERY_GID_ENTRY", e).with_detail(
+                        format!(
                         "port {port} index {index}: check both against query_port's gid_tbl_len"
-                    )))
+                    ),
+                    ))
                 }
             }
         }

@@ -11,3 +11,16 @@ pub(crate) const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
 /// Per-context rxe state (none is needed yet).
 #[derive(Debug, Default)]
 pub(crate) struct RxeContext {}
+
+mod cq;
+mod doorbell;
+mod queue;
+mod recv;
+mod send;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use cq::RxeCq;
+pub(crate) use doorbell::kick;
+pub(crate) use recv::RxeRq;
+pub(crate) use send::RxeSq;

@@ -16,6 +16,8 @@ mod devinfo_compare;
 
 mod context;
 mod devinfo;
+mod support;
+mod verbs;
 
 /// The device under test; panics with instructions when none is configured.
 pub fn test_device() -> String {

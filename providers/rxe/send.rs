@@ -1,0 +1,331 @@
+//! rxe send queues: validating send work requests and writing
+//! `struct rxe_send_wqe` into the mmapped SQ ring.
+//!
+//! What userspace fills follows RC `providers/rxe/rxe.c`
+//! (`validate_send_wr`, `convert_send_wr`, `init_send_wqe`, `post_one_send`);
+//! what the kernel reads back is K61 `rxe_req.c` (`req_next_wqe` recomputes
+//! `mask` and `iova`; `rxe_requester` bounds `dma.num_sge`/`cur_sge` by the
+//! SQ's `max_sge`, and sends inline data from `dma.inline_data` when
+//! `IB_SEND_INLINE` is set). The kernel uses the WQE in place, so a
+//! published slot is never touched again.
+//!
+//! This module has no `unsafe`: slot memory is written through
+//! [`queue::Slot`](super::queue::Slot), which bounds-checks every copy.
+
+use std::mem::size_of;
+
+use zerocopy::IntoBytes;
+
+use super::queue::Producer;
+use crate::{
+    abi::{
+        RxeSendWqe, RxeSendWrAtomic, RxeSendWrRdma, RxeSendWrUd, RxeSge, IB_UVERBS_QPT_RC,
+        IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
+    },
+    error::{Error, ErrorKind},
+    sys::Mapping,
+    wr::{Payload, PostError, PostErrorKind, SendFlags, SendOp, SendWr},
+};
+
+/// `sizeof(struct rxe_send_wqe)`: the SGE array or inline data starts here.
+pub(crate) const SEND_WQE_LEN: usize = size_of::<RxeSendWqe>();
+/// `sizeof(struct rxe_sge)`.
+const SGE_LEN: usize = size_of::<RxeSge>();
+
+/// A UD destination resolved to what the WQE carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UdFields {
+    /// Remote QP number.
+    pub(crate) remote_qpn: u32,
+    /// Remote Q_Key.
+    pub(crate) remote_qkey: u32,
+    /// The AH's index in rxe's AH pool (`rxe_create_ah_resp.ah_num`).
+    pub(crate) ah_num: u32,
+}
+
+/// The send queue of an rxe QP.
+#[derive(Debug)]
+pub(crate) struct RxeSq {
+    ring: Producer,
+    /// `max_send_sge` as the kernel returned it (`qp->sq.max_sge`).
+    max_sge: u32,
+    /// `max_inline_data` as the kernel returned it (`qp->sq.max_inline`).
+    max_inline: u32,
+    /// `IB_UVERBS_QPT_*` (RC, UC or UD).
+    qp_type: u8,
+}
+
+impl RxeSq {
+    /// Takes over the SQ mapping of a new QP. `max_sge` and `max_inline`
+    /// must be the caps the kernel returned from CREATE_QP (it rewrites them
+    /// to fill the slot, K61 rxe_qp.c `rxe_qp_init_req`); a slot too small
+    /// for them, or a QP type rxe has no send queue for, is an error.
+    pub(crate) fn new(
+        map: Mapping,
+        max_sge: u32,
+        max_inline: u32,
+        qp_type: u8,
+    ) -> Result<Self, Error> {
+        const WHAT: &str = "map rxe send queue";
+        if ![IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD].contains(&u32::from(qp_type)) {
+            return Err(Error::new(
+                WHAT,
+                ErrorKind::InvalidArgument,
+                format!("QP type {qp_type}: rxe send queues exist for RC, UC and UD QPs only"),
+            ));
+        }
+        let payload = (max_sge as usize)
+            .saturating_mul(SGE_LEN)
+            .max(max_inline as usize);
+        let ring = Producer::new(map, WHAT, SEND_WQE_LEN.saturating_add(payload))?;
+        Ok(RxeSq {
+            ring,
+            max_sge,
+            max_inline,
+            qp_type,
+        })
+    }
+
+    /// The number of WQEs the ring holds at once.
+    #[cfg(test)]
+    pub(crate) fn capacity(&self) -> u32 {
+        self.ring.ring().mask()
+    }
+
+    /// Writes one WQE per request and publishes each; no syscall, no
+    /// allocation. On a failure at `i`, requests before `i` stay posted and
+    /// `PostError { index: i, .. }` is returned; the caller kicks the kernel
+    /// (`doorbell::kick`) for whatever was posted.
+    ///
+    /// `SendFlags::INLINE` is derived from the payload: set for
+    /// [`Payload::Inline`], cleared for [`Payload::Sges`] (the kernel would
+    /// otherwise send the SGE array's bytes as data).
+    pub(crate) fn post(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        for (index, wr) in wrs.iter().enumerate() {
+            let ud = wr.ud.map(|d| UdFields {
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+                ah_num: d.ah.rxe_ah_num(),
+            });
+            self.post_one(wr, ud)
+                .map_err(|kind| PostError { index, kind })?;
+        }
+        Ok(())
+    }
+
+    /// Validates, writes and publishes one WQE; `ud` is `wr.ud` resolved
+    /// (the `AddressHandle` is not otherwise read).
+    pub(crate) fn post_one(
+        &mut self,
+        wr: &SendWr<'_>,
+        ud: Option<UdFields>,
+    ) -> Result<(), PostErrorKind> {
+        let length = self.validate(wr, ud)?;
+        let wqe = build_wqe(wr, ud, length);
+        let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
+        slot.write(0, &wqe);
+        match wr.payload {
+            Payload::Sges(sges) => {
+                for (i, s) in sges.iter().enumerate() {
+                    let sge = RxeSge {
+                        addr: s.addr,
+                        length: s.length,
+                        lkey: s.lkey,
+                    };
+                    slot.write(SEND_WQE_LEN + i * SGE_LEN, &sge);
+                }
+            }
+            Payload::Inline(data) => slot.write_bytes(SEND_WQE_LEN, data),
+        }
+        slot.publish();
+        Ok(())
+    }
+
+    /// RC `validate_send_wr` plus the per-QP-type opcode rules; returns the
+    /// total payload length.
+    fn validate(&self, wr: &SendWr<'_>, ud: Option<UdFields>) -> Result<u32, PostErrorKind> {
+        let qp_type = u32::from(self.qp_type);
+        let op = wr.op;
+        if qp_type == IB_UVERBS_QPT_UD {
+            if !matches!(op, SendOp::Send | SendOp::SendWithImm { .. }) {
+                return Err(PostErrorKind::OpNotSupported(
+                    "UD QPs support only SEND and SEND_WITH_IMM",
+                ));
+            }
+            match ud {
+                None => {
+                    return Err(PostErrorKind::BadDestination(
+                        "a send on a UD QP needs a destination (SendWr::to)",
+                    ))
+                }
+                Some(d) if d.ah_num == 0 => {
+                    return Err(PostErrorKind::BadDestination(
+                        "the address handle has no rxe AH number (kernels before 5.10 need an \
+                         address vector in the WQE, which uverbs does not build)",
+                    ))
+                }
+                Some(_) => {}
+            }
+        } else {
+            if ud.is_some() {
+                return Err(PostErrorKind::BadDestination(
+                    "a UD destination was given for a connected (RC/UC) QP",
+                ));
+            }
+            if qp_type == IB_UVERBS_QPT_UC
+                && (op.is_atomic() || matches!(op, SendOp::RdmaRead { .. }))
+            {
+                return Err(PostErrorKind::OpNotSupported(
+                    "UC QPs support no RDMA read and no atomics",
+                ));
+            }
+        }
+        let length = match wr.payload {
+            Payload::Sges(sges) => {
+                if sges.len() > self.max_sge as usize {
+                    return Err(PostErrorKind::TooManySges {
+                        given: sges.len(),
+                        max: self.max_sge,
+                    });
+                }
+                let total = sges.iter().map(|s| u64::from(s.length)).sum::<u64>();
+                u32::try_from(total).map_err(|_| {
+                    PostErrorKind::OpNotSupported(
+                        "the scatter/gather list totals more than 4 GiB - 1 bytes",
+                    )
+                })?
+            }
+            Payload::Inline(data) => {
+                if data.len() > self.max_inline as usize {
+                    return Err(PostErrorKind::InlineTooLong {
+                        given: data.len(),
+                        max: self.max_inline,
+                    });
+                }
+                if op.is_atomic() {
+                    return Err(PostErrorKind::BadAtomic(
+                        "an atomic's result buffer must be an SGE, not inline data",
+                    ));
+                }
+                if matches!(op, SendOp::RdmaRead { .. }) {
+                    return Err(PostErrorKind::OpNotSupported(
+                        "an RDMA read's destination must be an SGE, not inline data",
+                    ));
+                }
+                // `data.len() <= max_inline`, a u32.
+                data.len() as u32
+            }
+        };
+        if let SendOp::CompareSwap { remote_addr, .. } | SendOp::FetchAdd { remote_addr, .. } = op {
+            if remote_addr & 7 != 0 {
+                return Err(PostErrorKind::BadAtomic(
+                    "the remote address of an atomic must be 8-byte aligned",
+                ));
+            }
+            if !matches!(wr.payload, Payload::Sges([s]) if s.length == 8) {
+                return Err(PostErrorKind::BadAtomic(
+                    "an atomic needs exactly one 8-byte local SGE",
+                ));
+            }
+        }
+        Ok(length)
+    }
+}
+
+/// The fixed 208 bytes of the WQE (everything before the SGEs / inline
+/// data), as RC `init_send_wqe` fills them: a zeroed `wr` with wr_id,
+/// opcode, send_flags, `ex.imm_data` (big-endian), the union member the
+/// opcode selects, then `iova`, `dma` and `state = wqe_state_posted (0)`.
+/// `status`, `mask`, the PSNs, `ssn` and `has_rd_atomic` are the kernel's
+/// (it computes `mask` and `iova` again in `req_next_wqe`).
+pub(crate) fn build_wqe(wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) -> RxeSendWqe {
+    let mut wqe = RxeSendWqe::default();
+    let mut flags = wr.flags;
+    let num_sge = match wr.payload {
+        Payload::Sges(sges) => {
+            flags.remove(SendFlags::INLINE);
+            // `validate` bounded it by max_sge, a u32.
+            sges.len() as u32
+        }
+        Payload::Inline(_) => {
+            flags.insert(SendFlags::INLINE);
+            // The kernel reads no SGE of an inline WQE; 0 also passes its
+            // `num_sge <= max_sge` check for every SQ (K61 rxe_req.c).
+            0
+        }
+    };
+    wqe.wr.wr_id = wr.wr_id;
+    wqe.wr.opcode = wr.op.raw();
+    wqe.wr.send_flags = flags.bits();
+    // `ex.imm_data` is a `__be32`: store the big-endian bytes.
+    wqe.wr.ex = wr.op.imm().map_or(0, u32::to_be);
+    match wr.op {
+        SendOp::RdmaWrite { remote_addr, rkey }
+        | SendOp::RdmaWriteWithImm {
+            remote_addr, rkey, ..
+        }
+        | SendOp::RdmaRead { remote_addr, rkey } => {
+            let rdma = RxeSendWrRdma {
+                remote_addr,
+                rkey,
+                reserved: 0,
+            };
+            put_union(&mut wqe, rdma.as_bytes());
+            wqe.iova = remote_addr;
+        }
+        SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => {
+            let atomic = RxeSendWrAtomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+                reserved: 0,
+            };
+            put_union(&mut wqe, atomic.as_bytes());
+            wqe.iova = remote_addr;
+        }
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => {
+            let atomic = RxeSendWrAtomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+                reserved: 0,
+            };
+            put_union(&mut wqe, atomic.as_bytes());
+            wqe.iova = remote_addr;
+        }
+        SendOp::Send | SendOp::SendWithImm { .. } => {
+            if let Some(d) = ud {
+                let ud = RxeSendWrUd {
+                    remote_qpn: d.remote_qpn,
+                    remote_qkey: d.remote_qkey,
+                    ah_num: d.ah_num,
+                    ..RxeSendWrUd::default()
+                };
+                put_union(&mut wqe, ud.as_bytes());
+            }
+        }
+    }
+    wqe.dma.length = length;
+    wqe.dma.resid = length;
+    wqe.dma.num_sge = num_sge;
+    wqe.dma.cur_sge = 0;
+    wqe.dma.sge_offset = 0;
+    wqe.state = 0;
+    wqe
+}
+
+/// Copies a union member into `wr.wr` (every member is at most 120 bytes).
+fn put_union(wqe: &mut RxeSendWqe, member: &[u8]) {
+    wqe.wr.wr[..member.len()].copy_from_slice(member);
+}

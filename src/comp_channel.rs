@@ -1,0 +1,257 @@
+//! Completion channels and completion events (`ibv_create_comp_channel`,
+//! `ibv_get_cq_event`, `ibv_ack_cq_events`).
+//!
+//! A channel is an fd the kernel queues one 8-byte `ib_uverbs_comp_event_desc`
+//! on each time an armed CQ attached to it gets a completion
+//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_comp_handler`). The
+//! fd is kept non-blocking; [`CompletionChannel::get_event`] blocks in
+//! `poll(2)`, so one channel serves blocking callers, non-blocking callers
+//! ([`CompletionChannel::try_get_event`]) and event loops (`AsFd`) at once.
+//!
+//! # Edge-triggered epoll
+//!
+//! With `EPOLLET`, drain the channel on every wake-up: call `try_get_event`
+//! until it returns `Ok(None)`, acknowledge, re-arm each CQ with
+//! `req_notify`, then poll each CQ until it is empty. An event can arrive for
+//! completions already polled (the CQ was re-armed before the last poll); its
+//! poll simply finds nothing.
+
+use std::{
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    sync::Arc,
+    thread::ThreadId,
+    time::Duration,
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::{Context, ContextInner},
+    cq::CqInner,
+    error::{Error, Result},
+    event_count::{Stream, Target},
+    object::Owned,
+    sys::{self, Errno},
+};
+
+/// The kernel side of a channel; CQs attached to it hold an `Arc`.
+#[derive(Debug)]
+pub(crate) struct ChannelInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) fd: OwnedFd,
+}
+
+/// A completion channel (`struct ibv_comp_channel`).
+#[derive(Debug, Clone)]
+pub struct CompletionChannel {
+    pub(crate) inner: Arc<ChannelInner>,
+}
+
+impl Context {
+    /// Creates a completion channel, like `ibv_create_comp_channel` (the
+    /// `CREATE_COMP_CHANNEL` write command: 6.1 has no ioctl for it).
+    #[doc(alias = "ibv_create_comp_channel")]
+    pub fn create_comp_channel(&self) -> Result<CompletionChannel> {
+        let op = "IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL";
+        let ctx = &self.inner;
+        let req = abi::IbUverbsCreateCompChannel::new_zeroed();
+        let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
+        ctx.write_with_resp(
+            abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+            req.as_bytes(),
+            &[],
+            resp.as_mut_bytes(),
+            &mut [],
+        )
+        .map_err(|e| Error::sys(op, e))?;
+        let fd = sys::adopt_fd(resp.fd as i32).map_err(|e| Error::sys(op, e))?;
+        ctx.kernel
+            .set_nonblocking(fd.as_fd(), true)
+            .map_err(|e| Error::sys("fcntl O_NONBLOCK on completion channel", e))?;
+        Ok(CompletionChannel {
+            inner: Arc::new(ChannelInner {
+                ctx: ctx.clone(),
+                fd,
+            }),
+        })
+    }
+}
+
+impl AsFd for CompletionChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.fd.as_fd()
+    }
+}
+
+impl CompletionChannel {
+    /// Waits for the next completion event, like `ibv_get_cq_event`.
+    #[doc(alias = "ibv_get_cq_event")]
+    pub fn get_event(&self) -> Result<CqEvent> {
+        loop {
+            if let Some(ev) = self.get_event_timeout(None)? {
+                return Ok(ev);
+            }
+        }
+    }
+
+    /// The next completion event if one is queued; `Ok(None)` when the
+    /// channel is empty ("would block").
+    pub fn try_get_event(&self) -> Result<Option<CqEvent>> {
+        self.get_event_timeout(Some(Duration::ZERO))
+    }
+
+    /// Waits at most `timeout` (`None`: forever) for the next event.
+    pub fn get_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<CqEvent>> {
+        let op = "read completion event";
+        let k = &self.inner.ctx.kernel;
+        loop {
+            let mut desc = abi::IbUverbsCompEventDesc::new_zeroed();
+            match k.read(self.inner.fd.as_fd(), desc.as_mut_bytes()) {
+                Ok(n) if n == size_of::<abi::IbUverbsCompEventDesc>() => {
+                    if let Some(ev) = self.deliver(desc.cq_handle) {
+                        return Ok(Some(ev));
+                    }
+                    // An event for a CQ being destroyed: counted, not delivered.
+                }
+                Ok(_) => return Err(Error::sys(op, Errno::EBADMSG)),
+                Err(Errno::EAGAIN) => {
+                    if timeout == Some(Duration::ZERO) {
+                        return Ok(None);
+                    }
+                    if !k
+                        .wait_readable(self.inner.fd.as_fd(), timeout)
+                        .map_err(|e| Error::sys("poll completion channel", e))?
+                    {
+                        return Ok(None);
+                    }
+                }
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(Error::sys(op, e)),
+            }
+        }
+    }
+
+    /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
+    /// its CQ is already being destroyed.
+    fn deliver(&self, user_handle: u64) -> Option<CqEvent> {
+        let Some(Target::Cq(counts, cq)) = self.inner.ctx.events.get(user_handle) else {
+            // Not a CQ of this context: the kernel never does this.
+            return None;
+        };
+        match cq.upgrade() {
+            Some(cq) => {
+                counts.delivered();
+                cq.on_completion_event();
+                Some(CqEvent {
+                    cq: Some(cq),
+                    holder: std::thread::current().id(),
+                    acked: false,
+                    _not_send: std::marker::PhantomData,
+                })
+            }
+            None => {
+                counts.ack(Stream::Completion, 1, None);
+                None
+            }
+        }
+    }
+}
+
+/// One completion event (`ibv_get_cq_event`'s result).
+///
+/// It keeps its CQ alive and is acknowledged when dropped (or explicitly
+/// with [`CqEvent::ack`], or many at once with [`ack_cq_events`]). A CQ's
+/// destroy waits for events held by other threads; it is not `Send`, so the
+/// thread that received it is the one that must acknowledge it, and a
+/// destroy from that thread fails with `EBUSY` instead of waiting on itself.
+#[derive(Debug)]
+#[must_use = "an event is acknowledged when dropped; inspect it first"]
+pub struct CqEvent {
+    // `Some` until dropped: the reference is released after the
+    // acknowledgement and before waking destroyers.
+    cq: Option<Arc<Owned<CqInner>>>,
+    holder: ThreadId,
+    acked: bool,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl CqEvent {
+    fn cq(&self) -> &Arc<Owned<CqInner>> {
+        match &self.cq {
+            Some(cq) => cq,
+            None => unreachable!("the CQ is only taken in drop"),
+        }
+    }
+
+    /// The kernel handle of the CQ that fired (compare with
+    /// [`crate::CompletionQueue::handle`]).
+    pub fn cq_handle(&self) -> u32 {
+        self.cq().handle
+    }
+
+    /// Whether the event is for `cq`.
+    pub fn is_for(&self, cq: &crate::CompletionQueue) -> bool {
+        Arc::ptr_eq(self.cq(), &cq.inner)
+    }
+
+    /// Acknowledges the event, like `ibv_ack_cq_events(cq, 1)`.
+    #[doc(alias = "ibv_ack_cq_events")]
+    pub fn ack(self) {
+        drop(self);
+    }
+}
+
+impl Drop for CqEvent {
+    fn drop(&mut self) {
+        let Some(cq) = self.cq.take() else { return };
+        let counts = cq.events.clone();
+        if !self.acked {
+            // Acknowledge before releasing the CQ: if this is the last
+            // reference, its destroy then finds every event acknowledged.
+            counts.ack_quiet(Stream::Completion, 1, Some(self.holder));
+        }
+        drop(cq);
+        counts.notify();
+    }
+}
+
+/// Acknowledges a batch of events with one lock per CQ, like
+/// `ibv_ack_cq_events(cq, n)`.
+pub fn ack_cq_events(events: impl IntoIterator<Item = CqEvent>) {
+    let mut pending: Vec<CqEvent> = events.into_iter().collect();
+    pending.sort_by_key(|e| Arc::as_ptr(e.cq()) as usize);
+    let mut start = 0;
+    while start < pending.len() {
+        let mut end = start + 1;
+        while end < pending.len() && Arc::ptr_eq(pending[end].cq(), pending[start].cq()) {
+            end += 1;
+        }
+        let holder = pending[start].holder;
+        pending[start].cq().events.ack_quiet(
+            Stream::Completion,
+            (end - start) as u32,
+            Some(holder),
+        );
+        for ev in &mut pending[start..end] {
+            ev.acked = true;
+        }
+        start = end;
+    }
+    // Dropping releases the CQ references and wakes destroyers.
+    drop(pending);
+}
+
+#[cfg(test)]
+mod tests {
+    use zerocopy::FromBytes;
+
+    use super::*;
+
+    #[test]
+    fn the_event_record_is_eight_bytes() {
+        assert_eq!(size_of::<abi::IbUverbsCompEventDesc>(), 8);
+        let d = abi::IbUverbsCompEventDesc::read_from_bytes(&7u64.to_ne_bytes()).unwrap();
+        assert_eq!(d.cq_handle, 7);
+    }
+}

@@ -1,0 +1,297 @@
+//! Completion queues (`ibv_create_cq`, `ibv_poll_cq`, `ibv_req_notify_cq`,
+//! `ibv_destroy_cq`).
+//!
+//! Creation is `UVERBS_METHOD_CQ_CREATE` (falling back to the `CREATE_CQ`
+//! write command) with the provider's driver data; destruction is
+//! `UVERBS_METHOD_CQ_DESTROY` (or `DESTROY_CQ`), whose response carries the
+//! number of completion and async events the kernel handed out for the CQ;
+//! the destroy then waits until that many were acknowledged (see
+//! `event_count`).
+
+use std::{
+    os::fd::AsFd,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    comp_channel::{ChannelInner, CompletionChannel},
+    context::{disassociated_is_destroyed, Context, ContextInner, Verb},
+    error::{Error, ErrorKind, Result},
+    event_count::{destroy_after_events, EventCounts, Target},
+    object::{Destroy, Owned},
+    providers::{rxe::RxeCq, Provider},
+    sys::{Errno, Protection},
+    wc::WorkCompletion,
+};
+
+/// A CQ's kernel object; QPs and events hold an `Arc` of it.
+#[derive(Debug)]
+pub(crate) struct CqInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    pub(crate) handle: u32,
+    pub(crate) user_handle: u64,
+    pub(crate) events: Arc<EventCounts>,
+    /// QPs and SRQs using this CQ.
+    pub(crate) children: Arc<AtomicUsize>,
+    /// Keeps the channel (and its fd) alive while the CQ may signal it.
+    _channel: Option<Arc<ChannelInner>>,
+}
+
+impl CqInner {
+    /// The provider hook run when a completion event for this CQ is read
+    /// (mlx5 advances its arm sequence number here).
+    pub(crate) fn on_completion_event(&self) {}
+}
+
+impl Destroy for CqInner {
+    fn destroy_kernel(&mut self) -> Result<()> {
+        let ctx = &self.ctx;
+        let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
+        let result = ctx.ioctl_or_write(
+            Verb::DestroyCq,
+            &mut resp,
+            |resp| {
+                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY);
+                cmd.object(abi::UVERBS_ATTR_DESTROY_CQ_HANDLE, self.handle);
+                cmd.output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_mut_bytes());
+                ctx.ioctl(&mut cmd)
+            },
+            |resp| {
+                let mut req = abi::IbUverbsDestroyCq::new_zeroed();
+                req.cq_handle = self.handle;
+                ctx.write_with_resp(
+                    abi::IB_USER_VERBS_CMD_DESTROY_CQ,
+                    req.as_bytes(),
+                    &[],
+                    resp.as_mut_bytes(),
+                    &mut [],
+                )
+            },
+        );
+        let gone = result == Err(Errno::EIO);
+        disassociated_is_destroyed(result)
+            .map_err(|e| Error::sys("UVERBS_METHOD_CQ_DESTROY", e))?;
+        if !gone {
+            // Every event the kernel handed out must be acknowledged first.
+            // No event value for this CQ exists any more (they hold the CQ),
+            // so what remains are events other threads just read; they are
+            // acknowledged as soon as those threads find the CQ gone.
+            self.events
+                .wait_acked([resp.comp_events_reported, resp.async_events_reported]);
+        }
+        ctx.events.remove(self.user_handle);
+        Ok(())
+    }
+}
+
+/// The provider's view of the CQ ring.
+#[derive(Debug)]
+enum Ring {
+    Rxe(RxeCq),
+}
+
+/// A completion queue (`struct ibv_cq`).
+///
+/// The handle owns the consumer side of the queue, so polling takes
+/// `&mut self` and needs no lock; share it behind a `Mutex` to poll from
+/// several threads.
+#[derive(Debug)]
+pub struct CompletionQueue {
+    pub(crate) inner: Arc<Owned<CqInner>>,
+    ring: Ring,
+    cqe: u32,
+}
+
+/// Options for [`Context::create_cq`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CqOptions<'a> {
+    /// The channel to signal when the CQ is armed and gets a completion.
+    pub channel: Option<&'a CompletionChannel>,
+    /// Completion vector (`< num_comp_vectors`).
+    pub comp_vector: u32,
+}
+
+impl Context {
+    /// Creates a CQ with room for at least `cqe` completions, like `ibv_create_cq`.
+    #[doc(alias = "ibv_create_cq")]
+    pub fn create_cq(&self, cqe: u32, opts: CqOptions<'_>) -> Result<CompletionQueue> {
+        let ctx = &self.inner;
+        if opts.comp_vector >= ctx.num_comp_vectors.max(1) {
+            return Err(Error::new(
+                "ibv_create_cq",
+                ErrorKind::InvalidArgument,
+                format!(
+                    "completion vector {} does not exist (the device has {})",
+                    opts.comp_vector, ctx.num_comp_vectors
+                ),
+            ));
+        }
+        if let Some(ch) = opts.channel {
+            if !Arc::ptr_eq(&ch.inner.ctx, ctx) {
+                return Err(Error::new(
+                    "ibv_create_cq",
+                    ErrorKind::InvalidArgument,
+                    "the completion channel belongs to another context",
+                ));
+            }
+        }
+        let Provider::Rxe(_) = ctx.provider else {
+            return Err(mlx5_data_path_missing("ibv_create_cq"));
+        };
+        let user_handle = ctx.events.new_handle();
+        let mut rxe = abi::RxeCreateCqResp::new_zeroed();
+        let (handle, actual) = ctx
+            .ioctl_or_write(
+                Verb::CreateCq,
+                &mut rxe,
+                |rxe| {
+                    let mut resp_cqe = 0u32;
+                    let mut cmd =
+                        ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE);
+                    let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_CQ_HANDLE);
+                    cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_CQE, cqe);
+                    cmd.input_u64(abi::UVERBS_ATTR_CREATE_CQ_USER_HANDLE, user_handle);
+                    if let Some(ch) = opts.channel {
+                        cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, ch.inner.fd.as_fd());
+                    }
+                    cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, opts.comp_vector);
+                    cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
+                    // Optional, as libibverbs sends it: older kernels lack it.
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.optional();
+                    cmd.driver_out(rxe.as_mut_bytes());
+                    ctx.ioctl(&mut cmd)?;
+                    let handle = cmd.new_handle(h);
+                    drop(cmd);
+                    Ok((handle, resp_cqe))
+                },
+                |rxe| {
+                    let mut req = abi::IbUverbsCreateCq::new_zeroed();
+                    req.user_handle = user_handle;
+                    req.cqe = cqe;
+                    req.comp_vector = opts.comp_vector;
+                    req.comp_channel = opts.channel.map_or(-1, |ch| {
+                        use std::os::fd::AsRawFd;
+                        ch.inner.fd.as_raw_fd()
+                    });
+                    let mut resp = abi::IbUverbsCreateCqResp::new_zeroed();
+                    ctx.write_with_resp(
+                        abi::IB_USER_VERBS_CMD_CREATE_CQ,
+                        req.as_bytes(),
+                        &[],
+                        resp.as_mut_bytes(),
+                        rxe.as_mut_bytes(),
+                    )?;
+                    Ok((resp.cq_handle, resp.cqe))
+                },
+            )
+            .map_err(|e| {
+                let err = Error::sys("UVERBS_METHOD_CQ_CREATE", e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!("cqe {cqe} is 0 or above the device's max_cqe"))
+                } else {
+                    err
+                }
+            })?;
+        let events = Arc::new(EventCounts::default());
+        let inner = Owned::new(CqInner {
+            ctx: ctx.clone(),
+            handle,
+            user_handle,
+            events: events.clone(),
+            children: Arc::new(AtomicUsize::new(0)),
+            _channel: opts.channel.map(|c| c.inner.clone()),
+        });
+        ctx.events
+            .insert(user_handle, Target::Cq(events, Arc::downgrade(&inner)));
+        // From here on, dropping `inner` destroys the kernel CQ.
+        let map = ctx
+            .kernel
+            .mmap(
+                ctx.fd(),
+                rxe.mi.size as usize,
+                rxe.mi.offset,
+                Protection::ReadWrite,
+            )
+            .map_err(|e| Error::sys("mmap rxe CQ ring", e))?;
+        let ring = Ring::Rxe(RxeCq::new(map)?);
+        Ok(CompletionQueue {
+            inner,
+            ring,
+            cqe: actual,
+        })
+    }
+}
+
+pub(crate) fn mlx5_data_path_missing(op: &'static str) -> Error {
+    Error::new(
+        op,
+        ErrorKind::UnsupportedProvider,
+        "the mlx5 data path (queues, doorbells) is not implemented yet; only rxe has one",
+    )
+}
+
+impl CompletionQueue {
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// The number of completions the CQ holds (what the kernel granted).
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// Polls up to `out.len()` completions, like `ibv_poll_cq`; returns how
+    /// many were written. No system call and no allocation.
+    #[doc(alias = "ibv_poll_cq")]
+    pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+        match &mut self.ring {
+            Ring::Rxe(r) => r.poll(out),
+        }
+    }
+
+    /// Arms the CQ: the next completion (or the next solicited one) queues an
+    /// event on its channel, like `ibv_req_notify_cq`. Poll again after
+    /// arming: completions that arrived before it raise no event.
+    #[doc(alias = "ibv_req_notify_cq")]
+    pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        let ctx = &self.inner.ctx;
+        let mut req = abi::IbUverbsReqNotifyCq::new_zeroed();
+        req.cq_handle = self.inner.handle;
+        req.solicited_only = u32::from(solicited_only);
+        ctx.write_with_resp(
+            abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+            req.as_bytes(),
+            &[],
+            &mut [],
+            &mut [],
+        )
+        .map_err(|e| Error::sys("IB_USER_VERBS_CMD_REQ_NOTIFY_CQ", e))
+    }
+
+    /// Destroys the CQ, like `ibv_destroy_cq`.
+    ///
+    /// Fails with `EBUSY` while QPs use it, or while the calling thread holds
+    /// an unacknowledged event of it. Events held by other threads are waited
+    /// for: the destroy returns once they are acknowledged.
+    #[doc(alias = "ibv_destroy_cq")]
+    pub fn destroy(self) -> Result<()> {
+        let CompletionQueue { inner, ring, .. } = self;
+        drop(ring);
+        let counts = inner.events.clone();
+        let children = inner.children.clone();
+        destroy_after_events(
+            inner,
+            &counts,
+            || children.load(Ordering::Acquire),
+            "ibv_destroy_cq",
+        )
+    }
+}

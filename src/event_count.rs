@@ -1,0 +1,280 @@
+//! Event accounting: the contract between event delivery and destroy.
+//!
+//! The kernel counts, per object, the events userspace has *read* from an
+//! event fd (`comp_events_reported`, `async_events_reported`,
+//! `events_reported`), and returns the totals when the object is destroyed
+//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_event_read`). Like
+//! libibverbs (`libibverbs/cmd_cq.c`, `ibv_cmd_destroy_cq`), a destroy then
+//! waits until the program has acknowledged that many events, so no event
+//! for the object is still being handled when the destroy returns.
+//!
+//! Each object that can have events owns an [`EventCounts`] (shared with the
+//! context's [`Registry`], which maps the 64-bit `user_handle` the kernel puts
+//! in every event back to it). Event values hold the object alive; they are
+//! `!Send`, and the counts remember which thread holds how many, so a thread
+//! that calls `destroy` while it holds an unacknowledged event of that object
+//! gets `EBUSY` instead of waiting for itself: a destroy can only wait for
+//! acknowledgements that other threads will make.
+
+use crate::object::{busy, Destroy, Owned};
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Condvar, Mutex, MutexGuard, Weak,
+    },
+    thread::{self, ThreadId},
+};
+
+/// The two streams an object can receive events on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    /// Completion events (completion channel; CQs only).
+    Completion,
+    /// Async events (the context's async event fd).
+    Async,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Events acknowledged so far, per stream (wrapping, as the kernel's u32).
+    acked: [u32; 2],
+    /// Events delivered and not yet acknowledged, by the thread holding them.
+    held: Vec<(ThreadId, u32)>,
+}
+
+/// Per-object event counts; see the module documentation.
+#[derive(Debug, Default)]
+pub(crate) struct EventCounts {
+    counts: Mutex<Counts>,
+    changed: Condvar,
+}
+
+fn index(stream: Stream) -> usize {
+    match stream {
+        Stream::Completion => 0,
+        Stream::Async => 1,
+    }
+}
+
+impl EventCounts {
+    fn lock(&self) -> MutexGuard<'_, Counts> {
+        // A panic while holding this lock leaves plain counters behind: keep going.
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that the current thread now holds one delivered event.
+    pub(crate) fn delivered(&self) {
+        let me = thread::current().id();
+        let mut c = self.lock();
+        match c.held.iter_mut().find(|(t, _)| *t == me) {
+            Some((_, n)) => *n += 1,
+            None => c.held.push((me, 1)),
+        }
+    }
+
+    /// Acknowledges `n` events of `stream` held by `holder` (`None`: events
+    /// that were read but never delivered, e.g. for an object being destroyed),
+    /// and wakes waiters.
+    pub(crate) fn ack(&self, stream: Stream, n: u32, holder: Option<ThreadId>) {
+        self.ack_quiet(stream, n, holder);
+        self.changed.notify_all();
+    }
+
+    /// [`EventCounts::ack`] without waking anyone: for an event value that
+    /// still has to release its reference and then calls [`EventCounts::notify`].
+    pub(crate) fn ack_quiet(&self, stream: Stream, n: u32, holder: Option<ThreadId>) {
+        let mut c = self.lock();
+        let i = index(stream);
+        c.acked[i] = c.acked[i].wrapping_add(n);
+        if let Some(t) = holder {
+            if let Some(pos) = c.held.iter().position(|(h, _)| *h == t) {
+                let left = c.held[pos].1.saturating_sub(n);
+                if left == 0 {
+                    c.held.swap_remove(pos);
+                } else {
+                    c.held[pos].1 = left;
+                }
+            }
+        }
+    }
+
+    /// How many delivered events the current thread holds.
+    pub(crate) fn held_by_current_thread(&self) -> u32 {
+        let me = thread::current().id();
+        self.lock()
+            .held
+            .iter()
+            .find(|(t, _)| *t == me)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    /// How many delivered events are held in total.
+    pub(crate) fn held_total(&self) -> u32 {
+        self.lock().held.iter().map(|(_, n)| *n).sum()
+    }
+
+    /// Wakes the threads waiting in a destroy (after an event released its
+    /// reference to the object). Taking the lock orders the release before
+    /// any waiter's next check, so no wake-up is lost.
+    pub(crate) fn notify(&self) {
+        drop(self.lock());
+        self.changed.notify_all();
+    }
+
+    /// Blocks until as many events were acknowledged as the kernel reported.
+    pub(crate) fn wait_acked(&self, reported: [u32; 2]) {
+        let mut c = self.lock();
+        while c.acked != reported {
+            c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Blocks while `busy()` is true, re-checking after every acknowledgement
+    /// and every [`EventCounts::notify`].
+    pub(crate) fn wait_while(&self, mut busy: impl FnMut() -> bool) {
+        let mut c = self.lock();
+        while busy() {
+            c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(c);
+    }
+
+    /// The acknowledged counts (completion, async).
+    pub(crate) fn acked(&self) -> [u32; 2] {
+        self.lock().acked
+    }
+}
+
+/// Destroys an object that receives events, as `destroy()` promises:
+/// `EBUSY` while child objects use it (`children()` > 0) or while the calling
+/// thread holds unacknowledged events of it; otherwise waits until events
+/// held by other threads are acknowledged and released, then destroys it
+/// (the kernel destroy itself then waits for acknowledgements of events read
+/// concurrently, see the object's `destroy_kernel`).
+pub(crate) fn destroy_after_events<T: Destroy>(
+    mut arc: Arc<Owned<T>>,
+    counts: &EventCounts,
+    children: impl Fn() -> usize,
+    op: &'static str,
+) -> crate::Result<()> {
+    let mine = counts.held_by_current_thread();
+    if mine > 0 {
+        return Err(
+            crate::Error::sys(op, crate::sys::Errno::EBUSY).with_detail(format!(
+                "this thread holds {mine} unacknowledged event(s) of this object: \
+             acknowledge (drop) them first"
+            )),
+        );
+    }
+    loop {
+        let n = children();
+        if n > 0 {
+            return Err(busy(op, n));
+        }
+        match Arc::try_unwrap(arc) {
+            Ok(owned) => return owned.destroy_now(),
+            Err(back) => arc = back,
+        }
+        // Other references are events held by other threads (children were
+        // ruled out): wait until they are released.
+        counts.wait_while(|| Arc::strong_count(&arc) > 1 && children() == 0);
+    }
+}
+
+/// What a `user_handle` refers to.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// A CQ: its counts and the CQ itself (upgraded when an event is delivered).
+    Cq(Arc<EventCounts>, Weak<Owned<crate::cq::CqInner>>),
+    /// A QP.
+    Qp(Arc<EventCounts>, Weak<Owned<crate::qp::QpInner>>),
+    /// An SRQ.
+    Srq(Arc<EventCounts>, Weak<Owned<crate::srq::SrqInner>>),
+}
+
+/// Maps the `user_handle` of every object of a context to its target.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    next: AtomicU64,
+    map: Mutex<HashMap<u64, Target>>,
+}
+
+impl Registry {
+    /// A fresh `user_handle` (never 0, never reused within a context).
+    pub(crate) fn new_handle(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Registers `target` under `user_handle`.
+    pub(crate) fn insert(&self, user_handle: u64, target: Target) {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(user_handle, target);
+    }
+
+    /// Looks up a `user_handle` from an event.
+    pub(crate) fn get(&self, user_handle: u64) -> Option<Target> {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&user_handle)
+            .cloned()
+    }
+
+    /// Forgets a destroyed object.
+    pub(crate) fn remove(&self, user_handle: u64) {
+        self.map
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&user_handle);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn acks_are_counted_per_stream_and_holder() {
+        let c = EventCounts::default();
+        c.delivered();
+        c.delivered();
+        assert_eq!(c.held_by_current_thread(), 2);
+        c.ack(Stream::Completion, 2, Some(thread::current().id()));
+        assert_eq!(c.held_total(), 0);
+        c.ack(Stream::Async, 1, None);
+        assert_eq!(c.acked(), [2, 1]);
+    }
+
+    #[test]
+    fn wait_acked_returns_after_another_thread_acks() {
+        let c = Arc::new(EventCounts::default());
+        let c2 = c.clone();
+        let t = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            c2.ack(Stream::Completion, 3, None);
+        });
+        c.wait_acked([3, 0]);
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn counters_wrap_like_the_kernels() {
+        let c = EventCounts::default();
+        c.ack(Stream::Completion, u32::MAX, None);
+        c.ack(Stream::Completion, 2, None);
+        assert_eq!(c.acked(), [1, 0]);
+    }
+
+    #[test]
+    fn handles_are_unique_and_nonzero() {
+        let r = Registry::default();
+        let (a, b) = (r.new_handle(), r.new_handle());
+        assert!(a != 0 && b != 0 && a != b);
+        assert!(r.get(a).is_none());
+    }
+}

@@ -1,0 +1,404 @@
+//! Memory regions (`ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr`).
+//!
+//! Registration is the `REG_MR` write command (in 6.1 plain registration has
+//! no ioctl method); dma-buf registration is `UVERBS_METHOD_REG_DMABUF_MR`;
+//! deregistration is `UVERBS_METHOD_MR_DESTROY` with the `DEREG_MR` write
+//! fallback.
+//!
+//! # Memory safety
+//!
+//! The device (or rxe, in the kernel) may write registered memory at any
+//! time, so no Rust reference to it may exist. [`ProtectionDomain::alloc_mr`]
+//! allocates the memory itself (page-aligned anonymous pages), never lends it
+//! out as `&`/`&mut`, and offers copies in and out ([`MemoryRegion::write`],
+//! [`MemoryRegion::read`]); the pages are unmapped only after the region is
+//! deregistered. Registering memory you own elsewhere is
+//! [`ProtectionDomain::register_raw`], which is `unsafe` for exactly that
+//! reason. Registered pages stay pinned until deregistration, so work
+//! requests still in flight when a region is dropped cannot reach memory
+//! that was reused: they complete with an error instead.
+#![allow(unsafe_code)]
+
+use std::{os::fd::BorrowedFd, sync::Arc};
+
+use bitflags::bitflags;
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::Verb,
+    error::{Error, ErrorKind, Result},
+    object::{self, Destroy, Owned},
+    pd::{PdInner, ProtectionDomain},
+    sys::{Errno, Mapping},
+    wr::Sge,
+};
+
+bitflags! {
+    /// Access rights of a memory region or QP (`enum ibv_access_flags`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct AccessFlags: u32 {
+        /// The local device may write (needed for receives, reads and atomics).
+        const LOCAL_WRITE = 1;
+        /// Peers may RDMA-write (requires `LOCAL_WRITE`).
+        const REMOTE_WRITE = 2;
+        /// Peers may RDMA-read.
+        const REMOTE_READ = 4;
+        /// Peers may run atomics (requires `LOCAL_WRITE`).
+        const REMOTE_ATOMIC = 8;
+        /// Memory windows may be bound.
+        const MW_BIND = 16;
+        /// Addresses are offsets from 0 (`IBV_ACCESS_ZERO_BASED`).
+        const ZERO_BASED = 32;
+        /// On-demand paging.
+        const ON_DEMAND = 64;
+        /// Huge pages back the region.
+        const HUGETLB = 128;
+        /// Relaxed ordering (optional: ignored where unsupported).
+        const RELAXED_ORDERING = 1 << 20;
+        const _ = !0;
+    }
+}
+
+/// Where a region's memory comes from.
+#[derive(Debug)]
+enum Backing {
+    /// Pages the crate allocated; unmapped after deregistration.
+    Owned(Mapping),
+    /// Memory the caller manages (`register_raw`).
+    Borrowed,
+    /// A dma-buf: not mapped in this process.
+    DmaBuf,
+}
+
+/// A memory region's kernel object.
+#[derive(Debug)]
+pub(crate) struct MrInner {
+    pd: Arc<Owned<PdInner>>,
+    handle: u32,
+    lkey: u32,
+    rkey: u32,
+    addr: u64,
+    len: usize,
+    // Dropped after `destroy_kernel` has deregistered the region.
+    backing: Backing,
+}
+
+impl Destroy for MrInner {
+    fn destroy_kernel(&mut self) -> Result<()> {
+        self.pd
+            .ctx
+            .destroy_simple(
+                Verb::DestroyMr,
+                (
+                    abi::UVERBS_OBJECT_MR,
+                    abi::UVERBS_METHOD_MR_DESTROY,
+                    abi::UVERBS_ATTR_DESTROY_MR_HANDLE,
+                ),
+                abi::IB_USER_VERBS_CMD_DEREG_MR,
+                self.handle,
+            )
+            .map_err(|e| Error::sys("UVERBS_METHOD_MR_DESTROY", e))
+    }
+}
+
+/// A registered memory region (`struct ibv_mr`).
+#[derive(Debug, Clone)]
+pub struct MemoryRegion {
+    inner: Arc<Owned<MrInner>>,
+}
+
+fn check_access(op: &'static str, access: AccessFlags) -> Result<()> {
+    // The kernel's ib_check_mr_access: remote write or atomic need local write.
+    if access.intersects(AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_ATOMIC)
+        && !access.contains(AccessFlags::LOCAL_WRITE)
+    {
+        return Err(Error::new(
+            op,
+            ErrorKind::InvalidArgument,
+            "REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE",
+        ));
+    }
+    Ok(())
+}
+
+impl ProtectionDomain {
+    /// Allocates `len` bytes of zeroed, page-aligned memory and registers it.
+    #[doc(alias = "ibv_reg_mr")]
+    pub fn alloc_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
+        let op = "allocate memory region";
+        if len == 0 {
+            return Err(Error::new(op, ErrorKind::InvalidArgument, "length 0"));
+        }
+        let map = memmap2::MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map(Mapping::from)
+            .map_err(|e| {
+                Error::sys(
+                    op,
+                    Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
+                )
+            })?;
+        let addr = map.as_mut_ptr() as u64;
+        self.register(addr, len, access, Backing::Owned(map))
+    }
+
+    /// Registers memory the caller manages, like `ibv_reg_mr` on a buffer.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + len` must be mapped, and must stay mapped and not be
+    /// accessed through Rust references (`&`/`&mut`, slices, `Vec`s) while the
+    /// region exists, because the device may read and (with write access)
+    /// write it at any time. Access it through raw pointers only, or keep it
+    /// for the device alone.
+    #[doc(alias = "ibv_reg_mr")]
+    pub unsafe fn register_raw(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion> {
+        self.register(addr as u64, len, access, Backing::Borrowed)
+    }
+
+    fn register(
+        &self,
+        addr: u64,
+        len: usize,
+        access: AccessFlags,
+        backing: Backing,
+    ) -> Result<MemoryRegion> {
+        let op = "IB_USER_VERBS_CMD_REG_MR";
+        check_access(op, access)?;
+        let mut req = abi::IbUverbsRegMr::new_zeroed();
+        req.start = addr;
+        req.length = len as u64;
+        req.hca_va = addr;
+        req.pd_handle = self.inner.handle;
+        req.access_flags = access.bits();
+        let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
+        self.inner
+            .ctx
+            .write_with_resp(
+                abi::IB_USER_VERBS_CMD_REG_MR,
+                req.as_bytes(),
+                &[],
+                resp.as_mut_bytes(),
+                &mut [],
+            )
+            .map_err(|e| {
+                let err = Error::sys(op, e);
+                match e {
+                    Errno::EFAULT => err.with_detail("the address range is not mapped"),
+                    Errno::EINVAL => err.with_detail(format!(
+                        "access {access:?} or the range {addr:#x}+{len} is not accepted"
+                    )),
+                    _ => err,
+                }
+            })?;
+        Ok(MemoryRegion {
+            inner: Owned::new(MrInner {
+                pd: self.inner.clone(),
+                handle: resp.mr_handle,
+                lkey: resp.lkey,
+                rkey: resp.rkey,
+                addr,
+                len,
+                backing,
+            }),
+        })
+    }
+
+    /// Registers `len` bytes at `offset` of a dma-buf, like `ibv_reg_dmabuf_mr`.
+    /// `iova` is the address work requests use for its first byte.
+    #[doc(alias = "ibv_reg_dmabuf_mr")]
+    pub fn register_dmabuf(
+        &self,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion> {
+        use std::os::fd::AsRawFd;
+        let op = "UVERBS_METHOD_REG_DMABUF_MR";
+        check_access(op, access)?;
+        let ctx = &self.inner.ctx;
+        let (mut lkey, mut rkey) = (0u32, 0u32);
+        let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_REG_DMABUF_MR);
+        let h = cmd.new_object(abi::UVERBS_ATTR_REG_DMABUF_MR_HANDLE);
+        cmd.object(abi::UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE, self.inner.handle);
+        cmd.input_u64(abi::UVERBS_ATTR_REG_DMABUF_MR_OFFSET, offset);
+        cmd.input_u64(abi::UVERBS_ATTR_REG_DMABUF_MR_LENGTH, len as u64);
+        cmd.input_u64(abi::UVERBS_ATTR_REG_DMABUF_MR_IOVA, iova);
+        // The fd is a u32 PTR_IN in 6.1, not an FD attribute.
+        cmd.input_u32(abi::UVERBS_ATTR_REG_DMABUF_MR_FD, fd.as_raw_fd() as u32);
+        cmd.flags_in(
+            abi::UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS,
+            u64::from(access.bits()),
+        );
+        cmd.optional();
+        cmd.output(
+            abi::UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY,
+            lkey.as_mut_bytes(),
+        );
+        cmd.output(
+            abi::UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY,
+            rkey.as_mut_bytes(),
+        );
+        ctx.ioctl(&mut cmd).map_err(|e| {
+            let err = Error::sys(op, e);
+            if e == Errno::EOPNOTSUPP {
+                err.with_detail("this device does not support dma-buf memory regions")
+            } else {
+                err
+            }
+        })?;
+        let handle = cmd.new_handle(h);
+        drop(cmd);
+        Ok(MemoryRegion {
+            inner: Owned::new(MrInner {
+                pd: self.inner.clone(),
+                handle,
+                lkey,
+                rkey,
+                addr: iova,
+                len,
+                backing: Backing::DmaBuf,
+            }),
+        })
+    }
+}
+
+impl MemoryRegion {
+    /// The local key, for scatter/gather elements.
+    pub fn lkey(&self) -> u32 {
+        self.inner.lkey
+    }
+
+    /// The remote key, for peers' RDMA and atomics.
+    pub fn rkey(&self) -> u32 {
+        self.inner.rkey
+    }
+
+    /// The address of the first byte (what work requests and peers use).
+    pub fn addr(&self) -> u64 {
+        self.inner.addr
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.inner.len
+    }
+
+    /// Whether the region is empty (never true: zero-length regions are refused).
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// The kernel's handle.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// A scatter/gather element for `len` bytes at `offset`, checked against the region.
+    pub fn sge(&self, offset: usize, len: u32) -> Result<Sge> {
+        self.check_range("MemoryRegion::sge", offset, len as usize)?;
+        Ok(Sge::new(
+            self.inner.addr + offset as u64,
+            len,
+            self.inner.lkey,
+        ))
+    }
+
+    /// A pointer to the first byte of memory the crate allocated
+    /// ([`ProtectionDomain::alloc_mr`]); `None` for other regions.
+    pub fn as_ptr(&self) -> Option<*mut u8> {
+        match &self.inner.backing {
+            Backing::Owned(map) => Some(map.as_mut_ptr()),
+            _ => None,
+        }
+    }
+
+    fn check_range(&self, op: &'static str, offset: usize, len: usize) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.inner.len => Ok(()),
+            _ => Err(Error::new(
+                op,
+                ErrorKind::InvalidArgument,
+                format!(
+                    "bytes {offset}..{} are outside the region's {} bytes",
+                    offset as u128 + len as u128,
+                    self.inner.len
+                ),
+            )),
+        }
+    }
+
+    fn owned_ptr(&self, op: &'static str) -> Result<*mut u8> {
+        self.as_ptr().ok_or_else(|| {
+            Error::new(
+                op,
+                ErrorKind::InvalidArgument,
+                "only regions from alloc_mr can be read and written through the region",
+            )
+        })
+    }
+
+    /// Copies `data` into the region at `offset`.
+    ///
+    /// Ordering with the device: write before posting the work request that
+    /// sends it (posting publishes it with release ordering).
+    pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
+        let op = "MemoryRegion::write";
+        self.check_range(op, offset, data.len())?;
+        let base = self.owned_ptr(op)?;
+        // SAFETY: `offset..offset + data.len()` is inside the mapping this
+        // region owns (checked above), which stays mapped while `self` lives.
+        // No Rust reference to the mapping exists; the device may access it
+        // concurrently, which is the caller's protocol to order, not UB for
+        // this raw copy.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(offset), data.len()) };
+        Ok(())
+    }
+
+    /// Copies bytes out of the region at `offset` into `out`.
+    ///
+    /// Ordering with the device: read after polling the completion that
+    /// reports the data (polling acquires it).
+    pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
+        let op = "MemoryRegion::read";
+        self.check_range(op, offset, out.len())?;
+        let base = self.owned_ptr(op)?;
+        // SAFETY: as in `write`: in bounds of a live mapping, raw copy, no
+        // reference into device-written memory is formed.
+        unsafe { std::ptr::copy_nonoverlapping(base.add(offset), out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Reads a native-endian `u64` at `offset` (e.g. an atomic's result).
+    pub fn read_u64(&self, offset: usize) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(offset, &mut b)?;
+        Ok(u64::from_ne_bytes(b))
+    }
+
+    /// Fills `len` bytes at `offset` with `byte`.
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<()> {
+        let op = "MemoryRegion::fill";
+        self.check_range(op, offset, len)?;
+        let base = self.owned_ptr(op)?;
+        // SAFETY: in bounds of the live mapping (checked above); raw write.
+        unsafe { std::ptr::write_bytes(base.add(offset), byte, len) };
+        Ok(())
+    }
+
+    /// Deregisters the region now, like `ibv_dereg_mr`, reporting errors.
+    /// Fails with `EBUSY` while clones of this handle exist.
+    #[doc(alias = "ibv_dereg_mr")]
+    pub fn destroy(self) -> Result<()> {
+        object::destroy(self.inner, "ibv_dereg_mr")
+    }
+}

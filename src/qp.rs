@@ -1,0 +1,468 @@
+//! Queue pairs (`ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp`,
+//! `ibv_post_send`, `ibv_post_recv`, `ibv_destroy_qp`).
+//!
+//! Creation is `UVERBS_METHOD_QP_CREATE` (falling back to `CREATE_QP`);
+//! modify and query exist only as write commands in 6.1 (`MODIFY_QP`,
+//! `QUERY_QP`); destruction is `UVERBS_METHOD_QP_DESTROY` (or `DESTROY_QP`)
+//! and waits for the acknowledgement of every async event the kernel reported
+//! for the QP. A modify is checked against the IB state machine first
+//! ([`crate::check_modify`]), so a missing attribute is named instead of
+//! surfacing as the kernel's bare `EINVAL`.
+
+use std::{
+    os::fd::AsFd,
+    sync::{
+        atomic::{AtomicU8, Ordering},
+        Arc,
+    },
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::{disassociated_is_destroyed, ContextInner, Verb},
+    cq::{mlx5_data_path_missing, CompletionQueue, CqInner},
+    error::{Error, ErrorKind, Result},
+    event_count::{destroy_after_events, EventCounts, Target},
+    object::{Destroy, Owned},
+    pd::{PdInner, ProtectionDomain},
+    providers::{
+        rxe::{self, RxeRq, RxeSq},
+        Provider,
+    },
+    qp_attr::{
+        decode_query, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,
+    },
+    qp_state::check_modify,
+    srq::{SharedReceiveQueue, SrqInner},
+    sys::{Errno, Protection},
+    wr::{PostError, PostErrorKind, RecvWr, SendWr},
+};
+
+/// What [`ProtectionDomain::create_qp`] takes (`struct ibv_qp_init_attr`).
+#[derive(Debug, Clone, Copy)]
+pub struct QpInitAttr<'a> {
+    /// RC, UC or UD.
+    pub qp_type: QpType,
+    /// The CQ for send completions.
+    pub send_cq: &'a CompletionQueue,
+    /// The CQ for receive completions.
+    pub recv_cq: &'a CompletionQueue,
+    /// Receive from a shared receive queue instead of the QP's own.
+    pub srq: Option<&'a SharedReceiveQueue>,
+    /// Requested queue sizes; the created QP reports what it got.
+    pub cap: QpCap,
+    /// Generate a completion for every send, signaled or not.
+    pub sq_sig_all: bool,
+}
+
+/// A QP's kernel object; async events hold an `Arc` of it.
+#[derive(Debug)]
+pub(crate) struct QpInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    _pd: Arc<Owned<PdInner>>,
+    send_cq: Arc<Owned<CqInner>>,
+    recv_cq: Arc<Owned<CqInner>>,
+    srq: Option<Arc<Owned<SrqInner>>>,
+    pub(crate) handle: u32,
+    pub(crate) user_handle: u64,
+    pub(crate) qp_num: u32,
+    pub(crate) qp_type: QpType,
+    state: AtomicU8,
+    pub(crate) events: Arc<EventCounts>,
+}
+
+impl QpInner {
+    fn state(&self) -> QpState {
+        QpState::from_raw(self.state.load(Ordering::Acquire))
+    }
+}
+
+impl Destroy for QpInner {
+    fn destroy_kernel(&mut self) -> Result<()> {
+        let ctx = &self.ctx;
+        let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
+        let handle = self.handle;
+        let result = ctx.ioctl_or_write(
+            Verb::DestroyQp,
+            &mut resp,
+            |resp| {
+                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY);
+                cmd.object(abi::UVERBS_ATTR_DESTROY_QP_HANDLE, handle);
+                cmd.output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_mut_bytes());
+                ctx.ioctl(&mut cmd)
+            },
+            |resp| {
+                let mut req = abi::IbUverbsDestroyQp::new_zeroed();
+                req.qp_handle = handle;
+                ctx.write_with_resp(
+                    abi::IB_USER_VERBS_CMD_DESTROY_QP,
+                    req.as_bytes(),
+                    &[],
+                    resp.as_mut_bytes(),
+                    &mut [],
+                )
+            },
+        );
+        let gone = result == Err(Errno::EIO);
+        disassociated_is_destroyed(result)
+            .map_err(|e| Error::sys("UVERBS_METHOD_QP_DESTROY", e))?;
+        if !gone {
+            self.events.wait_acked([0, resp.events_reported]);
+        }
+        ctx.events.remove(self.user_handle);
+        self.send_cq.children.fetch_sub(1, Ordering::AcqRel);
+        self.recv_cq.children.fetch_sub(1, Ordering::AcqRel);
+        if let Some(srq) = &self.srq {
+            srq.children.fetch_sub(1, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+}
+
+/// A queue pair (`struct ibv_qp`).
+///
+/// The handle owns the producer side of its queues: posting takes
+/// `&mut self` and needs no lock.
+#[derive(Debug)]
+pub struct QueuePair {
+    pub(crate) inner: Arc<Owned<QpInner>>,
+    sq: Option<RxeSq>,
+    rq: Option<RxeRq>,
+    cap: QpCap,
+}
+
+impl ProtectionDomain {
+    /// Creates a queue pair, like `ibv_create_qp`.
+    #[doc(alias = "ibv_create_qp")]
+    pub fn create_qp(&self, init: &QpInitAttr<'_>) -> Result<QueuePair> {
+        let op = "UVERBS_METHOD_QP_CREATE";
+        let ctx = &self.inner.ctx;
+        let Provider::Rxe(_) = ctx.provider else {
+            return Err(mlx5_data_path_missing("ibv_create_qp"));
+        };
+        if !matches!(init.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::InvalidArgument,
+                format!("QP type {:?}: rxe supports RC, UC and UD", init.qp_type),
+            ));
+        }
+        for cq in [init.send_cq, init.recv_cq] {
+            if !Arc::ptr_eq(&cq.inner.ctx, ctx) {
+                return Err(Error::new(
+                    "ibv_create_qp",
+                    ErrorKind::InvalidArgument,
+                    "a CQ belongs to another context",
+                ));
+            }
+        }
+        let user_handle = ctx.events.new_handle();
+        let srq_handle = init.srq.map(|s| s.inner.handle);
+        let mut cap = abi::IbUverbsQpCap::new_zeroed();
+        cap.max_send_wr = init.cap.max_send_wr;
+        cap.max_recv_wr = init.cap.max_recv_wr;
+        cap.max_send_sge = init.cap.max_send_sge;
+        cap.max_recv_sge = init.cap.max_recv_sge;
+        cap.max_inline_data = init.cap.max_inline_data;
+        if init.srq.is_some() {
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
+        let mut out = (abi::RxeCreateQpResp::new_zeroed(), cap, 0u32);
+        let handle = ctx
+            .ioctl_or_write(
+                Verb::CreateQp,
+                &mut out,
+                |(rxe, resp_cap, qp_num)| {
+                    let mut cmd =
+                        ctx.ioctl_cmd(abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE);
+                    let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
+                    cmd.object(abi::UVERBS_ATTR_CREATE_QP_PD_HANDLE, self.inner.handle);
+                    if let Some(s) = srq_handle {
+                        cmd.object(abi::UVERBS_ATTR_CREATE_QP_SRQ_HANDLE, s);
+                    }
+                    cmd.object(
+                        abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE,
+                        init.send_cq.inner.handle,
+                    );
+                    cmd.object(
+                        abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE,
+                        init.recv_cq.inner.handle,
+                    );
+                    cmd.input_u64(abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE, user_handle);
+                    cmd.input_struct(abi::UVERBS_ATTR_CREATE_QP_CAP, &cap);
+                    cmd.const_in(
+                        abi::UVERBS_ATTR_CREATE_QP_TYPE,
+                        u64::from(init.qp_type.raw()),
+                    );
+                    if init.sq_sig_all {
+                        cmd.flags_in(
+                            abi::UVERBS_ATTR_CREATE_QP_FLAGS,
+                            u64::from(abi::IB_UVERBS_QP_CREATE_SQ_SIG_ALL),
+                        );
+                    }
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_QP_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, resp_cap.as_mut_bytes());
+                    cmd.output(
+                        abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM,
+                        qp_num.as_mut_bytes(),
+                    );
+                    cmd.driver_out(rxe.as_mut_bytes());
+                    ctx.ioctl(&mut cmd)?;
+                    Ok(cmd.new_handle(h))
+                },
+                |(rxe, resp_cap, qp_num)| {
+                    let mut req = abi::IbUverbsCreateQp::new_zeroed();
+                    req.user_handle = user_handle;
+                    req.pd_handle = self.inner.handle;
+                    req.send_cq_handle = init.send_cq.inner.handle;
+                    req.recv_cq_handle = init.recv_cq.inner.handle;
+                    req.srq_handle = srq_handle.unwrap_or(0);
+                    req.max_send_wr = cap.max_send_wr;
+                    req.max_recv_wr = cap.max_recv_wr;
+                    req.max_send_sge = cap.max_send_sge;
+                    req.max_recv_sge = cap.max_recv_sge;
+                    req.max_inline_data = cap.max_inline_data;
+                    req.sq_sig_all = u8::from(init.sq_sig_all);
+                    req.qp_type = init.qp_type.raw();
+                    req.is_srq = u8::from(srq_handle.is_some());
+                    let mut resp = abi::IbUverbsCreateQpResp::new_zeroed();
+                    ctx.write_with_resp(
+                        abi::IB_USER_VERBS_CMD_CREATE_QP,
+                        req.as_bytes(),
+                        &[],
+                        resp.as_mut_bytes(),
+                        rxe.as_mut_bytes(),
+                    )?;
+                    resp_cap.max_send_wr = resp.max_send_wr;
+                    resp_cap.max_recv_wr = resp.max_recv_wr;
+                    resp_cap.max_send_sge = resp.max_send_sge;
+                    resp_cap.max_recv_sge = resp.max_recv_sge;
+                    resp_cap.max_inline_data = resp.max_inline_data;
+                    *qp_num = resp.qpn;
+                    Ok(resp.qp_handle)
+                },
+            )
+            .map_err(|e| {
+                let err = Error::sys(op, e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!(
+                        "the requested capabilities {:?} exceed the device's limits \
+                         (max_qp_wr, max_sge; check query_device)",
+                        init.cap
+                    ))
+                } else {
+                    err
+                }
+            })?;
+        let (rxe_resp, got, qp_num) = out;
+        let events = Arc::new(EventCounts::default());
+        init.send_cq.inner.children.fetch_add(1, Ordering::AcqRel);
+        init.recv_cq.inner.children.fetch_add(1, Ordering::AcqRel);
+        if let Some(s) = init.srq {
+            s.inner.children.fetch_add(1, Ordering::AcqRel);
+        }
+        let inner = Owned::new(QpInner {
+            ctx: ctx.clone(),
+            _pd: self.inner.clone(),
+            send_cq: init.send_cq.inner.clone(),
+            recv_cq: init.recv_cq.inner.clone(),
+            srq: init.srq.map(|s| s.inner.clone()),
+            handle,
+            user_handle,
+            qp_num,
+            qp_type: init.qp_type,
+            state: AtomicU8::new(QpState::Reset.raw()),
+            events: events.clone(),
+        });
+        ctx.events
+            .insert(user_handle, Target::Qp(events, Arc::downgrade(&inner)));
+        let cap = QpCap {
+            max_send_wr: got.max_send_wr,
+            max_recv_wr: got.max_recv_wr,
+            max_send_sge: got.max_send_sge,
+            max_recv_sge: got.max_recv_sge,
+            max_inline_data: got.max_inline_data,
+        };
+        let map = |mi: &abi::Mminfo, what: &'static str| {
+            ctx.kernel
+                .mmap(ctx.fd(), mi.size as usize, mi.offset, Protection::ReadWrite)
+                .map_err(|e| Error::sys(what, e))
+        };
+        let sq = RxeSq::new(
+            map(&rxe_resp.sq_mi, "mmap rxe send queue")?,
+            cap.max_send_sge,
+            cap.max_inline_data,
+            init.qp_type.raw(),
+        )?;
+        // A QP on an SRQ has no receive queue; the kernel leaves rq_mi empty.
+        let rq = if init.srq.is_none() {
+            Some(RxeRq::new(
+                map(&rxe_resp.rq_mi, "mmap rxe receive queue")?,
+                cap.max_recv_sge,
+            )?)
+        } else {
+            None
+        };
+        Ok(QueuePair {
+            inner,
+            sq: Some(sq),
+            rq,
+            cap,
+        })
+    }
+}
+
+impl QueuePair {
+    /// The QP number peers address.
+    pub fn qp_num(&self) -> u32 {
+        self.inner.qp_num
+    }
+
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// The QP's transport type.
+    pub fn qp_type(&self) -> QpType {
+        self.inner.qp_type
+    }
+
+    /// The queue sizes the QP got.
+    pub fn cap(&self) -> QpCap {
+        self.cap
+    }
+
+    /// The state after the last successful [`QueuePair::modify`] (the device
+    /// may since have moved it to an error state; [`QueuePair::query`] asks it).
+    pub fn state(&self) -> QpState {
+        self.inner.state()
+    }
+
+    /// Modifies the QP, like `ibv_modify_qp`: the `mask` says which fields of
+    /// `attr` apply. The transition is checked first; the error names the
+    /// attributes a transition is missing or does not allow.
+    #[doc(alias = "ibv_modify_qp")]
+    pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
+        let inner = &self.inner;
+        let current = if mask.contains(QpAttrMask::CUR_STATE) {
+            attr.cur_qp_state
+        } else {
+            inner.state()
+        };
+        let next = check_modify(inner.qp_type, current, attr, mask)?;
+        let req = encode_modify(inner.handle, attr, mask);
+        inner
+            .ctx
+            .write_with_resp(
+                abi::IB_USER_VERBS_CMD_MODIFY_QP,
+                req.as_bytes(),
+                &[],
+                &mut [],
+                &mut [],
+            )
+            .map_err(|e| {
+                let err = Error::sys("IB_USER_VERBS_CMD_MODIFY_QP", e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!(
+                        "the kernel refused {:?} -> {:?} with {}; check the values (e.g. \
+                         port, GID index, path MTU against the port's active MTU, QP numbers)",
+                        current,
+                        next,
+                        mask.names().join(", ")
+                    ))
+                } else {
+                    err
+                }
+            })?;
+        inner.state.store(next.raw(), Ordering::Release);
+        Ok(())
+    }
+
+    /// Queries the QP, like `ibv_query_qp`; `mask` selects what to report
+    /// (the kernel reports everything it has either way).
+    #[doc(alias = "ibv_query_qp")]
+    pub fn query(&self, mask: QpAttrMask) -> Result<(QpAttr, QpInitInfo)> {
+        let mut req = abi::IbUverbsQueryQp::new_zeroed();
+        req.qp_handle = self.inner.handle;
+        req.attr_mask = mask.bits();
+        let mut resp = abi::IbUverbsQueryQpResp::new_zeroed();
+        self.inner
+            .ctx
+            .write_with_resp(
+                abi::IB_USER_VERBS_CMD_QUERY_QP,
+                req.as_bytes(),
+                &[],
+                resp.as_mut_bytes(),
+                &mut [],
+            )
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_QUERY_QP", e))?;
+        Ok(decode_query(&resp))
+    }
+
+    /// Posts send work requests, like `ibv_post_send`, and rings the doorbell
+    /// once for the batch. On error, the requests before
+    /// [`PostError::index`] were posted and the doorbell rung for them.
+    #[doc(alias = "ibv_post_send")]
+    pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let state = self.inner.state();
+        if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::BadState("sends need the QP in RTS (or SQD, SQE, ERR)"),
+            });
+        }
+        let Some(sq) = self.sq.as_mut() else {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::OpNotSupported("this QP has no send queue"),
+            });
+        };
+        let posted = sq.post(wrs);
+        let posted_any = match &posted {
+            Ok(()) => !wrs.is_empty(),
+            Err(e) => e.index > 0,
+        };
+        if posted_any {
+            rxe::kick(&self.inner.ctx, self.inner.handle).map_err(|e| PostError {
+                index: 0,
+                kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
+            })?;
+        }
+        posted
+    }
+
+    /// Posts receive work requests, like `ibv_post_recv` (no system call).
+    #[doc(alias = "ibv_post_recv")]
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        if self.inner.state() == QpState::Reset {
+            return Err(PostError {
+                index: 0,
+                kind: PostErrorKind::BadState("receives cannot be posted in RESET"),
+            });
+        }
+        match self.rq.as_mut() {
+            Some(rq) => rq.post(wrs),
+            None => Err(PostError {
+                index: 0,
+                kind: PostErrorKind::OpNotSupported(
+                    "this QP receives from an SRQ: post to the SRQ",
+                ),
+            }),
+        }
+    }
+
+    /// Destroys the QP, like `ibv_destroy_qp`: waits until async events other
+    /// threads hold for it are acknowledged; `EBUSY` if the calling thread
+    /// holds one.
+    #[doc(alias = "ibv_destroy_qp")]
+    pub fn destroy(self) -> Result<()> {
+        let QueuePair { inner, sq, rq, .. } = self;
+        drop((sq, rq));
+        let counts = inner.events.clone();
+        destroy_after_events(inner, &counts, || 0, "ibv_destroy_qp")
+    }
+}

@@ -1,0 +1,1076 @@
+//! Typed QP attributes: what `ibv_modify_qp` takes and `ibv_query_qp` returns
+//! (`struct ibv_qp_attr`, `enum ibv_qp_attr_mask`, `struct ibv_ah_attr`,
+//! `struct ibv_global_route`), and their encoding into the uverbs `write()`
+//! ABI (`ib_uverbs_modify_qp`, `ib_uverbs_ex_modify_qp`,
+//! `ib_uverbs_query_qp_resp`).
+//!
+//! Field names follow libibverbs so code written for rdma-core carries over.
+//! Values the kernel may extend (states, QP types, migration states) are enums
+//! with an `Other` variant, so nothing the kernel reports is lost.
+//!
+//! The kernel carries an address vector in two layouts with the same fields in
+//! different orders: `ib_uverbs_ah_attr` (CREATE_AH, rdma_cm's INIT_QP_ATTR)
+//! and `ib_uverbs_qp_dest` (MODIFY_QP, QUERY_QP). [`AhAttr`] converts to and
+//! from both explicitly.
+
+use std::fmt;
+
+use bitflags::bitflags;
+
+use crate::{abi, AccessFlags, Gid, Mtu};
+
+/// A QP transport type (`enum ibv_qp_type`, the kernel's `IB_UVERBS_QPT_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QpType {
+    /// Reliable connected (`IBV_QPT_RC`, 2).
+    Rc,
+    /// Unreliable connected (`IBV_QPT_UC`, 3).
+    Uc,
+    /// Unreliable datagram (`IBV_QPT_UD`, 4).
+    Ud,
+    /// Raw Ethernet packets (`IBV_QPT_RAW_PACKET`, 8).
+    RawPacket,
+    /// XRC initiator (`IBV_QPT_XRC_SEND`, 9).
+    XrcIni,
+    /// XRC target (`IBV_QPT_XRC_RECV`, 10).
+    XrcTgt,
+    /// A driver-specific type (`IBV_QPT_DRIVER`, 0xFF), e.g. mlx5 DCI/DCT.
+    Driver,
+    /// A value this crate does not know.
+    Other(u8),
+}
+
+impl QpType {
+    /// The kernel's value (`IB_UVERBS_QPT_*`).
+    pub fn raw(self) -> u8 {
+        match self {
+            QpType::Rc => 2,
+            QpType::Uc => 3,
+            QpType::Ud => 4,
+            QpType::RawPacket => 8,
+            QpType::XrcIni => 9,
+            QpType::XrcTgt => 10,
+            QpType::Driver => 0xFF,
+            QpType::Other(v) => v,
+        }
+    }
+
+    /// From the kernel's value.
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            2 => QpType::Rc,
+            3 => QpType::Uc,
+            4 => QpType::Ud,
+            8 => QpType::RawPacket,
+            9 => QpType::XrcIni,
+            10 => QpType::XrcTgt,
+            0xFF => QpType::Driver,
+            other => QpType::Other(other),
+        }
+    }
+}
+
+impl fmt::Display for QpType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QpType::Rc => f.write_str("RC"),
+            QpType::Uc => f.write_str("UC"),
+            QpType::Ud => f.write_str("UD"),
+            QpType::RawPacket => f.write_str("RAW_PACKET"),
+            QpType::XrcIni => f.write_str("XRC_INI"),
+            QpType::XrcTgt => f.write_str("XRC_TGT"),
+            QpType::Driver => f.write_str("DRIVER"),
+            QpType::Other(v) => write!(f, "type {v}"),
+        }
+    }
+}
+
+/// A QP state (`enum ibv_qp_state`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum QpState {
+    /// `IBV_QPS_RESET` (0): the state after creation.
+    #[default]
+    Reset,
+    /// `IBV_QPS_INIT` (1): receives may be posted.
+    Init,
+    /// `IBV_QPS_RTR` (2): ready to receive.
+    Rtr,
+    /// `IBV_QPS_RTS` (3): ready to send.
+    Rts,
+    /// `IBV_QPS_SQD` (4): send queue drained.
+    Sqd,
+    /// `IBV_QPS_SQE` (5): send queue error (UC, UD).
+    Sqe,
+    /// `IBV_QPS_ERR` (6): error; outstanding requests complete with flush errors.
+    Err,
+    /// A value this crate does not know (`IBV_QPS_UNKNOWN` is 7).
+    Other(u8),
+}
+
+impl QpState {
+    /// Every state the kernel knows, in numeric order.
+    pub const ALL: [QpState; 7] = [
+        QpState::Reset,
+        QpState::Init,
+        QpState::Rtr,
+        QpState::Rts,
+        QpState::Sqd,
+        QpState::Sqe,
+        QpState::Err,
+    ];
+
+    /// The kernel's value (`IB_QPS_*`).
+    pub fn raw(self) -> u8 {
+        match self {
+            QpState::Reset => 0,
+            QpState::Init => 1,
+            QpState::Rtr => 2,
+            QpState::Rts => 3,
+            QpState::Sqd => 4,
+            QpState::Sqe => 5,
+            QpState::Err => 6,
+            QpState::Other(v) => v,
+        }
+    }
+
+    /// From the kernel's value.
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            0 => QpState::Reset,
+            1 => QpState::Init,
+            2 => QpState::Rtr,
+            3 => QpState::Rts,
+            4 => QpState::Sqd,
+            5 => QpState::Sqe,
+            6 => QpState::Err,
+            other => QpState::Other(other),
+        }
+    }
+}
+
+impl fmt::Display for QpState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QpState::Reset => f.write_str("RESET"),
+            QpState::Init => f.write_str("INIT"),
+            QpState::Rtr => f.write_str("RTR"),
+            QpState::Rts => f.write_str("RTS"),
+            QpState::Sqd => f.write_str("SQD"),
+            QpState::Sqe => f.write_str("SQE"),
+            QpState::Err => f.write_str("ERR"),
+            QpState::Other(v) => write!(f, "state {v}"),
+        }
+    }
+}
+
+/// Automatic path migration state (`enum ibv_mig_state`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PathMigState {
+    /// `IBV_MIG_MIGRATED` (0).
+    #[default]
+    Migrated,
+    /// `IBV_MIG_REARM` (1).
+    Rearm,
+    /// `IBV_MIG_ARMED` (2).
+    Armed,
+    /// A value this crate does not know.
+    Other(u8),
+}
+
+impl PathMigState {
+    /// The kernel's value.
+    pub fn raw(self) -> u8 {
+        match self {
+            PathMigState::Migrated => 0,
+            PathMigState::Rearm => 1,
+            PathMigState::Armed => 2,
+            PathMigState::Other(v) => v,
+        }
+    }
+
+    /// From the kernel's value.
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            0 => PathMigState::Migrated,
+            1 => PathMigState::Rearm,
+            2 => PathMigState::Armed,
+            other => PathMigState::Other(other),
+        }
+    }
+}
+
+bitflags! {
+    /// Which [`QpAttr`] fields a modify (or query) concerns (`enum ibv_qp_attr_mask`).
+    ///
+    /// Bits 21..=24 are the kernel's reserved (legacy RoCE) bits; the kernel
+    /// rejects them, and [`crate::check_modify`] does too.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct QpAttrMask: u32 {
+        /// `qp_state`: move the QP to that state.
+        const STATE = 1 << 0;
+        /// `cur_qp_state`: what the caller asserts the current state is.
+        const CUR_STATE = 1 << 1;
+        /// `en_sqd_async_notify`.
+        const EN_SQD_ASYNC_NOTIFY = 1 << 2;
+        /// `qp_access_flags`.
+        const ACCESS_FLAGS = 1 << 3;
+        /// `pkey_index`.
+        const PKEY_INDEX = 1 << 4;
+        /// `port_num`.
+        const PORT = 1 << 5;
+        /// `qkey`.
+        const QKEY = 1 << 6;
+        /// `ah_attr`: the primary path's address vector.
+        const AV = 1 << 7;
+        /// `path_mtu`.
+        const PATH_MTU = 1 << 8;
+        /// `timeout`.
+        const TIMEOUT = 1 << 9;
+        /// `retry_cnt`.
+        const RETRY_CNT = 1 << 10;
+        /// `rnr_retry`.
+        const RNR_RETRY = 1 << 11;
+        /// `rq_psn`.
+        const RQ_PSN = 1 << 12;
+        /// `max_rd_atomic`.
+        const MAX_QP_RD_ATOMIC = 1 << 13;
+        /// `alt_ah_attr`, `alt_pkey_index`, `alt_port_num`, `alt_timeout`.
+        const ALT_PATH = 1 << 14;
+        /// `min_rnr_timer`.
+        const MIN_RNR_TIMER = 1 << 15;
+        /// `sq_psn`.
+        const SQ_PSN = 1 << 16;
+        /// `max_dest_rd_atomic`.
+        const MAX_DEST_RD_ATOMIC = 1 << 17;
+        /// `path_mig_state`.
+        const PATH_MIG_STATE = 1 << 18;
+        /// `cap` (no transition accepts it; query only).
+        const CAP = 1 << 19;
+        /// `dest_qp_num`.
+        const DEST_QPN = 1 << 20;
+        /// `rate_limit` (only through the extended modify command).
+        const RATE_LIMIT = 1 << 25;
+    }
+}
+
+impl QpAttrMask {
+    /// The libibverbs names (`IBV_QP_*`) of the set bits, lowest first;
+    /// unknown bits appear as hexadecimal values.
+    pub fn names(self) -> Vec<String> {
+        self.list().map(|n| format!("IBV_QP_{n}")).collect()
+    }
+
+    /// The short names (as the constants here are named) of the set bits,
+    /// unknown bits as hexadecimal values.
+    pub(crate) fn list(self) -> impl Iterator<Item = String> {
+        let unknown = self.bits() & !Self::all().bits();
+        self.iter_names().map(|(n, _)| n.to_string()).chain(
+            (0..32)
+                .map(|b| 1u32 << b)
+                .filter(move |bit| unknown & bit != 0)
+                .map(|bit| format!("{bit:#x}")),
+        )
+    }
+
+    /// The set bits as `A, B, C` (short names), or `none`.
+    pub(crate) fn joined(self) -> String {
+        let v: Vec<String> = self.list().collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    }
+
+    /// Whether the mask needs the extended modify command
+    /// (`IB_USER_VERBS_EX_CMD_MODIFY_QP`): it has `RATE_LIMIT`.
+    pub fn needs_ex(self) -> bool {
+        self.contains(QpAttrMask::RATE_LIMIT)
+    }
+}
+
+/// The global routing header of an address vector (`struct ibv_global_route`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct GlobalRoute {
+    /// Destination GID (for RoCE, the peer's IP address as a GID).
+    pub dgid: Gid,
+    /// IPv6 flow label (20 bits).
+    pub flow_label: u32,
+    /// Index of the source GID in the port's GID table.
+    pub sgid_index: u8,
+    /// Hop limit (IPv6) / TTL.
+    pub hop_limit: u8,
+    /// Traffic class (IPv6) / DSCP+ECN.
+    pub traffic_class: u8,
+}
+
+/// An address vector: where a QP's packets go (`struct ibv_ah_attr`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct AhAttr {
+    /// The global route; `Some` sets `is_global` (required on RoCE ports).
+    pub grh: Option<GlobalRoute>,
+    /// Destination LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Source path bits (LMC).
+    pub src_path_bits: u8,
+    /// Static rate (`enum ibv_rate`, 0 = port's rate).
+    pub static_rate: u8,
+    /// Local port number (from 1).
+    pub port_num: u8,
+}
+
+impl AhAttr {
+    /// Whether the address vector has a global route (`is_global`).
+    pub fn is_global(&self) -> bool {
+        self.grh.is_some()
+    }
+
+    /// As `ib_uverbs_ah_attr` (CREATE_AH, rdma_cm). Without a GRH the GRH
+    /// fields are zero.
+    pub(crate) fn to_abi(self) -> abi::IbUverbsAhAttr {
+        let g = self.grh.unwrap_or_default();
+        abi::IbUverbsAhAttr {
+            grh: abi::IbUverbsGlobalRoute {
+                dgid: g.dgid.0,
+                flow_label: g.flow_label,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                traffic_class: g.traffic_class,
+                reserved: 0,
+            },
+            dlid: self.dlid,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: u8::from(self.grh.is_some()),
+            port_num: self.port_num,
+            reserved: 0,
+        }
+    }
+
+    /// From `ib_uverbs_ah_attr`; the GRH fields count only when `is_global`.
+    #[allow(dead_code)] // for rdma_cm (INIT_QP_ATTR) and AH queries
+    pub(crate) fn from_abi(a: &abi::IbUverbsAhAttr) -> Self {
+        AhAttr {
+            grh: (a.is_global != 0).then_some(GlobalRoute {
+                dgid: Gid(a.grh.dgid),
+                flow_label: a.grh.flow_label,
+                sgid_index: a.grh.sgid_index,
+                hop_limit: a.grh.hop_limit,
+                traffic_class: a.grh.traffic_class,
+            }),
+            dlid: a.dlid,
+            sl: a.sl,
+            src_path_bits: a.src_path_bits,
+            static_rate: a.static_rate,
+            port_num: a.port_num,
+        }
+    }
+
+    /// As `ib_uverbs_qp_dest` (MODIFY_QP). Without a GRH the GRH fields are zero.
+    pub(crate) fn to_qp_dest(self) -> abi::IbUverbsQpDest {
+        let g = self.grh.unwrap_or_default();
+        abi::IbUverbsQpDest {
+            dgid: g.dgid.0,
+            flow_label: g.flow_label,
+            dlid: self.dlid,
+            reserved: 0,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            sl: self.sl,
+            src_path_bits: self.src_path_bits,
+            static_rate: self.static_rate,
+            is_global: u8::from(self.grh.is_some()),
+            port_num: self.port_num,
+        }
+    }
+
+    /// From `ib_uverbs_qp_dest` (QUERY_QP); the GRH fields count only when
+    /// `is_global` (the kernel fills them only then).
+    pub(crate) fn from_qp_dest(d: &abi::IbUverbsQpDest) -> Self {
+        AhAttr {
+            grh: (d.is_global != 0).then_some(GlobalRoute {
+                dgid: Gid(d.dgid),
+                flow_label: d.flow_label,
+                sgid_index: d.sgid_index,
+                hop_limit: d.hop_limit,
+                traffic_class: d.traffic_class,
+            }),
+            dlid: d.dlid,
+            sl: d.sl,
+            src_path_bits: d.src_path_bits,
+            static_rate: d.static_rate,
+            port_num: d.port_num,
+        }
+    }
+}
+
+/// Queue sizes of a QP (`struct ibv_qp_cap`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct QpCap {
+    /// Send queue depth (work requests).
+    pub max_send_wr: u32,
+    /// Receive queue depth (work requests).
+    pub max_recv_wr: u32,
+    /// Scatter/gather entries per send work request.
+    pub max_send_sge: u32,
+    /// Scatter/gather entries per receive work request.
+    pub max_recv_sge: u32,
+    /// Bytes of inline data per send work request.
+    pub max_inline_data: u32,
+}
+
+/// QP attributes (`struct ibv_qp_attr`), as far as the uverbs modify and
+/// query commands carry them. Which fields a modify uses is said by a
+/// [`QpAttrMask`]; [`crate::required_attrs`] lists what each transition needs.
+///
+/// `Default` is all zeros: state RESET, MTU 0 (invalid: set `path_mtu`
+/// whenever `PATH_MTU` is in the mask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpAttr {
+    /// Next state (`STATE`); in a query, the current state.
+    pub qp_state: QpState,
+    /// Asserted current state (`CUR_STATE`); in a query, the current state.
+    pub cur_qp_state: QpState,
+    /// Path MTU (`PATH_MTU`), at most the port's active MTU.
+    pub path_mtu: Mtu,
+    /// Path migration state (`PATH_MIG_STATE`).
+    pub path_mig_state: PathMigState,
+    /// Q_Key (`QKEY`, UD). Values with the high bit set are privileged.
+    pub qkey: u32,
+    /// Receive queue start PSN (`RQ_PSN`, 24 bits).
+    pub rq_psn: u32,
+    /// Send queue start PSN (`SQ_PSN`, 24 bits).
+    pub sq_psn: u32,
+    /// Remote QP number (`DEST_QPN`, connected QPs).
+    pub dest_qp_num: u32,
+    /// What remote peers may do (`ACCESS_FLAGS`): `REMOTE_WRITE`,
+    /// `REMOTE_READ`, `REMOTE_ATOMIC`.
+    pub qp_access_flags: AccessFlags,
+    /// Queue sizes (query only: `CAP` is accepted by no transition).
+    pub cap: QpCap,
+    /// Primary path (`AV`).
+    pub ah_attr: AhAttr,
+    /// Alternate path (`ALT_PATH`, with `alt_pkey_index`, `alt_port_num`, `alt_timeout`).
+    pub alt_ah_attr: AhAttr,
+    /// P_Key table index (`PKEY_INDEX`).
+    pub pkey_index: u16,
+    /// Alternate path P_Key index (`ALT_PATH`).
+    pub alt_pkey_index: u16,
+    /// Ask for the SQ-drained async event (`EN_SQD_ASYNC_NOTIFY`, RTS→SQD).
+    pub en_sqd_async_notify: bool,
+    /// Query only: whether the send queue is still draining (in SQD).
+    pub sq_draining: bool,
+    /// Outstanding RDMA reads/atomics as initiator (`MAX_QP_RD_ATOMIC`).
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA reads/atomics as responder (`MAX_DEST_RD_ATOMIC`).
+    pub max_dest_rd_atomic: u8,
+    /// Minimum RNR NAK timer (`MIN_RNR_TIMER`, encoded 0..=31).
+    pub min_rnr_timer: u8,
+    /// Local port (`PORT`), from 1.
+    pub port_num: u8,
+    /// Local ACK timeout (`TIMEOUT`, 4.096 µs × 2^timeout; 0 = infinite).
+    pub timeout: u8,
+    /// Retries on timeout (`RETRY_CNT`, 0..=7).
+    pub retry_cnt: u8,
+    /// Retries on RNR NAK (`RNR_RETRY`, 0..=7; 7 = infinite).
+    pub rnr_retry: u8,
+    /// Alternate path port (`ALT_PATH`); must equal `alt_ah_attr.port_num`.
+    pub alt_port_num: u8,
+    /// Alternate path ACK timeout (`ALT_PATH`).
+    pub alt_timeout: u8,
+    /// Packet pacing rate in kbps (`RATE_LIMIT`, raw packet QPs; extended command).
+    pub rate_limit: u32,
+}
+
+impl Default for QpAttr {
+    fn default() -> Self {
+        QpAttr {
+            qp_state: QpState::Reset,
+            cur_qp_state: QpState::Reset,
+            path_mtu: Mtu(0),
+            path_mig_state: PathMigState::Migrated,
+            qkey: 0,
+            rq_psn: 0,
+            sq_psn: 0,
+            dest_qp_num: 0,
+            qp_access_flags: AccessFlags::empty(),
+            cap: QpCap::default(),
+            ah_attr: AhAttr::default(),
+            alt_ah_attr: AhAttr::default(),
+            pkey_index: 0,
+            alt_pkey_index: 0,
+            en_sqd_async_notify: false,
+            sq_draining: false,
+            max_rd_atomic: 0,
+            max_dest_rd_atomic: 0,
+            min_rnr_timer: 0,
+            port_num: 0,
+            timeout: 0,
+            retry_cnt: 0,
+            rnr_retry: 0,
+            alt_port_num: 0,
+            alt_timeout: 0,
+            rate_limit: 0,
+        }
+    }
+}
+
+impl QpAttr {
+    /// All zeros (as [`Default`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Attributes with `qp_state` set to `state`.
+    pub fn with_state(state: QpState) -> Self {
+        QpAttr {
+            qp_state: state,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a query reports about how the QP was created (the `ibv_qp_init_attr`
+/// part of `ibv_query_qp`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct QpInitInfo {
+    /// The queue sizes.
+    pub cap: QpCap,
+    /// Whether every send work request generates a completion.
+    pub sq_sig_all: bool,
+}
+
+/// Builds the `IB_USER_VERBS_CMD_MODIFY_QP` request, as libibverbs'
+/// `copy_modify_qp_fields` does: each field is copied only when its bit is in
+/// `mask`, the others stay zero. `RATE_LIMIT` has no field here: use
+/// [`encode_ex_modify`] when [`QpAttrMask::needs_ex`].
+pub(crate) fn encode_modify(handle: u32, attr: &QpAttr, mask: QpAttrMask) -> abi::IbUverbsModifyQp {
+    use QpAttrMask as M;
+    let has = |b: QpAttrMask| mask.contains(b);
+    let mut c = abi::IbUverbsModifyQp {
+        qp_handle: handle,
+        attr_mask: mask.bits(),
+        ..Default::default()
+    };
+    if has(M::STATE) {
+        c.qp_state = attr.qp_state.raw();
+    }
+    if has(M::CUR_STATE) {
+        c.cur_qp_state = attr.cur_qp_state.raw();
+    }
+    if has(M::EN_SQD_ASYNC_NOTIFY) {
+        c.en_sqd_async_notify = u8::from(attr.en_sqd_async_notify);
+    }
+    if has(M::ACCESS_FLAGS) {
+        c.qp_access_flags = attr.qp_access_flags.bits();
+    }
+    if has(M::PKEY_INDEX) {
+        c.pkey_index = attr.pkey_index;
+    }
+    if has(M::PORT) {
+        c.port_num = attr.port_num;
+    }
+    if has(M::QKEY) {
+        c.qkey = attr.qkey;
+    }
+    if has(M::AV) {
+        c.dest = attr.ah_attr.to_qp_dest();
+    }
+    if has(M::PATH_MTU) {
+        c.path_mtu = attr.path_mtu.0;
+    }
+    if has(M::TIMEOUT) {
+        c.timeout = attr.timeout;
+    }
+    if has(M::RETRY_CNT) {
+        c.retry_cnt = attr.retry_cnt;
+    }
+    if has(M::RNR_RETRY) {
+        c.rnr_retry = attr.rnr_retry;
+    }
+    if has(M::RQ_PSN) {
+        c.rq_psn = attr.rq_psn;
+    }
+    if has(M::MAX_QP_RD_ATOMIC) {
+        c.max_rd_atomic = attr.max_rd_atomic;
+    }
+    if has(M::ALT_PATH) {
+        c.alt_pkey_index = attr.alt_pkey_index;
+        c.alt_port_num = attr.alt_port_num;
+        c.alt_timeout = attr.alt_timeout;
+        c.alt_dest = attr.alt_ah_attr.to_qp_dest();
+    }
+    if has(M::MIN_RNR_TIMER) {
+        c.min_rnr_timer = attr.min_rnr_timer;
+    }
+    if has(M::SQ_PSN) {
+        c.sq_psn = attr.sq_psn;
+    }
+    if has(M::MAX_DEST_RD_ATOMIC) {
+        c.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+    }
+    if has(M::PATH_MIG_STATE) {
+        c.path_mig_state = attr.path_mig_state.raw();
+    }
+    if has(M::DEST_QPN) {
+        c.dest_qp_num = attr.dest_qp_num;
+    }
+    c
+}
+
+/// Builds the `IB_USER_VERBS_EX_CMD_MODIFY_QP` request: the base request of
+/// [`encode_modify`] plus `rate_limit` (when `RATE_LIMIT` is in `mask`).
+#[allow(dead_code)] // for modify with RATE_LIMIT (and mlx5 driver data)
+pub(crate) fn encode_ex_modify(
+    handle: u32,
+    attr: &QpAttr,
+    mask: QpAttrMask,
+) -> abi::IbUverbsExModifyQp {
+    abi::IbUverbsExModifyQp {
+        base: encode_modify(handle, attr, mask),
+        rate_limit: if mask.contains(QpAttrMask::RATE_LIMIT) {
+            attr.rate_limit
+        } else {
+            0
+        },
+        reserved: 0,
+    }
+}
+
+/// Decodes an `IB_USER_VERBS_CMD_QUERY_QP` response as libibverbs'
+/// `ibv_cmd_query_qp` does. The kernel fills every field whatever the
+/// requested mask; `en_sqd_async_notify` and `rate_limit` are not reported
+/// (they stay zero). `cap` is in both results, as in libibverbs.
+pub(crate) fn decode_query(r: &abi::IbUverbsQueryQpResp) -> (QpAttr, QpInitInfo) {
+    let cap = QpCap {
+        max_send_wr: r.max_send_wr,
+        max_recv_wr: r.max_recv_wr,
+        max_send_sge: r.max_send_sge,
+        max_recv_sge: r.max_recv_sge,
+        max_inline_data: r.max_inline_data,
+    };
+    let attr = QpAttr {
+        qp_state: QpState::from_raw(r.qp_state),
+        cur_qp_state: QpState::from_raw(r.cur_qp_state),
+        path_mtu: Mtu(r.path_mtu),
+        path_mig_state: PathMigState::from_raw(r.path_mig_state),
+        qkey: r.qkey,
+        rq_psn: r.rq_psn,
+        sq_psn: r.sq_psn,
+        dest_qp_num: r.dest_qp_num,
+        qp_access_flags: AccessFlags::from_bits_retain(r.qp_access_flags),
+        cap,
+        ah_attr: AhAttr::from_qp_dest(&r.dest),
+        alt_ah_attr: AhAttr::from_qp_dest(&r.alt_dest),
+        pkey_index: r.pkey_index,
+        alt_pkey_index: r.alt_pkey_index,
+        en_sqd_async_notify: false,
+        sq_draining: r.sq_draining != 0,
+        max_rd_atomic: r.max_rd_atomic,
+        max_dest_rd_atomic: r.max_dest_rd_atomic,
+        min_rnr_timer: r.min_rnr_timer,
+        port_num: r.port_num,
+        timeout: r.timeout,
+        retry_cnt: r.retry_cnt,
+        rnr_retry: r.rnr_retry,
+        alt_port_num: r.alt_port_num,
+        alt_timeout: r.alt_timeout,
+        rate_limit: 0,
+    };
+    let init = QpInitInfo {
+        cap,
+        sq_sig_all: r.sq_sig_all != 0,
+    };
+    (attr, init)
+}
+
+/// Decodes rdma_cm's `INIT_QP_ATTR` response (`struct ib_uverbs_qp_attr`,
+/// address vectors in the `ib_uverbs_ah_attr` layout) into the attributes and
+/// the mask to pass to a modify, as librdmacm's `ibv_copy_qp_attr_from_kern`.
+/// Reserved mask bits (21..=24) are kept; librdmacm clears them on IB links.
+#[allow(dead_code)] // for rdma_cm's INIT_QP_ATTR
+pub(crate) fn decode_init_qp_attr(a: &abi::IbUverbsQpAttr) -> (QpAttr, QpAttrMask) {
+    let attr = QpAttr {
+        qp_state: QpState::from_raw(a.qp_state as u8),
+        cur_qp_state: QpState::from_raw(a.cur_qp_state as u8),
+        path_mtu: Mtu(a.path_mtu as u8),
+        path_mig_state: PathMigState::from_raw(a.path_mig_state as u8),
+        qkey: a.qkey,
+        rq_psn: a.rq_psn,
+        sq_psn: a.sq_psn,
+        dest_qp_num: a.dest_qp_num,
+        qp_access_flags: AccessFlags::from_bits_retain(a.qp_access_flags),
+        cap: QpCap {
+            max_send_wr: a.max_send_wr,
+            max_recv_wr: a.max_recv_wr,
+            max_send_sge: a.max_send_sge,
+            max_recv_sge: a.max_recv_sge,
+            max_inline_data: a.max_inline_data,
+        },
+        ah_attr: AhAttr::from_abi(&a.ah_attr),
+        alt_ah_attr: AhAttr::from_abi(&a.alt_ah_attr),
+        pkey_index: a.pkey_index,
+        alt_pkey_index: a.alt_pkey_index,
+        en_sqd_async_notify: a.en_sqd_async_notify != 0,
+        sq_draining: a.sq_draining != 0,
+        max_rd_atomic: a.max_rd_atomic,
+        max_dest_rd_atomic: a.max_dest_rd_atomic,
+        min_rnr_timer: a.min_rnr_timer,
+        port_num: a.port_num,
+        timeout: a.timeout,
+        retry_cnt: a.retry_cnt,
+        rnr_retry: a.rnr_retry,
+        alt_port_num: a.alt_port_num,
+        alt_timeout: a.alt_timeout,
+        rate_limit: 0,
+    };
+    (attr, QpAttrMask::from_bits_retain(a.qp_attr_mask))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::{FromZeros, IntoBytes};
+
+    fn grh_av() -> AhAttr {
+        AhAttr {
+            grh: Some(GlobalRoute {
+                dgid: Gid(std::array::from_fn(|i| 0xa0 + i as u8)),
+                flow_label: 0x12345,
+                sgid_index: 3,
+                hop_limit: 64,
+                traffic_class: 0x28,
+            }),
+            dlid: 0xbeef,
+            sl: 5,
+            src_path_bits: 1,
+            static_rate: 7,
+            port_num: 1,
+        }
+    }
+
+    #[test]
+    fn raw_values_round_trip() {
+        for v in 0..=255u8 {
+            assert_eq!(QpType::from_raw(v).raw(), v);
+            assert_eq!(QpState::from_raw(v).raw(), v);
+            assert_eq!(PathMigState::from_raw(v).raw(), v);
+        }
+        assert_eq!(QpType::from_raw(2), QpType::Rc);
+        assert_eq!(QpType::from_raw(0xff), QpType::Driver);
+        assert_eq!(QpState::from_raw(6), QpState::Err);
+        assert_eq!(QpState::from_raw(7), QpState::Other(7));
+        assert_eq!(QpState::Rts.to_string(), "RTS");
+        assert_eq!(QpType::XrcTgt.to_string(), "XRC_TGT");
+    }
+
+    #[test]
+    fn mask_bits_and_names() {
+        assert_eq!(QpAttrMask::DEST_QPN.bits(), 1 << 20);
+        assert_eq!(QpAttrMask::RATE_LIMIT.bits(), 1 << 25);
+        let m = QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::from_bits_retain(1 << 21);
+        assert_eq!(
+            m.names(),
+            ["IBV_QP_STATE", "IBV_QP_PKEY_INDEX", "IBV_QP_0x200000"]
+        );
+        assert_eq!(m.joined(), "STATE, PKEY_INDEX, 0x200000");
+        assert_eq!(QpAttrMask::empty().joined(), "none");
+        assert!(QpAttrMask::RATE_LIMIT.needs_ex());
+        assert!(!QpAttrMask::all()
+            .difference(QpAttrMask::RATE_LIMIT)
+            .needs_ex());
+    }
+
+    #[test]
+    fn ah_attr_round_trips_through_both_layouts() {
+        for av in [
+            grh_av(),
+            AhAttr {
+                grh: None,
+                ..grh_av()
+            },
+        ] {
+            assert_eq!(AhAttr::from_abi(&av.to_abi()), av);
+            assert_eq!(AhAttr::from_qp_dest(&av.to_qp_dest()), av);
+        }
+    }
+
+    #[test]
+    fn ah_attr_layouts_put_fields_at_their_offsets() {
+        let av = grh_av();
+        let d = av.to_qp_dest();
+        let b = d.as_bytes();
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[0..16], &av.grh.unwrap().dgid.0);
+        assert_eq!(&b[16..20], &0x12345u32.to_ne_bytes());
+        assert_eq!(&b[20..22], &0xbeefu16.to_ne_bytes());
+        assert_eq!(&b[22..24], &[0, 0]);
+        assert_eq!(&b[24..32], &[3, 64, 0x28, 5, 1, 7, 1, 1]);
+
+        let a = av.to_abi();
+        let b = a.as_bytes();
+        assert_eq!(b.len(), 32);
+        assert_eq!(&b[0..16], &av.grh.unwrap().dgid.0);
+        assert_eq!(&b[16..20], &0x12345u32.to_ne_bytes());
+        assert_eq!(&b[20..24], &[3, 64, 0x28, 0]);
+        assert_eq!(&b[24..26], &0xbeefu16.to_ne_bytes());
+        assert_eq!(&b[26..32], &[5, 1, 7, 1, 1, 0]);
+    }
+
+    #[test]
+    fn no_grh_means_zero_grh_fields_and_is_global_0() {
+        let av = AhAttr {
+            grh: None,
+            ..grh_av()
+        };
+        let d = av.to_qp_dest();
+        assert_eq!(d.dgid, [0; 16]);
+        assert_eq!(
+            (d.flow_label, d.sgid_index, d.hop_limit, d.traffic_class),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(d.is_global, 0);
+        // A dest with stale GRH bytes but is_global 0 decodes without a GRH.
+        let mut d = grh_av().to_qp_dest();
+        d.is_global = 0;
+        assert_eq!(AhAttr::from_qp_dest(&d).grh, None);
+    }
+
+    fn rc_rtr_attr() -> QpAttr {
+        QpAttr {
+            qp_state: QpState::Rtr,
+            cur_qp_state: QpState::Init,
+            path_mtu: Mtu(3),
+            path_mig_state: PathMigState::Armed,
+            qkey: 0x1111,
+            rq_psn: 0x123456,
+            sq_psn: 0x654321,
+            dest_qp_num: 0x17,
+            qp_access_flags: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+            ah_attr: grh_av(),
+            alt_ah_attr: AhAttr {
+                port_num: 2,
+                dlid: 9,
+                ..AhAttr::default()
+            },
+            pkey_index: 2,
+            alt_pkey_index: 4,
+            en_sqd_async_notify: true,
+            max_rd_atomic: 8,
+            max_dest_rd_atomic: 16,
+            min_rnr_timer: 12,
+            port_num: 1,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 6,
+            alt_port_num: 2,
+            alt_timeout: 18,
+            rate_limit: 1000,
+            ..QpAttr::default()
+        }
+    }
+
+    #[test]
+    fn encode_modify_copies_exactly_the_masked_fields() {
+        use QpAttrMask as M;
+        let attr = rc_rtr_attr();
+        let mask = M::STATE
+            | M::AV
+            | M::PATH_MTU
+            | M::DEST_QPN
+            | M::RQ_PSN
+            | M::MAX_DEST_RD_ATOMIC
+            | M::MIN_RNR_TIMER;
+        let c = encode_modify(42, &attr, mask);
+        assert_eq!(c.qp_handle, 42);
+        assert_eq!(c.attr_mask, mask.bits());
+        assert_eq!(c.qp_state, 2);
+        assert_eq!(c.path_mtu, 3);
+        assert_eq!(c.dest_qp_num, 0x17);
+        assert_eq!(c.rq_psn, 0x123456);
+        assert_eq!(c.max_dest_rd_atomic, 16);
+        assert_eq!(c.min_rnr_timer, 12);
+        assert_eq!(c.dest, grh_av().to_qp_dest());
+        // Not in the mask: zero.
+        assert_eq!(c.cur_qp_state, 0);
+        assert_eq!(c.qkey, 0);
+        assert_eq!(c.sq_psn, 0);
+        assert_eq!(c.qp_access_flags, 0);
+        assert_eq!(
+            (c.port_num, c.timeout, c.retry_cnt, c.rnr_retry),
+            (0, 0, 0, 0)
+        );
+        assert_eq!(c.alt_dest, abi::IbUverbsQpDest::default());
+
+        // Byte offsets of ib_uverbs_modify_qp (112 bytes).
+        let b = c.as_bytes();
+        assert_eq!(b.len(), 112);
+        assert_eq!(&b[64..68], &42u32.to_ne_bytes());
+        assert_eq!(&b[68..72], &mask.bits().to_ne_bytes());
+        assert_eq!(&b[76..80], &0x123456u32.to_ne_bytes());
+        assert_eq!(&b[84..88], &0x17u32.to_ne_bytes());
+        assert_eq!(b[96], 2); // qp_state
+        assert_eq!(b[98], 3); // path_mtu
+        assert_eq!(b[102], 16); // max_dest_rd_atomic
+        assert_eq!(b[103], 12); // min_rnr_timer
+        assert_eq!(&b[20..22], &0xbeefu16.to_ne_bytes()); // dest.dlid
+        assert_eq!(b[31], 1); // dest.port_num
+    }
+
+    #[test]
+    fn encode_modify_all_fields() {
+        let attr = QpAttr {
+            cur_qp_state: QpState::Sqe,
+            ..rc_rtr_attr()
+        };
+        let mask = QpAttrMask::all();
+        let c = encode_ex_modify(7, &attr, mask);
+        assert_eq!(c.rate_limit, 1000);
+        let c = c.base;
+        assert_eq!(c.attr_mask, mask.bits());
+        assert_eq!(c.cur_qp_state, 5);
+        assert_eq!(c.path_mig_state, 2);
+        assert_eq!(c.qkey, 0x1111);
+        assert_eq!(c.sq_psn, 0x654321);
+        assert_eq!(c.qp_access_flags, 6);
+        assert_eq!((c.pkey_index, c.alt_pkey_index), (2, 4));
+        assert_eq!(c.en_sqd_async_notify, 1);
+        assert_eq!((c.max_rd_atomic, c.port_num, c.timeout), (8, 1, 14));
+        assert_eq!((c.retry_cnt, c.rnr_retry), (7, 6));
+        assert_eq!((c.alt_port_num, c.alt_timeout), (2, 18));
+        assert_eq!(c.alt_dest.port_num, 2);
+        assert_eq!(c.alt_dest.dlid, 9);
+        assert_eq!(c.alt_dest.is_global, 0);
+        assert_eq!(c.reserved, [0, 0]);
+
+        let ex = encode_ex_modify(7, &attr, QpAttrMask::STATE);
+        assert_eq!(ex.rate_limit, 0);
+        assert_eq!(ex.as_bytes().len(), 120);
+        assert_eq!(&ex.as_bytes()[112..116], &[0; 4]);
+        let ex = encode_ex_modify(7, &attr, QpAttrMask::RATE_LIMIT);
+        assert_eq!(&ex.as_bytes()[112..116], &1000u32.to_ne_bytes());
+    }
+
+    #[test]
+    fn decode_query_response() {
+        let mut r = abi::IbUverbsQueryQpResp::new_zeroed();
+        r.dest = grh_av().to_qp_dest();
+        r.alt_dest.port_num = 2;
+        r.alt_dest.dlid = 77;
+        r.max_send_wr = 64;
+        r.max_recv_wr = 128;
+        r.max_send_sge = 2;
+        r.max_recv_sge = 3;
+        r.max_inline_data = 60;
+        r.qkey = 0x11223344;
+        r.rq_psn = 10;
+        r.sq_psn = 20;
+        r.dest_qp_num = 0x99;
+        r.qp_access_flags = 0x7;
+        r.pkey_index = 1;
+        r.alt_pkey_index = 5;
+        r.qp_state = 3;
+        r.cur_qp_state = 3;
+        r.path_mtu = 5;
+        r.path_mig_state = 1;
+        r.sq_draining = 1;
+        r.max_rd_atomic = 4;
+        r.max_dest_rd_atomic = 8;
+        r.min_rnr_timer = 12;
+        r.port_num = 1;
+        r.timeout = 14;
+        r.retry_cnt = 7;
+        r.rnr_retry = 7;
+        r.alt_port_num = 2;
+        r.alt_timeout = 9;
+        r.sq_sig_all = 1;
+        let (a, init) = decode_query(&r);
+        let cap = QpCap {
+            max_send_wr: 64,
+            max_recv_wr: 128,
+            max_send_sge: 2,
+            max_recv_sge: 3,
+            max_inline_data: 60,
+        };
+        assert_eq!(
+            init,
+            QpInitInfo {
+                cap,
+                sq_sig_all: true
+            }
+        );
+        let want = QpAttr {
+            qp_state: QpState::Rts,
+            cur_qp_state: QpState::Rts,
+            path_mtu: Mtu(5),
+            path_mig_state: PathMigState::Rearm,
+            qkey: 0x11223344,
+            rq_psn: 10,
+            sq_psn: 20,
+            dest_qp_num: 0x99,
+            qp_access_flags: AccessFlags::LOCAL_WRITE
+                | AccessFlags::REMOTE_WRITE
+                | AccessFlags::REMOTE_READ,
+            cap,
+            ah_attr: grh_av(),
+            alt_ah_attr: AhAttr {
+                port_num: 2,
+                dlid: 77,
+                ..AhAttr::default()
+            },
+            pkey_index: 1,
+            alt_pkey_index: 5,
+            en_sqd_async_notify: false,
+            sq_draining: true,
+            max_rd_atomic: 4,
+            max_dest_rd_atomic: 8,
+            min_rnr_timer: 12,
+            port_num: 1,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            alt_port_num: 2,
+            alt_timeout: 9,
+            rate_limit: 0,
+        };
+        assert_eq!(a, want);
+    }
+
+    #[test]
+    fn decode_query_keeps_unknown_values() {
+        let mut r = abi::IbUverbsQueryQpResp::new_zeroed();
+        r.qp_state = 9;
+        r.path_mig_state = 7;
+        r.qp_access_flags = 1 << 30;
+        let (a, init) = decode_query(&r);
+        assert_eq!(a.qp_state, QpState::Other(9));
+        assert_eq!(a.path_mig_state, PathMigState::Other(7));
+        assert_eq!(a.qp_access_flags.bits(), 1 << 30);
+        assert!(!init.sq_sig_all);
+        assert_eq!(a.ah_attr, AhAttr::default());
+    }
+
+    #[test]
+    fn decode_rdma_cm_init_qp_attr() {
+        let mut k = abi::IbUverbsQpAttr::new_zeroed();
+        k.qp_attr_mask = (QpAttrMask::STATE | QpAttrMask::AV | QpAttrMask::DEST_QPN).bits();
+        k.qp_state = 2;
+        k.path_mtu = 4;
+        k.dest_qp_num = 0x42;
+        k.ah_attr = grh_av().to_abi();
+        k.max_dest_rd_atomic = 16;
+        let (a, m) = decode_init_qp_attr(&k);
+        assert_eq!(m, QpAttrMask::STATE | QpAttrMask::AV | QpAttrMask::DEST_QPN);
+        assert_eq!(a.qp_state, QpState::Rtr);
+        assert_eq!(a.path_mtu, Mtu(4));
+        assert_eq!(a.dest_qp_num, 0x42);
+        assert_eq!(a.ah_attr, grh_av());
+        assert_eq!(a.max_dest_rd_atomic, 16);
+        // Re-encoded for MODIFY_QP, the AV lands in the qp_dest layout.
+        assert_eq!(encode_modify(1, &a, m).dest, grh_av().to_qp_dest());
+    }
+}

@@ -1,0 +1,313 @@
+//! Shared receive queues (`ibv_create_srq`, `ibv_modify_srq`, `ibv_query_srq`,
+//! `ibv_post_srq_recv`, `ibv_destroy_srq`).
+//!
+//! Creation is `UVERBS_METHOD_SRQ_CREATE` (or `CREATE_SRQ`); modify and query
+//! are write commands; destruction is `UVERBS_METHOD_SRQ_DESTROY` (or
+//! `DESTROY_SRQ`) and waits for the acknowledgement of its async events
+//! (`SRQ_LIMIT_REACHED`, `SRQ_ERR`).
+
+use std::{
+    os::fd::AsFd,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::{disassociated_is_destroyed, ContextInner, Verb},
+    cq::mlx5_data_path_missing,
+    error::{Error, ErrorKind, Result},
+    event_count::{destroy_after_events, EventCounts, Target},
+    object::{Destroy, Owned},
+    pd::{PdInner, ProtectionDomain},
+    providers::{rxe::RxeRq, Provider},
+    sys::{Errno, Protection},
+    wr::{PostError, RecvWr},
+};
+
+/// `IB_SRQ_LIMIT` of `enum ib_srq_attr_mask` (`include/rdma/ib_verbs.h`; not
+/// in the UAPI headers): the attribute mask bit for the limit.
+const SRQ_LIMIT: u32 = 1 << 1;
+
+/// Sizes of an SRQ (`struct ibv_srq_attr`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SrqAttr {
+    /// Receive work requests it holds.
+    pub max_wr: u32,
+    /// Scatter/gather entries per work request.
+    pub max_sge: u32,
+    /// When fewer than this many requests remain, `SRQ_LIMIT_REACHED` fires
+    /// once (0: disarmed).
+    pub srq_limit: u32,
+}
+
+/// An SRQ's kernel object; QPs on it and its async events hold an `Arc`.
+#[derive(Debug)]
+pub(crate) struct SrqInner {
+    pub(crate) ctx: Arc<ContextInner>,
+    _pd: Arc<Owned<PdInner>>,
+    pub(crate) handle: u32,
+    pub(crate) user_handle: u64,
+    pub(crate) srq_num: u32,
+    pub(crate) events: Arc<EventCounts>,
+    /// QPs receiving from this SRQ.
+    pub(crate) children: Arc<AtomicUsize>,
+}
+
+impl Destroy for SrqInner {
+    fn destroy_kernel(&mut self) -> Result<()> {
+        let ctx = &self.ctx;
+        let handle = self.handle;
+        let mut resp = abi::IbUverbsDestroySrqResp::new_zeroed();
+        let result = ctx.ioctl_or_write(
+            Verb::DestroySrq,
+            &mut resp,
+            |resp| {
+                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY);
+                cmd.object(abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE, handle);
+                cmd.output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_mut_bytes());
+                ctx.ioctl(&mut cmd)
+            },
+            |resp| {
+                let mut req = abi::IbUverbsDestroySrq::new_zeroed();
+                req.srq_handle = handle;
+                ctx.write_with_resp(
+                    abi::IB_USER_VERBS_CMD_DESTROY_SRQ,
+                    req.as_bytes(),
+                    &[],
+                    resp.as_mut_bytes(),
+                    &mut [],
+                )
+            },
+        );
+        let gone = result == Err(Errno::EIO);
+        disassociated_is_destroyed(result)
+            .map_err(|e| Error::sys("UVERBS_METHOD_SRQ_DESTROY", e))?;
+        if !gone {
+            self.events.wait_acked([0, resp.events_reported]);
+        }
+        ctx.events.remove(self.user_handle);
+        Ok(())
+    }
+}
+
+/// A shared receive queue (`struct ibv_srq`).
+#[derive(Debug)]
+pub struct SharedReceiveQueue {
+    pub(crate) inner: Arc<Owned<SrqInner>>,
+    rq: RxeRq,
+    attr: SrqAttr,
+}
+
+impl ProtectionDomain {
+    /// Creates a shared receive queue, like `ibv_create_srq`.
+    #[doc(alias = "ibv_create_srq")]
+    pub fn create_srq(&self, attr: SrqAttr) -> Result<SharedReceiveQueue> {
+        let ctx = &self.inner.ctx;
+        let Provider::Rxe(_) = ctx.provider else {
+            return Err(mlx5_data_path_missing("ibv_create_srq"));
+        };
+        let user_handle = ctx.events.new_handle();
+        let mut out = (abi::RxeCreateSrqResp::new_zeroed(), 0u32, 0u32);
+        let handle = ctx
+            .ioctl_or_write(
+                Verb::CreateSrq,
+                &mut out,
+                |(rxe, max_wr, max_sge)| {
+                    let mut srq_num = 0u32;
+                    let mut cmd =
+                        ctx.ioctl_cmd(abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE);
+                    let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE);
+                    cmd.object(abi::UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, self.inner.handle);
+                    cmd.input_u64(abi::UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, user_handle);
+                    cmd.input_u32(abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR, attr.max_wr);
+                    cmd.input_u32(abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE, attr.max_sge);
+                    cmd.input_u32(abi::UVERBS_ATTR_CREATE_SRQ_LIMIT, attr.srq_limit);
+                    cmd.const_in(
+                        abi::UVERBS_ATTR_CREATE_SRQ_TYPE,
+                        u64::from(abi::IB_UVERBS_SRQT_BASIC),
+                    );
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_SRQ_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.output(
+                        abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,
+                        max_wr.as_mut_bytes(),
+                    );
+                    cmd.output(
+                        abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE,
+                        max_sge.as_mut_bytes(),
+                    );
+                    cmd.output(
+                        abi::UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM,
+                        srq_num.as_mut_bytes(),
+                    );
+                    cmd.optional();
+                    cmd.driver_out(rxe.as_mut_bytes());
+                    ctx.ioctl(&mut cmd)?;
+                    Ok(cmd.new_handle(h))
+                },
+                |(rxe, max_wr, max_sge)| {
+                    let mut req = abi::IbUverbsCreateSrq::new_zeroed();
+                    req.user_handle = user_handle;
+                    req.pd_handle = self.inner.handle;
+                    req.max_wr = attr.max_wr;
+                    req.max_sge = attr.max_sge;
+                    req.srq_limit = attr.srq_limit;
+                    let mut resp = abi::IbUverbsCreateSrqResp::new_zeroed();
+                    ctx.write_with_resp(
+                        abi::IB_USER_VERBS_CMD_CREATE_SRQ,
+                        req.as_bytes(),
+                        &[],
+                        resp.as_mut_bytes(),
+                        rxe.as_mut_bytes(),
+                    )?;
+                    *max_wr = resp.max_wr;
+                    *max_sge = resp.max_sge;
+                    Ok(resp.srq_handle)
+                },
+            )
+            .map_err(|e| {
+                let err = Error::sys("UVERBS_METHOD_SRQ_CREATE", e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!(
+                        "{attr:?} exceeds the device's max_srq_wr/max_srq_sge, or the limit \
+                         is not below max_wr"
+                    ))
+                } else {
+                    err
+                }
+            })?;
+        let (rxe, max_wr, max_sge) = out;
+        let events = Arc::new(EventCounts::default());
+        let inner = Owned::new(SrqInner {
+            ctx: ctx.clone(),
+            _pd: self.inner.clone(),
+            handle,
+            user_handle,
+            srq_num: rxe.srq_num,
+            events: events.clone(),
+            children: Arc::new(AtomicUsize::new(0)),
+        });
+        ctx.events
+            .insert(user_handle, Target::Srq(events, Arc::downgrade(&inner)));
+        let map = ctx
+            .kernel
+            .mmap(
+                ctx.fd(),
+                rxe.mi.size as usize,
+                rxe.mi.offset,
+                Protection::ReadWrite,
+            )
+            .map_err(|e| Error::sys("mmap rxe SRQ ring", e))?;
+        Ok(SharedReceiveQueue {
+            inner,
+            rq: RxeRq::new(map, max_sge)?,
+            attr: SrqAttr {
+                max_wr,
+                max_sge,
+                srq_limit: attr.srq_limit,
+            },
+        })
+    }
+}
+
+impl SharedReceiveQueue {
+    /// The kernel handle.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// The SRQ number (XRC peers address it).
+    pub fn srq_num(&self) -> u32 {
+        self.inner.srq_num
+    }
+
+    /// The sizes it was created with (as granted).
+    pub fn attr(&self) -> SrqAttr {
+        self.attr
+    }
+
+    /// Arms the limit event: when fewer than `limit` receive requests remain,
+    /// the async event `SRQ_LIMIT_REACHED` fires once (like `ibv_modify_srq`
+    /// with `IBV_SRQ_LIMIT`). 0 disarms it.
+    #[doc(alias = "ibv_modify_srq")]
+    pub fn set_limit(&self, limit: u32) -> Result<()> {
+        if limit >= self.attr.max_wr && limit != 0 {
+            return Err(Error::new(
+                "ibv_modify_srq",
+                ErrorKind::InvalidArgument,
+                format!("limit {limit} must be below max_wr {}", self.attr.max_wr),
+            ));
+        }
+        let mut req = abi::IbUverbsModifySrq::new_zeroed();
+        req.srq_handle = self.inner.handle;
+        req.attr_mask = SRQ_LIMIT;
+        req.srq_limit = limit;
+        // rxe requires its driver struct: the address where it would write a
+        // new ring mminfo if MAX_WR were resized (it is not, here).
+        let mut mi = abi::Mminfo::new_zeroed();
+        let mut drv = abi::RxeModifySrqCmd::new_zeroed();
+        drv.mmap_info_addr = std::ptr::addr_of_mut!(mi) as u64;
+        self.inner
+            .ctx
+            .write_with_resp(
+                abi::IB_USER_VERBS_CMD_MODIFY_SRQ,
+                req.as_bytes(),
+                drv.as_bytes(),
+                &mut [],
+                &mut [],
+            )
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_MODIFY_SRQ", e))?;
+        let _ = mi;
+        Ok(())
+    }
+
+    /// Queries the SRQ, like `ibv_query_srq`.
+    #[doc(alias = "ibv_query_srq")]
+    pub fn query(&self) -> Result<SrqAttr> {
+        let mut req = abi::IbUverbsQuerySrq::new_zeroed();
+        req.srq_handle = self.inner.handle;
+        let mut resp = abi::IbUverbsQuerySrqResp::new_zeroed();
+        self.inner
+            .ctx
+            .write_with_resp(
+                abi::IB_USER_VERBS_CMD_QUERY_SRQ,
+                req.as_bytes(),
+                &[],
+                resp.as_mut_bytes(),
+                &mut [],
+            )
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_QUERY_SRQ", e))?;
+        Ok(SrqAttr {
+            max_wr: resp.max_wr,
+            max_sge: resp.max_sge,
+            srq_limit: resp.srq_limit,
+        })
+    }
+
+    /// Posts receive work requests, like `ibv_post_srq_recv` (no system call).
+    #[doc(alias = "ibv_post_srq_recv")]
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        self.rq.post(wrs)
+    }
+
+    /// Destroys the SRQ, like `ibv_destroy_srq`: `EBUSY` while QPs use it or
+    /// the calling thread holds one of its events; waits for events other
+    /// threads hold.
+    #[doc(alias = "ibv_destroy_srq")]
+    pub fn destroy(self) -> Result<()> {
+        let SharedReceiveQueue { inner, rq, .. } = self;
+        drop(rq);
+        let counts = inner.events.clone();
+        let children = inner.children.clone();
+        destroy_after_events(
+            inner,
+            &counts,
+            || children.load(Ordering::Acquire),
+            "ibv_destroy_srq",
+        )
+    }
+}

@@ -1,0 +1,304 @@
+//! Work requests: what `post_send` and `post_recv` take
+//! (`struct ibv_send_wr`, `struct ibv_recv_wr`, `struct ibv_sge`).
+//!
+//! Memory safety of posting: a scatter/gather entry names memory by address
+//! and key, and the device (or rxe, in the kernel) checks every access
+//! against the registration behind the key; an entry that does not fall in a
+//! registered region completes with an error, it never touches other memory.
+//! The only memory the device can write is memory registered with the access
+//! rights it needs, and regions the crate allocates ([`crate::MemoryRegion`])
+//! are never exposed as Rust references. So posting is safe; what is unsafe
+//! is registering memory that Rust code also references
+//! ([`crate::ProtectionDomain::register_raw`]). Inline data is different: the
+//! CPU copies it at post time, so it is given as a byte slice, never as an
+//! address.
+
+use bitflags::bitflags;
+
+/// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` of the
+/// region whose local key is `lkey`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address (the registration's iova space).
+    pub addr: u64,
+    /// Length in bytes.
+    pub length: u32,
+    /// The region's local key.
+    pub lkey: u32,
+}
+
+impl Sge {
+    /// An element; see [`crate::MemoryRegion::sge`] for a bounds-checked one.
+    pub const fn new(addr: u64, length: u32, lkey: u32) -> Self {
+        Sge { addr, length, lkey }
+    }
+}
+
+bitflags! {
+    /// `IBV_SEND_*` flags of a send work request.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+    pub struct SendFlags: u32 {
+        /// Wait for earlier RDMA reads and atomics to finish first.
+        const FENCE = 1;
+        /// Generate a completion (otherwise only when the QP signals all).
+        const SIGNALED = 2;
+        /// Ask for a solicited event at the receiver.
+        const SOLICITED = 4;
+        /// Data is inline in the WQE (set by [`SendWr::inline`]).
+        const INLINE = 8;
+        /// Offload IP checksum (raw packet QPs).
+        const IP_CSUM = 16;
+    }
+}
+
+/// The operation of a send work request (`enum ibv_wr_opcode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOp {
+    /// `IBV_WR_SEND`.
+    Send,
+    /// `IBV_WR_SEND_WITH_IMM`: the receiver sees `imm` in its completion.
+    SendWithImm {
+        /// Immediate data (host order; sent big-endian).
+        imm: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE` to `remote_addr` in the region of `rkey`.
+    RdmaWrite {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_RDMA_WRITE_WITH_IMM`: also consumes a receive at the peer.
+    RdmaWriteWithImm {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (host order).
+        imm: u32,
+    },
+    /// `IBV_WR_RDMA_READ` from `remote_addr` into the local SGEs.
+    RdmaRead {
+        /// Remote virtual address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote_addr`; the old
+    /// value lands in the (8-byte) local SGE.
+    CompareSwap {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to compare with.
+        compare: u64,
+        /// Value stored when equal.
+        swap: u64,
+    },
+    /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote_addr`.
+    FetchAdd {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+}
+
+impl SendOp {
+    /// The `IB_UVERBS_WR_*` opcode.
+    pub fn raw(&self) -> u32 {
+        match self {
+            SendOp::RdmaWrite { .. } => 0,
+            SendOp::RdmaWriteWithImm { .. } => 1,
+            SendOp::Send => 2,
+            SendOp::SendWithImm { .. } => 3,
+            SendOp::RdmaRead { .. } => 4,
+            SendOp::CompareSwap { .. } => 5,
+            SendOp::FetchAdd { .. } => 6,
+        }
+    }
+
+    /// Whether the operation is an atomic.
+    pub fn is_atomic(&self) -> bool {
+        matches!(self, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
+    }
+
+    /// Immediate data, if the operation carries it.
+    pub fn imm(&self) -> Option<u32> {
+        match *self {
+            SendOp::SendWithImm { imm } | SendOp::RdmaWriteWithImm { imm, .. } => Some(imm),
+            _ => None,
+        }
+    }
+}
+
+/// Where a UD send goes: an address handle, the remote QP number and Q_Key.
+#[derive(Debug, Clone, Copy)]
+pub struct UdDest<'a> {
+    /// The address handle of the destination.
+    pub ah: &'a crate::AddressHandle,
+    /// Remote QP number.
+    pub remote_qpn: u32,
+    /// Remote Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// The payload of a send work request.
+#[derive(Debug, Clone, Copy)]
+pub enum Payload<'a> {
+    /// Scatter/gather list (read by the device).
+    Sges(&'a [Sge]),
+    /// Bytes copied into the WQE at post time (`IBV_SEND_INLINE`).
+    Inline(&'a [u8]),
+}
+
+/// A send work request (`struct ibv_send_wr`).
+#[derive(Debug, Clone, Copy)]
+pub struct SendWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub op: SendOp,
+    /// The data.
+    pub payload: Payload<'a>,
+    /// `IBV_SEND_*` flags (`INLINE` is implied by an inline payload).
+    pub flags: SendFlags,
+    /// The destination, for UD QPs.
+    pub ud: Option<UdDest<'a>>,
+}
+
+impl<'a> SendWr<'a> {
+    /// A signaled work request for `op` with a scatter/gather list.
+    pub fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            payload: Payload::Sges(sges),
+            flags: SendFlags::SIGNALED,
+            ud: None,
+        }
+    }
+
+    /// A signaled `SEND`.
+    pub fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
+        Self::new(wr_id, SendOp::Send, sges)
+    }
+
+    /// Replaces the payload with inline bytes.
+    pub fn inline(mut self, data: &'a [u8]) -> Self {
+        self.payload = Payload::Inline(data);
+        self
+    }
+
+    /// Sets the flags (replacing the default `SIGNALED`).
+    pub fn flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+
+    /// Makes the request unsignaled.
+    pub fn unsignaled(mut self) -> Self {
+        self.flags.remove(SendFlags::SIGNALED);
+        self
+    }
+
+    /// Sets the UD destination.
+    pub fn to(mut self, dest: UdDest<'a>) -> Self {
+        self.ud = Some(dest);
+        self
+    }
+
+    /// Total payload length in bytes (saturating).
+    pub fn length(&self) -> u32 {
+        match self.payload {
+            Payload::Sges(sges) => sges.iter().fold(0u32, |n, s| n.saturating_add(s.length)),
+            Payload::Inline(data) => u32::try_from(data.len()).unwrap_or(u32::MAX),
+        }
+    }
+}
+
+/// A receive work request (`struct ibv_recv_wr`).
+#[derive(Debug, Clone, Copy)]
+pub struct RecvWr<'a> {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Where incoming data is scattered.
+    pub sges: &'a [Sge],
+}
+
+impl<'a> RecvWr<'a> {
+    /// A receive work request.
+    pub fn new(wr_id: u64, sges: &'a [Sge]) -> Self {
+        RecvWr { wr_id, sges }
+    }
+}
+
+/// Why a post failed, and which request of the batch (`bad_wr`).
+///
+/// Requests before `index` were posted (and the doorbell rung for them);
+/// the one at `index` and those after it were not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the first request that was not posted.
+    pub index: usize,
+    /// What was wrong with it.
+    pub kind: PostErrorKind,
+}
+
+/// What was wrong with a work request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PostErrorKind {
+    /// The queue is full: wait for completions and post again.
+    QueueFull,
+    /// More scatter/gather elements than the queue was created for.
+    TooManySges {
+        /// Given.
+        given: usize,
+        /// The queue's `max_send_sge` / `max_recv_sge`.
+        max: u32,
+    },
+    /// Inline data longer than the queue's `max_inline_data`.
+    InlineTooLong {
+        /// Given.
+        given: usize,
+        /// The queue's limit.
+        max: u32,
+    },
+    /// The operation does not exist for this QP type (e.g. RDMA on UD).
+    OpNotSupported(&'static str),
+    /// A UD send without a destination, or a destination on a connected QP.
+    BadDestination(&'static str),
+    /// An atomic whose remote address is not 8-byte aligned or whose local
+    /// buffer is not exactly 8 bytes.
+    BadAtomic(&'static str),
+    /// The QP is in a state that refuses posting (RESET, or INIT for sends).
+    BadState(&'static str),
+    /// The kernel refused the doorbell.
+    Doorbell(crate::Error),
+}
+
+impl std::fmt::Display for PostError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "work request {} not posted: ", self.index)?;
+        match &self.kind {
+            PostErrorKind::QueueFull => write!(f, "the queue is full (poll completions first)"),
+            PostErrorKind::TooManySges { given, max } => {
+                write!(f, "{given} scatter/gather elements, the queue takes {max}")
+            }
+            PostErrorKind::InlineTooLong { given, max } => {
+                write!(f, "{given} bytes of inline data, the queue takes {max}")
+            }
+            PostErrorKind::OpNotSupported(why)
+            | PostErrorKind::BadDestination(why)
+            | PostErrorKind::BadAtomic(why)
+            | PostErrorKind::BadState(why) => f.write_str(why),
+            PostErrorKind::Doorbell(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PostError {}

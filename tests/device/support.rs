@@ -1,0 +1,196 @@
+//! Shared setup for the data-path tests: a context on the test device and
+//! pairs of QPs connected to each other through rxe's loopback.
+
+use uverbs::{
+    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
+    ProtectionDomain, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, QueuePair,
+    WorkCompletion,
+};
+
+use crate::{test_device, test_env};
+
+pub fn open() -> Context {
+    Context::open(Some(&test_device())).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub fn gid_index() -> u8 {
+    test_env("UVERBS_TEST_GID_INDEX")
+}
+
+pub fn local_gid(ctx: &Context) -> Gid {
+    ctx.query_gid(1, u32::from(gid_index()))
+        .unwrap()
+        .expect("the test GID exists")
+        .gid
+}
+
+pub fn cap(depth: u32) -> QpCap {
+    QpCap {
+        max_send_wr: depth,
+        max_recv_wr: depth,
+        max_send_sge: 4,
+        max_recv_sge: 4,
+        max_inline_data: 64,
+    }
+}
+
+/// Everything two connected QPs need, on one context.
+pub struct Pair {
+    pub ctx: Context,
+    pub pd: ProtectionDomain,
+    pub cq_a: CompletionQueue,
+    pub cq_b: CompletionQueue,
+    pub a: QueuePair,
+    pub b: QueuePair,
+}
+
+pub fn access_all() -> AccessFlags {
+    AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC
+}
+
+/// Moves `qp` through INIT, RTR, RTS towards `remote_qpn` at `dgid`.
+pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, rnr_retry: u8) {
+    let t = qp.qp_type();
+    let mut attr = QpAttr {
+        qp_state: QpState::Init,
+        pkey_index: 0,
+        port_num: 1,
+        qp_access_flags: access,
+        qkey: 0x1111_1111,
+        ..QpAttr::default()
+    };
+    let init_mask = match t {
+        QpType::Ud => {
+            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY
+        }
+        QpType::Uc => {
+            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS
+        }
+        _ => {
+            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS
+        }
+    };
+    qp.modify(&attr, init_mask)
+        .unwrap_or_else(|e| panic!("INIT: {e}"));
+
+    attr.qp_state = QpState::Rtr;
+    attr.path_mtu = Mtu(3);
+    attr.dest_qp_num = remote_qpn;
+    attr.rq_psn = 0;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = 1;
+    attr.ah_attr = AhAttr {
+        grh: Some(GlobalRoute {
+            dgid,
+            sgid_index: gid_index(),
+            hop_limit: 1,
+            ..GlobalRoute::default()
+        }),
+        port_num: 1,
+        ..AhAttr::default()
+    };
+    let rtr_mask = match t {
+        QpType::Ud => QpAttrMask::STATE,
+        QpType::Uc => {
+            QpAttrMask::STATE
+                | QpAttrMask::AV
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+        }
+        _ => {
+            QpAttrMask::STATE
+                | QpAttrMask::AV
+                | QpAttrMask::PATH_MTU
+                | QpAttrMask::DEST_QPN
+                | QpAttrMask::RQ_PSN
+                | QpAttrMask::MAX_DEST_RD_ATOMIC
+                | QpAttrMask::MIN_RNR_TIMER
+        }
+    };
+    qp.modify(&attr, rtr_mask)
+        .unwrap_or_else(|e| panic!("RTR: {e}"));
+
+    attr.qp_state = QpState::Rts;
+    attr.sq_psn = 0;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = rnr_retry;
+    attr.max_rd_atomic = 4;
+    let rts_mask = match t {
+        QpType::Ud | QpType::Uc => QpAttrMask::STATE | QpAttrMask::SQ_PSN,
+        _ => {
+            QpAttrMask::STATE
+                | QpAttrMask::SQ_PSN
+                | QpAttrMask::TIMEOUT
+                | QpAttrMask::RETRY_CNT
+                | QpAttrMask::RNR_RETRY
+                | QpAttrMask::MAX_QP_RD_ATOMIC
+        }
+    };
+    qp.modify(&attr, rts_mask)
+        .unwrap_or_else(|e| panic!("RTS: {e}"));
+}
+
+/// Two QPs of `qp_type` connected to each other (RC/UC), or ready to talk (UD).
+pub fn pair(qp_type: QpType, depth: u32, rnr_retry: u8) -> Pair {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
+    let cq_b = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
+    fn init(qp_type: QpType, cq: &CompletionQueue, depth: u32) -> QpInitAttr<'_> {
+        QpInitAttr {
+            qp_type,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            cap: cap(depth),
+            sq_sig_all: false,
+        }
+    }
+    let a = pd
+        .create_qp(&init(qp_type, &cq_a, depth))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let b = pd
+        .create_qp(&init(qp_type, &cq_b, depth))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let gid = local_gid(&ctx);
+    connect(&a, b.qp_num(), gid, access_all(), rnr_retry);
+    connect(&b, a.qp_num(), gid, access_all(), rnr_retry);
+    Pair {
+        ctx,
+        pd,
+        cq_a,
+        cq_b,
+        a,
+        b,
+    }
+}
+
+/// Polls until `n` completions arrived (bounded: panics after ~20 s).
+pub fn wait(cq: &mut CompletionQueue, n: usize) -> Vec<WorkCompletion> {
+    let mut got = Vec::with_capacity(n);
+    let mut buf = [WorkCompletion::default(); 16];
+    let start = std::time::Instant::now();
+    while got.len() < n {
+        let k = cq.poll(&mut buf[..(n - got.len()).min(16)]);
+        got.extend_from_slice(&buf[..k]);
+        if k == 0 {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "only {} of {n} completions after 20 s: {got:?}",
+                got.len()
+            );
+            std::thread::yield_now();
+        }
+    }
+    got
+}
+
+pub fn mr(pd: &ProtectionDomain, len: usize) -> MemoryRegion {
+    pd.alloc_mr(len, access_all())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
