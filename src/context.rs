@@ -109,6 +109,8 @@ pub(crate) struct ContextInner {
     pub(crate) fallback: Fallback,
     /// Maps event `user_handle`s back to objects.
     pub(crate) events: Registry,
+    /// Set once the device is gone (DEVICE_FATAL read, or EIO).
+    pub(crate) removed: AtomicBool,
     // Field order matters for drop: the async event fd is closed before the
     // command fd (the last close of the command fd tears the ucontext down).
     pub(crate) async_fd: OwnedFd,
@@ -116,6 +118,37 @@ pub(crate) struct ContextInner {
 }
 
 impl ContextInner {
+    /// A context on a fake kernel for unit tests: an rxe-like device
+    /// `rxe0`, descriptors from `/dev/null`.
+    #[cfg(test)]
+    pub(crate) fn for_tests(kernel: Arc<dyn Kernel>, provider: Provider) -> Self {
+        use crate::sys::fake::dummy_fd;
+        ContextInner {
+            kernel,
+            device: DeviceInfo {
+                name: "rxe0".into(),
+                uverbs_name: "uverbs0".into(),
+                path: "/dev/infiniband/uverbs0".into(),
+                dev: None,
+                node_guid: 0,
+                node_type: device_list::NodeType::Ca,
+                driver_id: Some(abi::RDMA_DRIVER_RXE),
+                abi_version: 2,
+                index: None,
+                port_count: Some(1),
+            },
+            driver_id: abi::RDMA_DRIVER_RXE,
+            num_comp_vectors: 1,
+            core_support: 0,
+            provider,
+            fallback: Fallback::default(),
+            events: Registry::default(),
+            removed: AtomicBool::new(false),
+            async_fd: dummy_fd(),
+            cmd_fd: dummy_fd(),
+        }
+    }
+
     /// The command fd.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.cmd_fd.as_fd()
@@ -280,7 +313,7 @@ impl Context {
             ProviderKind::Mlx5 => open_mlx5(kernel.as_ref(), &cmd_fd, driver_id, &fallback),
         };
         let (ctx, provider) = opened?;
-        let async_fd = match ctx.async_fd {
+        let async_fd: OwnedFd = match ctx.async_fd {
             Some(fd) => fd,
             None if mode == CommandMode::WriteOnly => {
                 return Err(Error::new(
@@ -291,6 +324,10 @@ impl Context {
             }
             None => alloc_async_fd(kernel.as_ref(), &cmd_fd, driver_id)?,
         };
+        // Blocking reads wait in poll(2): see `async_event`.
+        kernel
+            .set_nonblocking(async_fd.as_fd(), true)
+            .op("fcntl O_NONBLOCK on the async event fd")?;
         Ok(Context {
             inner: Arc::new(ContextInner {
                 kernel,
@@ -301,6 +338,7 @@ impl Context {
                 provider,
                 fallback,
                 events: Registry::default(),
+                removed: AtomicBool::new(false),
                 async_fd,
                 cmd_fd,
             }),

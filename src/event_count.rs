@@ -109,6 +109,7 @@ impl EventCounts {
             .map_or(0, |(_, n)| *n)
     }
 
+    #[cfg(test)]
     /// How many delivered events are held in total.
     pub(crate) fn held_total(&self) -> u32 {
         self.lock().held.iter().map(|(_, n)| *n).sum()
@@ -140,6 +141,7 @@ impl EventCounts {
         drop(c);
     }
 
+    #[cfg(test)]
     /// The acknowledged counts (completion, async).
     pub(crate) fn acked(&self) -> [u32; 2] {
         self.lock().acked

@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod ah;
+mod async_event;
 mod comp_channel;
 mod context;
 mod cq;
@@ -52,6 +53,7 @@ mod wr;
 mod providers;
 
 pub use ah::AddressHandle;
+pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType};
 pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};

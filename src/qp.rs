@@ -32,11 +32,12 @@ use crate::{
         Provider,
     },
     qp_attr::{
-        decode_query, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,
+        decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
+        QpState, QpType,
     },
-    qp_state::check_modify,
+    qp_state::{check_modify, check_rtr_av_port},
     srq::{SharedReceiveQueue, SrqInner},
-    sys::{Errno, Protection},
+    sys::{Errno, Protection, WriteCmd},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
 };
 
@@ -70,6 +71,8 @@ pub(crate) struct QpInner {
     pub(crate) qp_num: u32,
     pub(crate) qp_type: QpType,
     state: AtomicU8,
+    /// The port set at RESET->INIT (0 before).
+    port: AtomicU8,
     pub(crate) events: Arc<EventCounts>,
 }
 
@@ -275,6 +278,7 @@ impl ProtectionDomain {
             qp_num,
             qp_type: init.qp_type,
             state: AtomicU8::new(QpState::Reset.raw()),
+            port: AtomicU8::new(0),
             events: events.clone(),
         });
         ctx.events
@@ -354,30 +358,47 @@ impl QueuePair {
             inner.state()
         };
         let next = check_modify(inner.qp_type, current, attr, mask)?;
-        let req = encode_modify(inner.handle, attr, mask);
-        inner
-            .ctx
-            .write_with_resp(
+        let port = inner.port.load(Ordering::Acquire);
+        check_rtr_av_port(port, attr, mask)?;
+        let result = if mask.needs_ex() {
+            // The rate limit only exists in the extended command.
+            let req = encode_ex_modify(inner.handle, attr, mask);
+            let mut resp = abi::IbUverbsExModifyQpResp::new_zeroed();
+            let mut cmd = WriteCmd {
+                command: abi::IB_USER_VERBS_CMD_FLAG_EXTENDED | abi::IB_USER_VERBS_EX_CMD_MODIFY_QP,
+                core_in: req.as_bytes(),
+                driver_in: &[],
+                core_out: resp.as_mut_bytes(),
+                driver_out: &mut [],
+            };
+            inner.ctx.write_cmd(&mut cmd)
+        } else {
+            let req = encode_modify(inner.handle, attr, mask);
+            inner.ctx.write_with_resp(
                 abi::IB_USER_VERBS_CMD_MODIFY_QP,
                 req.as_bytes(),
                 &[],
                 &mut [],
                 &mut [],
             )
-            .map_err(|e| {
-                let err = Error::sys("IB_USER_VERBS_CMD_MODIFY_QP", e);
-                if e == Errno::EINVAL {
-                    err.with_detail(format!(
-                        "the kernel refused {:?} -> {:?} with {}; check the values (e.g. \
+        };
+        result.map_err(|e| {
+            let err = Error::sys("IB_USER_VERBS_CMD_MODIFY_QP", e);
+            if e == Errno::EINVAL {
+                err.with_detail(format!(
+                    "the kernel refused {:?} -> {:?} with {}; check the values (e.g. \
                          port, GID index, path MTU against the port's active MTU, QP numbers)",
-                        current,
-                        next,
-                        mask.names().join(", ")
-                    ))
-                } else {
-                    err
-                }
-            })?;
+                    current,
+                    next,
+                    mask.names().join(", ")
+                ))
+            } else {
+                err
+            }
+        })?;
+        if mask.contains(QpAttrMask::PORT) {
+            inner.port.store(attr.port_num, Ordering::Release);
+        }
         inner.state.store(next.raw(), Ordering::Release);
         Ok(())
     }
@@ -422,13 +443,13 @@ impl QueuePair {
             });
         };
         let posted = sq.post(wrs);
-        let posted_any = match &posted {
-            Ok(()) => !wrs.is_empty(),
-            Err(e) => e.index > 0,
+        let count = match &posted {
+            Ok(()) => wrs.len(),
+            Err(e) => e.index,
         };
-        if posted_any {
+        if count > 0 {
             rxe::kick(&self.inner.ctx, self.inner.handle).map_err(|e| PostError {
-                index: 0,
+                index: count,
                 kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
             })?;
         }

@@ -624,7 +624,6 @@ pub(crate) fn encode_modify(handle: u32, attr: &QpAttr, mask: QpAttrMask) -> abi
 
 /// Builds the `IB_USER_VERBS_EX_CMD_MODIFY_QP` request: the base request of
 /// [`encode_modify`] plus `rate_limit` (when `RATE_LIMIT` is in `mask`).
-#[allow(dead_code)] // for modify with RATE_LIMIT (and mlx5 driver data)
 pub(crate) fn encode_ex_modify(
     handle: u32,
     attr: &QpAttr,
@@ -688,6 +687,12 @@ pub(crate) fn decode_query(r: &abi::IbUverbsQueryQpResp) -> (QpAttr, QpInitInfo)
     (attr, init)
 }
 
+/// A `u32` enum value as the `u8` the typed enums hold; out-of-range values
+/// become 255 (an `Other`/invalid value) instead of wrapping to a valid one.
+fn narrow(v: u32) -> u8 {
+    u8::try_from(v).unwrap_or(u8::MAX)
+}
+
 /// Decodes rdma_cm's `INIT_QP_ATTR` response (`struct ib_uverbs_qp_attr`,
 /// address vectors in the `ib_uverbs_ah_attr` layout) into the attributes and
 /// the mask to pass to a modify, as librdmacm's `ibv_copy_qp_attr_from_kern`.
@@ -695,10 +700,10 @@ pub(crate) fn decode_query(r: &abi::IbUverbsQueryQpResp) -> (QpAttr, QpInitInfo)
 #[allow(dead_code)] // for rdma_cm's INIT_QP_ATTR
 pub(crate) fn decode_init_qp_attr(a: &abi::IbUverbsQpAttr) -> (QpAttr, QpAttrMask) {
     let attr = QpAttr {
-        qp_state: QpState::from_raw(a.qp_state as u8),
-        cur_qp_state: QpState::from_raw(a.cur_qp_state as u8),
-        path_mtu: Mtu(a.path_mtu as u8),
-        path_mig_state: PathMigState::from_raw(a.path_mig_state as u8),
+        qp_state: QpState::from_raw(narrow(a.qp_state)),
+        cur_qp_state: QpState::from_raw(narrow(a.cur_qp_state)),
+        path_mtu: Mtu(narrow(a.path_mtu)),
+        path_mig_state: PathMigState::from_raw(narrow(a.path_mig_state)),
         qkey: a.qkey,
         rq_psn: a.rq_psn,
         sq_psn: a.sq_psn,

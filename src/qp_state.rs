@@ -483,7 +483,6 @@ fn check_values(what: &str, attr: &QpAttr, mask: QpAttrMask, to_rtr: bool) -> Re
 /// The INIT→RTR check the kernel makes with the QP's port (set at
 /// RESET→INIT): with `STATE` = RTR and `AV`, `ah_attr.port_num` must be
 /// `qp_port`. For the QP object, which knows its port.
-#[allow(dead_code)] // until the QP object calls it
 pub(crate) fn check_rtr_av_port(qp_port: u8, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
     if mask.contains(M::STATE | M::AV)
         && attr.qp_state == QpState::Rtr

@@ -277,7 +277,9 @@ pub enum PostErrorKind {
     BadAtomic(&'static str),
     /// The QP is in a state that refuses posting (RESET, or INIT for sends).
     BadState(&'static str),
-    /// The kernel refused the doorbell.
+    /// The kernel refused the doorbell: the requests before `index` are in
+    /// the queue but the device was not told; they run at the next
+    /// successful post.
     Doorbell(crate::Error),
 }
 

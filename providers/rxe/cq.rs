@@ -50,6 +50,7 @@ impl RxeCq {
         n
     }
 
+    #[cfg(test)]
     /// Whether no completion is waiting.
     pub(crate) fn is_empty(&self) -> bool {
         self.ring.is_empty()

@@ -17,6 +17,12 @@
 //! publishes it, so we never write the peer's word, and we never re-read our
 //! own: it is cached here and only stored.
 //!
+//! K61 is Debian's `linux-source-6.1` (6.1.192); upstream the same file is
+//! <https://git.kernel.org/pub/scm/linux/kernel/git/stable/linux.git/tree/drivers/infiniband/sw/rxe/rxe_queue.h?h=v6.1.192>.
+//! rdma-core's `providers/rxe/rxe_queue.h` (RC) implements the same protocol
+//! with C11 atomics: acquire loads of the peer's index, release stores of
+//! its own.
+//!
 //! Memory access rules (style rules 7, 8, 10):
 //! - The geometry is read and validated once in [`RxeRing::new`]; the mask
 //!   and stride are cached and never re-read from shared memory.
@@ -371,6 +377,7 @@ impl Consumer {
         self.ring.load_acquire(Word::Producer)
     }
 
+    #[cfg(test)]
     /// Whether no element is waiting.
     pub(crate) fn is_empty(&self) -> bool {
         self.cons == self.load_producer()

@@ -818,10 +818,9 @@ fn kick_is_one_post_send_write() {
     use std::sync::Mutex;
 
     use crate::{
-        context::{ContextInner, Fallback},
-        device_list::{DeviceInfo, NodeType},
+        context::ContextInner,
         providers::{rxe::RxeContext, Provider},
-        sys::fake::{dummy_fd, Call, FakeKernel},
+        sys::fake::{Call, FakeKernel},
     };
 
     let fake = Arc::new(FakeKernel::new());
@@ -840,29 +839,7 @@ fn kick_is_one_post_send_write() {
         }
         Ok(())
     });
-    let ctx = ContextInner {
-        kernel: fake.clone(),
-        device: DeviceInfo {
-            name: "rxe0".into(),
-            uverbs_name: "uverbs0".into(),
-            path: "/dev/infiniband/uverbs0".into(),
-            dev: None,
-            node_guid: 0,
-            node_type: NodeType::Ca,
-            driver_id: Some(crate::abi::RDMA_DRIVER_RXE),
-            abi_version: 2,
-            index: None,
-            port_count: Some(1),
-        },
-        driver_id: crate::abi::RDMA_DRIVER_RXE,
-        num_comp_vectors: 1,
-        core_support: 0,
-        provider: Provider::Rxe(RxeContext::default()),
-        fallback: Fallback::default(),
-        events: Default::default(),
-        async_fd: dummy_fd(),
-        cmd_fd: dummy_fd(),
-    };
+    let ctx = ContextInner::for_tests(fake.clone(), Provider::Rxe(RxeContext::default()));
     fake.clear_calls();
     assert_eq!(doorbell::kick(&ctx, 0x2a), Ok(()));
     assert_eq!(fake.calls(), [Call::Write(IB_USER_VERBS_CMD_POST_SEND)]);

@@ -19,7 +19,7 @@ use std::{
     time::Duration,
 };
 
-use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, WriteCmd};
+use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, UcmaCmd, WriteCmd};
 
 /// A call the fake kernel received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,7 @@ type IoctlFn = Box<dyn FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send>;
 type WriteFn = Box<dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send>;
 type NetlinkFn = Box<dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send>;
 type RawWriteFn = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
+type UcmaFn = Box<dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send>;
 
 #[derive(Default)]
 struct State {
@@ -56,6 +57,7 @@ struct State {
     ioctl: Option<IoctlFn>,
     write: Option<WriteFn>,
     raw_write: Option<RawWriteFn>,
+    ucma: Option<std::sync::Arc<Mutex<UcmaFn>>>,
     netlink: Option<NetlinkFn>,
     reads: VecDeque<Result<Vec<u8>, Errno>>,
     calls: Vec<Call>,
@@ -129,6 +131,18 @@ impl FakeKernel {
         f: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
     ) -> &Self {
         self.with(|s| s.raw_write = Some(Box::new(f)));
+        self
+    }
+
+    /// Handles rdma_cm commands: the handler gets the bytes written (header
+    /// and body, the body's `response` field holding the response buffer's
+    /// address) and the response buffer to fill. Without it, rdma_cm commands
+    /// go to the raw write handler.
+    pub fn on_ucma(
+        &self,
+        f: impl FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.ucma = Some(std::sync::Arc::new(Mutex::new(Box::new(f)))));
         self
     }
 
@@ -231,6 +245,19 @@ impl Kernel for FakeKernel {
             }
         });
         result
+    }
+
+    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        // Concurrent commands are serialized (the handler runs without the
+        // state lock, so it may use the fake).
+        let handler = self.with(|s| s.ucma.clone());
+        let buf = cmd.framed();
+        let Some(h) = handler else {
+            return self.write(fd, &buf).map(|_| ());
+        };
+        self.log(Call::RawWrite(buf.len()));
+        let mut h = h.lock().unwrap_or_else(|p| p.into_inner());
+        (*h)(&buf, cmd.response)
     }
 
     fn read(&self, _fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {

@@ -76,6 +76,42 @@ impl WriteCmd<'_> {
     }
 }
 
+/// A command on the rdma_cm device (`/dev/infiniband/rdma_cm`): the
+/// transport frames `body` behind a `rdma_ucm_cmd_hdr {cmd, in, out}` and, for
+/// commands that answer, stores the address of `response` into the `u64`
+/// at `response_at` in the body (the kernel's `response` field) before the
+/// `write()`. The kernel writes the answer into `response`.
+#[derive(Debug)]
+pub struct UcmaCmd<'a> {
+    /// `RDMA_USER_CM_CMD_*`.
+    pub cmd: u32,
+    /// The request struct, with its `response` field (if any) left zero.
+    pub body: &'a [u8],
+    /// Offset of the `u64 response` field in `body` (`None`: no response).
+    pub response_at: Option<usize>,
+    /// The response buffer; its length is the header's `out`.
+    pub response: &'a mut [u8],
+}
+
+impl UcmaCmd<'_> {
+    /// The bytes written to the device: header, then the body with the
+    /// response address stored (the address of `response`).
+    pub fn framed(&mut self) -> Vec<u8> {
+        let mut buf = Vec::with_capacity(8 + self.body.len());
+        buf.extend_from_slice(&self.cmd.to_ne_bytes());
+        buf.extend_from_slice(&(self.body.len() as u16).to_ne_bytes());
+        buf.extend_from_slice(&(self.response.len() as u16).to_ne_bytes());
+        buf.extend_from_slice(self.body);
+        if let Some(at) = self.response_at {
+            // The kernel writes the response through this address during the
+            // write(); the pointer is derived from the `&mut` buffer we hold.
+            let addr = self.response.as_mut_ptr() as u64;
+            buf[8 + at..8 + at + 8].copy_from_slice(&addr.to_ne_bytes());
+        }
+        buf
+    }
+}
+
 /// One system call boundary; see the module documentation.
 ///
 /// Implementations must be cheap to call from several threads at once.
@@ -98,6 +134,14 @@ pub trait Kernel: Send + Sync + fmt::Debug {
 
     /// A raw `write()` (the rdma_cm character device frames its own commands).
     fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno>;
+
+    /// A command on the rdma_cm device (see [`UcmaCmd`]). The default frames
+    /// it and calls [`Kernel::write`], which is what the real kernel needs;
+    /// fakes override it to answer without raw pointers.
+    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        let buf = cmd.framed();
+        self.write(fd, &buf).map(|_| ())
+    }
 
     /// `read()` of one record from an event file descriptor.
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno>;

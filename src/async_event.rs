@@ -1,0 +1,429 @@
+//! Async events (`ibv_get_async_event`, `ibv_ack_async_event`).
+//!
+//! The context's async event fd delivers one 16-byte
+//! `ib_uverbs_async_event_desc` per `read()`: the event type and an element,
+//! which is the `user_handle` of the CQ, QP, SRQ or WQ the event concerns, or
+//! the port number for port events (`drivers/infiniband/core/uverbs_main.c`,
+//! `ib_uverbs_async_handler`). The fd is non-blocking; blocking reads wait
+//! in `poll(2)`, so many threads can wait at once and each event goes to
+//! exactly one of them (one `read` dequeues one event).
+//!
+//! An event of a CQ, QP or SRQ holds that object alive and must be
+//! acknowledged (on drop, or with [`AsyncEvent::ack`]); destroying the object
+//! waits for events other threads hold, and fails with `EBUSY` for events the
+//! calling thread holds (see `event_count`).
+//!
+//! After the device is gone (a `DEVICE_FATAL` event, or `EIO`), reads fail
+//! with a `DeviceRemoved` error instead of blocking: the kernel never closes
+//! the async fd, so without this a waiting thread would sleep forever.
+
+use std::{
+    fmt,
+    os::fd::AsFd,
+    sync::{atomic::Ordering, Arc},
+    thread::ThreadId,
+    time::Duration,
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::Context,
+    cq::CqInner,
+    error::{Error, ErrorKind, Result},
+    event_count::{EventCounts, Stream, Target},
+    object::Owned,
+    qp::QpInner,
+    srq::SrqInner,
+    sys::Errno,
+};
+
+/// The type of an async event (`enum ibv_event_type`); values the crate does
+/// not know are kept.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AsyncEventType(pub u32);
+
+#[allow(missing_docs)] // the names are libibverbs'
+impl AsyncEventType {
+    pub const CQ_ERR: Self = Self(abi::IBV_EVENT_CQ_ERR);
+    pub const QP_FATAL: Self = Self(abi::IBV_EVENT_QP_FATAL);
+    pub const QP_REQ_ERR: Self = Self(abi::IBV_EVENT_QP_REQ_ERR);
+    pub const QP_ACCESS_ERR: Self = Self(abi::IBV_EVENT_QP_ACCESS_ERR);
+    pub const COMM_EST: Self = Self(abi::IBV_EVENT_COMM_EST);
+    pub const SQ_DRAINED: Self = Self(abi::IBV_EVENT_SQ_DRAINED);
+    pub const PATH_MIG: Self = Self(abi::IBV_EVENT_PATH_MIG);
+    pub const PATH_MIG_ERR: Self = Self(abi::IBV_EVENT_PATH_MIG_ERR);
+    pub const DEVICE_FATAL: Self = Self(abi::IBV_EVENT_DEVICE_FATAL);
+    pub const PORT_ACTIVE: Self = Self(abi::IBV_EVENT_PORT_ACTIVE);
+    pub const PORT_ERR: Self = Self(abi::IBV_EVENT_PORT_ERR);
+    pub const LID_CHANGE: Self = Self(abi::IBV_EVENT_LID_CHANGE);
+    pub const PKEY_CHANGE: Self = Self(abi::IBV_EVENT_PKEY_CHANGE);
+    pub const SM_CHANGE: Self = Self(abi::IBV_EVENT_SM_CHANGE);
+    pub const SRQ_ERR: Self = Self(abi::IBV_EVENT_SRQ_ERR);
+    pub const SRQ_LIMIT_REACHED: Self = Self(abi::IBV_EVENT_SRQ_LIMIT_REACHED);
+    pub const QP_LAST_WQE_REACHED: Self = Self(abi::IBV_EVENT_QP_LAST_WQE_REACHED);
+    pub const CLIENT_REREGISTER: Self = Self(abi::IBV_EVENT_CLIENT_REREGISTER);
+    pub const GID_CHANGE: Self = Self(abi::IBV_EVENT_GID_CHANGE);
+    pub const WQ_FATAL: Self = Self(abi::IBV_EVENT_WQ_FATAL);
+}
+
+/// What an event type concerns (the affiliation libibverbs uses to decode
+/// the element, `libibverbs/device.c`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Affiliation {
+    Cq,
+    Qp,
+    Srq,
+    Wq,
+    Port,
+    Device,
+}
+
+impl AsyncEventType {
+    fn affiliation(self) -> Affiliation {
+        match self {
+            Self::CQ_ERR => Affiliation::Cq,
+            Self::QP_FATAL
+            | Self::QP_REQ_ERR
+            | Self::QP_ACCESS_ERR
+            | Self::COMM_EST
+            | Self::SQ_DRAINED
+            | Self::PATH_MIG
+            | Self::PATH_MIG_ERR
+            | Self::QP_LAST_WQE_REACHED => Affiliation::Qp,
+            Self::SRQ_ERR | Self::SRQ_LIMIT_REACHED => Affiliation::Srq,
+            Self::WQ_FATAL => Affiliation::Wq,
+            Self::DEVICE_FATAL => Affiliation::Device,
+            // Port events, and types newer than this crate (which the
+            // kernel only adds as port or device events).
+            _ => Affiliation::Port,
+        }
+    }
+
+    /// The `IBV_EVENT_*` name.
+    pub fn name(self) -> Option<&'static str> {
+        const NAMES: [&str; 20] = [
+            "CQ_ERR",
+            "QP_FATAL",
+            "QP_REQ_ERR",
+            "QP_ACCESS_ERR",
+            "COMM_EST",
+            "SQ_DRAINED",
+            "PATH_MIG",
+            "PATH_MIG_ERR",
+            "DEVICE_FATAL",
+            "PORT_ACTIVE",
+            "PORT_ERR",
+            "LID_CHANGE",
+            "PKEY_CHANGE",
+            "SM_CHANGE",
+            "SRQ_ERR",
+            "SRQ_LIMIT_REACHED",
+            "QP_LAST_WQE_REACHED",
+            "CLIENT_REREGISTER",
+            "GID_CHANGE",
+            "WQ_FATAL",
+        ];
+        NAMES.get(self.0 as usize).copied()
+    }
+
+    /// The description `ibv_event_type_str` gives.
+    pub fn description(self) -> &'static str {
+        const TEXT: [&str; 20] = [
+            "CQ error",
+            "local work queue catastrophic error",
+            "invalid request local work queue error",
+            "local access violation work queue error",
+            "communication established",
+            "send queue drained",
+            "path migrated",
+            "path migration request error",
+            "local catastrophic error",
+            "port active",
+            "port error",
+            "LID change",
+            "P_Key change",
+            "SM change",
+            "SRQ catastrophic error",
+            "SRQ limit reached",
+            "last WQE reached",
+            "client reregistration",
+            "GID table change",
+            "WQ fatal",
+        ];
+        TEXT.get(self.0 as usize).copied().unwrap_or("unknown")
+    }
+}
+
+impl fmt::Debug for AsyncEventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n}"),
+            None => write!(f, "AsyncEventType({})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for AsyncEventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.description())
+    }
+}
+
+/// The object an async event concerns.
+#[derive(Debug)]
+pub enum AsyncElement {
+    /// A CQ (kernel handle).
+    Cq(u32),
+    /// A QP (its number).
+    Qp(u32),
+    /// An SRQ (kernel handle).
+    Srq(u32),
+    /// A work queue (its `user_handle`; WQs are not implemented yet).
+    Wq(u64),
+    /// A port.
+    Port(u8),
+    /// The whole device.
+    Device,
+    /// An object of this context that was already destroyed (its
+    /// `user_handle`); the event was acknowledged automatically.
+    Gone(u64),
+}
+
+/// What an event holds to keep its object alive.
+#[derive(Debug)]
+enum Hold {
+    Cq(Arc<Owned<CqInner>>),
+    Qp(Arc<Owned<QpInner>>),
+    Srq(Arc<Owned<SrqInner>>),
+    None,
+}
+
+/// One async event (`struct ibv_async_event`); acknowledged when dropped.
+///
+/// Not `Send`: the thread that received it acknowledges it (see the module
+/// documentation for why).
+#[must_use = "an event is acknowledged when dropped; inspect it first"]
+pub struct AsyncEvent {
+    event_type: AsyncEventType,
+    element: AsyncElement,
+    hold: Hold,
+    counts: Option<Arc<EventCounts>>,
+    holder: ThreadId,
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl fmt::Debug for AsyncEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncEvent")
+            .field("event_type", &self.event_type)
+            .field("element", &self.element)
+            .finish()
+    }
+}
+
+impl AsyncEvent {
+    /// The event type.
+    pub fn event_type(&self) -> AsyncEventType {
+        self.event_type
+    }
+
+    /// The object it concerns.
+    pub fn element(&self) -> &AsyncElement {
+        &self.element
+    }
+
+    /// Whether the event is for this QP.
+    pub fn is_for_qp(&self, qp: &crate::QueuePair) -> bool {
+        matches!(&self.hold, Hold::Qp(q) if Arc::ptr_eq(q, &qp.inner))
+    }
+
+    /// Whether the event is for this CQ.
+    pub fn is_for_cq(&self, cq: &crate::CompletionQueue) -> bool {
+        matches!(&self.hold, Hold::Cq(c) if Arc::ptr_eq(c, &cq.inner))
+    }
+
+    /// Whether the event is for this SRQ.
+    pub fn is_for_srq(&self, srq: &crate::SharedReceiveQueue) -> bool {
+        matches!(&self.hold, Hold::Srq(s) if Arc::ptr_eq(s, &srq.inner))
+    }
+
+    /// The port of a port event.
+    pub fn port(&self) -> Option<u8> {
+        match self.element {
+            AsyncElement::Port(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Acknowledges the event, like `ibv_ack_async_event`.
+    #[doc(alias = "ibv_ack_async_event")]
+    pub fn ack(self) {
+        drop(self);
+    }
+}
+
+impl Drop for AsyncEvent {
+    fn drop(&mut self) {
+        if let Some(counts) = self.counts.take() {
+            counts.ack_quiet(Stream::Async, 1, Some(self.holder));
+            // Release the object after the acknowledgement, then wake destroyers.
+            self.hold = Hold::None;
+            counts.notify();
+        }
+    }
+}
+
+impl Context {
+    /// Waits for the next async event, like `ibv_get_async_event`.
+    #[doc(alias = "ibv_get_async_event")]
+    pub fn get_async_event(&self) -> Result<AsyncEvent> {
+        loop {
+            if let Some(ev) = self.get_async_event_timeout(None)? {
+                return Ok(ev);
+            }
+        }
+    }
+
+    /// The next async event if one is queued; `Ok(None)` when there is none
+    /// ("would block").
+    pub fn try_get_async_event(&self) -> Result<Option<AsyncEvent>> {
+        self.get_async_event_timeout(Some(Duration::ZERO))
+    }
+
+    /// Waits at most `timeout` (`None`: forever) for the next async event.
+    pub fn get_async_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<AsyncEvent>> {
+        let op = "read async event";
+        let ctx = &self.inner;
+        let fd = ctx.async_fd.as_fd();
+        loop {
+            if ctx.removed.load(Ordering::Acquire) {
+                return Err(Error::new(
+                    op,
+                    ErrorKind::DeviceRemoved,
+                    "the device was removed (DEVICE_FATAL was reported): destroy the \
+                     remaining objects and close the context",
+                ));
+            }
+            let mut desc = abi::IbUverbsAsyncEventDesc::new_zeroed();
+            match ctx.kernel.read(fd, desc.as_mut_bytes()) {
+                Ok(n) if n == size_of::<abi::IbUverbsAsyncEventDesc>() => {
+                    return Ok(Some(self.decode(desc.element, desc.event_type)));
+                }
+                Ok(_) => return Err(Error::sys(op, Errno::EBADMSG)),
+                Err(Errno::EAGAIN) => {
+                    if timeout == Some(Duration::ZERO) {
+                        return Ok(None);
+                    }
+                    let ready = ctx
+                        .kernel
+                        .wait_readable(fd, timeout)
+                        .map_err(|e| Error::sys("poll async event fd", e))?;
+                    if !ready {
+                        return Ok(None);
+                    }
+                }
+                Err(Errno::EINTR) => continue,
+                Err(e) => {
+                    if e == Errno::EIO {
+                        ctx.removed.store(true, Ordering::Release);
+                    }
+                    return Err(Error::sys(op, e));
+                }
+            }
+        }
+    }
+
+    /// Decodes one event record (also used by tests through the fake kernel).
+    fn decode(&self, element: u64, event_type: u32) -> AsyncEvent {
+        let ctx = &self.inner;
+        let event_type = AsyncEventType(event_type);
+        let holder = std::thread::current().id();
+        let plain = |element| AsyncEvent {
+            event_type,
+            element,
+            hold: Hold::None,
+            counts: None,
+            holder,
+            _not_send: std::marker::PhantomData,
+        };
+        let affiliation = event_type.affiliation();
+        match affiliation {
+            Affiliation::Port => return plain(AsyncElement::Port(element as u8)),
+            Affiliation::Device => {
+                ctx.removed.store(true, Ordering::Release);
+                return plain(AsyncElement::Device);
+            }
+            Affiliation::Wq => return plain(AsyncElement::Wq(element)),
+            Affiliation::Cq | Affiliation::Qp | Affiliation::Srq => {}
+        }
+        let target = ctx.events.get(element);
+        let (counts, hold, elem) = match target {
+            Some(Target::Cq(counts, w)) if affiliation == Affiliation::Cq => match w.upgrade() {
+                Some(cq) => {
+                    let e = AsyncElement::Cq(cq.handle);
+                    (counts, Hold::Cq(cq), e)
+                }
+                None => (counts, Hold::None, AsyncElement::Gone(element)),
+            },
+            Some(Target::Qp(counts, w)) if affiliation == Affiliation::Qp => match w.upgrade() {
+                Some(qp) => {
+                    let e = AsyncElement::Qp(qp.qp_num);
+                    (counts, Hold::Qp(qp), e)
+                }
+                None => (counts, Hold::None, AsyncElement::Gone(element)),
+            },
+            Some(Target::Srq(counts, w)) if affiliation == Affiliation::Srq => match w.upgrade() {
+                Some(srq) => {
+                    let e = AsyncElement::Srq(srq.handle);
+                    (counts, Hold::Srq(srq), e)
+                }
+                None => (counts, Hold::None, AsyncElement::Gone(element)),
+            },
+            // An element that names no object of ours (or of another kind):
+            // nothing to keep alive or acknowledge.
+            _ => return plain(AsyncElement::Gone(element)),
+        };
+        if matches!(hold, Hold::None) {
+            // The object is being destroyed: count the event as acknowledged
+            // so its destroy can finish.
+            counts.ack(Stream::Async, 1, None);
+            return plain(elem);
+        }
+        counts.delivered();
+        AsyncEvent {
+            event_type,
+            element: elem,
+            hold,
+            counts: Some(counts),
+            holder,
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_affiliations_follow_libibverbs() {
+        assert_eq!(AsyncEventType::GID_CHANGE.name(), Some("GID_CHANGE"));
+        assert_eq!(AsyncEventType(99).name(), None);
+        assert_eq!(AsyncEventType(99).description(), "unknown");
+        assert_eq!(format!("{:?}", AsyncEventType(99)), "AsyncEventType(99)");
+        assert_eq!(AsyncEventType::SQ_DRAINED.affiliation(), Affiliation::Qp);
+        assert_eq!(AsyncEventType::CQ_ERR.affiliation(), Affiliation::Cq);
+        assert_eq!(
+            AsyncEventType::SRQ_LIMIT_REACHED.affiliation(),
+            Affiliation::Srq
+        );
+        assert_eq!(AsyncEventType::PORT_ERR.affiliation(), Affiliation::Port);
+        assert_eq!(AsyncEventType(20).affiliation(), Affiliation::Port);
+        assert_eq!(
+            AsyncEventType::DEVICE_FATAL.affiliation(),
+            Affiliation::Device
+        );
+    }
+}
