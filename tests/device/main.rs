@@ -14,8 +14,11 @@
 #[path = "../common/devinfo_compare.rs"]
 mod devinfo_compare;
 
+mod channel;
 mod context;
 mod devinfo;
+mod objects;
+mod soak;
 mod support;
 mod verbs;
 

@@ -2,12 +2,14 @@
 //!
 //! Subcommands:
 //! - `devinfo`: prints device and port attributes like rdma-core's `ibv_devinfo`.
+//! - `perf`: perftest's write/send latency and write bandwidth, in one process.
 //!
 //! Argument parsing is hand-written (no dependencies): `main` picks the
 //! subcommand and hands it the remaining arguments; each subcommand parses
 //! its own options and returns the process exit status.
 
 mod devinfo;
+mod perf;
 
 use std::{
     io::{self, Write},
@@ -21,11 +23,18 @@ struct Command {
     run: fn(&[String]) -> u8,
 }
 
-const COMMANDS: &[Command] = &[Command {
-    name: "devinfo",
-    summary: "print device and port attributes (like ibv_devinfo)",
-    run: devinfo::main,
-}];
+const COMMANDS: &[Command] = &[
+    Command {
+        name: "devinfo",
+        summary: "print device and port attributes (like ibv_devinfo)",
+        run: devinfo::main,
+    },
+    Command {
+        name: "perf",
+        summary: "write-lat, send-lat, write-bw benchmarks (like perftest's ib_*)",
+        run: perf::main,
+    },
+];
 
 fn usage(out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Usage: uverbs <command> [options]")?;

@@ -1,0 +1,308 @@
+//! `uverbs rc-pingpong`, `uc-pingpong`, `ud-pingpong`, `srq-pingpong`:
+//! rdma-core v44's `ibv_{rc,uc,ud,srq}_pingpong` (`libibverbs/examples/`)
+//! over the uverbs library, wire-compatible with them: the same TCP
+//! exchange ([`wire`]), QP attributes, post/poll loop and output, so either
+//! side can be the C tool.
+//!
+//! Layout: [`args`] (command lines), [`wire`] (address messages and the TCP
+//! exchange), this module (device setup, PSNs, timing and the summary
+//! lines), [`single`] (the one-QP loop RC, UC and UD share), [`rc`], [`uc`],
+//! [`ud`] (their QP transitions) and [`srq`] (its own tool).
+//!
+//! Options the library cannot honour (`-o`/`-O`/`-P` on-demand paging, `-t`
+//! completion timestamps, `-j` device memory; `srq -o`) first get the C
+//! tool's capability check and message, and on a device that has the
+//! capability a clear "not supported" error. `-N` (the `ibv_wr_*` send API)
+//! puts the same SEND on the wire as `ibv_post_send`, so it is a no-op.
+
+mod args;
+mod rc;
+mod single;
+mod srq;
+mod uc;
+mod ud;
+mod wire;
+
+use std::time::Instant;
+
+use uverbs::{AhAttr, Context, Gid, GlobalRoute, Mtu};
+
+pub use args::Transport;
+use args::{Options, Parsed};
+use wire::Dest;
+
+/// `PINGPONG_RECV_WRID`.
+pub const RECV_WRID: u64 = 1;
+/// `PINGPONG_SEND_WRID`.
+pub const SEND_WRID: u64 = 2;
+/// `sysconf(_SC_PAGESIZE)` on the targets we build for (x86_64, aarch64 4K).
+pub const PAGE_SIZE: usize = 4096;
+
+/// `uverbs rc-pingpong`.
+pub fn rc_main(args: &[String]) -> u8 {
+    main(Transport::Rc, args)
+}
+
+/// `uverbs uc-pingpong`.
+pub fn uc_main(args: &[String]) -> u8 {
+    main(Transport::Uc, args)
+}
+
+/// `uverbs ud-pingpong`.
+pub fn ud_main(args: &[String]) -> u8 {
+    main(Transport::Ud, args)
+}
+
+/// `uverbs srq-pingpong`.
+pub fn srq_main(args: &[String]) -> u8 {
+    main(Transport::Srq, args)
+}
+
+fn main(t: Transport, argv: &[String]) -> u8 {
+    let opts = match args::parse(t, argv, &mut std::io::stdout(), &mut std::io::stderr()) {
+        Parsed::Run(o) => o,
+        Parsed::Help => return 0,
+        Parsed::Exit(code) => return code,
+    };
+    match t {
+        Transport::Srq => srq::run(&opts),
+        _ => single::run(t, &opts),
+    }
+}
+
+/// Prints `msg` (and the library's error, for the details) on stderr.
+pub fn fail(msg: &str, e: impl std::fmt::Display) {
+    eprintln!("{msg}");
+    eprintln!("  ({e})");
+}
+
+/// Finds and opens the device (`-d`, or the first), as the C tools do.
+pub fn open_device(o: &Options) -> Option<Context> {
+    let list = match uverbs::devices() {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("Failed to get IB devices list: {e}");
+            return None;
+        }
+    };
+    let dev = match &o.ib_dev {
+        None => match list.into_iter().next() {
+            Some(d) => d,
+            None => {
+                eprintln!("No IB devices found");
+                return None;
+            }
+        },
+        Some(name) => match list.into_iter().find(|d| &d.name == name) {
+            Some(d) => d,
+            None => {
+                eprintln!("IB device {name} not found");
+                return None;
+            }
+        },
+    };
+    let name = dev.name.clone();
+    match Context::open_device(uverbs::sys::linux(), dev) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            fail(&format!("Couldn't get context for {name}"), e);
+            None
+        }
+    }
+}
+
+/// `-i`: the C tools keep an int; the verbs take a `u8`.
+pub fn ib_port(o: &Options) -> Option<u8> {
+    let p = u8::try_from(o.ib_port).ok();
+    if p.is_none() {
+        eprintln!("Couldn't get port info (port {} does not exist)", o.ib_port);
+    }
+    p
+}
+
+/// The capability checks of `pp_init_ctx` for `-o`/`-O`/`-t`/`-j` (their
+/// messages when the device lacks the feature), then our refusal: the
+/// library has no ODP registration of the whole address space, no
+/// timestamped CQs (`ibv_create_cq_ex`) and no device memory.
+pub fn refuse_unsupported(t: Transport, ctx: &Context, o: &Options) -> bool {
+    if !(o.odp || o.ts || o.dm) {
+        return false;
+    }
+    let attr = match ctx.query_device() {
+        Ok(a) => a,
+        Err(e) => {
+            fail("Couldn't query device for its features", e);
+            return true;
+        }
+    };
+    let prog = t.prog();
+    if o.odp {
+        // IBV_ODP_SUPPORT; SEND | RECV (| SRQ_RECV for srq).
+        let mask = if t == Transport::Srq { 1 | (1 << 5) } else { 1 | 2 };
+        if attr.odp_caps.general_caps & 1 == 0 || attr.odp_caps.rc_odp_caps & mask != mask {
+            if t == Transport::Srq {
+                eprintln!("The device isn't ODP capable or does not support RC send, receive and srq with ODP");
+            } else {
+                eprintln!("The device isn't ODP capable or does not support RC send and receive with ODP");
+            }
+            return true;
+        }
+        if o.implicit_odp && attr.odp_caps.general_caps & 2 == 0 {
+            eprintln!("The device doesn't support implicit ODP");
+            return true;
+        }
+        eprintln!("{prog}: -o/-O/-P (on-demand paging) are not supported by uverbs");
+        return true;
+    }
+    if o.ts {
+        if attr.completion_timestamp_mask == 0 {
+            eprintln!("The device isn't completion timestamp capable");
+            return true;
+        }
+        eprintln!("{prog}: -t (completion timestamps) is not supported by uverbs");
+        return true;
+    }
+    if attr.max_dm_size == 0 {
+        eprintln!("Device doesn't support dm allocation");
+    } else if attr.max_dm_size < u64::from(o.size) {
+        eprintln!("Device memory is insufficient");
+    } else {
+        eprintln!("{prog}: -j (device memory) is not supported by uverbs");
+    }
+    true
+}
+
+/// The local GID for `-g` (`ibv_query_gid`; an empty slot reads as zero),
+/// or zero without `-g`.
+pub fn local_gid(ctx: &Context, port: u8, gidx: i32, err_msg: &str) -> Option<Gid> {
+    if gidx < 0 {
+        return Some(Gid::default());
+    }
+    match ctx.query_gid(port, gidx as u32) {
+        Ok(g) => Some(g.map(|e| e.gid).unwrap_or_default()),
+        Err(e) => {
+            fail(&format!("{err_msg} {gidx}"), e);
+            None
+        }
+    }
+}
+
+/// `lrand48() & 0xffffff`: a random 24-bit PSN (from the OS-seeded hasher
+/// keys std uses, so no extra dependency).
+pub fn random_psn() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    (h.finish() & 0xff_ffff) as u32
+}
+
+/// What connecting a QP to its peer needs (`pp_connect_ctx`'s arguments).
+pub struct Peer<'a> {
+    pub ib_port: u8,
+    pub my_psn: u32,
+    pub mtu: Mtu,
+    pub sl: u8,
+    pub dest: &'a Dest,
+    /// `-g` as the C tools pass it: an int stored into a `uint8_t`.
+    pub sgid_idx: i32,
+}
+
+/// The address vector of `pp_connect_ctx`: global (hop limit 1, `sgid_idx`)
+/// when the remote GID's interface id is non-zero.
+pub fn ah_attr(p: &Peer<'_>) -> AhAttr {
+    let grh = (!p.dest.gid.is_null()).then(|| GlobalRoute {
+        dgid: p.dest.gid,
+        sgid_index: p.sgid_idx as u8,
+        hop_limit: 1,
+        ..GlobalRoute::default()
+    });
+    AhAttr {
+        grh,
+        dlid: p.dest.lid as u16,
+        sl: p.sl,
+        src_path_bits: 0,
+        port_num: p.ib_port,
+        ..AhAttr::default()
+    }
+}
+
+/// The two summary lines, computed as the C tools compute them (a `float`
+/// of microseconds, `long long` bytes).
+pub fn summary(size: u32, iters: u32, start: Instant, end: Instant) -> [String; 2] {
+    let d = end.duration_since(start);
+    let usec = (d.as_secs() * 1_000_000 + u64::from(d.subsec_micros())) as f32;
+    let bytes = i64::from(size) * i64::from(iters) * 2;
+    [
+        format!(
+            "{bytes} bytes in {:.2} seconds = {:.2} Mbit/sec",
+            f64::from(usec) / 1e6,
+            bytes as f64 * 8.0 / f64::from(usec)
+        ),
+        format!(
+            "{} iters in {:.2} seconds = {:.2} usec/iter",
+            iters as i32,
+            f64::from(usec) / 1e6,
+            f64::from(usec / iters as f32)
+        ),
+    ]
+}
+
+/// The `-c` pattern: byte `i / page_size % sizeof(char)` (always 0) at the
+/// start of each page of the message.
+pub fn validation_offsets(size: u32) -> impl Iterator<Item = usize> {
+    (0..size as usize).step_by(PAGE_SIZE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn summary_lines_match_printf() {
+        let start = Instant::now();
+        let end = start + Duration::from_micros(123_456);
+        assert_eq!(
+            summary(4096, 200, start, end),
+            [
+                "1638400 bytes in 0.12 seconds = 106.17 Mbit/sec".to_string(),
+                "200 iters in 0.12 seconds = 617.28 usec/iter".to_string(),
+            ]
+        );
+    }
+
+    #[test]
+    fn psns_are_24_bit() {
+        assert!((0..100).all(|_| random_psn() <= 0xff_ffff));
+    }
+
+    #[test]
+    fn ah_is_global_only_with_an_interface_id() {
+        let mut dest = Dest {
+            lid: 7,
+            ..Dest::default()
+        };
+        let p = |dest| Peer {
+            ib_port: 1,
+            my_psn: 0,
+            mtu: Mtu(3),
+            sl: 2,
+            dest,
+            sgid_idx: 1,
+        };
+        let a = ah_attr(&p(&dest));
+        assert_eq!((a.grh, a.dlid, a.sl, a.port_num), (None, 7, 2, 1));
+        dest.gid.0[15] = 1;
+        let g = ah_attr(&p(&dest)).grh.unwrap();
+        assert_eq!((g.dgid, g.sgid_index, g.hop_limit), (dest.gid, 1, 1));
+    }
+
+    #[test]
+    fn validation_touches_each_page() {
+        assert_eq!(validation_offsets(9000).collect::<Vec<_>>(), [0, 4096, 8192]);
+    }
+}

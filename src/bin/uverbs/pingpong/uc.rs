@@ -1,0 +1,33 @@
+//! UC: the QP transitions of `uc_pingpong.c` (INIT as RC; no RDMA-read or
+//! retry attributes).
+
+use uverbs::{QpAttr, QpAttrMask, QpState, QueuePair};
+
+use super::{ah_attr, Peer};
+
+pub use super::rc::init;
+
+/// INIT -> RTR (path MTU, remote QPN and PSN, address vector) -> RTS (SQ PSN).
+pub fn connect(qp: &QueuePair, p: &Peer<'_>) -> Result<(), (&'static str, uverbs::Error)> {
+    let mut attr = QpAttr {
+        qp_state: QpState::Rtr,
+        path_mtu: p.mtu,
+        dest_qp_num: p.dest.qpn,
+        rq_psn: p.dest.psn,
+        ah_attr: ah_attr(p),
+        ..QpAttr::default()
+    };
+    qp.modify(
+        &attr,
+        QpAttrMask::STATE
+            | QpAttrMask::AV
+            | QpAttrMask::PATH_MTU
+            | QpAttrMask::DEST_QPN
+            | QpAttrMask::RQ_PSN,
+    )
+    .map_err(|e| ("RTR", e))?;
+    attr.qp_state = QpState::Rts;
+    attr.sq_psn = p.my_psn;
+    qp.modify(&attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
+        .map_err(|e| ("RTS", e))
+}

@@ -1,0 +1,301 @@
+//! The event channel (`struct rdma_event_channel`): one open
+//! `/dev/infiniband/rdma_cm`, the commands written to it, and the events
+//! read from it (`rdma_get_cm_event`, `rdma_ack_cm_event`).
+//!
+//! `RDMA_USER_CM_CMD_GET_EVENT` is a `write()` that blocks in the kernel
+//! until an event is queued, or fails with `EAGAIN` on an `O_NONBLOCK` fd.
+//! The channel keeps its fd non-blocking and waits in `poll(2)` (the fd is
+//! readable while events are queued), so one channel serves blocking
+//! callers ([`EventChannel::get_event`]), non-blocking callers
+//! ([`EventChannel::try_get_event`]), callers with a timeout, and event
+//! loops (`AsFd`) at once, as the completion channel does.
+
+use std::{
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    path::Path,
+    sync::{Arc, Mutex},
+    thread::ThreadId,
+    time::{Duration, Instant},
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::Context,
+    device_list::devices_with,
+    error::{Error, ErrorKind, Result},
+    event_count::Stream,
+    object::Owned,
+    sys::{Errno, Kernel, UcmaCmd},
+};
+
+use super::{
+    event::{CmEvent, CmEventKind},
+    id::{lookup, CmId, IdShared},
+};
+
+/// The rdma_cm character device.
+pub const RDMA_CM_PATH: &str = "/dev/infiniband/rdma_cm";
+
+/// The name of an `RDMA_USER_CM_CMD_*` command, for errors.
+pub(crate) fn cmd_name(cmd: u32) -> &'static str {
+    match cmd {
+        abi::RDMA_USER_CM_CMD_CREATE_ID => "RDMA_USER_CM_CMD_CREATE_ID",
+        abi::RDMA_USER_CM_CMD_DESTROY_ID => "RDMA_USER_CM_CMD_DESTROY_ID",
+        abi::RDMA_USER_CM_CMD_BIND_IP => "RDMA_USER_CM_CMD_BIND_IP",
+        abi::RDMA_USER_CM_CMD_RESOLVE_IP => "RDMA_USER_CM_CMD_RESOLVE_IP",
+        abi::RDMA_USER_CM_CMD_RESOLVE_ROUTE => "RDMA_USER_CM_CMD_RESOLVE_ROUTE",
+        abi::RDMA_USER_CM_CMD_QUERY_ROUTE => "RDMA_USER_CM_CMD_QUERY_ROUTE",
+        abi::RDMA_USER_CM_CMD_CONNECT => "RDMA_USER_CM_CMD_CONNECT",
+        abi::RDMA_USER_CM_CMD_LISTEN => "RDMA_USER_CM_CMD_LISTEN",
+        abi::RDMA_USER_CM_CMD_ACCEPT => "RDMA_USER_CM_CMD_ACCEPT",
+        abi::RDMA_USER_CM_CMD_REJECT => "RDMA_USER_CM_CMD_REJECT",
+        abi::RDMA_USER_CM_CMD_DISCONNECT => "RDMA_USER_CM_CMD_DISCONNECT",
+        abi::RDMA_USER_CM_CMD_INIT_QP_ATTR => "RDMA_USER_CM_CMD_INIT_QP_ATTR",
+        abi::RDMA_USER_CM_CMD_GET_EVENT => "RDMA_USER_CM_CMD_GET_EVENT",
+        abi::RDMA_USER_CM_CMD_GET_OPTION => "RDMA_USER_CM_CMD_GET_OPTION",
+        abi::RDMA_USER_CM_CMD_SET_OPTION => "RDMA_USER_CM_CMD_SET_OPTION",
+        abi::RDMA_USER_CM_CMD_NOTIFY => "RDMA_USER_CM_CMD_NOTIFY",
+        abi::RDMA_USER_CM_CMD_JOIN_IP_MCAST => "RDMA_USER_CM_CMD_JOIN_IP_MCAST",
+        abi::RDMA_USER_CM_CMD_LEAVE_MCAST => "RDMA_USER_CM_CMD_LEAVE_MCAST",
+        abi::RDMA_USER_CM_CMD_MIGRATE_ID => "RDMA_USER_CM_CMD_MIGRATE_ID",
+        abi::RDMA_USER_CM_CMD_QUERY => "RDMA_USER_CM_CMD_QUERY",
+        abi::RDMA_USER_CM_CMD_BIND => "RDMA_USER_CM_CMD_BIND",
+        abi::RDMA_USER_CM_CMD_RESOLVE_ADDR => "RDMA_USER_CM_CMD_RESOLVE_ADDR",
+        abi::RDMA_USER_CM_CMD_JOIN_MCAST => "RDMA_USER_CM_CMD_JOIN_MCAST",
+        _ => "RDMA_USER_CM_CMD_(unknown)",
+    }
+}
+
+/// The open device; ids hold an `Arc` of it (their commands go to its fd).
+#[derive(Debug)]
+pub(crate) struct ChannelInner {
+    pub(crate) kernel: Arc<dyn Kernel>,
+    pub(crate) fd: OwnedFd,
+    /// Verbs contexts opened for the ids of this channel, by device.
+    contexts: Mutex<Vec<Context>>,
+}
+
+impl ChannelInner {
+    /// Writes one command; `response_at` is the offset of the body's
+    /// `response` field for commands that answer.
+    pub(crate) fn command(
+        &self,
+        cmd: u32,
+        body: &[u8],
+        response_at: Option<usize>,
+        response: &mut [u8],
+    ) -> Result<(), Errno> {
+        let mut c = UcmaCmd {
+            cmd,
+            body,
+            response_at,
+            response,
+        };
+        self.kernel.ucma(self.fd.as_fd(), &mut c)
+    }
+
+    /// [`ChannelInner::command`] with the error naming the command.
+    pub(crate) fn command_op(
+        &self,
+        cmd: u32,
+        body: &[u8],
+        response_at: Option<usize>,
+        response: &mut [u8],
+    ) -> Result<()> {
+        self.command(cmd, body, response_at, response)
+            .map_err(|e| Error::sys(cmd_name(cmd), e))
+    }
+
+    /// The verbs context of the device with this node GUID (host order) and
+    /// ib device index (`u32::MAX`: unknown), opened once per channel.
+    pub(crate) fn context_for(&self, node_guid: u64, ibdev_index: u32) -> Result<Context> {
+        let op = "rdma_cm: open the id's verbs device";
+        let matches = |guid: u64, index: Option<u32>| {
+            guid == node_guid
+                && (ibdev_index == u32::MAX || index.map_or(true, |i| i == ibdev_index))
+        };
+        let mut cache = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache
+            .iter()
+            .find(|c| matches(c.device().node_guid, c.device().index))
+        {
+            return Ok(c.clone());
+        }
+        let devs = devices_with(&self.kernel)?;
+        let Some(dev) = devs.into_iter().find(|d| matches(d.node_guid, d.index)) else {
+            return Err(Error::new(
+                op,
+                ErrorKind::NoDevice,
+                format!(
+                    "no verbs device has node GUID {node_guid:016x} (ib device index \
+                     {ibdev_index}); is its uverbs node present?"
+                ),
+            ));
+        };
+        let ctx = Context::open_device(self.kernel.clone(), dev)?;
+        cache.push(ctx.clone());
+        Ok(ctx)
+    }
+}
+
+/// An rdma_cm event channel (`struct rdma_event_channel`).
+#[derive(Debug, Clone)]
+pub struct EventChannel {
+    pub(crate) inner: Arc<ChannelInner>,
+}
+
+impl AsFd for EventChannel {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.fd.as_fd()
+    }
+}
+
+impl EventChannel {
+    /// Opens `/dev/infiniband/rdma_cm`, like `rdma_create_event_channel`.
+    #[doc(alias = "rdma_create_event_channel")]
+    pub fn open() -> Result<Self> {
+        Self::open_with(crate::sys::linux())
+    }
+
+    /// [`EventChannel::open`] through a chosen transport.
+    pub fn open_with(kernel: Arc<dyn Kernel>) -> Result<Self> {
+        let fd = kernel.open_rdwr(Path::new(RDMA_CM_PATH)).map_err(|e| {
+            let err = Error::sys(format!("open {RDMA_CM_PATH}"), e);
+            if matches!(e, Errno::ENOENT | Errno::ENODEV | Errno::ENXIO) {
+                err.with_detail("is the rdma_ucm module loaded (`modprobe rdma_ucm`)?")
+            } else {
+                err
+            }
+        })?;
+        kernel
+            .set_nonblocking(fd.as_fd(), true)
+            .map_err(|e| Error::sys("fcntl O_NONBLOCK on the rdma_cm channel", e))?;
+        Ok(EventChannel {
+            inner: Arc::new(ChannelInner {
+                kernel,
+                fd,
+                contexts: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    /// Makes ids of this channel use `ctx` for its device instead of opening
+    /// the device again (e.g. to share PDs with QPs created elsewhere).
+    pub fn use_context(&self, ctx: Context) {
+        let mut cache = self.inner.contexts.lock().unwrap_or_else(|p| p.into_inner());
+        cache.retain(|c| c.device().node_guid != ctx.device().node_guid);
+        cache.push(ctx);
+    }
+
+    /// Waits for the next event, like `rdma_get_cm_event`.
+    #[doc(alias = "rdma_get_cm_event")]
+    pub fn get_event(&self) -> Result<CmEvent> {
+        loop {
+            if let Some(ev) = self.get_event_timeout(None)? {
+                return Ok(ev);
+            }
+        }
+    }
+
+    /// The next event if one is queued; `Ok(None)` when none is ("would block").
+    pub fn try_get_event(&self) -> Result<Option<CmEvent>> {
+        self.get_event_timeout(Some(Duration::ZERO))
+    }
+
+    /// Waits at most `timeout` (`None`: forever) for the next event.
+    pub fn get_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<CmEvent>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let k = &self.inner.kernel;
+        loop {
+            let req = abi::RdmaUcmGetEvent::new_zeroed();
+            let mut resp = Box::new(abi::RdmaUcmEventResp::new_zeroed());
+            match self.inner.command(
+                abi::RDMA_USER_CM_CMD_GET_EVENT,
+                req.as_bytes(),
+                Some(0),
+                resp.as_mut_bytes(),
+            ) {
+                Ok(()) => {
+                    if let Some(ev) = self.deliver(resp) {
+                        return Ok(Some(ev));
+                    }
+                }
+                Err(Errno::EAGAIN) => {
+                    let left = match deadline {
+                        None => None,
+                        Some(d) => {
+                            let now = Instant::now();
+                            if now >= d {
+                                return Ok(None);
+                            }
+                            Some(d - now)
+                        }
+                    };
+                    if !k
+                        .wait_readable(self.inner.fd.as_fd(), left)
+                        .map_err(|e| Error::sys("poll rdma_cm channel", e))?
+                        && deadline.is_some()
+                    {
+                        return Ok(None);
+                    }
+                }
+                Err(Errno::EINTR) => continue,
+                Err(e) => return Err(Error::sys("RDMA_USER_CM_CMD_GET_EVENT", e)),
+            }
+        }
+    }
+
+    /// Turns a read event into a [`CmEvent`]; `None` (after acknowledging it)
+    /// when its id is gone or being destroyed, or unknown to this process.
+    fn deliver(&self, resp: Box<abi::RdmaUcmEventResp>) -> Option<CmEvent> {
+        let kind = CmEventKind::from_raw(resp.event);
+        let target = lookup(resp.uid);
+        if kind == CmEventKind::ConnectRequest {
+            // The kernel created a new id for the connection; it is ours to
+            // destroy whatever happens to the event.
+            let (ps, qp_type) = match &target {
+                Some((_, weak)) => match weak.upgrade() {
+                    Some(l) => (l.ps, l.qp_type),
+                    None => (super::PortSpace::Tcp, crate::QpType::Rc),
+                },
+                None => (super::PortSpace::Tcp, crate::QpType::Rc),
+            };
+            let new_id = CmId::adopt(self.inner.clone(), resp.id, ps, qp_type);
+            let (counts, weak) = target?;
+            let Some(listener) = weak.upgrade().filter(|l| !l.is_destroying()) else {
+                counts.ack(Stream::Async, 1, None);
+                drop(new_id);
+                return None;
+            };
+            counts.delivered();
+            return Some(CmEvent::new(listener, resp, Some(new_id)));
+        }
+        let (counts, weak) = target?;
+        match weak.upgrade().filter(|id| !id.is_destroying()) {
+            Some(id) => {
+                counts.delivered();
+                Some(CmEvent::new(id, resp, None))
+            }
+            None => {
+                counts.ack(Stream::Async, 1, None);
+                None
+            }
+        }
+    }
+
+    /// Creates an id on this channel, like `rdma_create_id`.
+    #[doc(alias = "rdma_create_id")]
+    pub fn create_id(&self, ps: super::PortSpace) -> Result<CmId> {
+        CmId::create(self.inner.clone(), ps)
+    }
+}
+
+/// The holder of an event: the thread that read it.
+pub(crate) fn current_thread() -> ThreadId {
+    std::thread::current().id()
+}
+
+/// Keeps `Owned` in scope for the event module.
+pub(crate) type IdArc = Arc<Owned<IdShared>>;

@@ -1,0 +1,247 @@
+//! Object lifecycles on the real kernel: SRQs, QP modify/query, parents kept
+//! alive by children, and the errors that name what to fix.
+
+use std::os::fd::AsFd;
+
+use uverbs::{
+    AccessFlags, ErrorKind, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType, RecvWr, SendWr,
+    SrqAttr, WcStatus,
+};
+
+use crate::support::*;
+
+#[test]
+fn srq_feeds_several_qps_and_reports_its_attributes() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq_s = ctx.create_cq(64, Default::default()).unwrap();
+    let mut cq_r = ctx.create_cq(64, Default::default()).unwrap();
+    let mut srq = pd
+        .create_srq(SrqAttr {
+            max_wr: 32,
+            max_sge: 2,
+            srq_limit: 0,
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(srq.attr().max_wr >= 32);
+    let q = srq.query().unwrap();
+    assert!(q.max_wr >= 32 && q.max_sge >= 2, "{q:?}");
+    let dst = mr(&pd, 16 * 64);
+    for i in 0..16u64 {
+        srq.post_recv(&[RecvWr::new(i, &[dst.sge(i as usize * 64, 64).unwrap()])])
+            .unwrap();
+    }
+    // Two receivers on the SRQ, two senders.
+    let gid = local_gid(&ctx);
+    let mk = |cq: &uverbs::CompletionQueue, srq: Option<&uverbs::SharedReceiveQueue>| {
+        pd.create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq,
+            cap: cap(8),
+            sq_sig_all: true,
+        })
+        .unwrap()
+    };
+    let r1 = mk(&cq_r, Some(&srq));
+    let r2 = mk(&cq_r, Some(&srq));
+    let mut s1 = mk(&cq_s, None);
+    let mut s2 = mk(&cq_s, None);
+    connect(&r1, s1.qp_num(), gid, access_all(), 7);
+    connect(&s1, r1.qp_num(), gid, access_all(), 7);
+    connect(&r2, s2.qp_num(), gid, access_all(), 7);
+    connect(&s2, r2.qp_num(), gid, access_all(), 7);
+    let src = mr(&pd, 64);
+    src.write(0, b"via srq").unwrap();
+    let sge = [src.sge(0, 7).unwrap()];
+    s1.post_send(&[SendWr::send(1, &sge), SendWr::send(2, &sge)])
+        .unwrap();
+    s2.post_send(&[SendWr::send(3, &sge)]).unwrap();
+    wait(&mut cq_s, 3);
+    let r = wait(&mut cq_r, 3);
+    assert!(r
+        .iter()
+        .all(|c| c.status == WcStatus::SUCCESS && c.byte_len == 7));
+    let mut qps: Vec<u32> = r.iter().map(|c| c.qp_num).collect();
+    qps.sort_unstable();
+    let mut want = vec![r1.qp_num(), r1.qp_num(), r2.qp_num()];
+    want.sort_unstable();
+    assert_eq!(qps, want);
+    // A QP on an SRQ has no receive queue of its own.
+    let mut r1 = r1;
+    assert!(r1.post_recv(&[RecvWr::new(0, &[])]).is_err());
+    // The SRQ is in use: destroying it now is refused, and works after.
+    srq.set_limit(4).unwrap();
+    assert_eq!(srq.query().unwrap().srq_limit, 4);
+    let busy = srq.destroy();
+    assert_eq!(busy.unwrap_err().errno(), Some(uverbs::sys::Errno::EBUSY));
+}
+
+#[test]
+fn destroying_parents_in_use_is_refused_and_order_is_kept() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, Default::default()).unwrap();
+    let qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: cap(4),
+            sq_sig_all: false,
+        })
+        .unwrap();
+    // PD clones and children keep the PD: an explicit destroy says EBUSY.
+    let err = pd.clone().destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(uverbs::sys::Errno::EBUSY));
+    assert!(err.to_string().contains("still use it"), "{err}");
+    // A CQ used by a QP is refused too.
+    let err = cq.destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(uverbs::sys::Errno::EBUSY));
+    // Destroy in the right order works, reporting success.
+    qp.destroy().unwrap();
+    pd.destroy().unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn explicit_destroys_succeed_in_order() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, Default::default()).unwrap();
+    let m = mr(&pd, 4096);
+    let qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: cap(4),
+            sq_sig_all: false,
+        })
+        .unwrap();
+    qp.destroy().unwrap();
+    m.destroy().unwrap();
+    cq.destroy().unwrap();
+    pd.destroy().unwrap();
+}
+
+#[test]
+fn modify_names_missing_attributes_and_query_reports_state() {
+    let p = pair(QpType::Rc, 8, 7);
+    let (attr, init) = p.a.query(QpAttrMask::all()).unwrap();
+    assert_eq!(attr.qp_state, QpState::Rts);
+    assert_eq!(attr.dest_qp_num, p.b.qp_num());
+    assert_eq!(attr.port_num, 1);
+    assert_eq!(attr.path_mtu, uverbs::Mtu(3));
+    assert_eq!(attr.max_rd_atomic, 4);
+    assert!(init.cap.max_send_wr >= 8);
+    assert_eq!(p.a.state(), QpState::Rts);
+
+    let fresh =
+        p.pd.create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &p.cq_a,
+            recv_cq: &p.cq_a,
+            srq: None,
+            cap: cap(4),
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let err = fresh
+        .modify(
+            &QpAttr {
+                qp_state: QpState::Init,
+                port_num: 1,
+                ..QpAttr::default()
+            },
+            QpAttrMask::STATE | QpAttrMask::PORT | QpAttrMask::QKEY,
+        )
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("missing") && msg.contains("PKEY_INDEX"),
+        "{msg}"
+    );
+    assert!(msg.contains("ACCESS_FLAGS"), "{msg}");
+    assert!(msg.contains("not allowed: QKEY"), "{msg}");
+    // An impossible transition.
+    let err = fresh
+        .modify(&QpAttr::with_state(QpState::Rts), QpAttrMask::STATE)
+        .unwrap_err();
+    assert!(err.to_string().contains("RESET->RTS"), "{err}");
+    // Moving to ERR flushes posted receives with WR_FLUSH_ERR.
+    let mut b = p.b;
+    let dst = mr(&p.pd, 64);
+    b.post_recv(&[RecvWr::new(99, &[dst.sge(0, 64).unwrap()])])
+        .unwrap();
+    b.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE)
+        .unwrap();
+    let mut cq_b = p.cq_b;
+    let c = wait(&mut cq_b, 1);
+    assert_eq!((c[0].wr_id, c[0].status), (99, WcStatus::WR_FLUSH_ERR));
+}
+
+#[test]
+fn posting_in_the_wrong_state_is_refused_before_the_kernel() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, Default::default()).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: cap(4),
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let m = mr(&pd, 64);
+    let sge = [m.sge(0, 8).unwrap()];
+    let err = qp.post_send(&[SendWr::send(1, &sge)]).unwrap_err();
+    assert!(err.to_string().contains("RTS"), "{err}");
+    let err = qp.post_recv(&[RecvWr::new(1, &sge)]).unwrap_err();
+    assert!(err.to_string().contains("RESET"), "{err}");
+    // Too many SGEs, and inline data beyond the QP's limit.
+    let connect_to_self = qp.qp_num();
+    connect(&qp, connect_to_self, local_gid(&ctx), access_all(), 7);
+    let many = [m.sge(0, 1).unwrap(); 64];
+    let err = qp.post_send(&[SendWr::send(1, &many)]).unwrap_err();
+    assert!(
+        matches!(
+            err.kind,
+            uverbs::PostErrorKind::TooManySges { given: 64, .. }
+        ),
+        "{err}"
+    );
+    let big = vec![0u8; 4096];
+    let err = qp
+        .post_send(&[SendWr::send(1, &[]).inline(&big)])
+        .unwrap_err();
+    assert!(
+        matches!(err.kind, uverbs::PostErrorKind::InlineTooLong { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn memory_region_bounds_and_access_rules() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let m = mr(&pd, 4096);
+    assert!(m.sge(4000, 96).is_ok());
+    assert!(m.sge(4000, 97).is_err());
+    assert!(m.write(4095, b"xy").is_err());
+    assert!(m.read(usize::MAX, &mut [0u8; 2]).is_err());
+    let err = pd.alloc_mr(64, AccessFlags::REMOTE_WRITE).unwrap_err();
+    assert!(err.to_string().contains("LOCAL_WRITE"), "{err}");
+    // rxe cannot register dma-bufs: the error says so.
+    let memfd = std::fs::File::open("/dev/null").unwrap();
+    let err = pd
+        .register_dmabuf(memfd.as_fd(), 0, 4096, 0, AccessFlags::LOCAL_WRITE)
+        .unwrap_err();
+    assert!(err.errno().is_some(), "{err}");
+}
