@@ -13,6 +13,7 @@
 //! `unsafe` audit list).
 
 pub(crate) mod mlx5;
+pub(crate) mod queues;
 pub(crate) mod rxe;
 
 use crate::abi;

@@ -25,8 +25,8 @@ use crate::{
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
-    providers::{rxe::RxeCq, Provider},
-    sys::{Errno, Protection},
+    providers::queues::CqRing,
+    sys::Errno,
     wc::WorkCompletion,
 };
 
@@ -90,12 +90,6 @@ impl Destroy for CqInner {
     }
 }
 
-/// The provider's view of the CQ ring.
-#[derive(Debug)]
-enum Ring {
-    Rxe(RxeCq),
-}
-
 /// A completion queue (`struct ibv_cq`).
 ///
 /// The handle owns the consumer side of the queue, so polling takes
@@ -104,7 +98,7 @@ enum Ring {
 #[derive(Debug)]
 pub struct CompletionQueue {
     pub(crate) inner: Arc<Owned<CqInner>>,
-    ring: Ring,
+    ring: CqRing,
     cqe: u32,
 }
 
@@ -141,16 +135,13 @@ impl Context {
                 ));
             }
         }
-        let Provider::Rxe(_) = ctx.provider else {
-            return Err(mlx5_data_path_missing("ibv_create_cq"));
-        };
+        let mut plan = ctx.provider.plan_cq(cqe)?;
         let user_handle = ctx.events.new_handle();
-        let mut rxe = abi::RxeCreateCqResp::new_zeroed();
         let (handle, actual) = ctx
             .ioctl_or_write(
                 Verb::CreateCq,
-                &mut rxe,
-                |rxe| {
+                &mut plan,
+                |plan| {
                     let mut resp_cqe = 0u32;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE);
@@ -165,13 +156,14 @@ impl Context {
                     // Optional, as libibverbs sends it: older kernels lack it.
                     cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
                     cmd.optional();
-                    cmd.driver_out(rxe.as_mut_bytes());
+                    let (drv_in, drv_out) = plan.driver_bufs();
+                    cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;
                     let handle = cmd.new_handle(h);
                     drop(cmd);
                     Ok((handle, resp_cqe))
                 },
-                |rxe| {
+                |plan| {
                     let mut req = abi::IbUverbsCreateCq::new_zeroed();
                     req.user_handle = user_handle;
                     req.cqe = cqe;
@@ -181,12 +173,13 @@ impl Context {
                         ch.inner.fd.as_raw_fd()
                     });
                     let mut resp = abi::IbUverbsCreateCqResp::new_zeroed();
+                    let (drv_in, drv_out) = plan.driver_bufs();
                     ctx.write_with_resp(
                         abi::IB_USER_VERBS_CMD_CREATE_CQ,
                         req.as_bytes(),
-                        &[],
+                        drv_in,
                         resp.as_mut_bytes(),
-                        rxe.as_mut_bytes(),
+                        drv_out,
                     )?;
                     Ok((resp.cq_handle, resp.cqe))
                 },
@@ -211,30 +204,13 @@ impl Context {
         ctx.events
             .insert(user_handle, Target::Cq(events, Arc::downgrade(&inner)));
         // From here on, dropping `inner` destroys the kernel CQ.
-        let map = ctx
-            .kernel
-            .mmap(
-                ctx.fd(),
-                rxe.mi.size as usize,
-                rxe.mi.offset,
-                Protection::ReadWrite,
-            )
-            .map_err(|e| Error::sys("mmap rxe CQ ring", e))?;
-        let ring = Ring::Rxe(RxeCq::new(map)?);
+        let ring = plan.finish(ctx)?;
         Ok(CompletionQueue {
             inner,
             ring,
             cqe: actual,
         })
     }
-}
-
-pub(crate) fn mlx5_data_path_missing(op: &'static str) -> Error {
-    Error::new(
-        op,
-        ErrorKind::UnsupportedProvider,
-        "the mlx5 data path (queues, doorbells) is not implemented yet; only rxe has one",
-    )
 }
 
 impl CompletionQueue {
@@ -252,9 +228,7 @@ impl CompletionQueue {
     /// many were written. No system call and no allocation.
     #[doc(alias = "ibv_poll_cq")]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
-        match &mut self.ring {
-            Ring::Rxe(r) => r.poll(out),
-        }
+        self.ring.poll(out)
     }
 
     /// Arms the CQ: the next completion (or the next solicited one) queues an
@@ -262,18 +236,9 @@ impl CompletionQueue {
     /// arming: completions that arrived before it raise no event.
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
-        let ctx = &self.inner.ctx;
-        let mut req = abi::IbUverbsReqNotifyCq::new_zeroed();
-        req.cq_handle = self.inner.handle;
-        req.solicited_only = u32::from(solicited_only);
-        ctx.write_with_resp(
-            abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
-            req.as_bytes(),
-            &[],
-            &mut [],
-            &mut [],
-        )
-        .map_err(|e| Error::sys("IB_USER_VERBS_CMD_REQ_NOTIFY_CQ", e))
+        self.ring
+            .req_notify(&self.inner.ctx, self.inner.handle, solicited_only)
+            .map_err(|e| Error::sys("ibv_req_notify_cq", e))
     }
 
     /// Destroys the CQ, like `ibv_destroy_cq`.

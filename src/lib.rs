@@ -28,6 +28,7 @@
 
 mod ah;
 mod async_event;
+pub mod cm;
 mod comp_channel;
 mod context;
 mod cq;

@@ -22,22 +22,19 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::{disassociated_is_destroyed, ContextInner, Verb},
-    cq::{mlx5_data_path_missing, CompletionQueue, CqInner},
+    cq::{CompletionQueue, CqInner},
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::{
-        rxe::{self, RxeRq, RxeSq},
-        Provider,
-    },
+    providers::queues::{QpQueues, QpShape},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
     },
     qp_state::{check_modify, check_rtr_av_port},
     srq::{SharedReceiveQueue, SrqInner},
-    sys::{Errno, Protection, WriteCmd},
+    sys::{Errno, WriteCmd},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
 };
 
@@ -131,8 +128,7 @@ impl Destroy for QpInner {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) inner: Arc<Owned<QpInner>>,
-    sq: Option<RxeSq>,
-    rq: Option<RxeRq>,
+    queues: QpQueues,
     cap: QpCap,
 }
 
@@ -142,9 +138,6 @@ impl ProtectionDomain {
     pub fn create_qp(&self, init: &QpInitAttr<'_>) -> Result<QueuePair> {
         let op = "UVERBS_METHOD_QP_CREATE";
         let ctx = &self.inner.ctx;
-        let Provider::Rxe(_) = ctx.provider else {
-            return Err(mlx5_data_path_missing("ibv_create_qp"));
-        };
         if !matches!(init.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
             return Err(Error::new(
                 "ibv_create_qp",
@@ -173,12 +166,13 @@ impl ProtectionDomain {
             cap.max_recv_wr = 0;
             cap.max_recv_sge = 0;
         }
-        let mut out = (abi::RxeCreateQpResp::new_zeroed(), cap, 0u32);
+        let plan = ctx.provider.plan_qp()?;
+        let mut out = (plan, cap, 0u32);
         let handle = ctx
             .ioctl_or_write(
                 Verb::CreateQp,
                 &mut out,
-                |(rxe, resp_cap, qp_num)| {
+                |(plan, resp_cap, qp_num)| {
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE);
                     let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
@@ -212,11 +206,12 @@ impl ProtectionDomain {
                         abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM,
                         qp_num.as_mut_bytes(),
                     );
-                    cmd.driver_out(rxe.as_mut_bytes());
+                    let (drv_in, drv_out) = plan.driver_bufs();
+                    cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;
                     Ok(cmd.new_handle(h))
                 },
-                |(rxe, resp_cap, qp_num)| {
+                |(plan, resp_cap, qp_num)| {
                     let mut req = abi::IbUverbsCreateQp::new_zeroed();
                     req.user_handle = user_handle;
                     req.pd_handle = self.inner.handle;
@@ -232,12 +227,13 @@ impl ProtectionDomain {
                     req.qp_type = init.qp_type.raw();
                     req.is_srq = u8::from(srq_handle.is_some());
                     let mut resp = abi::IbUverbsCreateQpResp::new_zeroed();
+                    let (drv_in, drv_out) = plan.driver_bufs();
                     ctx.write_with_resp(
                         abi::IB_USER_VERBS_CMD_CREATE_QP,
                         req.as_bytes(),
-                        &[],
+                        drv_in,
                         resp.as_mut_bytes(),
-                        rxe.as_mut_bytes(),
+                        drv_out,
                     )?;
                     resp_cap.max_send_wr = resp.max_send_wr;
                     resp_cap.max_recv_wr = resp.max_recv_wr;
@@ -260,7 +256,7 @@ impl ProtectionDomain {
                     err
                 }
             })?;
-        let (rxe_resp, got, qp_num) = out;
+        let (plan, got, qp_num) = out;
         let events = Arc::new(EventCounts::default());
         init.send_cq.inner.children.fetch_add(1, Ordering::AcqRel);
         init.recv_cq.inner.children.fetch_add(1, Ordering::AcqRel);
@@ -290,32 +286,17 @@ impl ProtectionDomain {
             max_recv_sge: got.max_recv_sge,
             max_inline_data: got.max_inline_data,
         };
-        let map = |mi: &abi::Mminfo, what: &'static str| {
-            ctx.kernel
-                .mmap(ctx.fd(), mi.size as usize, mi.offset, Protection::ReadWrite)
-                .map_err(|e| Error::sys(what, e))
-        };
-        let sq = RxeSq::new(
-            map(&rxe_resp.sq_mi, "mmap rxe send queue")?,
-            cap.max_send_sge,
-            cap.max_inline_data,
-            init.qp_type.raw(),
+        let queues = plan.finish(
+            ctx,
+            QpShape {
+                qp_type: init.qp_type.raw(),
+                max_send_sge: cap.max_send_sge,
+                max_recv_sge: cap.max_recv_sge,
+                max_inline_data: cap.max_inline_data,
+                has_srq: init.srq.is_some(),
+            },
         )?;
-        // A QP on an SRQ has no receive queue; the kernel leaves rq_mi empty.
-        let rq = if init.srq.is_none() {
-            Some(RxeRq::new(
-                map(&rxe_resp.rq_mi, "mmap rxe receive queue")?,
-                cap.max_recv_sge,
-            )?)
-        } else {
-            None
-        };
-        Ok(QueuePair {
-            inner,
-            sq: Some(sq),
-            rq,
-            cap,
-        })
+        Ok(QueuePair { inner, queues, cap })
     }
 }
 
@@ -436,24 +417,8 @@ impl QueuePair {
                 kind: PostErrorKind::BadState("sends need the QP in RTS (or SQD, SQE, ERR)"),
             });
         }
-        let Some(sq) = self.sq.as_mut() else {
-            return Err(PostError {
-                index: 0,
-                kind: PostErrorKind::OpNotSupported("this QP has no send queue"),
-            });
-        };
-        let posted = sq.post(wrs);
-        let count = match &posted {
-            Ok(()) => wrs.len(),
-            Err(e) => e.index,
-        };
-        if count > 0 {
-            rxe::kick(&self.inner.ctx, self.inner.handle).map_err(|e| PostError {
-                index: count,
-                kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
-            })?;
-        }
-        posted
+        self.queues
+            .post_send(&self.inner.ctx, self.inner.handle, wrs)
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).
@@ -465,15 +430,7 @@ impl QueuePair {
                 kind: PostErrorKind::BadState("receives cannot be posted in RESET"),
             });
         }
-        match self.rq.as_mut() {
-            Some(rq) => rq.post(wrs),
-            None => Err(PostError {
-                index: 0,
-                kind: PostErrorKind::OpNotSupported(
-                    "this QP receives from an SRQ: post to the SRQ",
-                ),
-            }),
-        }
+        self.queues.post_recv(wrs)
     }
 
     /// Destroys the QP, like `ibv_destroy_qp`: waits until async events other
@@ -481,8 +438,8 @@ impl QueuePair {
     /// holds one.
     #[doc(alias = "ibv_destroy_qp")]
     pub fn destroy(self) -> Result<()> {
-        let QueuePair { inner, sq, rq, .. } = self;
-        drop((sq, rq));
+        let QueuePair { inner, queues, .. } = self;
+        drop(queues);
         let counts = inner.events.clone();
         destroy_after_events(inner, &counts, || 0, "ibv_destroy_qp")
     }

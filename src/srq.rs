@@ -19,13 +19,12 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::{disassociated_is_destroyed, ContextInner, Verb},
-    cq::mlx5_data_path_missing,
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::{rxe::RxeRq, Provider},
-    sys::{Errno, Protection},
+    providers::queues::SrqRing,
+    sys::Errno,
     wr::{PostError, RecvWr},
 };
 
@@ -99,7 +98,7 @@ impl Destroy for SrqInner {
 #[derive(Debug)]
 pub struct SharedReceiveQueue {
     pub(crate) inner: Arc<Owned<SrqInner>>,
-    rq: RxeRq,
+    ring: SrqRing,
     attr: SrqAttr,
 }
 
@@ -108,16 +107,14 @@ impl ProtectionDomain {
     #[doc(alias = "ibv_create_srq")]
     pub fn create_srq(&self, attr: SrqAttr) -> Result<SharedReceiveQueue> {
         let ctx = &self.inner.ctx;
-        let Provider::Rxe(_) = ctx.provider else {
-            return Err(mlx5_data_path_missing("ibv_create_srq"));
-        };
+        let plan = ctx.provider.plan_srq()?;
         let user_handle = ctx.events.new_handle();
-        let mut out = (abi::RxeCreateSrqResp::new_zeroed(), 0u32, 0u32);
+        let mut out = (plan, 0u32, 0u32);
         let handle = ctx
             .ioctl_or_write(
                 Verb::CreateSrq,
                 &mut out,
-                |(rxe, max_wr, max_sge)| {
+                |(plan, max_wr, max_sge)| {
                     let mut srq_num = 0u32;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE);
@@ -145,11 +142,12 @@ impl ProtectionDomain {
                         srq_num.as_mut_bytes(),
                     );
                     cmd.optional();
-                    cmd.driver_out(rxe.as_mut_bytes());
+                    let (drv_in, drv_out) = plan.driver_bufs();
+                    cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;
                     Ok(cmd.new_handle(h))
                 },
-                |(rxe, max_wr, max_sge)| {
+                |(plan, max_wr, max_sge)| {
                     let mut req = abi::IbUverbsCreateSrq::new_zeroed();
                     req.user_handle = user_handle;
                     req.pd_handle = self.inner.handle;
@@ -157,12 +155,13 @@ impl ProtectionDomain {
                     req.max_sge = attr.max_sge;
                     req.srq_limit = attr.srq_limit;
                     let mut resp = abi::IbUverbsCreateSrqResp::new_zeroed();
+                    let (drv_in, drv_out) = plan.driver_bufs();
                     ctx.write_with_resp(
                         abi::IB_USER_VERBS_CMD_CREATE_SRQ,
                         req.as_bytes(),
-                        &[],
+                        drv_in,
                         resp.as_mut_bytes(),
-                        rxe.as_mut_bytes(),
+                        drv_out,
                     )?;
                     *max_wr = resp.max_wr;
                     *max_sge = resp.max_sge;
@@ -180,31 +179,23 @@ impl ProtectionDomain {
                     err
                 }
             })?;
-        let (rxe, max_wr, max_sge) = out;
+        let (plan, max_wr, max_sge) = out;
         let events = Arc::new(EventCounts::default());
         let inner = Owned::new(SrqInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
             handle,
             user_handle,
-            srq_num: rxe.srq_num,
+            srq_num: plan.srq_num(),
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
         });
         ctx.events
             .insert(user_handle, Target::Srq(events, Arc::downgrade(&inner)));
-        let map = ctx
-            .kernel
-            .mmap(
-                ctx.fd(),
-                rxe.mi.size as usize,
-                rxe.mi.offset,
-                Protection::ReadWrite,
-            )
-            .map_err(|e| Error::sys("mmap rxe SRQ ring", e))?;
+        let ring = plan.finish(ctx, max_sge)?;
         Ok(SharedReceiveQueue {
             inner,
-            rq: RxeRq::new(map, max_sge)?,
+            ring,
             attr: SrqAttr {
                 max_wr,
                 max_sge,
@@ -249,8 +240,7 @@ impl SharedReceiveQueue {
         // rxe requires its driver struct: the address where it would write a
         // new ring mminfo if MAX_WR were resized (it is not, here).
         let mut mi = abi::Mminfo::new_zeroed();
-        let mut drv = abi::RxeModifySrqCmd::new_zeroed();
-        drv.mmap_info_addr = std::ptr::addr_of_mut!(mi) as u64;
+        let drv = self.ring.modify_driver_in(&mut mi);
         self.inner
             .ctx
             .write_with_resp(
@@ -291,7 +281,7 @@ impl SharedReceiveQueue {
     /// Posts receive work requests, like `ibv_post_srq_recv` (no system call).
     #[doc(alias = "ibv_post_srq_recv")]
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        self.rq.post(wrs)
+        self.ring.post_recv(wrs)
     }
 
     /// Destroys the SRQ, like `ibv_destroy_srq`: `EBUSY` while QPs use it or
@@ -299,8 +289,8 @@ impl SharedReceiveQueue {
     /// threads hold.
     #[doc(alias = "ibv_destroy_srq")]
     pub fn destroy(self) -> Result<()> {
-        let SharedReceiveQueue { inner, rq, .. } = self;
-        drop(rq);
+        let SharedReceiveQueue { inner, ring, .. } = self;
+        drop(ring);
         let counts = inner.events.clone();
         let children = inner.children.clone();
         destroy_after_events(

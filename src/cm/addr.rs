@@ -12,7 +12,8 @@ use crate::abi;
 pub(crate) const AF_INET: u16 = 2;
 /// `AF_INET6`.
 pub(crate) const AF_INET6: u16 = 10;
-/// `AF_IB`.
+
+#[cfg(test)]
 pub(crate) const AF_IB: u16 = 27;
 
 /// Encodes `addr` as raw sockaddr bytes; returns the storage and the

@@ -184,7 +184,11 @@ impl EventChannel {
     /// Makes ids of this channel use `ctx` for its device instead of opening
     /// the device again (e.g. to share PDs with QPs created elsewhere).
     pub fn use_context(&self, ctx: Context) {
-        let mut cache = self.inner.contexts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self
+            .inner
+            .contexts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         cache.retain(|c| c.device().node_guid != ctx.device().node_guid);
         cache.push(ctx);
     }

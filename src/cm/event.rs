@@ -254,11 +254,7 @@ impl fmt::Debug for CmEvent {
 }
 
 impl CmEvent {
-    pub(crate) fn new(
-        id: IdArc,
-        resp: Box<abi::RdmaUcmEventResp>,
-        new_id: Option<CmId>,
-    ) -> Self {
+    pub(crate) fn new(id: IdArc, resp: Box<abi::RdmaUcmEventResp>, new_id: Option<CmId>) -> Self {
         CmEvent {
             id: Some(id),
             resp,
@@ -324,7 +320,10 @@ impl CmEvent {
     pub fn private_data(&self) -> Vec<u8> {
         match self.ud_param() {
             Some(ud) => ud.private_data,
-            None => self.conn_param().map(|c| c.private_data).unwrap_or_default(),
+            None => self
+                .conn_param()
+                .map(|c| c.private_data)
+                .unwrap_or_default(),
         }
     }
 

@@ -14,10 +14,12 @@
 #[path = "../common/devinfo_compare.rs"]
 mod devinfo_compare;
 
+mod async_events;
 mod channel;
 mod context;
 mod devinfo;
 mod objects;
+mod pingpong;
 mod soak;
 mod support;
 mod verbs;

@@ -2,14 +2,18 @@
 //!
 //! Subcommands:
 //! - `devinfo`: prints device and port attributes like rdma-core's `ibv_devinfo`.
+//! - `rc-pingpong`, `uc-pingpong`, `ud-pingpong`, `srq-pingpong`: rdma-core's
+//!   `ibv_*_pingpong`, wire-compatible with them.
 //! - `perf`: perftest's write/send latency and write bandwidth, in one process.
 //!
 //! Argument parsing is hand-written (no dependencies): `main` picks the
 //! subcommand and hands it the remaining arguments; each subcommand parses
 //! its own options and returns the process exit status.
 
+mod asyncwatch;
 mod devinfo;
 mod perf;
+mod pingpong;
 
 use std::{
     io::{self, Write},
@@ -25,6 +29,11 @@ struct Command {
 
 const COMMANDS: &[Command] = &[
     Command {
+        name: "asyncwatch",
+        summary: "print the device's async events (like ibv_asyncwatch)",
+        run: asyncwatch::main,
+    },
+    Command {
         name: "devinfo",
         summary: "print device and port attributes (like ibv_devinfo)",
         run: devinfo::main,
@@ -33,6 +42,26 @@ const COMMANDS: &[Command] = &[
         name: "perf",
         summary: "write-lat, send-lat, write-bw benchmarks (like perftest's ib_*)",
         run: perf::main,
+    },
+    Command {
+        name: "rc-pingpong",
+        summary: "RC send/recv ping-pong (like ibv_rc_pingpong)",
+        run: pingpong::rc_main,
+    },
+    Command {
+        name: "uc-pingpong",
+        summary: "UC send/recv ping-pong (like ibv_uc_pingpong)",
+        run: pingpong::uc_main,
+    },
+    Command {
+        name: "ud-pingpong",
+        summary: "UD send/recv ping-pong (like ibv_ud_pingpong)",
+        run: pingpong::ud_main,
+    },
+    Command {
+        name: "srq-pingpong",
+        summary: "RC ping-pong over a shared receive queue (like ibv_srq_pingpong)",
+        run: pingpong::srq_main,
     },
 ];
 

@@ -478,7 +478,10 @@ mod tests {
             (rc.port, rc.ib_port, rc.size, rc.mtu, rc.rx_depth, rc.iters),
             (18515, 1, 4096, Mtu(3), 500, 1000)
         );
-        assert_eq!((rc.sl, rc.gidx, rc.use_event, rc.servername), (0, -1, false, None));
+        assert_eq!(
+            (rc.sl, rc.gidx, rc.use_event, rc.servername),
+            (0, -1, false, None)
+        );
         assert_eq!(opts(Transport::Ud, &[]).size, 1024);
         assert_eq!(opts(Transport::Srq, &[]).num_qp, 16);
     }
@@ -487,7 +490,18 @@ mod tests {
     fn getopt_forms() {
         let o = opts(
             Transport::Rc,
-            &["-d", "rxe0", "-g1", "--port=1234", "--iters", "0x10", "-ec", "192.0.2.1", "--mtu=2048", "--rx=64"],
+            &[
+                "-d",
+                "rxe0",
+                "-g1",
+                "--port=1234",
+                "--iters",
+                "0x10",
+                "-ec",
+                "192.0.2.1",
+                "--mtu=2048",
+                "--rx=64",
+            ],
         );
         assert_eq!(o.ib_dev.as_deref(), Some("rxe0"));
         assert_eq!((o.gidx, o.port, o.iters, o.rx_depth), (1, 1234, 16, 64));
@@ -495,7 +509,10 @@ mod tests {
         assert_eq!(o.mtu, Mtu(4));
         assert_eq!(o.servername.as_deref(), Some("192.0.2.1"));
         let o = opts(Transport::Srq, &["-q", "4", "-s010", "--", "host"]);
-        assert_eq!((o.num_qp, o.size, o.servername.as_deref()), (4, 8, Some("host")));
+        assert_eq!(
+            (o.num_qp, o.size, o.servername.as_deref()),
+            (4, 8, Some("host"))
+        );
         assert!(opts(Transport::Rc, &["-N"]).new_send);
     }
 
@@ -520,10 +537,21 @@ mod tests {
         let (_, _, err) = run(Transport::Rc, &["--bogus"]);
         assert_eq!(err, "uverbs rc-pingpong: unrecognized option '--bogus'\n");
         let (_, _, err) = run(Transport::Rc, &["-p"]);
-        assert_eq!(err, "uverbs rc-pingpong: option requires an argument -- 'p'\n");
+        assert_eq!(
+            err,
+            "uverbs rc-pingpong: option requires an argument -- 'p'\n"
+        );
         let (_, _, err) = run(Transport::Rc, &["--events=1"]);
-        assert_eq!(err, "uverbs rc-pingpong: option '--events' doesn't allow an argument\n");
-        for bad in [&["-p", "70000"][..], &["-m", "1000"], &["-i", "0"], &["a", "b"]] {
+        assert_eq!(
+            err,
+            "uverbs rc-pingpong: option '--events' doesn't allow an argument\n"
+        );
+        for bad in [
+            &["-p", "70000"][..],
+            &["-m", "1000"],
+            &["-i", "0"],
+            &["a", "b"],
+        ] {
             let (p, out, err) = run(Transport::Rc, bad);
             assert_eq!((p, err.as_str()), (Parsed::Exit(1), ""), "{bad:?}");
             assert_eq!(out, usage(Transport::Rc));
@@ -562,8 +590,10 @@ mod tests {
              \x20 -g, --gid-idx=<gid index> local port gid index\n\
              \x20 -c, --chk              validate received buffer\n"
         );
-        assert!(usage(Transport::Srq).contains("  -q, --num-qp=<num>     number of QPs to use (default 16)\n"));
-        assert!(usage(Transport::Rc).ends_with("  -N, --new_send            use new post send WR API\n"));
+        assert!(usage(Transport::Srq)
+            .contains("  -q, --num-qp=<num>     number of QPs to use (default 16)\n"));
+        assert!(usage(Transport::Rc)
+            .ends_with("  -N, --new_send            use new post send WR API\n"));
         let (p, out, _) = run(Transport::Rc, &["--help"]);
         assert_eq!((p, out), (Parsed::Help, usage(Transport::Rc)));
     }

@@ -138,12 +138,18 @@ pub fn refuse_unsupported(t: Transport, ctx: &Context, o: &Options) -> bool {
     let prog = t.prog();
     if o.odp {
         // IBV_ODP_SUPPORT; SEND | RECV (| SRQ_RECV for srq).
-        let mask = if t == Transport::Srq { 1 | (1 << 5) } else { 1 | 2 };
+        let mask = if t == Transport::Srq {
+            1 | (1 << 5)
+        } else {
+            1 | 2
+        };
         if attr.odp_caps.general_caps & 1 == 0 || attr.odp_caps.rc_odp_caps & mask != mask {
             if t == Transport::Srq {
                 eprintln!("The device isn't ODP capable or does not support RC send, receive and srq with ODP");
             } else {
-                eprintln!("The device isn't ODP capable or does not support RC send and receive with ODP");
+                eprintln!(
+                    "The device isn't ODP capable or does not support RC send and receive with ODP"
+                );
             }
             return true;
         }
@@ -201,19 +207,19 @@ pub fn random_psn() -> u32 {
 }
 
 /// What connecting a QP to its peer needs (`pp_connect_ctx`'s arguments).
-pub struct Peer<'a> {
+pub struct Peer {
     pub ib_port: u8,
     pub my_psn: u32,
     pub mtu: Mtu,
     pub sl: u8,
-    pub dest: &'a Dest,
+    pub dest: Dest,
     /// `-g` as the C tools pass it: an int stored into a `uint8_t`.
     pub sgid_idx: i32,
 }
 
 /// The address vector of `pp_connect_ctx`: global (hop limit 1, `sgid_idx`)
 /// when the remote GID's interface id is non-zero.
-pub fn ah_attr(p: &Peer<'_>) -> AhAttr {
+pub fn ah_attr(p: &Peer) -> AhAttr {
     let grh = (!p.dest.gid.is_null()).then(|| GlobalRoute {
         dgid: p.dest.gid,
         sgid_index: p.sgid_idx as u8,
@@ -294,15 +300,18 @@ mod tests {
             dest,
             sgid_idx: 1,
         };
-        let a = ah_attr(&p(&dest));
+        let a = ah_attr(&p(dest));
         assert_eq!((a.grh, a.dlid, a.sl, a.port_num), (None, 7, 2, 1));
         dest.gid.0[15] = 1;
-        let g = ah_attr(&p(&dest)).grh.unwrap();
+        let g = ah_attr(&p(dest)).grh.unwrap();
         assert_eq!((g.dgid, g.sgid_index, g.hop_limit), (dest.gid, 1, 1));
     }
 
     #[test]
     fn validation_touches_each_page() {
-        assert_eq!(validation_offsets(9000).collect::<Vec<_>>(), [0, 4096, 8192]);
+        assert_eq!(
+            validation_offsets(9000).collect::<Vec<_>>(),
+            [0, 4096, 8192]
+        );
     }
 }

@@ -23,7 +23,7 @@ pub fn init(qp: &QueuePair, ib_port: u8) -> uverbs::Result<()> {
 /// INIT -> RTR -> RTS towards `p.dest`: max_dest_rd_atomic 1,
 /// min_rnr_timer 12, timeout 14, retry_cnt 7, rnr_retry 7, max_rd_atomic 1.
 /// The error says which transition failed (`"RTR"` or `"RTS"`).
-pub fn connect(qp: &QueuePair, p: &Peer<'_>) -> Result<(), (&'static str, uverbs::Error)> {
+pub fn connect(qp: &QueuePair, p: &Peer) -> Result<(), (&'static str, uverbs::Error)> {
     let mut attr = QpAttr {
         qp_state: QpState::Rtr,
         path_mtu: p.mtu,

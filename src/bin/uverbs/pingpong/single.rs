@@ -55,7 +55,11 @@ impl Pp {
         };
         let mut i = 0;
         while i < n {
-            if self.qp.post_recv(&[RecvWr::new(RECV_WRID, &[sge])]).is_err() {
+            if self
+                .qp
+                .post_recv(&[RecvWr::new(RECV_WRID, &[sge])])
+                .is_err()
+            {
                 break;
             }
             i += 1;
@@ -123,7 +127,9 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     } else {
         None
     };
-    let pd = ctx.alloc_pd().map_err(|e| fail("Couldn't allocate PD", e))?;
+    let pd = ctx
+        .alloc_pd()
+        .map_err(|e| fail("Couldn't allocate PD", e))?;
     if t == Transport::Rc && refuse_unsupported(t, &ctx, o) {
         return Err(());
     }
@@ -213,12 +219,12 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     my.gid = local_gid(&ctx, port, o.gidx, gid_err).ok_or(())?;
     println!("{}", address_line(false, &my, is_ud));
 
-    let peer = |dest| Peer {
+    let peer = |dest: &Dest| Peer {
+        dest: *dest,
         ib_port: port,
         my_psn: my.psn,
         mtu: o.mtu,
         sl: o.sl as u8,
-        dest,
         sgid_idx: o.gidx,
     };
     let rem = match &o.servername {
@@ -255,7 +261,9 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let mut wc = [WorkCompletion::default(); 2];
     while rcnt < iters || scnt < iters {
         if let Some(ch) = &channel {
-            let ev = ch.get_event().map_err(|e| fail("Failed to get cq_event", e))?;
+            let ev = ch
+                .get_event()
+                .map_err(|e| fail("Failed to get cq_event", e))?;
             if !ev.is_for(&cq) {
                 eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
                 return Err(());
@@ -302,7 +310,7 @@ fn connect(
     t: Transport,
     qp: &QueuePair,
     pd: &ProtectionDomain,
-    p: &Peer<'_>,
+    p: &Peer,
     ah: &mut Option<AddressHandle>,
 ) -> bool {
     let r = match t {

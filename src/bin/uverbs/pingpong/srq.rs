@@ -8,9 +8,8 @@
 use std::time::Instant;
 
 use uverbs::{
-    AccessFlags, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, QpCap, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr, WcStatus,
-    WorkCompletion,
+    AccessFlags, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, QpCap, QpInitAttr, QpType,
+    QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
 };
 
 use super::{
@@ -26,7 +25,6 @@ struct Pp {
     srq: SharedReceiveQueue,
     qps: Vec<QueuePair>,
     size: u32,
-    rx_depth: u32,
     inline: bool,
     pending: Vec<u64>,
 }
@@ -39,7 +37,11 @@ impl Pp {
         };
         let mut i = 0;
         while i < n {
-            if self.srq.post_recv(&[RecvWr::new(RECV_WRID, &[sge])]).is_err() {
+            if self
+                .srq
+                .post_recv(&[RecvWr::new(RECV_WRID, &[sge])])
+                .is_err()
+            {
                 break;
             }
             i += 1;
@@ -82,7 +84,7 @@ fn connect_all(qps: &[QueuePair], o: &Options, port: u8, my: &[Dest], rem: &[Des
             my_psn: my[i].psn,
             mtu: o.mtu,
             sl: o.sl as u8,
-            dest: &dest,
+            dest,
             sgid_idx: o.gidx,
         };
         if let Err((step, e)) = rc::connect(qp, &p) {
@@ -116,7 +118,9 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     } else {
         None
     };
-    let pd = ctx.alloc_pd().map_err(|e| fail("Couldn't allocate PD", e))?;
+    let pd = ctx
+        .alloc_pd()
+        .map_err(|e| fail("Couldn't allocate PD", e))?;
     // srq_pingpong zeroes its buffer (the others fill it with 0x7b).
     let mr = pd
         .alloc_mr((o.size as usize).max(1), AccessFlags::LOCAL_WRITE)
@@ -165,7 +169,6 @@ fn run_inner(o: &Options) -> Result<(), ()> {
         srq,
         qps,
         size: o.size,
-        rx_depth: o.rx_depth,
         inline,
         pending: vec![0; num_qp],
     };
@@ -192,16 +195,13 @@ fn run_inner(o: &Options) -> Result<(), ()> {
             eprintln!("Couldn't get local LID");
             return Err(());
         }
-        d.gid = local_gid(&ctx, port, o.gidx, "Could not get local gid for gid index")
-            .ok_or(())?;
+        d.gid = local_gid(&ctx, port, o.gidx, "Could not get local gid for gid index").ok_or(())?;
         println!("{}", address_line(false, d, false));
     }
 
     let rem = match &o.servername {
         Some(host) => wire::client_exchange(host, o.port, &my),
-        None => wire::server_exchange(o.port, &my, |rem| {
-            connect_all(&pp.qps, o, port, &my, rem)
-        }),
+        None => wire::server_exchange(o.port, &my, |rem| connect_all(&pp.qps, o, port, &my, rem)),
     }
     .ok_or(())?;
     for d in &rem[..num_qp] {
@@ -235,7 +235,9 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let mut wc = vec![WorkCompletion::default(); num_qp + o.rx_depth as usize];
     while rcnt < iters || scnt < iters {
         if let Some(ch) = &channel {
-            let ev = ch.get_event().map_err(|e| fail("Failed to get cq_event", e))?;
+            let ev = ch
+                .get_event()
+                .map_err(|e| fail("Failed to get cq_event", e))?;
             if !ev.is_for(&cq) {
                 eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
                 return Err(());

@@ -8,7 +8,7 @@ use super::{ah_attr, Peer};
 pub use super::rc::init;
 
 /// INIT -> RTR (path MTU, remote QPN and PSN, address vector) -> RTS (SQ PSN).
-pub fn connect(qp: &QueuePair, p: &Peer<'_>) -> Result<(), (&'static str, uverbs::Error)> {
+pub fn connect(qp: &QueuePair, p: &Peer) -> Result<(), (&'static str, uverbs::Error)> {
     let mut attr = QpAttr {
         qp_state: QpState::Rtr,
         path_mtu: p.mtu,

@@ -31,7 +31,7 @@ pub fn init(qp: &QueuePair, ib_port: u8) -> uverbs::Result<()> {
 pub fn connect(
     qp: &QueuePair,
     pd: &ProtectionDomain,
-    p: &Peer<'_>,
+    p: &Peer,
 ) -> Result<AddressHandle, (&'static str, uverbs::Error)> {
     let mut attr = QpAttr::with_state(QpState::Rtr);
     qp.modify(&attr, QpAttrMask::STATE)

@@ -209,7 +209,10 @@ mod tests {
         );
         assert_eq!(msg[51], 0);
         assert_eq!(decode(&msg), Some(d));
-        assert_eq!(encode(&Dest::default())[..], *b"0000:000000:000000:00000000000000000000000000000000\0");
+        assert_eq!(
+            encode(&Dest::default())[..],
+            *b"0000:000000:000000:00000000000000000000000000000000\0"
+        );
     }
 
     #[test]
@@ -258,8 +261,18 @@ mod tests {
             let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
             l.local_addr().unwrap().port()
         };
-        let server_dest = Dest { lid: 1, qpn: 2, psn: 3, gid: roce_gid() };
-        let client_dest = Dest { lid: 4, qpn: 5, psn: 6, gid: Gid::default() };
+        let server_dest = Dest {
+            lid: 1,
+            qpn: 2,
+            psn: 3,
+            gid: roce_gid(),
+        };
+        let client_dest = Dest {
+            lid: 4,
+            qpn: 5,
+            psn: 6,
+            gid: Gid::default(),
+        };
         let srv = std::thread::spawn(move || {
             server_exchange(u32::from(port), &[server_dest], |rem| rem == [client_dest])
         });

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# scripts/bench.sh — uverbs vs perftest on rxe, in ONE boot of the test guest.
+#
+# Usage:
+#   scripts/bench.sh [--kernel 6.1|6.12] [-n ITERS] [--bw-iters N] [--rounds R]
+#                    [--no-build] [--timeout S] [--keep-log FILE]
+#
+# Builds `uverbs` in release (cargo build --release --bin uverbs), boots the
+# rxe guest (guest/run-guest.sh) and, for R rounds (default 3), runs for each
+# of ib_write_lat, ib_send_lat and ib_write_bw: perftest (server in the
+# background, client to 192.0.2.1, -d rxe0 -x $GID, same -s/-n), then
+# `uverbs perf write-lat|send-lat|write-bw` with the same size, iterations and
+# the inline size perftest reports using (0 on rxe), then, for the latency
+# tests, `uverbs perf` with perftest's nominal inline default (220 write, 236
+# send; perftest does not inline on devices it does not recognize, rxe
+# included). Prints every result row, the ratio ours/perftest per round
+# (latency: t_typical and t_avg; bandwidth: BW average), and a summary of the
+# per-metric medians over the rounds. A benchmark, not a test: it does not
+# assert; it exits non-zero only if the guest or a tool failed.
+#
+# Defaults are perftest's: size 2 / 1000 iterations for latency, 65536 / 5000
+# for bandwidth. -n sets the latency iterations, --bw-iters the bandwidth ones.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+log() { printf '[bench] %s\n' "$*" >&2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
+
+KERNEL=6.1 ITERS=1000 BW_ITERS=5000 ROUNDS=3 BUILD=1 TIMEOUT=1200 KEEP=
+LAT_SIZE=2 BW_SIZE=65536
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --kernel) [[ $# -ge 2 ]] || usage; KERNEL=$2; shift 2 ;;
+    -n) [[ $# -ge 2 ]] || usage; ITERS=$2; shift 2 ;;
+    --bw-iters) [[ $# -ge 2 ]] || usage; BW_ITERS=$2; shift 2 ;;
+    --rounds) [[ $# -ge 2 ]] || usage; ROUNDS=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
+    --keep-log) [[ $# -ge 2 ]] || usage; KEEP=$2; shift 2 ;;
+    -h|--help) usage ;;
+    *) log "unknown argument: $1"; usage ;;
+  esac
+done
+[[ $KERNEL == 6.1 || $KERNEL == 6.12 ]] || { log "--kernel 6.1|6.12"; exit 2; }
+for v in ITERS BW_ITERS ROUNDS; do
+  [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 5 || $v == ROUNDS && ${!v} =~ ^[1-9][0-9]*$ ]] \
+    || { log "bad $v: ${!v}"; exit 2; }
+done
+
+cd "$REPO"
+if [[ $BUILD == 1 ]]; then
+  log "cargo build --release --bin uverbs"
+  cargo build --release --bin uverbs >&2
+fi
+BIN=$REPO/target/release/uverbs
+[[ -x $BIN ]] || { log "no $BIN (drop --no-build)"; exit 2; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+# A private copy: concurrent builds must not swap the binary under us.
+cp "$BIN" "$WORK/uverbs"
+
+cat > "$WORK/guest.sh" <<GUEST
+G=\$UVERBS_TEST_GID_INDEX
+ROUNDS=$ROUNDS
+echo "BENCH-INFO kernel=\$(uname -r) gid=\$G cpus=\$(grep -c ^processor /proc/cpuinfo) clocksource=\$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+row() { grep -A1 '#bytes' "\$1" | tail -1; }
+# perftest TEST SIZE ITERS ROUND: server in the background, client to 192.0.2.1
+perftest() {
+  \$1 -d rxe0 -x \$G -s \$2 -n \$3 > /tmp/srv.txt 2>&1 &
+  sp=\$!
+  sleep 1
+  if ! \$1 -d rxe0 -x \$G -s \$2 -n \$3 192.0.2.1 > /tmp/cli.txt 2>&1; then
+    echo "BENCH-FAIL \$1 perftest"; cat /tmp/cli.txt /tmp/srv.txt; kill \$sp 2>/dev/null; wait \$sp; return 1
+  fi
+  wait \$sp
+  INLINE=\$(sed -n 's/.*Max inline data : \([0-9]*\).*/\1/p' /tmp/cli.txt | head -1)
+  echo "BENCH-ROW \$1 perftest \$4 \$(row /tmp/cli.txt)"
+}
+# ours NAME TEST SIZE ITERS ROUND ARGS...
+ours() {
+  name=\$1 t=\$2 s=\$3 n=\$4 r=\$5; shift 5
+  if ! /guest/uverbs perf \$t -d rxe0 -x \$G -s \$s -n \$n "\$@" > /tmp/ours.txt 2>&1; then
+    echo "BENCH-FAIL \$t \$name"; cat /tmp/ours.txt; return 1
+  fi
+  echo "BENCH-ROW ib_\$(echo \$t | tr - _) \$name \$r \$(row /tmp/ours.txt)"
+}
+fail=0
+r=1
+while [ \$r -le \$ROUNDS ]; do
+  perftest ib_write_lat $LAT_SIZE $ITERS \$r || fail=1
+  ours uverbs write-lat $LAT_SIZE $ITERS \$r -I \${INLINE:-0} || fail=1
+  ours uverbs+inline write-lat $LAT_SIZE $ITERS \$r -I 220 || fail=1
+  perftest ib_send_lat $LAT_SIZE $ITERS \$r || fail=1
+  ours uverbs send-lat $LAT_SIZE $ITERS \$r -I \${INLINE:-0} || fail=1
+  ours uverbs+inline send-lat $LAT_SIZE $ITERS \$r -I 236 || fail=1
+  perftest ib_write_bw $BW_SIZE $BW_ITERS \$r || fail=1
+  ours uverbs write-bw $BW_SIZE $BW_ITERS \$r -I \${INLINE:-0} || fail=1
+  r=\$((r + 1))
+done
+exit \$fail
+GUEST
+
+LOG=$WORK/console.log
+log "booting the $KERNEL guest: $ROUNDS round(s); lat -s $LAT_SIZE -n $ITERS, bw -s $BW_SIZE -n $BW_ITERS"
+set +e
+"$REPO/guest/run-guest.sh" --kernel "$KERNEL" --quiet --timeout "$TIMEOUT" \
+  --add "$WORK/uverbs:uverbs" --script "$WORK/guest.sh" --log "$LOG" >&2
+rc=$?
+set -e
+[[ -n $KEEP ]] && cp "$LOG" "$KEEP"
+[[ -f $LOG ]] || { log "no console log (run-guest.sh exit $rc)"; exit 1; }
+tr -d '\r' < "$LOG" > "$WORK/clean.log"
+grep -A30 '^BENCH-FAIL' "$WORK/clean.log" >&2 || true
+
+# ---- report: rows, per-round ratios, summary of medians
+awk -v kernel="$KERNEL" '
+function med(list,   n, a, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+  if (n == 0) return "";
+  return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+/^BENCH-INFO/ { sub(/^BENCH-INFO /, ""); info = $0; next }
+/^BENCH-ROW/ {
+  test = $2; tool = $3; round = $4
+  if (test ~ /_lat$/) { m1 = "t_typical"; v1 = $9; m2 = "t_avg"; v2 = $10 }
+  else { m1 = "BW_average"; v1 = $8; m2 = "BW_peak"; v2 = $7 }
+  row[test, tool, round] = $0
+  val[test, m1, tool, round] = v1; val[test, m2, tool, round] = v2
+  all[test, m1, tool] = all[test, m1, tool] " " v1
+  all[test, m2, tool] = all[test, m2, tool] " " v2
+  if (!((test, tool) in seen)) { seen[test, tool] = 1; tools[test] = tools[test] " " tool }
+  if (round > maxr) maxr = round
+  next
+}
+END {
+  printf "# kernel %s: %s\n", kernel, info
+  nt = split("ib_write_lat ib_send_lat ib_write_bw", tests, " ")
+  for (k = 1; k <= nt; k++) {
+    t = tests[k]; lat = (t ~ /_lat$/)
+    printf "\n== %s  (%s)\n", t, lat ? "usec, lower is better; ratio = ours/perftest, target <= 0.95" : "MB/sec, higher is better; ratio = ours/perftest, target >= 1.05"
+    n = split(tools[t], tl, " ")
+    for (r = 1; r <= maxr; r++) {
+      for (i = 1; i <= n; i++) if ((t, tl[i], r) in row) {
+        split(row[t, tl[i], r], f, " "); line = ""
+        for (j = 5; j in f; j++) line = line sprintf(" %9s", f[j])
+        printf "  round %d %-14s%s\n", r, tl[i], line
+      }
+      for (i = 1; i <= n; i++) if (tl[i] != "perftest" && (t, tl[i], r) in row && (t, "perftest", r) in row) {
+        if (lat) printf "  round %d ratio %-14s t_typical %.3f  t_avg %.3f\n", r, tl[i], val[t, "t_typical", tl[i], r] / val[t, "t_typical", "perftest", r], val[t, "t_avg", tl[i], r] / val[t, "t_avg", "perftest", r]
+        else printf "  round %d ratio %-14s BW_average %.3f  BW_peak %.3f\n", r, tl[i], val[t, "BW_average", tl[i], r] / val[t, "BW_average", "perftest", r], val[t, "BW_peak", tl[i], r] / val[t, "BW_peak", "perftest", r]
+      }
+    }
+  }
+  printf "\n== summary (kernel %s): median over %d round(s)\n", kernel, maxr
+  printf "%-13s %-11s %10s %-14s %10s %7s %s\n", "test", "metric", "perftest", "ours", "value", "ratio", "target"
+  for (k = 1; k <= nt; k++) {
+    t = tests[k]; lat = (t ~ /_lat$/)
+    split(lat ? "t_typical t_avg" : "BW_average BW_peak", ms, " ")
+    n = split(tools[t], tl, " ")
+    for (mi = 1; mi <= 2; mi++) {
+      m = ms[mi]; p = med(all[t, m, "perftest"])
+      for (i = 1; i <= n; i++) if (tl[i] != "perftest") {
+        o = med(all[t, m, tl[i]])
+        if (p == "" || o == "" || p == 0) continue
+        ratio = o / p
+        ok = lat ? (ratio <= 0.95 ? "met (<= 0.95)" : "missed (<= 0.95)") : (ratio >= 1.05 ? "met (>= 1.05)" : "missed (>= 1.05)")
+        if (m == "BW_peak") ok = "(info)"
+        printf "%-13s %-11s %10.2f %-14s %10.2f %7.3f %s\n", t, m, p, tl[i], o, ratio, ok
+      }
+    }
+  }
+}' "$WORK/clean.log"
+if [[ $rc != 0 ]]; then
+  log "guest exit status $rc (a tool failed or the guest did not finish; see above)"
+  exit 1
+fi

@@ -1,0 +1,570 @@
+//! CM ids (`struct rdma_cm_id`) and their commands.
+//!
+//! Each id has a process-unique, non-zero `uid` that the kernel echoes in
+//! every event for it (librdmacm passes a pointer there); a global registry
+//! maps it back to the id's event counts and the id itself, so events keep
+//! finding their id after [`CmId::migrate`] moves it to another channel.
+//!
+//! Destroy follows `rdma_destroy_id`: `DESTROY_ID` answers with
+//! `events_reported`, the number of events `GET_EVENT` handed out for the
+//! id, and the destroy returns only once that many were acknowledged. As for
+//! the verbs objects (`event_count`), events hold their id alive, a destroy
+//! from a thread that holds one of its events fails with `EBUSY`, and events
+//! held by other threads are waited for.
+
+use std::{
+    collections::HashMap,
+    net::SocketAddr,
+    sync::{
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, Mutex, OnceLock, Weak,
+    },
+    time::Duration,
+};
+
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::{
+    abi,
+    context::Context,
+    error::{Error, ErrorKind, Result},
+    event_count::{destroy_after_events, EventCounts},
+    object::{Destroy, Owned},
+    sys::Errno,
+    QpType,
+};
+
+use super::{
+    addr,
+    channel::{ChannelInner, EventChannel},
+    event::ConnParam,
+};
+
+/// The port space of an id (`enum rdma_port_space`): which QP type and which
+/// address namespace it uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PortSpace {
+    /// `RDMA_PS_TCP`: reliable connected (RC) QPs, TCP-like ports.
+    Tcp,
+    /// `RDMA_PS_UDP`: unreliable datagram (UD) QPs, UDP-like ports.
+    Udp,
+    /// `RDMA_PS_IPOIB`: UD QPs in the IPoIB namespace.
+    Ipoib,
+    /// `RDMA_PS_IB`: native IB service ids, with the given QP type.
+    Ib(QpType),
+}
+
+impl PortSpace {
+    /// `RDMA_PS_*`.
+    pub fn raw(self) -> u16 {
+        (match self {
+            PortSpace::Tcp => abi::RDMA_PS_TCP,
+            PortSpace::Udp => abi::RDMA_PS_UDP,
+            PortSpace::Ipoib => abi::RDMA_PS_IPOIB,
+            PortSpace::Ib(_) => abi::RDMA_PS_IB,
+        }) as u16
+    }
+
+    /// The QP type of ids in this port space.
+    pub fn qp_type(self) -> QpType {
+        match self {
+            PortSpace::Tcp => QpType::Rc,
+            PortSpace::Udp | PortSpace::Ipoib => QpType::Ud,
+            PortSpace::Ib(t) => t,
+        }
+    }
+}
+
+/// The kernel side of an id; the handle and its events hold an `Arc`.
+#[derive(Debug)]
+pub(crate) struct IdShared {
+    /// The channel whose fd the kernel ties the id to (changes on migrate).
+    pub(crate) channel: Mutex<Arc<ChannelInner>>,
+    pub(crate) kernel_id: u32,
+    pub(crate) uid: u64,
+    pub(crate) ps: PortSpace,
+    pub(crate) qp_type: QpType,
+    pub(crate) counts: Arc<EventCounts>,
+    destroying: AtomicBool,
+    context: Mutex<Option<Context>>,
+}
+
+impl IdShared {
+    pub(crate) fn channel(&self) -> Arc<ChannelInner> {
+        self.channel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn is_destroying(&self) -> bool {
+        self.destroying.load(Ordering::Acquire)
+    }
+}
+
+impl Destroy for IdShared {
+    fn destroy_kernel(&mut self) -> Result<()> {
+        // Events read from now on are acknowledged at once, not delivered.
+        self.destroying.store(true, Ordering::Release);
+        let mut req = abi::RdmaUcmDestroyId::new_zeroed();
+        req.id = self.kernel_id;
+        let mut resp = abi::RdmaUcmDestroyIdResp::new_zeroed();
+        let result = self.channel().command_op(
+            abi::RDMA_USER_CM_CMD_DESTROY_ID,
+            req.as_bytes(),
+            Some(0),
+            resp.as_mut_bytes(),
+        );
+        if result.is_ok() {
+            // No event value of this id exists any more (they hold it); what
+            // remains are events other threads just read, acknowledged as
+            // soon as they find the id being destroyed.
+            self.counts.wait_acked([0, resp.events_reported]);
+        }
+        unregister(self.uid);
+        result
+    }
+}
+
+type Entry = (Arc<EventCounts>, Weak<Owned<IdShared>>);
+
+fn registry() -> &'static Mutex<HashMap<u64, Entry>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<u64, Entry>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn new_uid() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The id an event's `uid` names (0 and unknown uids: `None`).
+pub(crate) fn lookup(uid: u64) -> Option<Entry> {
+    if uid == 0 {
+        return None;
+    }
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&uid)
+        .cloned()
+}
+
+fn register(arc: &Arc<Owned<IdShared>>) {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(arc.uid, (arc.counts.clone(), Arc::downgrade(arc)));
+}
+
+fn unregister(uid: u64) {
+    registry()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&uid);
+}
+
+/// An rdma_cm id (`struct rdma_cm_id`). See the module documentation of
+/// [`crate::cm`].
+#[derive(Debug)]
+pub struct CmId {
+    pub(crate) inner: Arc<Owned<IdShared>>,
+}
+
+impl CmId {
+    fn wrap(channel: Arc<ChannelInner>, kernel_id: u32, uid: u64, ps: PortSpace) -> CmId {
+        let inner = Owned::new(IdShared {
+            channel: Mutex::new(channel),
+            kernel_id,
+            uid,
+            ps,
+            qp_type: ps.qp_type(),
+            counts: Arc::new(EventCounts::default()),
+            destroying: AtomicBool::new(false),
+            context: Mutex::new(None),
+        });
+        register(&inner);
+        CmId { inner }
+    }
+
+    pub(crate) fn create(channel: Arc<ChannelInner>, ps: PortSpace) -> Result<CmId> {
+        let uid = new_uid();
+        let mut req = abi::RdmaUcmCreateId::new_zeroed();
+        req.uid = uid;
+        req.ps = ps.raw();
+        req.qp_type = ps.qp_type().raw();
+        let mut resp = abi::RdmaUcmCreateIdResp::new_zeroed();
+        channel
+            .command(
+                abi::RDMA_USER_CM_CMD_CREATE_ID,
+                req.as_bytes(),
+                Some(8),
+                resp.as_mut_bytes(),
+            )
+            .map_err(|e| {
+                let err = Error::sys("RDMA_USER_CM_CMD_CREATE_ID", e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!("port space {ps:?} is not supported"))
+                } else {
+                    err
+                }
+            })?;
+        Ok(Self::wrap(channel, resp.id, uid, ps))
+    }
+
+    /// The id of a connection request (the kernel created it); its uid is
+    /// told to the kernel by [`CmId::accept`].
+    pub(crate) fn adopt(
+        channel: Arc<ChannelInner>,
+        kernel_id: u32,
+        ps: PortSpace,
+        _qp_type: QpType,
+    ) -> CmId {
+        Self::wrap(channel, kernel_id, new_uid(), ps)
+    }
+
+    pub(crate) fn channel(&self) -> Arc<ChannelInner> {
+        self.inner.channel()
+    }
+
+    fn run(&self, cmd: u32, body: &[u8]) -> Result<()> {
+        self.channel().command_op(cmd, body, None, &mut [])
+    }
+
+    /// The kernel's id number.
+    pub fn kernel_id(&self) -> u32 {
+        self.inner.kernel_id
+    }
+
+    /// The cookie the kernel echoes in this id's events ([`super::CmEvent::uid`]).
+    pub fn uid(&self) -> u64 {
+        self.inner.uid
+    }
+
+    /// The port space.
+    pub fn port_space(&self) -> PortSpace {
+        self.inner.ps
+    }
+
+    /// The QP type a QP for this id must have.
+    pub fn qp_type(&self) -> QpType {
+        self.inner.qp_type
+    }
+
+    /// Binds to a local address (port 0: any free port), like `rdma_bind_addr`.
+    #[doc(alias = "rdma_bind_addr")]
+    pub fn bind(&self, local: SocketAddr) -> Result<()> {
+        let (a, size) = addr::encode(&local);
+        let mut req = abi::RdmaUcmBind::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.addr_size = size;
+        req.addr = a;
+        self.run(abi::RDMA_USER_CM_CMD_BIND, req.as_bytes())
+            .map_err(|e| match e.errno() {
+                Some(Errno::EADDRINUSE) => {
+                    e.with_detail(format!("{local} is already bound by another id"))
+                }
+                Some(Errno::EADDRNOTAVAIL) | Some(Errno::ENODEV) => {
+                    e.with_detail(format!("no RDMA device has the address {}", local.ip()))
+                }
+                _ => e,
+            })
+    }
+
+    /// Resolves `dst` (and binds to `src`, or a local address that reaches
+    /// `dst`) to an RDMA address, like `rdma_resolve_addr`; ADDR_RESOLVED or
+    /// ADDR_ERROR follows.
+    #[doc(alias = "rdma_resolve_addr")]
+    pub fn resolve_addr(
+        &self,
+        src: Option<SocketAddr>,
+        dst: SocketAddr,
+        timeout: Duration,
+    ) -> Result<()> {
+        let mut req = abi::RdmaUcmResolveAddr::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.timeout_ms = timeout.as_millis().min(u32::MAX as u128) as u32;
+        if let Some(s) = src {
+            let (a, size) = addr::encode(&s);
+            req.src_addr = a;
+            req.src_size = size;
+        }
+        let (a, size) = addr::encode(&dst);
+        req.dst_addr = a;
+        req.dst_size = size;
+        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ADDR, req.as_bytes())
+    }
+
+    /// Resolves the route to the resolved address, like
+    /// `rdma_resolve_route`; ROUTE_RESOLVED or ROUTE_ERROR follows.
+    #[doc(alias = "rdma_resolve_route")]
+    pub fn resolve_route(&self, timeout: Duration) -> Result<()> {
+        let mut req = abi::RdmaUcmResolveRoute::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.timeout_ms = timeout.as_millis().min(u32::MAX as u128) as u32;
+        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ROUTE, req.as_bytes())
+    }
+
+    /// Listens for connection requests, like `rdma_listen` (`backlog` 0:
+    /// the kernel's default, `net.rdma_ucm.max_backlog`).
+    #[doc(alias = "rdma_listen")]
+    pub fn listen(&self, backlog: u32) -> Result<()> {
+        let mut req = abi::RdmaUcmListen::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.backlog = backlog;
+        self.run(abi::RDMA_USER_CM_CMD_LISTEN, req.as_bytes())
+    }
+
+    /// Connects (or, in UD port spaces, performs the SIDR exchange), like
+    /// `rdma_connect`; `param.qp_num` is the local QP (see
+    /// [`CmId::connect_qp`]). CONNECT_RESPONSE (a QP the CM does not own),
+    /// ESTABLISHED (UD), REJECTED, UNREACHABLE or CONNECT_ERROR follows.
+    #[doc(alias = "rdma_connect")]
+    pub fn connect(&self, param: &ConnParam) -> Result<()> {
+        let op = "RDMA_USER_CM_CMD_CONNECT";
+        let mut req = abi::RdmaUcmConnect::new_zeroed();
+        req.conn_param = param.to_abi(op)?;
+        req.id = self.inner.kernel_id;
+        self.run(abi::RDMA_USER_CM_CMD_CONNECT, req.as_bytes())
+    }
+
+    /// Accepts a connection request on the id from a CONNECT_REQUEST event,
+    /// like `rdma_accept`: the kernel sends the REP (UD: the SIDR REP) and
+    /// from now on reports this id's events. Move the QP to RTS first
+    /// ([`CmId::accept_qp`] does both).
+    #[doc(alias = "rdma_accept")]
+    pub fn accept(&self, param: &ConnParam) -> Result<()> {
+        let op = "RDMA_USER_CM_CMD_ACCEPT";
+        let mut req = abi::RdmaUcmAccept::new_zeroed();
+        req.uid = self.inner.uid;
+        req.conn_param = param.to_abi(op)?;
+        req.id = self.inner.kernel_id;
+        self.run(abi::RDMA_USER_CM_CMD_ACCEPT, req.as_bytes())
+    }
+
+    /// The active side's last step after CONNECT_RESPONSE (QP in RTS): an
+    /// ACCEPT without parameters, which makes the kernel send the RTU, like
+    /// `rdma_establish` (librdmacm's `ucma_complete`).
+    #[doc(alias = "rdma_establish")]
+    pub fn establish(&self) -> Result<()> {
+        let mut req = abi::RdmaUcmAccept::new_zeroed();
+        req.id = self.inner.kernel_id;
+        self.run(abi::RDMA_USER_CM_CMD_ACCEPT, req.as_bytes())
+    }
+
+    /// Rejects a connection request, like `rdma_reject`; the peer sees
+    /// REJECTED with status 28 (consumer reject) and this private data.
+    #[doc(alias = "rdma_reject")]
+    pub fn reject(&self, private_data: &[u8]) -> Result<()> {
+        let op = "RDMA_USER_CM_CMD_REJECT";
+        let mut req = abi::RdmaUcmReject::new_zeroed();
+        if private_data.len() > req.private_data.len() {
+            return Err(Error::new(
+                op,
+                ErrorKind::InvalidArgument,
+                "at most 256 bytes of private data",
+            ));
+        }
+        req.id = self.inner.kernel_id;
+        req.private_data[..private_data.len()].copy_from_slice(private_data);
+        req.private_data_len = private_data.len() as u8;
+        self.run(abi::RDMA_USER_CM_CMD_REJECT, req.as_bytes())
+    }
+
+    /// Disconnects, like `rdma_disconnect` (move the QP to ERR first, or use
+    /// [`CmId::disconnect_qp`]); both sides see DISCONNECTED.
+    #[doc(alias = "rdma_disconnect")]
+    pub fn disconnect(&self) -> Result<()> {
+        let mut req = abi::RdmaUcmDisconnect::new_zeroed();
+        req.id = self.inner.kernel_id;
+        self.run(abi::RDMA_USER_CM_CMD_DISCONNECT, req.as_bytes())
+    }
+
+    /// Forwards a QP async event to the CM, like `rdma_notify`: with
+    /// [`IB_EVENT_COMM_EST`] the passive side becomes ESTABLISHED when data
+    /// arrived before the RTU (the kernel fails with `EISCONN` when it already
+    /// is, `EINVAL` in other states).
+    #[doc(alias = "rdma_notify")]
+    pub fn notify(&self, event: u32) -> Result<()> {
+        let mut req = abi::RdmaUcmNotify::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.event = event;
+        self.run(abi::RDMA_USER_CM_CMD_NOTIFY, req.as_bytes())
+    }
+
+    /// The addresses and device of the id (`QUERY` with `RDMA_USER_CM_QUERY_ADDR`).
+    pub fn query_addr(&self) -> Result<AddrInfo> {
+        let mut req = abi::RdmaUcmQuery::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.option = abi::RDMA_USER_CM_QUERY_ADDR;
+        let mut resp = abi::RdmaUcmQueryAddrResp::new_zeroed();
+        // Kernels that predate ibdev_index leave it as preset.
+        resp.ibdev_index = u32::MAX;
+        self.channel().command_op(
+            abi::RDMA_USER_CM_CMD_QUERY,
+            req.as_bytes(),
+            Some(0),
+            resp.as_mut_bytes(),
+        )?;
+        Ok(AddrInfo {
+            src: addr::decode_storage(&resp.src_addr),
+            dst: addr::decode_storage(&resp.dst_addr),
+            node_guid: u64::from_be(resp.node_guid),
+            port_num: resp.port_num,
+            pkey: u16::from_be(resp.pkey),
+            ibdev_index: resp.ibdev_index,
+        })
+    }
+
+    /// The route (`QUERY_ROUTE`): device, port, addresses and path records.
+    pub fn query_route(&self) -> Result<RouteInfo> {
+        let mut req = abi::RdmaUcmQuery::new_zeroed();
+        req.id = self.inner.kernel_id;
+        let mut resp = abi::RdmaUcmQueryRouteResp::new_zeroed();
+        resp.ibdev_index = u32::MAX;
+        self.channel().command_op(
+            abi::RDMA_USER_CM_CMD_QUERY_ROUTE,
+            req.as_bytes(),
+            Some(0),
+            resp.as_mut_bytes(),
+        )?;
+        let n = (resp.num_paths as usize).min(2);
+        Ok(RouteInfo {
+            node_guid: u64::from_be(resp.node_guid),
+            port_num: resp.port_num,
+            src: addr::decode(&resp.src_addr),
+            dst: addr::decode(&resp.dst_addr),
+            paths: resp.ib_route[..n]
+                .iter()
+                .map(|p| PathRecord {
+                    dgid: crate::Gid(p.dgid),
+                    sgid: crate::Gid(p.sgid),
+                    pkey: u16::from_be(p.pkey),
+                    mtu: p.mtu,
+                    hop_limit: p.hop_limit,
+                    traffic_class: p.traffic_class,
+                    sl: p.sl,
+                    rate: p.rate,
+                    packet_life_time: p.packet_life_time,
+                })
+                .collect(),
+            ibdev_index: resp.ibdev_index,
+        })
+    }
+
+    /// The verbs context of the id's device (bound, resolved, or from a
+    /// connection request), opened once per channel; QPs for the id are
+    /// created on it.
+    pub fn context(&self) -> Result<Context> {
+        if let Some(c) = self
+            .inner
+            .context
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+        {
+            return Ok(c);
+        }
+        let a = self.query_addr()?;
+        if a.node_guid == 0 {
+            return Err(Error::new(
+                "rdma_cm id's verbs device",
+                ErrorKind::NoDevice,
+                "the id is not bound to a device yet: bind it to a local address, resolve \
+                 an address, or use the id of a CONNECT_REQUEST",
+            ));
+        }
+        let ctx = self.channel().context_for(a.node_guid, a.ibdev_index)?;
+        *self.inner.context.lock().unwrap_or_else(|p| p.into_inner()) = Some(ctx.clone());
+        Ok(ctx)
+    }
+
+    /// Moves the id (and its queued events) to another channel, like
+    /// `rdma_migrate_id`. Events already delivered stay counted against the
+    /// id and may be acknowledged at any time.
+    #[doc(alias = "rdma_migrate_id")]
+    pub fn migrate(&self, to: &EventChannel) -> Result<()> {
+        use std::os::fd::AsRawFd;
+        let from = self.channel();
+        let mut req = abi::RdmaUcmMigrateId::new_zeroed();
+        req.id = self.inner.kernel_id;
+        req.fd = from.fd.as_raw_fd() as u32;
+        let mut resp = abi::RdmaUcmMigrateResp::new_zeroed();
+        // Hold the channel slot so no command goes to the old fd meanwhile.
+        let mut slot = self.inner.channel.lock().unwrap_or_else(|p| p.into_inner());
+        to.inner.command_op(
+            abi::RDMA_USER_CM_CMD_MIGRATE_ID,
+            req.as_bytes(),
+            Some(0),
+            resp.as_mut_bytes(),
+        )?;
+        *slot = to.inner.clone();
+        Ok(())
+    }
+
+    /// Destroys the id, like `rdma_destroy_id`: returns once every event the
+    /// kernel reported for it has been acknowledged. Fails with `EBUSY` when
+    /// the calling thread holds one of its events; waits for events other
+    /// threads hold. (Dropping the id destroys it when its last event is
+    /// acknowledged, ignoring errors.)
+    #[doc(alias = "rdma_destroy_id")]
+    pub fn destroy(self) -> Result<()> {
+        let counts = self.inner.counts.clone();
+        destroy_after_events(self.inner, &counts, || 0, "rdma_destroy_id")
+    }
+}
+
+/// What [`CmId::query_addr`] reports (`rdma_ucm_query_addr_resp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddrInfo {
+    /// The local address (`None` when unbound or not IP).
+    pub src: Option<SocketAddr>,
+    /// The remote address (`None` when unresolved or not IP).
+    pub dst: Option<SocketAddr>,
+    /// The node GUID of the bound device, host order (0: unbound).
+    pub node_guid: u64,
+    /// The port of the bound device (0: unbound).
+    pub port_num: u8,
+    /// The P_Key.
+    pub pkey: u16,
+    /// The ib device index (`u32::MAX`: not reported).
+    pub ibdev_index: u32,
+}
+
+/// One path record of a route (`struct ib_user_path_rec`, the fields that matter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct PathRecord {
+    pub dgid: crate::Gid,
+    pub sgid: crate::Gid,
+    pub pkey: u16,
+    /// `enum ibv_mtu` (1: 256 … 5: 4096).
+    pub mtu: u32,
+    pub hop_limit: u8,
+    pub traffic_class: u8,
+    pub sl: u8,
+    pub rate: u8,
+    pub packet_life_time: u8,
+}
+
+/// What [`CmId::query_route`] reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteInfo {
+    /// The node GUID of the device, host order.
+    pub node_guid: u64,
+    /// The port.
+    pub port_num: u8,
+    /// The local address.
+    pub src: Option<SocketAddr>,
+    /// The remote address.
+    pub dst: Option<SocketAddr>,
+    /// The path records (none before the route is resolved).
+    pub paths: Vec<PathRecord>,
+    /// The ib device index (`u32::MAX`: not reported).
+    pub ibdev_index: u32,
+}
+
+/// `IB_EVENT_COMM_EST`: for [`CmId::notify`].
+pub const IB_EVENT_COMM_EST: u32 = 4;
+/// `IB_EVENT_PATH_MIG`: for [`CmId::notify`].
+pub const IB_EVENT_PATH_MIG: u32 = 6;
