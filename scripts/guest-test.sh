@@ -8,9 +8,10 @@
 #   UVERBS_TEST_DEVICE=mlx5_0 scripts/guest-test.sh --host [-- extra test args]
 #
 # Builds `cargo test --features device-tests --no-run` and `cargo build --bin
-# uverbs` on the host (with --musl: through scripts/musl.sh cargo ...), puts
-# the executables into ONE guest boot per kernel and runs each test executable
-# there with --test-threads=1 and UVERBS_BIN=/guest/bin/uverbs. The guest
+# uverbs` + `cargo build --examples` on the host (with --musl: through
+# scripts/musl.sh cargo ...), puts the executables into ONE guest boot per
+# kernel and runs each test executable there with --test-threads=1,
+# UVERBS_BIN=/guest/bin/uverbs and UVERBS_EXAMPLES_DIR=/guest/examples. The guest
 # exports UVERBS_TEST_DEVICE=rxe0, UVERBS_TEST_GID_INDEX, UVERBS_TEST_IP=192.0.2.1.
 # The console is streamed to stderr (prefixed "[<kernel>] "); stdout gets the
 # cargo `test result:` lines, prefixed with the kernel. Exits non-zero if any
@@ -94,6 +95,8 @@ for line in sys.stdin:
     t = m.get("target", {})
     if want == "tests" and m.get("profile", {}).get("test"):
         print(m["executable"])
+    elif want == "examples" and "example" in t.get("kind", []):
+        print(m["executable"])
     elif want != "tests" and t.get("name") == want and "bin" in t.get("kind", []):
         print(m["executable"])
 ' "$1"
@@ -111,7 +114,15 @@ log "building the uverbs CLI: ${CARGO[*]} build --bin uverbs ${MF[*]}"
   || die "cargo build --bin uverbs failed"
 UVERBS=$(executables uverbs < "$JSON" | tail -1)
 [[ -n $UVERBS && -x $UVERBS ]] || die "cargo did not report the uverbs executable"
-log "test executables: ${TESTS[*]##*/}; uverbs: $UVERBS"
+# The examples, which device tests run as programs (UVERBS_EXAMPLES_DIR).
+EXAMPLES=()
+if [[ -z $MANIFEST ]]; then
+  log "building the examples: ${CARGO[*]} build --examples"
+  "${CARGO[@]}" build "${PROFILE[@]}" --examples --message-format=json-render-diagnostics > "$JSON" \
+    || die "cargo build --examples failed"
+  mapfile -t EXAMPLES < <(executables examples < "$JSON" | awk '!seen[$0]++')
+fi
+log "test executables: ${TESTS[*]##*/}; uverbs: $UVERBS; examples: ${EXAMPLES[*]##*/}"
 
 # sq STR: single-quote STR for a POSIX shell
 sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
@@ -124,7 +135,8 @@ if [[ $HOST == 1 ]]; then
   for t in "${TESTS[@]}"; do
     log "running ${t##*/} on the host (device $UVERBS_TEST_DEVICE)"
     set +e
-    UVERBS_BIN=$UVERBS "$t" --test-threads=1 "${TEST_ARGS[@]}" 2>&1 | tee "$OUT" >&2
+    UVERBS_BIN=$UVERBS UVERBS_EXAMPLES_DIR=${EXAMPLES[0]:+$(dirname "${EXAMPLES[0]}")} \
+      "$t" --test-threads=1 "${TEST_ARGS[@]}" 2>&1 | tee "$OUT" >&2
     rc=${PIPESTATUS[0]}
     set -e
     grep '^test result: ' "$OUT" | sed 's/^/[host] /' || true
@@ -141,10 +153,12 @@ fi
 SCRIPT=$(mktemp "${TMPDIR:-/tmp}/guest-test-run.XXXXXX")
 trap 'rm -f "$JSON" "$SCRIPT"' EXIT
 ADDS=(--add "$UVERBS:/guest/bin/uverbs")
+for e in "${EXAMPLES[@]}"; do ADDS+=(--add "$e:/guest/examples/$(basename "$e")"); done
 extra=
 for a in "${TEST_ARGS[@]}"; do extra+=" $(sq "$a")"; done
 {
   echo 'export UVERBS_BIN=/guest/bin/uverbs'
+  echo 'export UVERBS_EXAMPLES_DIR=/guest/examples'
   echo 'fails=0'
   i=0
   for t in "${TESTS[@]}"; do

@@ -17,6 +17,35 @@
 //! # }
 //! ```
 //!
+//! A QP and its data path (the connection setup, an exchange of QP numbers
+//! and GIDs with the peer followed by `modify` to INIT, RTR and RTS, is
+//! left out):
+//!
+//! ```no_run
+//! use uverbs::{AccessFlags, Context, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendWr};
+//!
+//! # fn main() -> uverbs::Result<()> {
+//! let ctx = Context::open(None)?;
+//! let pd = ctx.alloc_pd()?;
+//! let mut cq = ctx.create_cq(64, CqOptions::default())?;
+//! let mut qp = pd.create_qp(&QpInitAttr {
+//!     qp_type: QpType::Rc,
+//!     send_cq: &cq,
+//!     recv_cq: &cq,
+//!     srq: None,
+//!     cap: QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 },
+//!     sq_sig_all: false,
+//! })?;
+//! let buf = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
+//! qp.post_recv(&[RecvWr::new(1, &[buf.sge(0, 4096)?])])?;
+//! qp.post_send(&[SendWr::send(2, &[buf.sge(0, 64)?])])?;
+//! let mut wc = [uverbs::WorkCompletion::default(); 16];
+//! let n = cq.poll(&mut wc);
+//! # let _ = n;
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Layout:
 //! - [`sys`]: the only module that makes system calls ([`sys::Kernel`]); tests fake it.
 //! - [`ioctl`]: the `RDMA_VERBS_IOCTL` command builder.

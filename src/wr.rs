@@ -304,3 +304,18 @@ impl std::fmt::Display for PostError {
 }
 
 impl std::error::Error for PostError {}
+
+impl From<PostError> for crate::Error {
+    /// A post error as the crate's error (the doorbell's own error, or an
+    /// `InvalidArgument` naming the request).
+    fn from(e: PostError) -> Self {
+        match e.kind {
+            PostErrorKind::Doorbell(err) => err,
+            _ => crate::Error::new(
+                "post work request",
+                crate::ErrorKind::InvalidArgument,
+                e.to_string(),
+            ),
+        }
+    }
+}

@@ -48,6 +48,7 @@ type WriteFn = Box<dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send>;
 type NetlinkFn = Box<dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send>;
 type RawWriteFn = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
 type UcmaFn = Box<dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send>;
+type MmapFn = Box<dyn FnMut(u64, &mut [u8]) -> Result<(), Errno> + Send>;
 
 #[derive(Default)]
 struct State {
@@ -59,6 +60,7 @@ struct State {
     raw_write: Option<RawWriteFn>,
     ucma: Option<std::sync::Arc<Mutex<UcmaFn>>>,
     netlink: Option<NetlinkFn>,
+    mmap: Option<MmapFn>,
     reads: VecDeque<Result<Vec<u8>, Errno>>,
     calls: Vec<Call>,
 }
@@ -152,6 +154,17 @@ impl FakeKernel {
         f: impl FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send + 'static,
     ) -> &Self {
         self.with(|s| s.netlink = Some(Box::new(f)));
+        self
+    }
+
+    /// Fills new mappings: the handler gets the mmap offset and the
+    /// (zeroed) memory, e.g. to write the queue header a driver's mmap
+    /// provides. Without it, mappings stay zeroed.
+    pub fn on_mmap(
+        &self,
+        f: impl FnMut(u64, &mut [u8]) -> Result<(), Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.mmap = Some(Box::new(f)));
         self
     }
 
@@ -294,11 +307,21 @@ impl Kernel for FakeKernel {
         _prot: Protection,
     ) -> Result<Mapping, Errno> {
         self.log(Call::Mmap(len, offset));
-        memmap2::MmapOptions::new()
+        let mut map = memmap2::MmapOptions::new()
             .len(len)
             .map_anon()
-            .map(Mapping::from)
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)))
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
+        let mut handler = self.with(|s| s.mmap.take());
+        let filled = match handler.as_mut() {
+            Some(h) => h(offset, &mut map),
+            None => Ok(()),
+        };
+        self.with(|s| {
+            if s.mmap.is_none() {
+                s.mmap = handler;
+            }
+        });
+        filled.map(|()| Mapping::from(map))
     }
 
     fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {

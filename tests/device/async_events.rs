@@ -872,7 +872,7 @@ fn recreate(dev: &str) {
 /// scripts/guest-test.sh in the guest), else cargo's layout next to this
 /// test binary (`target/<profile>/deps/device-*` -> `target/<profile>/examples`).
 fn example(name: &str) -> PathBuf {
-    let dir = match std::env::var_os("UVERBS_EXAMPLES_DIR") {
+    let dir = match std::env::var_os("UVERBS_EXAMPLES_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => std::env::current_exe()
             .unwrap()

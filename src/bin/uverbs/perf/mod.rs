@@ -68,6 +68,9 @@ pub struct Opts {
     pub clock: ClockKind,
     /// Also print side B's latency (perftest's server prints its own).
     pub both: bool,
+    /// One context (device fd) and PD per side, as perftest's two processes
+    /// have; by default both sides share one.
+    pub two_contexts: bool,
 }
 
 fn usage(out: &mut dyn Write) -> io::Result<()> {
@@ -96,6 +99,8 @@ fn usage(out: &mut dyn Write) -> io::Result<()> {
          \x20     --no-pin            do not pin the two sides to CPUs 0 and 1\n\
          \x20     --clock=tsc|monotonic  timestamp source (default tsc, like perftest)\n\
          \x20 -B, --both              also print side B's latency figures\n\
+         \x20     --two-contexts      one device context and PD per side (like perftest's\n\
+         \x20                         two processes) instead of one shared\n\
          \x20 -h, --help              this help"
     )
 }
@@ -131,6 +136,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         pin: true,
         clock: ClockKind::Tsc,
         both: false,
+        two_contexts: false,
     };
     let mut cq_mod_set = false;
     let args: Vec<&String> = it.collect();
@@ -181,6 +187,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 }
             }
             "-B" | "--both" => o.both = true,
+            "--two-contexts" => o.two_contexts = true,
             _ => return Err(format!("unknown option '{a}'")),
         }
         i += 1;
@@ -254,8 +261,8 @@ pub struct Side {
 
 /// Both sides, connected.
 pub struct Setup {
-    pub _ctx: Context,
-    pub _pd: ProtectionDomain,
+    pub _ctx: Vec<Context>,
+    pub _pd: Vec<ProtectionDomain>,
     pub a: Side,
     pub b: Side,
     pub mtu: Mtu,
@@ -376,13 +383,21 @@ fn setup(o: &Opts) -> Res<Setup> {
         .gid;
     let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
     let a = side(&ctx, &pd, o)?;
-    let b = side(&ctx, &pd, o)?;
+    let mut ctxs = vec![ctx];
+    let mut pds = vec![pd];
+    if o.two_contexts {
+        let ctx = Context::open(o.device.as_deref()).map_err(|e| e.to_string())?;
+        let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
+        ctxs.push(ctx);
+        pds.push(pd);
+    }
+    let b = side(ctxs.last().unwrap(), pds.last().unwrap(), o)?;
     connect(&a.qp, b.qp.qp_num(), o, mtu, gid)?;
     connect(&b.qp, a.qp.qp_num(), o, mtu, gid)?;
     let inline = a.qp.cap().max_inline_data.min(o.inline);
     Ok(Setup {
-        _ctx: ctx,
-        _pd: pd,
+        _ctx: ctxs,
+        _pd: pds,
         a,
         b,
         mtu,
