@@ -242,6 +242,48 @@ impl ContextInner {
     }
 }
 
+/// The destroy method and write command of an object whose destroy response
+/// reports how many events the kernel handed out for it (CQ, QP, SRQ).
+#[derive(Debug)]
+pub(crate) struct DestroyReporting {
+    pub(crate) verb: Verb,
+    pub(crate) op: &'static str,
+    pub(crate) object: u16,
+    pub(crate) method: u16,
+    pub(crate) handle_attr: u16,
+    pub(crate) resp_attr: u16,
+    pub(crate) write_command: u32,
+}
+
+impl ContextInner {
+    /// Destroys such an object: ioctl (or the write command with `write_req`,
+    /// which must hold the handle), filling `resp` with the destroy response.
+    /// Returns whether the device was already gone (`EIO`), in which case
+    /// `resp` is not filled and no event will ever need acknowledging.
+    pub(crate) fn destroy_reporting(
+        &self,
+        d: &DestroyReporting,
+        handle: u32,
+        write_req: &[u8],
+        resp: &mut [u8],
+    ) -> Result<bool> {
+        let result = self.ioctl_or_write(
+            d.verb,
+            resp,
+            |resp| {
+                let mut cmd = self.ioctl_cmd(d.object, d.method);
+                cmd.object(d.handle_attr, handle);
+                cmd.output(d.resp_attr, resp);
+                self.ioctl(&mut cmd)
+            },
+            |resp| self.write_with_resp(d.write_command, write_req, &[], resp, &mut []),
+        );
+        let gone = result == Err(Errno::EIO);
+        disassociated_is_destroyed(result).map_err(|e| Error::sys(d.op, e))?;
+        Ok(gone)
+    }
+}
+
 /// After the device is gone (`EIO`: disassociated), the kernel already
 /// destroyed every object, so a destroy counts as done; this is what
 /// libibverbs does with `RDMAV_ALLOW_DISASSOC_DESTROY`, unconditionally.

@@ -21,7 +21,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     comp_channel::{ChannelInner, CompletionChannel},
-    context::{disassociated_is_destroyed, Context, ContextInner, Verb},
+    context::{Context, ContextInner, DestroyReporting, Verb},
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
@@ -51,32 +51,23 @@ impl CqInner {
 
 impl Destroy for CqInner {
     fn destroy_kernel(&mut self) -> Result<()> {
-        let ctx = &self.ctx;
+        let mut req = abi::IbUverbsDestroyCq::new_zeroed();
+        req.cq_handle = self.handle;
         let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
-        let result = ctx.ioctl_or_write(
-            Verb::DestroyCq,
-            &mut resp,
-            |resp| {
-                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY);
-                cmd.object(abi::UVERBS_ATTR_DESTROY_CQ_HANDLE, self.handle);
-                cmd.output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_mut_bytes());
-                ctx.ioctl(&mut cmd)
+        let gone = self.ctx.destroy_reporting(
+            &DestroyReporting {
+                verb: Verb::DestroyCq,
+                op: "UVERBS_METHOD_CQ_DESTROY",
+                object: abi::UVERBS_OBJECT_CQ,
+                method: abi::UVERBS_METHOD_CQ_DESTROY,
+                handle_attr: abi::UVERBS_ATTR_DESTROY_CQ_HANDLE,
+                resp_attr: abi::UVERBS_ATTR_DESTROY_CQ_RESP,
+                write_command: abi::IB_USER_VERBS_CMD_DESTROY_CQ,
             },
-            |resp| {
-                let mut req = abi::IbUverbsDestroyCq::new_zeroed();
-                req.cq_handle = self.handle;
-                ctx.write_with_resp(
-                    abi::IB_USER_VERBS_CMD_DESTROY_CQ,
-                    req.as_bytes(),
-                    &[],
-                    resp.as_mut_bytes(),
-                    &mut [],
-                )
-            },
-        );
-        let gone = result == Err(Errno::EIO);
-        disassociated_is_destroyed(result)
-            .map_err(|e| Error::sys("UVERBS_METHOD_CQ_DESTROY", e))?;
+            self.handle,
+            req.as_bytes(),
+            resp.as_mut_bytes(),
+        )?;
         if !gone {
             // Every event the kernel handed out must be acknowledged first.
             // No event value for this CQ exists any more (they hold the CQ),
@@ -85,7 +76,7 @@ impl Destroy for CqInner {
             self.events
                 .wait_acked([resp.comp_events_reported, resp.async_events_reported]);
         }
-        ctx.events.remove(self.user_handle);
+        self.ctx.events.remove(self.user_handle);
         Ok(())
     }
 }

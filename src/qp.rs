@@ -21,7 +21,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
     abi,
-    context::{disassociated_is_destroyed, ContextInner, Verb},
+    context::{ContextInner, DestroyReporting, Verb},
     cq::{CompletionQueue, CqInner},
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
@@ -81,37 +81,27 @@ impl QpInner {
 
 impl Destroy for QpInner {
     fn destroy_kernel(&mut self) -> Result<()> {
-        let ctx = &self.ctx;
+        let mut req = abi::IbUverbsDestroyQp::new_zeroed();
+        req.qp_handle = self.handle;
         let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
-        let handle = self.handle;
-        let result = ctx.ioctl_or_write(
-            Verb::DestroyQp,
-            &mut resp,
-            |resp| {
-                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY);
-                cmd.object(abi::UVERBS_ATTR_DESTROY_QP_HANDLE, handle);
-                cmd.output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_mut_bytes());
-                ctx.ioctl(&mut cmd)
+        let gone = self.ctx.destroy_reporting(
+            &DestroyReporting {
+                verb: Verb::DestroyQp,
+                op: "UVERBS_METHOD_QP_DESTROY",
+                object: abi::UVERBS_OBJECT_QP,
+                method: abi::UVERBS_METHOD_QP_DESTROY,
+                handle_attr: abi::UVERBS_ATTR_DESTROY_QP_HANDLE,
+                resp_attr: abi::UVERBS_ATTR_DESTROY_QP_RESP,
+                write_command: abi::IB_USER_VERBS_CMD_DESTROY_QP,
             },
-            |resp| {
-                let mut req = abi::IbUverbsDestroyQp::new_zeroed();
-                req.qp_handle = handle;
-                ctx.write_with_resp(
-                    abi::IB_USER_VERBS_CMD_DESTROY_QP,
-                    req.as_bytes(),
-                    &[],
-                    resp.as_mut_bytes(),
-                    &mut [],
-                )
-            },
-        );
-        let gone = result == Err(Errno::EIO);
-        disassociated_is_destroyed(result)
-            .map_err(|e| Error::sys("UVERBS_METHOD_QP_DESTROY", e))?;
+            self.handle,
+            req.as_bytes(),
+            resp.as_mut_bytes(),
+        )?;
         if !gone {
             self.events.wait_acked([0, resp.events_reported]);
         }
-        ctx.events.remove(self.user_handle);
+        self.ctx.events.remove(self.user_handle);
         self.send_cq.children.fetch_sub(1, Ordering::AcqRel);
         self.recv_cq.children.fetch_sub(1, Ordering::AcqRel);
         if let Some(srq) = &self.srq {

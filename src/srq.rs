@@ -18,7 +18,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
     abi,
-    context::{disassociated_is_destroyed, ContextInner, Verb},
+    context::{ContextInner, DestroyReporting, Verb},
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
@@ -59,37 +59,27 @@ pub(crate) struct SrqInner {
 
 impl Destroy for SrqInner {
     fn destroy_kernel(&mut self) -> Result<()> {
-        let ctx = &self.ctx;
-        let handle = self.handle;
+        let mut req = abi::IbUverbsDestroySrq::new_zeroed();
+        req.srq_handle = self.handle;
         let mut resp = abi::IbUverbsDestroySrqResp::new_zeroed();
-        let result = ctx.ioctl_or_write(
-            Verb::DestroySrq,
-            &mut resp,
-            |resp| {
-                let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY);
-                cmd.object(abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE, handle);
-                cmd.output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_mut_bytes());
-                ctx.ioctl(&mut cmd)
+        let gone = self.ctx.destroy_reporting(
+            &DestroyReporting {
+                verb: Verb::DestroySrq,
+                op: "UVERBS_METHOD_SRQ_DESTROY",
+                object: abi::UVERBS_OBJECT_SRQ,
+                method: abi::UVERBS_METHOD_SRQ_DESTROY,
+                handle_attr: abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE,
+                resp_attr: abi::UVERBS_ATTR_DESTROY_SRQ_RESP,
+                write_command: abi::IB_USER_VERBS_CMD_DESTROY_SRQ,
             },
-            |resp| {
-                let mut req = abi::IbUverbsDestroySrq::new_zeroed();
-                req.srq_handle = handle;
-                ctx.write_with_resp(
-                    abi::IB_USER_VERBS_CMD_DESTROY_SRQ,
-                    req.as_bytes(),
-                    &[],
-                    resp.as_mut_bytes(),
-                    &mut [],
-                )
-            },
-        );
-        let gone = result == Err(Errno::EIO);
-        disassociated_is_destroyed(result)
-            .map_err(|e| Error::sys("UVERBS_METHOD_SRQ_DESTROY", e))?;
+            self.handle,
+            req.as_bytes(),
+            resp.as_mut_bytes(),
+        )?;
         if !gone {
             self.events.wait_acked([0, resp.events_reported]);
         }
-        ctx.events.remove(self.user_handle);
+        self.ctx.events.remove(self.user_handle);
         Ok(())
     }
 }
