@@ -25,7 +25,7 @@
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
-    rxe::{self, RxeCq, RxeRq, RxeSq},
+    rxe::{Doorbell, RxeCq, RxeRq, RxeSq},
     Provider,
 };
 use crate::{
@@ -157,6 +157,7 @@ pub(crate) enum QpQueues {
         sq: RxeSq,
         /// `None` for a QP that receives from an SRQ.
         rq: Option<RxeRq>,
+        doorbell: Doorbell,
     },
 }
 
@@ -179,7 +180,12 @@ impl QpPlan {
     }
 
     /// Step 3: the QP's queues.
-    pub(crate) fn finish(self, ctx: &ContextInner, shape: QpShape) -> Result<QpQueues> {
+    pub(crate) fn finish(
+        self,
+        ctx: &ContextInner,
+        handle: u32,
+        shape: QpShape,
+    ) -> Result<QpQueues> {
         match self {
             QpPlan::Rxe(resp) => {
                 let sq = RxeSq::new(
@@ -197,7 +203,11 @@ impl QpPlan {
                         shape.max_recv_sge,
                     )?)
                 };
-                Ok(QpQueues::Rxe { sq, rq })
+                Ok(QpQueues::Rxe {
+                    sq,
+                    rq,
+                    doorbell: Doorbell::new(handle),
+                })
             }
         }
     }
@@ -209,18 +219,17 @@ impl QpQueues {
     pub(crate) fn post_send(
         &mut self,
         ctx: &ContextInner,
-        handle: u32,
         wrs: &[SendWr<'_>],
     ) -> Result<(), PostError> {
         match self {
-            QpQueues::Rxe { sq, .. } => {
+            QpQueues::Rxe { sq, doorbell, .. } => {
                 let posted = sq.post(wrs);
                 let count = match &posted {
                     Ok(()) => wrs.len(),
                     Err(e) => e.index,
                 };
                 if count > 0 {
-                    rxe::kick(ctx, handle).map_err(|e| PostError {
+                    doorbell.ring(ctx).map_err(|e| PostError {
                         index: count,
                         kind: PostErrorKind::Doorbell(Error::sys(
                             "rxe send doorbell (POST_SEND)",

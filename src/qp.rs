@@ -278,6 +278,7 @@ impl ProtectionDomain {
         };
         let queues = plan.finish(
             ctx,
+            handle,
             QpShape {
                 qp_type: init.qp_type.raw(),
                 max_send_sge: cap.max_send_sge,
@@ -407,8 +408,7 @@ impl QueuePair {
                 kind: PostErrorKind::BadState("sends need the QP in RTS (or SQD, SQE, ERR)"),
             });
         }
-        self.queues
-            .post_send(&self.inner.ctx, self.inner.handle, wrs)
+        self.queues.post_send(&self.inner.ctx, wrs)
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

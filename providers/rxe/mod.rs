@@ -21,6 +21,6 @@ mod send;
 mod tests;
 
 pub(crate) use cq::RxeCq;
-pub(crate) use doorbell::kick;
+pub(crate) use doorbell::Doorbell;
 pub(crate) use recv::RxeRq;
 pub(crate) use send::RxeSq;

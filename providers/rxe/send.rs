@@ -94,8 +94,8 @@ impl RxeSq {
 
     /// Writes one WQE per request and publishes each; no syscall, no
     /// allocation. On a failure at `i`, requests before `i` stay posted and
-    /// `PostError { index: i, .. }` is returned; the caller kicks the kernel
-    /// (`doorbell::kick`) for whatever was posted.
+    /// `PostError { index: i, .. }` is returned; the caller rings the
+    /// doorbell (`Doorbell::ring`) for whatever was posted.
     ///
     /// `SendFlags::INLINE` is derived from the payload: set for
     /// [`Payload::Inline`], cleared for [`Payload::Sges`] (the kernel would

@@ -814,48 +814,50 @@ fn kernel_indices_are_masked() {
 }
 
 #[test]
-fn kick_is_one_post_send_write() {
+fn the_doorbell_is_one_prebuilt_post_send_write() {
     use std::sync::Mutex;
 
     use crate::{
+        abi::IbUverbsCmdHdr,
         context::ContextInner,
         providers::{rxe::RxeContext, Provider},
         sys::fake::{Call, FakeKernel},
     };
 
     let fake = Arc::new(FakeKernel::new());
-    /// Command, core request, core response length, driver data length.
-    type Seen = Vec<(u32, Vec<u8>, usize, usize)>;
-    let seen: Arc<Mutex<Seen>> = Arc::default();
+    let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
     let log = Arc::clone(&seen);
-    fake.on_write(move |cmd| {
+    fake.on_raw_write(move |buf| {
         if let Ok(mut l) = log.lock() {
-            l.push((
-                cmd.command,
-                cmd.core_in.to_vec(),
-                cmd.core_out.len(),
-                cmd.driver_in.len() + cmd.driver_out.len(),
-            ));
+            l.push(buf.to_vec());
         }
-        Ok(())
+        Ok(buf.len())
     });
     let ctx = ContextInner::for_tests(fake.clone(), Provider::Rxe(RxeContext::default()));
+    let db = doorbell::Doorbell::new(0x2a);
     fake.clear_calls();
-    assert_eq!(doorbell::kick(&ctx, 0x2a), Ok(()));
-    assert_eq!(fake.calls(), [Call::Write(IB_USER_VERBS_CMD_POST_SEND)]);
+    assert_eq!(db.ring(&ctx), Ok(()));
+    assert_eq!(db.ring(&ctx), Ok(()));
+    assert_eq!(fake.calls(), [Call::RawWrite(32), Call::RawWrite(32)]);
     let seen = match seen.lock() {
         Ok(s) => s.clone(),
         Err(e) => panic!("{e}"),
     };
-    let want = IbUverbsPostSend {
-        response: 0,
-        qp_handle: 0x2a,
-        wr_count: 0,
-        sge_count: 0,
-        wqe_size: 128,
+    // The legacy framing exactly as the kernel parses it (uverbs_main.c
+    // `ib_uverbs_write`): header with in_words counting the header, then the
+    // core request whose first field is the response address.
+    let hdr = IbUverbsCmdHdr {
+        command: IB_USER_VERBS_CMD_POST_SEND,
+        in_words: 8,
+        out_words: 1,
     };
+    assert_eq!(&seen[0][..8], hdr.as_bytes());
+    let body = IbUverbsPostSend::read_from_bytes(&seen[0][8..]).unwrap();
+    assert_ne!(body.response, 0);
     assert_eq!(
-        seen,
-        [(IB_USER_VERBS_CMD_POST_SEND, want.as_bytes().to_vec(), 4, 0)]
+        (body.qp_handle, body.wr_count, body.sge_count, body.wqe_size),
+        (0x2a, 0, 0, 128)
     );
+    assert_eq!(seen[0], db.bytes());
+    assert_eq!(seen[0], seen[1]);
 }
