@@ -8,10 +8,11 @@
 #![allow(dead_code)]
 
 use std::{
+    collections::HashMap,
     os::fd::IntoRawFd,
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, Mutex,
     },
 };
 
@@ -42,16 +43,247 @@ pub struct Behaviour {
     pub no_query_methods: AtomicBool,
     /// Netlink fails (discovery must use sysfs).
     pub no_netlink: AtomicBool,
+    /// The device is gone (disassociated, as mlx5 after a removal): every
+    /// command fails with EIO.
+    pub removed: AtomicBool,
 }
 
 pub struct FakeRxe {
     pub kernel: Arc<FakeKernel>,
     pub behaviour: Arc<Behaviour>,
+    pub objects: Arc<Objects>,
 }
 
 impl FakeRxe {
     pub fn dyn_kernel(&self) -> Arc<dyn Kernel> {
         self.kernel.clone()
+    }
+
+    /// The `user_handle` the library gave the object with kernel `handle`.
+    pub fn user_handle(&self, kind: Kind, handle: u32) -> u64 {
+        let s = self.objects.lock();
+        *s.user_handles
+            .get(&(kind, handle))
+            .unwrap_or_else(|| panic!("no {kind:?} with handle {handle}"))
+    }
+
+    /// Queues one async event record (what a `read` of the async fd returns)
+    /// and, for an event about an object, counts it as reported for that
+    /// object, as the kernel counts events read (returned by its destroy).
+    pub fn push_event(&self, event_type: u32, element: u64) {
+        let mut d = abi::IbUverbsAsyncEventDesc::new_zeroed();
+        d.element = element;
+        d.event_type = event_type;
+        let about_object = matches!(event_type, 0..=7 | 14..=16);
+        if about_object {
+            *self.objects.lock().reported.entry(element).or_default() += 1;
+        }
+        self.kernel.push_read(Ok(d.as_bytes().to_vec()));
+    }
+
+    /// Kernel handles destroyed so far, of `kind`.
+    pub fn destroyed(&self, kind: Kind) -> Vec<u32> {
+        self.objects
+            .lock()
+            .destroyed
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, h)| *h)
+            .collect()
+    }
+}
+
+/// Object kinds the fake creates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Pd,
+    Cq,
+    Qp,
+    Srq,
+}
+
+/// Objects created on the fake: handles, user handles, events reported.
+#[derive(Debug, Default)]
+pub struct Objects {
+    state: Mutex<ObjState>,
+}
+
+#[derive(Debug, Default)]
+pub struct ObjState {
+    next_handle: u32,
+    user_handles: HashMap<(Kind, u32), u64>,
+    reported: HashMap<u64, u32>,
+    destroyed: Vec<(Kind, u32)>,
+}
+
+impl Objects {
+    fn lock(&self) -> std::sync::MutexGuard<'_, ObjState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn create(&self, kind: Kind, user_handle: u64) -> u32 {
+        let mut s = self.lock();
+        s.next_handle += 1;
+        let h = s.next_handle;
+        s.user_handles.insert((kind, h), user_handle);
+        h
+    }
+
+    /// Destroys the object; returns the async events reported for it.
+    fn destroy(&self, kind: Kind, handle: u32) -> Result<u32, Errno> {
+        let mut s = self.lock();
+        let uh = s
+            .user_handles
+            .remove(&(kind, handle))
+            .ok_or(Errno::EINVAL)?;
+        s.destroyed.push((kind, handle));
+        Ok(s.reported.remove(&uh).unwrap_or(0))
+    }
+}
+
+/// The rxe queue geometry the fake's mmaps describe: 16 slots of 2 KiB
+/// after the 384-byte `rxe_queue_buf` header.
+pub const RING_LOG2_STRIDE: u32 = 11;
+pub const RING_SLOTS: u32 = 16;
+pub const RING_LEN: u32 = 384 + (RING_SLOTS << RING_LOG2_STRIDE);
+
+fn ring_mi(offset_slot: u32) -> abi::Mminfo {
+    let mut mi = abi::Mminfo::new_zeroed();
+    mi.offset = u64::from(offset_slot) << 20;
+    mi.size = RING_LEN;
+    mi
+}
+
+/// Writes the `rxe_queue_buf` header (log2_elem_size, index_mask) into a
+/// new mapping, as the kernel's queue memory has it.
+fn fill_ring(_offset: u64, map: &mut [u8]) -> Result<(), Errno> {
+    if map.len() < RING_LEN as usize {
+        return Err(Errno::EINVAL);
+    }
+    map[0..4].copy_from_slice(&RING_LOG2_STRIDE.to_ne_bytes());
+    map[4..8].copy_from_slice(&(RING_SLOTS - 1).to_ne_bytes());
+    Ok(())
+}
+
+/// CQ, QP and SRQ create/destroy (ioctl methods, as 6.1 has them).
+fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(), Errno>> {
+    let handle_in = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).map(|v| v as u32);
+    let r = match (cmd.object_id, cmd.method_id) {
+        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE) => (|| {
+            let uh = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_CQ_USER_HANDLE)
+                .ok_or(Errno::EINVAL)?;
+            let cqe = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_CQ_CQE)
+                .ok_or(Errno::EINVAL)? as u32;
+            if cqe == 0 || cqe >= RING_SLOTS {
+                return Err(Errno::EINVAL);
+            }
+            let h = objects.create(Kind::Cq, uh);
+            cmd.set_new_object(abi::UVERBS_ATTR_CREATE_CQ_HANDLE, h);
+            cmd.write_output(
+                abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE,
+                &(RING_SLOTS - 1).to_ne_bytes(),
+            );
+            let mut resp = abi::RxeCreateCqResp::new_zeroed();
+            resp.mi = ring_mi(h);
+            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+            Ok(())
+        })(),
+        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY) => (|| {
+            let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_CQ_HANDLE).ok_or(Errno::EINVAL)?;
+            let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
+            resp.async_events_reported = objects.destroy(Kind::Cq, h)?;
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_bytes());
+            Ok(())
+        })(),
+        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE) => (|| {
+            let uh = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE)
+                .ok_or(Errno::EINVAL)?;
+            let cap = cmd
+                .input_bytes(abi::UVERBS_ATTR_CREATE_QP_CAP)
+                .ok_or(Errno::EINVAL)?;
+            let on_srq = cmd.find(abi::UVERBS_ATTR_CREATE_QP_SRQ_HANDLE).is_some();
+            let h = objects.create(Kind::Qp, uh);
+            cmd.set_new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE, h);
+            cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, &cap);
+            cmd.write_output(
+                abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM,
+                &(0x10 + h).to_ne_bytes(),
+            );
+            let mut resp = abi::RxeCreateQpResp::new_zeroed();
+            resp.sq_mi = ring_mi(h);
+            if !on_srq {
+                resp.rq_mi = ring_mi(h);
+                resp.rq_mi.offset += 1 << 12;
+            }
+            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+            Ok(())
+        })(),
+        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => (|| {
+            let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE).ok_or(Errno::EINVAL)?;
+            let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
+            resp.events_reported = objects.destroy(Kind::Qp, h)?;
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
+            Ok(())
+        })(),
+        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE) => (|| {
+            let uh = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_SRQ_USER_HANDLE)
+                .ok_or(Errno::EINVAL)?;
+            let max_wr = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR)
+                .ok_or(Errno::EINVAL)? as u32;
+            let max_sge = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE)
+                .ok_or(Errno::EINVAL)? as u32;
+            let h = objects.create(Kind::Srq, uh);
+            cmd.set_new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE, h);
+            cmd.write_output(
+                abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,
+                &max_wr.to_ne_bytes(),
+            );
+            cmd.write_output(
+                abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE,
+                &max_sge.to_ne_bytes(),
+            );
+            cmd.write_output(
+                abi::UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM,
+                &(0x40 + h).to_ne_bytes(),
+            );
+            let mut resp = abi::RxeCreateSrqResp::new_zeroed();
+            resp.mi = ring_mi(h);
+            resp.srq_num = 0x40 + h;
+            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+            Ok(())
+        })(),
+        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY) => (|| {
+            let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE).ok_or(Errno::EINVAL)?;
+            let mut resp = abi::IbUverbsDestroySrqResp::new_zeroed();
+            resp.events_reported = objects.destroy(Kind::Srq, h)?;
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_bytes());
+            Ok(())
+        })(),
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// PD allocation (write commands only, as on 6.1).
+fn objects_write(objects: &Objects, cmd: &mut WriteCmd<'_>) -> Option<Result<(), Errno>> {
+    match cmd.command {
+        c if c == abi::IB_USER_VERBS_CMD_ALLOC_PD => {
+            let h = objects.create(Kind::Pd, 0);
+            let mut resp = abi::IbUverbsAllocPdResp::new_zeroed();
+            resp.pd_handle = h;
+            Some(copy_out(cmd.core_out, resp.as_bytes()))
+        }
+        c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => {
+            let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
+            Some(objects.destroy(Kind::Pd, h).map(|_| ()))
+        }
+        _ => None,
     }
 }
 
@@ -306,8 +538,25 @@ pub fn fake_rxe() -> FakeRxe {
         }
         netlink_reply(req)
     });
-    let b = behaviour.clone();
-    kernel.on_ioctl(move |cmd| ioctl(&b, cmd));
-    kernel.on_write(write);
-    FakeRxe { kernel, behaviour }
+    let objects = Arc::new(Objects::default());
+    let (b, o) = (behaviour.clone(), objects.clone());
+    kernel.on_ioctl(move |cmd| {
+        if b.removed.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
+        objects_ioctl(&o, cmd).unwrap_or_else(|| ioctl(&b, cmd))
+    });
+    let (b, o) = (behaviour.clone(), objects.clone());
+    kernel.on_write(move |cmd| {
+        if b.removed.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
+        objects_write(&o, cmd).unwrap_or_else(|| write(cmd))
+    });
+    kernel.on_mmap(fill_ring);
+    FakeRxe {
+        kernel,
+        behaviour,
+        objects,
+    }
 }

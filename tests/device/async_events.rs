@@ -246,18 +246,20 @@ fn port_err_and_port_active_follow_the_netdev() {
     assert!(ctx.try_get_async_event().unwrap().is_none());
     link(false);
     let (ev, skipped) = wait_for(&ctx, "PORT_ERR", |e| e.event_type() == T::PORT_ERR);
-    eprintln!("before PORT_ERR: {skipped:?}");
+    assert!(skipped.is_empty(), "{skipped:?}");
     assert!(matches!(ev.element(), AsyncElement::Port(1)), "{ev:?}");
     assert_eq!(ev.port(), Some(1));
     ev.ack();
     assert_eq!(ctx.query_port(1).unwrap().state, PortState::Down);
     link(true);
     let (ev, skipped) = wait_for(&ctx, "PORT_ACTIVE", |e| e.event_type() == T::PORT_ACTIVE);
-    eprintln!("before PORT_ACTIVE: {skipped:?}");
+    assert!(skipped.is_empty(), "{skipped:?}");
     assert_eq!(ev.port(), Some(1), "{ev:?}");
     drop(ev);
     wait_port_ready(&ctx);
-    eprintln!("after: {:?}", drain(&ctx, Duration::from_millis(500)));
+    // Exactly one of each: link changes do not touch the GID table.
+    let after = drain(&ctx, Duration::from_millis(500));
+    assert!(after.is_empty(), "{after:?}");
 }
 
 /// Adding and removing an IP address on the netdev changes the RoCE GID
@@ -355,22 +357,26 @@ fn cq_err_when_a_cq_overruns() {
     let mut o = overrun_pair();
     o.overrun();
     let (ev, skipped) = wait_for(&o.ctx, "CQ_ERR", |e| e.event_type() == T::CQ_ERR);
-    eprintln!("before CQ_ERR: {skipped:?}");
+    assert!(skipped.is_empty(), "{skipped:?}");
     assert!(ev.is_for_cq(&o.small), "{ev:?}");
     assert!(!ev.is_for_cq(&o.cq_b));
     assert!(matches!(ev.element(), AsyncElement::Cq(h) if *h == o.small.handle()));
     assert_eq!(ev.port(), None);
     drop(ev);
-    eprintln!(
-        "after CQ_ERR: {:?}",
-        drain(&o.ctx, Duration::from_millis(500))
+    // One CQ_ERR per completion that did not fit, all for the small CQ.
+    let want = format!("CQ_ERR Cq({})", o.small.handle());
+    let more = drain(&o.ctx, Duration::from_millis(500));
+    assert!(
+        more.iter().all(|(t, d)| *t == T::CQ_ERR && *d == want),
+        "{more:?}"
     );
     let _ = (&o.pd, &o.b);
 }
 
 /// A remote access violation (RDMA write to a read-only MR): the requester
 /// completes with REM_ACCESS_ERR and goes to ERR, the responder flushes.
-/// Which async events rxe raises for it is asserted per kernel below.
+/// rxe raises no QP_FATAL / QP_REQ_ERR / QP_ACCESS_ERR for it on either
+/// side (6.1 and 6.12): asserted absent after a bounded wait.
 #[test]
 fn remote_access_violation_events_and_completions() {
     let ctx = open();
@@ -404,8 +410,6 @@ fn remote_access_violation_events_and_completions() {
     .unwrap();
     let ca = poll_all(&mut cq_a, Duration::from_millis(500));
     let cb = poll_all(&mut cq_b, Duration::from_millis(500));
-    eprintln!("requester completions: {ca:?}");
-    eprintln!("responder completions: {cb:?}");
     let events: Vec<(T, String, bool, bool)> = {
         let mut v = Vec::new();
         while let Some(ev) = ctx
@@ -421,22 +425,32 @@ fn remote_access_violation_events_and_completions() {
         }
         v
     };
-    eprintln!("events: {events:?}");
+    // rxe (6.1 and 6.12) raises no async event for it on either side: the
+    // requester completes with REM_ACCESS_ERR, both QPs go to ERR and flush.
+    assert!(events.is_empty(), "rxe raised {events:?}");
     assert_eq!(
         (ca[0].wr_id, ca[0].status),
         (1, WcStatus::REM_ACCESS_ERR),
         "{ca:?}"
     );
-    assert!(
-        ca[1..].iter().all(|c| c.status == WcStatus::WR_FLUSH_ERR),
+    assert_eq!(ca.len(), 2, "{ca:?}");
+    assert_eq!(
+        (ca[1].wr_id, ca[1].status),
+        (2, WcStatus::WR_FLUSH_ERR),
         "{ca:?}"
     );
+    assert_eq!(cb.len(), 1, "{cb:?}");
+    assert_eq!(
+        (cb[0].wr_id, cb[0].status),
+        (50, WcStatus::WR_FLUSH_ERR),
+        "{cb:?}"
+    );
     assert_eq!(a.query(QpAttrMask::STATE).unwrap().0.qp_state, QpState::Err);
-    let _ = &mut b;
-    let _ = events;
+    assert_eq!(b.query(QpAttrMask::STATE).unwrap().0.qp_state, QpState::Err);
 }
 
-/// COMM_EST: the first packet arriving at a QP in RTR.
+/// COMM_EST: the first packet arriving at a QP in RTR (the receiver is only
+/// moved to RTR, the sender is in RTS). rxe does not raise it.
 #[test]
 fn comm_est_when_a_qp_in_rtr_receives() {
     let ctx = open();
@@ -467,7 +481,10 @@ fn comm_est_when_a_qp_in_rtr_receives() {
         }
         v
     };
-    eprintln!("COMM_EST events: {events:?}");
+    // rxe never raises COMM_EST (6.1 and 6.12): the receive completes and
+    // nothing is reported. Asserted, so a kernel that starts raising it
+    // shows up here (then check the event is for `b`).
+    assert!(events.is_empty(), "rxe raised {events:?}");
 }
 
 /// SQ_DRAINED after RTS -> SQD (with `en_sqd_async_notify`) while sends
@@ -507,13 +524,16 @@ fn sq_drained_after_rts_to_sqd() {
     a.modify(&attr, QpAttrMask::STATE | QpAttrMask::EN_SQD_ASYNC_NOTIFY)
         .unwrap_or_else(|e| panic!("RTS -> SQD: {e}"));
     let (ev, skipped) = wait_for(&ctx, "SQ_DRAINED", |e| e.event_type() == T::SQ_DRAINED);
-    eprintln!("before SQ_DRAINED: {skipped:?}");
+    assert!(skipped.is_empty(), "{skipped:?}");
     assert!(ev.is_for_qp(&a), "{ev:?}");
     assert!(!ev.is_for_qp(&b));
     assert!(matches!(ev.element(), AsyncElement::Qp(n) if *n == a.qp_num()));
     drop(ev);
     let done = poll_all(&mut cq_a, Duration::from_millis(300));
-    eprintln!("completions after SQD: {}", done.len());
+    assert!(
+        done.iter().all(|c| c.status == WcStatus::SUCCESS),
+        "{done:?}"
+    );
 }
 
 fn srq_pair(
@@ -589,7 +609,8 @@ fn srq_limit_reached_when_receives_drop_below_the_limit() {
     assert!(more.is_empty(), "{more:?}");
 }
 
-/// QP_LAST_WQE_REACHED for an SRQ-attached QP moved to ERR.
+/// QP_LAST_WQE_REACHED for an SRQ-attached QP moved to ERR: raised by 6.12's
+/// rxe for that QP, never by 6.1's (asserted absent after 2 s there).
 #[test]
 fn last_wqe_reached_for_an_srq_qp_in_error() {
     let (ctx, pd, cq, mut srq) = srq_pair(16);
@@ -612,7 +633,18 @@ fn last_wqe_reached_for_an_srq_qp_in_error() {
         }
         v
     };
-    eprintln!("LAST_WQE events on {:?}: {events:?}", kernel_version());
+    // rxe raises it since "RDMA/rxe: Fix missing event
+    // IB_EVENT_QP_LAST_WQE_REACHED" (in 6.12, not in 6.1).
+    let v = kernel_version();
+    if v <= (6, 1) {
+        assert!(events.is_empty(), "{v:?} raised {events:?}");
+    } else if v >= (6, 12) || !events.is_empty() {
+        assert_eq!(events.len(), 1, "{v:?}: {events:?}");
+        let (t, what, for_b) = &events[0];
+        assert_eq!(*t, T::QP_LAST_WQE_REACHED, "{what}");
+        assert!(*for_b, "{what}");
+        assert!(what.contains(&format!("Qp({})", b.qp_num())), "{what}");
+    }
 }
 
 // ---------------------------------------------------------------- delivery contract
@@ -667,10 +699,13 @@ fn threads_receive_each_event_exactly_once() {
     for (t, port, _) in seen.lock().unwrap().iter() {
         *got.entry((*t, *port)).or_default() += 1;
     }
-    eprintln!("per thread: {per_thread:?}; events: {got:?}");
     assert_eq!(got, expected, "the threads together saw each event once");
-    assert!(got[&(T::PORT_ERR.0, Some(1))] >= ROUNDS);
-    assert!(got[&(T::PORT_ACTIVE.0, Some(1))] >= ROUNDS);
+    assert_eq!(got.get(&(T::PORT_ERR.0, Some(1))), Some(&ROUNDS), "{got:?}");
+    assert_eq!(
+        got.get(&(T::PORT_ACTIVE.0, Some(1))),
+        Some(&ROUNDS),
+        "{got:?}"
+    );
     assert_eq!(
         per_thread.iter().sum::<usize>(),
         got.values().sum::<usize>()
@@ -720,7 +755,7 @@ fn destroy_waits_for_an_event_held_by_another_thread() {
 }
 
 /// The thread that holds an event of a CQ gets EBUSY from its destroy (it
-/// would wait for itself); acknowledging first makes the destroy work.
+/// would wait for itself); acknowledging the event then releases the CQ.
 #[test]
 fn destroy_in_the_thread_holding_an_event_is_ebusy() {
     let mut o = overrun_pair();
@@ -811,14 +846,15 @@ fn zz_device_removal_waits_for_close_then_rxe0_is_recreated() {
         .expect("rdma link delete");
     thread::sleep(Duration::from_secs(1));
     let still = child.try_wait().unwrap();
+    // No event announces the pending removal (rxe cannot disassociate:
+    // no DEVICE_FATAL), and the device still answers.
     let events = drain(&ctx, Duration::from_millis(300));
-    eprintln!("events while the delete waits: {events:?}");
     if still.is_some() {
         recreate(&dev);
         panic!("rdma link delete finished while the device was open: {still:?}");
     }
-    let port = ctx.query_port(1);
-    eprintln!("query_port while the delete waits: {port:?}");
+    assert!(events.is_empty(), "{events:?}");
+    assert_eq!(ctx.query_port(1).unwrap().state, PortState::Active);
     drop((qp, cq, pd, ctx));
     let start = Instant::now();
     let status = loop {
@@ -837,7 +873,6 @@ fn zz_device_removal_waits_for_close_then_rxe0_is_recreated() {
         "rdma link delete: {status}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    eprintln!("delete finished {:?} after the close", start.elapsed());
     assert!(
         Context::open(Some(&dev)).is_err(),
         "the device is gone after the delete"

@@ -242,6 +242,12 @@ fn rc_events_rdma_core_server_ours_client() {
     pingpong("rc", Side::RdmaCore, Side::Ours, 18604, &["-e"], 4096);
 }
 
+/// 16-byte messages fit rxe's inline limit: both tools send them inline.
+#[test]
+fn rc_inline_rdma_core_server_ours_client() {
+    pingpong("rc", Side::RdmaCore, Side::Ours, 18614, &["-s", "16"], 16);
+}
+
 #[test]
 fn uc_ours_server_rdma_core_client() {
     // -c: the client marks each page, the server checks it.

@@ -79,24 +79,24 @@ fn parse_args(args: &[String], err: &mut dyn Write) -> Result<Action, i32> {
         let Some(shorts) = a.strip_prefix('-').filter(|s| !s.is_empty()) else {
             continue; // operands are ignored, as getopt leaves them
         };
-        let mut chars = shorts.char_indices();
-        while let Some((at, c)) = chars.next() {
-            match c {
-                'h' => return Ok(Action::Help),
-                'd' => {
-                    let rest = &shorts[at + 1..];
-                    if !rest.is_empty() {
-                        dev = Some(rest.to_string());
-                    } else if let Some(v) = args.get(i) {
-                        dev = Some(v.clone());
-                        i += 1;
-                    } else {
-                        return bad(err, "option requires an argument -- 'd'".into());
-                    }
-                    break;
+        // Both options end the cluster: -h acts at once, -d takes the rest
+        // (or the next argument) as its value.
+        let mut chars = shorts.chars();
+        match chars.next() {
+            Some('h') => return Ok(Action::Help),
+            Some('d') => {
+                let rest = chars.as_str();
+                if !rest.is_empty() {
+                    dev = Some(rest.to_string());
+                } else if let Some(v) = args.get(i) {
+                    dev = Some(v.clone());
+                    i += 1;
+                } else {
+                    return bad(err, "option requires an argument -- 'd'".into());
                 }
-                other => return bad(err, format!("invalid option -- '{other}'")),
             }
+            Some(other) => return bad(err, format!("invalid option -- '{other}'")),
+            None => {}
         }
     }
     Ok(Action::Watch(dev))

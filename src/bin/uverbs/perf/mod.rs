@@ -7,12 +7,13 @@
 //! perftest runs a server and a client process connected over TCP; here both
 //! sides are QPs on the same device in one process (rxe loopback, or a
 //! device's own loopback): for latency each side runs on its own thread
-//! (pinned to CPUs 0 and 1 unless `--no-pin`), and the reported figures are
+//! (not pinned, like perftest; `--pin` pins them to CPUs 0 and 1), and the reported figures are
 //! the client's (side A), as perftest's client prints them.
 
 mod bw;
 mod clock;
 mod lat;
+mod micro;
 mod report;
 
 use std::io::{self, Write};
@@ -32,6 +33,8 @@ pub enum Test {
     WriteLat,
     SendLat,
     WriteBw,
+    /// Costs of the userspace-only calls (no perftest counterpart).
+    Micro,
 }
 
 impl Test {
@@ -40,6 +43,7 @@ impl Test {
             Test::WriteLat => "RDMA_Write Latency Test",
             Test::SendLat => "Send Latency Test",
             Test::WriteBw => "RDMA_Write BW Test",
+            Test::Micro => "userspace data-path calls",
         }
     }
     fn is_bw(self) -> bool {
@@ -76,7 +80,7 @@ pub struct Opts {
 fn usage(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "Usage: {PROG} write-lat|send-lat|write-bw [options]\n\
+        "Usage: {PROG} write-lat|send-lat|write-bw|micro [options]\n\
          \n\
          perftest's ib_write_lat / ib_send_lat / ib_write_bw, both sides in this\n\
          process (two QPs on one device, connected through its loopback).\n\
@@ -96,7 +100,8 @@ fn usage(out: &mut dyn Write) -> io::Result<()> {
          \x20                         above 8192 bytes)\n\
          \x20 -l, --post-list=N       requests per post_send call (bw; default 1)\n\
          \x20 -m, --mtu=BYTES         path MTU (default: the port's active MTU)\n\
-         \x20     --no-pin            do not pin the two sides to CPUs 0 and 1\n\
+         \x20     --pin               pin the two sides to CPUs 0 and 1 (perftest does not)\n\
+         \x20     --no-pin            do not pin (the default)\n\
          \x20     --clock=tsc|monotonic  timestamp source (default tsc, like perftest)\n\
          \x20 -B, --both              also print side B's latency figures\n\
          \x20     --two-contexts      one device context and PD per side (like perftest's\n\
@@ -112,6 +117,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         Some("write-lat") => Test::WriteLat,
         Some("send-lat") => Test::SendLat,
         Some("write-bw") => Test::WriteBw,
+        Some("micro") => Test::Micro,
         Some("-h" | "--help") => return Ok(None),
         Some(other) => return Err(format!("unknown benchmark '{other}'")),
         None => return Err("which benchmark: write-lat, send-lat or write-bw?".into()),
@@ -126,14 +132,14 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         inline: match test {
             Test::WriteLat => 220,
             Test::SendLat => 236,
-            Test::WriteBw => 0,
+            Test::WriteBw | Test::Micro => 0,
         },
         tx_depth: if test.is_bw() { 128 } else { 1 },
         rx_depth: 512,
         cq_mod: 100,
         post_list: 1,
         mtu: None,
-        pin: true,
+        pin: false,
         clock: ClockKind::Tsc,
         both: false,
         two_contexts: false,
@@ -179,6 +185,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 o.mtu = Some(Mtu::from_bytes(b).ok_or(format!("bad MTU {b}"))?);
             }
             "--no-pin" => o.pin = false,
+            "--pin" => o.pin = true,
             "--clock" => {
                 o.clock = match value()?.as_str() {
                     "tsc" => ClockKind::Tsc,
@@ -283,10 +290,9 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
         srq: None,
         cap: QpCap {
             max_send_wr: o.tx_depth as u32,
-            max_recv_wr: if o.test == Test::SendLat {
-                o.rx_depth as u32
-            } else {
-                1
+            max_recv_wr: match o.test {
+                Test::SendLat | Test::Micro => o.rx_depth as u32,
+                _ => 1,
             },
             max_send_sge: 1,
             max_recv_sge: 1,
@@ -457,6 +463,7 @@ fn run(o: &Opts) -> Res<()> {
                 println!("{}", report::lat_row(&b));
             }
         }
+        Test::Micro => micro::run(o, s)?,
         Test::WriteBw => {
             let r = bw::run(o, s)?;
             println!("{}", report::bw_header());
