@@ -159,6 +159,8 @@ for a in "${TEST_ARGS[@]}"; do extra+=" $(sq "$a")"; done
 {
   echo 'export UVERBS_BIN=/guest/bin/uverbs'
   echo 'export UVERBS_EXAMPLES_DIR=/guest/examples'
+  # The musl build must be static: a device test checks UVERBS_BIN with this.
+  [[ $MUSL == 1 ]] && echo 'export UVERBS_EXPECT_STATIC=1'
   echo 'fails=0'
   i=0
   for t in "${TESTS[@]}"; do

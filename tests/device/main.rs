@@ -16,11 +16,13 @@ mod devinfo_compare;
 
 mod async_events;
 mod channel;
+mod cm;
 mod context;
 mod devinfo;
 mod objects;
 mod pingpong;
 mod soak;
+mod static_cli;
 mod support;
 mod verbs;
 
