@@ -406,7 +406,8 @@ fn private_data_over_256_bytes_is_refused_before_the_kernel() {
 fn init_qp_attr_is_framed_and_decoded() {
     let k = Ucma::new();
     let id = k.channel().create_id(PortSpace::Tcp).unwrap();
-    // ib_uverbs_qp_attr: mask, state, ..., dest_qp_num @28, ..., ah_attr @56.
+    // ib_uverbs_qp_attr: mask @0, state @4, path_mtu @12, rq_psn @24,
+    // dest_qp_num @32, ah_attr @40 (ib_uverbs_ah_attr: is_global @29, port_num @30).
     let mut a = vec![0u8; 144];
     let mask = QpAttrMask::STATE
         | QpAttrMask::AV
@@ -418,11 +419,11 @@ fn init_qp_attr_is_framed_and_decoded() {
     a[0..4].copy_from_slice(&u32b(mask.bits()));
     a[4..8].copy_from_slice(&u32b(2)); // RTR
     a[12..16].copy_from_slice(&u32b(3)); // path_mtu 1024
-    a[20..24].copy_from_slice(&u32b(0x123)); // rq_psn
-    a[28..32].copy_from_slice(&u32b(0x42)); // dest_qp_num
-    a[56] = 0xfe; // ah_attr.grh.dgid[0]
-    a[56 + 29] = 1; // is_global
-    a[56 + 30] = 1; // port_num
+    a[24..28].copy_from_slice(&u32b(0x123)); // rq_psn
+    a[32..36].copy_from_slice(&u32b(0x42)); // dest_qp_num
+    a[40] = 0xfe; // ah_attr.grh.dgid[0]
+    a[40 + 29] = 1; // is_global
+    a[40 + 30] = 1; // port_num
     k.answer(11, a);
     let (attr, got) = id.init_qp_attr(QpState::Rtr).unwrap();
     let mut body = vec![0u8; 8];
@@ -836,6 +837,9 @@ fn events_of_unknown_ids_are_skipped() {
     let id = ch.create_id(PortSpace::Tcp).unwrap();
     let mut stray = event_for(&id, 9, 0);
     stray[0..8].copy_from_slice(&u64::MAX.to_ne_bytes());
+    // Another process's id (the kernel would never send it here): not counted.
+    stray[8..12].copy_from_slice(&u32b(9999));
+    stray[332..336].copy_from_slice(&u32b(9999));
     k.push_event(stray);
     k.push_event(event_for(&id, 10, 0));
     let ev = ch.try_get_event().unwrap().unwrap();

@@ -83,7 +83,8 @@ impl CmId {
         let qp = pd.create_qp(init)?;
         self.modify_qp(&qp, QpState::Init)?;
         if init.qp_type == QpType::Ud {
-            self.modify_qp(&qp, QpState::Rtr)?;
+            // As librdmacm's ucma_init_ud_qp: RTR and RTS need nothing from the CM.
+            qp.modify(&QpAttr::with_state(QpState::Rtr), QpAttrMask::STATE)?;
             let mut attr = QpAttr::with_state(QpState::Rts);
             attr.sq_psn = 0;
             qp.modify(&attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN)?;
@@ -98,14 +99,21 @@ impl CmId {
         self.connect(&p)
     }
 
+    /// INIT again (the CM's INIT attributes change once a connection exists:
+    /// remote read and atomic access follow the negotiated responder
+    /// resources), then RTR and RTS, as librdmacm's `ucma_modify_qp_rtr` and
+    /// `ucma_modify_qp_rts` do.
+    pub fn modify_qp_to_rts(&self, qp: &QueuePair) -> Result<()> {
+        self.modify_qp(qp, QpState::Init)?;
+        self.modify_qp(qp, QpState::Rtr)?;
+        self.modify_qp(qp, QpState::Rts)
+    }
+
     /// The active side's answer to CONNECT_RESPONSE: QP to RTR and RTS, then
     /// [`CmId::establish`] (the RTU). On failure the QP is moved to ERR,
     /// as librdmacm does.
     pub fn complete_connect(&self, qp: &QueuePair) -> Result<()> {
-        let result = self
-            .modify_qp(qp, QpState::Rtr)
-            .and_then(|()| self.modify_qp(qp, QpState::Rts))
-            .and_then(|()| self.establish());
+        let result = self.modify_qp_to_rts(qp).and_then(|()| self.establish());
         if result.is_err() {
             let _ = qp.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE);
         }
@@ -121,9 +129,7 @@ impl CmId {
         let result = if qp.qp_type() == QpType::Ud {
             self.accept(&p)
         } else {
-            self.modify_qp(qp, QpState::Rtr)
-                .and_then(|()| self.modify_qp(qp, QpState::Rts))
-                .and_then(|()| self.accept(&p))
+            self.modify_qp_to_rts(qp).and_then(|()| self.accept(&p))
         };
         if result.is_err() {
             let _ = qp.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE);

@@ -14,6 +14,7 @@ mod asyncwatch;
 mod devinfo;
 mod perf;
 mod pingpong;
+mod rping;
 
 use std::{
     io::{self, Write},
@@ -62,6 +63,11 @@ const COMMANDS: &[Command] = &[
         name: "srq-pingpong",
         summary: "RC ping-pong over a shared receive queue (like ibv_srq_pingpong)",
         run: pingpong::srq_main,
+    },
+    Command {
+        name: "rping",
+        summary: "RDMA ping over rdma_cm, wire-compatible with rdma-core's rping",
+        run: rping::main,
     },
 ];
 

@@ -1,5 +1,5 @@
 use super::*;
-use uverbs::{ErrorKind, Mtu};
+use uverbs::{ErrorKind, Gid, GidType, LinkLayer, Mtu, NodeType, PortState};
 
 /// The rxe0 values of the test guest (`/work/shared/reference/rxe-guest.md`).
 fn rxe_attr() -> DeviceAttr {

@@ -1,0 +1,101 @@
+//! An rdma_cm client for `cm_server`: resolves, connects, sends "ping",
+//! waits for "pong", and disconnects.
+
+use std::{net::SocketAddr, time::Duration};
+
+use uverbs::{
+    cm::{CmEventKind, ConnParam, EventChannel, PortSpace},
+    AccessFlags, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendWr, WcOpcode,
+    WorkCompletion,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let ip = args.get(1).ok_or("usage: cm_client <server-ip> [port]")?;
+    let port: u16 = args.get(2).map_or(Ok(7471), |p| p.parse())?;
+    let server = SocketAddr::new(ip.parse()?, port);
+    let timeout = Duration::from_secs(2);
+
+    let ch = EventChannel::open()?;
+    let id = ch.create_id(PortSpace::Tcp)?;
+    id.resolve_addr(None, server, timeout)?;
+    let expect = |kind: CmEventKind| -> Result<uverbs::cm::CmEvent, Box<dyn std::error::Error>> {
+        let ev = ch
+            .get_event_timeout(Some(Duration::from_secs(10)))?
+            .ok_or("timeout")?;
+        if ev.kind() != kind {
+            return Err(format!(
+                "expected {kind}, got {} (status {})",
+                ev.kind(),
+                ev.status()
+            )
+            .into());
+        }
+        Ok(ev)
+    };
+    drop(expect(CmEventKind::AddrResolved)?);
+    id.resolve_route(timeout)?;
+    drop(expect(CmEventKind::RouteResolved)?);
+
+    let ctx = id.context()?;
+    let pd = ctx.alloc_pd()?;
+    let mut cq = ctx.create_cq(8, CqOptions::default())?;
+    let mut qp = id.create_qp(
+        &pd,
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        },
+    )?;
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
+    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])
+        .map_err(|e| format!("{e:?}"))?;
+    id.connect_qp(
+        &qp,
+        &ConnParam {
+            responder_resources: 1,
+            initiator_depth: 1,
+            retry_count: 7,
+            rnr_retry_count: 7,
+            private_data: b"hello from cm_client".to_vec(),
+            ..ConnParam::default()
+        },
+    )?;
+    let rep = expect(CmEventKind::ConnectResponse)?;
+    println!(
+        "accepted, private data {:?}",
+        String::from_utf8_lossy(&rep.private_data())
+    );
+    drop(rep);
+    id.complete_connect(&qp)?;
+
+    mr.write(2048, b"ping")?;
+    qp.post_send(&[SendWr::send(2, &[mr.sge(2048, 4)?]).flags(SendFlags::SIGNALED)])
+        .map_err(|e| format!("{e:?}"))?;
+    let mut wc = [WorkCompletion::default(); 1];
+    loop {
+        if cq.poll(&mut wc) == 1 && wc[0].opcode == WcOpcode::RECV {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    let mut msg = vec![0u8; wc[0].byte_len as usize];
+    mr.read(0, &mut msg)?;
+    println!("received {:?}", String::from_utf8_lossy(&msg));
+
+    id.disconnect_qp(&qp)?;
+    drop(expect(CmEventKind::Disconnected)?);
+    drop((qp, cq, mr, pd));
+    id.destroy()?;
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! An rdma_cm server: listens, accepts one connection, receives one message
+//! and answers it, then waits for the client to disconnect.
+//!
+//! ```sh
+//! cargo run --example cm_server -- 192.0.2.1 7471
+//! cargo run --example cm_client -- 192.0.2.1 7471
+//! ```
+
+use std::{net::SocketAddr, time::Duration};
+
+use uverbs::{
+    cm::{CmEventKind, ConnParam, EventChannel, PortSpace},
+    AccessFlags, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendWr, WorkCompletion,
+};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let ip = args.get(1).map_or("0.0.0.0", String::as_str);
+    let port: u16 = args.get(2).map_or(Ok(7471), |p| p.parse())?;
+    let local = SocketAddr::new(ip.parse()?, port);
+
+    let ch = EventChannel::open()?;
+    let listener = ch.create_id(PortSpace::Tcp)?;
+    listener.bind(local)?;
+    listener.listen(8)?;
+    println!("listening on {local}");
+
+    let mut req = ch.get_event()?;
+    if req.kind() != CmEventKind::ConnectRequest {
+        return Err(format!("unexpected {}", req.kind()).into());
+    }
+    let asked = req.conn_param().unwrap_or_default();
+    println!(
+        "connection request, private data {:?}",
+        String::from_utf8_lossy(&req.private_data())
+    );
+    let id = req.take_new_id().ok_or("no id")?;
+    drop(req);
+
+    let ctx = id.context()?;
+    let pd = ctx.alloc_pd()?;
+    let mut cq = ctx.create_cq(8, CqOptions::default())?;
+    let mut qp = id.create_qp(
+        &pd,
+        &QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        },
+    )?;
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
+    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])
+        .map_err(|e| format!("{e:?}"))?;
+    id.accept_qp(
+        &qp,
+        &ConnParam {
+            responder_resources: asked.responder_resources,
+            initiator_depth: asked.initiator_depth,
+            rnr_retry_count: 7,
+            private_data: b"welcome".to_vec(),
+            ..ConnParam::default()
+        },
+    )?;
+    let ev = ch
+        .get_event_timeout(Some(Duration::from_secs(10)))?
+        .ok_or("no ESTABLISHED")?;
+    println!("{}", ev.kind());
+    drop(ev);
+
+    let mut wc = [WorkCompletion::default(); 2];
+    let n = loop {
+        let n = cq.poll(&mut wc);
+        if n > 0 {
+            break n;
+        }
+        std::thread::yield_now();
+    };
+    let mut msg = vec![0u8; wc[0].byte_len as usize];
+    mr.read(0, &mut msg)?;
+    println!(
+        "received {:?} ({n} completion)",
+        String::from_utf8_lossy(&msg)
+    );
+    mr.write(1024, b"pong")?;
+    qp.post_send(&[SendWr::send(2, &[mr.sge(1024, 4)?]).flags(SendFlags::SIGNALED)])
+        .map_err(|e| format!("{e:?}"))?;
+
+    loop {
+        let ev = ch.get_event()?;
+        if ev.kind() == CmEventKind::Disconnected {
+            println!("client disconnected");
+            break;
+        }
+    }
+    id.disconnect_qp(&qp).ok();
+    drop((qp, cq, mr, pd));
+    id.destroy()?;
+    listener.destroy()?;
+    Ok(())
+}

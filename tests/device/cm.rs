@@ -1,0 +1,573 @@
+//! rdma_cm on the real kernel (rxe loopback on `UVERBS_TEST_IP`): our
+//! `uverbs rping` against rdma-core's `rping` in both roles, UD against
+//! `udaddy`, and the library's connection flows and edge cases.
+//!
+//! Every wait is bounded: CM events by `EV` (10 s), completions by the
+//! 20 s of `support::wait`, child processes by `run_bounded`.
+
+use std::{
+    net::{IpAddr, SocketAddr},
+    process::{Child, Command, Output, Stdio},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc,
+    },
+    thread,
+    time::{Duration, Instant},
+};
+
+use uverbs::{
+    cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace, IB_EVENT_COMM_EST},
+    AccessFlags, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap, QpInitAttr,
+    QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode,
+};
+
+use crate::{support, test_env};
+
+const EV: Option<Duration> = Some(Duration::from_secs(10));
+
+fn ip() -> IpAddr {
+    test_env("UVERBS_TEST_IP")
+}
+
+fn bin() -> String {
+    test_env("UVERBS_BIN")
+}
+
+fn addr(port: u16) -> SocketAddr {
+    SocketAddr::new(ip(), port)
+}
+
+#[track_caller]
+fn next(ch: &EventChannel) -> CmEvent {
+    ch.get_event_timeout(EV)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .expect("a CM event within 10 s")
+}
+
+#[track_caller]
+fn expect(ch: &EventChannel, kind: CmEventKind) -> CmEvent {
+    let ev = ch
+        .get_event_timeout(EV)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no {kind} within 10 s"));
+    assert_eq!(ev.kind(), kind, "{ev:?}");
+    ev
+}
+
+/// Waits for a child, killing it after `secs`; returns its output.
+fn wait_bounded(mut child: Child, secs: u64, what: &str) -> Output {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match child.try_wait().unwrap() {
+            Some(_) => return child.wait_with_output().unwrap(),
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "{what} did not finish in {secs} s\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn spawn(prog: &str, args: &[&str]) -> Child {
+    Command::new(prog)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {prog}: {e}"))
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+/// Runs a client until it succeeds (the server may not listen yet), at most 5 tries.
+fn client_with_retries(prog: &str, args: &[&str], secs: u64) -> Output {
+    let mut last = None;
+    for _ in 0..5 {
+        let out = wait_bounded(spawn(prog, args), secs, prog);
+        if out.status.success() {
+            return out;
+        }
+        last = Some(out);
+        thread::sleep(Duration::from_millis(500));
+    }
+    let out = last.unwrap();
+    panic!(
+        "{prog} {args:?} failed: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+}
+
+fn check_rping_pair(server: Output, client: Output, count: usize) {
+    let (so, co) = (text(&server.stdout), text(&client.stdout));
+    assert!(
+        server.status.success(),
+        "server {:?}\n{so}\n{}",
+        server.status,
+        text(&server.stderr)
+    );
+    for i in 0..count {
+        assert!(co.contains(&format!("ping data: rdma-ping-{i}: ")), "{co}");
+        assert!(
+            so.contains(&format!("server ping data: rdma-ping-{i}: ")),
+            "{so}"
+        );
+    }
+    // The echoed data is exactly what rping generates for ping 0.
+    assert!(
+        co.contains("ping data: rdma-ping-0: ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqr"),
+        "{co}"
+    );
+}
+
+#[test]
+fn cm_rping_ours_server_rdma_core_client() {
+    let ip = ip().to_string();
+    let server = spawn(&bin(), &["rping", "-s", "-a", &ip, "-p", "18201", "-v"]);
+    thread::sleep(Duration::from_millis(300));
+    let client = client_with_retries(
+        "rping",
+        &["-c", "-a", &ip, "-p", "18201", "-C", "10", "-v", "-V"],
+        30,
+    );
+    let server = wait_bounded(server, 30, "uverbs rping -s");
+    check_rping_pair(server, client, 10);
+}
+
+#[test]
+fn cm_rping_rdma_core_server_our_client() {
+    let ip = ip().to_string();
+    let server = spawn("rping", &["-s", "-a", &ip, "-p", "18202", "-v"]);
+    thread::sleep(Duration::from_millis(300));
+    let client = client_with_retries(
+        &bin(),
+        &[
+            "rping", "-c", "-a", &ip, "-p", "18202", "-C", "10", "-v", "-V",
+        ],
+        30,
+    );
+    let server = wait_bounded(server, 30, "rping -s");
+    check_rping_pair(server, client, 10);
+}
+
+#[test]
+fn cm_rping_ours_both_sides_with_a_larger_size() {
+    let ip = ip().to_string();
+    let server = spawn(
+        &bin(),
+        &["rping", "-s", "-a", &ip, "-p", "18203", "-v", "-S", "1000"],
+    );
+    thread::sleep(Duration::from_millis(300));
+    let client = client_with_retries(
+        &bin(),
+        &[
+            "rping", "-c", "-a", &ip, "-p", "18203", "-C", "5", "-v", "-V", "-S", "1000",
+        ],
+        30,
+    );
+    let server = wait_bounded(server, 30, "uverbs rping -s");
+    check_rping_pair(server, client, 5);
+}
+
+/// The verbs resources of one side of a connection.
+struct Side {
+    pd: ProtectionDomain,
+    cq: CompletionQueue,
+    qp: QueuePair,
+    mr: MemoryRegion,
+}
+
+fn side(id: &CmId, qp_type: QpType, depth: u32) -> Side {
+    let ctx = id.context().unwrap_or_else(|e| panic!("{e}"));
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(depth * 2 + 2, CqOptions::default()).unwrap();
+    let qp = id
+        .create_qp(
+            &pd,
+            &QpInitAttr {
+                qp_type,
+                send_cq: &cq,
+                recv_cq: &cq,
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: depth,
+                    max_recv_wr: depth,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mr = pd
+        .alloc_mr(
+            4096,
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_READ | AccessFlags::REMOTE_WRITE,
+        )
+        .unwrap();
+    Side { pd, cq, qp, mr }
+}
+
+fn resolve(ch: &EventChannel, id: &CmId, port: u16) {
+    id.resolve_addr(None, addr(port), Duration::from_secs(2))
+        .unwrap();
+    drop(expect(ch, CmEventKind::AddrResolved));
+    id.resolve_route(Duration::from_secs(2)).unwrap();
+    drop(expect(ch, CmEventKind::RouteResolved));
+}
+
+fn listener(ch: &EventChannel, ps: PortSpace, port: u16) -> CmId {
+    let l = ch.create_id(ps).unwrap();
+    l.bind(addr(port)).unwrap_or_else(|e| panic!("{e}"));
+    l.listen(64).unwrap();
+    l
+}
+
+fn param() -> ConnParam {
+    ConnParam {
+        responder_resources: 1,
+        initiator_depth: 1,
+        retry_count: 7,
+        rnr_retry_count: 7,
+        ..ConnParam::default()
+    }
+}
+
+/// One established RC connection: (client id, client side, server id, server side).
+fn connect_pair(sch: &EventChannel, cch: &EventChannel, port: u16) -> (CmId, Side, CmId, Side) {
+    let cid = cch.create_id(PortSpace::Tcp).unwrap();
+    resolve(cch, &cid, port);
+    let cside = side(&cid, QpType::Rc, 4);
+    cid.connect_qp(&cside.qp, &param()).unwrap();
+    let mut req = expect(sch, CmEventKind::ConnectRequest);
+    let sid = req.take_new_id().unwrap();
+    drop(req);
+    let sside = side(&sid, QpType::Rc, 4);
+    sid.accept_qp(&sside.qp, &param()).unwrap();
+    drop(expect(cch, CmEventKind::ConnectResponse));
+    cid.complete_connect(&cside.qp).unwrap();
+    drop(expect(sch, CmEventKind::Established));
+    (cid, cside, sid, sside)
+}
+
+#[test]
+fn cm_connect_send_and_disconnect_from_the_active_side() {
+    let sch = EventChannel::open().unwrap();
+    let cch = EventChannel::open().unwrap();
+    let l = listener(&sch, PortSpace::Tcp, 18210);
+    let (cid, mut c, sid, mut s) = connect_pair(&sch, &cch, 18210);
+    // Data flows: a send from the client lands in the server's receive.
+    let rsge = [s.mr.sge(0, 64).unwrap()];
+    s.qp.post_recv(&[RecvWr::new(7, &rsge)]).unwrap();
+    c.mr.write(0, b"over rdma_cm").unwrap();
+    let ssge = [c.mr.sge(0, 12).unwrap()];
+    c.qp.post_send(&[SendWr::send(1, &ssge).flags(SendFlags::SIGNALED)])
+        .unwrap();
+    let wc = support::wait(&mut s.cq, 1);
+    assert_eq!((wc[0].opcode, wc[0].byte_len), (WcOpcode::RECV, 12));
+    support::wait(&mut c.cq, 1);
+    let mut got = [0u8; 12];
+    s.mr.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"over rdma_cm");
+    let q = cid.query_addr().unwrap();
+    assert_eq!(q.dst, Some(addr(18210)));
+    assert_eq!(q.src.map(|a| a.ip()), Some(ip()));
+    let route = cid.query_route().unwrap();
+    assert_eq!(route.paths.len(), 1, "{route:?}");
+
+    // The DREQ reaches the peer at once; the initiator's DISCONNECTED waits
+    // for the peer's DREP, which the peer's CM sends only when the peer
+    // disconnects too (rdma_disconnect answers a DREQ), as rping does.
+    cid.disconnect_qp(&c.qp).unwrap();
+    drop(expect(&sch, CmEventKind::Disconnected));
+    assert!(cch.try_get_event().unwrap().is_none(), "no DREP yet");
+    sid.disconnect_qp(&s.qp).unwrap();
+    drop(expect(&cch, CmEventKind::Disconnected));
+    drop((c, s));
+    cid.destroy().unwrap();
+    sid.destroy().unwrap();
+    l.destroy().unwrap();
+}
+
+#[test]
+fn cm_disconnect_from_the_passive_side() {
+    let sch = EventChannel::open().unwrap();
+    let cch = EventChannel::open().unwrap();
+    let l = listener(&sch, PortSpace::Tcp, 18211);
+    let (cid, c, sid, s) = connect_pair(&sch, &cch, 18211);
+    sid.disconnect_qp(&s.qp).unwrap();
+    drop(expect(&cch, CmEventKind::Disconnected));
+    cid.disconnect_qp(&c.qp).unwrap();
+    drop(expect(&sch, CmEventKind::Disconnected));
+    drop((c, s));
+    cid.destroy().unwrap();
+    sid.destroy().unwrap();
+    l.destroy().unwrap();
+}
+
+#[test]
+fn cm_reject_carries_private_data_to_the_active_side() {
+    let sch = EventChannel::open().unwrap();
+    let cch = EventChannel::open().unwrap();
+    let l = listener(&sch, PortSpace::Tcp, 18212);
+    let cid = cch.create_id(PortSpace::Tcp).unwrap();
+    resolve(&cch, &cid, 18212);
+    let c = side(&cid, QpType::Rc, 2);
+    let p = ConnParam {
+        private_data: b"hello?".to_vec(),
+        ..param()
+    };
+    cid.connect_qp(&c.qp, &p).unwrap();
+    let mut req = expect(&sch, CmEventKind::ConnectRequest);
+    // The request's private data (56 bytes on RoCE: ours, zero padded).
+    let pd = req.private_data();
+    assert_eq!(&pd[..6], b"hello?", "{pd:?}");
+    let sid = req.take_new_id().unwrap();
+    drop(req);
+    sid.reject(b"go away").unwrap();
+    let rej = expect(&cch, CmEventKind::Rejected);
+    assert_eq!(rej.status(), 28, "IB_CM_REJ_CONSUMER_DEFINED");
+    let data = rej.private_data();
+    assert_eq!(&data[..7], b"go away", "{data:?}");
+    eprintln!(
+        "REJECTED: status {}, {} bytes of private data",
+        rej.status(),
+        data.len()
+    );
+    drop(rej);
+    drop(c);
+    cid.destroy().unwrap();
+    sid.destroy().unwrap();
+    l.destroy().unwrap();
+}
+
+#[test]
+fn cm_connect_to_a_port_nobody_listens_on() {
+    let cch = EventChannel::open().unwrap();
+    let cid = cch.create_id(PortSpace::Tcp).unwrap();
+    resolve(&cch, &cid, 18299);
+    let c = side(&cid, QpType::Rc, 2);
+    cid.connect_qp(&c.qp, &param()).unwrap();
+    let ev = next(&cch);
+    eprintln!(
+        "connect to a closed port: {} status {}",
+        ev.kind(),
+        ev.status()
+    );
+    // rxe loopback: the local CM answers the REQ with a REJ, reason 8
+    // (IB_CM_REJ_INVALID_SERVICE_ID): REJECTED, status 8.
+    assert_eq!(ev.kind(), CmEventKind::Rejected, "{ev:?}");
+    assert_eq!(ev.status(), 8, "{ev:?}");
+    drop(ev);
+    drop(c);
+    cid.destroy().unwrap();
+}
+
+#[test]
+fn cm_destroy_waits_for_an_event_held_by_another_thread() {
+    let ch = EventChannel::open().unwrap();
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    id.resolve_addr(None, addr(18213), Duration::from_secs(2))
+        .unwrap();
+    // The holding thread itself gets EBUSY, then another thread holds it.
+    {
+        let ev = expect(&ch, CmEventKind::AddrResolved);
+        id.resolve_route(Duration::from_secs(2)).unwrap();
+        drop(ev);
+    }
+    let acked = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let (ch2, acked2) = (ch.clone(), acked.clone());
+    let holder = thread::spawn(move || {
+        let ev = ch2.get_event_timeout(EV).unwrap().expect("ROUTE_RESOLVED");
+        assert_eq!(ev.kind(), CmEventKind::RouteResolved);
+        tx.send(()).unwrap();
+        thread::sleep(Duration::from_millis(500));
+        acked2.store(true, Ordering::SeqCst);
+        ev.ack();
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let start = Instant::now();
+    let (dtx, drx) = mpsc::channel();
+    let destroyer = thread::spawn(move || dtx.send(id.destroy()).unwrap());
+    let r = drx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("destroy returned within 10 s");
+    r.unwrap();
+    assert!(
+        acked.load(Ordering::SeqCst),
+        "destroy returned before the ack"
+    );
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    holder.join().unwrap();
+    destroyer.join().unwrap();
+
+    // EBUSY from the thread that holds an event.
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    id.resolve_addr(None, addr(18213), Duration::from_secs(2))
+        .unwrap();
+    let ev = expect(&ch, CmEventKind::AddrResolved);
+    let e = id.destroy().unwrap_err();
+    assert_eq!(e.errno(), Some(uverbs::sys::Errno::EBUSY), "{e}");
+    drop(ev); // destroys the id
+}
+
+#[test]
+fn cm_notify_establishes_when_data_arrives_before_the_rtu() {
+    let sch = EventChannel::open().unwrap();
+    let cch = EventChannel::open().unwrap();
+    let l = listener(&sch, PortSpace::Tcp, 18214);
+    let cid = cch.create_id(PortSpace::Tcp).unwrap();
+    resolve(&cch, &cid, 18214);
+    let mut c = side(&cid, QpType::Rc, 4);
+    cid.connect_qp(&c.qp, &param()).unwrap();
+    let mut req = expect(&sch, CmEventKind::ConnectRequest);
+    let sid = req.take_new_id().unwrap();
+    drop(req);
+    let mut s = side(&sid, QpType::Rc, 4);
+    let rsge = [s.mr.sge(0, 64).unwrap()];
+    s.qp.post_recv(&[RecvWr::new(1, &rsge)]).unwrap();
+    sid.accept_qp(&s.qp, &param()).unwrap();
+    // Active side: RTR and RTS but no RTU yet; send at once.
+    drop(expect(&cch, CmEventKind::ConnectResponse));
+    cid.modify_qp_to_rts(&c.qp).unwrap();
+    c.mr.write(0, b"early").unwrap();
+    let ssge = [c.mr.sge(0, 5).unwrap()];
+    c.qp.post_send(&[SendWr::send(2, &ssge).flags(SendFlags::SIGNALED)])
+        .unwrap();
+    // Passive side: the data is here before any CM event was read.
+    let wc = support::wait(&mut s.cq, 1);
+    assert_eq!((wc[0].opcode, wc[0].byte_len), (WcOpcode::RECV, 5));
+    assert!(
+        sch.try_get_event().unwrap().is_none(),
+        "no ESTABLISHED before notify: the RTU was never sent"
+    );
+    sid.notify(IB_EVENT_COMM_EST).unwrap();
+    drop(expect(&sch, CmEventKind::Established));
+    // Already established: the kernel says EISCONN.
+    let again = sid.notify(IB_EVENT_COMM_EST).unwrap_err();
+    assert_eq!(again.errno(), Some(uverbs::sys::Errno::EISCONN), "{again}");
+    // The active side finishes (RTU) and both disconnect cleanly.
+    cid.establish().unwrap();
+    support::wait(&mut c.cq, 1);
+    cid.disconnect_qp(&c.qp).unwrap();
+    drop(expect(&sch, CmEventKind::Disconnected));
+    sid.disconnect_qp(&s.qp).unwrap();
+    drop(expect(&cch, CmEventKind::Disconnected));
+    drop((c, s));
+    cid.destroy().unwrap();
+    sid.destroy().unwrap();
+    l.destroy().unwrap();
+}
+
+#[test]
+fn cm_ud_client_against_udaddy_server() {
+    let ip_s = ip().to_string();
+    let count = 10usize;
+    let server = spawn("udaddy", &["-b", &ip_s, "-C", "10"]);
+    thread::sleep(Duration::from_millis(300));
+    let ch = EventChannel::open().unwrap();
+    let mut tries = 0;
+    let (id, mut me, ud) = loop {
+        let id = ch.create_id(PortSpace::Udp).unwrap();
+        resolve(&ch, &id, 7174);
+        let me = side(&id, QpType::Ud, count as u32 + 2);
+        let mut me = me;
+        // Receive buffers: 40-byte GRH + 100-byte message each.
+        let sges: Vec<_> = (0..count)
+            .map(|i| [me.mr.sge(256 * i, 140).unwrap()])
+            .collect();
+        for (i, sge) in sges.iter().enumerate() {
+            me.qp.post_recv(&[RecvWr::new(i as u64, sge)]).unwrap();
+        }
+        id.connect_qp(&me.qp, &ConnParam::default()).unwrap();
+        let ev = next(&ch);
+        if ev.kind() == CmEventKind::Established {
+            let ud = ev.ud_param().expect("UD parameters");
+            drop(ev);
+            break (id, me, ud);
+        }
+        // udaddy may not listen yet.
+        tries += 1;
+        assert!(tries < 10, "SIDR kept failing: {ev:?}");
+        drop(ev);
+        drop(me);
+        id.destroy().unwrap();
+        thread::sleep(Duration::from_millis(300));
+    };
+    assert_eq!(ud.qkey, uverbs::cm::RDMA_UDP_QKEY);
+    assert!(ud.ah_attr.grh.is_some(), "RoCE address vectors are global");
+    // udaddy replies to the QP number in the immediate data.
+    let my_qpn = me.qp.qp_num();
+    let peer = ud.peer(&me.pd).unwrap_or_else(|e| panic!("{e}"));
+    me.mr.fill(2048, 100, b'x').unwrap();
+    let ssge = [me.mr.sge(2048, 100).unwrap()];
+    for i in 0..count {
+        me.qp
+            .post_send(&[
+                SendWr::new(100 + i as u64, SendOp::SendWithImm { imm: my_qpn }, &ssge)
+                    .flags(SendFlags::SIGNALED)
+                    .to(peer.dest()),
+            ])
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    // Our sends complete and udaddy's 10 replies arrive.
+    let wcs = support::wait(&mut me.cq, 2 * count);
+    assert!(wcs.iter().all(|w| w.status.is_success()), "{wcs:?}");
+    assert_eq!(wcs.iter().filter(|w| w.opcode.is_recv()).count(), count);
+    let out = wait_bounded(server, 30, "udaddy -b");
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "{so}\n{}", text(&out.stderr));
+    assert!(so.contains("data transfers complete"), "{so}");
+    drop(peer);
+    drop(me);
+    id.destroy().unwrap();
+}
+
+#[test]
+fn cm_many_connections_leak_no_ids_or_fds() {
+    fn fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+    let before = fds();
+    {
+        let sch = EventChannel::open().unwrap();
+        let cch = EventChannel::open().unwrap();
+        let l = listener(&sch, PortSpace::Tcp, 18215);
+        let mut conns = Vec::new();
+        for _ in 0..64 {
+            conns.push(connect_pair(&sch, &cch, 18215));
+        }
+        for (cid, c, _, _) in &conns {
+            cid.disconnect_qp(&c.qp).unwrap();
+        }
+        for _ in 0..64 {
+            drop(expect(&sch, CmEventKind::Disconnected));
+        }
+        for (_, _, sid, s) in &conns {
+            sid.disconnect_qp(&s.qp).unwrap();
+        }
+        for _ in 0..64 {
+            drop(expect(&cch, CmEventKind::Disconnected));
+        }
+        for (cid, c, sid, s) in conns {
+            drop((c, s));
+            cid.destroy().unwrap();
+            sid.destroy().unwrap();
+        }
+        l.destroy().unwrap();
+        assert!(cch.try_get_event().unwrap().is_none());
+    }
+    assert_eq!(fds(), before, "file descriptors leaked");
+}
