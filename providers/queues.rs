@@ -216,6 +216,7 @@ impl QpPlan {
 impl QpQueues {
     /// Writes the send WQEs and rings the doorbell once for the batch (rxe:
     /// one `POST_SEND` write; mlx5: doorbell record + UAR/BlueFlame write).
+    #[inline]
     pub(crate) fn post_send(
         &mut self,
         ctx: &ContextInner,
@@ -223,26 +224,32 @@ impl QpQueues {
     ) -> Result<(), PostError> {
         match self {
             QpQueues::Rxe { sq, doorbell, .. } => {
-                let posted = sq.post(wrs);
-                let count = match &posted {
-                    Ok(()) => wrs.len(),
-                    Err(e) => e.index,
-                };
-                if count > 0 {
+                let ring = |count: usize| {
                     doorbell.ring(ctx).map_err(|e| PostError {
                         index: count,
                         kind: PostErrorKind::Doorbell(Error::sys(
                             "rxe send doorbell (POST_SEND)",
                             e,
                         )),
-                    })?;
+                    })
+                };
+                match sq.post(wrs) {
+                    // The hot path: no large `PostError` moved around.
+                    Ok(()) if wrs.is_empty() => Ok(()),
+                    Ok(()) => ring(wrs.len()),
+                    Err(e) => {
+                        if e.index > 0 {
+                            ring(e.index)?;
+                        }
+                        Err(e)
+                    }
                 }
-                posted
             }
         }
     }
 
     /// Writes receive WQEs (no system call on either provider).
+    #[inline]
     pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         match self {
             QpQueues::Rxe { rq: Some(rq), .. } => rq.post(wrs),

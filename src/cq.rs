@@ -218,6 +218,7 @@ impl CompletionQueue {
     /// Polls up to `out.len()` completions, like `ibv_poll_cq`; returns how
     /// many were written. No system call and no allocation.
     #[doc(alias = "ibv_poll_cq")]
+    #[inline]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
         self.ring.poll(out)
     }

@@ -322,21 +322,55 @@ impl MemoryRegion {
         }
     }
 
+    #[inline]
     fn check_range(&self, op: &'static str, offset: usize, len: usize) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.inner.len => Ok(()),
-            _ => Err(Error::new(
-                op,
-                ErrorKind::InvalidArgument,
-                format!(
-                    "bytes {offset}..{} are outside the region's {} bytes",
-                    offset as u128 + len as u128,
-                    self.inner.len
-                ),
-            )),
+            _ => Err(self.range_error(op, offset, len)),
         }
     }
 
+    #[cold]
+    #[inline(never)]
+    fn range_error(&self, op: &'static str, offset: usize, len: usize) -> Error {
+        Error::new(
+            op,
+            ErrorKind::InvalidArgument,
+            format!(
+                "bytes {offset}..{} are outside the region's {} bytes",
+                offset as u128 + len as u128,
+                self.inner.len
+            ),
+        )
+    }
+
+    /// The address of byte `offset` of memory the crate allocated, if
+    /// `offset` is inside the region: the checks of `read_u8`/`write_u8`.
+    #[inline]
+    fn owned_byte(&self, offset: usize) -> Option<*mut u8> {
+        match &self.inner.backing {
+            // `offset < len`, the length of the live mapping: the result
+            // stays inside it.
+            Backing::Owned(map) if offset < self.inner.len => {
+                Some(map.as_mut_ptr().wrapping_add(offset))
+            }
+            _ => None,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn byte_error(&self, op: &'static str, offset: usize) -> Error {
+        match self.check_range(op, offset, 1) {
+            Err(e) => e,
+            Ok(()) => self
+                .owned_ptr(op)
+                .err()
+                .unwrap_or_else(|| self.range_error(op, offset, 1)),
+        }
+    }
+
+    #[inline]
     fn owned_ptr(&self, op: &'static str) -> Result<*mut u8> {
         self.as_ptr().ok_or_else(|| {
             Error::new(
@@ -351,6 +385,7 @@ impl MemoryRegion {
     ///
     /// Ordering with the device: write before posting the work request that
     /// sends it (posting publishes it with release ordering).
+    #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         let op = "MemoryRegion::write";
         self.check_range(op, offset, data.len())?;
@@ -368,6 +403,7 @@ impl MemoryRegion {
     ///
     /// Ordering with the device: read after polling the completion that
     /// reports the data (polling acquires it).
+    #[inline]
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let op = "MemoryRegion::read";
         self.check_range(op, offset, out.len())?;
@@ -383,6 +419,36 @@ impl MemoryRegion {
         let mut b = [0u8; 8];
         self.read(offset, &mut b)?;
         Ok(u64::from_ne_bytes(b))
+    }
+
+    /// Reads the byte at `offset` with one volatile load: the cheap way to
+    /// busy-poll for a byte the device writes (perftest's write-lat spin).
+    /// Follow it with `fence(Acquire)` before reading the data it flags.
+    #[inline]
+    pub fn read_u8(&self, offset: usize) -> Result<u8> {
+        match self.owned_byte(offset) {
+            // SAFETY: `p` is inside the live mapping this region owns
+            // (`owned_byte`); a volatile byte load through a raw pointer
+            // forms no reference into device-written memory.
+            Some(p) => Ok(unsafe { std::ptr::read_volatile(p) }),
+            None => Err(self.byte_error("MemoryRegion::read_u8", offset)),
+        }
+    }
+
+    /// Writes the byte at `offset` with one volatile store.
+    ///
+    /// Ordering with the device: as [`MemoryRegion::write`].
+    #[inline]
+    pub fn write_u8(&self, offset: usize, byte: u8) -> Result<()> {
+        match self.owned_byte(offset) {
+            Some(p) => {
+                // SAFETY: as in `read_u8`: in bounds of the live mapping, a
+                // raw volatile store, no reference formed.
+                unsafe { std::ptr::write_volatile(p, byte) };
+                Ok(())
+            }
+            None => Err(self.byte_error("MemoryRegion::write_u8", offset)),
+        }
     }
 
     /// Fills `len` bytes at `offset` with `byte`.

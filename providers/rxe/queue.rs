@@ -185,6 +185,7 @@ impl RxeRing {
     }
 
     /// Runs `f` on the header word `w` viewed as an atomic.
+    #[inline(always)]
     fn with_word<R>(&self, w: Word, f: impl FnOnce(&AtomicU32) -> R) -> R {
         // SAFETY: `new` checked that the mapping is at least HEADER_LEN bytes
         // and 64-byte aligned, so offsets 128 and 256 are in bounds and
@@ -199,6 +200,7 @@ impl RxeRing {
 
     /// `load(Acquire)` of an index word, masked (the kernel's value is not
     /// trusted to be in range).
+    #[inline(always)]
     fn load_acquire(&self, w: Word) -> u32 {
         self.with_word(w, |a| a.load(Ordering::Acquire)) & self.mask
     }
@@ -209,6 +211,7 @@ impl RxeRing {
     }
 
     /// `store(Release)` of a (masked) index.
+    #[inline(always)]
     fn store_release(&self, w: Word, v: u32) {
         self.with_word(w, |a| a.store(v & self.mask, Ordering::Release));
     }
@@ -219,14 +222,11 @@ impl RxeRing {
     /// Panics if they do not: callers size their elements against the
     /// stride in their constructors, so this is an internal invariant, and
     /// it is what keeps every slot access inside the mapping.
+    #[inline(always)]
     fn slot_ptr(&self, index: u32, offset: usize, len: usize) -> NonNull<u8> {
-        assert!(
-            offset
-                .checked_add(len)
-                .is_some_and(|end| end <= self.stride),
-            "rxe ring access of {len} bytes at {offset} overflows a {}-byte slot",
-            self.stride
-        );
+        if offset > self.stride || len > self.stride - offset {
+            slot_overflow(offset, len, self.stride);
+        }
         let at = HEADER_LEN + (((index & self.mask) as usize) << self.log2) + offset;
         // SAFETY: `new` checked `HEADER_LEN + (mask + 1) << log2 <= len`; the
         // index is masked and `offset + len <= stride` was just checked, so
@@ -235,19 +235,8 @@ impl RxeRing {
         unsafe { NonNull::new_unchecked(self.map.as_mut_ptr().add(at)) }
     }
 
-    /// Copies `bytes` into slot `index` at `offset`.
-    fn write_bytes(&mut self, index: u32, offset: usize, bytes: &[u8]) {
-        let dst = self.slot_ptr(index, offset, bytes.len());
-        // SAFETY: `dst..dst + bytes.len()` is inside the mapping
-        // (`slot_ptr`). The caller owns the slot by the index protocol (a
-        // producer writes only `slot[prod]` after seeing it free with an
-        // acquire load of the consumer index), so the kernel does not access
-        // it now; `bytes` is ordinary memory, which cannot overlap the
-        // mapping because no Rust reference into it exists.
-        unsafe { ptr::copy_nonoverlapping(bytes.as_ptr(), dst.as_ptr(), bytes.len()) }
-    }
-
     /// Copies a `T` out of slot `index` at `offset`.
+    #[inline(always)]
     fn read<T: FromBytes + IntoBytes>(&self, index: u32, offset: usize) -> T {
         let mut value = T::new_zeroed();
         let dst = value.as_mut_bytes();
@@ -268,6 +257,10 @@ pub(crate) struct Producer {
     ring: RxeRing,
     /// Our producer index, cached; the header word is only ever stored.
     prod: u32,
+    /// The kernel's consumer index as last loaded (masked). It only moves
+    /// forward, so a slot it showed free stays free; it is loaded again only
+    /// when the ring looks full.
+    cons: u32,
 }
 
 impl Producer {
@@ -276,7 +269,8 @@ impl Producer {
     pub(crate) fn new(map: Mapping, what: &'static str, min_slot: usize) -> Result<Self, Error> {
         let ring = RxeRing::new(map, what, min_slot)?;
         let prod = ring.load_relaxed(Word::Producer);
-        Ok(Producer { ring, prod })
+        let cons = ring.load_acquire(Word::Consumer);
+        Ok(Producer { ring, prod, cons })
     }
 
     /// The ring geometry.
@@ -290,39 +284,110 @@ impl Producer {
     /// The consumer index is loaded with Acquire, pairing with the kernel's
     /// `smp_store_release(&q->buf->consumer_index, ..)` in
     /// `queue_advance_consumer` (K61 rxe_queue.h, `QUEUE_TYPE_FROM_CLIENT`):
-    /// the kernel's last reads of a slot happen before we overwrite it.
-    pub(crate) fn is_full(&self) -> bool {
-        (self.prod.wrapping_add(1) & self.ring.mask) == self.ring.load_acquire(Word::Consumer)
+    /// the kernel's last reads of a slot happen before we overwrite it. The
+    /// cached value was loaded the same way, and the kernel only advances
+    /// it, so a slot it shows free is free; it is reloaded only when the
+    /// cached value says full.
+    #[inline]
+    pub(crate) fn is_full(&mut self) -> bool {
+        let next = self.prod.wrapping_add(1) & self.ring.mask;
+        if next != self.cons {
+            return false;
+        }
+        self.cons = self.ring.load_acquire(Word::Consumer);
+        next == self.cons
     }
 
     /// The next free slot, or `None` when the queue is full.
+    #[inline]
     pub(crate) fn next_slot(&mut self) -> Option<Slot<'_>> {
         if self.is_full() {
-            None
-        } else {
-            Some(Slot { producer: self })
+            return None;
         }
+        let base = self.ring.slot_ptr(self.prod, 0, 0);
+        let len = self.ring.stride;
+        Some(Slot {
+            producer: self,
+            base,
+            len,
+        })
     }
 }
 
 /// A free slot of a [`Producer`], being filled. Dropping it without
 /// [`Slot::publish`] publishes nothing (the next post rewrites the slot).
+///
+/// The slot's address and length are computed once (masked index, cached
+/// stride); every write is bounds-checked against that length. Writers that
+/// put several fields first [`Slot::reserve`] the span they fill, after
+/// which the compiler drops the per-field checks that the one covers.
 #[derive(Debug)]
 #[must_use = "a slot is handed to the kernel only by publish()"]
 pub(crate) struct Slot<'a> {
     producer: &'a mut Producer,
+    /// Start of slot `producer.prod` in the mapping.
+    base: NonNull<u8>,
+    /// The slot's length (the ring's stride).
+    len: usize,
+}
+
+/// The panic of an out-of-slot write: an internal invariant (elements are
+/// sized against the stride in the queues' constructors) that keeps every
+/// write inside the mapping.
+#[cold]
+#[inline(never)]
+fn slot_overflow(offset: usize, len: usize, stride: usize) -> ! {
+    panic!("rxe ring access of {len} bytes at {offset} overflows a {stride}-byte slot")
 }
 
 impl Slot<'_> {
+    /// Checks that `offset..offset + len` lies inside the slot (panics if not).
+    #[inline(always)]
+    fn check(&self, offset: usize, len: usize) {
+        if offset > self.len || len > self.len - offset {
+            slot_overflow(offset, len, self.len);
+        }
+    }
+
+    /// Checks once that the first `len` bytes lie inside the slot, so that
+    /// the checks of the fixed-offset writes that follow fold away.
+    #[inline(always)]
+    pub(crate) fn reserve(&self, len: usize) {
+        self.check(0, len);
+    }
+
     /// Copies `value`'s bytes to `offset` in the slot.
+    #[inline(always)]
     pub(crate) fn write<T: IntoBytes + Immutable>(&mut self, offset: usize, value: &T) {
-        self.write_bytes(offset, value.as_bytes());
+        let len = mem::size_of::<T>();
+        self.check(offset, len);
+        // SAFETY: `offset..offset + len` is inside the slot (checked just
+        // above), and the slot is inside the mapping (`next_slot` took its
+        // address from `slot_ptr` with a masked index). We own the slot by
+        // the index protocol (see `write_bytes`). `value` is ordinary memory
+        // with no padding (`IntoBytes`), which cannot overlap the mapping
+        // because no Rust reference into it exists.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                (value as *const T).cast::<u8>(),
+                self.base.as_ptr().add(offset),
+                len,
+            );
+        }
     }
 
     /// Copies `bytes` to `offset` in the slot.
+    #[inline]
     pub(crate) fn write_bytes(&mut self, offset: usize, bytes: &[u8]) {
-        let p = &mut *self.producer;
-        p.ring.write_bytes(p.prod, offset, bytes);
+        self.check(offset, bytes.len());
+        // SAFETY: in bounds as in `write`. The caller owns the slot by the
+        // index protocol (a producer writes only `slot[prod]` after seeing
+        // it free with an acquire load of the consumer index), so the kernel
+        // does not access it now; `bytes` is ordinary memory, which cannot
+        // overlap the mapping because no Rust reference into it exists.
+        unsafe {
+            ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(offset), bytes.len());
+        }
     }
 
     /// Hands the slot to the kernel: `store(Release)` of the advanced
@@ -330,6 +395,7 @@ impl Slot<'_> {
     /// `smp_load_acquire(&q->buf->producer_index)` in `queue_get_producer`
     /// (K61 rxe_queue.h, `QUEUE_TYPE_FROM_CLIENT`), so the slot's contents
     /// are visible to the kernel before the index is.
+    #[inline]
     pub(crate) fn publish(self) {
         let p = self.producer;
         p.prod = p.prod.wrapping_add(1) & p.ring.mask;
@@ -345,8 +411,6 @@ pub(crate) struct Consumer {
     cons: u32,
     /// The last producer index seen (masked), to avoid a load per element.
     prod: u32,
-    /// Whether `cons` moved since the last [`Consumer::release`].
-    dirty: bool,
 }
 
 impl Consumer {
@@ -359,7 +423,6 @@ impl Consumer {
             ring,
             cons,
             prod: cons,
-            dirty: false,
         })
     }
 
@@ -373,39 +436,36 @@ impl Consumer {
     /// `smp_store_release(&q->buf->producer_index, prod)` in
     /// `queue_advance_producer` (K61 rxe_queue.h, `QUEUE_TYPE_TO_CLIENT`,
     /// called by `rxe_cq_post` after it copied the CQE into the slot).
+    #[inline(always)]
     fn load_producer(&self) -> u32 {
         self.ring.load_acquire(Word::Producer)
     }
 
-    #[cfg(test)]
-    /// Whether no element is waiting.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.cons == self.load_producer()
-    }
-
-    /// Copies the next element out and steps past it locally; the kernel
-    /// sees the slot free only after [`Consumer::release`].
-    pub(crate) fn pop<T: FromBytes + IntoBytes>(&mut self) -> Option<T> {
+    /// How many elements are waiting, up to the producer index last seen;
+    /// that index is loaded again only when everything seen was consumed.
+    #[inline]
+    pub(crate) fn available(&mut self) -> u32 {
         if self.cons == self.prod {
             self.prod = self.load_producer();
-            if self.cons == self.prod {
-                return None;
-            }
         }
-        let value = self.ring.read(self.cons, 0);
-        self.cons = self.cons.wrapping_add(1) & self.ring.mask;
-        self.dirty = true;
-        Some(value)
+        self.prod.wrapping_sub(self.cons) & self.ring.mask
     }
 
-    /// Hands the popped slots back: `store(Release)` of our consumer index,
-    /// pairing with the kernel's `smp_load_acquire(&q->buf->consumer_index)`
-    /// in `queue_get_consumer` (K61 rxe_queue.h, `QUEUE_TYPE_TO_CLIENT`,
-    /// used by `queue_full` in `rxe_cq_post`): our reads of the slots happen
-    /// before the kernel overwrites them.
-    pub(crate) fn release(&mut self) {
-        if mem::take(&mut self.dirty) {
-            self.ring.store_release(Word::Consumer, self.cons);
-        }
+    /// Copies out element `i` after our consumer index (`i < available()`).
+    #[inline]
+    pub(crate) fn read_at<T: FromBytes + IntoBytes>(&self, i: u32) -> T {
+        self.ring.read(self.cons.wrapping_add(i), 0)
+    }
+
+    /// Steps past `n` elements and hands their slots back to the kernel:
+    /// `store(Release)` of our consumer index, pairing with the kernel's
+    /// `smp_load_acquire(&q->buf->consumer_index)` in `queue_get_consumer`
+    /// (K61 rxe_queue.h, `QUEUE_TYPE_TO_CLIENT`, used by `queue_full` in
+    /// `rxe_cq_post`): our reads of the slots happen before the kernel
+    /// overwrites them. One store per batch.
+    #[inline]
+    pub(crate) fn consume(&mut self, n: u32) {
+        self.cons = self.cons.wrapping_add(n) & self.ring.mask;
+        self.ring.store_release(Word::Consumer, self.cons);
     }
 }

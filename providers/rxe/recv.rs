@@ -57,6 +57,7 @@ impl RxeRq {
         Ok(())
     }
 
+    #[inline]
     fn post_one(&mut self, wr: &RecvWr<'_>) -> Result<(), PostErrorKind> {
         if wr.sges.len() > self.max_sge as usize {
             return Err(PostErrorKind::TooManySges {

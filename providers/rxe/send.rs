@@ -12,15 +12,15 @@
 //! This module has no `unsafe`: slot memory is written through
 //! [`queue::Slot`](super::queue::Slot), which bounds-checks every copy.
 
-use std::mem::size_of;
+use std::mem::{offset_of, size_of};
 
 use zerocopy::IntoBytes;
 
-use super::queue::Producer;
+use super::queue::{Producer, Slot};
 use crate::{
     abi::{
-        RxeSendWqe, RxeSendWrAtomic, RxeSendWrRdma, RxeSendWrUd, RxeSge, IB_UVERBS_QPT_RC,
-        IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
+        RxeDmaInfo, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrRdma, RxeSendWrUd, RxeSge,
+        IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
     },
     error::{Error, ErrorKind},
     sys::Mapping,
@@ -115,34 +115,22 @@ impl RxeSq {
 
     /// Validates, writes and publishes one WQE; `ud` is `wr.ud` resolved
     /// (the `AddressHandle` is not otherwise read).
+    #[inline]
     pub(crate) fn post_one(
         &mut self,
         wr: &SendWr<'_>,
         ud: Option<UdFields>,
     ) -> Result<(), PostErrorKind> {
         let length = self.validate(wr, ud)?;
-        let wqe = build_wqe(wr, ud, length);
         let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
-        slot.write(0, &wqe);
-        match wr.payload {
-            Payload::Sges(sges) => {
-                for (i, s) in sges.iter().enumerate() {
-                    let sge = RxeSge {
-                        addr: s.addr,
-                        length: s.length,
-                        lkey: s.lkey,
-                    };
-                    slot.write(SEND_WQE_LEN + i * SGE_LEN, &sge);
-                }
-            }
-            Payload::Inline(data) => slot.write_bytes(SEND_WQE_LEN, data),
-        }
+        write_wqe(&mut slot, wr, ud, length);
         slot.publish();
         Ok(())
     }
 
     /// RC `validate_send_wr` plus the per-QP-type opcode rules; returns the
     /// total payload length.
+    #[inline]
     fn validate(&self, wr: &SendWr<'_>, ud: Option<UdFields>) -> Result<u32, PostErrorKind> {
         let qp_type = u32::from(self.qp_type);
         let op = wr.op;
@@ -232,12 +220,155 @@ impl RxeSq {
     }
 }
 
+/// Writes the WQE for `wr` straight into `slot`: the fixed 208 bytes
+/// (everything before the SGEs / inline data) field by field, then the SGEs
+/// or the inline data. No 208-byte WQE is built, zeroed and copied.
+///
+/// What is written: `wr_id`, `reserved` (0), `opcode`, `send_flags`, `ex`,
+/// the union member the opcode selects (RDMA: `wr.rdma`; atomics:
+/// `wr.atomic`; UD sends: the whole `wr.ud` with the rest zeroed), `status`
+/// and `state` (0 = `wqe_state_posted`), `iova`, the kernel-owned `mask`,
+/// PSNs, `ack_length`, `ssn` and `has_rd_atomic` (0, as a fresh ring has
+/// them), and all of `dma`. The rest of the 120-byte union is not
+/// rewritten: the kernel reads only the member the opcode selects (K61
+/// rxe_req.c `req_next_wqe`, `init_req_packet`; rxe_av.c reads `wr.ud`
+/// only for UD), and RC `convert_send_wr` zeroes it only because it
+/// builds the WQE in place from a zeroed struct. [`build_wqe`] is the
+/// reference the tests compare with.
+#[inline]
+fn write_wqe(slot: &mut Slot<'_>, wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) {
+    // Field offsets in `struct rxe_send_wqe` (abi/tests/layout.rs checks
+    // the struct against the C header).
+    const WR_ID: usize = offset_of!(RxeSendWqe, wr) + offset_of!(RxeSendWr, wr_id);
+    const RESERVED: usize = offset_of!(RxeSendWqe, wr) + offset_of!(RxeSendWr, reserved);
+    const SEND_FLAGS: usize = offset_of!(RxeSendWqe, wr) + offset_of!(RxeSendWr, send_flags);
+    const UNION: usize = offset_of!(RxeSendWqe, wr) + offset_of!(RxeSendWr, wr);
+    const STATUS: usize = offset_of!(RxeSendWqe, status);
+    const IOVA: usize = offset_of!(RxeSendWqe, iova);
+    const MASK: usize = offset_of!(RxeSendWqe, mask);
+    const DMA: usize = offset_of!(RxeSendWqe, dma);
+    const _: () = assert!(
+        RESERVED == WR_ID + 8
+            && SEND_FLAGS == RESERVED + 8
+            && UNION == SEND_FLAGS + 8
+            && IOVA == STATUS + 8
+            && MASK == IOVA + 8
+            && DMA == MASK + 24
+            && SEND_WQE_LEN == DMA + size_of::<RxeDmaInfo>()
+    );
+    // One check for the fixed part; the checks of the writes below fold.
+    slot.reserve(SEND_WQE_LEN);
+    let (flags, num_sge) = match wr.payload {
+        // `validate` bounded the count by max_sge, a u32.
+        Payload::Sges(sges) => (wr.flags.difference(SendFlags::INLINE), sges.len() as u32),
+        // The kernel reads no SGE of an inline WQE; 0 also passes its
+        // `num_sge <= max_sge` check for every SQ (K61 rxe_req.c).
+        Payload::Inline(_) => (wr.flags.union(SendFlags::INLINE), 0),
+    };
+    slot.write(WR_ID, &wr.wr_id);
+    // `reserved` = 0, `opcode`.
+    slot.write(RESERVED, &[0, wr.op.raw()]);
+    // `send_flags`, `ex.imm_data` (a `__be32`: the big-endian bytes).
+    slot.write(
+        SEND_FLAGS,
+        &[flags.bits(), wr.op.imm().map_or(0, u32::to_be)],
+    );
+    let iova = match wr.op {
+        SendOp::RdmaWrite { remote_addr, rkey }
+        | SendOp::RdmaWriteWithImm {
+            remote_addr, rkey, ..
+        }
+        | SendOp::RdmaRead { remote_addr, rkey } => {
+            let rdma = RxeSendWrRdma {
+                remote_addr,
+                rkey,
+                reserved: 0,
+            };
+            slot.write(UNION, &rdma);
+            remote_addr
+        }
+        SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => {
+            let atomic = RxeSendWrAtomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+                reserved: 0,
+            };
+            slot.write(UNION, &atomic);
+            remote_addr
+        }
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => {
+            let atomic = RxeSendWrAtomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+                reserved: 0,
+            };
+            slot.write(UNION, &atomic);
+            remote_addr
+        }
+        SendOp::Send | SendOp::SendWithImm { .. } => {
+            if let Some(d) = ud {
+                let mut union = [0u8; 120];
+                let ud = RxeSendWrUd {
+                    remote_qpn: d.remote_qpn,
+                    remote_qkey: d.remote_qkey,
+                    ah_num: d.ah_num,
+                    ..RxeSendWrUd::default()
+                };
+                union[..size_of::<RxeSendWrUd>()].copy_from_slice(ud.as_bytes());
+                slot.write(UNION, &union);
+            }
+            0
+        }
+    };
+    // `status`, `state` = wqe_state_posted (0).
+    slot.write(STATUS, &[0u32, 0u32]);
+    slot.write(IOVA, &iova);
+    // `mask`, `first_psn`, `last_psn`, `ack_length`, `ssn`, `has_rd_atomic`.
+    slot.write(MASK, &[0u32; 6]);
+    let dma = RxeDmaInfo {
+        length,
+        resid: length,
+        cur_sge: 0,
+        num_sge,
+        sge_offset: 0,
+        reserved: 0,
+    };
+    slot.write(DMA, &dma);
+    match wr.payload {
+        Payload::Sges(sges) => {
+            for (i, s) in sges.iter().enumerate() {
+                let sge = RxeSge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                };
+                slot.write(SEND_WQE_LEN + i * SGE_LEN, &sge);
+            }
+        }
+        Payload::Inline(data) => slot.write_bytes(SEND_WQE_LEN, data),
+    }
+}
+
 /// The fixed 208 bytes of the WQE (everything before the SGEs / inline
 /// data), as RC `init_send_wqe` fills them: a zeroed `wr` with wr_id,
 /// opcode, send_flags, `ex.imm_data` (big-endian), the union member the
 /// opcode selects, then `iova`, `dma` and `state = wqe_state_posted (0)`.
 /// `status`, `mask`, the PSNs, `ssn` and `has_rd_atomic` are the kernel's
 /// (it computes `mask` and `iova` again in `req_next_wqe`).
+#[cfg(test)]
 pub(crate) fn build_wqe(wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) -> RxeSendWqe {
     let mut wqe = RxeSendWqe::default();
     let mut flags = wr.flags;
@@ -326,6 +457,7 @@ pub(crate) fn build_wqe(wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) -> R
 }
 
 /// Copies a union member into `wr.wr` (every member is at most 120 bytes).
+#[cfg(test)]
 fn put_union(wqe: &mut RxeSendWqe, member: &[u8]) {
     wqe.wr.wr[..member.len()].copy_from_slice(member);
 }

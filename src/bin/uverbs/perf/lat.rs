@@ -182,7 +182,6 @@ fn write_lat(
     let poll_off = s.half + last;
     let (mut scnt, mut rcnt, mut ccnt) = (0u64, 0u64, 0u64);
     let mut wc = [WorkCompletion::default(); 1];
-    let mut byte = [0u8; 1];
     while scnt < iters || ccnt < iters || rcnt < iters {
         if rcnt < iters && !(scnt < 1 && role == Role::Server) {
             rcnt += 1;
@@ -190,12 +189,12 @@ fn write_lat(
             let mut spins = 0u32;
             let mut since: Option<Instant> = None;
             loop {
-                // A plain read of memory the device writes; the fence keeps
-                // the compiler from hoisting it out of the loop and orders
-                // the data before what follows, like perftest's volatile read.
-                let _ = s.mr.read(poll_off, &mut byte);
+                // A volatile byte load of memory the device writes, like
+                // perftest's volatile read; the fence orders the data
+                // before what follows.
+                let byte = s.mr.read_u8(poll_off).map_err(err("buffer"))?;
                 fence(Ordering::Acquire);
-                if byte[0] == want {
+                if byte == want {
                     break;
                 }
                 spins = spins.wrapping_add(1);
@@ -218,7 +217,7 @@ fn write_lat(
                 data[last] = scnt as u8;
                 s.qp.post_send(&[SendWr::new(scnt, op, &[]).inline(data)])
             } else {
-                s.mr.write(last, &[scnt as u8]).map_err(err("buffer"))?;
+                s.mr.write_u8(last, scnt as u8).map_err(err("buffer"))?;
                 s.qp.post_send(&[SendWr::new(scnt, op, sge)])
             };
             r.map_err(|e| format!("post_send (scnt={scnt}): {e}"))?;

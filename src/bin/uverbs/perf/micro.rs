@@ -37,6 +37,14 @@ pub fn run(o: &Opts, s: Setup) -> Res<()> {
         std::hint::black_box(b);
     }
     let t_read = clock.now() - t0;
+    // 3b. MemoryRegion::read_u8 (what the write-lat spin uses now).
+    let t0 = clock.now();
+    for _ in 0..n {
+        let b = a.mr.read_u8(a.half).unwrap_or(0);
+        fence(Ordering::Acquire);
+        std::hint::black_box(b);
+    }
+    let t_read_u8 = clock.now() - t0;
     // 4. post_recv of one WR (a fresh QP's RQ, one slot per call).
     let depth = a.qp.cap().max_recv_wr as u64;
     let rsge = [a.mr.sge(a.half, o.size as u32).map_err(err("sge"))?];
@@ -70,8 +78,202 @@ pub fn run(o: &Opts, s: Setup) -> Res<()> {
         ns(t_read, n)
     );
     println!(
+        " MemoryRegion::read_u8           {n:>7}    {:>8.1}",
+        ns(t_read_u8, n)
+    );
+    println!(
         " QueuePair::post_recv 1 WR (med){k:>7}    {:>8.1}",
         ns(t_recv, k)
     );
     Ok(())
+}
+
+/// `uverbs perf micro --fake`: the data-path calls on rings in anonymous
+/// memory, with a fake kernel (`fake.rs`) whose doorbell `write` returns at
+/// once and whose ring side is played between the calls. Deterministic, so
+/// `valgrind --tool=callgrind` gives the instructions per call: each
+/// measured call is one `op_*` function, called exactly `n` times
+/// (`benches/callgrind.sh` divides their inclusive cost by `n`).
+pub fn run_fake(o: &Opts) -> Res<()> {
+    use std::time::Instant;
+
+    use uverbs::{AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, SendOp, SendWr};
+
+    use super::fake::FakeRxe;
+
+    let n = o.iters as u64;
+    let (fake, ctx) = FakeRxe::open()?;
+    let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
+    let mut send_cq = ctx
+        .create_cq(16, CqOptions::default())
+        .map_err(err("create send CQ"))?;
+    let recv_cq = ctx
+        .create_cq(16, CqOptions::default())
+        .map_err(err("create receive CQ"))?;
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &send_cq,
+            recv_cq: &recv_cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 32,
+                max_recv_wr: 32,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 236,
+            },
+            sq_sig_all: false,
+        })
+        .map_err(err("create QP"))?;
+    super::connect(
+        &qp,
+        qp.qp_num(),
+        o,
+        Mtu::from_bytes(1024).ok_or("MTU")?,
+        Gid([0; 16]),
+    )?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let mr = pd.alloc_mr(8192, access).map_err(err("register memory"))?;
+    let missing = || "the fake kernel lost a ring".to_string();
+    let sq = fake.sq_ring(qp.handle()).ok_or_else(missing)?;
+    let rq = fake.rq_ring(qp.handle()).ok_or_else(missing)?;
+    let cq = fake.cq_ring(send_cq.handle()).ok_or_else(missing)?;
+
+    let size = o.size.min(236) as u32;
+    let sge = [mr.sge(0, size).map_err(err("sge"))?];
+    let rsge = [mr.sge(4096, size).map_err(err("sge"))?];
+    let data = vec![1u8; size as usize];
+    let op = SendOp::RdmaWrite {
+        remote_addr: mr.addr() + 4096,
+        rkey: mr.rkey(),
+    };
+    let wr_sge = SendWr::new(1, op, &sge);
+    let wr_inline = SendWr::new(2, op, &[]).inline(&data);
+    let wr_send_inline = SendWr::send(3, &[]).inline(&data);
+    let wr_recv = RecvWr::new(4, &rsge);
+    let mut wc = [WorkCompletion::default(); 1];
+
+    let mut rows: Vec<(&str, f64)> = Vec::new();
+    let mut time = |name: &'static str, f: &mut dyn FnMut() -> Res<()>| -> Res<()> {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            f()?;
+        }
+        rows.push((name, t0.elapsed().as_nanos() as f64 / n as f64));
+        Ok(())
+    };
+    time("post_send 1 WR, 1 SGE (RDMA write)", &mut || {
+        op_post_send_sge(&mut qp, &wr_sge)?;
+        sq.consume_all();
+        Ok(())
+    })?;
+    time("post_send 1 WR, inline (RDMA write)", &mut || {
+        op_post_send_inline(&mut qp, &wr_inline)?;
+        sq.consume_all();
+        Ok(())
+    })?;
+    time("post_send 1 WR, inline (SEND)", &mut || {
+        op_post_send_send_inline(&mut qp, &wr_send_inline)?;
+        sq.consume_all();
+        Ok(())
+    })?;
+    time("post_recv 1 WR, 1 SGE", &mut || {
+        op_post_recv(&mut qp, &wr_recv)?;
+        rq.consume_all();
+        Ok(())
+    })?;
+    time(
+        "CompletionQueue::poll, empty",
+        &mut || match op_poll_empty(&mut send_cq, &mut wc) {
+            0 => Ok(()),
+            k => Err(format!("poll of an empty CQ returned {k}")),
+        },
+    )?;
+    time("CompletionQueue::poll, 1 CQE", &mut || {
+        if !cq.post_cqe(7) {
+            return Err("the fake CQ is full".into());
+        }
+        match op_poll_one(&mut send_cq, &mut wc) {
+            1 if wc[0].wr_id == 7 => Ok(()),
+            k => Err(format!("poll returned {k}: {:?}", wc[0])),
+        }
+    })?;
+    let last = 4096 + size as usize - 1;
+    time("MemoryRegion::read 1 byte", &mut || {
+        std::hint::black_box(op_mr_read_byte(&mr, last)?);
+        Ok(())
+    })?;
+    time("MemoryRegion::read_u8", &mut || {
+        std::hint::black_box(op_mr_read_u8(&mr, last)?);
+        Ok(())
+    })?;
+    println!(" fake rxe kernel (host): {n} calls each, size {size}");
+    println!(" operation                                 ns/call");
+    for (name, ns) in rows {
+        println!(" {name:<40} {ns:>8.1}");
+    }
+    drop(qp);
+    Ok(())
+}
+
+/// Keeps the `op_*` functions distinct: LLVM merges identical functions,
+/// and each must be its own symbol for callgrind (one instruction).
+#[inline(always)]
+fn tag(t: u8) {
+    std::hint::black_box(t);
+}
+
+#[inline(never)]
+fn op_post_send_sge(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
+    tag(1);
+    qp.post_send(std::slice::from_ref(wr))
+        .map_err(|e| e.to_string())
+}
+
+#[inline(never)]
+fn op_post_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
+    tag(2);
+    qp.post_send(std::slice::from_ref(wr))
+        .map_err(|e| e.to_string())
+}
+
+#[inline(never)]
+fn op_post_send_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
+    tag(3);
+    qp.post_send(std::slice::from_ref(wr))
+        .map_err(|e| e.to_string())
+}
+
+#[inline(never)]
+fn op_post_recv(qp: &mut uverbs::QueuePair, wr: &RecvWr<'_>) -> Res<()> {
+    tag(4);
+    qp.post_recv(std::slice::from_ref(wr))
+        .map_err(|e| e.to_string())
+}
+
+#[inline(never)]
+fn op_poll_empty(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1]) -> usize {
+    tag(5);
+    cq.poll(wc)
+}
+
+#[inline(never)]
+fn op_poll_one(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1]) -> usize {
+    tag(6);
+    cq.poll(wc)
+}
+
+#[inline(never)]
+fn op_mr_read_byte(mr: &uverbs::MemoryRegion, offset: usize) -> Res<u8> {
+    tag(7);
+    let mut b = [0u8; 1];
+    mr.read(offset, &mut b).map_err(|e| e.to_string())?;
+    Ok(b[0])
+}
+
+#[inline(never)]
+fn op_mr_read_u8(mr: &uverbs::MemoryRegion, offset: usize) -> Res<u8> {
+    tag(8);
+    mr.read_u8(offset).map_err(|e| e.to_string())
 }

@@ -12,6 +12,7 @@
 
 mod bw;
 mod clock;
+mod fake;
 mod lat;
 mod micro;
 mod report;
@@ -26,6 +27,10 @@ use uverbs::{
 use clock::ClockKind;
 
 const PROG: &str = "uverbs perf";
+/// perftest's nominal inline sizes (`DEF_INLINE_WRITE`, `DEF_INLINE_SEND_RC_UC`):
+/// what the QP asks for by default.
+const DEF_INLINE_WRITE: u32 = 220;
+const DEF_INLINE_SEND: u32 = 236;
 
 /// Which benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +65,11 @@ pub struct Opts {
     pub gid_index: u8,
     pub size: usize,
     pub iters: usize,
-    /// Inline threshold: messages of at most this many bytes go inline.
-    pub inline: u32,
+    /// `-I N`: request `max_inline_data` N and send messages of at most
+    /// min(N, what the QP got) bytes inline. `None` (the default): request
+    /// perftest's nominal size and inline everything up to what the QP
+    /// got, as a user of this stack would.
+    pub inline: Option<u32>,
     pub tx_depth: usize,
     pub rx_depth: usize,
     pub cq_mod: usize,
@@ -75,6 +83,9 @@ pub struct Opts {
     /// One context (device fd) and PD per side, as perftest's two processes
     /// have; by default both sides share one.
     pub two_contexts: bool,
+    /// `micro` only: a fake kernel on the host instead of a device (hidden;
+    /// for counting instructions with callgrind, see benches/callgrind.sh).
+    pub fake: bool,
 }
 
 fn usage(out: &mut dyn Write) -> io::Result<()> {
@@ -129,11 +140,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         gid_index: 0,
         size: if test.is_bw() { 65536 } else { 2 },
         iters: if test.is_bw() { 5000 } else { 1000 },
-        inline: match test {
-            Test::WriteLat => 220,
-            Test::SendLat => 236,
-            Test::WriteBw | Test::Micro => 0,
-        },
+        inline: None,
         tx_depth: if test.is_bw() { 128 } else { 1 },
         rx_depth: 512,
         cq_mod: 100,
@@ -143,6 +150,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         clock: ClockKind::Tsc,
         both: false,
         two_contexts: false,
+        fake: false,
     };
     let mut cq_mod_set = false;
     let args: Vec<&String> = it.collect();
@@ -172,7 +180,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "-x" | "--gid-index" => o.gid_index = num(key, value()?)?,
             "-s" | "--size" => o.size = num(key, value()?)?,
             "-n" | "--iters" => o.iters = num(key, value()?)?,
-            "-I" | "--inline" | "--inline_size" => o.inline = num(key, value()?)?,
+            "-I" | "--inline" | "--inline_size" => o.inline = Some(num(key, value()?)?),
             "-t" | "--tx-depth" => o.tx_depth = num(key, value()?)?,
             "-r" | "--rx-depth" => o.rx_depth = num(key, value()?)?,
             "-Q" | "--cq-mod" => {
@@ -195,6 +203,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             }
             "-B" | "--both" => o.both = true,
             "--two-contexts" => o.two_contexts = true,
+            "--fake" if o.test == Test::Micro => o.fake = true,
             _ => return Err(format!("unknown option '{a}'")),
         }
         i += 1;
@@ -296,7 +305,12 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
             },
             max_send_sge: 1,
             max_recv_sge: 1,
-            max_inline_data: o.inline,
+            max_inline_data: o.inline.unwrap_or(match o.test {
+                Test::WriteLat => DEF_INLINE_WRITE,
+                Test::SendLat => DEF_INLINE_SEND,
+                // perftest's bandwidth default; bw posts SGEs only.
+                Test::WriteBw | Test::Micro => 0,
+            }),
         },
         sq_sig_all: false,
     };
@@ -400,7 +414,10 @@ fn setup(o: &Opts) -> Res<Setup> {
     let b = side(ctxs.last().unwrap(), pds.last().unwrap(), o)?;
     connect(&a.qp, b.qp.qp_num(), o, mtu, gid)?;
     connect(&b.qp, a.qp.qp_num(), o, mtu, gid)?;
-    let inline = a.qp.cap().max_inline_data.min(o.inline);
+    // What the QP got (rxe grants at least what was asked, rounded up to
+    // its slot), capped by an explicit -I.
+    let got = a.qp.cap().max_inline_data;
+    let inline = o.inline.map_or(got, |n| n.min(got));
     Ok(Setup {
         _ctx: ctxs,
         _pd: pds,
@@ -452,6 +469,9 @@ fn print_header(o: &Opts, s: &Setup) {
 }
 
 fn run(o: &Opts) -> Res<()> {
+    if o.fake {
+        return micro::run_fake(o);
+    }
     let s = setup(o)?;
     print_header(o, &s);
     match o.test {
@@ -486,13 +506,14 @@ mod tests {
     #[test]
     fn perftest_defaults() {
         let o = p("write-lat");
-        assert_eq!((o.size, o.iters, o.inline, o.tx_depth), (2, 1000, 220, 1));
+        assert_eq!((o.size, o.iters, o.inline, o.tx_depth), (2, 1000, None, 1));
         let o = p("send-lat -n 100");
-        assert_eq!((o.inline, o.rx_depth, o.cq_mod), (236, 100, 1));
+        assert_eq!((o.inline, o.rx_depth, o.cq_mod), (None, 100, 1));
+        assert_eq!(p("send-lat -I 0").inline, Some(0));
         let o = p("write-bw");
         assert_eq!(
             (o.size, o.iters, o.tx_depth, o.cq_mod, o.inline),
-            (65536, 5000, 128, 1, 0)
+            (65536, 5000, 128, 1, None)
         );
         let o = p("write-bw -s 64");
         assert_eq!(o.cq_mod, 100);
