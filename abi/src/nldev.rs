@@ -174,7 +174,8 @@ abi_consts! {
     pub const RDMA_NLDEV_CMD_RES_CTX_GET: u16 = 22;
     pub const RDMA_NLDEV_CMD_RES_SRQ_GET: u16 = 23;
     pub const RDMA_NLDEV_CMD_STAT_GET_STATUS: u16 = 24;
-    pub const RDMA_NLDEV_NUM_OPS: u16 = 25;
+    // RDMA_NLDEV_NUM_OPS is left out: it counts the commands, so it grows
+    // with every kernel that adds one, and no message carries it.
 
     // enum rdma_nldev_print_type
     pub const RDMA_NLDEV_PRINT_TYPE_UNSPEC: u32 = 0;
@@ -278,7 +279,10 @@ abi_consts! {
     pub const RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK: u16 = 93;
     pub const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_INDEX: u16 = 94;
     pub const RDMA_NLDEV_ATTR_STAT_HWCOUNTER_DYNAMIC: u16 = 95;
-    pub const RDMA_NLDEV_ATTR_MAX: u16 = 96;
+    // RDMA_NLDEV_ATTR_MAX is left out: it is one past the last attribute, so
+    // it changes whenever a kernel adds one (Debian's 6.1.192 headers add
+    // three and make it 99; 6.1.187's say 96). Attribute parsers skip ids they
+    // do not know instead.
 
     // enum rdma_nl_counter_mode
     pub const RDMA_COUNTER_MODE_NONE: u32 = 0;

@@ -135,8 +135,14 @@ fn c_source() -> String {
     c
 }
 
-/// Compiles and runs the C program; returns its output.
+/// Compiles and runs the C program once per test process (the tests run in
+/// parallel and would otherwise race on the same files); returns its output.
 fn run_c() -> String {
+    static OUTPUT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    OUTPUT.get_or_init(compile_and_run).clone()
+}
+
+fn compile_and_run() -> String {
     let inc = include_dir();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("uverbs-abi-layout");
     fs::create_dir_all(&dir).unwrap();
