@@ -9,11 +9,11 @@
 //! Re-arming before polling matters: a completion that arrives after the
 //! last poll but before the next arm would raise no event and be missed.
 
-use uverbs::{
-    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, GidType, GlobalRoute, Mtu, QpAttr,
-    QpAttrMask, QpCap, QpInitAttr, QpState, QpType, QueuePair, RecvWr, SendWr, WcStatus,
-    WorkCompletion,
-};
+#[path = "common/loopback.rs"]
+mod loopback;
+
+use loopback::{poll_until_empty, Loopback};
+use uverbs::{RecvWr, SendWr};
 
 fn main() {
     if let Err(e) = run() {
@@ -22,133 +22,18 @@ fn main() {
     }
 }
 
-/// Port 1's RoCE v2 GID of an IPv4 address if there is one, else GID 0.
-fn pick_gid(ctx: &Context) -> uverbs::Result<(u8, uverbs::Gid)> {
-    let table = ctx.query_gid_table()?;
-    let e = table
-        .iter()
-        .find(|e| {
-            e.port == 1
-                && e.gid_type == GidType::RoceV2
-                && e.gid.0[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
-        })
-        .or_else(|| table.iter().find(|e| e.port == 1))
-        .expect("port 1 has a GID");
-    Ok((e.index as u8, e.gid))
-}
-
-/// Connects `qp` to `remote` through INIT, RTR and RTS.
-fn connect(
-    qp: &QueuePair,
-    remote: u32,
-    (sgid_index, dgid): (u8, uverbs::Gid),
-) -> uverbs::Result<()> {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE,
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )?;
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote;
-    attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )?;
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.max_rd_atomic = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-}
-
-/// Polls until the CQ is empty; checks and counts the completions.
-fn poll_until_empty(cq: &mut CompletionQueue) -> Result<usize, String> {
-    let mut wc = [WorkCompletion::default(); 8];
-    let mut total = 0;
-    loop {
-        let n = cq.poll(&mut wc);
-        for c in &wc[..n] {
-            if c.status != WcStatus::SUCCESS {
-                return Err(format!("completion {} failed: {:?}", c.wr_id, c.status));
-            }
-        }
-        total += n;
-        if n == 0 {
-            return Ok(total);
-        }
-    }
-}
-
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let dev = args.next();
     let messages: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(4);
-    let ctx = Context::open(dev.as_deref())?;
-    let channel = ctx.create_comp_channel()?;
-    let depth = 2 * messages as u32 + 2;
-    let mut cq = ctx.create_cq(
-        depth,
-        CqOptions {
-            channel: Some(&channel),
-            comp_vector: 0,
-        },
-    )?;
-    let pd = ctx.alloc_pd()?;
-    let cap = QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    let init = QpInitAttr {
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
-    let mut a = pd.create_qp(&init)?;
-    let mut b = pd.create_qp(&init)?;
-    let gid = pick_gid(&ctx)?;
-    connect(&a, b.qp_num(), gid)?;
-    connect(&b, a.qp_num(), gid)?;
-    let buf = pd.alloc_mr(64 * (messages + 1), AccessFlags::LOCAL_WRITE)?;
-    buf.write(0, b"ping")?;
+    let Loopback {
+        channel,
+        mut cq,
+        mut a,
+        mut b,
+        buf,
+        ..
+    } = loopback::setup(dev.as_deref(), messages)?;
 
     // Arm first, then work: the first completion raises an event.
     cq.req_notify(false)?;

@@ -11,6 +11,7 @@
 //! its own options and returns the process exit status.
 
 mod asyncwatch;
+mod c_num;
 mod devinfo;
 mod perf;
 mod pingpong;

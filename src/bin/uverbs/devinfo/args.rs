@@ -9,6 +9,7 @@ use uverbs::{
 };
 
 use super::*;
+pub(super) use crate::c_num::strtol;
 
 // ---------------------------------------------------------------------------
 // Command line
@@ -194,34 +195,4 @@ pub(super) fn parse_args(
         }
     }
     Ok(Action::Show(opts))
-}
-
-/// C's `strtol(s, NULL, 0)`: leading space, a sign, `0x` hex or `0` octal
-/// prefixes, stops at the first non-digit, 0 when nothing parses, saturates.
-pub(super) fn strtol(s: &str) -> i64 {
-    let s = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (negative, s) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let b = s.as_bytes();
-    let (radix, digits) = if b.len() > 2
-        && b[0] == b'0'
-        && (b[1] | 0x20) == b'x'
-        && (b[2] as char).is_ascii_hexdigit()
-    {
-        (16, &s[2..])
-    } else if b.first() == Some(&b'0') {
-        (8, s)
-    } else {
-        (10, s)
-    };
-    let mut value: i128 = 0;
-    for c in digits.chars() {
-        let Some(d) = c.to_digit(radix) else { break };
-        value = (value * i128::from(radix) + i128::from(d)).min(i128::from(i64::MAX) + 1);
-    }
-    let value = if negative { -value } else { value };
-    value.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
