@@ -97,6 +97,7 @@ impl FakeRxe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
     Pd,
+    Mr,
     Cq,
     Qp,
     Srq,
@@ -265,6 +266,10 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
             cmd.write_output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_bytes());
             Ok(())
         })(),
+        (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY) => (|| {
+            let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE).ok_or(Errno::EINVAL)?;
+            objects.destroy(Kind::Mr, h).map(|_| ())
+        })(),
         _ => return None,
     };
     Some(r)
@@ -283,6 +288,16 @@ fn objects_write(objects: &Objects, cmd: &mut WriteCmd<'_>) -> Option<Result<(),
             let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
             Some(objects.destroy(Kind::Pd, h).map(|_| ()))
         }
+        c if c == abi::IB_USER_VERBS_CMD_REG_MR => {
+            let h = objects.create(Kind::Mr, 0);
+            let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
+            resp.mr_handle = h;
+            resp.lkey = 0x100 + h;
+            resp.rkey = 0x200 + h;
+            Some(copy_out(cmd.core_out, resp.as_bytes()))
+        }
+        // rxe accepts every transition the library lets through.
+        c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => Some(Ok(())),
         _ => None,
     }
 }
@@ -554,6 +569,8 @@ pub fn fake_rxe() -> FakeRxe {
         objects_write(&o, cmd).unwrap_or_else(|| write(cmd))
     });
     kernel.on_mmap(fill_ring);
+    // The rxe send doorbell (a 32-byte POST_SEND write) is accepted.
+    kernel.on_raw_write(|buf| Ok(buf.len()));
     FakeRxe {
         kernel,
         behaviour,

@@ -1,0 +1,143 @@
+//! The data path's promises, checked on the fake kernel: posting receives
+//! and polling make no system call and allocate nothing; a batch of sends
+//! makes exactly one system call (the rxe doorbell) and allocates nothing.
+// A counting global allocator needs `unsafe impl GlobalAlloc`.
+#![allow(unsafe_code)]
+
+#[path = "common/fake_rxe.rs"]
+mod fake_rxe;
+
+use std::{
+    alloc::{GlobalAlloc, Layout, System},
+    cell::Cell,
+};
+
+use fake_rxe::*;
+use uverbs::{
+    sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpAttrMask, QpCap, QpInitAttr,
+    QpState, QpType, RecvWr, SendWr, WorkCompletion,
+};
+
+/// Counts the allocations of the current thread.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counter is a thread-local `Cell` with a const initializer, which neither
+// allocates nor re-enters the allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded with the caller's layout, per `GlobalAlloc::alloc`.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: forwarded unchanged, per `GlobalAlloc::realloc`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 8,
+                max_recv_wr: 8,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 16,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    // The fake accepts any modify the state machine lets through.
+    let mut attr = QpAttr::with_state(QpState::Init);
+    attr.port_num = 1;
+    qp.modify(
+        &attr,
+        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
+    )
+    .unwrap();
+    let mut attr = QpAttr::with_state(QpState::Rtr);
+    attr.path_mtu = uverbs::Mtu(3);
+    attr.ah_attr.port_num = 1;
+    qp.modify(
+        &attr,
+        QpAttrMask::STATE
+            | QpAttrMask::AV
+            | QpAttrMask::PATH_MTU
+            | QpAttrMask::DEST_QPN
+            | QpAttrMask::RQ_PSN
+            | QpAttrMask::MAX_DEST_RD_ATOMIC
+            | QpAttrMask::MIN_RNR_TIMER,
+    )
+    .unwrap();
+    qp.modify(
+        &QpAttr::with_state(QpState::Rts),
+        QpAttrMask::STATE
+            | QpAttrMask::SQ_PSN
+            | QpAttrMask::TIMEOUT
+            | QpAttrMask::RETRY_CNT
+            | QpAttrMask::RNR_RETRY
+            | QpAttrMask::MAX_QP_RD_ATOMIC,
+    )
+    .unwrap();
+
+    let sge = [mr.sge(0, 64).unwrap()];
+    let recvs = [RecvWr::new(1, &sge), RecvWr::new(2, &sge)];
+    let sends = [
+        SendWr::send(10, &sge),
+        SendWr::send(11, &sge).unsignaled(),
+        SendWr::send(12, &[]).inline(b"hi"),
+    ];
+    let mut wc = [WorkCompletion::default(); 8];
+    // Warm up once (the fake's own call log grows its buffer here).
+    qp.post_send(&sends[..1]).unwrap();
+    fake.kernel.clear_calls();
+
+    let before = allocations();
+    qp.post_recv(&recvs).unwrap();
+    assert_eq!(cq.poll(&mut wc), 0);
+    let after_recv_and_poll = allocations();
+    assert!(
+        fake.kernel.calls().is_empty(),
+        "post_recv and poll made a call"
+    );
+    let before_send = allocations();
+    qp.post_send(&sends).unwrap();
+    let after_send = allocations();
+    assert_eq!(
+        fake.kernel.calls(),
+        [Call::RawWrite(32)],
+        "a batch of sends is one doorbell write"
+    );
+    assert_eq!(after_recv_and_poll - before, 0, "post_recv/poll allocated");
+    assert_eq!(after_send - before_send, 0, "post_send allocated");
+}
