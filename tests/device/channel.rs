@@ -15,7 +15,7 @@ use std::{
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use uverbs::{
     ack_cq_events, CompletionChannel, CompletionQueue, CqOptions, ProtectionDomain, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendWr, WorkCompletion,
+    QpType, QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
 };
 
 use crate::support::*;
@@ -124,6 +124,35 @@ fn blocking_get_after_arming_reports_the_cq() {
     // Not re-armed: further completions raise no event.
     s.send(1);
     assert!(s.channel.try_get_event().unwrap().is_none());
+    assert_eq!(drain(&mut s.recv_cq), 1);
+}
+
+#[test]
+fn solicited_only_arming_waits_for_a_solicited_send() {
+    let mut s = signalled();
+    s.recv_cq.req_notify(true).unwrap();
+    // An unsolicited send completes but raises no event.
+    s.send(1);
+    assert_eq!(drain(&mut s.recv_cq), 1);
+    assert!(s
+        .channel
+        .get_event_timeout(Some(Duration::from_millis(300)))
+        .unwrap()
+        .is_none());
+    // A solicited one does.
+    s.rx.post_recv(&[RecvWr::new(9, &[s.buf.sge(0, 64).unwrap()])])
+        .unwrap();
+    let sge = [s.buf.sge(64, 8).unwrap()];
+    s.tx.post_send(&[SendWr::send(9, &sge).flags(SendFlags::SIGNALED | SendFlags::SOLICITED)])
+        .unwrap();
+    wait(&mut s.send_cq, 1);
+    let ev = s
+        .channel
+        .get_event_timeout(Some(Duration::from_secs(10)))
+        .unwrap()
+        .expect("an event for the solicited completion");
+    assert!(ev.is_for(&s.recv_cq));
+    ev.ack();
     assert_eq!(drain(&mut s.recv_cq), 1);
 }
 

@@ -330,4 +330,6 @@ fn ud_send_through_an_address_handle_carries_a_grh() {
     assert_eq!(&got, b"datagram");
     // A UD send without a destination is refused before posting.
     assert!(p.a.post_send(&[SendWr::send(2, &sge)]).is_err());
+    // The AH is destroyed explicitly (no QP holds it).
+    ah.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
