@@ -5,7 +5,7 @@
 # `apt-get download` into caches under ${XDG_CACHE_HOME:-$HOME/.cache}.
 #
 # Steps:
-#   1. cargo fmt --check and cargo clippy -D warnings (all targets);
+#   1. cargo fmt --check, cargo clippy -D warnings (all targets), cargo doc;
 #   2. the static musl build of the `uverbs` CLI (scripts/musl.sh) and its
 #      static-binary check;
 #   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
@@ -57,6 +57,9 @@ cargo fmt --all -- --check
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --features device-tests -- -D warnings
+
+step "cargo doc (broken links are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 
 if [[ $MUSL == 1 ]]; then
   step "static musl build of the uverbs CLI"

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | [`ioctl`] | `rdma_user_ioctl_cmds.h`, `ib_user_ioctl_cmds.h` | `RDMA_VERBS_IOCTL` framing and ids |
 //! | [`ioctl_verbs`] | `ib_user_ioctl_verbs.h` | enums/structs shared by ioctl and write |
-//! | [`write`], [`write_cq`], [`write_qp`], [`write_srq_wq`], [`write_flow`] | `ib_user_verbs.h` | legacy/extended `write()` commands |
+//! | [`write`](mod@write), [`write_cq`], [`write_qp`], [`write_srq_wq`], [`write_flow`] | `ib_user_verbs.h` | legacy/extended `write()` commands |
 //! | [`events`] | `ib_user_verbs.h` | async event and completion channel records |
 //! | [`rxe`] | `rdma_user_rxe.h` | soft-RoCE driver data and queue formats |
 //! | [`mlx5`], [`mlx5_ioctl`] | `mlx5-abi.h`, `mlx5_user_ioctl_{cmds,verbs}.h` | mlx5 driver data and DEVX ids |
