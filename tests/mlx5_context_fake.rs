@@ -1,0 +1,152 @@
+//! The mlx5 context path, on a fake kernel that answers like mlx5_ib
+//! (`drivers/infiniband/hw/mlx5/main.c`, `mlx5_ib_alloc_ucontext`): there is
+//! no mlx5 hardware here, so this is what can be tested of it.
+//!
+//! - GET_CONTEXT carries `mlx5_ib_alloc_ucontext_req_v2` as driver data, the
+//!   device's driver id (1) in the ioctl header, and asks for DevX;
+//! - firmware without DevX support refuses that (EINVAL) and the context is
+//!   opened again without it, as rdma-core does;
+//! - the response's BlueFlame size is kept; the data path reports clearly
+//!   that it is not implemented yet.
+
+use std::sync::{Arc, Mutex};
+
+use uverbs::{
+    abi,
+    netlink::{self, Request},
+    sys::{
+        fake::{dummy_fd, FakeKernel},
+        Errno, Kernel,
+    },
+    Context, CqOptions, ErrorKind,
+};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
+    let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
+    let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
+        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
+        m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
+            .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
+            .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42_a103_0012_3456)
+            .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
+        m
+    } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
+        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET_CHARDEV, 0, 2);
+        m.u64(abi::RDMA_NLDEV_ATTR_CHARDEV, (231 << 8) | 192)
+            .u64(abi::RDMA_NLDEV_ATTR_CHARDEV_ABI, 1)
+            .string(abi::RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0")
+            .u32(abi::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, abi::RDMA_DRIVER_MLX5);
+        m
+    } else {
+        return Err(Errno::EOPNOTSUPP);
+    };
+    Ok(vec![m.finish().to_vec()])
+}
+
+/// What the fake saw of each GET_CONTEXT.
+#[derive(Debug, Clone)]
+struct Seen {
+    driver_id: u32,
+    req: abi::Mlx5IbAllocUcontextReqV2,
+    out_len: usize,
+}
+
+fn fake_mlx5(devx_supported: bool) -> (Arc<FakeKernel>, Arc<Mutex<Vec<Seen>>>) {
+    let k = Arc::new(FakeKernel::new());
+    k.char_dev(libc::makedev(231, 192));
+    k.on_netlink(netlink_reply);
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let log = seen.clone();
+    k.on_ioctl(move |cmd| {
+        if cmd.driver_id != abi::RDMA_DRIVER_MLX5 {
+            return Err(Errno::EINVAL);
+        }
+        match (cmd.object_id, cmd.method_id) {
+            (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_GET_CONTEXT) => {
+                let bytes = cmd
+                    .input_bytes(abi::UVERBS_ATTR_UHW_IN)
+                    .ok_or(Errno::EINVAL)?;
+                let req = abi::Mlx5IbAllocUcontextReqV2::read_from_bytes(&bytes)
+                    .map_err(|_| Errno::EINVAL)?;
+                let out_len = match cmd.find(abi::UVERBS_ATTR_UHW_OUT) {
+                    Some(a) => usize::from(a.len),
+                    None => 0,
+                };
+                log.lock().unwrap().push(Seen {
+                    driver_id: cmd.driver_id,
+                    req,
+                    out_len,
+                });
+                if req.flags & abi::MLX5_IB_ALLOC_UCTX_DEVX != 0 && !devx_supported {
+                    return Err(Errno::EINVAL);
+                }
+                let mut resp = abi::Mlx5IbAllocUcontextResp::new_zeroed();
+                resp.bf_reg_size = 512;
+                resp.cqe_version = 1;
+                resp.num_uars_per_page = 1;
+                resp.max_sq_desc_sz = 512;
+                cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+                cmd.write_output(
+                    abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+                    &4u32.to_ne_bytes(),
+                );
+                Ok(())
+            }
+            (abi::UVERBS_OBJECT_ASYNC_EVENT, abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC) => {
+                cmd.set_new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, dummy_fd());
+                Ok(())
+            }
+            _ => Err(Errno::EPROTONOSUPPORT),
+        }
+    });
+    (k, seen)
+}
+
+#[test]
+fn get_context_sends_mlx5_driver_data_and_keeps_the_geometry() {
+    let (k, seen) = fake_mlx5(true);
+    let kernel: Arc<dyn Kernel> = k.clone();
+    let ctx = Context::open_with(kernel, Some("mlx5_0")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ctx.provider_name(), "mlx5");
+    assert_eq!(ctx.driver_id(), abi::RDMA_DRIVER_MLX5);
+    assert_eq!(ctx.num_comp_vectors(), 4);
+    assert_eq!(ctx.blueflame_size(), Some(512));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "one GET_CONTEXT when DevX is available");
+    let s = &seen[0];
+    assert_eq!(s.driver_id, abi::RDMA_DRIVER_MLX5);
+    assert_eq!(s.req.total_num_bfregs, 16);
+    assert_eq!(s.req.num_low_latency_bfregs, 4);
+    assert_eq!(s.req.flags, abi::MLX5_IB_ALLOC_UCTX_DEVX);
+    assert_eq!(s.req.max_cqe_version, 1);
+    assert_eq!(
+        s.req.lib_caps,
+        u64::from(abi::MLX5_LIB_CAP_4K_UAR | abi::MLX5_LIB_CAP_DYN_UAR)
+    );
+    // The whole response struct is offered (the kernel copies its full size).
+    assert_eq!(s.out_len, size_of::<abi::Mlx5IbAllocUcontextResp>());
+}
+
+#[test]
+fn firmware_without_devx_gets_a_second_request_without_it() {
+    let (k, seen) = fake_mlx5(false);
+    let kernel: Arc<dyn Kernel> = k.clone();
+    let ctx = Context::open_with(kernel, None).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ctx.blueflame_size(), Some(512));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].req.flags, abi::MLX5_IB_ALLOC_UCTX_DEVX);
+    assert_eq!(seen[1].req.flags, 0);
+}
+
+#[test]
+fn the_missing_mlx5_data_path_is_reported_not_faked() {
+    let (k, _) = fake_mlx5(true);
+    let kernel: Arc<dyn Kernel> = k.clone();
+    let ctx = Context::open_with(kernel, None).unwrap();
+    let err = ctx.create_cq(16, CqOptions::default()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnsupportedProvider);
+    assert!(err.to_string().contains("mlx5 data path"), "{err}");
+}
