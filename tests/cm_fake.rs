@@ -855,3 +855,25 @@ fn opening_the_channel_names_the_device_and_the_module() {
     assert!(e.to_string().contains("/dev/infiniband/rdma_cm"), "{e}");
     assert!(e.to_string().contains("rdma_ucm"), "{e}");
 }
+
+#[test]
+fn set_option_frames_level_name_length_and_a_value_pointer() {
+    use uverbs::cm::CmOption;
+    let k = Ucma::new();
+    let id = k.channel().create_id(PortSpace::Tcp).unwrap();
+    for (opt, name, len) in [
+        (CmOption::Tos(0x20), 0u32, 1u32),
+        (CmOption::ReuseAddr(true), 1, 4),
+        (CmOption::AfOnly(false), 2, 4),
+        (CmOption::AckTimeout(18), 3, 1),
+    ] {
+        id.set_option(opt).unwrap();
+        let s = k.seen().pop().unwrap();
+        assert_eq!((s.cmd, s.in_, s.out), (14, 24, 0), "{opt:?}");
+        let field = |at: usize| u32::from_ne_bytes(s.body[at..at + 4].try_into().unwrap());
+        let optval = u64::from_ne_bytes(s.body[0..8].try_into().unwrap());
+        assert_ne!(optval, 0, "the kernel copies the value from this address");
+        assert_eq!(field(8), id.kernel_id());
+        assert_eq!((field(12), field(16), field(20)), (0, name, len), "{opt:?}");
+    }
+}

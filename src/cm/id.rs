@@ -164,6 +164,22 @@ fn unregister(uid: u64) {
         .remove(&uid);
 }
 
+/// An option of a CM id ([`CmId::set_option`], `rdma_set_option`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CmOption {
+    /// IP type of service for the connection (`RDMA_OPTION_ID_TOS`).
+    Tos(u8),
+    /// Allow binding to a port in use (`RDMA_OPTION_ID_REUSEADDR`); not on a
+    /// listening id.
+    ReuseAddr(bool),
+    /// Bind IPv6 only, not IPv4-mapped (`RDMA_OPTION_ID_AFONLY`); before the
+    /// address is resolved.
+    AfOnly(bool),
+    /// Local ACK timeout exponent of the QP (`RDMA_OPTION_ID_ACK_TIMEOUT`).
+    AckTimeout(u8),
+}
+
 /// An rdma_cm id (`struct rdma_cm_id`). See the module documentation of
 /// [`crate::cm`].
 #[derive(Debug)]
@@ -378,6 +394,50 @@ impl CmId {
         let mut req = abi::RdmaUcmDisconnect::new_zeroed();
         req.id = self.inner.kernel_id;
         self.run(abi::RDMA_USER_CM_CMD_DISCONNECT, req.as_bytes())
+    }
+
+    /// Sets an option of the id, like `rdma_set_option`.
+    #[doc(alias = "rdma_set_option")]
+    pub fn set_option(&self, option: CmOption) -> Result<()> {
+        // The kernel copies `optlen` bytes from the address in `optval`
+        // during the write (ucma.c `ucma_set_option`); both live until then.
+        let (level, name, value): (u32, u32, [u8; 4]) = match option {
+            CmOption::Tos(tos) => (abi::RDMA_OPTION_ID, abi::RDMA_OPTION_ID_TOS, [tos, 0, 0, 0]),
+            CmOption::ReuseAddr(on) => (
+                abi::RDMA_OPTION_ID,
+                abi::RDMA_OPTION_ID_REUSEADDR,
+                i32::from(on).to_ne_bytes(),
+            ),
+            CmOption::AfOnly(on) => (
+                abi::RDMA_OPTION_ID,
+                abi::RDMA_OPTION_ID_AFONLY,
+                i32::from(on).to_ne_bytes(),
+            ),
+            CmOption::AckTimeout(t) => (
+                abi::RDMA_OPTION_ID,
+                abi::RDMA_OPTION_ID_ACK_TIMEOUT,
+                [t, 0, 0, 0],
+            ),
+        };
+        // TOS and the ACK timeout are a u8 to the kernel, the flags an int.
+        let len = match option {
+            CmOption::Tos(_) | CmOption::AckTimeout(_) => 1,
+            CmOption::ReuseAddr(_) | CmOption::AfOnly(_) => 4,
+        };
+        let mut req = abi::RdmaUcmSetOption::new_zeroed();
+        req.optval = value.as_ptr() as u64;
+        req.id = self.inner.kernel_id;
+        req.level = level;
+        req.optname = name;
+        req.optlen = len;
+        self.run(abi::RDMA_USER_CM_CMD_SET_OPTION, req.as_bytes())
+            .map_err(|e| match e.errno() {
+                Some(crate::sys::Errno::EINVAL) => e.with_detail(format!(
+                    "the kernel refused {option:?} in the id's current state (e.g. \
+                     REUSEADDR on a listening id, AF-only once the address is resolved)"
+                )),
+                _ => e,
+            })
     }
 
     /// Forwards a QP async event to the CM, like `rdma_notify`: with

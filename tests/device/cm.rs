@@ -571,3 +571,25 @@ fn cm_many_connections_leak_no_ids_or_fds() {
     }
     assert_eq!(fds(), before, "file descriptors leaked");
 }
+
+#[test]
+fn cm_set_option_is_applied_and_refused_where_the_kernel_refuses_it() {
+    use uverbs::cm::CmOption;
+    let ch = EventChannel::open().unwrap();
+    let a = ch.create_id(PortSpace::Tcp).unwrap();
+    for opt in [
+        CmOption::Tos(0x20),
+        CmOption::ReuseAddr(true),
+        CmOption::AfOnly(false),
+        CmOption::AckTimeout(14),
+    ] {
+        a.set_option(opt).unwrap_or_else(|e| panic!("{opt:?}: {e}"));
+    }
+    a.bind(addr(7391)).unwrap();
+    a.listen(4).unwrap();
+    // rdma_set_reuseaddr: turning reuse on for a listening id is EINVAL.
+    let err = a.set_option(CmOption::ReuseAddr(true)).unwrap_err();
+    assert_eq!(err.errno(), Some(uverbs::sys::Errno::EINVAL), "{err}");
+    assert!(err.to_string().contains("listening"), "{err}");
+    a.destroy().unwrap();
+}
