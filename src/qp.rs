@@ -375,6 +375,33 @@ impl QueuePair {
         Ok(())
     }
 
+    /// Attaches this UD QP to a multicast group, like `ibv_attach_mcast`
+    /// (the `ATTACH_MCAST` write command): it then receives datagrams sent to
+    /// `gid` (and `lid` on InfiniBand; 0 on RoCE).
+    #[doc(alias = "ibv_attach_mcast")]
+    pub fn attach_mcast(&self, gid: crate::Gid, lid: u16) -> Result<()> {
+        self.mcast(abi::IB_USER_VERBS_CMD_ATTACH_MCAST, gid, lid)
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_ATTACH_MCAST", e))
+    }
+
+    /// Detaches this QP from a multicast group, like `ibv_detach_mcast`.
+    #[doc(alias = "ibv_detach_mcast")]
+    pub fn detach_mcast(&self, gid: crate::Gid, lid: u16) -> Result<()> {
+        self.mcast(abi::IB_USER_VERBS_CMD_DETACH_MCAST, gid, lid)
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_DETACH_MCAST", e))
+    }
+
+    fn mcast(&self, command: u32, gid: crate::Gid, lid: u16) -> Result<(), Errno> {
+        // ATTACH and DETACH share one layout (ib_user_verbs.h).
+        let mut req = abi::IbUverbsAttachMcast::new_zeroed();
+        req.gid = gid.0;
+        req.qp_handle = self.inner.handle;
+        req.mlid = lid;
+        self.inner
+            .ctx
+            .write_with_resp(command, req.as_bytes(), &[], &mut [], &mut [])
+    }
+
     /// Queries the QP, like `ibv_query_qp`; `mask` selects what to report
     /// (the kernel reports everything it has either way).
     #[doc(alias = "ibv_query_qp")]

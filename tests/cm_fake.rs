@@ -33,8 +33,10 @@ struct Seen {
 /// Where each command's `u64 response` sits in its body.
 fn response_at(cmd: u32) -> Option<usize> {
     match cmd {
-        0 => Some(8),                         // CREATE_ID
-        1 | 5 | 11 | 12 | 18 | 19 => Some(0), // DESTROY_ID, QUERY_ROUTE, INIT_QP_ATTR, GET_EVENT, MIGRATE_ID, QUERY
+        0 => Some(8), // CREATE_ID
+        // DESTROY_ID, QUERY_ROUTE, INIT_QP_ATTR, GET_EVENT, LEAVE_MCAST,
+        // MIGRATE_ID, QUERY, JOIN_MCAST
+        1 | 5 | 11 | 12 | 17 | 18 | 19 | 22 => Some(0),
         _ => None,
     }
 }
@@ -876,4 +878,43 @@ fn set_option_frames_level_name_length_and_a_value_pointer() {
         assert_eq!(field(8), id.kernel_id());
         assert_eq!((field(12), field(16), field(20)), (0, name, len), "{opt:?}");
     }
+}
+
+#[test]
+fn multicast_join_and_leave_are_framed_with_the_ids_uid_and_the_joins_id() {
+    let k = Ucma::new();
+    let id = k.channel().create_id(PortSpace::Udp).unwrap();
+    // The kernel answers JOIN_MCAST with the membership's id.
+    k.state
+        .lock()
+        .unwrap()
+        .answers
+        .insert(22, 555u32.to_ne_bytes().to_vec());
+    let group: SocketAddr = "239.1.2.3:0".parse().unwrap();
+    id.join_multicast(group, true).unwrap();
+    let s = k.seen().pop().unwrap();
+    assert_eq!((s.cmd, s.out), (22, 4));
+    let u64_at = |at: usize| u64::from_ne_bytes(s.body[at..at + 8].try_into().unwrap());
+    let u32_at = |at: usize| u32::from_ne_bytes(s.body[at..at + 4].try_into().unwrap());
+    let u16_at = |at: usize| u16::from_ne_bytes(s.body[at..at + 2].try_into().unwrap());
+    // rdma_ucm_join_mcast: response, uid, id, addr_size, join_flags, addr.
+    assert_eq!(u64_at(8), id.uid(), "group events carry the id's uid");
+    assert_eq!(u32_at(16), id.kernel_id());
+    assert_eq!(u16_at(20), 16, "sockaddr_in");
+    assert_eq!(u16_at(22), 1, "send-only full member");
+    assert_eq!(
+        u16::from_ne_bytes([s.body[24], s.body[25]]),
+        libc::AF_INET as u16
+    );
+    assert_eq!(&s.body[28..32], &[239, 1, 2, 3]);
+    // A second join of the same group never reaches the kernel.
+    let n = k.seen().len();
+    assert!(id.join_multicast(group, false).is_err());
+    assert_eq!(k.seen().len(), n);
+    // LEAVE_MCAST names the membership, not the id.
+    id.leave_multicast(group).unwrap();
+    let s = k.seen().pop().unwrap();
+    assert_eq!((s.cmd, s.out), (17, 4));
+    assert_eq!(u32::from_ne_bytes(s.body[8..12].try_into().unwrap()), 555);
+    assert!(id.leave_multicast(group).is_err());
 }

@@ -593,3 +593,69 @@ fn cm_set_option_is_applied_and_refused_where_the_kernel_refuses_it() {
     assert!(err.to_string().contains("listening"), "{err}");
     a.destroy().unwrap();
 }
+
+#[test]
+fn cm_multicast_join_attach_send_receive_and_leave() {
+    let group: SocketAddr = "239.1.2.3:0".parse().unwrap();
+    let ch = EventChannel::open().unwrap();
+    // Receiver: a UD id resolved towards the group, joined, its QP attached.
+    let rid = ch.create_id(PortSpace::Udp).unwrap();
+    rid.resolve_addr(Some(addr(0)), group, Duration::from_secs(2))
+        .unwrap();
+    drop(expect(&ch, CmEventKind::AddrResolved));
+    let mut r = side(&rid, QpType::Ud, 4);
+    r.qp.post_recv(&[RecvWr::new(7, &[r.mr.sge(0, 40 + 64).unwrap()])])
+        .unwrap();
+    rid.join_multicast(group, false)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ev = expect(&ch, CmEventKind::MulticastJoin);
+    assert!(ev.is_for(&rid));
+    let ud = ev
+        .ud_param()
+        .expect("the join carries the group's address vector");
+    drop(ev);
+    assert_eq!(ud.qp_num, 0xff_ffff, "multicast QPN");
+    let mgid = ud.ah_attr.grh.expect("RoCE multicast is global").dgid;
+    r.qp.attach_mcast(mgid, ud.ah_attr.dlid)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A second join of the same group by the same id is refused.
+    let err = rid.join_multicast(group, false).unwrap_err();
+    assert!(err.to_string().contains("already joined"), "{err}");
+
+    // Sender: a second id joins send-only and sends to the group.
+    let sid = ch.create_id(PortSpace::Udp).unwrap();
+    sid.resolve_addr(Some(addr(0)), group, Duration::from_secs(2))
+        .unwrap();
+    drop(expect(&ch, CmEventKind::AddrResolved));
+    let mut s = side(&sid, QpType::Ud, 4);
+    sid.join_multicast(group, true).unwrap();
+    let ev = expect(&ch, CmEventKind::MulticastJoin);
+    assert!(ev.is_for(&sid));
+    let sud = ev.ud_param().unwrap();
+    drop(ev);
+    let peer = sud.peer(&s.pd).unwrap_or_else(|e| panic!("{e}"));
+    s.mr.write(1024, b"to the group").unwrap();
+    s.qp.post_send(&[SendWr::send(1, &[s.mr.sge(1024, 12).unwrap()])
+        .flags(SendFlags::SIGNALED)
+        .to(peer.dest())])
+        .unwrap();
+    let sent = support::wait(&mut s.cq, 1);
+    assert!(sent[0].status.is_success(), "{sent:?}");
+    let got = support::wait(&mut r.cq, 1);
+    assert!(got[0].status.is_success(), "{got:?}");
+    assert_eq!(got[0].byte_len, 40 + 12);
+    let mut data = [0u8; 12];
+    r.mr.read(40, &mut data).unwrap();
+    assert_eq!(&data, b"to the group");
+
+    // Detach and leave; leaving twice is an error naming the group.
+    r.qp.detach_mcast(mgid, ud.ah_attr.dlid).unwrap();
+    rid.leave_multicast(group).unwrap();
+    let err = rid.leave_multicast(group).unwrap_err();
+    assert!(err.to_string().contains("was not joined"), "{err}");
+    sid.leave_multicast(group).unwrap();
+    drop(peer);
+    drop((r, s));
+    rid.destroy().unwrap();
+    sid.destroy().unwrap();
+}
