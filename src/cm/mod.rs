@@ -6,8 +6,9 @@
 //!   [`EventChannel::try_get_event`] (non-blocking) or
 //!   [`EventChannel::get_event_timeout`]; it is `AsFd` for event loops.
 //! - [`CmId`]: an id (`rdma_create_id`) with bind, resolve, listen, connect,
-//!   accept, reject, disconnect, notify, query and migrate; destroy waits
-//!   until every event reported for the id was acknowledged.
+//!   accept, reject, disconnect, notify, query, migrate, options
+//!   ([`CmOption`]) and multicast join/leave; destroy waits until every
+//!   event reported for the id was acknowledged.
 //! - [`CmEvent`]: one event, acknowledged on drop; a CONNECT_REQUEST carries
 //!   the new id of the connection ([`CmEvent::take_new_id`]).
 //! - QPs: [`CmId::context`] opens the id's verbs device (matched by node
