@@ -56,6 +56,7 @@
 #![warn(missing_docs)]
 
 mod ah;
+mod ah_from_wc;
 mod async_event;
 pub mod cm;
 mod comp_channel;

@@ -659,3 +659,75 @@ fn cm_multicast_join_attach_send_receive_and_leave() {
     rid.destroy().unwrap();
     sid.destroy().unwrap();
 }
+
+#[test]
+fn cm_ud_server_against_udaddy_client() {
+    let count = 10usize;
+    let ch = EventChannel::open().unwrap();
+    // udaddy's port is fixed (7174).
+    let l = listener(&ch, PortSpace::Udp, 7174);
+    let client = spawn("udaddy", &["-s", &ip().to_string(), "-C", "10"]);
+    let mut req = ch
+        .get_event_timeout(Some(Duration::from_secs(20)))
+        .unwrap()
+        .expect("udaddy's SIDR request within 20 s");
+    assert_eq!(req.kind(), CmEventKind::ConnectRequest, "{req:?}");
+    let id = req.take_new_id().expect("the request carries a new id");
+    drop(req);
+    let mut me = side(&id, QpType::Ud, count as u32 + 2);
+    // 40 bytes of GRH room + udaddy's 100-byte messages.
+    for i in 0..count {
+        let sge = [me.mr.sge(256 * i, 140).unwrap()];
+        me.qp.post_recv(&[RecvWr::new(i as u64, &sge)]).unwrap();
+    }
+    id.accept_qp(
+        &me.qp,
+        &ConnParam {
+            qkey: uverbs::cm::RDMA_UDP_QKEY,
+            ..ConnParam::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let got = support::wait(&mut me.cq, count);
+    assert!(
+        got.iter()
+            .all(|w| w.status.is_success() && w.opcode.is_recv()),
+        "{got:?}"
+    );
+    assert!(got.iter().all(|w| w.byte_len == 140), "{got:?}");
+    // Reply as udaddy does: the AH from the first receive's header, the
+    // client's QP number from its immediate data.
+    let mut grh = [0u8; 40];
+    me.mr.read(256 * got[0].wr_id as usize, &mut grh).unwrap();
+    let ah = me
+        .pd
+        .create_ah_from_wc(1, &got[0], &grh)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let dest = uverbs::UdDest {
+        ah: &ah,
+        remote_qpn: got[0].imm_data,
+        remote_qkey: uverbs::cm::RDMA_UDP_QKEY,
+    };
+    me.mr.fill(3000, 100, b'r').unwrap();
+    let sge = [me.mr.sge(3000, 100).unwrap()];
+    let my_qpn = me.qp.qp_num();
+    for i in 0..count {
+        me.qp
+            .post_send(&[
+                SendWr::new(1000 + i as u64, SendOp::SendWithImm { imm: my_qpn }, &sge)
+                    .flags(SendFlags::SIGNALED)
+                    .to(dest),
+            ])
+            .unwrap_or_else(|e| panic!("{e:?}"));
+    }
+    let sent = support::wait(&mut me.cq, count);
+    assert!(sent.iter().all(|w| w.status.is_success()), "{sent:?}");
+    let out = wait_bounded(client, 30, "udaddy -s");
+    let so = text(&out.stdout);
+    assert!(out.status.success(), "{so}\n{}", text(&out.stderr));
+    assert!(so.contains("data transfers complete"), "{so}");
+    drop(ah);
+    drop(me);
+    id.destroy().unwrap();
+    l.destroy().unwrap();
+}
