@@ -32,7 +32,7 @@ use crate::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
     },
-    qp_state::{check_modify, check_rtr_av_port},
+    qp_state::{check_modify, check_rtr_av_port, required_attrs},
     srq::{SharedReceiveQueue, SrqInner},
     sys::{Errno, WriteCmd},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
@@ -373,6 +373,29 @@ impl QueuePair {
         }
         inner.state.store(next.raw(), Ordering::Release);
         Ok(())
+    }
+
+    /// Moves the QP to `attr.qp_state` with exactly the attributes that
+    /// transition requires for this QP type (the kernel's table, see
+    /// [`crate::required_attrs`]): RESET→INIT takes the port, P_Key index and
+    /// access flags (Q_Key for UD), INIT→RTR the address vector, MTU, remote
+    /// QP number and PSN and the responder settings, RTR→RTS the send-side
+    /// settings. For optional attributes, use [`QueuePair::modify`].
+    pub fn modify_to(&self, attr: &QpAttr) -> Result<()> {
+        let (required, _) = required_attrs(self.inner.qp_type, self.state(), attr.qp_state)
+            .ok_or_else(|| {
+                Error::new(
+                    "modify QP",
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "{} {}->{}: this transition does not exist",
+                        self.inner.qp_type,
+                        self.state(),
+                        attr.qp_state
+                    ),
+                )
+            })?;
+        self.modify(attr, QpAttrMask::STATE | required)
     }
 
     /// Attaches this UD QP to a multicast group, like `ibv_attach_mcast`

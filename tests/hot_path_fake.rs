@@ -14,8 +14,8 @@ use std::{
 
 use fake_rxe::*;
 use uverbs::{
-    sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpAttrMask, QpCap, QpInitAttr,
-    QpState, QpType, RecvWr, SendWr, WorkCompletion,
+    sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
+    RecvWr, SendWr, WorkCompletion,
 };
 
 /// Counts the allocations of the current thread.
@@ -80,35 +80,13 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     // The fake accepts any modify the state machine lets through.
     let mut attr = QpAttr::with_state(QpState::Init);
     attr.port_num = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .unwrap();
-    let mut attr = QpAttr::with_state(QpState::Rtr);
+    qp.modify_to(&attr).unwrap();
+    attr.qp_state = QpState::Rtr;
     attr.path_mtu = uverbs::Mtu(3);
     attr.ah_attr.port_num = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .unwrap();
-    qp.modify(
-        &QpAttr::with_state(QpState::Rts),
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .unwrap();
+    qp.modify_to(&attr).unwrap();
+    attr.qp_state = QpState::Rts;
+    qp.modify_to(&attr).unwrap();
 
     let sge = [mr.sge(0, 64).unwrap()];
     let recvs = [RecvWr::new(1, &sge), RecvWr::new(2, &sge)];

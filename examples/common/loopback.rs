@@ -3,8 +3,8 @@
 
 use uverbs::{
     AccessFlags, AhAttr, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
-    GlobalRoute, MemoryRegion, Mtu, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType,
-    QueuePair, WcStatus, WorkCompletion,
+    GlobalRoute, MemoryRegion, Mtu, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
+    WcStatus, WorkCompletion,
 };
 
 /// The pieces the examples use (the context and PD stay alive through them).
@@ -77,7 +77,8 @@ pub fn pick_gid(ctx: &Context) -> uverbs::Result<(u8, uverbs::Gid)> {
     Ok((e.index as u8, e.gid))
 }
 
-/// Connects `qp` to `remote` through INIT, RTR and RTS.
+/// Connects `qp` to `remote` through INIT, RTR and RTS, each with the
+/// attributes the transition requires (`QueuePair::modify_to`).
 pub fn connect(
     qp: &QueuePair,
     remote: u32,
@@ -89,10 +90,7 @@ pub fn connect(
         qp_access_flags: AccessFlags::LOCAL_WRITE,
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )?;
+    qp.modify_to(&attr)?;
     attr.qp_state = QpState::Rtr;
     attr.path_mtu = Mtu(3);
     attr.dest_qp_num = remote;
@@ -108,30 +106,13 @@ pub fn connect(
         port_num: 1,
         ..AhAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )?;
+    qp.modify_to(&attr)?;
     attr.qp_state = QpState::Rts;
     attr.timeout = 14;
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
     attr.max_rd_atomic = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
+    qp.modify_to(&attr)
 }
 
 /// Polls until the CQ is empty; checks and counts the completions.

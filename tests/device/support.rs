@@ -3,8 +3,7 @@
 
 use uverbs::{
     AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, QueuePair,
-    WorkCompletion,
+    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, WorkCompletion,
 };
 
 use crate::{test_device, test_env};
@@ -51,9 +50,9 @@ pub fn access_all() -> AccessFlags {
         | AccessFlags::REMOTE_ATOMIC
 }
 
-/// Moves `qp` through INIT, RTR, RTS towards `remote_qpn` at `dgid`.
+/// Moves `qp` through INIT, RTR, RTS towards `remote_qpn` at `dgid`, with
+/// the attributes each transition requires for its type (`modify_to`).
 pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, rnr_retry: u8) {
-    let t = qp.qp_type();
     let mut attr = QpAttr {
         qp_state: QpState::Init,
         pkey_index: 0,
@@ -62,19 +61,7 @@ pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, 
         qkey: 0x1111_1111,
         ..QpAttr::default()
     };
-    let init_mask = match t {
-        QpType::Ud => {
-            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY
-        }
-        QpType::Uc => {
-            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS
-        }
-        _ => {
-            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS
-        }
-    };
-    qp.modify(&attr, init_mask)
-        .unwrap_or_else(|e| panic!("INIT: {e}"));
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
 
     attr.qp_state = QpState::Rtr;
     attr.path_mtu = Mtu(3);
@@ -92,27 +79,7 @@ pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, 
         port_num: 1,
         ..AhAttr::default()
     };
-    let rtr_mask = match t {
-        QpType::Ud => QpAttrMask::STATE,
-        QpType::Uc => {
-            QpAttrMask::STATE
-                | QpAttrMask::AV
-                | QpAttrMask::PATH_MTU
-                | QpAttrMask::DEST_QPN
-                | QpAttrMask::RQ_PSN
-        }
-        _ => {
-            QpAttrMask::STATE
-                | QpAttrMask::AV
-                | QpAttrMask::PATH_MTU
-                | QpAttrMask::DEST_QPN
-                | QpAttrMask::RQ_PSN
-                | QpAttrMask::MAX_DEST_RD_ATOMIC
-                | QpAttrMask::MIN_RNR_TIMER
-        }
-    };
-    qp.modify(&attr, rtr_mask)
-        .unwrap_or_else(|e| panic!("RTR: {e}"));
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
 
     attr.qp_state = QpState::Rts;
     attr.sq_psn = 0;
@@ -120,19 +87,7 @@ pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, 
     attr.retry_cnt = 7;
     attr.rnr_retry = rnr_retry;
     attr.max_rd_atomic = 4;
-    let rts_mask = match t {
-        QpType::Ud | QpType::Uc => QpAttrMask::STATE | QpAttrMask::SQ_PSN,
-        _ => {
-            QpAttrMask::STATE
-                | QpAttrMask::SQ_PSN
-                | QpAttrMask::TIMEOUT
-                | QpAttrMask::RETRY_CNT
-                | QpAttrMask::RNR_RETRY
-                | QpAttrMask::MAX_QP_RD_ATOMIC
-        }
-    };
-    qp.modify(&attr, rts_mask)
-        .unwrap_or_else(|e| panic!("RTS: {e}"));
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
 }
 
 /// Two QPs of `qp_type` connected to each other (RC/UC), or ready to talk (UD).
