@@ -167,11 +167,19 @@ fn modify_names_missing_attributes_and_query_reports_state() {
     );
     assert!(msg.contains("ACCESS_FLAGS"), "{msg}");
     assert!(msg.contains("not allowed: QKEY"), "{msg}");
-    // An impossible transition.
+    // An impossible transition, through either form of modify.
     let err = fresh
         .modify(&QpAttr::with_state(QpState::Rts), QpAttrMask::STATE)
         .unwrap_err();
     assert!(err.to_string().contains("RESET->RTS"), "{err}");
+    let err = fresh
+        .modify_to(&QpAttr::with_state(QpState::Rts))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("RESET->RTS: this transition does not exist"),
+        "{err}"
+    );
     // Moving to ERR flushes posted receives with WR_FLUSH_ERR.
     let mut b = p.b;
     let dst = mr(&p.pd, 64);
