@@ -264,16 +264,26 @@ fn uc_rdma_write_and_send() {
     let src = mr(&p.pd, 4096);
     let dst = mr(&p.pd, 4096);
     src.write(0, b"unreliable connected").unwrap();
-    p.a.post_send(&[SendWr::new(
-        1,
-        SendOp::RdmaWrite {
-            remote_addr: dst.addr() + 64,
-            rkey: dst.rkey(),
-        },
-        &[src.sge(0, 20).unwrap()],
-    )])
+    // On UC a send completion means "sent", not "arrived" (on 6.12 rxe's
+    // responder runs later, on a work queue). A SEND after the write, whose
+    // receive completes at the peer, orders it: UC delivers in order.
+    p.b.post_recv(&[RecvWr::new(5, &[dst.sge(1024, 64).unwrap()])])
+        .unwrap();
+    p.a.post_send(&[
+        SendWr::new(
+            1,
+            SendOp::RdmaWrite {
+                remote_addr: dst.addr() + 64,
+                rkey: dst.rkey(),
+            },
+            &[src.sge(0, 20).unwrap()],
+        ),
+        SendWr::send(2, &[src.sge(0, 4).unwrap()]),
+    ])
     .unwrap();
-    wait(&mut p.cq_a, 1);
+    wait(&mut p.cq_a, 2);
+    let r = wait(&mut p.cq_b, 1);
+    assert_eq!((r[0].wr_id, r[0].status), (5, WcStatus::SUCCESS));
     let mut got = [0u8; 20];
     dst.read(64, &mut got).unwrap();
     assert_eq!(&got, b"unreliable connected");
