@@ -273,66 +273,18 @@ fn write_wqe(slot: &mut Slot<'_>, wr: &SendWr<'_>, ud: Option<UdFields>, length:
         SEND_FLAGS,
         &[flags.bits(), wr.op.imm().map_or(0, u32::to_be)],
     );
-    let iova = match wr.op {
-        SendOp::RdmaWrite { remote_addr, rkey }
-        | SendOp::RdmaWriteWithImm {
-            remote_addr, rkey, ..
+    let (member, iova) = union_member(wr.op, ud);
+    match member {
+        // The kernel reads the UD member and the AV behind it: zero all of it.
+        UnionMember::Ud(ud) => {
+            let mut union = [0u8; 120];
+            union[..size_of::<RxeSendWrUd>()].copy_from_slice(ud.as_bytes());
+            slot.write(UNION, &union);
         }
-        | SendOp::RdmaRead { remote_addr, rkey } => {
-            let rdma = RxeSendWrRdma {
-                remote_addr,
-                rkey,
-                reserved: 0,
-            };
-            slot.write(UNION, &rdma);
-            remote_addr
-        }
-        SendOp::CompareSwap {
-            remote_addr,
-            rkey,
-            compare,
-            swap,
-        } => {
-            let atomic = RxeSendWrAtomic {
-                remote_addr,
-                compare_add: compare,
-                swap,
-                rkey,
-                reserved: 0,
-            };
-            slot.write(UNION, &atomic);
-            remote_addr
-        }
-        SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add,
-        } => {
-            let atomic = RxeSendWrAtomic {
-                remote_addr,
-                compare_add: add,
-                swap: 0,
-                rkey,
-                reserved: 0,
-            };
-            slot.write(UNION, &atomic);
-            remote_addr
-        }
-        SendOp::Send | SendOp::SendWithImm { .. } => {
-            if let Some(d) = ud {
-                let mut union = [0u8; 120];
-                let ud = RxeSendWrUd {
-                    remote_qpn: d.remote_qpn,
-                    remote_qkey: d.remote_qkey,
-                    ah_num: d.ah_num,
-                    ..RxeSendWrUd::default()
-                };
-                union[..size_of::<RxeSendWrUd>()].copy_from_slice(ud.as_bytes());
-                slot.write(UNION, &union);
-            }
-            0
-        }
-    };
+        UnionMember::Rdma(m) => slot.write(UNION, &m),
+        UnionMember::Atomic(m) => slot.write(UNION, &m),
+        UnionMember::None => {}
+    }
     // `status`, `state` = wqe_state_posted (0).
     slot.write(STATUS, &[0u32, 0u32]);
     slot.write(IOVA, &iova);
@@ -359,6 +311,88 @@ fn write_wqe(slot: &mut Slot<'_>, wr: &SendWr<'_>, ud: Option<UdFields>, length:
             }
         }
         Payload::Inline(data) => slot.write_bytes(SEND_WQE_LEN, data),
+    }
+}
+
+/// The member of `rxe_send_wr.wr` an operation uses.
+#[derive(Debug, Clone, Copy)]
+enum UnionMember {
+    Rdma(RxeSendWrRdma),
+    Atomic(RxeSendWrAtomic),
+    Ud(RxeSendWrUd),
+    None,
+}
+
+impl UnionMember {
+    /// The member's bytes (empty for none).
+    #[cfg(test)]
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            UnionMember::Rdma(m) => m.as_bytes(),
+            UnionMember::Atomic(m) => m.as_bytes(),
+            UnionMember::Ud(m) => m.as_bytes(),
+            UnionMember::None => &[],
+        }
+    }
+}
+
+/// The union member and the `iova` (the remote address, 0 for sends) of an
+/// operation, as RC `init_send_wqe` fills them.
+fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64) {
+    match op {
+        SendOp::RdmaWrite { remote_addr, rkey }
+        | SendOp::RdmaWriteWithImm {
+            remote_addr, rkey, ..
+        }
+        | SendOp::RdmaRead { remote_addr, rkey } => (
+            UnionMember::Rdma(RxeSendWrRdma {
+                remote_addr,
+                rkey,
+                reserved: 0,
+            }),
+            remote_addr,
+        ),
+        SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => (
+            UnionMember::Atomic(RxeSendWrAtomic {
+                remote_addr,
+                compare_add: compare,
+                swap,
+                rkey,
+                reserved: 0,
+            }),
+            remote_addr,
+        ),
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => (
+            UnionMember::Atomic(RxeSendWrAtomic {
+                remote_addr,
+                compare_add: add,
+                swap: 0,
+                rkey,
+                reserved: 0,
+            }),
+            remote_addr,
+        ),
+        SendOp::Send | SendOp::SendWithImm { .. } => match ud {
+            Some(d) => (
+                UnionMember::Ud(RxeSendWrUd {
+                    remote_qpn: d.remote_qpn,
+                    remote_qkey: d.remote_qkey,
+                    ah_num: d.ah_num,
+                    ..RxeSendWrUd::default()
+                }),
+                0,
+            ),
+            None => (UnionMember::None, 0),
+        },
     }
 }
 
@@ -390,63 +424,9 @@ pub(crate) fn build_wqe(wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) -> R
     wqe.wr.send_flags = flags.bits();
     // `ex.imm_data` is a `__be32`: store the big-endian bytes.
     wqe.wr.ex = wr.op.imm().map_or(0, u32::to_be);
-    match wr.op {
-        SendOp::RdmaWrite { remote_addr, rkey }
-        | SendOp::RdmaWriteWithImm {
-            remote_addr, rkey, ..
-        }
-        | SendOp::RdmaRead { remote_addr, rkey } => {
-            let rdma = RxeSendWrRdma {
-                remote_addr,
-                rkey,
-                reserved: 0,
-            };
-            put_union(&mut wqe, rdma.as_bytes());
-            wqe.iova = remote_addr;
-        }
-        SendOp::CompareSwap {
-            remote_addr,
-            rkey,
-            compare,
-            swap,
-        } => {
-            let atomic = RxeSendWrAtomic {
-                remote_addr,
-                compare_add: compare,
-                swap,
-                rkey,
-                reserved: 0,
-            };
-            put_union(&mut wqe, atomic.as_bytes());
-            wqe.iova = remote_addr;
-        }
-        SendOp::FetchAdd {
-            remote_addr,
-            rkey,
-            add,
-        } => {
-            let atomic = RxeSendWrAtomic {
-                remote_addr,
-                compare_add: add,
-                swap: 0,
-                rkey,
-                reserved: 0,
-            };
-            put_union(&mut wqe, atomic.as_bytes());
-            wqe.iova = remote_addr;
-        }
-        SendOp::Send | SendOp::SendWithImm { .. } => {
-            if let Some(d) = ud {
-                let ud = RxeSendWrUd {
-                    remote_qpn: d.remote_qpn,
-                    remote_qkey: d.remote_qkey,
-                    ah_num: d.ah_num,
-                    ..RxeSendWrUd::default()
-                };
-                put_union(&mut wqe, ud.as_bytes());
-            }
-        }
-    }
+    let (member, iova) = union_member(wr.op, ud);
+    put_union(&mut wqe, member.as_bytes());
+    wqe.iova = iova;
     wqe.dma.length = length;
     wqe.dma.resid = length;
     wqe.dma.num_sge = num_sge;
