@@ -76,6 +76,37 @@ pub fn fail(msg: &str, e: impl std::fmt::Display) {
     eprintln!("  ({e})");
 }
 
+/// The next completions of the pingpong loop, as the C tools get them: with
+/// `-e`, wait for a completion event, acknowledge it, re-arm and poll once;
+/// without, busy-poll until at least one completion arrives.
+pub fn next_completions(
+    channel: Option<&uverbs::CompletionChannel>,
+    cq: &mut uverbs::CompletionQueue,
+    wc: &mut [uverbs::WorkCompletion],
+) -> Result<usize, ()> {
+    if let Some(ch) = channel {
+        let ev = ch
+            .get_event()
+            .map_err(|e| fail("Failed to get cq_event", e))?;
+        if !ev.is_for(cq) {
+            eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
+            return Err(());
+        }
+        // Acknowledged here rather than in one ibv_ack_cq_events at the
+        // end: nothing on the wire depends on it.
+        drop(ev);
+        cq.req_notify(false)
+            .map_err(|e| fail("Couldn't request CQ notification", e))?;
+        return Ok(cq.poll(wc));
+    }
+    loop {
+        let n = cq.poll(wc);
+        if n >= 1 {
+            return Ok(n);
+        }
+    }
+}
+
 /// Finds and opens the device (`-d`, or the first), as the C tools do.
 pub fn open_device(o: &Options) -> Option<Context> {
     let list = match uverbs::devices() {

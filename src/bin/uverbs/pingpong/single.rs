@@ -16,8 +16,8 @@ use uverbs::{
 
 use super::{
     args::{Options, Transport},
-    fail, ib_port, local_gid, open_device, random_psn, rc, refuse_unsupported, summary, uc, ud,
-    validation_offsets,
+    fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
+    summary, uc, ud, validation_offsets,
     wire::{self, address_line, Dest},
     Peer, RECV_WRID, SEND_WRID,
 };
@@ -260,26 +260,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let (mut rcnt, mut scnt) = (0i64, 0i64);
     let mut wc = [WorkCompletion::default(); 2];
     while rcnt < iters || scnt < iters {
-        if let Some(ch) = &channel {
-            let ev = ch
-                .get_event()
-                .map_err(|e| fail("Failed to get cq_event", e))?;
-            if !ev.is_for(&cq) {
-                eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
-                return Err(());
-            }
-            // Acknowledged here rather than in one ibv_ack_cq_events at
-            // the end: nothing on the wire depends on it.
-            drop(ev);
-            cq.req_notify(false)
-                .map_err(|e| fail("Couldn't request CQ notification", e))?;
-        }
-        let ne = loop {
-            let n = cq.poll(&mut wc);
-            if n >= 1 || channel.is_some() {
-                break n;
-            }
-        };
+        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc)?;
         for c in &wc[..ne] {
             if parse_wc(&mut pp, c, &mut scnt, &mut rcnt, &mut routs, iters).is_err() {
                 if t == Transport::Rc {

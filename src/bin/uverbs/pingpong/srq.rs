@@ -14,8 +14,8 @@ use uverbs::{
 
 use super::{
     args::{Options, Transport, MAX_QP},
-    fail, ib_port, local_gid, open_device, random_psn, rc, refuse_unsupported, summary,
-    validation_offsets,
+    fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
+    summary, validation_offsets,
     wire::{self, address_line, Dest},
     Peer, RECV_WRID, SEND_WRID,
 };
@@ -234,24 +234,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let (mut rcnt, mut scnt) = (0i64, 0i64);
     let mut wc = vec![WorkCompletion::default(); num_qp + o.rx_depth as usize];
     while rcnt < iters || scnt < iters {
-        if let Some(ch) = &channel {
-            let ev = ch
-                .get_event()
-                .map_err(|e| fail("Failed to get cq_event", e))?;
-            if !ev.is_for(&cq) {
-                eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
-                return Err(());
-            }
-            drop(ev);
-            cq.req_notify(false)
-                .map_err(|e| fail("Couldn't request CQ notification", e))?;
-        }
-        let ne = loop {
-            let n = cq.poll(&mut wc);
-            if n >= 1 || channel.is_some() {
-                break n;
-            }
-        };
+        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc)?;
         for c in &wc[..ne] {
             if c.status != WcStatus::SUCCESS {
                 eprintln!(
