@@ -58,8 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
-    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])
-        .map_err(|e| format!("{e:?}"))?;
+    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.connect_qp(
         &qp,
         &ConnParam {
@@ -80,8 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     id.complete_connect(&qp)?;
 
     mr.write(2048, b"ping")?;
-    qp.post_send(&[SendWr::send(2, &[mr.sge(2048, 4)?]).flags(SendFlags::SIGNALED)])
-        .map_err(|e| format!("{e:?}"))?;
+    qp.post_send(&[SendWr::send(2, &[mr.sge(2048, 4)?]).flags(SendFlags::SIGNALED)])?;
     let mut wc = [WorkCompletion::default(); 1];
     loop {
         if cq.poll(&mut wc) == 1 && wc[0].opcode == WcOpcode::RECV {

@@ -58,8 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
-    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])
-        .map_err(|e| format!("{e:?}"))?;
+    qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.accept_qp(
         &qp,
         &ConnParam {
@@ -91,8 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         String::from_utf8_lossy(&msg)
     );
     mr.write(1024, b"pong")?;
-    qp.post_send(&[SendWr::send(2, &[mr.sge(1024, 4)?]).flags(SendFlags::SIGNALED)])
-        .map_err(|e| format!("{e:?}"))?;
+    qp.post_send(&[SendWr::send(2, &[mr.sge(1024, 4)?]).flags(SendFlags::SIGNALED)])?;
 
     loop {
         let ev = ch.get_event()?;

@@ -14,7 +14,6 @@
 use std::{
     collections::BTreeMap,
     io::{BufRead, BufReader},
-    path::PathBuf,
     process::{Child, Command, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -31,7 +30,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-use crate::support::*;
+use crate::{example, support::*};
 
 const EVENT_WAIT: Duration = Duration::from_secs(5);
 
@@ -902,27 +901,6 @@ fn recreate(dev: &str) {
 }
 
 // ---------------------------------------------------------------- programs
-
-/// The directory of the example binaries: `UVERBS_EXAMPLES_DIR` (set by
-/// scripts/guest-test.sh in the guest), else cargo's layout next to this
-/// test binary (`target/<profile>/deps/device-*` -> `target/<profile>/examples`).
-fn example(name: &str) -> PathBuf {
-    let dir = match std::env::var_os("UVERBS_EXAMPLES_DIR").filter(|d| !d.is_empty()) {
-        Some(d) => PathBuf::from(d),
-        None => std::env::current_exe()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("../examples"),
-    };
-    let p = dir.join(name);
-    assert!(
-        p.is_file(),
-        "example {} not found (build with `cargo build --examples`, or set UVERBS_EXAMPLES_DIR)",
-        p.display()
-    );
-    p
-}
 
 /// Runs `cmd` to completion within `limit`; returns (status, stdout, stderr).
 fn run_bounded(mut cmd: Command, limit: Duration) -> (std::process::ExitStatus, String, String) {

@@ -731,3 +731,25 @@ fn cm_ud_server_against_udaddy_client() {
     id.destroy().unwrap();
     l.destroy().unwrap();
 }
+
+#[test]
+fn cm_examples_server_and_client_exchange_ping_and_pong() {
+    let ip_s = ip().to_string();
+    let server = Command::new(crate::example("cm_server"))
+        .args([ip_s.as_str(), "7472"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cm_server");
+    // The server listens within a moment; the client retries until then.
+    let client_path = crate::example("cm_client");
+    let client_path = client_path.to_string_lossy().into_owned();
+    let client = client_with_retries(&client_path, &[ip_s.as_str(), "7472"], 20);
+    let server = wait_bounded(server, 30, "cm_server");
+    let (so, co) = (text(&server.stdout), text(&client.stdout));
+    assert!(client.status.success(), "{co}\n{}", text(&client.stderr));
+    assert!(server.status.success(), "{so}\n{}", text(&server.stderr));
+    assert!(co.contains("received \"pong\""), "{co}");
+    assert!(so.contains("received \"ping\""), "{so}");
+    assert!(so.contains("client disconnected"), "{so}");
+}

@@ -43,3 +43,24 @@ pub fn test_env<T: std::str::FromStr>(name: &str) -> T {
     raw.parse()
         .unwrap_or_else(|_| panic!("{name}={raw:?} does not parse"))
 }
+
+/// The directory of the example binaries: `UVERBS_EXAMPLES_DIR` (set by
+/// scripts/guest-test.sh in the guest), else cargo's layout next to this
+/// test binary (`target/<profile>/deps/device-*` -> `target/<profile>/examples`).
+pub fn example(name: &str) -> std::path::PathBuf {
+    let dir = match std::env::var_os("UVERBS_EXAMPLES_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::env::current_exe()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("../examples"),
+    };
+    let p = dir.join(name);
+    assert!(
+        p.is_file(),
+        "example {} not found (build with `cargo build --examples`, or set UVERBS_EXAMPLES_DIR)",
+        p.display()
+    );
+    p
+}
