@@ -14,6 +14,7 @@
 
 pub mod fake;
 mod linux;
+mod raw_write;
 
 use std::{
     ffi::OsString,
