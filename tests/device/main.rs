@@ -20,6 +20,7 @@ mod cm;
 mod context;
 mod devinfo;
 mod objects;
+mod perf;
 mod pingpong;
 mod soak;
 mod static_cli;

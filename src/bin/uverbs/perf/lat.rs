@@ -9,8 +9,14 @@
 //! send-lat: each side busy-polls its receive CQ, reposts the receive, then
 //! sends and polls the send completion (`cq_mod` = tx depth = 1).
 //! Both timestamp each post; consecutive posts of one side are a round trip.
+//!
+//! By default side B runs in a forked process ([`run_processes`]), as
+//! perftest's server does; `--threads` runs both sides as threads of one
+//! process ([`run`]).
 
 use std::{
+    io::{Read, Write},
+    os::unix::net::UnixStream,
     sync::{
         atomic::{fence, Ordering},
         Barrier,
@@ -18,11 +24,13 @@ use std::{
     time::{Duration, Instant},
 };
 
-use uverbs::{RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
+use uverbs::{Gid, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 
 use super::{
     clock::{pin_to, Clock},
-    err, report, Opts, Res, Setup, Side, Test,
+    err,
+    process::{self, Forked},
+    report, Header, Local, Opts, Res, Setup, Side, Test,
 };
 
 /// How long one wait may spin before the run is declared stuck.
@@ -41,7 +49,193 @@ struct Remote {
     rkey: u32,
 }
 
-/// Runs both sides; returns A's and B's reports.
+/// What a side tells its peer before connecting: its QP, where the peer's
+/// writes land, and its GID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Endpoint {
+    qpn: u32,
+    rkey: u32,
+    addr: u64,
+    gid: Gid,
+}
+
+impl Endpoint {
+    const LEN: usize = 32;
+
+    fn of(l: &Local) -> Endpoint {
+        Endpoint {
+            qpn: l.side.qp.qp_num(),
+            rkey: l.side.mr.rkey(),
+            addr: l.side.mr.addr() + l.side.half as u64,
+            gid: l.gid,
+        }
+    }
+
+    fn encode(&self) -> [u8; Self::LEN] {
+        let mut b = [0u8; Self::LEN];
+        b[0..4].copy_from_slice(&self.qpn.to_le_bytes());
+        b[4..8].copy_from_slice(&self.rkey.to_le_bytes());
+        b[8..16].copy_from_slice(&self.addr.to_le_bytes());
+        b[16..32].copy_from_slice(&self.gid.0);
+        b
+    }
+
+    fn decode(b: &[u8; Self::LEN]) -> Endpoint {
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let mut addr = [0u8; 8];
+        addr.copy_from_slice(&b[8..16]);
+        let mut gid = [0u8; 16];
+        gid.copy_from_slice(&b[16..32]);
+        Endpoint {
+            qpn: u32_at(0),
+            rkey: u32_at(4),
+            addr: u64::from_le_bytes(addr),
+            gid: Gid(gid),
+        }
+    }
+}
+
+/// The parent/child channel: fixed-size messages, every failure an error
+/// that says the peer went away.
+struct Channel(UnixStream);
+
+impl Channel {
+    fn send(&mut self, b: &[u8]) -> Res<()> {
+        self.0
+            .write_all(b)
+            .map_err(|e| format!("to the other side: {e}"))
+    }
+
+    fn recv<const N: usize>(&mut self) -> Res<[u8; N]> {
+        let mut b = [0u8; N];
+        self.0
+            .read_exact(&mut b)
+            .map_err(|e| format!("from the other side (did it fail?): {e}"))?;
+        Ok(b)
+    }
+
+    /// Both sides are ready: each says so and waits for the other.
+    fn handshake(&mut self) -> Res<()> {
+        self.send(b"R")?;
+        match self.recv::<1>()? {
+            [b'R'] => Ok(()),
+            x => Err(format!("unexpected handshake byte {:#04x}", x[0])),
+        }
+    }
+}
+
+/// Sets up this side, trades endpoints with the peer and connects.
+fn open_and_connect(o: &Opts, ch: &mut Channel) -> Res<(Local, Endpoint)> {
+    let local = super::local(o)?;
+    ch.send(&Endpoint::of(&local).encode())?;
+    let peer = Endpoint::decode(&ch.recv::<{ Endpoint::LEN }>()?);
+    super::connect(&local.side.qp, peer.qpn, o, local.mtu, peer.gid)?;
+    Ok((local, peer))
+}
+
+/// Runs side A here and side B in a forked process, each with its own
+/// context, as perftest's client and server; `header` is called with the
+/// connection details before the measured loop. Returns A's and B's
+/// reports.
+pub fn run_processes(o: &Opts, header: impl FnOnce(&Header)) -> Res<(report::Lat, report::Lat)> {
+    let (sa, sb) = UnixStream::pair().map_err(err("socketpair"))?;
+    match process::fork()? {
+        Forked::Child => {
+            drop(sa);
+            let status = match server(o, &mut Channel(sb)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("{}: side B: {e}", super::PROG);
+                    1
+                }
+            };
+            process::exit(status)
+        }
+        Forked::Parent(child) => {
+            drop(sb);
+            let mut ch = Channel(sa);
+            let r = client(o, &mut ch, header);
+            drop(ch);
+            match (r, child.wait()) {
+                (Ok(r), Ok(())) => Ok(r),
+                (Err(e), Err(c)) => Err(format!("{e} ({c})")),
+                (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
+            }
+        }
+    }
+}
+
+/// Side A (perftest's client): runs, then takes B's timestamps and clock
+/// rate to report B as well.
+fn client(
+    o: &Opts,
+    ch: &mut Channel,
+    header: impl FnOnce(&Header),
+) -> Res<(report::Lat, report::Lat)> {
+    let (local, peer) = open_and_connect(o, ch)?;
+    header(&Header {
+        mtu: local.mtu,
+        inline: local.inline,
+        local_qpn: local.side.qp.qp_num(),
+        remote_qpn: peer.qpn,
+        how: "side B in a second process",
+    });
+    let remote = Remote {
+        addr: peer.addr,
+        rkey: peer.rkey,
+    };
+    let clock = Clock::start(o.clock);
+    let cpu = o.pin.then_some(0);
+    let inline = local.inline;
+    let ta = side(
+        o,
+        local.side,
+        remote,
+        Role::Client,
+        inline,
+        cpu,
+        &mut || ch.handshake(),
+        &clock,
+    )?;
+    let hz = clock.hz();
+    let hz_b = f64::from_bits(u64::from_le_bytes(ch.recv::<8>()?));
+    let mut tb = Vec::with_capacity(o.iters);
+    for _ in 0..o.iters {
+        tb.push(u64::from_le_bytes(ch.recv::<8>()?));
+    }
+    let la = report::latency(o.size, &ta, hz).ok_or("too few iterations")?;
+    let lb = report::latency(o.size, &tb, hz_b).ok_or("too few iterations")?;
+    Ok((la, lb))
+}
+
+/// Side B (perftest's server), in the child: runs, then sends its clock
+/// rate and timestamps to A.
+fn server(o: &Opts, ch: &mut Channel) -> Res<()> {
+    let (local, peer) = open_and_connect(o, ch)?;
+    let remote = Remote {
+        addr: peer.addr,
+        rkey: peer.rkey,
+    };
+    let clock = Clock::start(o.clock);
+    let cpu = o.pin.then_some(1);
+    let inline = local.inline;
+    let tb = side(
+        o,
+        local.side,
+        remote,
+        Role::Server,
+        inline,
+        cpu,
+        &mut || ch.handshake(),
+        &clock,
+    )?;
+    ch.send(&clock.hz().to_bits().to_le_bytes())?;
+    let bytes: Vec<u8> = tb.iter().flat_map(|t| t.to_le_bytes()).collect();
+    ch.send(&bytes)
+}
+
+/// Runs both sides as threads of this process (`--threads`); returns A's
+/// and B's reports.
 pub fn run(o: &Opts, s: Setup) -> Res<(report::Lat, report::Lat)> {
     let Setup { a, b, inline, .. } = s;
     let ra = Remote {
@@ -58,6 +252,10 @@ pub fn run(o: &Opts, s: Setup) -> Res<(report::Lat, report::Lat)> {
     let (ta, tb) = std::thread::scope(|sc| {
         let (barrier, clock) = (&barrier, &clock);
         let hb = sc.spawn(move || {
+            let mut ready = || {
+                barrier.wait();
+                Ok(())
+            };
             side(
                 o,
                 b,
@@ -65,10 +263,14 @@ pub fn run(o: &Opts, s: Setup) -> Res<(report::Lat, report::Lat)> {
                 Role::Server,
                 inline,
                 pin.then_some(1),
-                barrier,
+                &mut ready,
                 clock,
             )
         });
+        let mut ready = || {
+            barrier.wait();
+            Ok(())
+        };
         let ta = side(
             o,
             a,
@@ -76,7 +278,7 @@ pub fn run(o: &Opts, s: Setup) -> Res<(report::Lat, report::Lat)> {
             Role::Client,
             inline,
             pin.then_some(0),
-            barrier,
+            &mut ready,
             clock,
         );
         let tb = hb.join().unwrap_or_else(|_| Err("side B panicked".into()));
@@ -97,7 +299,7 @@ fn side(
     role: Role,
     inline: u32,
     cpu: Option<usize>,
-    barrier: &Barrier,
+    ready: &mut dyn FnMut() -> Res<()>,
     clock: &Clock,
 ) -> Res<Vec<u64>> {
     if let Some(cpu) = cpu {
@@ -116,7 +318,7 @@ fn side(
                 .map_err(err("post_recv"))?;
         }
     }
-    barrier.wait();
+    ready()?;
     match o.test {
         Test::WriteLat => write_lat(
             o,
@@ -277,4 +479,27 @@ fn send_lat(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_cross_the_channel_unchanged() {
+        let e = Endpoint {
+            qpn: 0x00ab_cdef,
+            rkey: 0x1234_5678,
+            addr: 0x7fff_0000_1000,
+            gid: Gid([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]),
+        };
+        let (a, b) = UnixStream::pair().unwrap();
+        let (mut a, mut b) = (Channel(a), Channel(b));
+        a.send(&e.encode()).unwrap();
+        let got = Endpoint::decode(&b.recv::<{ Endpoint::LEN }>().unwrap());
+        assert_eq!(got, e);
+        // A peer that goes away is an error, not a hang or a panic.
+        drop(a);
+        assert!(b.recv::<1>().unwrap_err().contains("did it fail?"));
+    }
 }

@@ -151,46 +151,64 @@ pub fn run_fake(o: &Opts) -> Res<()> {
     let wr_sge = SendWr::new(1, op, &sge);
     let wr_inline = SendWr::new(2, op, &[]).inline(&data);
     let wr_send_inline = SendWr::send(3, &[]).inline(&data);
+    let wr_send_sge = SendWr::send(5, &sge);
     let wr_recv = RecvWr::new(4, &rsge);
     let mut wc = [WorkCompletion::default(); 1];
 
-    let mut rows: Vec<(&str, f64)> = Vec::new();
-    let mut time = |name: &'static str, f: &mut dyn FnMut() -> Res<()>| -> Res<()> {
-        let t0 = Instant::now();
-        for _ in 0..n {
-            f()?;
-        }
-        rows.push((name, t0.elapsed().as_nanos() as f64 / n as f64));
-        Ok(())
-    };
-    time("post_send 1 WR, 1 SGE (RDMA write)", &mut || {
-        op_post_send_sge(&mut qp, &wr_sge)?;
-        sq.consume_all();
-        Ok(())
-    })?;
-    time("post_send 1 WR, inline (RDMA write)", &mut || {
-        op_post_send_inline(&mut qp, &wr_inline)?;
-        sq.consume_all();
-        Ok(())
-    })?;
-    time("post_send 1 WR, inline (SEND)", &mut || {
+    // Each row: a key for scripts (`scripts/bench.sh` sums them into the
+    // userspace time of one message), a description, ns per call.
+    let mut rows: Vec<(&str, &str, f64)> = Vec::new();
+    let mut time =
+        |key: &'static str, name: &'static str, f: &mut dyn FnMut() -> Res<()>| -> Res<()> {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                f()?;
+            }
+            rows.push((key, name, t0.elapsed().as_nanos() as f64 / n as f64));
+            Ok(())
+        };
+    time(
+        "write_sge",
+        "post_send 1 WR, 1 SGE (RDMA write)",
+        &mut || {
+            op_post_send_sge(&mut qp, &wr_sge)?;
+            sq.consume_all();
+            Ok(())
+        },
+    )?;
+    time(
+        "write_inline",
+        "post_send 1 WR, inline (RDMA write)",
+        &mut || {
+            op_post_send_inline(&mut qp, &wr_inline)?;
+            sq.consume_all();
+            Ok(())
+        },
+    )?;
+    time("send_inline", "post_send 1 WR, inline (SEND)", &mut || {
         op_post_send_send_inline(&mut qp, &wr_send_inline)?;
         sq.consume_all();
         Ok(())
     })?;
-    time("post_recv 1 WR, 1 SGE", &mut || {
+    time("send_sge", "post_send 1 WR, 1 SGE (SEND)", &mut || {
+        op_post_send_send_sge(&mut qp, &wr_send_sge)?;
+        sq.consume_all();
+        Ok(())
+    })?;
+    time("recv", "post_recv 1 WR, 1 SGE", &mut || {
         op_post_recv(&mut qp, &wr_recv)?;
         rq.consume_all();
         Ok(())
     })?;
     time(
+        "poll_empty",
         "CompletionQueue::poll, empty",
         &mut || match op_poll_empty(&mut send_cq, &mut wc) {
             0 => Ok(()),
             k => Err(format!("poll of an empty CQ returned {k}")),
         },
     )?;
-    time("CompletionQueue::poll, 1 CQE", &mut || {
+    time("poll_one", "CompletionQueue::poll, 1 CQE", &mut || {
         if !cq.post_cqe(7) {
             return Err("the fake CQ is full".into());
         }
@@ -200,18 +218,23 @@ pub fn run_fake(o: &Opts) -> Res<()> {
         }
     })?;
     let last = 4096 + size as usize - 1;
-    time("MemoryRegion::read 1 byte", &mut || {
+    time("mr_read", "MemoryRegion::read 1 byte", &mut || {
         std::hint::black_box(op_mr_read_byte(&mr, last)?);
         Ok(())
     })?;
-    time("MemoryRegion::read_u8", &mut || {
+    time("mr_read_u8", "MemoryRegion::read_u8", &mut || {
         std::hint::black_box(op_mr_read_u8(&mr, last)?);
         Ok(())
     })?;
-    println!(" fake rxe kernel (host): {n} calls each, size {size}");
-    println!(" operation                                 ns/call");
-    for (name, ns) in rows {
-        println!(" {name:<40} {ns:>8.1}");
+    let clock = Clock::start(o.clock);
+    time("clock", "the benchmark clock's now()", &mut || {
+        std::hint::black_box(clock.now());
+        Ok(())
+    })?;
+    println!(" fake rxe kernel: {n} calls each, size {size}");
+    println!(" key           operation                                 ns/call");
+    for (key, name, ns) in rows {
+        println!(" {key:<13} {name:<40} {ns:>8.1}");
     }
     drop(qp);
     Ok(())
@@ -241,6 +264,13 @@ fn op_post_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> R
 #[inline(never)]
 fn op_post_send_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
     tag(3);
+    qp.post_send(std::slice::from_ref(wr))
+        .map_err(|e| e.to_string())
+}
+
+#[inline(never)]
+fn op_post_send_send_sge(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
+    tag(9);
     qp.post_send(std::slice::from_ref(wr))
         .map_err(|e| e.to_string())
 }

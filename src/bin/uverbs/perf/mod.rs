@@ -5,22 +5,26 @@
 //! shape (`report.rs`).
 //!
 //! perftest runs a server and a client process connected over TCP; here both
-//! sides are QPs on the same device in one process (rxe loopback, or a
-//! device's own loopback): for latency each side runs on its own thread
-//! (not pinned, like perftest; `--pin` pins them to CPUs 0 and 1), and the reported figures are
-//! the client's (side A), as perftest's client prints them.
+//! sides are QPs on the same device (rxe loopback, or a device's own
+//! loopback), started by one command. For latency, side B runs in a forked
+//! process with its own context, as perftest's server does (`--threads`: a
+//! thread of this process instead); neither side is pinned, like perftest
+//! (`--pin` pins them to CPUs 0 and 1). The reported figures are the
+//! client's (side A), as perftest's client prints them. For bandwidth side B
+//! is passive (the responder is in the kernel), so it stays in this process.
 
 mod bw;
 mod clock;
 mod fake;
 mod lat;
 mod micro;
+mod process;
 mod report;
 
 use std::io::{self, Write};
 
 use uverbs::{
-    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, GlobalRoute, MemoryRegion, Mtu,
+    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
     ProtectionDomain, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, QueuePair,
 };
 
@@ -80,8 +84,11 @@ pub struct Opts {
     pub clock: ClockKind,
     /// Also print side B's latency (perftest's server prints its own).
     pub both: bool,
-    /// One context (device fd) and PD per side, as perftest's two processes
-    /// have; by default both sides share one.
+    /// Latency tests: both sides as threads of this process instead of side
+    /// B in a forked process.
+    pub threads: bool,
+    /// With `threads`: one context (device fd) and PD per side, as
+    /// perftest's two processes have; by default the threads share one.
     pub two_contexts: bool,
     /// `micro` only: a fake kernel on the host instead of a device (hidden;
     /// for counting instructions with callgrind, see benches/callgrind.sh).
@@ -93,8 +100,9 @@ fn usage(out: &mut dyn Write) -> io::Result<()> {
         out,
         "Usage: {PROG} write-lat|send-lat|write-bw|micro [options]\n\
          \n\
-         perftest's ib_write_lat / ib_send_lat / ib_write_bw, both sides in this\n\
-         process (two QPs on one device, connected through its loopback).\n\
+         perftest's ib_write_lat / ib_send_lat / ib_write_bw: two QPs on one device,\n\
+         connected through its loopback; for latency, side B runs in a forked\n\
+         process, as perftest's server does.\n\
          \n\
          Options (defaults as perftest 4.5):\n\
          \x20 -d, --ib-dev=DEV        device (default: the first one)\n\
@@ -115,8 +123,11 @@ fn usage(out: &mut dyn Write) -> io::Result<()> {
          \x20     --no-pin            do not pin (the default)\n\
          \x20     --clock=tsc|monotonic  timestamp source (default tsc, like perftest)\n\
          \x20 -B, --both              also print side B's latency figures\n\
-         \x20     --two-contexts      one device context and PD per side (like perftest's\n\
-         \x20                         two processes) instead of one shared\n\
+         \x20     --threads           latency: both sides as threads of this process\n\
+         \x20                         (every system call then pays for the shared\n\
+         \x20                         descriptor table)\n\
+         \x20     --two-contexts      with --threads: one device context and PD per side\n\
+         \x20                         instead of one shared\n\
          \x20 -h, --help              this help"
     )
 }
@@ -149,6 +160,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         pin: false,
         clock: ClockKind::Tsc,
         both: false,
+        threads: false,
         two_contexts: false,
         fake: false,
     };
@@ -202,6 +214,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                 }
             }
             "-B" | "--both" => o.both = true,
+            "--threads" => o.threads = true,
             "--two-contexts" => o.two_contexts = true,
             "--fake" if o.test == Test::Micro => o.fake = true,
             _ => return Err(format!("unknown option '{a}'")),
@@ -392,7 +405,8 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
     .map_err(err("modify QP to RTS"))
 }
 
-fn setup(o: &Opts) -> Res<Setup> {
+/// Opens the device; returns it with the path MTU to use and the source GID.
+fn open(o: &Opts) -> Res<(Context, Mtu, Gid)> {
     let ctx = Context::open(o.device.as_deref()).map_err(|e| e.to_string())?;
     let port = ctx.query_port(o.port).map_err(|e| e.to_string())?;
     let mtu = o.mtu.unwrap_or(port.active_mtu);
@@ -401,6 +415,44 @@ fn setup(o: &Opts) -> Res<Setup> {
         .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("GID index {} is empty on port {}", o.gid_index, o.port))?
         .gid;
+    Ok((ctx, mtu, gid))
+}
+
+/// The inline size messages use: what the QP got (rxe grants at least what
+/// was asked, rounded up to its slot), capped by an explicit -I.
+fn inline_of(o: &Opts, qp: &QueuePair) -> u32 {
+    let got = qp.cap().max_inline_data;
+    o.inline.map_or(got, |n| n.min(got))
+}
+
+/// One side with a context and PD of its own (a latency side in its own
+/// process).
+pub struct Local {
+    pub side: Side,
+    pub mtu: Mtu,
+    pub gid: Gid,
+    pub inline: u32,
+    _pd: ProtectionDomain,
+    _ctx: Context,
+}
+
+fn local(o: &Opts) -> Res<Local> {
+    let (ctx, mtu, gid) = open(o)?;
+    let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
+    let side = side(&ctx, &pd, o)?;
+    let inline = inline_of(o, &side.qp);
+    Ok(Local {
+        side,
+        mtu,
+        gid,
+        inline,
+        _pd: pd,
+        _ctx: ctx,
+    })
+}
+
+fn setup(o: &Opts) -> Res<Setup> {
+    let (ctx, mtu, gid) = open(o)?;
     let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
     let a = side(&ctx, &pd, o)?;
     let mut ctxs = vec![ctx];
@@ -414,10 +466,7 @@ fn setup(o: &Opts) -> Res<Setup> {
     let b = side(ctxs.last().unwrap(), pds.last().unwrap(), o)?;
     connect(&a.qp, b.qp.qp_num(), o, mtu, gid)?;
     connect(&b.qp, a.qp.qp_num(), o, mtu, gid)?;
-    // What the QP got (rxe grants at least what was asked, rounded up to
-    // its slot), capped by an explicit -I.
-    let got = a.qp.cap().max_inline_data;
-    let inline = o.inline.map_or(got, |n| n.min(got));
+    let inline = inline_of(o, &a.qp);
     Ok(Setup {
         _ctx: ctxs,
         _pd: pds,
@@ -428,7 +477,29 @@ fn setup(o: &Opts) -> Res<Setup> {
     })
 }
 
-fn print_header(o: &Opts, s: &Setup) {
+/// What the report header shows of a connection.
+pub struct Header {
+    pub mtu: Mtu,
+    pub inline: u32,
+    pub local_qpn: u32,
+    pub remote_qpn: u32,
+    /// Where side B runs.
+    pub how: &'static str,
+}
+
+impl Setup {
+    fn header(&self, how: &'static str) -> Header {
+        Header {
+            mtu: self.mtu,
+            inline: self.inline,
+            local_qpn: self.a.qp.qp_num(),
+            remote_qpn: self.b.qp.qp_num(),
+            how,
+        }
+    }
+}
+
+fn print_header(o: &Opts, s: &Header) {
     println!("{}", report::LINE);
     println!("                    {}", o.test.name());
     println!(
@@ -461,9 +532,8 @@ fn print_header(o: &Opts, s: &Setup) {
         }
     );
     println!(
-        " local QPN {:#06x}  remote QPN {:#06x}  (same process, loopback)",
-        s.a.qp.qp_num(),
-        s.b.qp.qp_num()
+        " local QPN {:#06x}  remote QPN {:#06x}  ({}, loopback)",
+        s.local_qpn, s.remote_qpn, s.how
     );
     println!("{}", report::LINE);
 }
@@ -472,26 +542,45 @@ fn run(o: &Opts) -> Res<()> {
     if o.fake {
         return micro::run_fake(o);
     }
+    let lat = matches!(o.test, Test::WriteLat | Test::SendLat);
+    if lat && !o.threads {
+        let (a, b) = lat::run_processes(o, |h| print_header(o, h))?;
+        print_lat(o, &a, &b);
+        return Ok(());
+    }
     let s = setup(o)?;
-    print_header(o, &s);
+    let how = if lat {
+        "side B a thread of this process"
+    } else {
+        "same process"
+    };
+    print_header(o, &s.header(how));
     match o.test {
         Test::WriteLat | Test::SendLat => {
             let (a, b) = lat::run(o, s)?;
-            println!("{}", report::lat_header());
-            println!("{}", report::lat_row(&a));
-            if o.both {
-                println!("{}", report::lat_row(&b));
-            }
+            print_lat(o, &a, &b);
         }
-        Test::Micro => micro::run(o, s)?,
+        Test::Micro => {
+            micro::run(o, s)?;
+            println!("{}", report::LINE);
+        }
         Test::WriteBw => {
             let r = bw::run(o, s)?;
             println!("{}", report::bw_header());
             println!("{}", report::bw_row(&r));
+            println!("{}", report::LINE);
         }
     }
-    println!("{}", report::LINE);
     Ok(())
+}
+
+fn print_lat(o: &Opts, a: &report::Lat, b: &report::Lat) {
+    println!("{}", report::lat_header());
+    println!("{}", report::lat_row(a));
+    if o.both {
+        println!("{}", report::lat_row(b));
+    }
+    println!("{}", report::LINE);
 }
 
 #[cfg(test)]
@@ -522,5 +611,8 @@ mod tests {
             (o.cq_mod, o.device.as_deref(), o.gid_index),
             (16, Some("rxe0"), 1)
         );
+        // Latency: side B in a second process unless --threads.
+        assert!(!p("write-lat").threads);
+        assert!(p("send-lat --threads --two-contexts").threads);
     }
 }
