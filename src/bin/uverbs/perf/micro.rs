@@ -157,14 +157,25 @@ pub fn run_fake(o: &Opts) -> Res<()> {
 
     // Each row: a key for scripts (`scripts/bench.sh` sums them into the
     // userspace time of one message), a description, ns per call.
+    // Timed in 5 chunks, the fastest one reported: the first chunk pays for
+    // cold caches (in the TCG guest, for translating the code) and any chunk
+    // can take an interrupt. The call count stays exactly `n`.
     let mut rows: Vec<(&str, &str, f64)> = Vec::new();
     let mut time =
         |key: &'static str, name: &'static str, f: &mut dyn FnMut() -> Res<()>| -> Res<()> {
-            let t0 = Instant::now();
-            for _ in 0..n {
-                f()?;
+            const CHUNKS: u64 = 5;
+            let mut best = f64::INFINITY;
+            for c in 0..CHUNKS {
+                let calls = n / CHUNKS + u64::from(c < n % CHUNKS);
+                let t0 = Instant::now();
+                for _ in 0..calls {
+                    f()?;
+                }
+                if calls > 0 {
+                    best = best.min(t0.elapsed().as_nanos() as f64 / calls as f64);
+                }
             }
-            rows.push((key, name, t0.elapsed().as_nanos() as f64 / n as f64));
+            rows.push((key, name, best));
             Ok(())
         };
     time(
