@@ -165,6 +165,35 @@ pub fn run_processes(o: &Opts, header: impl FnOnce(&Header)) -> Res<(report::Lat
     }
 }
 
+/// Runs this side's loop once both sides are ready; returns its post
+/// timestamps and its clock's rate.
+fn measure(
+    o: &Opts,
+    ch: &mut Channel,
+    local: Local,
+    peer: Endpoint,
+    role: Role,
+) -> Res<(Vec<u64>, f64)> {
+    let remote = Remote {
+        addr: peer.addr,
+        rkey: peer.rkey,
+    };
+    let clock = Clock::start(o.clock);
+    let cpu = o.pin.then_some(if role == Role::Client { 0 } else { 1 });
+    let inline = local.inline;
+    let t = side(
+        o,
+        local.side,
+        remote,
+        role,
+        inline,
+        cpu,
+        &mut || ch.handshake(),
+        &clock,
+    )?;
+    Ok((t, clock.hz()))
+}
+
 /// Side A (perftest's client): runs, then takes B's timestamps and clock
 /// rate to report B as well.
 fn client(
@@ -180,24 +209,7 @@ fn client(
         remote_qpn: peer.qpn,
         how: "side B in a second process",
     });
-    let remote = Remote {
-        addr: peer.addr,
-        rkey: peer.rkey,
-    };
-    let clock = Clock::start(o.clock);
-    let cpu = o.pin.then_some(0);
-    let inline = local.inline;
-    let ta = side(
-        o,
-        local.side,
-        remote,
-        Role::Client,
-        inline,
-        cpu,
-        &mut || ch.handshake(),
-        &clock,
-    )?;
-    let hz = clock.hz();
+    let (ta, hz) = measure(o, ch, local, peer, Role::Client)?;
     let hz_b = f64::from_bits(u64::from_le_bytes(ch.recv::<8>()?));
     let mut tb = Vec::with_capacity(o.iters);
     for _ in 0..o.iters {
@@ -212,24 +224,8 @@ fn client(
 /// rate and timestamps to A.
 fn server(o: &Opts, ch: &mut Channel) -> Res<()> {
     let (local, peer) = open_and_connect(o, ch)?;
-    let remote = Remote {
-        addr: peer.addr,
-        rkey: peer.rkey,
-    };
-    let clock = Clock::start(o.clock);
-    let cpu = o.pin.then_some(1);
-    let inline = local.inline;
-    let tb = side(
-        o,
-        local.side,
-        remote,
-        Role::Server,
-        inline,
-        cpu,
-        &mut || ch.handshake(),
-        &clock,
-    )?;
-    ch.send(&clock.hz().to_bits().to_le_bytes())?;
+    let (tb, hz) = measure(o, ch, local, peer, Role::Server)?;
+    ch.send(&hz.to_bits().to_le_bytes())?;
     let bytes: Vec<u8> = tb.iter().flat_map(|t| t.to_le_bytes()).collect();
     ch.send(&bytes)
 }
