@@ -206,6 +206,12 @@ impl<'a> SendWr<'a> {
     }
 
     /// Sets the UD destination.
+    ///
+    /// A UD message is one packet: at most the port's active MTU
+    /// ([`PortAttr::active_mtu`](crate::PortAttr::active_mtu)) bytes, the
+    /// GRH not counted. Check the length before posting: following IB spec
+    /// C10-93.1.1, rxe sends nothing for a longer message and still
+    /// completes it successfully, so the data is silently lost.
     pub fn to(mut self, dest: UdDest<'a>) -> Self {
         self.ud = Some(dest);
         self

@@ -190,6 +190,20 @@ impl RxeSq {
                         max: self.max_inline,
                     });
                 }
+                // The requester bounds `cur_sge` by the SQ's max_sge whenever
+                // the WQE carries payload, inline or not (K61 rxe_req.c
+                // `rxe_requester`, also 6.12), so on a queue with max_sge 0
+                // any inline byte fails the request and moves the QP to ERR
+                // (seen in the guest: LOC_QP_OP_ERR on 6.1, WR_FLUSH_ERR on
+                // 6.12). Such a queue exists when both max_send_sge and
+                // max_inline_data (< 16) were asked small.
+                if !data.is_empty() && self.max_sge == 0 {
+                    return Err(PostErrorKind::OpNotSupported(
+                        "rxe sends no payload, inline included, on a send queue with \
+                         max_send_sge 0 (the kernel fails the request and the QP): create \
+                         the QP with max_send_sge >= 1 or max_inline_data >= 16",
+                    ));
+                }
                 if op.is_atomic() {
                     return Err(PostErrorKind::BadAtomic(
                         "an atomic's result buffer must be an SGE, not inline data",

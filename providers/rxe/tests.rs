@@ -392,6 +392,32 @@ fn inline_payload() {
 }
 
 #[test]
+fn payload_on_a_queue_without_sges_is_refused_at_post() {
+    // max_send_sge 0 and max_inline_data 8: the kernel's SQ has max_sge 0.
+    let (map, k) = ring(10, 8);
+    let mut sq = RxeSq::new(map, 0, 8, RC).expect("sq");
+    let e = sq
+        .post(&[SendWr::send(1, &[]).inline(&[1, 2, 3])])
+        .unwrap_err();
+    assert_eq!(e.index, 0);
+    assert!(
+        matches!(e.kind, PostErrorKind::OpNotSupported(m) if m.contains("max_send_sge >= 1")),
+        "{e}"
+    );
+    assert!(k.consume().is_none(), "nothing reached the ring");
+    // A zero-length send carries no payload, so the kernel accepts it.
+    assert_eq!(sq.post(&[SendWr::send(2, &[]).inline(&[])]), Ok(()));
+    check_common(
+        &send_wqe(&k.consume().expect("empty send")),
+        2,
+        2,
+        2 | 8,
+        0,
+        0,
+    );
+}
+
+#[test]
 fn multi_sge_and_too_many() {
     let (mut sq, k) = sq(RC);
     let sges: Vec<Sge> = (0..4)

@@ -343,3 +343,110 @@ fn ud_send_through_an_address_handle_carries_a_grh() {
     // The AH is destroyed explicitly (no QP holds it).
     ah.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn a_send_queue_without_sges_refuses_payload_but_sends_empty_messages() {
+    // max_send_sge 0 and max_inline_data 8: rxe sizes the slot by the larger
+    // (8 bytes), so the SQ gets max_sge 0, and the kernel's requester fails
+    // any WQE with payload on it and moves the QP to ERR (without the check
+    // in uverbs: LOC_QP_OP_ERR on 6.1, WR_FLUSH_ERR on 6.12). uverbs refuses
+    // such a post up front; an empty message is still fine.
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq_a = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
+    let mut cq_b = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
+    let init = |cq, cap| uverbs::QpInitAttr {
+        qp_type: QpType::Rc,
+        send_cq: cq,
+        recv_cq: cq,
+        srq: None,
+        cap,
+        sq_sig_all: false,
+    };
+    let small = uverbs::QpCap {
+        max_send_sge: 0,
+        max_inline_data: 8,
+        ..cap(4)
+    };
+    let mut a = pd
+        .create_qp(&init(&cq_a, small))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut b = pd
+        .create_qp(&init(&cq_b, cap(4)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(a.cap().max_send_sge, 0, "{:?}", a.cap());
+    let gid = local_gid(&ctx);
+    connect(&a, b.qp_num(), gid, access_all(), 7);
+    connect(&b, a.qp_num(), gid, access_all(), 7);
+    let dst = mr(&pd, 64);
+    b.post_recv(&[RecvWr::new(9, &[dst.sge(0, 64).unwrap()])])
+        .unwrap();
+
+    let err = a
+        .post_send(&[SendWr::send(1, &[]).inline(b"abc")])
+        .unwrap_err();
+    assert!(err.to_string().contains("max_send_sge >= 1"), "{err}");
+    a.post_send(&[SendWr::send(2, &[]).inline(&[])]).unwrap();
+    let s = wait(&mut cq_a, 1);
+    assert_eq!((s[0].wr_id, s[0].status), (2, WcStatus::SUCCESS));
+    let r = wait(&mut cq_b, 1);
+    assert_eq!(
+        (r[0].wr_id, r[0].status, r[0].byte_len),
+        (9, WcStatus::SUCCESS, 0)
+    );
+}
+
+#[test]
+fn a_ud_message_longer_than_the_mtu_completes_but_is_never_delivered() {
+    // IB C10-93.1.1, as rxe implements it (K61 rxe_req.c): a UD message
+    // longer than the port's MTU is not sent and completes successfully.
+    // The documentation of SendWr::to warns about it; this pins it down.
+    let mut p = pair(QpType::Ud, 16, 7);
+    let mtu = p
+        .ctx
+        .query_port(1)
+        .unwrap()
+        .active_mtu
+        .bytes()
+        .expect("a valid active MTU") as usize;
+    let src = mr(&p.pd, 2 * mtu);
+    let dst = mr(&p.pd, 40 + 2 * mtu);
+    src.write(0, &vec![0x5a; 2 * mtu]).unwrap();
+    let ah =
+        p.pd.create_ah(&AhAttr {
+            grh: Some(GlobalRoute {
+                dgid: local_gid(&p.ctx),
+                sgid_index: gid_index(),
+                hop_limit: 1,
+                ..GlobalRoute::default()
+            }),
+            port_num: 1,
+            ..AhAttr::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let to = UdDest {
+        ah: &ah,
+        remote_qpn: p.b.qp_num(),
+        remote_qkey: 0x1111_1111,
+    };
+    p.b.post_recv(&[RecvWr::new(
+        5,
+        &[dst.sge(0, (40 + 2 * mtu) as u32).unwrap()],
+    )])
+    .unwrap();
+    let too_long = [src.sge(0, mtu as u32 + 1).unwrap()];
+    p.a.post_send(&[SendWr::send(1, &too_long).to(to)]).unwrap();
+    let s = wait(&mut p.cq_a, 1);
+    assert_eq!((s[0].wr_id, s[0].status), (1, WcStatus::SUCCESS));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut wc = [uverbs::WorkCompletion::default(); 1];
+    assert_eq!(p.cq_b.poll(&mut wc), 0, "delivered after all: {:?}", wc[0]);
+    // Exactly one MTU goes through, into the same receive.
+    let fits = [src.sge(0, mtu as u32).unwrap()];
+    p.a.post_send(&[SendWr::send(2, &fits).to(to)]).unwrap();
+    assert_eq!(wait(&mut p.cq_a, 1)[0].status, WcStatus::SUCCESS);
+    let r = wait(&mut p.cq_b, 1);
+    assert_eq!((r[0].wr_id, r[0].byte_len), (5, 40 + mtu as u32));
+    drop(p);
+    ah.destroy().unwrap_or_else(|e| panic!("{e}"));
+}
