@@ -4,6 +4,7 @@
 # Usage:
 #   scripts/bench.sh [--kernel 6.1|6.12] [-n ITERS] [--bw-iters N] [--rounds R]
 #                    [--no-build] [--timeout S] [--keep-log FILE]
+#   scripts/bench.sh --report FILE [--kernel K]   (the report of a kept log)
 #
 # Builds `uverbs` in release (cargo build --release --bin uverbs), boots the
 # rxe guest (guest/run-guest.sh) and, for R rounds (default 3), runs for each
@@ -28,7 +29,7 @@ REPO=$(cd "$HERE/.." && pwd)
 log() { printf '[bench] %s\n' "$*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 
-KERNEL=6.1 ITERS=1000 BW_ITERS=5000 ROUNDS=3 BUILD=1 TIMEOUT=1200 KEEP=
+KERNEL=6.1 ITERS=1000 BW_ITERS=5000 ROUNDS=3 BUILD=1 TIMEOUT=1200 KEEP= REPORT=
 LAT_SIZE=2 BW_SIZE=65536
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -39,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) BUILD=0; shift ;;
     --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
     --keep-log) [[ $# -ge 2 ]] || usage; KEEP=$2; shift 2 ;;
+    --report) [[ $# -ge 2 ]] || usage; REPORT=$2; shift 2 ;;
     -h|--help) usage ;;
     *) log "unknown argument: $1"; usage ;;
   esac
@@ -50,6 +52,13 @@ for v in ITERS BW_ITERS ROUNDS; do
 done
 
 cd "$REPO"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+rc=0
+if [[ -n $REPORT ]]; then
+  [[ -f $REPORT ]] || { log "no such log: $REPORT"; exit 2; }
+  LOG=$REPORT
+else
 if [[ $BUILD == 1 ]]; then
   log "cargo build --release --bin uverbs"
   cargo build --release --bin uverbs >&2
@@ -57,8 +66,6 @@ fi
 BIN=$REPO/target/release/uverbs
 [[ -x $BIN ]] || { log "no $BIN (drop --no-build)"; exit 2; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-bench.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
 # A private copy: concurrent builds must not swap the binary under us.
 cp "$BIN" "$WORK/uverbs"
 
@@ -112,13 +119,25 @@ set +e
   --add "$WORK/uverbs:uverbs" --script "$WORK/guest.sh" --log "$LOG" >&2
 rc=$?
 set -e
-[[ -n $KEEP ]] && cp "$LOG" "$KEEP"
+[[ -n $KEEP && -f $LOG ]] && cp "$LOG" "$KEEP"
+fi
 [[ -f $LOG ]] || { log "no console log (run-guest.sh exit $rc)"; exit 1; }
 tr -d '\r' < "$LOG" > "$WORK/clean.log"
 grep -A30 '^BENCH-FAIL' "$WORK/clean.log" >&2 || true
 
 # ---- report: rows, per-round ratios, summary of medians
 awk -v kernel="$KERNEL" -v BW_SIZE="$BW_SIZE" '
+# ci(list): "lo hi", a distribution-free interval for the median of the
+# per-round values (order statistics j and n+1-j, j from the normal
+# approximation of the binomial: at least 95% coverage for n >= 5; with
+# fewer rounds, the whole range).
+function ci(list,   n, a, i, j, t) {
+  n = split(list, a, " ")
+  for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+  if (n == 0) return ""
+  j = int((n - 1.96 * sqrt(n)) / 2); if (j < 1) j = 1
+  return a[j] " " a[n + 1 - j]
+}
 function med(list,   n, a, i, j, t) {
   n = split(list, a, " ")
   for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -177,7 +196,7 @@ END {
   havefake = ("write_sge" in ns) && ("poll_one" in ns) && ("clock" in ns)
   if (skipped != "") printf "\n%s", skipped
   printf "\n== summary (kernel %s): median over %d round(s)\n", kernel, maxr
-  printf "%-13s %-11s %10s %-14s %10s %7s %7s %s\n", "test", "metric", "perftest", "ours", "value", "ratio", "bound", "target"
+  printf "%-13s %-11s %10s %-14s %10s %7s %13s %7s %s\n", "test", "metric", "perftest", "ours", "value", "ratio", "round CI", "bound", "verdict"
   for (k = 1; k <= nt; k++) {
     t = tests[k]; lat = (t ~ /_lat$/)
     split(lat ? "t_typical t_avg" : "BW_average BW_peak", ms, " ")
@@ -188,7 +207,17 @@ END {
         o = med(all[t, m, tl[i]])
         if (p == "" || o == "" || p == 0) continue
         ratio = o / p
-        ok = lat ? (ratio <= 0.95 ? "met (<= 0.95)" : "missed (<= 0.95)") : (ratio >= 1.05 ? "met (>= 1.05)" : "missed (>= 1.05)")
+        # The per-round ratios and the interval of their median: the
+        # verdict is "met" or "missed" only when the whole interval is on
+        # one side of the target, else "within noise".
+        rr = ""
+        for (r = 1; r <= maxr; r++) if ((t, tl[i], r) in row && (t, "perftest", r) in row && val[t, m, "perftest", r] > 0)
+          rr = rr " " val[t, m, tl[i], r] / val[t, m, "perftest", r]
+        split(ci(rr), lh, " "); lo = lh[1]; hi = lh[2]
+        cis = (lo == "") ? "-" : sprintf("%.3f-%.3f", lo, hi)
+        if (lo == "") ok = "-"
+        else if (lat) ok = (hi <= 0.95) ? "met (<= 0.95)" : (lo > 0.95) ? "missed (<= 0.95)" : "within noise (0.95)"
+        else ok = (lo >= 1.05) ? "met (>= 1.05)" : (hi < 1.05) ? "missed (>= 1.05)" : "within noise (1.05)"
         if (m == "BW_peak") ok = "(info)"
         # bound: the ratio a stack whose userspace cost nothing would reach
         # with the same work requests (so the same kernel work): our figure
@@ -199,7 +228,7 @@ END {
           if (lat) b = sprintf("%.3f", (o - u) / p)
           else { tm = BW_SIZE / (o * 1.048576); b = sprintf("%.3f", BW_SIZE / ((tm - u) * 1.048576) / p) }
         }
-        printf "%-13s %-11s %10.2f %-14s %10.2f %7.3f %7s %s\n", t, m, p, tl[i], o, ratio, b, ok
+        printf "%-13s %-11s %10.2f %-14s %10.2f %7.3f %13s %7s %s\n", t, m, p, tl[i], o, ratio, cis, b, ok
       }
     }
   }
