@@ -8,7 +8,8 @@
 #
 # Builds `uverbs` in release (cargo build --release --bin uverbs), boots the
 # rxe guest (guest/run-guest.sh) and, for R rounds (default 3), runs for each
-# of ib_write_lat, ib_send_lat and ib_write_bw: perftest (server in the
+# of ib_write_lat, ib_send_lat and ib_write_bw (perftest first in odd
+# rounds, last in even ones): perftest (server in the
 # background, client to 192.0.2.1, -d rxe0 -x $GID, same -s/-n), then
 # `uverbs perf write-lat|send-lat|write-bw` with the same size, iterations and
 # the inline size perftest reports using (0 on rxe), then, for the latency
@@ -94,17 +95,32 @@ ours() {
   fi
   echo "BENCH-ROW ib_\$(echo \$t | tr - _) \$name \$r \$(row /tmp/ours.txt)"
 }
+# lat T ROUND: perftest and ours for T (write or send), perftest first in
+# odd rounds and last in even ones, so neither always runs on the other's
+# heels (INLINE comes from round 1's perftest).
+lat() {
+  if [ \$((\$2 % 2)) -eq 1 ]; then
+    perftest ib_\$1_lat $LAT_SIZE $ITERS \$2 || fail=1
+    ours uverbs \$1-lat $LAT_SIZE $ITERS \$2 -I \${INLINE:-0} || fail=1
+    ours uverbs+inline \$1-lat $LAT_SIZE $ITERS \$2 || fail=1
+  else
+    ours uverbs+inline \$1-lat $LAT_SIZE $ITERS \$2 || fail=1
+    ours uverbs \$1-lat $LAT_SIZE $ITERS \$2 -I \${INLINE:-0} || fail=1
+    perftest ib_\$1_lat $LAT_SIZE $ITERS \$2 || fail=1
+  fi
+}
 fail=0
 r=1
 while [ \$r -le \$ROUNDS ]; do
-  perftest ib_write_lat $LAT_SIZE $ITERS \$r || fail=1
-  ours uverbs write-lat $LAT_SIZE $ITERS \$r -I \${INLINE:-0} || fail=1
-  ours uverbs+inline write-lat $LAT_SIZE $ITERS \$r || fail=1
-  perftest ib_send_lat $LAT_SIZE $ITERS \$r || fail=1
-  ours uverbs send-lat $LAT_SIZE $ITERS \$r -I \${INLINE:-0} || fail=1
-  ours uverbs+inline send-lat $LAT_SIZE $ITERS \$r || fail=1
-  perftest ib_write_bw $BW_SIZE $BW_ITERS \$r || fail=1
-  ours uverbs write-bw $BW_SIZE $BW_ITERS \$r -I \${INLINE:-0} || fail=1
+  lat write \$r
+  lat send \$r
+  if [ \$((r % 2)) -eq 1 ]; then
+    perftest ib_write_bw $BW_SIZE $BW_ITERS \$r || fail=1
+    ours uverbs write-bw $BW_SIZE $BW_ITERS \$r -I \${INLINE:-0} || fail=1
+  else
+    ours uverbs write-bw $BW_SIZE $BW_ITERS \$r -I \${INLINE:-0} || fail=1
+    perftest ib_write_bw $BW_SIZE $BW_ITERS \$r || fail=1
+  fi
   r=\$((r + 1))
 done
 /guest/uverbs perf micro -d rxe0 -x \$G -n $ITERS 2>&1 | sed 's/^/BENCH-MICRO /'
