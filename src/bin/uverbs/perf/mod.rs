@@ -26,7 +26,7 @@ use std::io;
 
 use uverbs::{
     AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState, QpType, QueuePair,
+    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
 };
 
 pub use args::{parse, usage, Opts};
@@ -169,11 +169,9 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
             | AccessFlags::REMOTE_READ,
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .map_err(err("modify QP to INIT"))?;
+    // Each step sends exactly the attributes the kernel requires for RC,
+    // which are the ones perftest sets.
+    qp.modify_to(&attr).map_err(err("modify QP to INIT"))?;
     attr.qp_state = QpState::Rtr;
     attr.path_mtu = mtu;
     attr.dest_qp_num = remote_qpn;
@@ -190,33 +188,14 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
         port_num: o.port,
         ..AhAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .map_err(err("modify QP to RTR"))?;
+    qp.modify_to(&attr).map_err(err("modify QP to RTR"))?;
     attr.qp_state = QpState::Rts;
     attr.sq_psn = 0;
     attr.timeout = 14;
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
     attr.max_rd_atomic = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .map_err(err("modify QP to RTS"))
+    qp.modify_to(&attr).map_err(err("modify QP to RTS"))
 }
 
 /// Opens the device; returns it with the path MTU to use and the source GID.

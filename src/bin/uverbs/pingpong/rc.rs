@@ -1,7 +1,7 @@
 //! RC: the QP transitions of `rc_pingpong.c` (also used per QP by
 //! `srq_pingpong.c`, which has the same attributes).
 
-use uverbs::{AccessFlags, QpAttr, QpAttrMask, QpState, QueuePair};
+use uverbs::{AccessFlags, QpAttr, QpState, QueuePair};
 
 use super::{ah_attr, Peer};
 
@@ -14,10 +14,9 @@ pub fn init(qp: &QueuePair, ib_port: u8) -> uverbs::Result<()> {
         qp_access_flags: AccessFlags::empty(),
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
+    // `modify_to` sends exactly the attributes the kernel requires for the
+    // transition, which are the ones rc_pingpong.c sets.
+    qp.modify_to(&attr)
 }
 
 /// INIT -> RTR -> RTS towards `p.dest`: max_dest_rd_atomic 1,
@@ -34,31 +33,12 @@ pub fn connect(qp: &QueuePair, p: &Peer) -> Result<(), (&'static str, uverbs::Er
         ah_attr: ah_attr(p),
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .map_err(|e| ("RTR", e))?;
+    qp.modify_to(&attr).map_err(|e| ("RTR", e))?;
     attr.qp_state = QpState::Rts;
     attr.timeout = 14;
     attr.retry_cnt = 7;
     attr.rnr_retry = 7;
     attr.sq_psn = p.my_psn;
     attr.max_rd_atomic = 1;
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::TIMEOUT
-            | QpAttrMask::RETRY_CNT
-            | QpAttrMask::RNR_RETRY
-            | QpAttrMask::SQ_PSN
-            | QpAttrMask::MAX_QP_RD_ATOMIC,
-    )
-    .map_err(|e| ("RTS", e))
+    qp.modify_to(&attr).map_err(|e| ("RTS", e))
 }

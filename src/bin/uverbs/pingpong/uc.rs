@@ -1,7 +1,7 @@
 //! UC: the QP transitions of `uc_pingpong.c` (INIT as RC; no RDMA-read or
 //! retry attributes).
 
-use uverbs::{QpAttr, QpAttrMask, QpState, QueuePair};
+use uverbs::{QpAttr, QpState, QueuePair};
 
 use super::{ah_attr, Peer};
 
@@ -17,17 +17,8 @@ pub fn connect(qp: &QueuePair, p: &Peer) -> Result<(), (&'static str, uverbs::Er
         ah_attr: ah_attr(p),
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN,
-    )
-    .map_err(|e| ("RTR", e))?;
+    qp.modify_to(&attr).map_err(|e| ("RTR", e))?;
     attr.qp_state = QpState::Rts;
     attr.sq_psn = p.my_psn;
-    qp.modify(&attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
-        .map_err(|e| ("RTS", e))
+    qp.modify_to(&attr).map_err(|e| ("RTS", e))
 }

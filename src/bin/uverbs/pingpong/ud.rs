@@ -2,7 +2,7 @@
 //! carry the payload from offset [`GRH_LEN`] of the buffer; receives land
 //! at offset 0 with room for the 40-byte GRH the device puts first.
 
-use uverbs::{AddressHandle, ProtectionDomain, QpAttr, QpAttrMask, QpState, QueuePair};
+use uverbs::{AddressHandle, ProtectionDomain, QpAttr, QpState, QueuePair};
 
 use super::{ah_attr, Peer};
 
@@ -20,10 +20,7 @@ pub fn init(qp: &QueuePair, ib_port: u8) -> uverbs::Result<()> {
         qkey: QKEY,
         ..QpAttr::default()
     };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY,
-    )
+    qp.modify_to(&attr)
 }
 
 /// INIT -> RTR -> RTS (SQ PSN), then the address handle towards `p.dest`.
@@ -34,11 +31,9 @@ pub fn connect(
     p: &Peer,
 ) -> Result<AddressHandle, (&'static str, uverbs::Error)> {
     let mut attr = QpAttr::with_state(QpState::Rtr);
-    qp.modify(&attr, QpAttrMask::STATE)
-        .map_err(|e| ("RTR", e))?;
+    qp.modify_to(&attr).map_err(|e| ("RTR", e))?;
     attr.qp_state = QpState::Rts;
     attr.sq_psn = p.my_psn;
-    qp.modify(&attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
-        .map_err(|e| ("RTS", e))?;
+    qp.modify_to(&attr).map_err(|e| ("RTS", e))?;
     pd.create_ah(&ah_attr(p)).map_err(|e| ("AH", e))
 }
