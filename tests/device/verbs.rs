@@ -301,24 +301,28 @@ fn uc_rdma_write_and_send() {
     assert_eq!(err.index, 0);
 }
 
+/// An address handle towards this device's test GID (UD loopback).
+fn ah_to_own_gid(p: &Pair) -> uverbs::AddressHandle {
+    p.pd.create_ah(&AhAttr {
+        grh: Some(GlobalRoute {
+            dgid: local_gid(&p.ctx),
+            sgid_index: gid_index(),
+            hop_limit: 1,
+            ..GlobalRoute::default()
+        }),
+        port_num: 1,
+        ..AhAttr::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 #[test]
 fn ud_send_through_an_address_handle_carries_a_grh() {
     let mut p = pair(QpType::Ud, 16, 7);
     let src = mr(&p.pd, 256);
     let dst = mr(&p.pd, 4096);
     src.write(0, b"datagram").unwrap();
-    let ah =
-        p.pd.create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: local_gid(&p.ctx),
-                sgid_index: gid_index(),
-                hop_limit: 1,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let ah = ah_to_own_gid(&p);
     p.b.post_recv(&[RecvWr::new(5, &[dst.sge(0, 40 + 64).unwrap()])])
         .unwrap();
     let sge = [src.sge(0, 8).unwrap()];
@@ -412,18 +416,7 @@ fn a_ud_message_longer_than_the_mtu_completes_but_is_never_delivered() {
     let src = mr(&p.pd, 2 * mtu);
     let dst = mr(&p.pd, 40 + 2 * mtu);
     src.write(0, &vec![0x5a; 2 * mtu]).unwrap();
-    let ah =
-        p.pd.create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: local_gid(&p.ctx),
-                sgid_index: gid_index(),
-                hop_limit: 1,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let ah = ah_to_own_gid(&p);
     let to = UdDest {
         ah: &ah,
         remote_qpn: p.b.qp_num(),

@@ -5,11 +5,12 @@
 //! accounts for `cq_mod` requests. Side B does nothing (the responder is in
 //! the kernel).
 
-use std::time::{Duration, Instant};
-
 use uverbs::{SendOp, SendWr, WcStatus, WorkCompletion};
 
-use super::{clock::Clock, err, report, Opts, Res, Setup};
+use super::{
+    clock::{Clock, Watchdog},
+    err, report, Opts, Res, Setup,
+};
 
 /// perftest's `CTX_POLL_BATCH`.
 const POLL_BATCH: usize = 16;
@@ -29,8 +30,7 @@ pub fn run(o: &Opts, s: Setup) -> Res<report::Bw> {
     let mut wrs: Vec<SendWr<'_>> = Vec::with_capacity(post_list);
     let (mut scnt, mut ccnt) = (0usize, 0usize);
     let clock = Clock::start(o.clock);
-    let mut idle_since: Option<Instant> = None;
-    let mut spins = 0u32;
+    let mut watch = Watchdog::default();
     while scnt < iters || ccnt < iters {
         while scnt < iters && scnt - ccnt + post_list <= tx_depth {
             let n = post_list.min(iters - scnt);
@@ -49,8 +49,7 @@ pub fn run(o: &Opts, s: Setup) -> Res<report::Bw> {
         if ccnt < iters {
             let ne = a.send_cq.poll(&mut wc);
             if ne > 0 {
-                idle_since = None;
-                spins = 0;
+                watch = Watchdog::default();
                 let t = clock.now();
                 for c in &wc[..ne] {
                     if c.status != WcStatus::SUCCESS {
@@ -60,13 +59,7 @@ pub fn run(o: &Opts, s: Setup) -> Res<report::Bw> {
                     tcompleted[ccnt.min(iters) - 1] = t;
                 }
             } else {
-                // Look at the time only now and then: in the TCG guest a
-                // clock read is a system call.
-                spins = spins.wrapping_add(1);
-                if spins & 0xf_ffff == 0
-                    && idle_since.get_or_insert_with(Instant::now).elapsed()
-                        > Duration::from_secs(20)
-                {
+                if watch.stuck() {
                     return Err(format!("stuck: {scnt} posted, {ccnt} completed"));
                 }
             }

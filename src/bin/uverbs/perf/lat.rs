@@ -21,20 +21,16 @@ use std::{
         atomic::{fence, Ordering},
         Barrier,
     },
-    time::{Duration, Instant},
 };
 
 use uverbs::{Gid, RecvWr, SendOp, SendWr, WcStatus, WorkCompletion};
 
 use super::{
-    clock::{pin_to, Clock},
+    clock::{pin_to, Clock, Watchdog, STUCK},
     err,
     process::{self, Forked},
     report, Header, Local, Opts, Res, Setup, Side, Test,
 };
-
-/// How long one wait may spin before the run is declared stuck.
-const STUCK: Duration = Duration::from_secs(20);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -344,8 +340,7 @@ fn side(
 /// Polls `cq` until one completion arrives; checks its status.
 #[inline]
 fn poll_one(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1], what: &str) -> Res<()> {
-    let mut spins = 0u32;
-    let mut since: Option<Instant> = None;
+    let mut watch = Watchdog::default();
     loop {
         if cq.poll(wc) == 1 {
             if wc[0].status != WcStatus::SUCCESS {
@@ -353,12 +348,8 @@ fn poll_one(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1], what
             }
             return Ok(());
         }
-        spins = spins.wrapping_add(1);
-        if spins & 0xf_ffff == 0 {
-            let t = *since.get_or_insert_with(Instant::now);
-            if t.elapsed() > STUCK {
-                return Err(format!("no {what} completion for {STUCK:?}"));
-            }
+        if watch.stuck() {
+            return Err(format!("no {what} completion for {STUCK:?}"));
         }
     }
 }
@@ -384,8 +375,7 @@ fn write_lat(
         if rcnt < iters && !(scnt < 1 && role == Role::Server) {
             rcnt += 1;
             let want = rcnt as u8;
-            let mut spins = 0u32;
-            let mut since: Option<Instant> = None;
+            let mut watch = Watchdog::default();
             loop {
                 // A volatile byte load of memory the device writes, like
                 // perftest's volatile read; the fence orders the data
@@ -395,12 +385,8 @@ fn write_lat(
                 if byte == want {
                     break;
                 }
-                spins = spins.wrapping_add(1);
-                if spins & 0xf_ffff == 0 {
-                    let t = *since.get_or_insert_with(Instant::now);
-                    if t.elapsed() > STUCK {
-                        return Err(format!("iteration {rcnt}: the peer's write did not arrive"));
-                    }
+                if watch.stuck() {
+                    return Err(format!("iteration {rcnt}: the peer's write did not arrive"));
                 }
             }
         }
