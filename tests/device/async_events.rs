@@ -1013,22 +1013,24 @@ fn example_async_event_nonblocking_polls_and_drains() {
     assert!(status.success(), "{status}");
 }
 
-#[test]
-fn example_cq_events_blocking() {
-    let mut cmd = Command::new(example("cq_events"));
+/// Runs a completion-event example for 8 messages and checks it saw all
+/// 16 completions.
+fn run_cq_example(name: &str) {
+    let mut cmd = Command::new(example(name));
     cmd.args([&crate::test_device(), "8"]);
     let (status, out, err) = run_bounded(cmd, Duration::from_secs(30));
-    assert!(status.success(), "{status}: {out}{err}");
-    assert!(out.contains("8 messages, 16 completions"), "{out}");
+    assert!(status.success(), "{name}: {status}: {out}{err}");
+    assert!(out.contains("8 messages, 16 completions"), "{name}: {out}");
+}
+
+#[test]
+fn example_cq_events_blocking() {
+    run_cq_example("cq_events");
 }
 
 #[test]
 fn example_cq_events_nonblocking() {
-    let mut cmd = Command::new(example("cq_events_nonblocking"));
-    cmd.args([&crate::test_device(), "8"]);
-    let (status, out, err) = run_bounded(cmd, Duration::from_secs(30));
-    assert!(status.success(), "{status}: {out}{err}");
-    assert!(out.contains("8 messages, 16 completions"), "{out}");
+    run_cq_example("cq_events_nonblocking");
 }
 
 /// `uverbs asyncwatch` prints what rdma-core's `ibv_asyncwatch` prints for
