@@ -73,8 +73,8 @@ pub fn usage(out: &mut dyn Write) -> io::Result<()> {
          \x20     --threads           latency: both sides as threads of this process\n\
          \x20                         (every system call then pays for the shared\n\
          \x20                         descriptor table)\n\
-         \x20     --two-contexts      with --threads: one device context and PD per side\n\
-         \x20                         instead of one shared\n\
+         \x20     --two-contexts      bw, or lat with --threads: one device context and PD\n\
+         \x20                         per side instead of one shared\n\
          \x20 -h, --help              this help"
     )
 }
@@ -168,6 +168,13 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         }
         i += 1;
     }
+    let lat = matches!(o.test, Test::WriteLat | Test::SendLat);
+    if lat && o.two_contexts && !o.threads {
+        return Err(
+            "--two-contexts goes with --threads: in its own process side B has its own context"
+                .into(),
+        );
+    }
     if o.size == 0 || o.iters < 5 || o.tx_depth == 0 || o.post_list == 0 || o.cq_mod == 0 {
         return Err(
             "size, tx depth, post list and cq mod must be positive, iterations >= 5".into(),
@@ -225,5 +232,8 @@ mod tests {
         // Latency: side B in a second process unless --threads.
         assert!(!p("write-lat").threads);
         assert!(p("send-lat --threads --two-contexts").threads);
+        let a: Vec<String> = ["write-lat", "--two-contexts"].map(String::from).into();
+        assert!(parse(&a).unwrap_err().contains("--threads"));
+        assert!(p("write-bw --two-contexts").two_contexts);
     }
 }
