@@ -10,7 +10,7 @@ use crate::{
     error::{Error, Result},
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::Provider,
+    providers::AnyAh,
     qp_attr::AhAttr,
     sys::Errno,
 };
@@ -20,8 +20,8 @@ use crate::{
 pub(crate) struct AhInner {
     pub(crate) pd: Arc<Owned<PdInner>>,
     pub(crate) handle: u32,
-    /// rxe's AH pool index (`rxe_create_ah_resp.ah_num`), put in UD send WQEs.
-    pub(crate) ah_num: u32,
+    /// The provider's driver data (rxe: the AH pool index UD WQEs carry).
+    pub(crate) driver: AnyAh,
 }
 
 impl Destroy for AhInner {
@@ -54,19 +54,16 @@ impl ProtectionDomain {
         req.pd_handle = self.inner.handle;
         req.attr = attr.to_abi();
         let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();
-        let mut rxe = abi::RxeCreateAhResp::new_zeroed();
-        let driver_out: &mut [u8] = match ctx.provider {
-            Provider::Rxe(_) => rxe.as_mut_bytes(),
-            Provider::Mlx5(_) => &mut [],
-        };
-        ctx.write_with_resp(
-            abi::IB_USER_VERBS_CMD_CREATE_AH,
-            req.as_bytes(),
-            &[],
-            resp.as_mut_bytes(),
-            driver_out,
-        )
-        .map_err(|e| {
+        let driver = ctx.provider.create_ah(&mut |driver_out| {
+            ctx.write_with_resp(
+                abi::IB_USER_VERBS_CMD_CREATE_AH,
+                req.as_bytes(),
+                &[],
+                resp.as_mut_bytes(),
+                driver_out,
+            )
+        });
+        let driver = driver.map_err(|e| {
             let err = Error::sys("IB_USER_VERBS_CMD_CREATE_AH", e);
             match e {
                 Errno::EINVAL if attr.grh.is_none() => {
@@ -82,7 +79,7 @@ impl ProtectionDomain {
             inner: Owned::new(AhInner {
                 pd: self.inner.clone(),
                 handle: resp.ah_handle,
-                ah_num: rxe.ah_num,
+                driver,
             }),
         })
     }
@@ -100,9 +97,9 @@ impl AddressHandle {
         self.inner.handle
     }
 
-    /// rxe's AH number for send WQEs.
-    pub(crate) fn rxe_ah_num(&self) -> u32 {
-        self.inner.ah_num
+    /// The provider's data for this AH (what UD send WQEs carry).
+    pub(crate) fn driver(&self) -> &AnyAh {
+        &self.inner.driver
     }
 
     /// Destroys the AH now, like `ibv_destroy_ah`; `EBUSY` while clones exist.

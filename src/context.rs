@@ -26,11 +26,7 @@ use crate::{
     error::{Context as _, Error, ErrorKind, Result},
     event_count::Registry,
     ioctl::{is_unsupported, IoctlCmd},
-    providers::{
-        mlx5::{self, Mlx5Context},
-        rxe::RxeContext,
-        Provider, ProviderKind,
-    },
+    providers::{AnyContext, Device, ProviderKind, Transport},
     sys::{self, Errno, Kernel, WriteCmd},
 };
 
@@ -105,7 +101,7 @@ pub(crate) struct ContextInner {
     pub(crate) driver_id: u32,
     pub(crate) num_comp_vectors: u32,
     pub(crate) core_support: u64,
-    pub(crate) provider: Provider,
+    pub(crate) provider: AnyContext,
     pub(crate) fallback: Fallback,
     /// Maps event `user_handle`s back to objects.
     pub(crate) events: Registry,
@@ -114,44 +110,19 @@ pub(crate) struct ContextInner {
     // Field order matters for drop: the async event fd is closed before the
     // command fd (the last close of the command fd tears the ucontext down).
     pub(crate) async_fd: OwnedFd,
-    pub(crate) cmd_fd: OwnedFd,
+    pub(crate) transport: Transport,
 }
 
 impl ContextInner {
-    /// A context on a fake kernel for unit tests: an rxe-like device
-    /// `rxe0`, descriptors from `/dev/null`.
-    #[cfg(test)]
-    pub(crate) fn for_tests(kernel: Arc<dyn Kernel>, provider: Provider) -> Self {
-        use crate::sys::fake::dummy_fd;
-        ContextInner {
-            kernel,
-            device: DeviceInfo {
-                name: "rxe0".into(),
-                uverbs_name: "uverbs0".into(),
-                path: "/dev/infiniband/uverbs0".into(),
-                dev: None,
-                node_guid: 0,
-                node_type: device_list::NodeType::Ca,
-                driver_id: Some(abi::RDMA_DRIVER_RXE),
-                abi_version: 2,
-                index: None,
-                port_count: Some(1),
-            },
-            driver_id: abi::RDMA_DRIVER_RXE,
-            num_comp_vectors: 1,
-            core_support: 0,
-            provider,
-            fallback: Fallback::default(),
-            events: Registry::default(),
-            removed: AtomicBool::new(false),
-            async_fd: dummy_fd(),
-            cmd_fd: dummy_fd(),
-        }
-    }
-
     /// The command fd.
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.cmd_fd.as_fd()
+        self.transport.fd()
+    }
+
+    /// The providers' view of this context: transport and command fd.
+    #[inline]
+    pub(crate) fn device(&self) -> Device<'_> {
+        self.transport.device()
     }
 
     /// A new ioctl command for this device.
@@ -347,14 +318,28 @@ impl Context {
         if mode == CommandMode::WriteOnly {
             fallback.no_ioctl.store(true, Ordering::Relaxed);
         }
-        let opened = match kind {
-            ProviderKind::Rxe => {
-                get_context(kernel.as_ref(), &cmd_fd, driver_id, &fallback, &[], &mut [])
-                    .map(|c| (c, Provider::Rxe(RxeContext::default())))
-            }
-            ProviderKind::Mlx5 => open_mlx5(kernel.as_ref(), &cmd_fd, driver_id, &fallback),
-        };
-        let (ctx, provider) = opened?;
+        // The provider runs GET_CONTEXT with its driver data (and retries
+        // with less if the kernel refuses); the core keeps the core answer.
+        let transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
+        let mut opened = None;
+        let provider = kind.open(transport.device(), &mut |driver_in, driver_out| {
+            opened = Some(get_context(
+                kernel.as_ref(),
+                transport.fd(),
+                driver_id,
+                &fallback,
+                driver_in,
+                driver_out,
+            )?);
+            Ok(())
+        })?;
+        let ctx = opened.ok_or_else(|| {
+            Error::new(
+                "GET_CONTEXT",
+                ErrorKind::Malformed,
+                format!("the {} provider opened no context", kind.name()),
+            )
+        })?;
         let async_fd: OwnedFd = match ctx.async_fd {
             Some(fd) => fd,
             None if mode == CommandMode::WriteOnly => {
@@ -364,7 +349,7 @@ impl Context {
                     "the write command returned no async event fd",
                 ))
             }
-            None => alloc_async_fd(kernel.as_ref(), &cmd_fd, driver_id)?,
+            None => alloc_async_fd(kernel.as_ref(), transport.fd(), driver_id)?,
         };
         // Blocking reads wait in poll(2): see `async_event`.
         kernel
@@ -382,7 +367,7 @@ impl Context {
                 events: Registry::default(),
                 removed: AtomicBool::new(false),
                 async_fd,
-                cmd_fd,
+                transport,
             }),
         })
     }
@@ -409,19 +394,12 @@ impl Context {
 
     /// The provider's name (`"rxe"`, `"mlx5"`).
     pub fn provider_name(&self) -> &'static str {
-        match self.inner.provider {
-            Provider::Rxe(_) => "rxe",
-            Provider::Mlx5(_) => "mlx5",
-        }
+        self.inner.provider.name()
     }
 
-    /// The BlueFlame register size of an mlx5 context (0: doorbells only,
-    /// no write-combining); `None` for providers without BlueFlame.
-    pub fn blueflame_size(&self) -> Option<u32> {
-        match &self.inner.provider {
-            Provider::Mlx5(m) => Some(m.bf_reg_size),
-            Provider::Rxe(_) => None,
-        }
+    /// The provider's state, for provider-specific APIs (`uverbs::mlx5`).
+    pub(crate) fn provider_state(&self) -> &AnyContext {
+        &self.inner.provider
     }
 
     /// The command fd (for `poll`-free users such as `ibv_import_device` peers).
@@ -493,7 +471,7 @@ struct Opened {
 /// `UVERBS_METHOD_GET_CONTEXT`, or the `GET_CONTEXT` write command.
 fn get_context(
     kernel: &dyn Kernel,
-    fd: &OwnedFd,
+    fd: BorrowedFd<'_>,
     driver_id: u32,
     fallback: &Fallback,
     driver_in: &[u8],
@@ -518,7 +496,7 @@ fn get_context(
         );
         cmd.optional();
         cmd.driver_in(driver_in).driver_out(&mut *driver_out);
-        match kernel.ioctl(fd.as_fd(), &mut cmd) {
+        match kernel.ioctl(fd, &mut cmd) {
             Ok(()) => {
                 let (has_v, has_s) = (cmd.is_valid_output(v), cmd.is_valid_output(s));
                 drop(cmd);
@@ -542,7 +520,7 @@ fn get_context(
         driver_out,
     };
     kernel
-        .write_cmd(fd.as_fd(), &mut cmd)
+        .write_cmd(fd, &mut cmd)
         .op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
     let async_fd = sys::adopt_fd(resp.async_fd as i32).op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
     Ok(Opened {
@@ -552,47 +530,8 @@ fn get_context(
     })
 }
 
-fn open_mlx5(
-    kernel: &dyn Kernel,
-    fd: &OwnedFd,
-    driver_id: u32,
-    fallback: &Fallback,
-) -> Result<(Opened, Provider)> {
-    let mut req = Some(mlx5::ContextRequest { devx: true });
-    let mut last = None;
-    while let Some(r) = req {
-        let encoded = r.encode();
-        let mut out = vec![0u8; Mlx5Context::response_len()];
-        match get_context(
-            kernel,
-            fd,
-            driver_id,
-            fallback,
-            encoded.as_bytes(),
-            &mut out,
-        ) {
-            Ok(opened) => {
-                let ctx = Mlx5Context::from_response(r, &out).ok_or_else(|| {
-                    Error::new(
-                        "GET_CONTEXT",
-                        ErrorKind::Malformed,
-                        "short mlx5_ib_alloc_ucontext_resp",
-                    )
-                })?;
-                return Ok((opened, Provider::Mlx5(ctx)));
-            }
-            Err(e) if e.errno() == Some(Errno::EINVAL) => {
-                last = Some(e);
-                req = r.fallback();
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| Error::new("GET_CONTEXT", ErrorKind::Os, "mlx5 context refused")))
-}
-
 /// `UVERBS_METHOD_ASYNC_EVENT_ALLOC`: the context's async event fd.
-fn alloc_async_fd(kernel: &dyn Kernel, fd: &OwnedFd, driver_id: u32) -> Result<OwnedFd> {
+fn alloc_async_fd(kernel: &dyn Kernel, fd: BorrowedFd<'_>, driver_id: u32) -> Result<OwnedFd> {
     let op = "UVERBS_METHOD_ASYNC_EVENT_ALLOC";
     let mut cmd = IoctlCmd::new(
         abi::UVERBS_OBJECT_ASYNC_EVENT,
@@ -600,7 +539,7 @@ fn alloc_async_fd(kernel: &dyn Kernel, fd: &OwnedFd, driver_id: u32) -> Result<O
         driver_id,
     );
     let at = cmd.new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE);
-    kernel.ioctl(fd.as_fd(), &mut cmd).op(op)?;
+    kernel.ioctl(fd, &mut cmd).op(op)?;
     cmd.take_fd(at)
         .ok_or_else(|| Error::new(op, ErrorKind::Malformed, "the kernel returned no fd"))
 }

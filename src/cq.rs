@@ -25,7 +25,7 @@ use crate::{
     error::{Error, ErrorKind, Result},
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
-    providers::queues::CqRing,
+    providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
     sys::Errno,
     wc::WorkCompletion,
 };
@@ -41,12 +41,18 @@ pub(crate) struct CqInner {
     pub(crate) children: Arc<AtomicUsize>,
     /// Keeps the channel (and its fd) alive while the CQ may signal it.
     _channel: Option<Arc<ChannelInner>>,
+    /// The provider's state kept with the kernel CQ: dropped after the CQ
+    /// is destroyed (it may own memory the device writes).
+    pub(crate) shared: AnyCqShared,
 }
 
 impl CqInner {
     /// The provider hook run when a completion event for this CQ is read
-    /// (mlx5 advances its arm sequence number here).
-    pub(crate) fn on_completion_event(&self) {}
+    /// (mlx5 advances its arm sequence number there).
+    #[inline]
+    pub(crate) fn on_completion_event(&self) {
+        self.shared.on_completion_event();
+    }
 }
 
 impl Destroy for CqInner {
@@ -89,7 +95,7 @@ impl Destroy for CqInner {
 #[derive(Debug)]
 pub struct CompletionQueue {
     pub(crate) inner: Arc<Owned<CqInner>>,
-    ring: CqRing,
+    ring: AnyCq,
     cqe: u32,
 }
 
@@ -126,7 +132,11 @@ impl Context {
                 ));
             }
         }
-        let mut plan = ctx.provider.plan_cq(cqe)?;
+        let request = CqRequest {
+            cqe,
+            comp_vector: opts.comp_vector,
+        };
+        let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request)?;
         let user_handle = ctx.events.new_handle();
         let (handle, actual) = ctx
             .ioctl_or_write(
@@ -191,11 +201,20 @@ impl Context {
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
             _channel: opts.channel.map(|c| c.inner.clone()),
+            shared,
         });
         ctx.events
             .insert(user_handle, Target::Cq(events, Arc::downgrade(&inner)));
         // From here on, dropping `inner` destroys the kernel CQ.
-        let ring = plan.finish(ctx)?;
+        let ring = ctx.provider.finish_cq(
+            ctx.device(),
+            plan,
+            &inner.shared,
+            &CqCreated {
+                handle,
+                cqe: actual,
+            },
+        )?;
         Ok(CompletionQueue {
             inner,
             ring,
@@ -228,8 +247,14 @@ impl CompletionQueue {
     /// arming: completions that arrived before it raise no event.
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
+        let inner = &self.inner;
         self.ring
-            .req_notify(&self.inner.ctx, self.inner.handle, solicited_only)
+            .req_notify(
+                &inner.shared,
+                inner.ctx.device(),
+                inner.handle,
+                solicited_only,
+            )
             .map_err(|e| Error::sys("ibv_req_notify_cq", e))
     }
 

@@ -301,18 +301,13 @@ fn from_sysfs(kernel: &dyn Kernel) -> Result<Vec<DeviceInfo>> {
     Ok(list)
 }
 
-/// Without netlink: rxe devices carry a `parent` attribute (their netdev);
-/// mlx5 devices are PCI functions of Mellanox's vendor id 0x15b3 whose
-/// driver is `mlx5_core` (the name prefix is the convention libibverbs relies on).
+/// Without netlink, the providers recognise their devices from sysfs (the
+/// name, and whether the device has a `parent` network device).
 fn driver_id_by_name(kernel: &dyn Kernel, name: &str) -> Option<u32> {
-    let ib = Path::new(SYSFS_IB).join(name);
-    if kernel.read_to_string(&ib.join("parent")).is_ok() || name.starts_with("rxe") {
-        return Some(abi::RDMA_DRIVER_RXE);
-    }
-    if name.starts_with("mlx5") {
-        return Some(abi::RDMA_DRIVER_MLX5);
-    }
-    None
+    let has_parent = kernel
+        .read_to_string(&Path::new(SYSFS_IB).join(name).join("parent"))
+        .is_ok();
+    crate::providers::ProviderKind::from_sysfs(name, has_parent).map(|k| k.driver_id())
 }
 
 fn read_u32(kernel: &dyn Kernel, path: &Path) -> Option<u32> {

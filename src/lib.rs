@@ -51,7 +51,9 @@
 //! - [`ioctl`]: the `RDMA_VERBS_IOCTL` command builder.
 //! - [`devices`], [`Context`]: discovery and opening a device.
 //! - [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`]: queries.
-//! - providers (rxe, mlx5) are compiled in and chosen by the device's driver id.
+//! - providers (rxe, mlx5) are compiled in and chosen by the device's driver
+//!   id; [`mlx5`] holds the mlx5-only API (the counterpart of `mlx5dv`), and
+//!   [`barrier`] the CPU/device ordering points of a userspace data path.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -80,8 +82,15 @@ pub mod sys;
 mod wc;
 mod wr;
 
+// The providers live in the workspace's `providers/` folder (the project's
+// layout) and are modules of this crate: `providers/mod.rs` describes the
+// interface they implement, `providers/dispatch.rs` is the only place the
+// core's calls fan out to them.
 #[path = "../providers/mod.rs"]
 mod providers;
+
+pub use providers::barrier;
+pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;
 pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType};

@@ -13,7 +13,7 @@ use crate::{
     context::{Context, ContextInner, Verb},
     error::{Error, Result},
     object::{self, Destroy, Owned},
-    providers::Provider,
+    providers::AnyPd,
 };
 
 /// A protection domain's kernel object; children hold an `Arc` of it.
@@ -21,9 +21,8 @@ use crate::{
 pub(crate) struct PdInner {
     pub(crate) ctx: Arc<ContextInner>,
     pub(crate) handle: u32,
-    /// The mlx5 PD number (0 for other providers).
-    #[allow(dead_code)] // read by the mlx5 data path (QP and MR creation), not yet written
-    pub(crate) pdn: u32,
+    /// The provider's driver data (mlx5: the PD number).
+    pub(crate) driver: AnyPd,
 }
 
 impl Destroy for PdInner {
@@ -59,24 +58,23 @@ impl Context {
         let ctx = &self.inner;
         let req = abi::IbUverbsAllocPd::new_zeroed();
         let mut resp = abi::IbUverbsAllocPdResp::new_zeroed();
-        let mut pdn = [0u8; 4];
-        let driver_out: &mut [u8] = match ctx.provider {
-            Provider::Mlx5(_) => &mut pdn,
-            Provider::Rxe(_) => &mut [],
-        };
-        ctx.write_with_resp(
-            abi::IB_USER_VERBS_CMD_ALLOC_PD,
-            req.as_bytes(),
-            &[],
-            resp.as_mut_bytes(),
-            driver_out,
-        )
-        .map_err(|e| Error::sys("IB_USER_VERBS_CMD_ALLOC_PD", e))?;
+        let driver = ctx
+            .provider
+            .alloc_pd(&mut |driver_out| {
+                ctx.write_with_resp(
+                    abi::IB_USER_VERBS_CMD_ALLOC_PD,
+                    req.as_bytes(),
+                    &[],
+                    resp.as_mut_bytes(),
+                    driver_out,
+                )
+            })
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_ALLOC_PD", e))?;
         Ok(ProtectionDomain {
             inner: Owned::new(PdInner {
                 ctx: ctx.clone(),
                 handle: resp.pd_handle,
-                pdn: u32::from_ne_bytes(pdn),
+                driver,
             }),
         })
     }

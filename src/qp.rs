@@ -27,7 +27,7 @@ use crate::{
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::queues::{QpQueues, QpShape},
+    providers::{AnyQp, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
@@ -71,6 +71,9 @@ pub(crate) struct QpInner {
     /// The port set at RESET->INIT (0 before).
     port: AtomicU8,
     pub(crate) events: Arc<EventCounts>,
+    /// The provider's state kept with the kernel QP: dropped after the QP
+    /// is destroyed (it may own memory the device reads and writes).
+    _shared: AnyQpShared,
 }
 
 impl QpInner {
@@ -118,7 +121,7 @@ impl Destroy for QpInner {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) inner: Arc<Owned<QpInner>>,
-    queues: QpQueues,
+    queues: AnyQp,
     cap: QpCap,
 }
 
@@ -128,13 +131,6 @@ impl ProtectionDomain {
     pub fn create_qp(&self, init: &QpInitAttr<'_>) -> Result<QueuePair> {
         let op = "UVERBS_METHOD_QP_CREATE";
         let ctx = &self.inner.ctx;
-        if !matches!(init.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
-            return Err(Error::new(
-                "ibv_create_qp",
-                ErrorKind::InvalidArgument,
-                format!("QP type {:?}: rxe supports RC, UC and UD", init.qp_type),
-            ));
-        }
         for cq in [init.send_cq, init.recv_cq] {
             if !Arc::ptr_eq(&cq.inner.ctx, ctx) {
                 return Err(Error::new(
@@ -156,7 +152,21 @@ impl ProtectionDomain {
             cap.max_recv_wr = 0;
             cap.max_recv_sge = 0;
         }
-        let plan = ctx.provider.plan_qp()?;
+        let request = QpRequest {
+            qp_type: init.qp_type,
+            cap: QpCap {
+                max_send_wr: cap.max_send_wr,
+                max_recv_wr: cap.max_recv_wr,
+                max_send_sge: cap.max_send_sge,
+                max_recv_sge: cap.max_recv_sge,
+                max_inline_data: cap.max_inline_data,
+            },
+            sq_sig_all: init.sq_sig_all,
+            has_srq: init.srq.is_some(),
+        };
+        let (plan, shared) = ctx
+            .provider
+            .plan_qp(ctx.device(), &self.inner.driver, &request)?;
         let mut out = (plan, cap, 0u32);
         let handle = ctx
             .ioctl_or_write(
@@ -266,6 +276,7 @@ impl ProtectionDomain {
             state: AtomicU8::new(QpState::Reset.raw()),
             port: AtomicU8::new(0),
             events: events.clone(),
+            _shared: shared,
         });
         ctx.events
             .insert(user_handle, Target::Qp(events, Arc::downgrade(&inner)));
@@ -276,15 +287,15 @@ impl ProtectionDomain {
             max_recv_sge: got.max_recv_sge,
             max_inline_data: got.max_inline_data,
         };
-        let queues = plan.finish(
-            ctx,
-            handle,
-            QpShape {
-                qp_type: init.qp_type.raw(),
-                max_send_sge: cap.max_send_sge,
-                max_recv_sge: cap.max_recv_sge,
-                max_inline_data: cap.max_inline_data,
-                has_srq: init.srq.is_some(),
+        let queues = ctx.provider.finish_qp(
+            ctx.device(),
+            plan,
+            &inner._shared,
+            &request,
+            &QpCreated {
+                handle,
+                qp_num,
+                cap,
             },
         )?;
         Ok(QueuePair { inner, queues, cap })
@@ -458,7 +469,7 @@ impl QueuePair {
                 kind: PostErrorKind::BadState("sends need the QP in RTS (or SQD, SQE, ERR)"),
             });
         }
-        self.queues.post_send(&self.inner.ctx, wrs)
+        self.queues.post_send(self.inner.ctx.device(), wrs)
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

@@ -67,13 +67,9 @@ impl Context {
     }
 
     fn provider_fw_ver(&self, raw: u64) -> String {
-        let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
         // rdma-core's providers format it differently (`rxe_query_device`,
         // `mlx5_query_device_ex`).
-        match self.provider_name() {
-            "mlx5" => format!("{major}.{minor}.{sub:04}"),
-            _ => format!("{major}.{minor}.{sub}"),
-        }
+        self.inner.provider.fw_ver(raw)
     }
 
     /// Queries one port (numbered from 1), like `ibv_query_port`.

@@ -23,7 +23,7 @@ use crate::{
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::queues::SrqRing,
+    providers::{AnySrq, AnySrqShared, DriverData, SrqCreated, SrqRequest},
     sys::Errno,
     wr::{PostError, RecvWr},
 };
@@ -51,10 +51,12 @@ pub(crate) struct SrqInner {
     _pd: Arc<Owned<PdInner>>,
     pub(crate) handle: u32,
     pub(crate) user_handle: u64,
-    pub(crate) srq_num: u32,
     pub(crate) events: Arc<EventCounts>,
     /// QPs receiving from this SRQ.
     pub(crate) children: Arc<AtomicUsize>,
+    /// The provider's state kept with the kernel SRQ: dropped after the SRQ
+    /// is destroyed (it may own memory the device reads and writes).
+    shared: AnySrqShared,
 }
 
 impl Destroy for SrqInner {
@@ -88,8 +90,9 @@ impl Destroy for SrqInner {
 #[derive(Debug)]
 pub struct SharedReceiveQueue {
     pub(crate) inner: Arc<Owned<SrqInner>>,
-    ring: SrqRing,
+    ring: AnySrq,
     attr: SrqAttr,
+    srq_num: u32,
 }
 
 impl ProtectionDomain {
@@ -97,7 +100,14 @@ impl ProtectionDomain {
     #[doc(alias = "ibv_create_srq")]
     pub fn create_srq(&self, attr: SrqAttr) -> Result<SharedReceiveQueue> {
         let ctx = &self.inner.ctx;
-        let plan = ctx.provider.plan_srq()?;
+        let (plan, shared) = ctx.provider.plan_srq(
+            ctx.device(),
+            &self.inner.driver,
+            &SrqRequest {
+                max_wr: attr.max_wr,
+                max_sge: attr.max_sge,
+            },
+        )?;
         let user_handle = ctx.events.new_handle();
         let mut out = (plan, 0u32, 0u32);
         let handle = ctx
@@ -176,13 +186,23 @@ impl ProtectionDomain {
             _pd: self.inner.clone(),
             handle,
             user_handle,
-            srq_num: plan.srq_num(),
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
+            shared,
         });
         ctx.events
             .insert(user_handle, Target::Srq(events, Arc::downgrade(&inner)));
-        let ring = plan.finish(ctx, max_sge)?;
+        // From here on, dropping `inner` destroys the kernel SRQ.
+        let (ring, srq_num) = ctx.provider.finish_srq(
+            ctx.device(),
+            plan,
+            &inner.shared,
+            &SrqCreated {
+                handle,
+                max_wr,
+                max_sge,
+            },
+        )?;
         Ok(SharedReceiveQueue {
             inner,
             ring,
@@ -191,6 +211,7 @@ impl ProtectionDomain {
                 max_sge,
                 srq_limit: attr.srq_limit,
             },
+            srq_num,
         })
     }
 }
@@ -203,7 +224,7 @@ impl SharedReceiveQueue {
 
     /// The SRQ number (XRC peers address it).
     pub fn srq_num(&self) -> u32 {
-        self.inner.srq_num
+        self.srq_num
     }
 
     /// The sizes it was created with (as granted).
@@ -227,22 +248,18 @@ impl SharedReceiveQueue {
         req.srq_handle = self.inner.handle;
         req.attr_mask = SRQ_LIMIT;
         req.srq_limit = limit;
-        // rxe requires its driver struct: the address where it would write a
-        // new ring mminfo if MAX_WR were resized (it is not, here).
-        let mut mi = abi::Mminfo::new_zeroed();
-        let drv = self.ring.modify_driver_in(&mut mi);
-        self.inner
-            .ctx
-            .write_with_resp(
-                abi::IB_USER_VERBS_CMD_MODIFY_SRQ,
-                req.as_bytes(),
-                drv.as_bytes(),
-                &mut [],
-                &mut [],
-            )
-            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_MODIFY_SRQ", e))?;
-        let _ = mi;
-        Ok(())
+        let ctx = &self.inner.ctx;
+        self.ring
+            .modify(&mut |driver_in| {
+                ctx.write_with_resp(
+                    abi::IB_USER_VERBS_CMD_MODIFY_SRQ,
+                    req.as_bytes(),
+                    driver_in,
+                    &mut [],
+                    &mut [],
+                )
+            })
+            .map_err(|e| Error::sys("IB_USER_VERBS_CMD_MODIFY_SRQ", e))
     }
 
     /// Queries the SRQ, like `ibv_query_srq`.

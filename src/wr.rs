@@ -146,6 +146,13 @@ pub struct UdDest<'a> {
     pub remote_qkey: u32,
 }
 
+impl UdDest<'_> {
+    /// The provider's data of the destination's address handle.
+    pub(crate) fn ah_driver(&self) -> &crate::providers::AnyAh {
+        self.ah.driver()
+    }
+}
+
 /// The payload of a send work request.
 #[derive(Debug, Clone, Copy)]
 pub enum Payload<'a> {

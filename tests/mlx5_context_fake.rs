@@ -6,8 +6,8 @@
 //!   device's driver id (1) in the ioctl header, and asks for DevX;
 //! - firmware without DevX support refuses that (EINVAL) and the context is
 //!   opened again without it, as rdma-core does;
-//! - the response's BlueFlame size is kept; the data path reports clearly
-//!   that it is not implemented yet.
+//! - the response's geometry is kept and reported by `ctx.mlx5()?.attr()`;
+//!   the data path reports clearly that it is not implemented yet.
 
 use std::sync::{Arc, Mutex};
 
@@ -112,7 +112,17 @@ fn get_context_sends_mlx5_driver_data_and_keeps_the_geometry() {
     assert_eq!(ctx.provider_name(), "mlx5");
     assert_eq!(ctx.driver_id(), abi::RDMA_DRIVER_MLX5);
     assert_eq!(ctx.num_comp_vectors(), 4);
-    assert_eq!(ctx.blueflame_size(), Some(512));
+    let attr = ctx.mlx5().unwrap_or_else(|e| panic!("{e}")).attr();
+    assert_eq!(
+        (
+            attr.devx,
+            attr.bf_reg_size,
+            attr.cqe_version,
+            attr.max_sq_desc_sz
+        ),
+        (true, 512, 1, 512)
+    );
+    assert_eq!(attr.num_uars_per_page, 1);
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "one GET_CONTEXT when DevX is available");
     let s = &seen[0];
@@ -134,7 +144,8 @@ fn firmware_without_devx_gets_a_second_request_without_it() {
     let (k, seen) = fake_mlx5(false);
     let kernel: Arc<dyn Kernel> = k.clone();
     let ctx = Context::open_with(kernel, None).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(ctx.blueflame_size(), Some(512));
+    let attr = ctx.mlx5().unwrap_or_else(|e| panic!("{e}")).attr();
+    assert_eq!((attr.devx, attr.bf_reg_size), (false, 512));
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     assert_eq!(seen[0].req.flags, abi::MLX5_IB_ALLOC_UCTX_DEVX);

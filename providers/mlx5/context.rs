@@ -1,13 +1,14 @@
-//! mlx5 context allocation: the `GET_CONTEXT` driver data.
+//! mlx5 context allocation: the `GET_CONTEXT` driver data, the retry
+//! without DevX, and the device geometry of the response.
 
-use crate::abi;
-#[cfg(test)]
-use zerocopy::IntoBytes;
-use zerocopy::{FromBytes, FromZeros};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
-/// `MLX5_IB_UVERBS_ABI_VERSION` is 1; rdma-core accepts 1..=1
-/// (`MLX5_UVERBS_MIN_ABI_VERSION`/`MAX`).
-pub(crate) const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=1;
+use crate::{
+    abi,
+    error::{Error, ErrorKind, Result},
+    providers::GetContext,
+    sys::Errno,
+};
 
 /// Static bfregs requested (rdma-core's default `MLX5_TOTAL_UUARS`).
 const TOTAL_BFREGS: u32 = 16;
@@ -46,7 +47,7 @@ impl ContextRequest {
 
 /// The device geometry an mlx5 context reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Mlx5Context {
+pub(crate) struct Mlx5State {
     /// Whether a DevX user context was created.
     pub devx: bool,
     /// BlueFlame register size; 0 means no write-combining (doorbells only).
@@ -67,13 +68,43 @@ pub(crate) struct Mlx5Context {
     pub resp: abi::Mlx5IbAllocUcontextResp,
 }
 
-impl Mlx5Context {
+impl Mlx5State {
+    /// Opens the context as rdma-core's `mlx5_alloc_context` does: with a
+    /// DevX user context first, and without it when the kernel refuses
+    /// (`EINVAL`: firmware without `log_max_uctx`).
+    pub(crate) fn open(get_context: &mut GetContext<'_>) -> Result<Self> {
+        let mut req = Some(ContextRequest { devx: true });
+        let mut last = None;
+        while let Some(r) = req {
+            let encoded = r.encode();
+            let mut out = vec![0u8; Self::response_len()];
+            match get_context(encoded.as_bytes(), &mut out) {
+                Ok(()) => {
+                    return Self::from_response(r, &out).ok_or_else(|| {
+                        Error::new(
+                            "GET_CONTEXT",
+                            ErrorKind::Malformed,
+                            "short mlx5_ib_alloc_ucontext_resp",
+                        )
+                    })
+                }
+                Err(e) if e.errno() == Some(Errno::EINVAL) => {
+                    last = Some(e);
+                    req = r.fallback();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last
+            .unwrap_or_else(|| Error::new("GET_CONTEXT", ErrorKind::Os, "mlx5 context refused")))
+    }
+
     /// Decodes the driver response of a successful `GET_CONTEXT`.
     pub(crate) fn from_response(req: ContextRequest, bytes: &[u8]) -> Option<Self> {
         let resp = abi::Mlx5IbAllocUcontextResp::read_from_prefix(bytes)
             .ok()?
             .0;
-        Some(Mlx5Context {
+        Some(Mlx5State {
             devx: req.devx,
             bf_reg_size: resp.bf_reg_size,
             cqe_version: resp.cqe_version,
@@ -115,13 +146,12 @@ mod tests {
 
     #[test]
     fn response_decoding_tolerates_short_buffers() {
-        assert!(Mlx5Context::from_response(ContextRequest { devx: false }, &[0; 8]).is_none());
+        assert!(Mlx5State::from_response(ContextRequest { devx: false }, &[0; 8]).is_none());
         let mut resp = abi::Mlx5IbAllocUcontextResp::new_zeroed();
         resp.bf_reg_size = 512;
         resp.cqe_version = 1;
         resp.num_uars_per_page = 0;
-        let ctx =
-            Mlx5Context::from_response(ContextRequest { devx: true }, resp.as_bytes()).unwrap();
+        let ctx = Mlx5State::from_response(ContextRequest { devx: true }, resp.as_bytes()).unwrap();
         assert_eq!(
             (ctx.bf_reg_size, ctx.cqe_version, ctx.num_uars_per_page),
             (512, 1, 1)

@@ -12,7 +12,7 @@ use zerocopy::IntoBytes;
 
 use crate::{
     abi::{IbUverbsCmdHdr, IbUverbsPostSend, IbUverbsPostSendResp, IB_USER_VERBS_CMD_POST_SEND},
-    context::ContextInner,
+    providers::Device,
     sys::Errno,
 };
 
@@ -56,8 +56,8 @@ impl Doorbell {
 
     /// Tells the kernel the SQ has new WQEs: exactly one `write()`.
     #[inline]
-    pub(crate) fn ring(&self, ctx: &ContextInner) -> Result<(), Errno> {
-        match ctx.kernel.write(ctx.fd(), &self.cmd)? {
+    pub(crate) fn ring(&self, dev: Device<'_>) -> Result<(), Errno> {
+        match dev.write(&self.cmd)? {
             LEN => Ok(()),
             _ => Err(Errno::EIO),
         }

@@ -2,15 +2,28 @@
 //!
 //! rxe needs no driver data to open a context (`rxe_alloc_ucontext` is
 //! trivial, `drivers/infiniband/sw/rxe/rxe_verbs.c`); its queues are rings
-//! the kernel allocates and userspace maps (`include/uapi/rdma/rdma_user_rxe.h`).
+//! the kernel allocates and userspace maps (`include/uapi/rdma/rdma_user_rxe.h`):
+//! a create command answers with the ring's `mminfo` (mmap offset and size),
+//! which `finish` maps. Receives and polls touch only the rings; a send is
+//! announced with a `POST_SEND` write command (`doorbell.rs`), and a CQ is
+//! armed with the `REQ_NOTIFY_CQ` write command.
 
-/// Driver ABI versions rdma-core's rxe provider accepts (`providers/rxe/rxe.c`);
-/// the kernel reports 2 (`RXE_UVERBS_ABI_VERSION`).
-pub(crate) const ABI_VERSIONS: std::ops::RangeInclusive<u32> = 1..=2;
+use std::ops::RangeInclusive;
 
-/// Per-context rxe state (none is needed yet).
-#[derive(Debug, Default)]
-pub(crate) struct RxeContext {}
+use zerocopy::{FromZeros, IntoBytes};
+
+use super::{
+    CqCreated, CqRequest, Device, DriverData, GetContext, Provider, QpCreated, QpRequest,
+    RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+};
+use crate::{
+    abi,
+    error::{Error, ErrorKind, Result},
+    sys::{Errno, Mapping, Protection},
+    wc::WorkCompletion,
+    wr::{PostError, PostErrorKind, RecvWr, SendWr},
+    QpType,
+};
 
 mod cq;
 mod doorbell;
@@ -24,3 +37,246 @@ pub(crate) use cq::RxeCq;
 pub(crate) use doorbell::Doorbell;
 pub(crate) use recv::RxeRq;
 pub(crate) use send::RxeSq;
+
+/// The rxe provider.
+#[derive(Debug)]
+pub(crate) struct Rxe;
+
+/// Per-context rxe state (none is needed).
+#[derive(Debug, Default)]
+pub(crate) struct RxeContext {}
+
+/// An rxe address handle: its index in the kernel's AH pool
+/// (`rxe_create_ah_resp.ah_num`), which UD send WQEs carry.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RxeAh {
+    pub(crate) ah_num: u32,
+}
+
+/// The driver response of a create command: the ring's `mminfo`.
+#[derive(Debug)]
+pub(crate) struct RxeResp<T>(T);
+
+impl<T: IntoBytes + zerocopy::FromBytes> DriverData for RxeResp<T> {
+    fn driver_bufs(&mut self) -> (&[u8], &mut [u8]) {
+        // rxe refuses driver input; it answers with the mminfo.
+        (&[], self.0.as_mut_bytes())
+    }
+}
+
+/// The queues of an rxe QP.
+#[derive(Debug)]
+pub(crate) struct RxeQp {
+    sq: RxeSq,
+    /// `None` for a QP that receives from an SRQ.
+    rq: Option<RxeRq>,
+    doorbell: Doorbell,
+}
+
+fn map(dev: Device<'_>, mi: &abi::Mminfo, what: &'static str) -> Result<Mapping> {
+    dev.mmap(mi.size as usize, mi.offset, Protection::ReadWrite)
+        .map_err(|e| Error::sys(what, e))
+}
+
+impl Provider for Rxe {
+    const NAME: &'static str = "rxe";
+    const DRIVER_ID: u32 = abi::RDMA_DRIVER_RXE;
+    /// rdma-core's rxe provider accepts 1..=2 (`providers/rxe/rxe.c`); the
+    /// kernel reports 2 (`RXE_UVERBS_ABI_VERSION`).
+    const ABI_VERSIONS: RangeInclusive<u32> = 1..=2;
+
+    type Context = RxeContext;
+    type Pd = ();
+    type Ah = RxeAh;
+    type CqPlan = RxeResp<abi::RxeCreateCqResp>;
+    type CqShared = ();
+    type Cq = RxeCq;
+    type QpPlan = RxeResp<abi::RxeCreateQpResp>;
+    type QpShared = ();
+    type Qp = RxeQp;
+    type SrqPlan = RxeResp<abi::RxeCreateSrqResp>;
+    type SrqShared = ();
+    type Srq = RxeRq;
+
+    /// rxe devices carry a `parent` attribute (their netdev); `rxe` is the
+    /// name `rdma link add` suggests.
+    fn claims_sysfs_device(name: &str, has_parent: bool) -> bool {
+        has_parent || name.starts_with("rxe")
+    }
+
+    fn open(_dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<RxeContext> {
+        get_context(&[], &mut [])?;
+        Ok(RxeContext::default())
+    }
+
+    fn alloc_pd(_: &RxeContext, run: &mut RunWithOut<'_>) -> Result<(), Errno> {
+        run(&mut [])
+    }
+
+    fn create_ah(_: &RxeContext, run: &mut RunWithOut<'_>) -> Result<RxeAh, Errno> {
+        let mut resp = abi::RxeCreateAhResp::new_zeroed();
+        run(resp.as_mut_bytes())?;
+        Ok(RxeAh {
+            ah_num: resp.ah_num,
+        })
+    }
+
+    fn plan_cq(_: &RxeContext, _: Device<'_>, _: &CqRequest) -> Result<(Self::CqPlan, ())> {
+        Ok((RxeResp(abi::RxeCreateCqResp::new_zeroed()), ()))
+    }
+
+    fn finish_cq(
+        _: &RxeContext,
+        dev: Device<'_>,
+        plan: Self::CqPlan,
+        _: &(),
+        _: &CqCreated,
+    ) -> Result<RxeCq> {
+        RxeCq::new(map(dev, &plan.0.mi, "mmap rxe CQ ring")?)
+    }
+
+    #[inline]
+    fn poll_cq(cq: &mut RxeCq, out: &mut [WorkCompletion]) -> usize {
+        cq.poll(out)
+    }
+
+    fn req_notify_cq(
+        _: &RxeCq,
+        _: &(),
+        dev: Device<'_>,
+        handle: u32,
+        solicited_only: bool,
+    ) -> Result<(), Errno> {
+        let mut req = abi::IbUverbsReqNotifyCq::new_zeroed();
+        req.cq_handle = handle;
+        req.solicited_only = u32::from(solicited_only);
+        dev.write_cmd(&mut crate::sys::WriteCmd {
+            command: abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+            core_in: req.as_bytes(),
+            driver_in: &[],
+            core_out: &mut [],
+            driver_out: &mut [],
+        })
+    }
+
+    #[inline]
+    fn on_completion_event(_: &()) {}
+
+    fn plan_qp(
+        _: &RxeContext,
+        _: Device<'_>,
+        _: &(),
+        req: &QpRequest,
+    ) -> Result<(Self::QpPlan, ())> {
+        if !matches!(req.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::InvalidArgument,
+                format!("QP type {:?}: rxe supports RC, UC and UD", req.qp_type),
+            ));
+        }
+        Ok((RxeResp(abi::RxeCreateQpResp::new_zeroed()), ()))
+    }
+
+    fn finish_qp(
+        _: &RxeContext,
+        dev: Device<'_>,
+        plan: Self::QpPlan,
+        _: &(),
+        req: &QpRequest,
+        created: &QpCreated,
+    ) -> Result<RxeQp> {
+        let resp = plan.0;
+        let sq = RxeSq::new(
+            map(dev, &resp.sq_mi, "mmap rxe send queue")?,
+            created.cap.max_send_sge,
+            created.cap.max_inline_data,
+            req.qp_type.raw(),
+        )?;
+        // A QP on an SRQ has no receive queue; the kernel leaves rq_mi empty.
+        let rq = if req.has_srq {
+            None
+        } else {
+            Some(RxeRq::new(
+                map(dev, &resp.rq_mi, "mmap rxe receive queue")?,
+                created.cap.max_recv_sge,
+            )?)
+        };
+        Ok(RxeQp {
+            sq,
+            rq,
+            doorbell: Doorbell::new(created.handle),
+        })
+    }
+
+    #[inline]
+    fn post_send(qp: &mut RxeQp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let ring = |count: usize| {
+            qp.doorbell.ring(dev).map_err(|e| PostError {
+                index: count,
+                kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
+            })
+        };
+        match qp.sq.post(wrs) {
+            // The hot path: no large `PostError` moved around.
+            Ok(()) if wrs.is_empty() => Ok(()),
+            Ok(()) => ring(wrs.len()),
+            Err(e) => {
+                if e.index > 0 {
+                    ring(e.index)?;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    #[inline]
+    fn post_recv(qp: &mut RxeQp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        match &mut qp.rq {
+            Some(rq) => rq.post(wrs),
+            None => Err(PostError {
+                index: 0,
+                kind: PostErrorKind::OpNotSupported(
+                    "this QP receives from an SRQ: post to the SRQ",
+                ),
+            }),
+        }
+    }
+
+    fn plan_srq(
+        _: &RxeContext,
+        _: Device<'_>,
+        _: &(),
+        _: &SrqRequest,
+    ) -> Result<(Self::SrqPlan, ())> {
+        Ok((RxeResp(abi::RxeCreateSrqResp::new_zeroed()), ()))
+    }
+
+    fn finish_srq(
+        _: &RxeContext,
+        dev: Device<'_>,
+        plan: Self::SrqPlan,
+        _: &(),
+        created: &SrqCreated,
+    ) -> Result<(RxeRq, u32)> {
+        let resp = plan.0;
+        let rq = RxeRq::new(map(dev, &resp.mi, "mmap rxe SRQ ring")?, created.max_sge)?;
+        Ok((rq, resp.srq_num))
+    }
+
+    #[inline]
+    fn post_srq_recv(srq: &mut RxeRq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        srq.post(wrs)
+    }
+
+    fn modify_srq(_: &RxeRq, run: &mut RunWithIn<'_>) -> Result<(), Errno> {
+        // rxe requires its driver struct: the address where it would write a
+        // new ring mminfo if MAX_WR were resized (it never is here).
+        let mut mi = abi::Mminfo::new_zeroed();
+        let mut drv = abi::RxeModifySrqCmd::new_zeroed();
+        drv.mmap_info_addr = std::ptr::addr_of_mut!(mi) as u64;
+        let result = run(drv.as_bytes());
+        let _ = mi;
+        result
+    }
+}

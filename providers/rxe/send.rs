@@ -16,13 +16,17 @@ use std::mem::{offset_of, size_of};
 
 use zerocopy::IntoBytes;
 
-use super::queue::{Producer, Slot};
+use super::{
+    queue::{Producer, Slot},
+    Rxe,
+};
 use crate::{
     abi::{
         RxeDmaInfo, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrRdma, RxeSendWrUd, RxeSge,
         IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
     },
     error::{Error, ErrorKind},
+    providers::Member,
     sys::Mapping,
     wr::{Payload, PostError, PostErrorKind, SendFlags, SendOp, SendWr},
 };
@@ -102,11 +106,24 @@ impl RxeSq {
     /// otherwise send the SGE array's bytes as data).
     pub(crate) fn post(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         for (index, wr) in wrs.iter().enumerate() {
-            let ud = wr.ud.map(|d| UdFields {
-                remote_qpn: d.remote_qpn,
-                remote_qkey: d.remote_qkey,
-                ah_num: d.ah.rxe_ah_num(),
-            });
+            let ud = match wr.ud {
+                None => None,
+                Some(d) => match Rxe::ah_of(d.ah_driver()) {
+                    Some(ah) => Some(UdFields {
+                        remote_qpn: d.remote_qpn,
+                        remote_qkey: d.remote_qkey,
+                        ah_num: ah.ah_num,
+                    }),
+                    None => {
+                        return Err(PostError {
+                            index,
+                            kind: PostErrorKind::BadDestination(
+                                "the address handle belongs to a device of another driver",
+                            ),
+                        })
+                    }
+                },
+            };
             self.post_one(wr, ud)
                 .map_err(|kind| PostError { index, kind })?;
         }

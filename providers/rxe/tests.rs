@@ -844,10 +844,9 @@ fn the_doorbell_is_one_prebuilt_post_send_write() {
     use std::sync::Mutex;
 
     use crate::{
-        abi::IbUverbsCmdHdr,
-        context::ContextInner,
-        providers::{rxe::RxeContext, Provider},
-        sys::fake::{Call, FakeKernel},
+        abi::{IbUverbsCmdHdr, RDMA_DRIVER_RXE},
+        providers::Transport,
+        sys::fake::{dummy_fd, Call, FakeKernel},
     };
 
     let fake = Arc::new(FakeKernel::new());
@@ -859,11 +858,12 @@ fn the_doorbell_is_one_prebuilt_post_send_write() {
         }
         Ok(buf.len())
     });
-    let ctx = ContextInner::for_tests(fake.clone(), Provider::Rxe(RxeContext::default()));
+    let transport = Transport::new(fake.clone(), dummy_fd(), RDMA_DRIVER_RXE);
+    let dev = transport.device();
     let db = doorbell::Doorbell::new(0x2a);
     fake.clear_calls();
-    assert_eq!(db.ring(&ctx), Ok(()));
-    assert_eq!(db.ring(&ctx), Ok(()));
+    assert_eq!(db.ring(dev), Ok(()));
+    assert_eq!(db.ring(dev), Ok(()));
     assert_eq!(fake.calls(), [Call::RawWrite(32), Call::RawWrite(32)]);
     let seen = match seen.lock() {
         Ok(s) => s.clone(),

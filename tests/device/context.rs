@@ -75,6 +75,27 @@ fn open_and_query_device() {
     }
 }
 
+/// The provider-specific API answers for its own driver only: on mlx5 the
+/// view reports the context's geometry, on any other driver the error names
+/// the provider the device has.
+#[test]
+fn the_mlx5_view_is_only_for_mlx5_devices() {
+    let ctx = open(CommandMode::Auto);
+    match ctx.provider_name() {
+        "mlx5" => {
+            let attr = ctx.mlx5().unwrap_or_else(|e| panic!("{e}")).attr();
+            assert!(attr.cqe_version <= 1);
+            assert!(attr.num_uars_per_page >= 1);
+        }
+        other => {
+            let err = ctx.mlx5().unwrap_err();
+            assert_eq!(err.kind(), uverbs::ErrorKind::UnsupportedProvider);
+            let text = err.to_string();
+            assert!(text.contains(other) && text.contains("mlx5_ib"), "{text}");
+        }
+    }
+}
+
 #[test]
 fn query_port_matches_sysfs() {
     let ctx = open(CommandMode::Auto);

@@ -1,0 +1,91 @@
+//! The handle a provider gets from the core: the kernel transport and the
+//! command fd of one open context, and nothing else of the core.
+//!
+//! Providers issue their own commands through it (driver-specific ioctl
+//! methods such as mlx5's UAR allocation or DevX, rxe's doorbell write,
+//! legacy write commands such as `REQ_NOTIFY_CQ`) and map what the kernel
+//! exports (rxe rings, mlx5 UAR pages).
+
+use std::{
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    sync::Arc,
+};
+
+use crate::{
+    ioctl::IoctlCmd,
+    sys::{Errno, Kernel, Mapping, Protection, WriteCmd},
+};
+
+/// The kernel transport of one open context: the transport and the command
+/// fd (whose last close tears the kernel's ucontext down).
+#[derive(Debug)]
+pub(crate) struct Transport {
+    kernel: Arc<dyn Kernel>,
+    cmd_fd: OwnedFd,
+    driver_id: u32,
+}
+
+impl Transport {
+    /// The transport of the context whose command fd is `cmd_fd`.
+    pub(crate) fn new(kernel: Arc<dyn Kernel>, cmd_fd: OwnedFd, driver_id: u32) -> Self {
+        Transport {
+            kernel,
+            cmd_fd,
+            driver_id,
+        }
+    }
+
+    /// The command fd.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.cmd_fd.as_fd()
+    }
+
+    /// The providers' view of it.
+    #[inline]
+    pub(crate) fn device(&self) -> Device<'_> {
+        Device { t: self }
+    }
+}
+
+/// A provider's view of an open device context: one pointer wide, so the
+/// data path passes it at no cost.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Device<'a> {
+    t: &'a Transport,
+}
+
+// The ioctl half is for driver methods (mlx5 UAR allocation, DevX); rxe
+// uses only write and mmap.
+#[allow(dead_code)]
+impl Device<'_> {
+    /// The `RDMA_DRIVER_*` id every ioctl carries.
+    pub(crate) fn driver_id(&self) -> u32 {
+        self.t.driver_id
+    }
+
+    /// A new ioctl command for this device.
+    pub(crate) fn ioctl_cmd<'b>(&self, object: u16, method: u16) -> IoctlCmd<'b> {
+        IoctlCmd::new(object, method, self.t.driver_id)
+    }
+
+    /// Runs an ioctl on the command fd.
+    pub(crate) fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        self.t.kernel.ioctl(self.t.fd(), cmd)
+    }
+
+    /// Runs a legacy or extended write command on the command fd.
+    pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        self.t.kernel.write_cmd(self.t.fd(), cmd)
+    }
+
+    /// A raw `write()` of prebuilt command bytes (rxe's send doorbell).
+    #[inline]
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<usize, Errno> {
+        self.t.kernel.write(self.t.fd(), bytes)
+    }
+
+    /// Maps `len` bytes the kernel exports at `offset` of the command fd.
+    pub(crate) fn mmap(&self, len: usize, offset: u64, prot: Protection) -> Result<Mapping, Errno> {
+        self.t.kernel.mmap(self.t.fd(), len, offset, prot)
+    }
+}

@@ -1,0 +1,338 @@
+//! The one place that dispatches on the provider.
+//!
+//! `providers!` takes the list of providers and generates, for each kind of
+//! per-object provider state, an enum with one variant per provider (what
+//! the core stores: [`AnyContext`], [`AnyCq`], ...), and methods that match
+//! on it and call the provider's [`Provider`] function directly. Adding a
+//! provider is one line in the list at the bottom.
+//!
+//! A provider whose data path does not exist yet uses
+//! [`Unreachable`](super::Unreachable) for its queue types, so their arms
+//! vanish and the hot path is a direct call.
+
+use std::ops::RangeInclusive;
+
+use super::{
+    interface::{
+        CqCreated, CqRequest, DriverData, GetContext, Provider, QpCreated, QpRequest, RunWithIn,
+        RunWithOut, SrqCreated, SrqRequest,
+    },
+    mlx5, rxe, Device,
+};
+use crate::{
+    error::{Error, ErrorKind, Result},
+    sys::Errno,
+    wc::WorkCompletion,
+    wr::{PostError, RecvWr, SendWr},
+};
+
+/// A plan or data-path state reached a context of another provider: the
+/// core never does this (every state comes from the context it is used with).
+fn mismatch(op: &'static str) -> Error {
+    Error::new(
+        op,
+        ErrorKind::InvalidArgument,
+        "internal: provider state of one driver used with a context of another",
+    )
+}
+
+/// Access to the variants of one provider, for provider-specific public
+/// APIs (`uverbs::mlx5`) and for a provider reading its own state out of a
+/// value the core passes on (an address handle in a UD work request).
+pub(crate) trait Member: Provider {
+    /// This provider's context state, if `ctx` is one of its contexts.
+    fn context_of(ctx: &AnyContext) -> Option<&Self::Context>;
+    /// This provider's AH data, if `ah` was created on one of its devices.
+    fn ah_of(ah: &AnyAh) -> Option<&Self::Ah>;
+}
+
+macro_rules! providers {
+    ($($v:ident => $p:ty),+ $(,)?) => {
+        /// The provider chosen for a device before its context exists.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum ProviderKind { $($v),+ }
+
+        impl ProviderKind {
+            /// The provider for a driver id, or an error naming the driver.
+            pub(crate) fn for_driver(driver_id: Option<u32>, device: &str) -> Result<Self> {
+                $(if driver_id == Some(<$p as Provider>::DRIVER_ID) {
+                    return Ok(ProviderKind::$v);
+                })+
+                Err(super::unsupported_driver(driver_id, device))
+            }
+
+            /// The provider that recognises a device seen only through sysfs.
+            pub(crate) fn from_sysfs(name: &str, has_parent: bool) -> Option<Self> {
+                $(if <$p as Provider>::claims_sysfs_device(name, has_parent) {
+                    return Some(ProviderKind::$v);
+                })+
+                None
+            }
+
+            /// The `RDMA_DRIVER_*` id of the provider's kernel driver.
+            pub(crate) fn driver_id(self) -> u32 {
+                match self { $(ProviderKind::$v => <$p as Provider>::DRIVER_ID),+ }
+            }
+
+            /// The providers and their driver ids, for messages.
+            pub(crate) fn supported() -> String {
+                [$(format!("{} ({})", <$p as Provider>::NAME, <$p as Provider>::DRIVER_ID)),+]
+                    .join(", ")
+            }
+
+            /// The provider's name.
+            pub(crate) fn name(self) -> &'static str {
+                match self { $(ProviderKind::$v => <$p as Provider>::NAME),+ }
+            }
+
+            /// The driver ABI versions the provider speaks.
+            pub(crate) fn abi_versions(self) -> RangeInclusive<u32> {
+                match self { $(ProviderKind::$v => <$p as Provider>::ABI_VERSIONS),+ }
+            }
+
+            /// Opens the provider's context state.
+            pub(crate) fn open(
+                self,
+                dev: Device<'_>,
+                get_context: &mut GetContext<'_>,
+            ) -> Result<AnyContext> {
+                match self {
+                    $(ProviderKind::$v => Ok(AnyContext::$v(<$p>::open(dev, get_context)?))),+
+                }
+            }
+        }
+
+        providers!(@enum AnyContext, Context, "Per-context provider state." $(, $v => $p)+);
+        providers!(@enum AnyPd, Pd, "Per-PD driver data." $(, $v => $p)+);
+        providers!(@enum AnyAh, Ah, "Per-AH driver data." $(, $v => $p)+);
+        providers!(@enum AnyCqPlan, CqPlan, "A CQ create in progress." $(, $v => $p)+);
+        providers!(@enum AnyCqShared, CqShared, "CQ state kept with the kernel CQ." $(, $v => $p)+);
+        providers!(@enum AnyCq, Cq, "A CQ's consumer side." $(, $v => $p)+);
+        providers!(@enum AnyQpPlan, QpPlan, "A QP create in progress." $(, $v => $p)+);
+        providers!(@enum AnyQpShared, QpShared, "QP state kept with the kernel QP." $(, $v => $p)+);
+        providers!(@enum AnyQp, Qp, "A QP's send and receive queues." $(, $v => $p)+);
+        providers!(@enum AnySrqPlan, SrqPlan, "An SRQ create in progress." $(, $v => $p)+);
+        providers!(@enum AnySrqShared, SrqShared, "SRQ state kept with the kernel SRQ." $(, $v => $p)+);
+        providers!(@enum AnySrq, Srq, "An SRQ's producer side." $(, $v => $p)+);
+        providers!(@driver_data AnyCqPlan $(, $v)+);
+        providers!(@driver_data AnyQpPlan $(, $v)+);
+        providers!(@driver_data AnySrqPlan $(, $v)+);
+
+        $(impl Member for $p {
+            #[allow(unreachable_patterns)]
+            fn context_of(ctx: &AnyContext) -> Option<&Self::Context> {
+                match ctx { AnyContext::$v(c) => Some(c), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn ah_of(ah: &AnyAh) -> Option<&Self::Ah> {
+                match ah { AnyAh::$v(a) => Some(a), _ => None }
+            }
+        })+
+
+        impl AnyContext {
+            /// The provider's name.
+            pub(crate) fn name(&self) -> &'static str {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::NAME),+ }
+            }
+
+            /// The firmware version as the provider formats it.
+            pub(crate) fn fw_ver(&self, raw: u64) -> String {
+                match self { $(AnyContext::$v(_) => <$p>::fw_ver(raw)),+ }
+            }
+
+            /// `ALLOC_PD`'s driver data; `run` executes the command.
+            pub(crate) fn alloc_pd(&self, run: &mut RunWithOut<'_>) -> Result<AnyPd, Errno> {
+                match self { $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::alloc_pd(c, run)?))),+ }
+            }
+
+            /// `CREATE_AH`'s driver data; `run` executes the command.
+            pub(crate) fn create_ah(&self, run: &mut RunWithOut<'_>) -> Result<AnyAh, Errno> {
+                match self { $(AnyContext::$v(c) => Ok(AnyAh::$v(<$p>::create_ah(c, run)?))),+ }
+            }
+
+            /// Step 1 of a CQ create.
+            pub(crate) fn plan_cq(
+                &self,
+                dev: Device<'_>,
+                req: &CqRequest,
+            ) -> Result<(AnyCqPlan, AnyCqShared)> {
+                match self {
+                    $(AnyContext::$v(c) => {
+                        let (plan, shared) = <$p>::plan_cq(c, dev, req)?;
+                        Ok((AnyCqPlan::$v(plan), AnyCqShared::$v(shared)))
+                    })+
+                }
+            }
+
+            /// Step 3 of a CQ create.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn finish_cq(
+                &self,
+                dev: Device<'_>,
+                plan: AnyCqPlan,
+                shared: &AnyCqShared,
+                created: &CqCreated,
+            ) -> Result<AnyCq> {
+                match (self, plan, shared) {
+                    $((AnyContext::$v(c), AnyCqPlan::$v(p), AnyCqShared::$v(s)) => {
+                        Ok(AnyCq::$v(<$p>::finish_cq(c, dev, p, s, created)?))
+                    })+
+                    _ => Err(mismatch("ibv_create_cq")),
+                }
+            }
+
+            /// Step 1 of a QP create.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn plan_qp(
+                &self,
+                dev: Device<'_>,
+                pd: &AnyPd,
+                req: &QpRequest,
+            ) -> Result<(AnyQpPlan, AnyQpShared)> {
+                match (self, pd) {
+                    $((AnyContext::$v(c), AnyPd::$v(pd)) => {
+                        let (plan, shared) = <$p>::plan_qp(c, dev, pd, req)?;
+                        Ok((AnyQpPlan::$v(plan), AnyQpShared::$v(shared)))
+                    })+
+                    _ => Err(mismatch("ibv_create_qp")),
+                }
+            }
+
+            /// Step 3 of a QP create.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn finish_qp(
+                &self,
+                dev: Device<'_>,
+                plan: AnyQpPlan,
+                shared: &AnyQpShared,
+                req: &QpRequest,
+                created: &QpCreated,
+            ) -> Result<AnyQp> {
+                match (self, plan, shared) {
+                    $((AnyContext::$v(c), AnyQpPlan::$v(p), AnyQpShared::$v(s)) => {
+                        Ok(AnyQp::$v(<$p>::finish_qp(c, dev, p, s, req, created)?))
+                    })+
+                    _ => Err(mismatch("ibv_create_qp")),
+                }
+            }
+
+            /// Step 1 of an SRQ create.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn plan_srq(
+                &self,
+                dev: Device<'_>,
+                pd: &AnyPd,
+                req: &SrqRequest,
+            ) -> Result<(AnySrqPlan, AnySrqShared)> {
+                match (self, pd) {
+                    $((AnyContext::$v(c), AnyPd::$v(pd)) => {
+                        let (plan, shared) = <$p>::plan_srq(c, dev, pd, req)?;
+                        Ok((AnySrqPlan::$v(plan), AnySrqShared::$v(shared)))
+                    })+
+                    _ => Err(mismatch("ibv_create_srq")),
+                }
+            }
+
+            /// Step 3 of an SRQ create: the data path and the SRQ number.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn finish_srq(
+                &self,
+                dev: Device<'_>,
+                plan: AnySrqPlan,
+                shared: &AnySrqShared,
+                created: &SrqCreated,
+            ) -> Result<(AnySrq, u32)> {
+                match (self, plan, shared) {
+                    $((AnyContext::$v(c), AnySrqPlan::$v(p), AnySrqShared::$v(s)) => {
+                        let (srq, num) = <$p>::finish_srq(c, dev, p, s, created)?;
+                        Ok((AnySrq::$v(srq), num))
+                    })+
+                    _ => Err(mismatch("ibv_create_srq")),
+                }
+            }
+        }
+
+        impl AnyCq {
+            /// Polls completions (no syscall, no allocation).
+            #[inline]
+            pub(crate) fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+                match self { $(AnyCq::$v(cq) => <$p>::poll_cq(cq, out)),+ }
+            }
+
+            /// Arms the CQ.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn req_notify(
+                &self,
+                shared: &AnyCqShared,
+                dev: Device<'_>,
+                handle: u32,
+                solicited_only: bool,
+            ) -> Result<(), Errno> {
+                match (self, shared) {
+                    $((AnyCq::$v(cq), AnyCqShared::$v(s)) => {
+                        <$p>::req_notify_cq(cq, s, dev, handle, solicited_only)
+                    })+
+                    _ => Err(Errno::EINVAL),
+                }
+            }
+        }
+
+        impl AnyCqShared {
+            /// The completion-event hook.
+            #[inline]
+            pub(crate) fn on_completion_event(&self) {
+                match self { $(AnyCqShared::$v(s) => <$p>::on_completion_event(s)),+ }
+            }
+        }
+
+        impl AnyQp {
+            /// Posts send WQEs and rings the doorbell once.
+            #[inline]
+            pub(crate) fn post_send(
+                &mut self,
+                dev: Device<'_>,
+                wrs: &[SendWr<'_>],
+            ) -> Result<(), PostError> {
+                match self { $(AnyQp::$v(qp) => <$p>::post_send(qp, dev, wrs)),+ }
+            }
+
+            /// Posts receive WQEs.
+            #[inline]
+            pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+                match self { $(AnyQp::$v(qp) => <$p>::post_recv(qp, wrs)),+ }
+            }
+        }
+
+        impl AnySrq {
+            /// Posts receive WQEs.
+            #[inline]
+            pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+                match self { $(AnySrq::$v(srq) => <$p>::post_srq_recv(srq, wrs)),+ }
+            }
+
+            /// `MODIFY_SRQ`'s driver data; `run` executes the command.
+            pub(crate) fn modify(&self, run: &mut RunWithIn<'_>) -> Result<(), Errno> {
+                match self { $(AnySrq::$v(srq) => <$p>::modify_srq(srq, run)),+ }
+            }
+        }
+    };
+
+    (@enum $name:ident, $assoc:ident, $doc:literal $(, $v:ident => $p:ty)+) => {
+        #[doc = $doc]
+        #[derive(Debug)]
+        pub(crate) enum $name { $($v(<$p as Provider>::$assoc)),+ }
+    };
+
+    (@driver_data $name:ident $(, $v:ident)+) => {
+        impl DriverData for $name {
+            fn driver_bufs(&mut self) -> (&[u8], &mut [u8]) {
+                match self { $($name::$v(p) => p.driver_bufs()),+ }
+            }
+        }
+    };
+}
+
+providers! {
+    Rxe => rxe::Rxe,
+    Mlx5 => mlx5::Mlx5,
+}

@@ -1,0 +1,104 @@
+//! Memory the device reads and writes, allocated by the library (mlx5 queue
+//! buffers and doorbell records; rxe's rings are allocated by the kernel).
+//!
+//! A [`DmaBuf`] is zeroed, page-aligned anonymous memory. It is never
+//! accessed through Rust references, because the device writes it at any
+//! time: providers read and write it through raw pointers with volatile or
+//! atomic accesses. Providers keep it in their per-object *shared* state,
+//! which the core drops only after the kernel object is destroyed, so the
+//! device never writes memory that was given back.
+//!
+//! Fork safety (`MADV_DONTFORK`, libibverbs' `ibv_dontfork_range`) is not
+//! applied: kernels since 5.13 keep pinned pages in the parent on fork, and
+//! the crate's memory regions do the same.
+
+use crate::{
+    error::{Error, ErrorKind, Result},
+    sys::{Errno, Mapping},
+};
+
+/// The page size the kernel aligns device memory to.
+pub(crate) const PAGE: usize = 4096;
+
+/// A zeroed, page-aligned buffer for the device.
+#[derive(Debug)]
+pub(crate) struct DmaBuf {
+    map: Mapping,
+    len: usize,
+}
+
+// The mlx5 data path (queue buffers and doorbell records) is the first user.
+#[allow(dead_code)]
+impl DmaBuf {
+    /// Allocates at least `len` bytes (rounded up to whole pages).
+    pub(crate) fn new(len: usize, what: &'static str) -> Result<Self> {
+        let rounded = len
+            .checked_add(PAGE - 1)
+            .map(|l| l & !(PAGE - 1))
+            .filter(|&l| l != 0)
+            .ok_or_else(|| {
+                Error::new(
+                    what,
+                    ErrorKind::InvalidArgument,
+                    format!("a device buffer of {len} bytes"),
+                )
+            })?;
+        let map = memmap2::MmapOptions::new()
+            .len(rounded)
+            .map_anon()
+            .map(Mapping::from)
+            .map_err(|e| {
+                Error::sys(
+                    what,
+                    Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
+                )
+            })?;
+        Ok(DmaBuf { map, len: rounded })
+    }
+
+    /// The start of the buffer (what the kernel is told in create commands).
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    /// The address as the kernel ABI carries it.
+    pub(crate) fn addr(&self) -> u64 {
+        self.as_ptr() as u64
+    }
+
+    /// Its length in bytes (whole pages).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+#[allow(unsafe_code)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_whole_zeroed_aligned_pages() {
+        let b = DmaBuf::new(100, "test").unwrap();
+        assert_eq!(b.len(), PAGE);
+        assert_eq!(b.addr() % PAGE as u64, 0);
+        let b = DmaBuf::new(PAGE + 1, "test").unwrap();
+        assert_eq!(b.len(), 2 * PAGE);
+        let base = b.as_ptr().cast::<u64>();
+        for i in 0..b.len() / 8 {
+            // SAFETY: `i < len / 8` keeps the read inside the mapping, which
+            // is page-aligned (so u64-aligned) and zero-initialised; no
+            // reference to it exists.
+            let word = unsafe { std::ptr::read_volatile(base.add(i)) };
+            assert_eq!(word, 0);
+        }
+    }
+
+    #[test]
+    fn zero_or_overflowing_lengths_are_errors() {
+        for len in [0, usize::MAX] {
+            let e = DmaBuf::new(len, "test").unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+        }
+    }
+}

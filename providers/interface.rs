@@ -1,0 +1,283 @@
+//! The interface every provider implements ([`Provider`]) and the requests
+//! the core hands it.
+//!
+//! Object creation has the same shape for CQ, QP and SRQ, whatever the
+//! provider:
+//!
+//! 1. **plan** (`plan_cq`, `plan_qp`, `plan_srq`) gets the full create request
+//!    (sizes, QP type, capabilities, SRQ) and returns the plan, which carries
+//!    the command's driver data ([`DriverData`]), and the object's **shared**
+//!    state. The shared state holds what must live exactly as long as the
+//!    kernel object (memory the device writes: mlx5 queue buffers and doorbell
+//!    records) and what completion events need (mlx5's CQ arm sequence
+//!    number). The core keeps it inside the kernel object's owner, which
+//!    drops it only after the kernel object is destroyed, and events hold
+//!    that owner alive.
+//! 2. the core runs the create command (ioctl, or the write fallback) with
+//!    the plan's driver data;
+//! 3. **finish** turns the kernel's answer into the data-path state that the
+//!    user's handle owns (rxe maps its rings; mlx5 wraps its buffers).
+//!
+//! The data path (post, poll, arm) takes that state by `&mut` where the
+//! handle owns the producer or consumer side, so it needs no lock.
+
+use std::{fmt::Debug, ops::RangeInclusive};
+
+use super::Device;
+use crate::{
+    error::Result,
+    sys::Errno,
+    wc::WorkCompletion,
+    wr::{PostError, RecvWr, SendWr},
+    QpCap, QpType,
+};
+
+/// The driver data of a create command: input sent after the core request,
+/// output the kernel writes after the core response.
+pub(crate) trait DriverData {
+    /// `(driver_in, driver_out)`.
+    fn driver_bufs(&mut self) -> (&[u8], &mut [u8]);
+}
+
+/// Runs the `GET_CONTEXT` command (ioctl, or the write fallback) with the
+/// given driver data; the core keeps what the core response says.
+pub(crate) type GetContext<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
+
+/// Runs a command with the given driver output buffer.
+pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
+
+/// Runs a command with the given driver input bytes.
+pub(crate) type RunWithIn<'a> = dyn FnMut(&[u8]) -> Result<(), Errno> + 'a;
+
+/// What `ibv_create_cq` asked for.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct CqRequest {
+    /// Minimum number of completions the CQ holds.
+    pub(crate) cqe: u32,
+    /// Completion vector.
+    pub(crate) comp_vector: u32,
+}
+
+/// What the kernel answered to a CQ create.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct CqCreated {
+    /// The kernel handle.
+    pub(crate) handle: u32,
+    /// The number of completions the kernel granted.
+    pub(crate) cqe: u32,
+}
+
+/// What `ibv_create_qp` asked for.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct QpRequest {
+    /// RC, UC or UD.
+    pub(crate) qp_type: QpType,
+    /// Requested sizes (receive sizes are 0 on an SRQ).
+    pub(crate) cap: QpCap,
+    /// A completion for every send.
+    pub(crate) sq_sig_all: bool,
+    /// Receives come from an SRQ: the QP has no receive queue.
+    pub(crate) has_srq: bool,
+}
+
+/// What the kernel answered to a QP create.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct QpCreated {
+    /// The kernel handle.
+    pub(crate) handle: u32,
+    /// The QP number.
+    pub(crate) qp_num: u32,
+    /// The sizes the kernel granted.
+    pub(crate) cap: QpCap,
+}
+
+/// What `ibv_create_srq` asked for.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct SrqRequest {
+    /// Receive work requests.
+    pub(crate) max_wr: u32,
+    /// Scatter/gather entries per request.
+    pub(crate) max_sge: u32,
+}
+
+/// What the kernel answered to an SRQ create.
+#[derive(Debug, Clone, Copy)]
+// rxe reads only part of it; providers that size and allocate their own
+// queues (mlx5) need all of it.
+#[allow(dead_code)]
+pub(crate) struct SrqCreated {
+    /// The kernel handle.
+    pub(crate) handle: u32,
+    /// Receive work requests granted.
+    pub(crate) max_wr: u32,
+    /// Scatter/gather entries granted.
+    pub(crate) max_sge: u32,
+}
+
+/// A userspace provider: the typed counterpart of rdma-core's
+/// `verbs_context_ops`. Every function is static (no `self`): the dispatch
+/// enums call them directly.
+pub(crate) trait Provider: Sized + 'static {
+    /// The provider's name (`"rxe"`).
+    const NAME: &'static str;
+    /// The `RDMA_DRIVER_*` id of the kernel driver it serves.
+    const DRIVER_ID: u32;
+    /// The driver ABI versions (`uverbsN/abi_version`) it speaks.
+    const ABI_VERSIONS: RangeInclusive<u32>;
+
+    /// Per-context state (device geometry, UARs).
+    type Context: Debug + Send + Sync;
+    /// Per-PD driver data (mlx5's PD number).
+    type Pd: Debug + Send + Sync;
+    /// Per-AH driver data (rxe's AH index).
+    type Ah: Debug + Send + Sync;
+    /// A CQ create in progress.
+    type CqPlan: DriverData + Debug;
+    /// CQ state shared with the event reader and kept until the kernel CQ is gone.
+    type CqShared: Debug + Send + Sync;
+    /// The CQ's consumer side.
+    type Cq: Debug + Send + Sync;
+    /// A QP create in progress.
+    type QpPlan: DriverData + Debug;
+    /// QP state kept until the kernel QP is gone.
+    type QpShared: Debug + Send + Sync;
+    /// The QP's producer side (send and receive queues).
+    type Qp: Debug + Send + Sync;
+    /// An SRQ create in progress.
+    type SrqPlan: DriverData + Debug;
+    /// SRQ state kept until the kernel SRQ is gone.
+    type SrqShared: Debug + Send + Sync;
+    /// The SRQ's producer side.
+    type Srq: Debug + Send + Sync;
+
+    /// Whether a device seen only through sysfs (no netlink) is one of this
+    /// provider's: its name, and whether it has a `parent` network device.
+    fn claims_sysfs_device(name: &str, has_parent: bool) -> bool;
+
+    /// Opens the context: runs `get_context` with the provider's driver data
+    /// (retrying with less when the kernel refuses, as the provider's
+    /// rdma-core counterpart does) and sets up per-context state.
+    fn open(dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<Self::Context>;
+
+    /// Formats the firmware version as the provider's `ibv_query_device` does.
+    fn fw_ver(raw: u64) -> String {
+        let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
+        format!("{major}.{minor}.{sub}")
+    }
+
+    /// The driver data of `ALLOC_PD`: `run` executes the command with the
+    /// driver output buffer given.
+    fn alloc_pd(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Pd, Errno>;
+
+    /// The driver data of `CREATE_AH`, as for [`Provider::alloc_pd`].
+    fn create_ah(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Ah, Errno>;
+
+    /// Step 1 of a CQ create.
+    fn plan_cq(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        req: &CqRequest,
+    ) -> Result<(Self::CqPlan, Self::CqShared)>;
+
+    /// Step 3 of a CQ create.
+    fn finish_cq(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        plan: Self::CqPlan,
+        shared: &Self::CqShared,
+        created: &CqCreated,
+    ) -> Result<Self::Cq>;
+
+    /// Moves up to `out.len()` completions into `out`; no system call, no
+    /// allocation.
+    fn poll_cq(cq: &mut Self::Cq, out: &mut [WorkCompletion]) -> usize;
+
+    /// Arms the CQ (`ibv_req_notify_cq`).
+    fn req_notify_cq(
+        cq: &Self::Cq,
+        shared: &Self::CqShared,
+        dev: Device<'_>,
+        handle: u32,
+        solicited_only: bool,
+    ) -> Result<(), Errno>;
+
+    /// Runs when a completion event for the CQ is read, on the reading
+    /// thread (mlx5 advances its arm sequence number: `mlx5_cq_event`).
+    fn on_completion_event(shared: &Self::CqShared);
+
+    /// Step 1 of a QP create.
+    fn plan_qp(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        pd: &Self::Pd,
+        req: &QpRequest,
+    ) -> Result<(Self::QpPlan, Self::QpShared)>;
+
+    /// Step 3 of a QP create.
+    fn finish_qp(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        plan: Self::QpPlan,
+        shared: &Self::QpShared,
+        req: &QpRequest,
+        created: &QpCreated,
+    ) -> Result<Self::Qp>;
+
+    /// Writes send WQEs and rings the doorbell once for those written; on an
+    /// error at index `i` the requests before `i` are posted and rung.
+    fn post_send(qp: &mut Self::Qp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+
+    /// Writes receive WQEs.
+    fn post_recv(qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+
+    /// Step 1 of an SRQ create.
+    fn plan_srq(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        pd: &Self::Pd,
+        req: &SrqRequest,
+    ) -> Result<(Self::SrqPlan, Self::SrqShared)>;
+
+    /// Step 3 of an SRQ create; also returns the SRQ number.
+    fn finish_srq(
+        ctx: &Self::Context,
+        dev: Device<'_>,
+        plan: Self::SrqPlan,
+        shared: &Self::SrqShared,
+        created: &SrqCreated,
+    ) -> Result<(Self::Srq, u32)>;
+
+    /// Writes receive WQEs to the SRQ.
+    fn post_srq_recv(srq: &mut Self::Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+
+    /// The driver data of `MODIFY_SRQ`: `run` executes the command with the
+    /// driver input given.
+    fn modify_srq(srq: &Self::Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno>;
+}
+
+/// A type with no values: the data-path types of a provider whose data path
+/// is not written yet. Its plan functions always fail, so no value of these
+/// types exists and the dispatch arms for them compile to nothing.
+#[derive(Debug)]
+pub(crate) enum Unreachable {}
+
+impl DriverData for Unreachable {
+    fn driver_bufs(&mut self) -> (&[u8], &mut [u8]) {
+        match *self {}
+    }
+}

@@ -1,0 +1,101 @@
+//! mlx5-only functions: the counterpart of rdma-core's `mlx5dv` (exported as
+//! `uverbs::mlx5`).
+//!
+//! [`Context::mlx5`] gives the mlx5 view of a context whose device is driven
+//! by `mlx5_ib` (ConnectX); on another driver it fails with
+//! [`ErrorKind::UnsupportedProvider`] naming the driver. DevX objects and
+//! event channels, and the direct-verbs queries, live here as they are
+//! written.
+//!
+//! ```no_run
+//! # fn main() -> uverbs::Result<()> {
+//! let ctx = uverbs::Context::open(Some("mlx5_0"))?;
+//! let mlx5 = ctx.mlx5()?;
+//! let attr = mlx5.attr();
+//! println!("CQE v{}, BlueFlame {} bytes, DevX {}", attr.cqe_version, attr.bf_reg_size, attr.devx);
+//! # Ok(())
+//! # }
+//! ```
+
+use super::{Mlx5, Mlx5State};
+use crate::{
+    error::{Error, ErrorKind, Result},
+    providers::Member,
+    Context,
+};
+
+/// The mlx5 view of an open context (`mlx5dv_*` functions take the
+/// `ibv_context`; here they are methods of this view).
+#[derive(Debug, Clone, Copy)]
+pub struct Mlx5Context<'a> {
+    ctx: &'a Context,
+    state: &'a Mlx5State,
+}
+
+/// What an mlx5 context reports about the device, like
+/// `mlx5dv_query_device` (from `mlx5_ib_alloc_ucontext_resp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Mlx5Attr {
+    /// Whether the context has a DevX user context (`MLX5_IB_ALLOC_UCTX_DEVX`
+    /// was granted); DevX calls need it.
+    pub devx: bool,
+    /// CQE format version (0 or 1).
+    pub cqe_version: u8,
+    /// BlueFlame register size in bytes; 0 means no write-combining
+    /// (doorbells only).
+    pub bf_reg_size: u32,
+    /// Largest send WQE in bytes.
+    pub max_sq_desc_sz: u16,
+    /// Largest receive WQE in bytes.
+    pub max_rq_desc_sz: u16,
+    /// The cache line size the device aligns buffers to.
+    pub cache_line_size: u32,
+    /// 4 KiB UARs per system page (more than 1 on 64 KiB-page hosts).
+    pub num_uars_per_page: u32,
+    /// Dynamic bfregs the kernel can allocate (0: static bfregs only).
+    pub num_dyn_bfregs: u32,
+}
+
+impl Context {
+    /// The mlx5 functions of this context; an error when its device is not
+    /// driven by mlx5.
+    pub fn mlx5(&self) -> Result<Mlx5Context<'_>> {
+        match Mlx5::context_of(self.provider_state()) {
+            Some(state) => Ok(Mlx5Context { ctx: self, state }),
+            None => Err(Error::new(
+                "mlx5 direct verbs",
+                ErrorKind::UnsupportedProvider,
+                format!(
+                    "device {} is driven by the {} provider; mlx5 functions need a device of \
+                     the mlx5_ib driver (ConnectX)",
+                    self.device().name,
+                    self.provider_name()
+                ),
+            )),
+        }
+    }
+}
+
+impl<'a> Mlx5Context<'a> {
+    /// The context.
+    pub fn context(&self) -> &'a Context {
+        self.ctx
+    }
+
+    /// The device attributes the context reported, like `mlx5dv_query_device`.
+    #[doc(alias = "mlx5dv_query_device")]
+    pub fn attr(&self) -> Mlx5Attr {
+        let s = self.state;
+        Mlx5Attr {
+            devx: s.devx,
+            cqe_version: s.cqe_version,
+            bf_reg_size: s.bf_reg_size,
+            max_sq_desc_sz: s.max_sq_desc_sz,
+            max_rq_desc_sz: s.max_rq_desc_sz,
+            cache_line_size: s.cache_line_size,
+            num_uars_per_page: s.num_uars_per_page,
+            num_dyn_bfregs: s.num_dyn_bfregs,
+        }
+    }
+}
