@@ -3,6 +3,7 @@
 #
 # Usage:
 #   scripts/bench.sh [--kernel 6.1|6.12] [-n ITERS] [--bw-iters N] [--rounds R]
+#                    [--ev-iters N] [--events-only]
 #                    [--no-build] [--timeout S] [--keep-log FILE]
 #   scripts/bench.sh --report FILE [--kernel K]   (the report of a kept log)
 #
@@ -23,6 +24,13 @@
 #
 # Defaults are perftest's: size 2 / 1000 iterations for latency, 65536 / 5000
 # for bandwidth. -n sets the latency iterations, --bw-iters the bandwidth ones.
+#
+# Event mode: each round also runs rdma-core's `ibv_rc_pingpong -e` and
+# `uverbs rc-pingpong -e` (each tool on both sides; 64 B, --ev-iters
+# iterations, default 50000; order alternating as above) and reports the
+# latency per iteration and the user and system CPU per iteration of both
+# sides together (from the cutime/cstime of a wrapper shell, in 10 ms
+# ticks), with the ratio ours/rdma-core. --events-only runs just that pair.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,13 +39,15 @@ log() { printf '[bench] %s\n' "$*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 
 KERNEL=6.1 ITERS=1000 BW_ITERS=5000 ROUNDS=3 BUILD=1 TIMEOUT=1200 KEEP= REPORT=
-LAT_SIZE=2 BW_SIZE=65536
+LAT_SIZE=2 BW_SIZE=65536 EV_SIZE=64 EV_ITERS=50000 EVENTS_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kernel) [[ $# -ge 2 ]] || usage; KERNEL=$2; shift 2 ;;
     -n) [[ $# -ge 2 ]] || usage; ITERS=$2; shift 2 ;;
     --bw-iters) [[ $# -ge 2 ]] || usage; BW_ITERS=$2; shift 2 ;;
     --rounds) [[ $# -ge 2 ]] || usage; ROUNDS=$2; shift 2 ;;
+    --ev-iters) [[ $# -ge 2 ]] || usage; EV_ITERS=$2; shift 2 ;;
+    --events-only) EVENTS_ONLY=1; shift ;;
     --no-build) BUILD=0; shift ;;
     --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
     --keep-log) [[ $# -ge 2 ]] || usage; KEEP=$2; shift 2 ;;
@@ -47,7 +57,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $KERNEL == 6.1 || $KERNEL == 6.12 ]] || { log "--kernel 6.1|6.12"; exit 2; }
-for v in ITERS BW_ITERS ROUNDS; do
+for v in ITERS BW_ITERS EV_ITERS ROUNDS; do
   [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 5 || $v == ROUNDS && ${!v} =~ ^[1-9][0-9]*$ ]] \
     || { log "bad $v: ${!v}"; exit 2; }
 done
@@ -69,6 +79,20 @@ BIN=$REPO/target/release/uverbs
 
 # A private copy: concurrent builds must not swap the binary under us.
 cp "$BIN" "$WORK/uverbs"
+
+# cputime.sh OUT CMD...: runs CMD, then writes the user and system CPU ticks
+# of everything it waited for (fields 16-17 of /proc/<this shell>/stat,
+# cutime and cstime) to OUT.
+cat > "$WORK/cputime.sh" <<'CPUTIME'
+out=$1; shift
+"$@"
+rc=$?
+read -r stat < /proc/$$/stat
+set -- $stat
+shift 15
+echo "$1 $2" > "$out"
+exit $rc
+CPUTIME
 
 cat > "$WORK/guest.sh" <<GUEST
 G=\$UVERBS_TEST_GID_INDEX
@@ -109,9 +133,33 @@ lat() {
     perftest ib_\$1_lat $LAT_SIZE $ITERS \$2 || fail=1
   fi
 }
+# evpp NAME ROUND CMD...: event-mode RC pingpong, CMD on both sides; prints
+# usec/iter of the client and the CPU ticks (user sys) of server and client.
+evpp() {
+  name=\$1 r=\$2; shift 2
+  sh /guest/cputime.sh /tmp/evs.cpu "\$@" -d rxe0 -g \$G -e -s $EV_SIZE -n $EV_ITERS > /tmp/evs.txt 2>&1 &
+  sp=\$!
+  sleep 1
+  if ! sh /guest/cputime.sh /tmp/evc.cpu "\$@" -d rxe0 -g \$G -e -s $EV_SIZE -n $EV_ITERS 192.0.2.1 > /tmp/evc.txt 2>&1; then
+    echo "BENCH-FAIL rc-pingpong-e \$name"; cat /tmp/evc.txt /tmp/evs.txt; kill \$sp 2>/dev/null; wait \$sp; return 1
+  fi
+  wait \$sp
+  echo "BENCH-EV \$name \$r \$(sed -n 's/.* = \([0-9.]*\) usec\/iter.*/\1/p' /tmp/evc.txt | head -1) \$(cat /tmp/evs.cpu) \$(cat /tmp/evc.cpu)"
+}
+events() {
+  if [ \$((\$1 % 2)) -eq 1 ]; then
+    evpp rdma-core \$1 ibv_rc_pingpong || fail=1
+    evpp uverbs \$1 /guest/uverbs rc-pingpong || fail=1
+  else
+    evpp uverbs \$1 /guest/uverbs rc-pingpong || fail=1
+    evpp rdma-core \$1 ibv_rc_pingpong || fail=1
+  fi
+}
 fail=0
 r=1
 while [ \$r -le \$ROUNDS ]; do
+  events \$r
+  if [ $EVENTS_ONLY = 1 ]; then r=\$((r + 1)); continue; fi
   lat write \$r
   lat send \$r
   if [ \$((r % 2)) -eq 1 ]; then
@@ -123,8 +171,10 @@ while [ \$r -le \$ROUNDS ]; do
   fi
   r=\$((r + 1))
 done
+if [ $EVENTS_ONLY = 0 ]; then
 /guest/uverbs perf micro -d rxe0 -x \$G -n $ITERS 2>&1 | sed 's/^/BENCH-MICRO /'
 /guest/uverbs perf micro --fake -n 100000 -s $LAT_SIZE 2>&1 | sed 's/^/BENCH-FAKE /'
+fi
 exit \$fail
 GUEST
 
@@ -132,7 +182,7 @@ LOG=$WORK/console.log
 log "booting the $KERNEL guest: $ROUNDS round(s); lat -s $LAT_SIZE -n $ITERS, bw -s $BW_SIZE -n $BW_ITERS"
 set +e
 "$REPO/guest/run-guest.sh" --kernel "$KERNEL" --quiet --timeout "$TIMEOUT" \
-  --add "$WORK/uverbs:uverbs" --script "$WORK/guest.sh" --log "$LOG" >&2
+  --add "$WORK/uverbs:uverbs" --add "$WORK/cputime.sh:cputime.sh" --script "$WORK/guest.sh" --log "$LOG" >&2
 rc=$?
 set -e
 [[ -n $KEEP && -f $LOG ]] && cp "$LOG" "$KEEP"
@@ -142,7 +192,7 @@ tr -d '\r' < "$LOG" > "$WORK/clean.log"
 grep -A30 '^BENCH-FAIL' "$WORK/clean.log" >&2 || true
 
 # ---- report: rows, per-round ratios, summary of medians
-awk -v kernel="$KERNEL" -v BW_SIZE="$BW_SIZE" '
+awk -v kernel="$KERNEL" -v BW_SIZE="$BW_SIZE" -v EV_ITERS="$EV_ITERS" -v EV_SIZE="$EV_SIZE" '
 # ci(list): "lo hi", a distribution-free interval for the median of the
 # per-round values (order statistics j and n+1-j, j from the normal
 # approximation of the binomial: at least 95% coverage for n >= 5; with
@@ -162,6 +212,15 @@ function med(list,   n, a, i, j, t) {
 }
 /^BENCH-MICRO/ { sub(/^BENCH-MICRO /, ""); if ($0 !~ /^-+$/) micro = micro "  " $0 "\n"; next }
 /^BENCH-INFO/ { sub(/^BENCH-INFO /, ""); info = $0; next }
+/^BENCH-EV/ {
+  # BENCH-EV tool round usec/iter srv_user srv_sys cli_user cli_sys (ticks of 10 ms)
+  t = $2
+  evrow[t, $4] = $0; if ($4 > evmax) evmax = $4
+  evlat[t] = evlat[t] " " $4
+  evusr[t] = evusr[t] " " ($5 + $7) * 10000 / EV_ITERS
+  evsys[t] = evsys[t] " " ($6 + $8) * 10000 / EV_ITERS
+  next
+}
 /^BENCH-FAKE/ { sub(/^BENCH-FAKE /, ""); fake = fake "  " $0 "\n"; if ($NF ~ /^[0-9.]+$/) ns[$1] = $NF; next }
 /^BENCH-ROW/ && /inf|nan/ {
   # the clock calibration of perftest (get_cpu_mhz) can fail under TCG
@@ -182,9 +241,28 @@ function med(list,   n, a, i, j, t) {
 }
 END {
   printf "# kernel %s: %s\n", kernel, info
+  if (evmax > 0) {
+    printf "\n== rc-pingpong -e  (%d B, %d iterations, each tool on both sides; per iteration: latency of the client, CPU of both sides together)\n", EV_SIZE, EV_ITERS
+    for (r = 1; r <= evmax; r++) {
+      split("rdma-core uverbs", evt, " ")
+      for (i = 1; i <= 2; i++) if ((evt[i], r) in evrow) {
+        split(evrow[evt[i], r], f, " ")
+        printf "  round %d %-10s %8.2f usec/iter  user %6.2f usec/iter  sys %6.2f usec/iter  (ticks srv %s/%s cli %s/%s)\n", r, evt[i], f[4], (f[5] + f[7]) * 10000 / EV_ITERS, (f[6] + f[8]) * 10000 / EV_ITERS, f[5], f[6], f[7], f[8]
+      }
+    }
+    pl = med(evlat["rdma-core"]); ol = med(evlat["uverbs"])
+    pu = med(evusr["rdma-core"]); ou = med(evusr["uverbs"])
+    ps = med(evsys["rdma-core"]); os = med(evsys["uverbs"])
+    if (pl != "" && ol != "") {
+      printf "  median     rdma-core %.2f usec/iter, user %.2f, sys %.2f\n", pl, pu, ps
+      printf "  median     uverbs    %.2f usec/iter, user %.2f, sys %.2f\n", ol, ou, os
+      printf "  ratio uverbs/rdma-core: latency %.3f  user CPU %s  sys CPU %s  (target: <= 1)\n", ol / pl, (pu > 0) ? sprintf("%.3f", ou / pu) : "-", (ps > 0) ? sprintf("%.3f", os / ps) : "-"
+    }
+  }
   nt = split("ib_write_lat ib_send_lat ib_write_bw", tests, " ")
   for (k = 1; k <= nt; k++) {
     t = tests[k]; lat = (t ~ /_lat$/)
+    if (tools[t] == "") continue
     printf "\n== %s  (%s)\n", t, lat ? "usec, lower is better; ratio = ours/perftest, target <= 0.95" : "MB/sec, higher is better; ratio = ours/perftest, target >= 1.05"
     n = split(tools[t], tl, " ")
     for (r = 1; r <= maxr; r++) {
@@ -215,6 +293,7 @@ END {
   printf "%-13s %-11s %10s %-14s %10s %7s %13s %7s %s\n", "test", "metric", "perftest", "ours", "value", "ratio", "round CI", "bound", "verdict"
   for (k = 1; k <= nt; k++) {
     t = tests[k]; lat = (t ~ /_lat$/)
+    if (tools[t] == "") continue
     split(lat ? "t_typical t_avg" : "BW_average BW_peak", ms, " ")
     n = split(tools[t], tl, " ")
     for (mi = 1; mi <= 2; mi++) {

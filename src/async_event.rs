@@ -4,9 +4,10 @@
 //! `ib_uverbs_async_event_desc` per `read()`: the event type and an element,
 //! which is the `user_handle` of the CQ, QP, SRQ or WQ the event concerns, or
 //! the port number for port events (`drivers/infiniband/core/uverbs_main.c`,
-//! `ib_uverbs_async_handler`). The fd is non-blocking; blocking reads wait
-//! in `poll(2)`, so many threads can wait at once and each event goes to
-//! exactly one of them (one `read` dequeues one event).
+//! `ib_uverbs_async_handler`). Reads go through `event_fd` (a blocking get is
+//! one blocking `read`; timed and non-blocking gets poll); many threads can
+//! wait at once and each event goes to exactly one of them (one `read`
+//! dequeues one event).
 //!
 //! An event of a CQ, QP or SRQ holds that object alive and must be
 //! acknowledged (on drop, or with [`AsyncEvent::ack`]); destroying the object
@@ -19,24 +20,23 @@
 
 use std::{
     fmt,
-    os::fd::AsFd,
+    os::fd::BorrowedFd,
     sync::{atomic::Ordering, Arc},
     thread::ThreadId,
     time::Duration,
 };
-
-use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
     abi,
     context::Context,
     cq::CqInner,
     error::{Error, ErrorKind, Result},
-    event_count::{EventCounts, Stream, Target},
+    event_count::{current_thread, EventCounts, Stream, Target},
+    event_fd::{read_record, Wait},
     object::Owned,
     qp::QpInner,
     srq::SrqInner,
-    sys::Errno,
+    sys::{Errno, Kernel},
 };
 
 /// The type of an async event (`enum ibv_event_type`); values the crate does
@@ -280,7 +280,7 @@ impl Context {
     #[doc(alias = "ibv_get_async_event")]
     pub fn get_async_event(&self) -> Result<AsyncEvent> {
         loop {
-            if let Some(ev) = self.get_async_event_timeout(None)? {
+            if let Some(ev) = self.read_async_event(Wait::Forever)? {
                 return Ok(ev);
             }
         }
@@ -289,57 +289,49 @@ impl Context {
     /// The next async event if one is queued; `Ok(None)` when there is none
     /// ("would block").
     pub fn try_get_async_event(&self) -> Result<Option<AsyncEvent>> {
-        self.get_async_event_timeout(Some(Duration::ZERO))
+        self.read_async_event(Wait::Never)
     }
 
     /// Waits at most `timeout` (`None`: forever) for the next async event.
     pub fn get_async_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<AsyncEvent>> {
+        self.read_async_event(Wait::timeout(timeout))
+    }
+
+    fn read_async_event(&self, wait: Wait) -> Result<Option<AsyncEvent>> {
         let op = "read async event";
         let ctx = &self.inner;
-        let fd = ctx.async_fd.as_fd();
-        loop {
-            if ctx.removed.load(Ordering::Acquire) {
-                return Err(Error::new(
-                    op,
-                    ErrorKind::DeviceRemoved,
-                    "the device was removed (DEVICE_FATAL was reported): destroy the \
-                     remaining objects and close the context",
-                ));
-            }
-            let mut desc = abi::IbUverbsAsyncEventDesc::new_zeroed();
-            match ctx.kernel.read(fd, desc.as_mut_bytes()) {
-                Ok(n) if n == size_of::<abi::IbUverbsAsyncEventDesc>() => {
-                    return Ok(Some(self.decode(desc.element, desc.event_type)));
-                }
-                Ok(_) => return Err(Error::sys(op, Errno::EBADMSG)),
-                Err(Errno::EAGAIN) => {
-                    if timeout == Some(Duration::ZERO) {
-                        return Ok(None);
-                    }
-                    let ready = ctx
-                        .kernel
-                        .wait_readable(fd, timeout)
-                        .map_err(|e| Error::sys("poll async event fd", e))?;
-                    if !ready {
-                        return Ok(None);
-                    }
-                }
-                Err(Errno::EINTR) => continue,
-                Err(e) => {
-                    if e == Errno::EIO {
-                        ctx.removed.store(true, Ordering::Release);
-                    }
-                    return Err(Error::sys(op, e));
-                }
-            }
+        let removed = || {
+            Error::new(
+                op,
+                ErrorKind::DeviceRemoved,
+                "the device was removed (DEVICE_FATAL was reported): destroy the \
+                 remaining objects and close the context",
+            )
+        };
+        if ctx.removed.load(Ordering::Acquire) {
+            return Err(removed());
         }
+        let read = |k: &dyn Kernel, fd: BorrowedFd<'_>| {
+            if ctx.removed.load(Ordering::Acquire) {
+                // A DEVICE_FATAL event was decoded meanwhile.
+                return Err(Errno::EIO);
+            }
+            read_record::<abi::IbUverbsAsyncEventDesc>(k, fd)
+        };
+        let decode =
+            |desc: abi::IbUverbsAsyncEventDesc| Some(self.decode(desc.element, desc.event_type));
+        ctx.async_fd.next(wait, op, read, decode).inspect_err(|e| {
+            if e.errno() == Some(Errno::EIO) {
+                ctx.removed.store(true, Ordering::Release);
+            }
+        })
     }
 
     /// Decodes one event record (also used by tests through the fake kernel).
     fn decode(&self, element: u64, event_type: u32) -> AsyncEvent {
         let ctx = &self.inner;
         let event_type = AsyncEventType(event_type);
-        let holder = std::thread::current().id();
+        let holder = current_thread();
         let plain = |element| AsyncEvent {
             event_type,
             element,

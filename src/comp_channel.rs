@@ -3,10 +3,12 @@
 //!
 //! A channel is an fd the kernel queues one 8-byte `ib_uverbs_comp_event_desc`
 //! on each time an armed CQ attached to it gets a completion
-//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_comp_handler`). The
-//! fd is kept non-blocking; [`CompletionChannel::get_event`] blocks in
-//! `poll(2)`, so one channel serves blocking callers, non-blocking callers
-//! ([`CompletionChannel::try_get_event`]) and event loops (`AsFd`) at once.
+//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_comp_handler`).
+//! [`CompletionChannel::get_event`] is one blocking `read(2)`, as in
+//! libibverbs; the first [`CompletionChannel::try_get_event`] or timed get
+//! switches the fd to `O_NONBLOCK`, after which one channel serves blocking
+//! callers, non-blocking callers and event loops (`AsFd`) at once (see
+//! `event_fd`).
 //!
 //! # Edge-triggered epoll
 //!
@@ -17,7 +19,7 @@
 //! poll simply finds nothing.
 
 use std::{
-    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    os::fd::{AsFd, BorrowedFd},
     sync::Arc,
     thread::ThreadId,
     time::Duration,
@@ -30,16 +32,17 @@ use crate::{
     context::{Context, ContextInner},
     cq::CqInner,
     error::{Error, Result},
-    event_count::{Stream, Target},
+    event_count::{current_thread, Stream, Target},
+    event_fd::{read_record, EventFd, Wait},
     object::Owned,
-    sys::{self, Errno},
+    sys,
 };
 
 /// The kernel side of a channel; CQs attached to it hold an `Arc`.
 #[derive(Debug)]
 pub(crate) struct ChannelInner {
     pub(crate) ctx: Arc<ContextInner>,
-    pub(crate) fd: OwnedFd,
+    pub(crate) fd: EventFd,
 }
 
 /// A completion channel (`struct ibv_comp_channel`).
@@ -66,13 +69,10 @@ impl Context {
         )
         .map_err(|e| Error::sys(op, e))?;
         let fd = sys::adopt_fd(resp.fd as i32).map_err(|e| Error::sys(op, e))?;
-        ctx.kernel
-            .set_nonblocking(fd.as_fd(), true)
-            .map_err(|e| Error::sys("fcntl O_NONBLOCK on completion channel", e))?;
         Ok(CompletionChannel {
             inner: Arc::new(ChannelInner {
                 ctx: ctx.clone(),
-                fd,
+                fd: EventFd::new(ctx.kernel.clone(), fd, "completion channel"),
             }),
         })
     }
@@ -89,7 +89,7 @@ impl CompletionChannel {
     #[doc(alias = "ibv_get_cq_event")]
     pub fn get_event(&self) -> Result<CqEvent> {
         loop {
-            if let Some(ev) = self.get_event_timeout(None)? {
+            if let Some(ev) = self.read(Wait::Forever)? {
                 return Ok(ev);
             }
         }
@@ -98,38 +98,21 @@ impl CompletionChannel {
     /// The next completion event if one is queued; `Ok(None)` when the
     /// channel is empty ("would block").
     pub fn try_get_event(&self) -> Result<Option<CqEvent>> {
-        self.get_event_timeout(Some(Duration::ZERO))
+        self.read(Wait::Never)
     }
 
     /// Waits at most `timeout` (`None`: forever) for the next event.
     pub fn get_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<CqEvent>> {
-        let op = "read completion event";
-        let k = &self.inner.ctx.kernel;
-        loop {
-            let mut desc = abi::IbUverbsCompEventDesc::new_zeroed();
-            match k.read(self.inner.fd.as_fd(), desc.as_mut_bytes()) {
-                Ok(n) if n == size_of::<abi::IbUverbsCompEventDesc>() => {
-                    if let Some(ev) = self.deliver(desc.cq_handle) {
-                        return Ok(Some(ev));
-                    }
-                    // An event for a CQ being destroyed: counted, not delivered.
-                }
-                Ok(_) => return Err(Error::sys(op, Errno::EBADMSG)),
-                Err(Errno::EAGAIN) => {
-                    if timeout == Some(Duration::ZERO) {
-                        return Ok(None);
-                    }
-                    if !k
-                        .wait_readable(self.inner.fd.as_fd(), timeout)
-                        .map_err(|e| Error::sys("poll completion channel", e))?
-                    {
-                        return Ok(None);
-                    }
-                }
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(Error::sys(op, e)),
-            }
-        }
+        self.read(Wait::timeout(timeout))
+    }
+
+    fn read(&self, wait: Wait) -> Result<Option<CqEvent>> {
+        self.inner.fd.next(
+            wait,
+            "read completion event",
+            read_record::<abi::IbUverbsCompEventDesc>,
+            |desc| self.deliver(desc.cq_handle),
+        )
     }
 
     /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
@@ -145,7 +128,7 @@ impl CompletionChannel {
                 cq.on_completion_event();
                 Some(CqEvent {
                     cq: Some(cq),
-                    holder: std::thread::current().id(),
+                    holder: current_thread(),
                     acked: false,
                     _not_send: std::marker::PhantomData,
                 })

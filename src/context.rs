@@ -25,6 +25,7 @@ use crate::{
     device_list::{self, DeviceInfo},
     error::{Context as _, Error, ErrorKind, Result},
     event_count::Registry,
+    event_fd::EventFd,
     ioctl::{is_unsupported, IoctlCmd},
     providers::{AnyContext, Device, ProviderKind, Transport},
     sys::{self, Errno, Kernel, WriteCmd},
@@ -109,7 +110,7 @@ pub(crate) struct ContextInner {
     pub(crate) removed: AtomicBool,
     // Field order matters for drop: the async event fd is closed before the
     // command fd (the last close of the command fd tears the ucontext down).
-    pub(crate) async_fd: OwnedFd,
+    pub(crate) async_fd: EventFd,
     pub(crate) transport: Transport,
 }
 
@@ -351,10 +352,7 @@ impl Context {
             }
             None => alloc_async_fd(kernel.as_ref(), transport.fd(), driver_id)?,
         };
-        // Blocking reads wait in poll(2): see `async_event`.
-        kernel
-            .set_nonblocking(async_fd.as_fd(), true)
-            .op("fcntl O_NONBLOCK on the async event fd")?;
+        let async_fd = EventFd::new(kernel.clone(), async_fd, "async event fd");
         Ok(Context {
             inner: Arc::new(ContextInner {
                 kernel,

@@ -171,7 +171,7 @@ impl Context {
                     req.comp_vector = opts.comp_vector;
                     req.comp_channel = opts.channel.map_or(-1, |ch| {
                         use std::os::fd::AsRawFd;
-                        ch.inner.fd.as_raw_fd()
+                        ch.inner.fd.as_fd().as_raw_fd()
                     });
                     let mut resp = abi::IbUverbsCreateCqResp::new_zeroed();
                     let (drv_in, drv_out) = plan.driver_bufs();

@@ -19,12 +19,22 @@
 use crate::object::{busy, Destroy, Owned};
 use std::{
     collections::HashMap,
+    hash::{BuildHasherDefault, Hasher},
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, Condvar, Mutex, MutexGuard, Weak,
     },
     thread::{self, ThreadId},
 };
+
+/// The calling thread's id, without the reference count traffic of
+/// `thread::current()` (it is asked for on every delivered event).
+pub(crate) fn current_thread() -> ThreadId {
+    thread_local! {
+        static ME: ThreadId = thread::current().id();
+    }
+    ME.with(|me| *me)
+}
 
 /// The two streams an object can receive events on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +51,10 @@ struct Counts {
     acked: [u32; 2],
     /// Events delivered and not yet acknowledged, by the thread holding them.
     held: Vec<(ThreadId, u32)>,
+    /// Threads waiting on `changed` (a destroy): acknowledgements wake
+    /// someone only when this is non-zero, so the common case (nobody
+    /// destroying) makes no futex call.
+    waiters: u32,
 }
 
 /// Per-object event counts; see the module documentation.
@@ -65,7 +79,7 @@ impl EventCounts {
 
     /// Records that the current thread now holds one delivered event.
     pub(crate) fn delivered(&self) {
-        let me = thread::current().id();
+        let me = current_thread();
         let mut c = self.lock();
         match c.held.iter_mut().find(|(t, _)| *t == me) {
             Some((_, n)) => *n += 1,
@@ -77,13 +91,15 @@ impl EventCounts {
     /// that were read but never delivered, e.g. for an object being destroyed),
     /// and wakes waiters.
     pub(crate) fn ack(&self, stream: Stream, n: u32, holder: Option<ThreadId>) {
-        self.ack_quiet(stream, n, holder);
-        self.changed.notify_all();
+        if self.ack_quiet(stream, n, holder) {
+            self.changed.notify_all();
+        }
     }
 
     /// [`EventCounts::ack`] without waking anyone: for an event value that
     /// still has to release its reference and then calls [`EventCounts::notify`].
-    pub(crate) fn ack_quiet(&self, stream: Stream, n: u32, holder: Option<ThreadId>) {
+    /// Returns whether a destroy is waiting.
+    pub(crate) fn ack_quiet(&self, stream: Stream, n: u32, holder: Option<ThreadId>) -> bool {
         let mut c = self.lock();
         let i = index(stream);
         c.acked[i] = c.acked[i].wrapping_add(n);
@@ -97,11 +113,12 @@ impl EventCounts {
                 }
             }
         }
+        c.waiters > 0
     }
 
     /// How many delivered events the current thread holds.
     pub(crate) fn held_by_current_thread(&self) -> u32 {
-        let me = thread::current().id();
+        let me = current_thread();
         self.lock()
             .held
             .iter()
@@ -119,15 +136,25 @@ impl EventCounts {
     /// reference to the object). Taking the lock orders the release before
     /// any waiter's next check, so no wake-up is lost.
     pub(crate) fn notify(&self) {
-        drop(self.lock());
-        self.changed.notify_all();
+        let waiting = self.lock().waiters > 0;
+        if waiting {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits once on `changed`, registered as a waiter.
+    fn wait<'a>(&self, mut c: MutexGuard<'a, Counts>) -> MutexGuard<'a, Counts> {
+        c.waiters += 1;
+        let mut c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
+        c.waiters -= 1;
+        c
     }
 
     /// Blocks until as many events were acknowledged as the kernel reported.
     pub(crate) fn wait_acked(&self, reported: [u32; 2]) {
         let mut c = self.lock();
         while c.acked != reported {
-            c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
+            c = self.wait(c);
         }
     }
 
@@ -136,7 +163,7 @@ impl EventCounts {
     pub(crate) fn wait_while(&self, mut busy: impl FnMut() -> bool) {
         let mut c = self.lock();
         while busy() {
-            c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
+            c = self.wait(c);
         }
         drop(c);
     }
@@ -195,11 +222,33 @@ pub(crate) enum Target {
     Srq(Arc<EventCounts>, Weak<Owned<crate::srq::SrqInner>>),
 }
 
+/// Hashes a `user_handle`: they are distinct sequence numbers, so one
+/// multiplication spreads them (the default SipHash costs more than the rest
+/// of an event's lookup).
+#[derive(Debug, Default)]
+struct HandleHasher(u64);
+
+impl Hasher for HandleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// Maps the `user_handle` of every object of a context to its target.
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     next: AtomicU64,
-    map: Mutex<HashMap<u64, Target>>,
+    map: Mutex<HashMap<u64, Target, BuildHasherDefault<HandleHasher>>>,
 }
 
 impl Registry {

@@ -67,6 +67,7 @@ mod cq;
 mod device_list;
 mod error;
 mod event_count;
+mod event_fd;
 pub mod ioctl;
 mod mr;
 pub mod netlink;

@@ -3,19 +3,20 @@
 //! read from it (`rdma_get_cm_event`, `rdma_ack_cm_event`).
 //!
 //! `RDMA_USER_CM_CMD_GET_EVENT` is a `write()` that blocks in the kernel
-//! until an event is queued, or fails with `EAGAIN` on an `O_NONBLOCK` fd.
-//! The channel keeps its fd non-blocking and waits in `poll(2)` (the fd is
-//! readable while events are queued), so one channel serves blocking
-//! callers ([`EventChannel::get_event`]), non-blocking callers
-//! ([`EventChannel::try_get_event`]), callers with a timeout, and event
-//! loops (`AsFd`) at once, as the completion channel does.
+//! until an event is queued, or fails with `EAGAIN` on an `O_NONBLOCK` fd
+//! (the fd is readable while events are queued). Events are read through
+//! `event_fd`, as the verbs event fds are: [`EventChannel::get_event`] is one
+//! blocking command, as in librdmacm; the first
+//! [`EventChannel::try_get_event`] or timed get switches the fd to
+//! `O_NONBLOCK`, after which one channel serves blocking callers,
+//! non-blocking callers, callers with a timeout and event loops (`AsFd`) at
+//! once.
 
 use std::{
-    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    os::fd::{AsFd, BorrowedFd},
     path::Path,
     sync::{Arc, Mutex},
-    thread::ThreadId,
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 use zerocopy::{FromZeros, IntoBytes};
@@ -26,6 +27,7 @@ use crate::{
     device_list::devices_with,
     error::{Error, ErrorKind, Result},
     event_count::Stream,
+    event_fd::{EventFd, Wait},
     object::Owned,
     sys::{Errno, Kernel, UcmaCmd},
 };
@@ -72,7 +74,7 @@ pub(crate) fn cmd_name(cmd: u32) -> &'static str {
 #[derive(Debug)]
 pub(crate) struct ChannelInner {
     pub(crate) kernel: Arc<dyn Kernel>,
-    pub(crate) fd: OwnedFd,
+    pub(crate) fd: EventFd,
     /// Verbs contexts opened for the ids of this channel, by device.
     contexts: Mutex<Vec<Context>>,
 }
@@ -169,13 +171,10 @@ impl EventChannel {
                 err
             }
         })?;
-        kernel
-            .set_nonblocking(fd.as_fd(), true)
-            .map_err(|e| Error::sys("fcntl O_NONBLOCK on the rdma_cm channel", e))?;
         Ok(EventChannel {
             inner: Arc::new(ChannelInner {
+                fd: EventFd::new(kernel.clone(), fd, "rdma_cm event channel"),
                 kernel,
-                fd,
                 contexts: Mutex::new(Vec::new()),
             }),
         })
@@ -197,7 +196,7 @@ impl EventChannel {
     #[doc(alias = "rdma_get_cm_event")]
     pub fn get_event(&self) -> Result<CmEvent> {
         loop {
-            if let Some(ev) = self.get_event_timeout(None)? {
+            if let Some(ev) = self.read(Wait::Forever)? {
                 return Ok(ev);
             }
         }
@@ -205,50 +204,31 @@ impl EventChannel {
 
     /// The next event if one is queued; `Ok(None)` when none is ("would block").
     pub fn try_get_event(&self) -> Result<Option<CmEvent>> {
-        self.get_event_timeout(Some(Duration::ZERO))
+        self.read(Wait::Never)
     }
 
     /// Waits at most `timeout` (`None`: forever) for the next event.
     pub fn get_event_timeout(&self, timeout: Option<Duration>) -> Result<Option<CmEvent>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let k = &self.inner.kernel;
-        loop {
+        self.read(Wait::timeout(timeout))
+    }
+
+    fn read(&self, wait: Wait) -> Result<Option<CmEvent>> {
+        let get_event = |k: &dyn Kernel, fd: BorrowedFd<'_>| {
             let req = abi::RdmaUcmGetEvent::new_zeroed();
             let mut resp = Box::new(abi::RdmaUcmEventResp::new_zeroed());
-            match self.inner.command(
-                abi::RDMA_USER_CM_CMD_GET_EVENT,
-                req.as_bytes(),
-                Some(0),
-                resp.as_mut_bytes(),
-            ) {
-                Ok(()) => {
-                    if let Some(ev) = self.deliver(resp) {
-                        return Ok(Some(ev));
-                    }
-                }
-                Err(Errno::EAGAIN) => {
-                    let left = match deadline {
-                        None => None,
-                        Some(d) => {
-                            let now = Instant::now();
-                            if now >= d {
-                                return Ok(None);
-                            }
-                            Some(d - now)
-                        }
-                    };
-                    if !k
-                        .wait_readable(self.inner.fd.as_fd(), left)
-                        .map_err(|e| Error::sys("poll rdma_cm channel", e))?
-                        && deadline.is_some()
-                    {
-                        return Ok(None);
-                    }
-                }
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(Error::sys("RDMA_USER_CM_CMD_GET_EVENT", e)),
-            }
-        }
+            let mut cmd = UcmaCmd {
+                cmd: abi::RDMA_USER_CM_CMD_GET_EVENT,
+                body: req.as_bytes(),
+                response_at: Some(0),
+                response: resp.as_mut_bytes(),
+            };
+            k.ucma(fd, &mut cmd).map(|()| resp)
+        };
+        self.inner
+            .fd
+            .next(wait, "RDMA_USER_CM_CMD_GET_EVENT", get_event, |resp| {
+                self.deliver(resp)
+            })
     }
 
     /// Turns a read event into a [`CmEvent`]; `None` (after acknowledging it)
@@ -294,11 +274,6 @@ impl EventChannel {
     pub fn create_id(&self, ps: super::PortSpace) -> Result<CmId> {
         CmId::create(self.inner.clone(), ps)
     }
-}
-
-/// The holder of an event: the thread that read it.
-pub(crate) fn current_thread() -> ThreadId {
-    std::thread::current().id()
 }
 
 /// Keeps `Owned` in scope for the event module.

@@ -14,12 +14,14 @@
 
 use std::{fmt, marker::PhantomData, thread::ThreadId};
 
-use crate::{abi, event_count::Stream, qp_attr::AhAttr, QpType};
-
-use super::{
-    channel::{current_thread, IdArc},
-    id::CmId,
+use crate::{
+    abi,
+    event_count::{current_thread, Stream},
+    qp_attr::AhAttr,
+    QpType,
 };
+
+use super::{channel::IdArc, id::CmId};
 
 /// The kind of a CM event (`enum rdma_cm_event_type`); numbers this crate
 /// does not know are kept in [`CmEventKind::Unknown`].

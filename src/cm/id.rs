@@ -15,6 +15,7 @@
 use std::{
     collections::HashMap,
     net::SocketAddr,
+    os::fd::{AsFd, AsRawFd},
     sync::{
         atomic::{AtomicBool, AtomicU64, Ordering},
         Arc, Mutex, OnceLock, Weak,
@@ -628,11 +629,10 @@ impl CmId {
     /// id and may be acknowledged at any time.
     #[doc(alias = "rdma_migrate_id")]
     pub fn migrate(&self, to: &EventChannel) -> Result<()> {
-        use std::os::fd::AsRawFd;
         let from = self.channel();
         let mut req = abi::RdmaUcmMigrateId::new_zeroed();
         req.id = self.inner.kernel_id;
-        req.fd = from.fd.as_raw_fd() as u32;
+        req.fd = from.fd.as_fd().as_raw_fd() as u32;
         let mut resp = abi::RdmaUcmMigrateResp::new_zeroed();
         // Hold the channel slot so no command goes to the old fd meanwhile.
         let mut slot = self.inner.channel.lock().unwrap_or_else(|p| p.into_inner());

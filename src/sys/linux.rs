@@ -128,18 +128,23 @@ impl Kernel for Linux {
     }
 
     fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
+        // poll(2) counts whole milliseconds: round up, so a wait never ends
+        // before the time asked (a caller with a deadline would otherwise
+        // spin through its last millisecond with zero timeouts).
         let timeout = match timeout {
             None => PollTimeout::NONE,
-            Some(t) => PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX),
+            Some(t) => {
+                let ms = t.as_nanos().div_ceil(1_000_000);
+                PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+            }
         };
         let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-        loop {
-            match nix::poll::poll(&mut fds, timeout) {
-                Ok(0) => return Ok(false),
-                Ok(_) => return Ok(true),
-                Err(Errno::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(0) => Ok(false),
+            // Readable, or interrupted by a signal: the caller reads to find
+            // out (retrying here would restart the whole timeout).
+            Ok(_) | Err(Errno::EINTR) => Ok(true),
+            Err(e) => Err(e),
         }
     }
 

@@ -147,7 +147,9 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// `read()` of one record from an event file descriptor.
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno>;
 
-    /// Waits until `fd` is readable; `None` waits forever. Returns false on timeout.
+    /// Waits until `fd` is readable; `None` waits forever. Returns false on
+    /// timeout, true when the fd is readable or the wait was interrupted by a
+    /// signal (a read tells which).
     fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno>;
 
     /// Sets or clears `O_NONBLOCK`.

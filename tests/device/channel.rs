@@ -3,9 +3,11 @@
 //! the acknowledgement of events held by other threads.
 
 use std::{
-    os::fd::AsFd,
+    ffi::OsString,
+    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    path::Path,
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc, Barrier,
     },
     thread,
@@ -13,6 +15,7 @@ use std::{
 };
 
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
+use uverbs::sys::{Errno, IoctlCmd, Kernel, Linux, Mapping, Protection, WriteCmd};
 use uverbs::{
     ack_cq_events, CompletionChannel, CompletionQueue, CqOptions, ProtectionDomain, QpInitAttr,
     QpType, QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
@@ -32,7 +35,10 @@ struct Signalled {
 }
 
 fn signalled() -> Signalled {
-    let ctx = open();
+    signalled_on(open())
+}
+
+fn signalled_on(ctx: uverbs::Context) -> Signalled {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
@@ -105,6 +111,117 @@ fn drain(cq: &mut CompletionQueue) -> usize {
         }
         n += k;
     }
+}
+
+/// The real kernel, counting the reads and polls of event fds.
+#[derive(Debug, Default)]
+struct CountingKernel {
+    reads: AtomicUsize,
+    polls: AtomicUsize,
+    fcntls: AtomicUsize,
+}
+
+impl Kernel for CountingKernel {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        Linux.open_rdwr(path)
+    }
+    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        Linux.char_dev(fd)
+    }
+    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        Linux.ioctl(fd, cmd)
+    }
+    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        Linux.write_cmd(fd, cmd)
+    }
+    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        Linux.write(fd, buf)
+    }
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        Linux.read(fd, buf)
+    }
+    fn wait_readable(&self, fd: BorrowedFd<'_>, t: Option<Duration>) -> Result<bool, Errno> {
+        self.polls.fetch_add(1, Ordering::Relaxed);
+        Linux.wait_readable(fd, t)
+    }
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        self.fcntls.fetch_add(1, Ordering::Relaxed);
+        Linux.set_nonblocking(fd, nonblocking)
+    }
+    fn mmap(
+        &self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        Linux.mmap(fd, len, offset, prot)
+    }
+    fn netlink_rdma(&self, req: &[u8], on: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        Linux.netlink_rdma(req, on)
+    }
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        Linux.read_to_string(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        Linux.read_dir(path)
+    }
+}
+
+impl CountingKernel {
+    fn take(&self) -> (usize, usize, usize) {
+        (
+            self.reads.swap(0, Ordering::Relaxed),
+            self.polls.swap(0, Ordering::Relaxed),
+            self.fcntls.swap(0, Ordering::Relaxed),
+        )
+    }
+}
+
+/// A blocking get is what libibverbs' `ibv_get_cq_event` is: one blocking
+/// read(2), whether the event is already queued or arrives while waiting;
+/// the first non-blocking get switches the fd once, then polls.
+#[test]
+fn a_blocking_get_is_one_read_and_the_first_try_get_switches_once() {
+    let k = Arc::new(CountingKernel::default());
+    let ctx = uverbs::Context::open_with(k.clone(), Some(&crate::test_device())).unwrap();
+    let mut s = signalled_on(ctx);
+    let channel = s.channel.clone();
+
+    s.recv_cq.req_notify(false).unwrap();
+    s.send(1);
+    k.take();
+    channel.get_event().unwrap().ack();
+    assert_eq!(
+        k.take(),
+        (1, 0, 0),
+        "(reads, polls, fcntls) of a queued event"
+    );
+    assert_eq!(drain(&mut s.recv_cq), 1);
+
+    s.recv_cq.req_notify(false).unwrap();
+    let ev = thread::scope(|sc| {
+        sc.spawn(|| {
+            thread::sleep(Duration::from_millis(200));
+            s.send(1);
+        });
+        k.take();
+        channel.get_event().unwrap()
+    });
+    assert_eq!(k.take(), (1, 0, 0), "waiting is the read itself");
+    ev.ack();
+    assert_eq!(drain(&mut s.recv_cq), 1);
+
+    assert!(channel.try_get_event().unwrap().is_none());
+    assert_eq!(k.take(), (1, 0, 1), "a read and the one O_NONBLOCK switch");
+    assert!(channel
+        .get_event_timeout(Some(Duration::from_millis(30)))
+        .unwrap()
+        .is_none());
+    let (reads, polls, fcntls) = k.take();
+    assert_eq!(fcntls, 0, "switched once");
+    assert!(reads >= 2 && polls >= 1, "poll then read: {reads} {polls}");
 }
 
 #[test]
@@ -278,4 +395,35 @@ fn destroy_from_the_thread_holding_the_event_is_ebusy_not_a_deadlock() {
     // The CQ lives on in the event; acknowledging it lets it go.
     drop(ev);
     drop(pd);
+}
+
+/// The three event fds of the real kernel, empty: a timed get returns
+/// `None` at its deadline, not before and not a scheduling quantum after.
+#[test]
+fn timed_gets_on_every_event_fd_end_at_their_deadline() {
+    const QUANTUM: Duration = Duration::from_millis(20);
+    let ctx = open();
+    let channel = ctx.create_comp_channel().unwrap();
+    let cm = uverbs::cm::EventChannel::open().unwrap();
+    for ms in [5u64, 50] {
+        let t = Duration::from_millis(ms);
+        let timed = |name: &str, get: &dyn Fn() -> bool| {
+            let start = std::time::Instant::now();
+            assert!(!get(), "{name}: an event on an empty fd");
+            let took = start.elapsed();
+            assert!(
+                took >= t && took <= t + QUANTUM,
+                "{name}, {ms} ms: took {took:?}"
+            );
+        };
+        timed("completion channel", &|| {
+            channel.get_event_timeout(Some(t)).unwrap().is_some()
+        });
+        timed("async event fd", &|| {
+            ctx.get_async_event_timeout(Some(t)).unwrap().is_some()
+        });
+        timed("rdma_cm channel", &|| {
+            cm.get_event_timeout(Some(t)).unwrap().is_some()
+        });
+    }
 }
