@@ -29,7 +29,11 @@
 //!
 //! Adding a provider (siw, efa, ...) is a new folder with a type that
 //! implements [`Provider`], one line in the `providers!` list in
-//! `dispatch.rs`, and its driver id in [`ProviderKind::for_driver`].
+//! `dispatch.rs`, and its driver id in [`ProviderKind::for_driver`]. The
+//! provider's kernel (or device) side, faked for tests, lives in the same
+//! folder behind the `test-utils` feature, as `rxe/fake.rs` does
+//! (`uverbs::testing::rxe`): one simulation shared by unit tests, host tests
+//! and `uverbs perf micro --fake`.
 //!
 //! The source lives in the workspace's `providers/` directory, next to
 //! `src/`, as the project's layout asks; it is compiled as modules of the

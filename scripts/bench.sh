@@ -7,7 +7,8 @@
 #                    [--no-build] [--timeout S] [--keep-log FILE]
 #   scripts/bench.sh --report FILE [--kernel K]   (the report of a kept log)
 #
-# Builds `uverbs` in release (cargo build --release --bin uverbs), boots the
+# Builds `uverbs` in release (cargo build --release --bin uverbs --features
+# test-utils, for `perf micro --fake`), boots the
 # rxe guest (guest/run-guest.sh) and, for R rounds (default 3), runs for each
 # of ib_write_lat, ib_send_lat and ib_write_bw (perftest first in odd
 # rounds, last in even ones): perftest (server in the
@@ -71,8 +72,8 @@ if [[ -n $REPORT ]]; then
   LOG=$REPORT
 else
 if [[ $BUILD == 1 ]]; then
-  log "cargo build --release --bin uverbs"
-  cargo build --release --bin uverbs >&2
+  log "cargo build --release --bin uverbs --features test-utils"
+  cargo build --release --bin uverbs --features test-utils >&2
 fi
 BIN=$REPO/target/release/uverbs
 [[ -x $BIN ]] || { log "no $BIN (drop --no-build)"; exit 2; }
@@ -215,7 +216,7 @@ function med(list,   n, a, i, j, t) {
 /^BENCH-EV/ {
   # BENCH-EV tool round usec/iter srv_user srv_sys cli_user cli_sys (ticks of 10 ms)
   t = $2
-  evrow[t, $4] = $0; if ($4 > evmax) evmax = $4
+  evrow[t, $3] = $0; if ($3 > evmax) evmax = $3
   evlat[t] = evlat[t] " " $4
   evusr[t] = evusr[t] " " ($5 + $7) * 10000 / EV_ITERS
   evsys[t] = evsys[t] " " ($6 + $8) * 10000 / EV_ITERS
@@ -289,6 +290,7 @@ END {
   user["ib_write_bw", "uverbs"] = ns["write_sge"] + ns["poll_one"] + 2 * ns["clock"]
   havefake = ("write_sge" in ns) && ("poll_one" in ns) && ("clock" in ns)
   if (skipped != "") printf "\n%s", skipped
+  if (maxr == 0) exit
   printf "\n== summary (kernel %s): median over %d round(s)\n", kernel, maxr
   printf "%-13s %-11s %10s %-14s %10s %7s %13s %7s %s\n", "test", "metric", "perftest", "ours", "value", "ratio", "round CI", "bound", "verdict"
   for (k = 1; k <= nt; k++) {

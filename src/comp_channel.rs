@@ -118,13 +118,15 @@ impl CompletionChannel {
     /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
     /// its CQ is already being destroyed.
     fn deliver(&self, user_handle: u64) -> Option<CqEvent> {
-        let Some(Target::Cq(counts, cq)) = self.inner.ctx.events.get(user_handle) else {
+        // Upgraded under the registry's lock: no copy of the entry.
+        let cq = self.inner.ctx.events.with(user_handle, |t| match t {
+            Some(Target::Cq(counts, cq)) => Some(cq.upgrade().ok_or_else(|| counts.clone())),
             // Not a CQ of this context: the kernel never does this.
-            return None;
-        };
-        match cq.upgrade() {
-            Some(cq) => {
-                counts.delivered();
+            _ => None,
+        })?;
+        match cq {
+            Ok(cq) => {
+                cq.events.delivered();
                 cq.on_completion_event();
                 Some(CqEvent {
                     cq: Some(cq),
@@ -133,7 +135,7 @@ impl CompletionChannel {
                     _not_send: std::marker::PhantomData,
                 })
             }
-            None => {
+            Err(counts) => {
                 counts.ack(Stream::Completion, 1, None);
                 None
             }

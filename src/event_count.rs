@@ -21,7 +21,7 @@ use std::{
     collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
     sync::{
-        atomic::{AtomicU64, Ordering},
+        atomic::{fence, AtomicU32, AtomicU64, Ordering},
         Arc, Condvar, Mutex, MutexGuard, Weak,
     },
     thread::{self, ThreadId},
@@ -51,10 +51,6 @@ struct Counts {
     acked: [u32; 2],
     /// Events delivered and not yet acknowledged, by the thread holding them.
     held: Vec<(ThreadId, u32)>,
-    /// Threads waiting on `changed` (a destroy): acknowledgements wake
-    /// someone only when this is non-zero, so the common case (nobody
-    /// destroying) makes no futex call.
-    waiters: u32,
 }
 
 /// Per-object event counts; see the module documentation.
@@ -62,6 +58,13 @@ struct Counts {
 pub(crate) struct EventCounts {
     counts: Mutex<Counts>,
     changed: Condvar,
+    /// Threads waiting on `changed` (destroys). Acknowledgements and
+    /// releases wake someone only when this is non-zero, so the common case
+    /// (nobody destroying) takes no extra lock and makes no futex call. A
+    /// waiter registers before it checks its condition and a notifier reads
+    /// this after its change, each behind a `SeqCst` fence, so one of them
+    /// sees the other (see `wait_while` and `notify`).
+    waiters: AtomicU32,
 }
 
 fn index(stream: Stream) -> usize {
@@ -113,7 +116,7 @@ impl EventCounts {
                 }
             }
         }
-        c.waiters > 0
+        self.waiters.load(Ordering::Relaxed) > 0
     }
 
     /// How many delivered events the current thread holds.
@@ -136,35 +139,45 @@ impl EventCounts {
     /// reference to the object). Taking the lock orders the release before
     /// any waiter's next check, so no wake-up is lost.
     pub(crate) fn notify(&self) {
-        let waiting = self.lock().waiters > 0;
-        if waiting {
+        // Orders the caller's change (an Arc released) before the read of
+        // `waiters`; pairs with the fence in `wait_while`.
+        fence(Ordering::SeqCst);
+        if self.waiters.load(Ordering::Relaxed) > 0 {
+            // A waiter is between its check and its wait, or waiting: the
+            // lock makes it finish either before this change is checked
+            // again or in the wait that this wakes.
+            drop(self.lock());
             self.changed.notify_all();
         }
     }
 
-    /// Waits once on `changed`, registered as a waiter.
-    fn wait<'a>(&self, mut c: MutexGuard<'a, Counts>) -> MutexGuard<'a, Counts> {
-        c.waiters += 1;
-        let mut c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
-        c.waiters -= 1;
-        c
-    }
-
     /// Blocks until as many events were acknowledged as the kernel reported.
     pub(crate) fn wait_acked(&self, reported: [u32; 2]) {
-        let mut c = self.lock();
-        while c.acked != reported {
-            c = self.wait(c);
-        }
+        self.wait_while_locked(|c| c.acked != reported, || false);
     }
 
     /// Blocks while `busy()` is true, re-checking after every acknowledgement
     /// and every [`EventCounts::notify`].
-    pub(crate) fn wait_while(&self, mut busy: impl FnMut() -> bool) {
+    pub(crate) fn wait_while(&self, busy: impl FnMut() -> bool) {
+        self.wait_while_locked(|_| false, busy);
+    }
+
+    /// Waits while `counted(counts)` or `busy()`, registered as a waiter
+    /// before the first check.
+    fn wait_while_locked(
+        &self,
+        mut counted: impl FnMut(&Counts) -> bool,
+        mut busy: impl FnMut() -> bool,
+    ) {
         let mut c = self.lock();
-        while busy() {
-            c = self.wait(c);
+        self.waiters.fetch_add(1, Ordering::Relaxed);
+        // Pairs with the fence in `notify`: either that notifier sees this
+        // waiter, or the check below sees its change.
+        fence(Ordering::SeqCst);
+        while counted(&c) || busy() {
+            c = self.changed.wait(c).unwrap_or_else(|p| p.into_inner());
         }
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
         drop(c);
     }
 
@@ -267,11 +280,17 @@ impl Registry {
 
     /// Looks up a `user_handle` from an event.
     pub(crate) fn get(&self, user_handle: u64) -> Option<Target> {
-        self.map
+        self.with(user_handle, |t| t.cloned())
+    }
+
+    /// Runs `f` on the target of a `user_handle` under the registry's lock
+    /// (to upgrade it without cloning the entry).
+    pub(crate) fn with<R>(&self, user_handle: u64, f: impl FnOnce(Option<&Target>) -> R) -> R {
+        f(self
+            .map
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&user_handle)
-            .cloned()
+            .get(&user_handle))
     }
 
     /// Forgets a destroyed object.

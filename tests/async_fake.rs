@@ -1,4 +1,4 @@
-//! Async events through the fake kernel (`tests/common/fake_rxe.rs`): every
+//! Async events through the fake kernel (`uverbs::testing::rxe`): every
 //! event type decoded from the exact 16-byte record the kernel's
 //! `ib_uverbs_async_event_desc` read returns, including the ones rxe cannot
 //! raise (path migration, LID/P_Key/SM changes, client reregister, SRQ and
@@ -6,16 +6,13 @@
 //! on, and the disassociate path as mlx5 produces it after a device removal:
 //! a DEVICE_FATAL event, then EIO from every command.
 
-#[path = "common/fake_rxe.rs"]
-mod fake_rxe;
-
 use std::{
     sync::{atomic::Ordering, mpsc},
     thread,
     time::{Duration, Instant},
 };
 
-use fake_rxe::*;
+use uverbs::testing::rxe::*;
 use uverbs::{
     abi, sys::Errno, AsyncElement, AsyncEventType as T, CompletionQueue, Context, CqOptions,
     ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
@@ -23,7 +20,7 @@ use uverbs::{
 use zerocopy::{FromZeros, IntoBytes};
 
 struct Objs {
-    fake: FakeRxe,
+    fake: std::sync::Arc<FakeRxe>,
     ctx: Context,
     pd: ProtectionDomain,
     cq: CompletionQueue,

@@ -1,13 +1,10 @@
 //! Discovery, context creation, queries and the ioctl → write fallback,
-//! driven through the fake kernel (`tests/common/fake_rxe.rs`). The same
+//! driven through the fake kernel (`uverbs::testing::rxe`). The same
 //! paths run against the real kernel in `tests/device/`.
-
-#[path = "common/fake_rxe.rs"]
-mod fake_rxe;
 
 use std::sync::atomic::Ordering;
 
-use fake_rxe::*;
+use uverbs::testing::rxe::*;
 use uverbs::{
     abi,
     sys::{fake::Call, Errno},

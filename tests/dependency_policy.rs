@@ -666,3 +666,37 @@ fn json_parser_handles_escapes_and_rejects_garbage() {
         assert!(Json::parse(bad).is_err(), "accepted {bad:?}");
     }
 }
+
+/// The fake kernels are test code: they ship only with the `test-utils`
+/// feature, which no default turns on (the crate's own tests get it from
+/// their self dev-dependency).
+#[test]
+fn the_fakes_are_behind_the_test_utils_feature() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = fs::read_to_string(workspace_manifest()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(manifest.contains("\ntest-utils = []"), "the feature exists");
+    assert!(
+        !manifest.contains("default = [\"test-utils\"")
+            && !manifest.contains("default=[\"test-utils\""),
+        "test-utils is not a default feature"
+    );
+    let gate = "#[cfg(any(test, feature = \"test-utils\"))]";
+    for (file, item) in [
+        ("src/sys/mod.rs", "pub mod fake;"),
+        ("src/lib.rs", "pub mod testing {"),
+        ("providers/rxe/mod.rs", "pub mod fake;"),
+        ("src/bin/uverbs/perf/mod.rs", "mod micro_fake;"),
+    ] {
+        let text = fs::read_to_string(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == item)
+            .unwrap_or_else(|| panic!("{file}: no `{item}`"));
+        let cfg = lines[at - 1];
+        assert!(
+            cfg == gate || cfg == "#[cfg(feature = \"test-utils\")]",
+            "{file}: `{item}` must be gated by the test-utils feature, found `{cfg}`"
+        );
+    }
+}

@@ -4,15 +4,12 @@
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
 
-#[path = "common/fake_rxe.rs"]
-mod fake_rxe;
-
 use std::{
     alloc::{GlobalAlloc, Layout, System},
     cell::Cell,
 };
 
-use fake_rxe::*;
+use uverbs::testing::rxe::*;
 use uverbs::{
     sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
     RecvWr, SendWr, WorkCompletion,

@@ -18,7 +18,17 @@ use std::{
 };
 
 /// Modules of the crate a provider may import.
-const VOCABULARY: &[&str] = &["abi", "error", "ioctl", "sys", "wc", "wr", "providers"];
+/// (`netlink`: the fake rxe kernel, `providers/rxe/fake.rs`, answers discovery.)
+const VOCABULARY: &[&str] = &[
+    "abi",
+    "error",
+    "ioctl",
+    "netlink",
+    "sys",
+    "wc",
+    "wr",
+    "providers",
+];
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = fs::read_dir(dir)
@@ -135,6 +145,8 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("src/lib.rs", "pub use providers::mlx5::dv as mlx5;"),
     // The kernel ABI re-exported as one namespace (abi::mlx5, abi::rxe).
     ("src/lib.rs", "mlx5_ioctl::*"),
+    // The fakes for tests (feature test-utils).
+    ("src/lib.rs", "pub use crate::providers::rxe::fake as rxe;"),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
 ];

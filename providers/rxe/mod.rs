@@ -27,6 +27,8 @@ use crate::{
 
 mod cq;
 mod doorbell;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod fake;
 mod queue;
 mod recv;
 mod send;

@@ -1,15 +1,9 @@
-//! Host tests of the rxe rings: an anonymous mapping with a header written as
-//! `rxe_queue_init` writes it, and a [`Kernel`] helper that plays the
-//! kernel's side of the index protocol through its own raw pointer (code
-//! independent of `queue.rs`, so the two sides check each other).
-#![allow(unsafe_code)]
+//! Host tests of the rxe rings, against the kernel's side played by the
+//! shared fake ([`RxeRing`] of `fake.rs`: code independent of `queue.rs`, so
+//! the two sides check each other).
 
 use std::{
-    mem::size_of,
-    sync::{
-        atomic::{AtomicU32, Ordering},
-        Arc,
-    },
+    sync::{atomic::Ordering, Arc},
     thread,
 };
 
@@ -18,7 +12,8 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::{
     cq::RxeCq,
     doorbell,
-    queue::{Producer, HEADER_LEN},
+    fake::RxeRing,
+    queue::Producer,
     recv::{RxeRq, RECV_WQE_LEN},
     send::{build_wqe, RxeSq, UdFields, SEND_WQE_LEN},
 };
@@ -50,99 +45,11 @@ fn mapping_with(len: usize, log2: u32, mask: u32) -> Mapping {
 }
 
 /// A well-formed ring of `slots` slots of `1 << log2` bytes, plus the
-/// kernel's view of it.
-fn ring(log2: u32, slots: u32) -> (Mapping, Kernel) {
-    let map = mapping_with(HEADER_LEN + ((slots as usize) << log2), log2, slots - 1);
-    let kernel = Kernel {
-        base: map.as_mut_ptr(),
-        mask: slots - 1,
-        stride: 1 << log2,
-    };
-    (map, kernel)
-}
-
-/// The kernel's side of one ring.
-#[derive(Debug)]
-struct Kernel {
-    base: *mut u8,
-    mask: u32,
-    stride: usize,
-}
-
-// SAFETY: `Kernel` is a pointer into a mapping that the ring object under
-// test owns and keeps alive for the whole test; the tests only move it to a
-// thread that the test joins before the ring is dropped, and it touches
-// only the index word the kernel owns (atomically) and slots the protocol
-// gives it.
-unsafe impl Send for Kernel {}
-
-impl Kernel {
-    fn word(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: offsets 128/256 lie in the 384-byte header of a live,
-        // page-aligned mapping; the word is only accessed atomically.
-        unsafe { AtomicU32::from_ptr(self.base.add(offset).cast()) }
-    }
-    fn producer(&self) -> u32 {
-        // smp_load_acquire(&q->buf->producer_index) (QUEUE_TYPE_FROM_CLIENT)
-        self.word(128).load(Ordering::Acquire)
-    }
-    fn set_producer(&self, v: u32) {
-        // smp_store_release(&q->buf->producer_index) (QUEUE_TYPE_TO_CLIENT)
-        self.word(128).store(v & self.mask, Ordering::Release);
-    }
-    fn consumer(&self) -> u32 {
-        self.word(256).load(Ordering::Acquire)
-    }
-    fn set_consumer(&self, v: u32) {
-        self.word(256).store(v & self.mask, Ordering::Release);
-    }
-    fn slot(&self, index: u32) -> Vec<u8> {
-        let mut out = vec![0; self.stride];
-        // SAFETY: the slot is inside the mapping (masked index) and owned by
-        // the "kernel" by the protocol at the call sites.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                self.base
-                    .add(HEADER_LEN + (index & self.mask) as usize * self.stride),
-                out.as_mut_ptr(),
-                self.stride,
-            );
-        }
-        out
-    }
-    fn write_slot(&self, index: u32, bytes: &[u8]) {
-        assert!(bytes.len() <= self.stride);
-        // SAFETY: as in `slot`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                self.base
-                    .add(HEADER_LEN + (index & self.mask) as usize * self.stride),
-                bytes.len(),
-            );
-        }
-    }
-    /// Takes the next WQE of a FROM_CLIENT queue, if any.
-    fn consume(&self) -> Option<Vec<u8>> {
-        let cons = self.consumer();
-        if self.producer() == cons {
-            return None;
-        }
-        let bytes = self.slot(cons);
-        self.set_consumer(cons + 1);
-        Some(bytes)
-    }
-    /// Posts a CQE into a TO_CLIENT queue; false when full.
-    fn post_cqe(&self, cqe: &IbUverbsWc) -> bool {
-        let prod = self.word(128).load(Ordering::Relaxed);
-        if (prod + 1) & self.mask == self.consumer() {
-            return false;
-        }
-        let mut slot = vec![0xa5u8; self.stride];
-        slot[..size_of::<IbUverbsWc>()].copy_from_slice(cqe.as_bytes());
-        self.write_slot(prod, &slot);
-        self.set_producer(prod + 1);
-        true
+/// kernel's view of it (the shared fake's, `fake.rs`).
+fn ring(log2: u32, slots: u32) -> (Mapping, RxeRing) {
+    match RxeRing::new(log2, slots) {
+        Ok(pair) => pair,
+        Err(e) => panic!("fake ring: {e}"),
     }
 }
 
@@ -180,7 +87,7 @@ fn atomic_of(w: &RxeSendWqe) -> RxeSendWrAtomic {
 }
 
 /// An SQ of 8 slots of 1024 bytes (max_sge 4, max_inline 64).
-fn sq(qp_type: u8) -> (RxeSq, Kernel) {
+fn sq(qp_type: u8) -> (RxeSq, RxeRing) {
     let (map, k) = ring(10, 8);
     match RxeSq::new(map, 4, 64, qp_type) {
         Ok(sq) => (sq, k),
@@ -290,7 +197,7 @@ fn rdma_write_write_imm_and_read() {
     assert_eq!(w.iova, 0x5000);
 }
 
-fn sq_rc() -> (RxeSq, Kernel) {
+fn sq_rc() -> (RxeSq, RxeRing) {
     sq(RC)
 }
 
@@ -671,7 +578,7 @@ fn check_wc(wc: &WorkCompletion, i: u32) {
     assert_eq!(*wc, want);
 }
 
-fn cq_ring(slots: u32) -> (RxeCq, Kernel) {
+fn cq_ring(slots: u32) -> (RxeCq, RxeRing) {
     let (map, k) = ring(6, slots);
     match RxeCq::new(map) {
         Ok(cq) => (cq, k),
@@ -952,7 +859,7 @@ fn direct_wqe_writes_over_stale_slots_match_the_builder() {
     ];
     for wr in &wrs {
         let prod = k.producer();
-        k.write_slot(prod, &vec![0xa5u8; k.stride]);
+        k.write_slot(prod, &[]); // the whole slot 0xa5
         assert_eq!(sq.post(std::slice::from_ref(wr)), Ok(()));
         let bytes = match k.consume() {
             Some(b) => b,

@@ -12,6 +12,7 @@
 //! request. [`IoctlCmd`] and [`WriteCmd`] hold those buffers as Rust slices; only
 //! [`Linux`] turns them into the kernel's pointer-carrying layout.
 
+#[cfg(any(test, feature = "test-utils"))]
 pub mod fake;
 mod linux;
 mod raw_write;

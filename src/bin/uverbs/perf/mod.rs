@@ -16,9 +16,10 @@
 mod args;
 mod bw;
 mod clock;
-mod fake;
 mod lat;
 mod micro;
+#[cfg(feature = "test-utils")]
+mod micro_fake;
 mod process;
 mod report;
 
@@ -333,7 +334,12 @@ fn print_header(o: &Opts, s: &Header) {
 
 fn run(o: &Opts) -> Res<()> {
     if o.fake {
-        return micro::run_fake(o);
+        #[cfg(feature = "test-utils")]
+        return micro_fake::run(o);
+        #[cfg(not(feature = "test-utils"))]
+        return Err(
+            "--fake needs the fake kernel: build uverbs with `--features test-utils`".into(),
+        );
     }
     let lat = matches!(o.test, Test::WriteLat | Test::SendLat);
     if lat && !o.threads {

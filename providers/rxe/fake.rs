@@ -1,39 +1,65 @@
-//! A fake Linux 6.1 kernel with one rxe device, built on `uverbs::sys::fake`.
+//! rxe's kernel side, faked: the one simulation of a Linux 6.1 kernel with
+//! an rxe device that the unit tests, the host tests (`tests/*_fake.rs`)
+//! and `uverbs perf micro --fake` share (feature `test-utils`, public as
+//! `uverbs::testing::rxe`).
 //!
-//! It answers what the real kernel answers for the calls a context makes
-//! (netlink discovery, GET_CONTEXT, ASYNC_EVENT_ALLOC, QUERY_PORT,
-//! EX_QUERY_DEVICE, the GID queries), with values taken from the rxe test
-//! guest, and can be told to behave like older kernels (no ioctl at all, or
-//! no QUERY_PORT method) so the write fallbacks run.
-#![allow(dead_code)]
+//! [`FakeRxe`] answers what the real kernel answers for the calls a context
+//! makes (netlink discovery, GET_CONTEXT, ASYNC_EVENT_ALLOC, QUERY_PORT,
+//! EX_QUERY_DEVICE, the GID queries, object create and destroy with the
+//! events reported), with values taken from the rxe test guest, and can be
+//! told to behave like older kernels (no ioctl at all, or no QUERY_PORT
+//! method) or a removed device. Everything but the rings and the doorbell
+//! goes through a [`FakeKernel`], which logs the calls.
+//!
+//! Ring memory is shared as the kernel shares it: each queue is a memfd
+//! mapped twice, once for the library (the `mmap` answer) and once for the
+//! fake's [`RxeRing`] view, which plays the kernel's side of the index
+//! protocol (`drivers/infiniband/sw/rxe/rxe_queue.h`) with its own code,
+//! independent of the provider's `queue.rs`, so the two check each other. A
+//! view keeps its mapping alive, so it stays valid after the library has
+//! destroyed the queue.
+//!
+//! [`FastDoorbell`] is the same fake with a doorbell `write` that only
+//! returns, for instruction counts of the data path (`benches/callgrind.sh`).
+#![allow(unsafe_code)]
 
 use std::{
     collections::HashMap,
-    os::fd::IntoRawFd,
+    ffi::OsString,
+    os::fd::{BorrowedFd, IntoRawFd, OwnedFd},
+    path::Path,
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex,
     },
+    time::Duration,
 };
 
-use uverbs::{
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use crate::{
     abi,
     netlink::{self, Request},
     sys::{
         fake::{dummy_fd, FakeKernel},
-        Errno, IoctlCmd, Kernel, WriteCmd,
+        Errno, IoctlCmd, Kernel, Mapping, Protection, UcmaCmd, WriteCmd,
     },
 };
-use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
+/// The device's name.
 pub const DEV: &str = "rxe0";
+/// Its node GUID (host order).
 pub const NODE_GUID: u64 = 0x5054_00ff_fe12_3456;
+/// The device number of its uverbs node.
 pub const DEV_T: u64 = (231 << 8) | 192; // makedev(231, 192) on glibc/musl
+/// GID 1: the IPv4-mapped address of the guest's netdev.
 pub const IPV4_GID: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1];
+/// GID 0: the link-local address.
 pub const LINK_LOCAL_GID: [u8; 16] = [
     0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x52, 0x54, 0, 0xff, 0xfe, 0x12, 0x34, 0x56,
 ];
 
+/// The device's name, node GUID and device number.
 /// Knobs for kernel behaviour.
 #[derive(Debug, Default)]
 pub struct Behaviour {
@@ -48,15 +74,52 @@ pub struct Behaviour {
     pub removed: AtomicBool,
 }
 
+/// The fake kernel with one rxe device; see the module documentation.
+#[derive(Debug)]
 pub struct FakeRxe {
+    /// The scripted kernel behind everything but rings and the doorbell:
+    /// its call log, its queued reads, its sysfs.
     pub kernel: Arc<FakeKernel>,
+    /// Switches for kernel behaviour.
     pub behaviour: Arc<Behaviour>,
+    /// The objects created so far.
     pub objects: Arc<Objects>,
+    /// The kernel's view of every ring mapped, by mmap offset.
+    rings: Mutex<HashMap<u64, RxeRing>>,
 }
 
 impl FakeRxe {
-    pub fn dyn_kernel(&self) -> Arc<dyn Kernel> {
-        self.kernel.clone()
+    /// This fake as the transport a context is opened with.
+    pub fn dyn_kernel(self: &Arc<Self>) -> Arc<dyn Kernel> {
+        self.clone()
+    }
+
+    /// The kernel's view of the ring of the CQ with kernel `handle`.
+    pub fn cq_ring(&self, handle: u32) -> Option<RxeRing> {
+        self.ring(ring_offset(handle))
+    }
+
+    /// The kernel's view of the send queue of the QP with kernel `handle`.
+    pub fn sq_ring(&self, handle: u32) -> Option<RxeRing> {
+        self.ring(ring_offset(handle))
+    }
+
+    /// The kernel's view of the receive queue of the QP with kernel `handle`.
+    pub fn rq_ring(&self, handle: u32) -> Option<RxeRing> {
+        self.ring(ring_offset(handle) + RQ_OFFSET)
+    }
+
+    /// The kernel's view of the ring of the SRQ with kernel `handle`.
+    pub fn srq_ring(&self, handle: u32) -> Option<RxeRing> {
+        self.ring(ring_offset(handle))
+    }
+
+    fn ring(&self, offset: u64) -> Option<RxeRing> {
+        self.rings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&offset)
+            .cloned()
     }
 
     /// The `user_handle` the library gave the object with kernel `handle`.
@@ -95,6 +158,7 @@ impl FakeRxe {
 
 /// Object kinds the fake creates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
 pub enum Kind {
     Pd,
     Mr,
@@ -110,7 +174,7 @@ pub struct Objects {
 }
 
 #[derive(Debug, Default)]
-pub struct ObjState {
+struct ObjState {
     next_handle: u32,
     user_handles: HashMap<(Kind, u32), u64>,
     reported: HashMap<u64, u32>,
@@ -142,28 +206,170 @@ impl Objects {
     }
 }
 
-/// The rxe queue geometry the fake's mmaps describe: 16 slots of 2 KiB
+/// The rxe queue geometry the fake's mmaps describe: 64 slots of 2 KiB
 /// after the 384-byte `rxe_queue_buf` header.
 pub const RING_LOG2_STRIDE: u32 = 11;
-pub const RING_SLOTS: u32 = 16;
-pub const RING_LEN: u32 = 384 + (RING_SLOTS << RING_LOG2_STRIDE);
+/// Slots per ring.
+pub const RING_SLOTS: u32 = 64;
+/// Bytes per ring.
+pub const RING_LEN: u32 = HEADER_LEN as u32 + (RING_SLOTS << RING_LOG2_STRIDE);
 
-fn ring_mi(offset_slot: u32) -> abi::Mminfo {
+/// `sizeof(struct rxe_queue_buf)`: the header before the slots.
+pub const HEADER_LEN: usize = 384;
+/// Offsets of `producer_index` and `consumer_index` in the header (each on
+/// its own cache line group, as `rxe_queue_buf` lays them out).
+const PRODUCER: usize = 128;
+const CONSUMER: usize = 256;
+
+/// The mmap offset of the (first) ring of the object with kernel `handle`;
+/// a QP's receive queue follows at [`RQ_OFFSET`].
+fn ring_offset(handle: u32) -> u64 {
+    u64::from(handle) << 20
+}
+const RQ_OFFSET: u64 = 1 << 12;
+
+fn ring_mi(handle: u32) -> abi::Mminfo {
     let mut mi = abi::Mminfo::new_zeroed();
-    mi.offset = u64::from(offset_slot) << 20;
+    mi.offset = ring_offset(handle);
     mi.size = RING_LEN;
     mi
 }
 
-/// Writes the `rxe_queue_buf` header (log2_elem_size, index_mask) into a
-/// new mapping, as the kernel's queue memory has it.
-fn fill_ring(_offset: u64, map: &mut [u8]) -> Result<(), Errno> {
-    if map.len() < RING_LEN as usize {
-        return Err(Errno::EINVAL);
+/// The kernel's side of one rxe ring: the index words it owns and the slots
+/// the protocol hands it. Cloning shares the ring.
+#[derive(Debug, Clone)]
+pub struct RxeRing {
+    map: Arc<Mapping>,
+    mask: u32,
+    stride: usize,
+}
+
+impl RxeRing {
+    /// A new ring of `slots` (a power of two) slots of `1 << log2_stride`
+    /// bytes, its header written as `rxe_queue_init` writes it: the mapping
+    /// for the library and the kernel's view of the same memory.
+    pub fn new(log2_stride: u32, slots: u32) -> Result<(Mapping, RxeRing), Errno> {
+        if !slots.is_power_of_two() || log2_stride > 16 {
+            return Err(Errno::EINVAL);
+        }
+        let len = HEADER_LEN + ((slots as usize) << log2_stride);
+        let fd = nix::sys::memfd::memfd_create(
+            c"uverbs-fake-rxe-ring",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        )?;
+        nix::unistd::ftruncate(&fd, len as i64)?;
+        let map = |fd: &OwnedFd| {
+            memmap2::MmapOptions::new()
+                .len(len)
+                .map_raw(fd)
+                .map_err(|_| Errno::ENOMEM)
+        };
+        let (library, kernel) = (map(&fd)?, map(&fd)?);
+        let ring = RxeRing {
+            map: Arc::new(kernel),
+            mask: slots - 1,
+            stride: 1 << log2_stride,
+        };
+        ring.word(0).store(log2_stride, Ordering::Relaxed);
+        ring.word(4).store(slots - 1, Ordering::Relaxed);
+        Ok((library, ring))
     }
-    map[0..4].copy_from_slice(&RING_LOG2_STRIDE.to_ne_bytes());
-    map[4..8].copy_from_slice(&(RING_SLOTS - 1).to_ne_bytes());
-    Ok(())
+
+    /// A 32-bit word of the header.
+    pub fn word(&self, offset: usize) -> &AtomicU32 {
+        assert!(
+            offset % 4 == 0 && offset + 4 <= HEADER_LEN,
+            "header word {offset}"
+        );
+        // SAFETY: the offset is a 4-aligned word inside the header of the
+        // page-aligned mapping this view owns (checked above); header words
+        // are only ever accessed atomically, by the library and by views.
+        unsafe { AtomicU32::from_ptr(self.map.as_mut_ptr().add(offset).cast()) }
+    }
+
+    /// `producer_index`, as the kernel reads it (`smp_load_acquire`).
+    pub fn producer(&self) -> u32 {
+        self.word(PRODUCER).load(Ordering::Acquire)
+    }
+
+    /// Publishes `producer_index` of a queue the kernel fills (CQ), masked
+    /// (`smp_store_release`).
+    pub fn set_producer(&self, v: u32) {
+        self.word(PRODUCER).store(v & self.mask, Ordering::Release);
+    }
+
+    /// `consumer_index` (`smp_load_acquire`).
+    pub fn consumer(&self) -> u32 {
+        self.word(CONSUMER).load(Ordering::Acquire)
+    }
+
+    /// Publishes `consumer_index` of a queue the kernel drains (SQ, RQ, SRQ).
+    pub fn set_consumer(&self, v: u32) {
+        self.word(CONSUMER).store(v & self.mask, Ordering::Release);
+    }
+
+    fn slot_ptr(&self, index: u32) -> *mut u8 {
+        let at = HEADER_LEN + (index & self.mask) as usize * self.stride;
+        // SAFETY: the masked index selects one of the mapping's slots, so
+        // `at + stride` is within its length.
+        unsafe { self.map.as_mut_ptr().add(at) }
+    }
+
+    /// A copy of slot `index` (masked).
+    pub fn slot(&self, index: u32) -> Vec<u8> {
+        let mut out = vec![0; self.stride];
+        // SAFETY: the slot lies inside the mapping (`slot_ptr`); the bytes
+        // are copied without forming a reference to shared memory, and the
+        // protocol gives the slot to the kernel side at the call sites.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.slot_ptr(index), out.as_mut_ptr(), self.stride)
+        };
+        out
+    }
+
+    /// Writes `bytes` (at most a slot) to the start of slot `index`; the
+    /// rest of the slot is filled with 0xa5, so a reader that looks past
+    /// what was written sees garbage.
+    pub fn write_slot(&self, index: u32, bytes: &[u8]) {
+        let n = bytes.len().min(self.stride);
+        let p = self.slot_ptr(index);
+        // SAFETY: `n` and `stride - n` bytes stay inside the slot
+        // (`slot_ptr`); raw copies, no references into shared memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n);
+            std::ptr::write_bytes(p.add(n), 0xa5, self.stride - n);
+        }
+    }
+
+    /// Takes the next WQE of a queue the kernel drains, if any.
+    pub fn consume(&self) -> Option<Vec<u8>> {
+        let cons = self.consumer();
+        if self.producer() == cons {
+            return None;
+        }
+        let bytes = self.slot(cons);
+        self.set_consumer(cons + 1);
+        Some(bytes)
+    }
+
+    /// Drains everything posted (`consumer_index = producer_index`).
+    #[inline(never)]
+    pub fn consume_all(&self) {
+        let prod = self.producer() & self.mask;
+        self.set_consumer(prod);
+    }
+
+    /// Posts a CQE (`rxe_cq_post`); false when the CQ is full.
+    #[inline(never)]
+    pub fn post_cqe(&self, cqe: &abi::IbUverbsWc) -> bool {
+        let prod = self.word(PRODUCER).load(Ordering::Relaxed);
+        if (prod + 1) & self.mask == self.consumer() & self.mask {
+            return false;
+        }
+        self.write_slot(prod, cqe.as_bytes());
+        self.set_producer(prod + 1);
+        true
+    }
 }
 
 /// CQ, QP and SRQ create/destroy (ioctl methods, as 6.1 has them).
@@ -217,7 +423,7 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
             resp.sq_mi = ring_mi(h);
             if !on_srq {
                 resp.rq_mi = ring_mi(h);
-                resp.rq_mi.offset += 1 << 12;
+                resp.rq_mi.offset += RQ_OFFSET;
             }
             cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
             Ok(())
@@ -302,6 +508,7 @@ fn objects_write(objects: &Objects, cmd: &mut WriteCmd<'_>) -> Option<Result<(),
     }
 }
 
+/// The device attributes rxe reports (`EX_QUERY_DEVICE`).
 pub fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
     let mut r = abi::IbUverbsExQueryDeviceResp::new_zeroed();
     let b = &mut r.base;
@@ -336,6 +543,7 @@ pub fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
     r
 }
 
+/// Port 1's attributes (`QUERY_PORT`).
 pub fn port_attr() -> abi::IbUverbsQueryPortResp {
     let mut p = abi::IbUverbsQueryPortResp::new_zeroed();
     p.port_cap_flags = 0x0001_0000;
@@ -521,7 +729,7 @@ fn copy_out(out: &mut [u8], bytes: &[u8]) -> Result<(), Errno> {
 }
 
 /// A fake kernel with rxe0 (uverbs0) on a 6.1-like kernel.
-pub fn fake_rxe() -> FakeRxe {
+pub fn fake_rxe() -> Arc<FakeRxe> {
     let kernel = Arc::new(FakeKernel::new());
     let behaviour = Arc::new(Behaviour::default());
     let sys = "/sys/class/infiniband_verbs/uverbs0";
@@ -568,12 +776,133 @@ pub fn fake_rxe() -> FakeRxe {
         }
         objects_write(&o, cmd).unwrap_or_else(|| write(cmd))
     });
-    kernel.on_mmap(fill_ring);
     // The rxe send doorbell (a 32-byte POST_SEND write) is accepted.
-    kernel.on_raw_write(|buf| Ok(buf.len()));
-    FakeRxe {
+    let b = behaviour.clone();
+    kernel.on_raw_write(move |buf| {
+        if b.removed.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
+        Ok(buf.len())
+    });
+    Arc::new(FakeRxe {
         kernel,
         behaviour,
         objects,
+        rings: Mutex::new(HashMap::new()),
+    })
+}
+
+impl Kernel for FakeRxe {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        self.kernel.open_rdwr(path)
+    }
+    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        Kernel::char_dev(&*self.kernel, fd)
+    }
+    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        self.kernel.ioctl(fd, cmd)
+    }
+    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        self.kernel.write_cmd(fd, cmd)
+    }
+    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        self.kernel.write(fd, buf)
+    }
+    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        self.kernel.ucma(fd, cmd)
+    }
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.kernel.read(fd, buf)
+    }
+    fn wait_readable(&self, fd: BorrowedFd<'_>, t: Option<Duration>) -> Result<bool, Errno> {
+        self.kernel.wait_readable(fd, t)
+    }
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        self.kernel.set_nonblocking(fd, nonblocking)
+    }
+    /// A ring: rxe's mmap offsets name queues; the fake keeps a view of each.
+    fn mmap(
+        &self,
+        _fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        _prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        if self.behaviour.removed.load(Ordering::Relaxed) {
+            return Err(Errno::EIO);
+        }
+        if len != RING_LEN as usize {
+            return Err(Errno::EINVAL);
+        }
+        let (library, view) = RxeRing::new(RING_LOG2_STRIDE, RING_SLOTS)?;
+        self.rings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(offset, view);
+        Ok(library)
+    }
+    fn netlink_rdma(&self, req: &[u8], on: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        self.kernel.netlink_rdma(req, on)
+    }
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        self.kernel.read_to_string(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        self.kernel.read_dir(path)
+    }
+}
+
+/// [`FakeRxe`] with a doorbell that only returns (`rxe_post_send` for free,
+/// nothing logged): the transport of `uverbs perf micro --fake`, so that
+/// instruction counts of `post_send` include no fake bookkeeping.
+#[derive(Debug)]
+pub struct FastDoorbell(pub Arc<FakeRxe>);
+
+impl Kernel for FastDoorbell {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        self.0.open_rdwr(path)
+    }
+    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        Kernel::char_dev(&*self.0, fd)
+    }
+    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        self.0.ioctl(fd, cmd)
+    }
+    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        self.0.write_cmd(fd, cmd)
+    }
+    #[inline(never)]
+    fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        Ok(buf.len())
+    }
+    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        self.0.ucma(fd, cmd)
+    }
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.0.read(fd, buf)
+    }
+    fn wait_readable(&self, fd: BorrowedFd<'_>, t: Option<Duration>) -> Result<bool, Errno> {
+        self.0.wait_readable(fd, t)
+    }
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        self.0.set_nonblocking(fd, nonblocking)
+    }
+    fn mmap(
+        &self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        self.0.mmap(fd, len, offset, prot)
+    }
+    fn netlink_rdma(&self, req: &[u8], on: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        self.0.netlink_rdma(req, on)
+    }
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        self.0.read_to_string(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        self.0.read_dir(path)
     }
 }
