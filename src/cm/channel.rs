@@ -73,7 +73,7 @@ pub(crate) fn cmd_name(cmd: u32) -> &'static str {
 /// The open device; ids hold an `Arc` of it (their commands go to its fd).
 #[derive(Debug)]
 pub(crate) struct ChannelInner {
-    pub(crate) kernel: Arc<dyn Kernel>,
+    /// The rdma_cm fd: commands are written to it, events read from it.
     pub(crate) fd: EventFd,
     /// Verbs contexts opened for the ids of this channel, by device.
     contexts: Mutex<Vec<Context>>,
@@ -95,7 +95,7 @@ impl ChannelInner {
             response_at,
             response,
         };
-        self.kernel.ucma(self.fd.as_fd(), &mut c)
+        self.fd.kernel().ucma(self.fd.as_fd(), &mut c)
     }
 
     /// [`ChannelInner::command`] with the error naming the command.
@@ -125,7 +125,7 @@ impl ChannelInner {
         {
             return Ok(c.clone());
         }
-        let devs = devices_with(&self.kernel)?;
+        let devs = devices_with(self.fd.kernel())?;
         let Some(dev) = devs.into_iter().find(|d| matches(d.node_guid, d.index)) else {
             return Err(Error::new(
                 op,
@@ -136,7 +136,7 @@ impl ChannelInner {
                 ),
             ));
         };
-        let ctx = Context::open_device(self.kernel.clone(), dev)?;
+        let ctx = Context::open_device(self.fd.kernel().clone(), dev)?;
         cache.push(ctx.clone());
         Ok(ctx)
     }
@@ -173,8 +173,7 @@ impl EventChannel {
         })?;
         Ok(EventChannel {
             inner: Arc::new(ChannelInner {
-                fd: EventFd::new(kernel.clone(), fd, "rdma_cm event channel"),
-                kernel,
+                fd: EventFd::new(kernel, fd, "rdma_cm event channel"),
                 contexts: Mutex::new(Vec::new()),
             }),
         })

@@ -48,7 +48,8 @@ type WriteFn = Box<dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send>;
 type NetlinkFn = Box<dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send>;
 type RawWriteFn = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
 type UcmaFn = Box<dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send>;
-type MmapFn = Box<dyn FnMut(u64, &mut [u8]) -> Result<(), Errno> + Send>;
+type MmapFn = Box<dyn FnMut(u64, usize) -> Result<Mapping, Errno> + Send>;
+type WaitFn = Box<dyn Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync>;
 
 #[derive(Default)]
 struct State {
@@ -61,6 +62,7 @@ struct State {
     ucma: Option<std::sync::Arc<Mutex<UcmaFn>>>,
     netlink: Option<NetlinkFn>,
     mmap: Option<MmapFn>,
+    wait: Option<std::sync::Arc<WaitFn>>,
     reads: VecDeque<Result<Vec<u8>, Errno>>,
     calls: Vec<Call>,
 }
@@ -157,14 +159,24 @@ impl FakeKernel {
         self
     }
 
-    /// Fills new mappings: the handler gets the mmap offset and the
-    /// (zeroed) memory, e.g. to write the queue header a driver's mmap
-    /// provides. Without it, mappings stay zeroed.
+    /// Makes the mappings: the handler gets the mmap offset and length and
+    /// returns the memory (e.g. a driver's queue, with the header its mmap
+    /// provides). Without it, mappings are zeroed anonymous memory.
     pub fn on_mmap(
         &self,
-        f: impl FnMut(u64, &mut [u8]) -> Result<(), Errno> + Send + 'static,
+        f: impl FnMut(u64, usize) -> Result<Mapping, Errno> + Send + 'static,
     ) -> &Self {
         self.with(|s| s.mmap = Some(Box::new(f)));
+        self
+    }
+
+    /// Answers `wait_readable` (called without the fake's lock held, so it
+    /// may sleep). Without it, the fd is readable while reads are queued.
+    pub fn on_wait_readable(
+        &self,
+        f: impl Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync + 'static,
+    ) -> &Self {
+        self.with(|s| s.wait = Some(std::sync::Arc::new(Box::new(f))));
         self
     }
 
@@ -287,12 +299,11 @@ impl Kernel for FakeKernel {
         }
     }
 
-    fn wait_readable(
-        &self,
-        _fd: BorrowedFd<'_>,
-        _timeout: Option<Duration>,
-    ) -> Result<bool, Errno> {
-        Ok(self.with(|s| !s.reads.is_empty()))
+    fn wait_readable(&self, _fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
+        match self.with(|s| s.wait.clone()) {
+            Some(wait) => wait(timeout),
+            None => Ok(self.with(|s| !s.reads.is_empty())),
+        }
     }
 
     fn set_nonblocking(&self, _fd: BorrowedFd<'_>, _nonblocking: bool) -> Result<(), Errno> {
@@ -307,21 +318,21 @@ impl Kernel for FakeKernel {
         _prot: Protection,
     ) -> Result<Mapping, Errno> {
         self.log(Call::Mmap(len, offset));
-        let mut map = memmap2::MmapOptions::new()
-            .len(len)
-            .map_anon()
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)))?;
         let mut handler = self.with(|s| s.mmap.take());
-        let filled = match handler.as_mut() {
-            Some(h) => h(offset, &mut map),
-            None => Ok(()),
+        let map = match handler.as_mut() {
+            Some(h) => h(offset, len),
+            None => memmap2::MmapOptions::new()
+                .len(len)
+                .map_anon()
+                .map(Mapping::from)
+                .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM))),
         };
         self.with(|s| {
             if s.mmap.is_none() {
                 s.mmap = handler;
             }
         });
-        filled.map(|()| Mapping::from(map))
+        map
     }
 
     fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
