@@ -5,17 +5,13 @@
 //! the core stores: [`AnyContext`], [`AnyCq`], ...), and methods that match
 //! on it and call the provider's [`Provider`] function directly. Adding a
 //! provider is one line in the list at the bottom.
-//!
-//! A provider whose data path does not exist yet uses
-//! [`Unreachable`](super::Unreachable) for its queue types, so their arms
-//! vanish and the hot path is a direct call.
 
 use std::ops::RangeInclusive;
 
 use super::{
     interface::{
-        CqCreated, CqRequest, DriverData, GetContext, Provider, QpCreated, QpRequest, RunWithIn,
-        RunWithOut, SrqCreated, SrqRequest,
+        CqCreated, CqRequest, DriverData, GetContext, Provider, QpCreated, QpLinks, QpRequest,
+        RunWithIn, RunWithOut, SrqCreated, SrqRequest,
     },
     mlx5, rxe, Device,
 };
@@ -24,7 +20,18 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, RecvWr, SendWr},
+    AhAttr, QpState,
 };
+
+/// The objects a new QP is attached to (see [`QpLinks`]).
+pub(crate) struct AnyQpLinks<'a> {
+    /// The send CQ's provider state.
+    pub(crate) send_cq: &'a AnyCqShared,
+    /// The receive CQ's provider state.
+    pub(crate) recv_cq: &'a AnyCqShared,
+    /// The SRQ's provider state.
+    pub(crate) srq: Option<&'a AnySrqShared>,
+}
 
 /// A plan or data-path state reached a context of another provider: the
 /// core never does this (every state comes from the context it is used with).
@@ -146,8 +153,14 @@ macro_rules! providers {
             }
 
             /// `CREATE_AH`'s driver data; `run` executes the command.
-            pub(crate) fn create_ah(&self, run: &mut RunWithOut<'_>) -> Result<AnyAh, Errno> {
-                match self { $(AnyContext::$v(c) => Ok(AnyAh::$v(<$p>::create_ah(c, run)?))),+ }
+            pub(crate) fn create_ah(
+                &self,
+                attr: &AhAttr,
+                run: &mut RunWithOut<'_>,
+            ) -> Result<AnyAh, Errno> {
+                match self {
+                    $(AnyContext::$v(c) => Ok(AnyAh::$v(<$p>::create_ah(c, attr, run)?))),+
+                }
             }
 
             /// Step 1 of a CQ create.
@@ -207,10 +220,23 @@ macro_rules! providers {
                 shared: &AnyQpShared,
                 req: &QpRequest,
                 created: &QpCreated,
+                links: AnyQpLinks<'_>,
             ) -> Result<AnyQp> {
-                match (self, plan, shared) {
-                    $((AnyContext::$v(c), AnyQpPlan::$v(p), AnyQpShared::$v(s)) => {
-                        Ok(AnyQp::$v(<$p>::finish_qp(c, dev, p, s, req, created)?))
+                match (self, plan, shared, links.send_cq, links.recv_cq) {
+                    $((
+                        AnyContext::$v(c),
+                        AnyQpPlan::$v(p),
+                        AnyQpShared::$v(s),
+                        AnyCqShared::$v(send_cq),
+                        AnyCqShared::$v(recv_cq),
+                    ) => {
+                        let srq = match links.srq {
+                            None => None,
+                            Some(AnySrqShared::$v(srq)) => Some(srq),
+                            Some(_) => return Err(mismatch("ibv_create_qp")),
+                        };
+                        let links = QpLinks::<$p> { send_cq, recv_cq, srq };
+                        Ok(AnyQp::$v(<$p>::finish_qp(c, dev, p, s, req, created, links)?))
                     })+
                     _ => Err(mismatch("ibv_create_qp")),
                 }
@@ -282,6 +308,18 @@ macro_rules! providers {
             #[inline]
             pub(crate) fn on_completion_event(&self) {
                 match self { $(AnyCqShared::$v(s) => <$p>::on_completion_event(s)),+ }
+            }
+        }
+
+        impl AnyQpShared {
+            /// The hook run after a modify set the QP's state.
+            pub(crate) fn on_state(&self, state: QpState) {
+                match self { $(AnyQpShared::$v(s) => <$p>::on_qp_state(s, state)),+ }
+            }
+
+            /// The hook run after the kernel destroyed the QP.
+            pub(crate) fn on_destroyed(&self) {
+                match self { $(AnyQpShared::$v(s) => <$p>::on_qp_destroyed(s)),+ }
             }
         }
 

@@ -29,7 +29,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, RecvWr, SendWr},
-    QpCap, QpType,
+    AhAttr, QpCap, QpState, QpType,
 };
 
 /// The driver data of a create command: input sent after the core request,
@@ -129,6 +129,18 @@ pub(crate) struct SrqCreated {
     pub(crate) max_sge: u32,
 }
 
+/// The objects a new QP is attached to, as their provider state: the CQs
+/// its completions go to and the SRQ it receives from. mlx5 needs them to
+/// find a QP's work requests from a CQE and to clean a CQ of a QP's CQEs.
+pub(crate) struct QpLinks<'a, P: Provider> {
+    /// The send CQ's state.
+    pub(crate) send_cq: &'a P::CqShared,
+    /// The receive CQ's state.
+    pub(crate) recv_cq: &'a P::CqShared,
+    /// The SRQ's state, for a QP that receives from one.
+    pub(crate) srq: Option<&'a P::SrqShared>,
+}
+
 /// A userspace provider: the typed counterpart of rdma-core's
 /// `verbs_context_ops`. Every function is static (no `self`): the dispatch
 /// enums call them directly.
@@ -184,8 +196,13 @@ pub(crate) trait Provider: Sized + 'static {
     /// driver output buffer given.
     fn alloc_pd(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Pd, Errno>;
 
-    /// The driver data of `CREATE_AH`, as for [`Provider::alloc_pd`].
-    fn create_ah(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Ah, Errno>;
+    /// The driver data of `CREATE_AH`, as for [`Provider::alloc_pd`]; `attr`
+    /// is what the AH was created with (mlx5 builds its address vector).
+    fn create_ah(
+        ctx: &Self::Context,
+        attr: &AhAttr,
+        run: &mut RunWithOut<'_>,
+    ) -> Result<Self::Ah, Errno>;
 
     /// Step 1 of a CQ create.
     fn plan_cq(
@@ -236,7 +253,16 @@ pub(crate) trait Provider: Sized + 'static {
         shared: &Self::QpShared,
         req: &QpRequest,
         created: &QpCreated,
+        links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
+
+    /// Runs after a successful modify that set the QP's state (mlx5 cleans
+    /// its CQs of the QP's completions and restarts its queues on RESET).
+    fn on_qp_state(_shared: &Self::QpShared, _state: QpState) {}
+
+    /// Runs after the kernel destroyed the QP, before its shared state is
+    /// dropped (mlx5 cleans its CQs of the QP's completions).
+    fn on_qp_destroyed(_shared: &Self::QpShared) {}
 
     /// Writes send WQEs and rings the doorbell once for those written; on an
     /// error at index `i` the requests before `i` are posted and rung.
@@ -268,16 +294,4 @@ pub(crate) trait Provider: Sized + 'static {
     /// The driver data of `MODIFY_SRQ`: `run` executes the command with the
     /// driver input given.
     fn modify_srq(srq: &Self::Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno>;
-}
-
-/// A type with no values: the data-path types of a provider whose data path
-/// is not written yet. Its plan functions always fail, so no value of these
-/// types exists and the dispatch arms for them compile to nothing.
-#[derive(Debug)]
-pub(crate) enum Unreachable {}
-
-impl DriverData for Unreachable {
-    fn driver_bufs(&mut self) -> (&[u8], &mut [u8]) {
-        match *self {}
-    }
 }

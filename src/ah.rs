@@ -54,7 +54,7 @@ impl ProtectionDomain {
         req.pd_handle = self.inner.handle;
         req.attr = attr.to_abi();
         let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();
-        let driver = ctx.provider.create_ah(&mut |driver_out| {
+        let driver = ctx.provider.create_ah(attr, &mut |driver_out| {
             ctx.write_with_resp(
                 abi::IB_USER_VERBS_CMD_CREATE_AH,
                 req.as_bytes(),

@@ -97,6 +97,7 @@ pub use providers::barrier;
 /// The generic scripted kernel is [`sys::fake`].
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing {
+    pub use crate::providers::mlx5::model as mlx5;
     pub use crate::providers::rxe::fake as rxe;
 }
 pub use providers::mlx5::dv as mlx5;

@@ -27,7 +27,7 @@ use crate::{
     event_count::{destroy_after_events, EventCounts, Target},
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
-    providers::{AnyQp, AnyQpShared, DriverData, QpCreated, QpRequest},
+    providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
@@ -101,6 +101,7 @@ impl Destroy for QpInner {
             req.as_bytes(),
             resp.as_mut_bytes(),
         )?;
+        self._shared.on_destroyed();
         if !gone {
             self.events.wait_acked([0, resp.events_reported]);
         }
@@ -297,6 +298,11 @@ impl ProtectionDomain {
                 qp_num,
                 cap,
             },
+            AnyQpLinks {
+                send_cq: &init.send_cq.inner.shared,
+                recv_cq: &init.recv_cq.inner.shared,
+                srq: init.srq.map(|s| &s.inner.shared),
+            },
         )?;
         Ok(QueuePair { inner, queues, cap })
     }
@@ -383,6 +389,9 @@ impl QueuePair {
             inner.port.store(attr.port_num, Ordering::Release);
         }
         inner.state.store(next.raw(), Ordering::Release);
+        if mask.contains(QpAttrMask::STATE) {
+            inner._shared.on_state(next);
+        }
         Ok(())
     }
 

@@ -56,7 +56,7 @@ pub(crate) struct SrqInner {
     pub(crate) children: Arc<AtomicUsize>,
     /// The provider's state kept with the kernel SRQ: dropped after the SRQ
     /// is destroyed (it may own memory the device reads and writes).
-    shared: AnySrqShared,
+    pub(crate) shared: AnySrqShared,
 }
 
 impl Destroy for SrqInner {

@@ -13,7 +13,7 @@ use crate::{
 /// Static bfregs requested (rdma-core's default `MLX5_TOTAL_UUARS`).
 const TOTAL_BFREGS: u32 = 16;
 /// Low-latency (dedicated) bfregs requested (rdma-core's default).
-const LOW_LATENCY_BFREGS: u32 = 4;
+pub(crate) const LOW_LATENCY_BFREGS: u32 = 4;
 
 /// What a context request asks for; retried with less when the kernel refuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

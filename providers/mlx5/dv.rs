@@ -62,7 +62,10 @@ impl Context {
     /// driven by mlx5.
     pub fn mlx5(&self) -> Result<Mlx5Context<'_>> {
         match Mlx5::context_of(self.provider_state()) {
-            Some(state) => Ok(Mlx5Context { ctx: self, state }),
+            Some(c) => Ok(Mlx5Context {
+                ctx: self,
+                state: &c.state,
+            }),
             None => Err(Error::new(
                 "mlx5 direct verbs",
                 ErrorKind::UnsupportedProvider,

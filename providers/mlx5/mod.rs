@@ -6,50 +6,248 @@
 //! in `drivers/infiniband/hw/mlx5/main.c`). A PD's driver data is its PD
 //! number (`mlx5_ib_alloc_pd_resp`), which QPs and DevX objects name.
 //!
-//! The data path (UAR doorbells, BlueFlame, WQE building, CQE parsing) is not
-//! written yet: its queue types are [`Unreachable`], and creating a CQ, QP or
-//! SRQ fails with an error saying so. The public, mlx5-only API (the
-//! counterpart of `mlx5dv`) is [`dv`], exported as `uverbs::mlx5`.
+//! The data path, rdma-core's `providers/mlx5` in Rust:
+//!
+//! - `uar.rs`: UAR pages and blue-flame registers (dynamic or static),
+//!   which doorbell a QP rings and the lock a shared one needs;
+//! - `buf.rs`: queue buffers and doorbell records the library allocates;
+//! - `wqe.rs` / `cqe.rs`: segment encoders and the CQE decoder, byte-exact
+//!   against `mlx5dv.h` (`golden.rs` checks them with the header's helpers);
+//! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
+//!   index (CQE v1) or QP number; `sq.rs`: send WQEs and the send doorbell
+//!   (BlueFlame or 8-byte); `rq.rs`: receive queues and SRQs;
+//! - `cq.rs`: polling, the consumer index, arming with the arm sequence
+//!   number, and cleaning a destroyed or reset QP's CQEs.
+//!
+//! Scatter-to-CQE is never requested (`MLX5_QP_FLAG_SCATTER_CQE` stays
+//! clear): with it, the device puts small receives and READ/atomic results
+//! in the CQE instead of the buffer, and software must copy them. Without
+//! it, data always lands in the buffers the work requests name, at the cost
+//! of one PCIe write more for small messages.
+//!
+//! The public, mlx5-only API (the counterpart of `mlx5dv`) is [`dv`],
+//! exported as `uverbs::mlx5`; `model/` is a software ConnectX for tests
+//! (feature `test-utils`, `uverbs::testing::mlx5`).
 
-use std::ops::RangeInclusive;
+use std::{
+    ops::RangeInclusive,
+    sync::{atomic::Ordering, Arc, Mutex, OnceLock},
+};
 
-use zerocopy::FromBytes;
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, GetContext, Provider, QpCreated, QpRequest, RunWithIn,
-    RunWithOut, SrqCreated, SrqRequest, Unreachable,
+    CqCreated, CqRequest, Device, DriverData, GetContext, Member, Provider, QpCreated, QpLinks,
+    QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
     abi,
     error::{Error, ErrorKind, Result},
     sys::Errno,
     wc::WorkCompletion,
-    wr::{PostError, RecvWr, SendWr},
+    wr::{PostError, PostErrorKind, RecvWr, SendWr},
+    AhAttr, QpState,
 };
 
+mod buf;
 mod context;
+mod cq;
+mod cqe;
 pub mod dv;
+#[cfg(test)]
+mod golden;
+#[cfg(any(test, feature = "test-utils"))]
+pub mod model;
+mod qp;
+mod rq;
+mod sq;
+#[cfg(test)]
+mod tests;
+mod uar;
+mod wqe;
 
 pub(crate) use context::Mlx5State;
+
+use buf::QueueBuf;
+use cq::{CqCore, Mlx5Cq};
+use qp::{QpTrack, Resources, NO_UIDX};
+use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
+use sq::{Mlx5Sq, SqTrack};
+use uar::{Bfreg, UarGeometry, Uars};
+use wqe::Av;
 
 /// The mlx5 provider.
 #[derive(Debug)]
 pub(crate) struct Mlx5;
 
+/// Per-context mlx5 state: the device geometry, the UARs and the table of
+/// live QPs.
+#[derive(Debug)]
+pub(crate) struct Mlx5Ctx {
+    pub(crate) state: Mlx5State,
+    uars: Arc<Uars>,
+    resources: Arc<Resources>,
+}
+
 /// An mlx5 PD: the PD number the kernel reports in the driver response.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mlx5Pd {
-    #[allow(dead_code)] // read by the data path (QP creation) and DevX
+    #[allow(dead_code)] // read by DevX
     pub(crate) pdn: u32,
 }
 
-fn missing(op: &'static str) -> Error {
-    Error::new(
-        op,
-        ErrorKind::UnsupportedProvider,
-        "the mlx5 data path (queue buffers, doorbell records, UAR doorbells) is not \
-         implemented yet; only rxe has one",
-    )
+/// Driver input and output of a create command.
+#[derive(Debug)]
+pub(crate) struct Drv<I, O> {
+    input: I,
+    output: O,
+}
+
+impl<I: IntoBytes + zerocopy::Immutable, O: IntoBytes + FromBytes> DriverData for Drv<I, O> {
+    fn driver_bufs(&mut self) -> (&[u8], &mut [u8]) {
+        (self.input.as_bytes(), self.output.as_mut_bytes())
+    }
+}
+
+/// A QP's state kept until the kernel QP is gone: its buffer, its
+/// completion side, the CQs it completes to, its bfreg and user index.
+#[derive(Debug)]
+pub(crate) struct Mlx5QpShared {
+    buf: Arc<QueueBuf>,
+    sq: Arc<SqTrack>,
+    rq: Option<Arc<RqTrack>>,
+    uidx: Option<u32>,
+    bfreg: Mutex<Option<Arc<Bfreg>>>,
+    track: OnceLock<Arc<QpTrack>>,
+    cqs: OnceLock<[Arc<CqCore>; 2]>,
+    resources: Arc<Resources>,
+    uars: Arc<Uars>,
+    geometry: qp::QpGeometry,
+}
+
+impl Mlx5QpShared {
+    fn clean_cqs(&self) {
+        if let (Some(track), Some(cqs)) = (self.track.get(), self.cqs.get()) {
+            cqs[0].clean(track.rsn);
+            if !Arc::ptr_eq(&cqs[0], &cqs[1]) {
+                cqs[1].clean(track.rsn);
+            }
+        }
+    }
+}
+
+impl Drop for Mlx5QpShared {
+    fn drop(&mut self) {
+        if let Some(track) = self.track.get() {
+            self.resources.remove(track);
+        }
+        if let Some(u) = self.uidx {
+            self.resources.free_uidx(u);
+        }
+        let bfreg = self.bfreg.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(b) = bfreg {
+            self.uars.release(&b);
+        }
+    }
+}
+
+/// An SRQ's state kept until the kernel SRQ is gone.
+#[derive(Debug)]
+pub(crate) struct Mlx5SrqShared {
+    track: Arc<SrqTrack>,
+    uidx: Option<u32>,
+    resources: Arc<Resources>,
+}
+
+impl Drop for Mlx5SrqShared {
+    fn drop(&mut self) {
+        if let Some(u) = self.uidx {
+            self.resources.free_uidx(u);
+        }
+    }
+}
+
+/// The queues of an mlx5 QP (the poster's side).
+#[derive(Debug)]
+pub(crate) struct Mlx5Qp {
+    sq: Mlx5Sq,
+    rq: Option<Mlx5Rq>,
+    /// The reset count these queues were restarted for.
+    epoch: u32,
+}
+
+impl Mlx5Qp {
+    /// Restarts the queues if the QP went through RESET since the last post.
+    #[inline(always)]
+    fn sync_reset(&mut self) {
+        let epoch = self.sq.track.epoch.load(Ordering::Acquire);
+        if epoch != self.epoch {
+            self.epoch = epoch;
+            self.sq.reset();
+            if let Some(rq) = &mut self.rq {
+                rq.reset();
+            }
+        }
+    }
+}
+
+fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
+    if ctx.state.cqe_version == 1 {
+        ctx.resources.alloc_uidx().map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The static rate an AV carries (`ah_attr_to_mlx5_rate`: the IB rate
+/// enum offset by `MLX5_STAT_RATE_OFFSET`, 0 for the port's rate).
+fn av_rate(static_rate: u8) -> u8 {
+    if static_rate == 0 {
+        0
+    } else {
+        static_rate.saturating_add(5).min(0xf)
+    }
+}
+
+/// The UDP source port of a RoCE v2 AH (`ibv_flow_label_to_udp_sport`,
+/// with a fixed port for a zero flow label where rdma-core picks one at
+/// random).
+fn udp_sport(flow_label: u32) -> u16 {
+    let fl = flow_label & 0xf_ffff;
+    let low = (fl & 0x3fff) ^ ((fl & 0xf_c000) >> 14);
+    if fl == 0 {
+        0xc000 | 0x1234
+    } else {
+        (low | 0xc000) as u16
+    }
+}
+
+/// The address vector of an AH, as `mlx5_create_ah` builds it. A RoCE
+/// port is recognised by a zero DLID (RoCE has no LIDs).
+pub(crate) fn build_av(attr: &AhAttr, dmac: [u8; 6]) -> Av {
+    let is_eth = attr.dlid == 0;
+    let rate = av_rate(attr.static_rate) << 4;
+    let mut av = Av::default();
+    let grh_bit: u32 = if is_eth {
+        if let Some(g) = &attr.grh {
+            av.rlid = udp_sport(g.flow_label);
+        }
+        av.stat_rate_sl = rate | ((attr.sl & 0x7) << 1);
+        av.rmac = dmac;
+        0
+    } else {
+        av.fl_mlid = attr.src_path_bits & 0x7f;
+        av.rlid = attr.dlid;
+        av.stat_rate_sl = rate | (attr.sl & 0xf);
+        1
+    };
+    if let Some(g) = &attr.grh {
+        av.tclass = g.traffic_class;
+        av.hop_limit = g.hop_limit;
+        av.grh_gid_fl = grh_bit << 30 | u32::from(g.sgid_index) << 20 | (g.flow_label & 0xf_ffff);
+        av.rgid = g.dgid.0;
+    }
+    av
 }
 
 impl Provider for Mlx5 {
@@ -59,18 +257,18 @@ impl Provider for Mlx5 {
     /// (`MLX5_UVERBS_MIN_ABI_VERSION`/`MAX`).
     const ABI_VERSIONS: RangeInclusive<u32> = 1..=1;
 
-    type Context = Mlx5State;
+    type Context = Mlx5Ctx;
     type Pd = Mlx5Pd;
-    type Ah = ();
-    type CqPlan = Unreachable;
-    type CqShared = Unreachable;
-    type Cq = Unreachable;
-    type QpPlan = Unreachable;
-    type QpShared = Unreachable;
-    type Qp = Unreachable;
-    type SrqPlan = Unreachable;
-    type SrqShared = Unreachable;
-    type Srq = Unreachable;
+    type Ah = Av;
+    type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
+    type CqShared = Arc<CqCore>;
+    type Cq = Mlx5Cq;
+    type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
+    type QpShared = Mlx5QpShared;
+    type Qp = Mlx5Qp;
+    type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
+    type SrqShared = Mlx5SrqShared;
+    type Srq = Mlx5Srq;
 
     /// mlx5 devices are named `mlx5_N` by the kernel (the convention
     /// libibverbs' sysfs matching relies on as well).
@@ -78,8 +276,28 @@ impl Provider for Mlx5 {
         name.starts_with("mlx5")
     }
 
-    fn open(_dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<Mlx5State> {
-        Mlx5State::open(get_context)
+    fn open(dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<Mlx5Ctx> {
+        let state = Mlx5State::open(get_context)?;
+        if state.cqe_version > 1 {
+            return Err(Error::new(
+                "GET_CONTEXT",
+                ErrorKind::Malformed,
+                format!("mlx5 CQE version {} (rdma-core knows 0 and 1)", state.cqe_version),
+            ));
+        }
+        let uars = Uars::open(
+            dev,
+            UarGeometry {
+                tot_bfregs: state.resp.tot_bfregs,
+                bf_reg_size: state.bf_reg_size,
+                num_uars_per_page: state.num_uars_per_page,
+            },
+        )?;
+        Ok(Mlx5Ctx {
+            state,
+            uars: Arc::new(uars),
+            resources: Arc::default(),
+        })
     }
 
     /// `mlx5_query_device_ex` prints the sub-minor with four digits.
@@ -88,7 +306,7 @@ impl Provider for Mlx5 {
         format!("{major}.{minor}.{sub:04}")
     }
 
-    fn alloc_pd(_: &Mlx5State, run: &mut RunWithOut<'_>) -> Result<Mlx5Pd, Errno> {
+    fn alloc_pd(_: &Mlx5Ctx, run: &mut RunWithOut<'_>) -> Result<Mlx5Pd, Errno> {
         let mut resp = [0u8; size_of::<abi::Mlx5IbAllocPdResp>()];
         run(&mut resp)?;
         let pdn = abi::Mlx5IbAllocPdResp::read_from_bytes(&resp)
@@ -97,94 +315,292 @@ impl Provider for Mlx5 {
         Ok(Mlx5Pd { pdn })
     }
 
-    fn create_ah(_: &Mlx5State, run: &mut RunWithOut<'_>) -> Result<(), Errno> {
-        run(&mut [])
+    fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Av, Errno> {
+        let mut resp = abi::Mlx5IbCreateAhResp::new_zeroed();
+        run(resp.as_mut_bytes())?;
+        Ok(build_av(attr, resp.dmac))
     }
 
-    fn plan_cq(_: &Mlx5State, _: Device<'_>, _: &CqRequest) -> Result<(Unreachable, Unreachable)> {
-        Err(missing("ibv_create_cq"))
+    fn plan_cq(ctx: &Mlx5Ctx, _: Device<'_>, req: &CqRequest) -> Result<(Self::CqPlan, Arc<CqCore>)> {
+        let ncqe = req
+            .cqe
+            .checked_add(1)
+            .map(u32::next_power_of_two)
+            .filter(|&n| n <= 1 << 24)
+            .ok_or_else(|| {
+                Error::new(
+                    "ibv_create_cq",
+                    ErrorKind::InvalidArgument,
+                    format!("{} CQEs: an mlx5 CQ holds at most 2^24 - 1", req.cqe),
+                )
+            })?;
+        let core = Arc::new(CqCore::new(ncqe, cqe::CQE_SIZE)?);
+        let mut input = abi::Mlx5IbCreateCq::new_zeroed();
+        input.buf_addr = core.buf.addr();
+        input.db_addr = core.buf.db_addr();
+        input.cqe_size = cqe::CQE_SIZE as u32;
+        if let Some(page) = ctx.uars.cq_page_index() {
+            input.flags = abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX as u16;
+            input.uar_page_index = page;
+        }
+        let plan = Drv {
+            input,
+            output: abi::Mlx5IbCreateCqResp::new_zeroed(),
+        };
+        Ok((plan, core))
     }
 
     fn finish_cq(
-        _: &Mlx5State,
+        ctx: &Mlx5Ctx,
         _: Device<'_>,
-        plan: Unreachable,
-        _: &Unreachable,
+        plan: Self::CqPlan,
+        shared: &Arc<CqCore>,
         _: &CqCreated,
-    ) -> Result<Unreachable> {
-        match plan {}
+    ) -> Result<Mlx5Cq> {
+        shared.cqn.store(plan.output.cqn, Ordering::Release);
+        Ok(Mlx5Cq::new(
+            shared.clone(),
+            ctx.uars.cq_page.clone(),
+            ctx.resources.clone(),
+            ctx.state.cqe_version == 1,
+        ))
     }
 
-    fn poll_cq(cq: &mut Unreachable, _: &mut [WorkCompletion]) -> usize {
-        match *cq {}
+    #[inline]
+    fn poll_cq(cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> usize {
+        cq.poll(out)
     }
 
     fn req_notify_cq(
-        cq: &Unreachable,
-        _: &Unreachable,
+        cq: &Mlx5Cq,
+        _: &Arc<CqCore>,
         _: Device<'_>,
         _: u32,
-        _: bool,
+        solicited_only: bool,
     ) -> Result<(), Errno> {
-        match *cq {}
+        cq.arm(solicited_only);
+        Ok(())
     }
 
-    fn on_completion_event(shared: &Unreachable) {
-        match *shared {}
+    /// `mlx5_cq_event`: the arm sequence number advances when an event is read.
+    #[inline]
+    fn on_completion_event(shared: &Arc<CqCore>) {
+        shared.arm_sn.fetch_add(1, Ordering::AcqRel);
     }
 
     fn plan_qp(
-        _: &Mlx5State,
-        _: Device<'_>,
+        ctx: &Mlx5Ctx,
+        dev: Device<'_>,
         _: &Mlx5Pd,
-        _: &QpRequest,
-    ) -> Result<(Unreachable, Unreachable)> {
-        Err(missing("ibv_create_qp"))
+        req: &QpRequest,
+    ) -> Result<(Self::QpPlan, Mlx5QpShared)> {
+        let s = &ctx.state;
+        let g = qp::geometry(
+            req.qp_type,
+            &req.cap,
+            req.has_srq,
+            u32::from(s.max_sq_desc_sz),
+            u32::from(s.max_rq_desc_sz),
+        )?;
+        let buf = Arc::new(QueueBuf::new(g.buf_len, "allocate mlx5 QP buffer")?);
+        let uidx = uidx_for(ctx)?;
+        let bfreg = ctx.uars.qp_bfreg(dev)?;
+        let mut input = abi::Mlx5IbCreateQp::new_zeroed();
+        input.buf_addr = buf.addr();
+        input.db_addr = buf.db_addr();
+        input.sq_wqe_count = g.sq.wqe_cnt;
+        input.rq_wqe_count = g.rq_wqe_cnt;
+        input.rq_wqe_shift = g.rq_wqe_shift;
+        input.uidx = uidx.unwrap_or(NO_UIDX);
+        if let Some(b) = &bfreg {
+            input.bfreg_index = b.index;
+            input.flags |= abi::MLX5_QP_FLAG_UAR_PAGE_INDEX;
+        }
+        let shared = Mlx5QpShared {
+            buf,
+            sq: Arc::new(SqTrack::new(g.sq.wqe_cnt)),
+            rq: (g.rq_wqe_cnt > 0).then(|| Arc::new(RqTrack::new(g.rq_wqe_cnt))),
+            uidx,
+            bfreg: Mutex::new(bfreg),
+            track: OnceLock::new(),
+            cqs: OnceLock::new(),
+            resources: ctx.resources.clone(),
+            uars: ctx.uars.clone(),
+            geometry: g,
+        };
+        let plan = Drv {
+            input,
+            output: abi::Mlx5IbCreateQpResp::new_zeroed(),
+        };
+        Ok((plan, shared))
     }
 
     fn finish_qp(
-        _: &Mlx5State,
+        ctx: &Mlx5Ctx,
         _: Device<'_>,
-        plan: Unreachable,
-        _: &Unreachable,
-        _: &QpRequest,
-        _: &QpCreated,
-    ) -> Result<Unreachable> {
-        match plan {}
+        plan: Self::QpPlan,
+        shared: &Mlx5QpShared,
+        req: &QpRequest,
+        created: &QpCreated,
+        links: QpLinks<'_, Self>,
+    ) -> Result<Mlx5Qp> {
+        let bfreg = {
+            let mut slot = shared.bfreg.lock().unwrap_or_else(|p| p.into_inner());
+            match &*slot {
+                Some(b) => b.clone(),
+                None => {
+                    let gross = plan.output.bfreg_index;
+                    let b = ctx
+                        .uars
+                        .static_bfreg(gross, context::LOW_LATENCY_BFREGS, ctx.state.resp.tot_bfregs)
+                        .ok_or_else(|| {
+                            Error::new(
+                                "ibv_create_qp",
+                                ErrorKind::Malformed,
+                                format!("the kernel gave the QP bfreg {gross}, outside the context's UARs"),
+                            )
+                        })?;
+                    let b = Arc::new(b);
+                    *slot = Some(b.clone());
+                    b
+                }
+            }
+        };
+        let rsn = shared.uidx.unwrap_or(created.qp_num);
+        let track = Arc::new(QpTrack::new(
+            rsn,
+            shared.sq.clone(),
+            shared.rq.clone(),
+            links.srq.map(|s| s.track.clone()),
+        ));
+        let _ = shared.track.set(track.clone());
+        let _ = shared
+            .cqs
+            .set([links.send_cq.clone(), links.recv_cq.clone()]);
+        ctx.resources.insert(track);
+        let g = &shared.geometry;
+        let sq = Mlx5Sq::new(
+            shared.buf.clone(),
+            g.sq,
+            created.qp_num,
+            req.qp_type,
+            req.sq_sig_all,
+            bfreg,
+            shared.sq.clone(),
+        );
+        let rq = shared
+            .rq
+            .as_ref()
+            .map(|t| Mlx5Rq::new(shared.buf.clone(), g.rq_wqe_cnt, g.rq_wqe_shift, t.clone()));
+        Ok(Mlx5Qp { sq, rq, epoch: 0 })
     }
 
-    fn post_send(qp: &mut Unreachable, _: Device<'_>, _: &[SendWr<'_>]) -> Result<(), PostError> {
-        match *qp {}
+    fn on_qp_state(shared: &Mlx5QpShared, state: QpState) {
+        if state == QpState::Reset {
+            shared.clean_cqs();
+            shared.sq.tail.store(0, Ordering::Release);
+            if let Some(rq) = &shared.rq {
+                rq.tail.store(0, Ordering::Release);
+            }
+            shared.buf.set_dbrec(0, 0);
+            shared.buf.set_dbrec(1, 0);
+            shared.sq.epoch.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
-    fn post_recv(qp: &mut Unreachable, _: &[RecvWr<'_>]) -> Result<(), PostError> {
-        match *qp {}
+    fn on_qp_destroyed(shared: &Mlx5QpShared) {
+        shared.clean_cqs();
+        if let Some(track) = shared.track.get() {
+            shared.resources.remove(track);
+        }
+    }
+
+    #[inline]
+    fn post_send(qp: &mut Mlx5Qp, _: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        qp.sync_reset();
+        qp.sq
+            .post(wrs, |wr| match wr.ud {
+                None => Ok(None),
+                Some(d) => match Mlx5::ah_of(d.ah_driver()) {
+                    Some(av) => Ok(Some(*av)),
+                    None => Err(PostErrorKind::BadDestination(
+                        "the address handle belongs to a device of another driver",
+                    )),
+                },
+            })
+            .map_err(|(index, kind)| PostError { index, kind })
+    }
+
+    #[inline]
+    fn post_recv(qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        qp.sync_reset();
+        match &mut qp.rq {
+            Some(rq) => rq.post(wrs),
+            None => Err(PostError {
+                index: 0,
+                kind: PostErrorKind::OpNotSupported(
+                    "this QP has no receive queue (it receives from an SRQ, or max_recv_wr was 0)",
+                ),
+            }),
+        }
     }
 
     fn plan_srq(
-        _: &Mlx5State,
+        ctx: &Mlx5Ctx,
         _: Device<'_>,
         _: &Mlx5Pd,
-        _: &SrqRequest,
-    ) -> Result<(Unreachable, Unreachable)> {
-        Err(missing("ibv_create_srq"))
+        req: &SrqRequest,
+    ) -> Result<(Self::SrqPlan, Mlx5SrqShared)> {
+        let invalid = |d: String| Error::new("ibv_create_srq", ErrorKind::InvalidArgument, d);
+        let max = req
+            .max_wr
+            .checked_add(1)
+            .map(u32::next_power_of_two)
+            .filter(|&n| n <= 1 << 20)
+            .ok_or_else(|| invalid(format!("max_wr {} is too large", req.max_wr)))?;
+        let stride = (16 + 16 * req.max_sge as usize).max(32).next_power_of_two();
+        if stride > usize::from(ctx.state.max_rq_desc_sz) {
+            return Err(invalid(format!(
+                "max_sge {} needs {stride}-byte SRQ WQEs; the device takes {}",
+                req.max_sge, ctx.state.max_rq_desc_sz
+            )));
+        }
+        let buf = Arc::new(QueueBuf::new(max as usize * stride, "allocate mlx5 SRQ buffer")?);
+        let uidx = uidx_for(ctx)?;
+        let mut input = abi::Mlx5IbCreateSrq::new_zeroed();
+        input.buf_addr = buf.addr();
+        input.db_addr = buf.db_addr();
+        input.uidx = uidx.unwrap_or(NO_UIDX);
+        let track = Arc::new(SrqTrack::new(buf, max, stride.trailing_zeros()));
+        let shared = Mlx5SrqShared {
+            track,
+            uidx,
+            resources: ctx.resources.clone(),
+        };
+        let plan = Drv {
+            input,
+            output: abi::Mlx5IbCreateSrqResp::new_zeroed(),
+        };
+        Ok((plan, shared))
     }
 
     fn finish_srq(
-        _: &Mlx5State,
+        _: &Mlx5Ctx,
         _: Device<'_>,
-        plan: Unreachable,
-        _: &Unreachable,
+        plan: Self::SrqPlan,
+        shared: &Mlx5SrqShared,
         _: &SrqCreated,
-    ) -> Result<(Unreachable, u32)> {
-        match plan {}
+    ) -> Result<(Mlx5Srq, u32)> {
+        Ok((Mlx5Srq::new(shared.track.clone()), plan.output.srqn))
     }
 
-    fn post_srq_recv(srq: &mut Unreachable, _: &[RecvWr<'_>]) -> Result<(), PostError> {
-        match *srq {}
+    #[inline]
+    fn post_srq_recv(srq: &mut Mlx5Srq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        srq.post(wrs)
     }
 
-    fn modify_srq(srq: &Unreachable, _: &mut RunWithIn<'_>) -> Result<(), Errno> {
-        match *srq {}
+    /// mlx5 sends no driver data with `MODIFY_SRQ`.
+    fn modify_srq(_: &Mlx5Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno> {
+        run(&[])
     }
 }

@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, Provider, QpCreated, QpRequest,
+    CqCreated, CqRequest, Device, DriverData, GetContext, Provider, QpCreated, QpLinks, QpRequest,
     RunWithIn, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
@@ -22,7 +22,7 @@ use crate::{
     sys::{Errno, Mapping, Protection},
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    QpType,
+    AhAttr, QpType,
 };
 
 mod cq;
@@ -115,7 +115,7 @@ impl Provider for Rxe {
         run(&mut [])
     }
 
-    fn create_ah(_: &RxeContext, run: &mut RunWithOut<'_>) -> Result<RxeAh, Errno> {
+    fn create_ah(_: &RxeContext, _: &AhAttr, run: &mut RunWithOut<'_>) -> Result<RxeAh, Errno> {
         let mut resp = abi::RxeCreateAhResp::new_zeroed();
         run(resp.as_mut_bytes())?;
         Ok(RxeAh {
@@ -187,6 +187,7 @@ impl Provider for Rxe {
         _: &(),
         req: &QpRequest,
         created: &QpCreated,
+        _: QpLinks<'_, Self>,
     ) -> Result<RxeQp> {
         let resp = plan.0;
         let sq = RxeSq::new(

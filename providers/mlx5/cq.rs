@@ -1,0 +1,305 @@
+//! mlx5 completion queues: CQE parsing, the consumer index, arming, and
+//! cleaning a QP's CQEs.
+//!
+//! Facts (rdma-core `providers/mlx5/cq.c`: `get_sw_cqe`, `mlx5_parse_cqe`,
+//! `handle_good_req`, `handle_responder`, `mlx5_handle_error_cqe`,
+//! `update_cons_index`, `mlx5_arm_cq`, `mlx5_cq_event`, `__mlx5_cq_clean`):
+//!
+//! - The CQE at consumer index `ci` is valid when its opcode is not
+//!   `INVALID` (15) and its owner bit equals `(ci / ncqe) & 1`; in a
+//!   128-byte CQE the 64-byte CQE is the second half. The ownership byte is
+//!   read first (acquire), then [`udma_from_device_barrier`], then the rest.
+//! - A requester CQE names the last WQE it completes by `wqe_counter`, which
+//!   frees the send queue up to it; a responder CQE of an RQ completes the
+//!   oldest receive, of an SRQ the WQE it names. CQE v1 names the QP by the
+//!   user index it was created with, v0 by QP number.
+//! - After a batch, `dbrec[0] = ci & 0xffffff` (the device uses it to detect
+//!   overruns: it never overwrites an unconsumed CQE, it raises CQ_ERR).
+//! - Arming writes `dbrec[1]` and rings the CQ doorbell with the arm
+//!   sequence number, which only advances when a completion event is read.
+//! - When a QP is destroyed or reset, its CQEs already in the CQ must not
+//!   surface. rdma-core compacts the CQ under the CQ's lock; here the
+//!   destroying thread records "skip CQEs of this QP before index X" (X: the
+//!   first CQE not yet written) and the poller, which owns the consumer
+//!   side, drops them as it meets them: the same result without a lock on
+//!   the poll path (one relaxed load per poll).
+//!
+//! [`udma_from_device_barrier`]: crate::barrier::udma_from_device_barrier
+
+use std::sync::{
+    atomic::{AtomicBool, AtomicU32, Ordering},
+    Arc, Mutex,
+};
+
+use super::{
+    buf::QueueBuf,
+    cqe::{cqe_opcode, status_of_syndrome, Cqe64},
+    qp::{QpTrack, Resources},
+    uar::{UarPage, CQ_DOORBELL},
+    wqe::opcode,
+};
+use crate::{
+    barrier,
+    wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion},
+};
+
+/// A request to drop a QP's CQEs.
+#[derive(Debug, Clone, Copy)]
+struct Clean {
+    /// The QP's resource number (user index or QP number).
+    rsn: u32,
+    /// Drop its CQEs at consumer indexes before this one.
+    before: u32,
+}
+
+/// A CQ's state shared by its poller, the event reader and QPs (kept until
+/// the kernel CQ is destroyed).
+#[derive(Debug)]
+pub(crate) struct CqCore {
+    pub(crate) buf: QueueBuf,
+    pub(crate) ncqe: u32,
+    pub(crate) cqe_size: usize,
+    pub(crate) cqn: AtomicU32,
+    /// The arm sequence number (`arm_sn`).
+    pub(crate) arm_sn: AtomicU32,
+    /// The consumer index the poller last published.
+    ci: AtomicU32,
+    clean: Mutex<Vec<Clean>>,
+    clean_pending: AtomicBool,
+}
+
+impl CqCore {
+    /// A CQ of `ncqe` (a power of two) CQEs of `cqe_size` bytes, each
+    /// marked invalid (`op_own = 0xF0`).
+    pub(crate) fn new(ncqe: u32, cqe_size: usize) -> crate::Result<Self> {
+        let buf = QueueBuf::new(ncqe as usize * cqe_size, "allocate mlx5 CQ buffer")?;
+        for i in 0..ncqe as usize {
+            buf.fill(i * cqe_size + cqe_size - 1, 1, 0xf0);
+        }
+        Ok(CqCore {
+            buf,
+            ncqe,
+            cqe_size,
+            cqn: AtomicU32::new(0),
+            arm_sn: AtomicU32::new(0),
+            ci: AtomicU32::new(0),
+            clean: Mutex::new(Vec::new()),
+            clean_pending: AtomicBool::new(false),
+        })
+    }
+
+    /// Offset of the 64-byte CQE of consumer index `ci`.
+    #[inline(always)]
+    fn cqe64_at(&self, ci: u32) -> usize {
+        (ci & (self.ncqe - 1)) as usize * self.cqe_size + self.cqe_size - 64
+    }
+
+    /// Whether the CQE at `ci` has been written by the device.
+    #[inline(always)]
+    fn owned(&self, ci: u32) -> Option<usize> {
+        let at = self.cqe64_at(ci);
+        let op_own = self.buf.load_u8(at + 63)?;
+        let hw_owner = u8::from(ci & self.ncqe != 0);
+        (op_own >> 4 != cqe_opcode::INVALID && op_own & 1 == hw_owner).then_some(at)
+    }
+
+    /// Marks the CQEs of QP `rsn` now in the CQ for dropping (a QP was
+    /// destroyed or reset: the device writes no more of them).
+    pub(crate) fn clean(&self, rsn: u32) {
+        let mut ci = self.ci.load(Ordering::Acquire);
+        let end = ci.wrapping_add(self.ncqe);
+        while ci != end && self.owned(ci).is_some() {
+            ci = ci.wrapping_add(1);
+        }
+        let mut list = self.clean.lock().unwrap_or_else(|p| p.into_inner());
+        list.push(Clean { rsn, before: ci });
+        self.clean_pending.store(true, Ordering::Release);
+    }
+}
+
+/// The consumer side of an mlx5 CQ.
+#[derive(Debug)]
+pub(crate) struct Mlx5Cq {
+    pub(crate) core: Arc<CqCore>,
+    pub(crate) uar: Arc<UarPage>,
+    resources: Arc<Resources>,
+    ci: u32,
+    /// The QP of the last CQE (most CQs serve one or two QPs).
+    last: Option<Arc<QpTrack>>,
+    /// Clean requests taken from the shared list.
+    cleaning: Vec<Clean>,
+    cqe_v1: bool,
+}
+
+impl Mlx5Cq {
+    pub(crate) fn new(
+        core: Arc<CqCore>,
+        uar: Arc<UarPage>,
+        resources: Arc<Resources>,
+        cqe_v1: bool,
+    ) -> Self {
+        Mlx5Cq {
+            core,
+            uar,
+            resources,
+            ci: 0,
+            last: None,
+            cleaning: Vec::new(),
+            cqe_v1,
+        }
+    }
+
+    /// Moves up to `out.len()` completions into `out`.
+    #[inline]
+    pub(crate) fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+        if self.core.clean_pending.load(Ordering::Relaxed) {
+            self.take_clean();
+        }
+        let start = self.ci;
+        let mut n = 0;
+        while n < out.len() {
+            let Some(at) = self.core.owned(self.ci) else {
+                break;
+            };
+            barrier::udma_from_device_barrier();
+            let Some(bytes) = self.core.buf.read::<64>(at) else {
+                break;
+            };
+            let cqe = Cqe64(bytes);
+            let ci = self.ci;
+            self.ci = ci.wrapping_add(1);
+            if let Some(wc) = self.parse(&cqe, ci) {
+                out[n] = wc;
+                n += 1;
+            }
+        }
+        if self.ci != start {
+            self.core.buf.set_dbrec(0, self.ci & 0x00ff_ffff);
+            self.core.ci.store(self.ci, Ordering::Release);
+            if !self.cleaning.is_empty() {
+                let ci = self.ci;
+                self.cleaning
+                    .retain(|c| (c.before.wrapping_sub(ci) as i32) > 0);
+            }
+        }
+        n
+    }
+
+    #[cold]
+    fn take_clean(&mut self) {
+        let mut list = self.core.clean.lock().unwrap_or_else(|p| p.into_inner());
+        self.cleaning.append(&mut list);
+        self.core.clean_pending.store(false, Ordering::Relaxed);
+        self.last = None;
+    }
+
+    /// The QP a CQE belongs to.
+    #[inline]
+    fn qp_of(&mut self, rsn: u32) -> Option<Arc<QpTrack>> {
+        if let Some(t) = &self.last {
+            if t.rsn == rsn && t.is_alive() {
+                return Some(t.clone());
+            }
+        }
+        let t = self.resources.find(rsn)?;
+        self.last = Some(t.clone());
+        Some(t)
+    }
+
+    /// Turns a CQE into a work completion; `None` for a CQE that does not
+    /// surface (a cleaned QP's, or one naming no known QP).
+    #[inline]
+    fn parse(&mut self, cqe: &Cqe64, ci: u32) -> Option<WorkCompletion> {
+        let rsn = if self.cqe_v1 {
+            cqe.srqn_uidx()
+        } else {
+            cqe.qpn()
+        };
+        if !self.cleaning.is_empty()
+            && self
+                .cleaning
+                .iter()
+                .any(|c| c.rsn == rsn && (c.before.wrapping_sub(ci) as i32) > 0)
+        {
+            return None;
+        }
+        let qp = self.qp_of(rsn)?;
+        let mut wc = WorkCompletion {
+            qp_num: cqe.qpn(),
+            ..WorkCompletion::default()
+        };
+        match cqe.opcode() {
+            cqe_opcode::REQ => {
+                wc.wr_id = qp.sq.complete(cqe.wqe_counter());
+                wc.status = WcStatus::SUCCESS;
+                (wc.opcode, wc.byte_len) = match cqe.wqe_opcode() {
+                    opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RDMA_WRITE, 0),
+                    opcode::RDMA_READ => (WcOpcode::RDMA_READ, cqe.byte_cnt()),
+                    opcode::ATOMIC_CS => (WcOpcode::COMP_SWAP, 8),
+                    opcode::ATOMIC_FA => (WcOpcode::FETCH_ADD, 8),
+                    _ => (WcOpcode::SEND, 0),
+                };
+            }
+            op @ (cqe_opcode::RESP_WR_IMM
+            | cqe_opcode::RESP_SEND
+            | cqe_opcode::RESP_SEND_IMM
+            | cqe_opcode::RESP_SEND_INV) => {
+                wc.wr_id = qp.complete_recv(cqe.wqe_counter());
+                wc.status = WcStatus::SUCCESS;
+                wc.byte_len = cqe.byte_cnt();
+                let imm = u32::from_be_bytes(cqe.imm_raw());
+                match op {
+                    cqe_opcode::RESP_WR_IMM => {
+                        wc.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
+                        wc.wc_flags |= WcFlags::WITH_IMM;
+                        wc.imm_data = imm;
+                    }
+                    cqe_opcode::RESP_SEND_IMM => {
+                        wc.opcode = WcOpcode::RECV;
+                        wc.wc_flags |= WcFlags::WITH_IMM;
+                        wc.imm_data = imm;
+                    }
+                    cqe_opcode::RESP_SEND_INV => {
+                        wc.opcode = WcOpcode::RECV;
+                        wc.wc_flags |= WcFlags::WITH_INVALIDATE;
+                        wc.imm_data = imm;
+                    }
+                    _ => wc.opcode = WcOpcode::RECV,
+                }
+                wc.slid = cqe.slid();
+                wc.sl = cqe.sl();
+                wc.src_qp = cqe.src_qp();
+                wc.dlid_path_bits = cqe.ml_path();
+                if cqe.grh() {
+                    wc.wc_flags |= WcFlags::GRH;
+                }
+                wc.pkey_index = (cqe.imm_inval_pkey() & 0xffff) as u16;
+            }
+            op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
+                wc.status = status_of_syndrome(cqe.syndrome());
+                wc.vendor_err = u32::from(cqe.vendor_err_synd());
+                wc.wr_id = if op == cqe_opcode::REQ_ERR {
+                    qp.sq.complete(cqe.wqe_counter())
+                } else {
+                    qp.complete_recv(cqe.wqe_counter())
+                };
+            }
+            // Resize and other CQEs this library never asks for.
+            _ => return None,
+        }
+        Some(wc)
+    }
+
+    /// Arms the CQ (`mlx5_arm_cq`).
+    pub(crate) fn arm(&self, solicited_only: bool) {
+        let sn = self.core.arm_sn.load(Ordering::Acquire) & 3;
+        let cmd = if solicited_only { 1 << 24 } else { 0 };
+        let v = sn << 28 | cmd | (self.ci & 0x00ff_ffff);
+        self.core.buf.set_dbrec(1, v);
+        barrier::mmio_wc_start();
+        let cqn = self.core.cqn.load(Ordering::Relaxed);
+        let doorbell = (u64::from(v) << 32 | u64::from(cqn)).to_be_bytes();
+        self.uar.store64(CQ_DOORBELL, doorbell);
+        barrier::mmio_flush_writes();
+    }
+}

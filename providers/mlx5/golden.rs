@@ -1,0 +1,1 @@
+//! Golden tests against mlx5dv.h (placeholder: being written).

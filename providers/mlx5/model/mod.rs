@@ -1,0 +1,1 @@
+//! A software ConnectX for tests (placeholder: being written).

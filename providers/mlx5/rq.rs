@@ -1,0 +1,257 @@
+//! mlx5 receive queues and SRQs: receive WQEs and their doorbell records.
+//!
+//! RQ (rdma-core `qp.c` `mlx5_post_recv`): a WQE is a list of data segments
+//! (zero-length SGEs skipped) ended, when shorter than the stride, by a
+//! terminator segment (`lkey = MLX5_INVALID_LKEY`); after the batch, a
+//! to-device barrier and `db[0] = head & 0xffff`, counted in WQEs. RQ
+//! completions come back in order, so the poller takes work-request ids
+//! from its tail.
+//!
+//! SRQ (`srq.c`): a WQE is a 16-byte next segment (`next_wqe_index`) and
+//! data segments; free WQEs form a list through `next_wqe_index` whose tail
+//! is a sentinel that is never posted (one WQE fewer than the queue holds).
+//! Posting takes WQEs from the head; a completion, which names the WQE by
+//! index, links it after the tail. The doorbell record is a 16-bit counter
+//! of WQEs posted. Poster and poller may be different threads: the list is
+//! under a mutex, as rdma-core takes the SRQ's spinlock.
+
+use std::sync::{
+    atomic::{AtomicU32, AtomicU64, Ordering},
+    Arc, Mutex,
+};
+
+use super::{
+    buf::QueueBuf,
+    wqe::{self, DS},
+};
+use crate::{
+    barrier,
+    wr::{PostError, PostErrorKind, RecvWr},
+};
+
+/// Writes the scatter list of one receive WQE at `at` (a stride of
+/// `max_gs` segments): the non-empty SGEs, then a terminator if there is room.
+#[inline]
+fn put_scatter(buf: &QueueBuf, at: usize, max_gs: u32, wr: &RecvWr<'_>) {
+    let mut j = 0usize;
+    for s in wr.sges.iter().filter(|s| s.length != 0) {
+        buf.write(at + j * DS, &wqe::data(s.length, s.lkey, s.addr));
+        j += 1;
+    }
+    if j < max_gs as usize {
+        buf.write(at + j * DS, &wqe::recv_terminator());
+    }
+}
+
+/// The completion side of a receive queue (shared with the poller).
+#[derive(Debug)]
+pub(crate) struct RqTrack {
+    mask: u32,
+    wrid: Box<[AtomicU64]>,
+    /// Receives completed.
+    pub(crate) tail: AtomicU32,
+}
+
+impl RqTrack {
+    pub(crate) fn new(wqe_cnt: u32) -> Self {
+        RqTrack {
+            mask: wqe_cnt.max(1) - 1,
+            wrid: (0..wqe_cnt.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    /// The work request of the oldest outstanding receive, now completed.
+    #[inline]
+    pub(crate) fn complete(&self) -> u64 {
+        let t = self.tail.load(Ordering::Relaxed);
+        self.tail.store(t.wrapping_add(1), Ordering::Release);
+        self.wrid[(t & self.mask) as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// The receive queue of an mlx5 QP (the poster's side).
+#[derive(Debug)]
+pub(crate) struct Mlx5Rq {
+    buf: Arc<QueueBuf>,
+    wqe_cnt: u32,
+    wqe_shift: u32,
+    max_gs: u32,
+    head: u32,
+    pub(crate) track: Arc<RqTrack>,
+}
+
+impl Mlx5Rq {
+    /// A receive queue at offset 0 of the QP buffer.
+    pub(crate) fn new(buf: Arc<QueueBuf>, wqe_cnt: u32, wqe_shift: u32, track: Arc<RqTrack>) -> Self {
+        Mlx5Rq {
+            buf,
+            wqe_cnt,
+            wqe_shift,
+            max_gs: (1u32 << wqe_shift) / DS as u32,
+            head: 0,
+            track,
+        }
+    }
+
+    /// Restarts the queue (the QP went through RESET).
+    pub(crate) fn reset(&mut self) {
+        self.head = 0;
+    }
+
+    /// Writes receive WQEs and updates the doorbell record once.
+    #[inline]
+    pub(crate) fn post(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let mut result = Ok(());
+        let start = self.head;
+        for (index, wr) in wrs.iter().enumerate() {
+            let tail = self.track.tail.load(Ordering::Acquire);
+            if self.head.wrapping_sub(tail) >= self.wqe_cnt {
+                result = Err(PostError {
+                    index,
+                    kind: PostErrorKind::QueueFull,
+                });
+                break;
+            }
+            if wr.sges.len() > self.max_gs as usize {
+                result = Err(PostError {
+                    index,
+                    kind: PostErrorKind::TooManySges {
+                        given: wr.sges.len(),
+                        max: self.max_gs,
+                    },
+                });
+                break;
+            }
+            let idx = self.head & (self.wqe_cnt - 1);
+            put_scatter(&self.buf, (idx as usize) << self.wqe_shift, self.max_gs, wr);
+            self.track.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
+            self.head = self.head.wrapping_add(1);
+        }
+        if self.head != start {
+            barrier::udma_to_device_barrier();
+            self.buf.set_dbrec(0, self.head & 0xffff);
+        }
+        result
+    }
+}
+
+/// The free list of an SRQ's WQEs.
+#[derive(Debug)]
+struct FreeList {
+    head: u32,
+    tail: u32,
+}
+
+/// An SRQ's state shared by its poster and the CQs that complete it.
+#[derive(Debug)]
+pub(crate) struct SrqTrack {
+    buf: Arc<QueueBuf>,
+    wqe_cnt: u32,
+    wqe_shift: u32,
+    wrid: Box<[AtomicU64]>,
+    list: Mutex<FreeList>,
+}
+
+impl SrqTrack {
+    /// Links every WQE to the next (`mlx5_alloc_srq_buf`); the last is the
+    /// sentinel.
+    pub(crate) fn new(buf: Arc<QueueBuf>, wqe_cnt: u32, wqe_shift: u32) -> Self {
+        for i in 0..wqe_cnt {
+            let next = ((i + 1) & (wqe_cnt - 1)) as u16;
+            buf.write((i as usize) << wqe_shift, &wqe::srq_next(next));
+        }
+        SrqTrack {
+            buf,
+            wqe_cnt,
+            wqe_shift,
+            wrid: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
+            list: Mutex::new(FreeList {
+                head: 0,
+                tail: wqe_cnt - 1,
+            }),
+        }
+    }
+
+    fn next_of(&self, idx: u32) -> u32 {
+        let seg = self
+            .buf
+            .read::<16>((idx as usize) << self.wqe_shift)
+            .unwrap_or([0; 16]);
+        u32::from(u16::from_be_bytes([seg[2], seg[3]])) & (self.wqe_cnt - 1)
+    }
+
+    /// The work request of completed WQE `wqe_counter`, whose WQE goes
+    /// back on the free list (`mlx5_free_srq_wqe`).
+    #[inline]
+    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        let idx = u32::from(wqe_counter) & (self.wqe_cnt - 1);
+        let wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
+        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        let tail = list.tail;
+        self.buf
+            .write((tail as usize) << self.wqe_shift, &wqe::srq_next(idx as u16));
+        list.tail = idx;
+        wr_id
+    }
+}
+
+/// An mlx5 SRQ (the poster's side).
+#[derive(Debug)]
+pub(crate) struct Mlx5Srq {
+    pub(crate) track: Arc<SrqTrack>,
+    max_gs: u32,
+    counter: u16,
+}
+
+impl Mlx5Srq {
+    pub(crate) fn new(track: Arc<SrqTrack>) -> Self {
+        let max_gs = ((1u32 << track.wqe_shift) - DS as u32) / DS as u32;
+        Mlx5Srq {
+            track,
+            max_gs,
+            counter: 0,
+        }
+    }
+
+    /// Writes receive WQEs to free WQEs and updates the doorbell record once.
+    #[inline]
+    pub(crate) fn post(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        let t = &*self.track;
+        let mut result = Ok(());
+        let start = self.counter;
+        {
+            let mut list = t.list.lock().unwrap_or_else(|p| p.into_inner());
+            for (index, wr) in wrs.iter().enumerate() {
+                if wr.sges.len() > self.max_gs as usize {
+                    result = Err(PostError {
+                        index,
+                        kind: PostErrorKind::TooManySges {
+                            given: wr.sges.len(),
+                            max: self.max_gs,
+                        },
+                    });
+                    break;
+                }
+                if list.head == list.tail {
+                    result = Err(PostError {
+                        index,
+                        kind: PostErrorKind::QueueFull,
+                    });
+                    break;
+                }
+                let idx = list.head;
+                let next = t.next_of(idx);
+                put_scatter(&t.buf, ((idx as usize) << t.wqe_shift) + DS, self.max_gs, wr);
+                t.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
+                list.head = next;
+                self.counter = self.counter.wrapping_add(1);
+            }
+        }
+        if self.counter != start {
+            barrier::udma_to_device_barrier();
+            t.buf.set_dbrec(0, u32::from(self.counter));
+        }
+        result
+    }
+}

@@ -1,0 +1,1 @@
+//! Unit tests of the mlx5 data path (placeholder).

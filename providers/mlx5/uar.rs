@@ -1,0 +1,446 @@
+//! UARs ("user access regions"): the device pages a process rings doorbells
+//! on, and the blue-flame registers (bfregs) inside them.
+//!
+//! Facts (rdma-core `providers/mlx5/mlx5.c` `mlx5_init_context`,
+//! `mlx5_insert_dyn_uuars`, `need_uuar_lock`, `get_uar_mmap_offset`;
+//! `verbs.c` `mlx5_get_qp_uar`, `mlx5_create_qp` (bfreg index and flags);
+//! kernel `drivers/infiniband/hw/mlx5/main.c` `mlx5_ib_mmap`, `uar_mmap`,
+//! `UAR_OBJ_ALLOC`):
+//!
+//! - A context whose response has `tot_bfregs == 0` has **dynamic UARs**:
+//!   every page comes from `MLX5_IB_METHOD_UAR_OBJ_ALLOC` (type BF or NC)
+//!   and is mapped at the offset the kernel returns. Each 4 KiB sub-UAR of a
+//!   BF page holds 2 bfregs at `0x800 + k * bf_reg_size`, each with a
+//!   BlueFlame buffer of `bf_reg_size / 2`; an NC page's doorbells are at
+//!   `0x800 + k * 0x100` and carry no BlueFlame. A QP names its page by id
+//!   (`MLX5_QP_FLAG_UAR_PAGE_INDEX`), a CQ too
+//!   (`MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX`).
+//! - Otherwise the context has `tot_bfregs` **static** bfregs, 2 usable of
+//!   every 4 numbers ("gross" numbering, `MLX5_NUM_NON_FP_BFREGS_PER_UAR`),
+//!   on pages mapped with `offset = index * page` (command 0, regular).
+//!   The kernel picks a QP's bfreg and returns its gross index; bfreg 0 has
+//!   no BlueFlame; bfregs above the shared ones are dedicated (no lock).
+//! - One NC page per context carries every CQ's arm doorbell at `+0x20`
+//!   (`mlx5_set_singleton_nc_uar`); with static UARs it is page 0.
+//! - Ringing a UAR the queue was not created with is silently ignored by the
+//!   hardware: the page a QP rings is always the one its create named.
+//!
+//! Stores to a UAR are single 64-bit atomic stores (a plain `mov` on x86_64,
+//! `str` on aarch64, as rdma-core's `mmio_write64_be`), never a `memcpy`:
+//! write-combining would otherwise split or merge them.
+#![allow(unsafe_code)]
+
+use std::sync::{
+    atomic::{AtomicU64, AtomicUsize, Ordering},
+    Arc, Mutex, MutexGuard,
+};
+
+use crate::{
+    abi,
+    error::{Error, ErrorKind, Result},
+    providers::Device,
+    sys::{Errno, Mapping, Protection},
+};
+
+/// The 4 KiB unit the device's UARs come in (`MLX5_ADAPTER_PAGE_SIZE`).
+pub(crate) const ADAPTER_PAGE: usize = 4096;
+/// Where the bfregs of a sub-UAR start (`MLX5_BF_OFFSET`).
+pub(crate) const BF_OFFSET: usize = 0x800;
+/// The CQ arm doorbell's offset in a UAR (`MLX5_CQ_DOORBELL`).
+pub(crate) const CQ_DOORBELL: usize = 0x20;
+/// Usable bfregs per 4 KiB UAR (`MLX5_NUM_NON_FP_BFREGS_PER_UAR`).
+const BFREGS_PER_UAR: u32 = 2;
+/// Bfreg numbers per UAR in the kernel's "gross" numbering (`NUM_BFREGS_PER_UAR`).
+const GROSS_PER_UAR: u32 = 4;
+/// Doorbell spacing on an NC page.
+const NC_DB_STRIDE: usize = 0x100;
+/// Dedicated (lock-free) bfregs a context hands out before sharing
+/// (rdma-core's default `MLX5_NUM_LOW_LAT_UUARS`).
+pub(crate) const DEDICATED_BFREGS: usize = 4;
+/// Shared bfregs QPs are spread over once the dedicated ones are taken
+/// (rdma-core: `tot_uuars - low_lat_uuars` = 16 - 4).
+pub(crate) const SHARED_BFREGS: usize = 12;
+
+/// One mapped UAR page (`num_uars_per_page` sub-UARs of 4 KiB).
+#[derive(Debug)]
+pub(crate) struct UarPage {
+    map: Mapping,
+    /// The page id the kernel knows it by (the first sub-UAR's index).
+    pub(crate) page_id: u32,
+}
+
+impl UarPage {
+    /// Stores `bytes` (the doorbell's bytes in memory order) at `offset` as
+    /// one 64-bit store. Offsets are computed by this module; an offset
+    /// outside the page is a bug, and the store is dropped rather than made.
+    #[inline(always)]
+    pub(crate) fn store64(&self, offset: usize, bytes: [u8; 8]) {
+        if offset % 8 != 0 || offset + 8 > self.map.len() {
+            debug_assert!(false, "UAR store at {offset:#x} outside the page");
+            return;
+        }
+        // SAFETY: the mapping is live for `self`'s lifetime, `offset` is
+        // 8-aligned and inside it (checked above; the mapping is page
+        // aligned). UAR memory is only ever accessed through atomics, by
+        // this library and (in tests) by the device model, so no Rust
+        // reference to it exists.
+        let reg = unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(offset).cast()) };
+        reg.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
+    }
+
+    /// The page's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+/// A blue-flame register: where one QP (or several, when shared) rings its
+/// send doorbell.
+#[derive(Debug)]
+pub(crate) struct Bfreg {
+    pub(crate) page: Arc<UarPage>,
+    /// Offset of the register in the page.
+    pub(crate) reg: usize,
+    /// Half the BlueFlame register (the largest BlueFlame copy); 0 when the
+    /// register takes 8-byte doorbells only (NC page, bfreg 0, no WC).
+    pub(crate) buf_size: usize,
+    /// Held while ringing a bfreg that several QPs share (its BlueFlame
+    /// halves and offset toggle are common state).
+    lock: Option<Mutex<()>>,
+    /// The half of the register the next ring uses (0 or `buf_size`):
+    /// toggled on every ring (`bf->offset ^= bf->buf_size`).
+    offset: AtomicUsize,
+    /// What the QP create passes: the page id (dynamic UARs) or the gross
+    /// bfreg index (static UARs; the kernel chose it).
+    pub(crate) index: u32,
+    /// Whether `index` is a dynamic page id (`MLX5_QP_FLAG_UAR_PAGE_INDEX`).
+    pub(crate) dynamic: bool,
+}
+
+/// What ringing a bfreg holds: the lock of a shared bfreg, if any.
+pub(crate) struct RingGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
+
+impl Bfreg {
+    fn new(page: Arc<UarPage>, reg: usize, buf_size: usize, shared: bool, index: u32) -> Self {
+        let dynamic = true;
+        Bfreg {
+            page,
+            reg,
+            buf_size,
+            lock: shared.then(|| Mutex::new(())),
+            offset: AtomicUsize::new(0),
+            index,
+            dynamic,
+        }
+    }
+
+    /// Whether several QPs ring this bfreg.
+    pub(crate) fn is_shared(&self) -> bool {
+        self.lock.is_some()
+    }
+
+    /// Starts a ring: takes the shared bfreg's lock (a dedicated one has
+    /// none) and returns the register offset to use.
+    #[inline(always)]
+    pub(crate) fn begin(&self) -> (RingGuard<'_>, usize) {
+        let guard = self
+            .lock
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
+        (
+            RingGuard(guard),
+            self.reg + self.offset.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Ends a ring (under the guard): the next ring uses the other half.
+    #[inline(always)]
+    pub(crate) fn toggle(&self, _guard: &RingGuard<'_>) {
+        let cur = self.offset.load(Ordering::Relaxed);
+        self.offset.store(cur ^ self.buf_size, Ordering::Relaxed);
+    }
+}
+
+/// Which kind of UARs the kernel gives this context.
+#[derive(Debug)]
+enum Mode {
+    /// `UAR_OBJ_ALLOC` pages; BlueFlame pages when write-combining exists.
+    Dynamic,
+    /// Static pages mapped at open, bfregs chosen by the kernel.
+    Static { pages: Vec<Arc<UarPage>> },
+}
+
+/// The bfregs handed out so far (dynamic mode).
+#[derive(Debug, Default)]
+struct Pool {
+    /// Free dedicated bfregs (returned when their QP goes).
+    free_dedicated: Vec<Arc<Bfreg>>,
+    /// Dedicated bfregs in use.
+    dedicated_used: usize,
+    /// Shared bfregs created so far, and the next one to hand out.
+    shared: Vec<Arc<Bfreg>>,
+    next_shared: usize,
+}
+
+/// A context's UARs: the NC page for CQ arming and the bfregs of QPs.
+#[derive(Debug)]
+pub(crate) struct Uars {
+    mode: Mode,
+    /// The page every CQ is created on and armed through.
+    pub(crate) cq_page: Arc<UarPage>,
+    /// The NC doorbell QPs use when there is no write-combining.
+    nc_bfreg: Arc<Bfreg>,
+    bf_reg_size: usize,
+    uars_per_page: usize,
+    pool: Mutex<Pool>,
+}
+
+/// The geometry `Uars::open` needs from the context response.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UarGeometry {
+    pub(crate) tot_bfregs: u32,
+    pub(crate) bf_reg_size: u32,
+    pub(crate) num_uars_per_page: u32,
+}
+
+/// Allocates a dynamic UAR (`MLX5_IB_METHOD_UAR_OBJ_ALLOC`) and maps it.
+fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<UarPage, Error> {
+    const OP: &str = "MLX5_IB_METHOD_UAR_OBJ_ALLOC";
+    let (mut offset, mut length, mut page_id) = (0u64, 0u32, 0u32);
+    {
+        let mut cmd = dev.ioctl_cmd(abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC);
+        cmd.new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+        let kind = if nc {
+            abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC
+        } else {
+            abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF
+        };
+        cmd.const_in(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, u64::from(kind));
+        cmd.output(
+            abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+            zerocopy::IntoBytes::as_mut_bytes(&mut offset),
+        );
+        cmd.output(
+            abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+            zerocopy::IntoBytes::as_mut_bytes(&mut length),
+        );
+        cmd.output(
+            abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+            zerocopy::IntoBytes::as_mut_bytes(&mut page_id),
+        );
+        dev.ioctl(&mut cmd).map_err(|e| Error::sys(OP, e))?;
+    }
+    let len = length as usize;
+    if len < ADAPTER_PAGE || len % ADAPTER_PAGE != 0 {
+        return Err(Error::new(
+            OP,
+            ErrorKind::Malformed,
+            format!("the kernel returned a UAR of {len} bytes"),
+        ));
+    }
+    let map = dev
+        .mmap(len, offset, Protection::ReadWrite)
+        .map_err(|e| Error::sys("mmap mlx5 UAR", e))?;
+    Ok(UarPage {
+        map,
+        page_id,
+    })
+}
+
+/// Maps static UAR page `index` (`MLX5_IB_MMAP_REGULAR_PAGE`).
+fn map_static(dev: Device<'_>, index: u32, len: usize) -> Result<UarPage, Errno> {
+    let offset = (u64::from(abi::MLX5_IB_MMAP_REGULAR_PAGE) << 8 | u64::from(index)) * len as u64;
+    let map = dev.mmap(len, offset, Protection::ReadWrite)?;
+    Ok(UarPage {
+        map,
+        page_id: index,
+    })
+}
+
+impl Uars {
+    /// Sets up the context's UARs as rdma-core's `mlx5_init_context` does.
+    pub(crate) fn open(dev: Device<'_>, g: UarGeometry) -> Result<Self> {
+        let uars_per_page = g.num_uars_per_page.max(1) as usize;
+        let page_len = uars_per_page * ADAPTER_PAGE;
+        let bf_reg_size = g.bf_reg_size as usize;
+        if g.tot_bfregs == 0 {
+            // The NC page: every CQ's arm doorbell, and the QPs' doorbell
+            // without write-combining. A kernel that refuses NC allocation
+            // (it predates the type) gets a BF page, as rdma-core falls back.
+            let nc = match alloc_dynamic(dev, true) {
+                Ok(p) => p,
+                Err(e) if e.errno() == Some(Errno::EOPNOTSUPP) => alloc_dynamic(dev, false)?,
+                Err(e) => return Err(e),
+            };
+            let nc = Arc::new(nc);
+            let nc_bfreg = Arc::new(Bfreg::new(nc.clone(), BF_OFFSET, 0, false, nc.page_id));
+            return Ok(Uars {
+                mode: Mode::Dynamic,
+                cq_page: nc,
+                nc_bfreg,
+                bf_reg_size,
+                uars_per_page,
+                pool: Mutex::default(),
+            });
+        }
+        let count = (g.tot_bfregs / (g.num_uars_per_page.max(1) * BFREGS_PER_UAR)).max(1);
+        let mut pages = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let page = map_static(dev, i, page_len).map_err(|e| {
+                Error::sys("mmap mlx5 static UAR", e).with_detail(format!("page {i}"))
+            })?;
+            pages.push(Arc::new(page));
+        }
+        let cq_page = pages[0].clone();
+        let mut nc_bfreg = Bfreg::new(cq_page.clone(), BF_OFFSET, 0, false, 0);
+        nc_bfreg.dynamic = false;
+        Ok(Uars {
+            mode: Mode::Static { pages },
+            cq_page,
+            nc_bfreg: Arc::new(nc_bfreg),
+            bf_reg_size,
+            uars_per_page,
+            pool: Mutex::default(),
+        })
+    }
+
+    /// Whether the kernel chooses bfregs (static UARs).
+    pub(crate) fn is_static(&self) -> bool {
+        matches!(self.mode, Mode::Static { .. })
+    }
+
+    /// The CQ create's UAR page index (`None`: the kernel's default, static).
+    pub(crate) fn cq_page_index(&self) -> Option<u16> {
+        match self.mode {
+            Mode::Dynamic => u16::try_from(self.cq_page.page_id).ok(),
+            Mode::Static { .. } => None,
+        }
+    }
+
+    fn pool(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Chooses the bfreg of a new QP (dynamic UARs; `mlx5_get_qp_uar`):
+    /// without write-combining, the NC doorbell; else a dedicated bfreg
+    /// while fewer than [`DEDICATED_BFREGS`] are in use, then one of
+    /// [`SHARED_BFREGS`] shared ones, round robin. Static UARs: `None`, the
+    /// kernel chooses (see [`Uars::static_bfreg`]).
+    pub(crate) fn qp_bfreg(&self, dev: Device<'_>) -> Result<Option<Arc<Bfreg>>> {
+        if self.is_static() {
+            return Ok(None);
+        }
+        if self.bf_reg_size == 0 {
+            return Ok(Some(self.nc_bfreg.clone()));
+        }
+        let mut pool = self.pool();
+        if let Some(b) = pool.free_dedicated.pop() {
+            pool.dedicated_used += 1;
+            return Ok(Some(b));
+        }
+        if pool.dedicated_used < DEDICATED_BFREGS {
+            let bfregs = self.alloc_bf_page(dev, false)?;
+            pool.dedicated_used += 1;
+            let mut it = bfregs.into_iter();
+            let first = it.next();
+            pool.free_dedicated.extend(it);
+            return Ok(first);
+        }
+        let idx = pool.next_shared % SHARED_BFREGS;
+        pool.next_shared = pool.next_shared.wrapping_add(1);
+        while pool.shared.len() <= idx {
+            let bfregs = self.alloc_bf_page(dev, true)?;
+            pool.shared.extend(bfregs);
+        }
+        Ok(Some(pool.shared[idx].clone()))
+    }
+
+    /// Gives a QP's dedicated bfreg back when the QP is destroyed.
+    pub(crate) fn release(&self, bfreg: &Arc<Bfreg>) {
+        if bfreg.is_shared() || bfreg.buf_size == 0 || self.is_static() {
+            return;
+        }
+        let mut pool = self.pool();
+        pool.dedicated_used = pool.dedicated_used.saturating_sub(1);
+        pool.free_dedicated.push(bfreg.clone());
+    }
+
+    /// A new BF page's bfregs (2 per sub-UAR).
+    fn alloc_bf_page(&self, dev: Device<'_>, shared: bool) -> Result<Vec<Arc<Bfreg>>> {
+        let page = Arc::new(alloc_dynamic(dev, false)?);
+        let subs = (page.len() / ADAPTER_PAGE).min(self.uars_per_page.max(1));
+        let mut out = Vec::with_capacity(subs * 2);
+        for j in 0..subs {
+            for k in 0..BFREGS_PER_UAR as usize {
+                let reg = j * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
+                out.push(Arc::new(Bfreg::new(
+                    page.clone(),
+                    reg,
+                    self.bf_reg_size / 2,
+                    shared,
+                    page.page_id + j as u32,
+                )));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The static bfreg the kernel chose for a QP (its gross index), as
+    /// rdma-core's `map_uuar` finds it; `None` for an index outside the
+    /// mapped pages or not a usable bfreg.
+    pub(crate) fn static_bfreg(&self, gross: u32, low_latency: u32, total: u32) -> Option<Bfreg> {
+        let Mode::Static { pages } = &self.mode else {
+            return None;
+        };
+        let uar = (gross / GROSS_PER_UAR) as usize;
+        let k = (gross % GROSS_PER_UAR) as usize;
+        if k >= BFREGS_PER_UAR as usize {
+            return None;
+        }
+        let page = pages.get(uar / self.uars_per_page)?.clone();
+        let reg = (uar % self.uars_per_page) * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
+        let buf_size = if gross == 0 { 0 } else { self.bf_reg_size / 2 };
+        let mut b = Bfreg::new(
+            page,
+            reg,
+            buf_size,
+            needs_lock(gross, low_latency, total),
+            gross,
+        );
+        b.dynamic = false;
+        Some(b)
+    }
+
+    /// The NC doorbell page's register spacing (doorbells only).
+    #[allow(dead_code)]
+    pub(crate) fn nc_stride() -> usize {
+        NC_DB_STRIDE
+    }
+}
+
+/// rdma-core's `need_uuar_lock`: bfreg 0 needs none (8-byte doorbells
+/// only), the low-latency ones are dedicated, the rest are shared.
+fn needs_lock(gross: u32, low_latency: u32, total: u32) -> bool {
+    if gross == 0 {
+        return false;
+    }
+    let i = gross / 2 + gross % 2;
+    i < total.saturating_sub(low_latency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_lock_rule_matches_rdma_core() {
+        // tot 16, low latency 4: gross indexes whose (i/2 + i%2) >= 12 are
+        // dedicated.
+        assert!(!needs_lock(0, 4, 16));
+        assert!(needs_lock(1, 4, 16));
+        assert!(needs_lock(4, 4, 16));
+        assert!(!needs_lock(24, 4, 16));
+        assert!(!needs_lock(29, 4, 16));
+        assert!(needs_lock(21, 4, 16));
+    }
+}
