@@ -92,6 +92,28 @@ impl UarPage {
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
+
+    /// An anonymous page standing in for a UAR (unit tests).
+    #[cfg(test)]
+    pub(crate) fn anonymous(len: usize) -> Self {
+        let map = memmap2::MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map(Mapping::from)
+            .expect("anonymous mapping");
+        UarPage { map, page_id: 7 }
+    }
+
+    /// The 8 bytes at `offset` (unit tests), or `None` outside the page.
+    #[cfg(test)]
+    pub(crate) fn load64(&self, offset: usize) -> Option<[u8; 8]> {
+        if offset % 8 != 0 || offset + 8 > self.map.len() {
+            return None;
+        }
+        // SAFETY: inside the page and aligned, as in `store64`.
+        let reg = unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(offset).cast()) };
+        Some(reg.load(Ordering::Relaxed).to_ne_bytes())
+    }
 }
 
 /// A blue-flame register: where one QP (or several, when shared) rings its
@@ -121,7 +143,7 @@ pub(crate) struct Bfreg {
 pub(crate) struct RingGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
 
 impl Bfreg {
-    fn new(page: Arc<UarPage>, reg: usize, buf_size: usize, shared: bool, index: u32) -> Self {
+    pub(crate) fn new(page: Arc<UarPage>, reg: usize, buf_size: usize, shared: bool, index: u32) -> Self {
         let dynamic = true;
         Bfreg {
             page,
