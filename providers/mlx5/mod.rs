@@ -49,6 +49,7 @@ use crate::{
     AhAttr, QpState,
 };
 
+mod ah;
 mod buf;
 mod context;
 mod cq;
@@ -68,6 +69,7 @@ mod wqe;
 
 pub(crate) use context::Mlx5State;
 
+use ah::build_av;
 use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq};
 use qp::{QpTrack, Resources, NO_UIDX};
@@ -197,57 +199,6 @@ fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
     } else {
         Ok(None)
     }
-}
-
-/// The static rate an AV carries (`ah_attr_to_mlx5_rate`: the IB rate
-/// enum offset by `MLX5_STAT_RATE_OFFSET`, 0 for the port's rate).
-fn av_rate(static_rate: u8) -> u8 {
-    if static_rate == 0 {
-        0
-    } else {
-        static_rate.saturating_add(5).min(0xf)
-    }
-}
-
-/// The UDP source port of a RoCE v2 AH (`ibv_flow_label_to_udp_sport`,
-/// with a fixed port for a zero flow label where rdma-core picks one at
-/// random).
-fn udp_sport(flow_label: u32) -> u16 {
-    let fl = flow_label & 0xf_ffff;
-    let low = (fl & 0x3fff) ^ ((fl & 0xf_c000) >> 14);
-    if fl == 0 {
-        0xc000 | 0x1234
-    } else {
-        (low | 0xc000) as u16
-    }
-}
-
-/// The address vector of an AH, as `mlx5_create_ah` builds it. A RoCE
-/// port is recognised by a zero DLID (RoCE has no LIDs).
-pub(crate) fn build_av(attr: &AhAttr, dmac: [u8; 6]) -> Av {
-    let is_eth = attr.dlid == 0;
-    let rate = av_rate(attr.static_rate) << 4;
-    let mut av = Av::default();
-    let grh_bit: u32 = if is_eth {
-        if let Some(g) = &attr.grh {
-            av.rlid = udp_sport(g.flow_label);
-        }
-        av.stat_rate_sl = rate | ((attr.sl & 0x7) << 1);
-        av.rmac = dmac;
-        0
-    } else {
-        av.fl_mlid = attr.src_path_bits & 0x7f;
-        av.rlid = attr.dlid;
-        av.stat_rate_sl = rate | (attr.sl & 0xf);
-        1
-    };
-    if let Some(g) = &attr.grh {
-        av.tclass = g.traffic_class;
-        av.hop_limit = g.hop_limit;
-        av.grh_gid_fl = grh_bit << 30 | u32::from(g.sgid_index) << 20 | (g.flow_label & 0xf_ffff);
-        av.rgid = g.dgid.0;
-    }
-    av
 }
 
 impl Provider for Mlx5 {

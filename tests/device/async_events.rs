@@ -426,7 +426,13 @@ fn remote_access_violation_events_and_completions() {
     };
     // rxe (6.1 and 6.12) raises no async event for it on either side: the
     // requester completes with REM_ACCESS_ERR, both QPs go to ERR and flush.
-    assert!(events.is_empty(), "rxe raised {events:?}");
+    // Hardware (mlx5) may raise QP_ACCESS_ERR / QP_FATAL: then each is for
+    // one of the two QPs.
+    if ctx.provider_name() == "rxe" {
+        assert!(events.is_empty(), "rxe raised {events:?}");
+    } else {
+        assert!(events.iter().all(|e| e.2 || e.3), "{events:?}");
+    }
     assert_eq!(
         (ca[0].wr_id, ca[0].status),
         (1, WcStatus::REM_ACCESS_ERR),
@@ -482,8 +488,15 @@ fn comm_est_when_a_qp_in_rtr_receives() {
     };
     // rxe never raises COMM_EST (6.1 and 6.12): the receive completes and
     // nothing is reported. Asserted, so a kernel that starts raising it
-    // shows up here (then check the event is for `b`).
-    assert!(events.is_empty(), "rxe raised {events:?}");
+    // shows up here. Hardware (mlx5) raises COMM_EST for `b`.
+    if ctx.provider_name() == "rxe" {
+        assert!(events.is_empty(), "rxe raised {events:?}");
+    } else {
+        assert!(
+            events.iter().all(|e| e.0 == T::COMM_EST && e.2),
+            "{events:?}"
+        );
+    }
 }
 
 /// SQ_DRAINED after RTS -> SQD (with `en_sqd_async_notify`) while sends
