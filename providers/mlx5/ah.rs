@@ -63,7 +63,6 @@ pub(crate) fn build_av(attr: &AhAttr, dmac: [u8; 6]) -> Av {
     av
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -233,7 +233,10 @@ impl Provider for Mlx5 {
             return Err(Error::new(
                 "GET_CONTEXT",
                 ErrorKind::Malformed,
-                format!("mlx5 CQE version {} (rdma-core knows 0 and 1)", state.cqe_version),
+                format!(
+                    "mlx5 CQE version {} (rdma-core knows 0 and 1)",
+                    state.cqe_version
+                ),
             ));
         }
         let uars = Uars::open(
@@ -272,7 +275,11 @@ impl Provider for Mlx5 {
         Ok(build_av(attr, resp.dmac))
     }
 
-    fn plan_cq(ctx: &Mlx5Ctx, _: Device<'_>, req: &CqRequest) -> Result<(Self::CqPlan, Arc<CqCore>)> {
+    fn plan_cq(
+        ctx: &Mlx5Ctx,
+        _: Device<'_>,
+        req: &CqRequest,
+    ) -> Result<(Self::CqPlan, Arc<CqCore>)> {
         let ncqe = req
             .cqe
             .checked_add(1)
@@ -411,7 +418,6 @@ impl Provider for Mlx5 {
                                 format!("the kernel gave the QP bfreg {gross}, outside the context's UARs"),
                             )
                         })?;
-                    let b = Arc::new(b);
                     *slot = Some(b.clone());
                     b
                 }
@@ -516,7 +522,10 @@ impl Provider for Mlx5 {
                 req.max_sge, ctx.state.max_rq_desc_sz
             )));
         }
-        let buf = Arc::new(QueueBuf::new(max as usize * stride, "allocate mlx5 SRQ buffer")?);
+        let buf = Arc::new(QueueBuf::new(
+            max as usize * stride,
+            "allocate mlx5 SRQ buffer",
+        )?);
         let uidx = uidx_for(ctx)?;
         let mut input = abi::Mlx5IbCreateSrq::new_zeroed();
         input.buf_addr = buf.addr();

@@ -235,8 +235,7 @@ impl Resources {
     pub(crate) fn remove(&self, track: &QpTrack) {
         track.alive.store(false, Ordering::Release);
         let mut t = self.lock();
-        if t
-            .qps
+        if t.qps
             .get(&track.rsn)
             .is_some_and(|q| std::ptr::eq(&**q, track))
         {
@@ -273,7 +272,10 @@ mod tests {
         // SQ: max(48 + 32, 48 + align(68, 16) = 128) = 128 -> 128-byte WQEs,
         // 64 * 128 = 8192 bytes = 128 WQEBBs, 64 posts, inline 128-48-4.
         assert_eq!(g.sq.offset, 1024);
-        assert_eq!((g.sq.wqe_cnt, g.sq.max_post, g.sq.max_inline), (128, 64, 76));
+        assert_eq!(
+            (g.sq.wqe_cnt, g.sq.max_post, g.sq.max_inline),
+            (128, 64, 76)
+        );
         assert_eq!(g.buf_len, 1024 + 8192);
         // UD: overhead 64, 1 SGE: 80 -> 128.
         let g = geometry(QpType::Ud, &cap(1, 1, 1, 1, 0), false, 1024, 512).unwrap();

@@ -83,7 +83,12 @@ pub(crate) struct Mlx5Rq {
 
 impl Mlx5Rq {
     /// A receive queue at offset 0 of the QP buffer.
-    pub(crate) fn new(buf: Arc<QueueBuf>, wqe_cnt: u32, wqe_shift: u32, track: Arc<RqTrack>) -> Self {
+    pub(crate) fn new(
+        buf: Arc<QueueBuf>,
+        wqe_cnt: u32,
+        wqe_shift: u32,
+        track: Arc<RqTrack>,
+    ) -> Self {
         Mlx5Rq {
             buf,
             wqe_cnt,
@@ -189,8 +194,10 @@ impl SrqTrack {
         let wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
         let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
         let tail = list.tail;
-        self.buf
-            .write((tail as usize) << self.wqe_shift, &wqe::srq_next(idx as u16));
+        self.buf.write(
+            (tail as usize) << self.wqe_shift,
+            &wqe::srq_next(idx as u16),
+        );
         list.tail = idx;
         wr_id
     }
@@ -242,7 +249,12 @@ impl Mlx5Srq {
                 }
                 let idx = list.head;
                 let next = t.next_of(idx);
-                put_scatter(&t.buf, ((idx as usize) << t.wqe_shift) + DS, self.max_gs, wr);
+                put_scatter(
+                    &t.buf,
+                    ((idx as usize) << t.wqe_shift) + DS,
+                    self.max_gs,
+                    wr,
+                );
                 t.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
                 list.head = next;
                 self.counter = self.counter.wrapping_add(1);

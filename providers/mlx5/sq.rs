@@ -444,9 +444,7 @@ impl Mlx5Sq {
             for (w, word) in block.chunks_exact(8).enumerate() {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(word);
-                self.bfreg
-                    .page
-                    .store64(reg + bb * SEND_WQE_BB + w * 8, b);
+                self.bfreg.page.store64(reg + bb * SEND_WQE_BB + w * 8, b);
             }
         }
     }

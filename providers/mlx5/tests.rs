@@ -136,7 +136,10 @@ fn a_failure_mid_batch_rings_the_requests_before_it() {
     let wrs = [send(Payload::Inline(&data)), send(Payload::Sges(&sges))];
     let err = r.sq.post(&wrs, no_av).unwrap_err();
     assert_eq!(err.0, 1);
-    assert!(matches!(err.1, PostErrorKind::TooManySges { given: 3, max: 2 }));
+    assert!(matches!(
+        err.1,
+        PostErrorKind::TooManySges { given: 3, max: 2 }
+    ));
     assert_eq!(r.buf.dbrec_value(1), 1);
     // One WQE in the batch: BlueFlame (under the shared bfreg's lock).
     assert_eq!(uar(&r, 0x800), sq_bytes(&r, 0)[..8]);

@@ -132,19 +132,23 @@ pub(crate) struct Bfreg {
     /// The half of the register the next ring uses (0 or `buf_size`):
     /// toggled on every ring (`bf->offset ^= bf->buf_size`).
     offset: AtomicUsize,
-    /// What the QP create passes: the page id (dynamic UARs) or the gross
-    /// bfreg index (static UARs; the kernel chose it).
+    /// What the QP create passes: the page id (dynamic UARs,
+    /// `MLX5_QP_FLAG_UAR_PAGE_INDEX`) or the gross bfreg index (static UARs;
+    /// the kernel chose it).
     pub(crate) index: u32,
-    /// Whether `index` is a dynamic page id (`MLX5_QP_FLAG_UAR_PAGE_INDEX`).
-    pub(crate) dynamic: bool,
 }
 
 /// What ringing a bfreg holds: the lock of a shared bfreg, if any.
 pub(crate) struct RingGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
 
 impl Bfreg {
-    pub(crate) fn new(page: Arc<UarPage>, reg: usize, buf_size: usize, shared: bool, index: u32) -> Self {
-        let dynamic = true;
+    pub(crate) fn new(
+        page: Arc<UarPage>,
+        reg: usize,
+        buf_size: usize,
+        shared: bool,
+        index: u32,
+    ) -> Self {
         Bfreg {
             page,
             reg,
@@ -152,7 +156,6 @@ impl Bfreg {
             lock: shared.then(|| Mutex::new(())),
             offset: AtomicUsize::new(0),
             index,
-            dynamic,
         }
     }
 
@@ -188,8 +191,13 @@ impl Bfreg {
 enum Mode {
     /// `UAR_OBJ_ALLOC` pages; BlueFlame pages when write-combining exists.
     Dynamic,
-    /// Static pages mapped at open, bfregs chosen by the kernel.
-    Static { pages: Vec<Arc<UarPage>> },
+    /// Static pages mapped at open, bfregs chosen by the kernel; each bfreg
+    /// is made once, so QPs the kernel puts on the same shared bfreg share
+    /// its lock and BlueFlame half.
+    Static {
+        pages: Vec<Arc<UarPage>>,
+        bfregs: Mutex<std::collections::HashMap<u32, Arc<Bfreg>>>,
+    },
 }
 
 /// The bfregs handed out so far (dynamic mode).
@@ -263,10 +271,7 @@ fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<UarPage, Error> {
     let map = dev
         .mmap(len, offset, Protection::ReadWrite)
         .map_err(|e| Error::sys("mmap mlx5 UAR", e))?;
-    Ok(UarPage {
-        map,
-        page_id,
-    })
+    Ok(UarPage { map, page_id })
 }
 
 /// Maps static UAR page `index` (`MLX5_IB_MMAP_REGULAR_PAGE`).
@@ -314,10 +319,12 @@ impl Uars {
             pages.push(Arc::new(page));
         }
         let cq_page = pages[0].clone();
-        let mut nc_bfreg = Bfreg::new(cq_page.clone(), BF_OFFSET, 0, false, 0);
-        nc_bfreg.dynamic = false;
+        let nc_bfreg = Bfreg::new(cq_page.clone(), BF_OFFSET, 0, false, 0);
         Ok(Uars {
-            mode: Mode::Static { pages },
+            mode: Mode::Static {
+                pages,
+                bfregs: Mutex::default(),
+            },
             cq_page,
             nc_bfreg: Arc::new(nc_bfreg),
             bf_reg_size,
@@ -410,10 +417,19 @@ impl Uars {
     /// The static bfreg the kernel chose for a QP (its gross index), as
     /// rdma-core's `map_uuar` finds it; `None` for an index outside the
     /// mapped pages or not a usable bfreg.
-    pub(crate) fn static_bfreg(&self, gross: u32, low_latency: u32, total: u32) -> Option<Bfreg> {
-        let Mode::Static { pages } = &self.mode else {
+    pub(crate) fn static_bfreg(
+        &self,
+        gross: u32,
+        low_latency: u32,
+        total: u32,
+    ) -> Option<Arc<Bfreg>> {
+        let Mode::Static { pages, bfregs } = &self.mode else {
             return None;
         };
+        let mut made = bfregs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = made.get(&gross) {
+            return Some(b.clone());
+        }
         let uar = (gross / GROSS_PER_UAR) as usize;
         let k = (gross % GROSS_PER_UAR) as usize;
         if k >= BFREGS_PER_UAR as usize {
@@ -422,14 +438,14 @@ impl Uars {
         let page = pages.get(uar / self.uars_per_page)?.clone();
         let reg = (uar % self.uars_per_page) * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
         let buf_size = if gross == 0 { 0 } else { self.bf_reg_size / 2 };
-        let mut b = Bfreg::new(
+        let b = Arc::new(Bfreg::new(
             page,
             reg,
             buf_size,
             needs_lock(gross, low_latency, total),
             gross,
-        );
-        b.dynamic = false;
+        ));
+        made.insert(gross, b.clone());
         Some(b)
     }
 

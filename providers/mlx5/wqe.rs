@@ -29,9 +29,19 @@ pub(crate) const INVALID_LKEY: u32 = 0x100;
 pub(crate) const EXTENDED_UD_AV: u32 = 0x8000_0000;
 
 #[inline]
-pub(crate) fn ctrl(pi: u16, opcode: u8, opmod: u8, qpn: u32, ds: u8, fm_ce_se: u8, imm: [u8; 4]) -> [u8; 16] {
+pub(crate) fn ctrl(
+    pi: u16,
+    opcode: u8,
+    opmod: u8,
+    qpn: u32,
+    ds: u8,
+    fm_ce_se: u8,
+    imm: [u8; 4],
+) -> [u8; 16] {
     let mut s = [0u8; 16];
-    s[0..4].copy_from_slice(&(u32::from(opmod) << 24 | u32::from(pi) << 8 | u32::from(opcode)).to_be_bytes());
+    s[0..4].copy_from_slice(
+        &(u32::from(opmod) << 24 | u32::from(pi) << 8 | u32::from(opcode)).to_be_bytes(),
+    );
     s[4..8].copy_from_slice(&(qpn << 8 | u32::from(ds)).to_be_bytes());
     s[11] = fm_ce_se;
     s[12..16].copy_from_slice(&imm);
