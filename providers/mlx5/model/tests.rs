@@ -1,0 +1,1 @@
+//! Tests of the device model itself (see mod.rs).
