@@ -62,7 +62,7 @@ pub(crate) struct UarView {
 }
 
 impl UarView {
-    fn word(&self, at: usize) -> &AtomicU64 {
+    pub(crate) fn word(&self, at: usize) -> &AtomicU64 {
         assert!(at % 8 == 0 && at + 8 <= self.map.len());
         // SAFETY: aligned and inside the mapping the view owns; UAR memory
         // is only accessed atomically (the library stores with 64-bit
@@ -162,6 +162,8 @@ pub(crate) struct Qp {
     pub(crate) rq_ci: u32,
     /// The index of the last WQE executed.
     pub(crate) last_wqe: u16,
+    /// Its next WQE waits for a receive at the responder (RNR, retried).
+    pub(crate) rnr_wait: bool,
     pub(crate) events: u32,
 }
 
@@ -228,8 +230,14 @@ impl Hca {
                     did += self.scan_sub_uar(u, j);
                 }
             }
-            // QPs waiting for a receive (RNR) retry on every pass.
-            let waiting: Vec<u32> = self.qps.keys().copied().collect();
+            // QPs waiting for a receive (RNR) retry on every pass; others
+            // run only when a doorbell on their UAR says so.
+            let waiting: Vec<u32> = self
+                .qps
+                .iter()
+                .filter(|(_, q)| q.rnr_wait)
+                .map(|(n, _)| *n)
+                .collect();
             for qpn in waiting {
                 did += self.run_sq(qpn);
             }
@@ -281,6 +289,11 @@ impl Hca {
                             ));
                         }
                     }
+                    // Other QPs on this register: hardware saw each of their
+                    // stores, the model only the last one left in it, so a
+                    // doorbell on a shared register runs every QP of this
+                    // UAR whose doorbell record moved.
+                    did += self.run_uar_peers(id, qpn);
                 }
                 Some(qp) => self.ignored.push(format!(
                     "doorbell for QP {qpn:#x} on UAR {id}, created on UAR {}",
@@ -292,6 +305,16 @@ impl Hca {
             }
         }
         did
+    }
+
+    fn run_uar_peers(&mut self, uar: u32, rang: u32) -> usize {
+        let peers: Vec<u32> = self
+            .qps
+            .iter()
+            .filter(|(n, q)| **n != rang && q.uar == uar)
+            .map(|(n, _)| *n)
+            .collect();
+        peers.into_iter().map(|n| self.run_sq(n)).sum()
     }
 
     fn sq_has_index(&self, qpn: u32, pi: u16) -> bool {
@@ -396,7 +419,12 @@ impl Hca {
                             self.req_cqe(qpn, &c, Ok(()), bytes);
                         }
                     }
-                    Err(Fail::Rnr) => return did,
+                    Err(Fail::Rnr) => {
+                        if let Some(qp) = self.qps.get_mut(&qpn) {
+                            qp.rnr_wait = true;
+                        }
+                        return did;
+                    }
                     Err(Fail::Violation(what)) => {
                         self.violations
                             .push(format!("QP {qpn:#x} WQE {at}: {what}"));
@@ -412,6 +440,7 @@ impl Hca {
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 qp.sq_ci = at.wrapping_add(nbb);
                 qp.last_wqe = at as u16;
+                qp.rnr_wait = false;
             }
             did += 1;
         }

@@ -520,6 +520,7 @@ fn create_qp(
             sq_ci: 0,
             rq_ci: 0,
             last_wqe: 0,
+            rnr_wait: false,
             events: 0,
         },
     );

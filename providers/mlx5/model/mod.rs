@@ -21,6 +21,13 @@
 //! doorbell rung on a UAR the queue was not created with is ignored, as
 //! hardware ignores it, and listed by [`Mlx5Model::ignored_doorbells`].
 //!
+//! One limit: the model reads a register's last value, where hardware sees
+//! every store. When QPs share a register (shared bfregs, the NC doorbell
+//! without write-combining) and several ring it between two `process`
+//! calls, only the last doorbell is left; a doorbell on a register therefore
+//! also runs the other QPs of that UAR whose doorbell record moved. QPs on
+//! dedicated bfregs are held to their own doorbells.
+//!
 //! Knobs ([`Options`]) select the paths hardware and kernels vary on:
 //! dynamic or static UARs, write-combining or not (`bf_reg_size` 0), CQE
 //! version 0 or 1, and more than one UAR per system page.
