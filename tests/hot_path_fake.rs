@@ -116,3 +116,82 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     assert_eq!(after_recv_and_poll - before, 0, "post_recv/poll allocated");
     assert_eq!(after_send - before_send, 0, "post_send allocated");
 }
+
+/// The same promise on mlx5 (the device model of `uverbs::testing::mlx5`):
+/// posting sends and receives and polling make no system call at all (the
+/// doorbell is a store to the UAR page) and allocate nothing.
+#[test]
+fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
+    use uverbs::testing::mlx5::fake_mlx5;
+
+    let model = fake_mlx5();
+    let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(32, CqOptions::default()).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 8,
+                max_recv_wr: 8,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 16,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let gid = ctx.query_gid(1, 1).unwrap().unwrap().gid;
+    let mut attr = QpAttr::with_state(QpState::Init);
+    attr.port_num = 1;
+    attr.qp_access_flags = AccessFlags::LOCAL_WRITE;
+    qp.modify_to(&attr).unwrap();
+    attr.qp_state = QpState::Rtr;
+    attr.path_mtu = uverbs::Mtu(3);
+    attr.dest_qp_num = qp.qp_num();
+    attr.ah_attr.port_num = 1;
+    attr.ah_attr.grh = Some(uverbs::GlobalRoute {
+        dgid: gid,
+        sgid_index: 1,
+        ..Default::default()
+    });
+    qp.modify_to(&attr).unwrap();
+    attr.qp_state = QpState::Rts;
+    qp.modify_to(&attr).unwrap();
+
+    let sge = [mr.sge(0, 64).unwrap()];
+    let recvs = [RecvWr::new(1, &sge), RecvWr::new(2, &sge)];
+    let sends = [
+        SendWr::send(10, &sge).unsignaled(),
+        SendWr::send(12, &[]).inline(b"hi"),
+    ];
+    let mut wc = [WorkCompletion::default(); 8];
+    // Warm up once: the first completion resolves and caches its QP.
+    qp.post_recv(&recvs[..1]).unwrap();
+    qp.post_send(&sends[1..]).unwrap();
+    model.process();
+    assert_eq!(cq.poll(&mut wc), 2);
+    model.kernel.clear_calls();
+
+    let before = allocations();
+    qp.post_recv(&recvs).unwrap();
+    qp.post_send(&sends).unwrap();
+    let after_post = allocations();
+    assert!(model.kernel.calls().is_empty(), "posting made a call");
+    model.process();
+    let before_poll = allocations();
+    let mut n = 0;
+    for _ in 0..4 {
+        n += cq.poll(&mut wc[n..]);
+    }
+    let after_poll = allocations();
+    assert_eq!(n, 3, "{:?}", &wc[..n]);
+    assert!(model.kernel.calls().is_empty(), "polling made a call");
+    assert_eq!(after_post - before, 0, "posting allocated");
+    assert_eq!(after_poll - before_poll, 0, "polling allocated");
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+}

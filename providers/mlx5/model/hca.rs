@@ -160,8 +160,6 @@ pub(crate) struct Qp {
     pub(crate) sq_ci: u32,
     /// Receive WQEs taken.
     pub(crate) rq_ci: u32,
-    /// The index of the last WQE executed.
-    pub(crate) last_wqe: u16,
     /// Its next WQE waits for a receive at the responder (RNR, retried).
     pub(crate) rnr_wait: bool,
     pub(crate) events: u32,
@@ -277,15 +275,18 @@ impl Hca {
                     if rest.iter().any(|&b| b != 0) {
                         self.check_blueflame(qpn, pi, &first, &rest);
                     }
-                    let ran = self.run_sq(qpn);
-                    did += ran;
+                    did += self.run_sq_upto(qpn, Some(pi));
                     let qp = &self.qps[&qpn];
                     if qp.state != ERR && qp.sq_cnt > 0 {
-                        let last = qp.last_wqe;
-                        if !self.sq_has_index(qpn, pi) || (pi != last && ran > 0) {
+                        let posted = (dbrec(qp.db, 1) & 0xffff) as u16;
+                        if !self.sq_has_index(qpn, pi) {
                             self.violations.push(format!(
-                                "QP {qpn:#x}: doorbell names WQE {pi}, the last WQE before the \
-                                 doorbell record is {last}"
+                                "QP {qpn:#x}: the doorbell names WQE {pi}, which is not a WQE"
+                            ));
+                        } else if (posted.wrapping_sub(pi) as i16) <= 0 {
+                            self.violations.push(format!(
+                                "QP {qpn:#x}: the doorbell names WQE {pi}, the doorbell record \
+                                 only {posted} WQE basic blocks (record not updated first)"
                             ));
                         }
                     }
@@ -389,6 +390,13 @@ impl Hca {
 
     /// Executes the QP's send queue up to its doorbell record.
     fn run_sq(&mut self, qpn: u32) -> usize {
+        self.run_sq_upto(qpn, None)
+    }
+
+    /// Executes the QP's send queue up to its doorbell record, or only up to
+    /// (and including) WQE `upto`: a doorbell makes the device fetch up to
+    /// the WQE it names.
+    fn run_sq_upto(&mut self, qpn: u32, upto: Option<u16>) -> usize {
         let mut did = 0;
         loop {
             let Some(qp) = self.qps.get(&qpn) else {
@@ -400,6 +408,11 @@ impl Hca {
             let pc = dbrec(qp.db, 1) & 0xffff;
             if pc == qp.sq_ci & 0xffff {
                 return did;
+            }
+            if let Some(p) = upto {
+                if (p.wrapping_sub(qp.sq_ci as u16) as i16) < 0 {
+                    return did;
+                }
             }
             let at = qp.sq_ci;
             let c = layout::ctrl(&self.sq_unit(qp, at * 4));
@@ -439,7 +452,6 @@ impl Hca {
             }
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 qp.sq_ci = at.wrapping_add(nbb);
-                qp.last_wqe = at as u16;
                 qp.rnr_wait = false;
             }
             did += 1;

@@ -519,7 +519,6 @@ fn create_qp(
             access: 0,
             sq_ci: 0,
             rq_ci: 0,
-            last_wqe: 0,
             rnr_wait: false,
             events: 0,
         },

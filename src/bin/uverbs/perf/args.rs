@@ -40,6 +40,9 @@ pub struct Opts {
     /// `micro` only: a fake kernel on the host instead of a device (hidden;
     /// for counting instructions with callgrind, see benches/callgrind.sh).
     pub fake: bool,
+    /// `micro` only: the mlx5 data path on the device model (hidden; see
+    /// benches/mlx5.sh).
+    pub mlx5_model: bool,
 }
 
 pub fn usage(out: &mut dyn Write) -> io::Result<()> {
@@ -110,6 +113,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         threads: false,
         two_contexts: false,
         fake: false,
+        mlx5_model: false,
     };
     let mut cq_mod_set = false;
     let args: Vec<&String> = it.collect();
@@ -164,6 +168,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "--threads" => o.threads = true,
             "--two-contexts" => o.two_contexts = true,
             "--fake" if o.test == Test::Micro => o.fake = true,
+            "--mlx5-model" if o.test == Test::Micro => o.mlx5_model = true,
             _ => return Err(format!("unknown option '{a}'")),
         }
         i += 1;

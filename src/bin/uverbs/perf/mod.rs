@@ -20,6 +20,8 @@ mod lat;
 mod micro;
 #[cfg(feature = "test-utils")]
 mod micro_fake;
+#[cfg(feature = "test-utils")]
+mod micro_mlx5;
 mod process;
 mod report;
 
@@ -333,6 +335,15 @@ fn print_header(o: &Opts, s: &Header) {
 }
 
 fn run(o: &Opts) -> Res<()> {
+    if o.mlx5_model {
+        #[cfg(feature = "test-utils")]
+        return micro_mlx5::run(o);
+        #[cfg(not(feature = "test-utils"))]
+        return Err(
+            "--mlx5-model needs the device model: build uverbs with `--features test-utils`"
+                .into(),
+        );
+    }
     if o.fake {
         #[cfg(feature = "test-utils")]
         return micro_fake::run(o);
