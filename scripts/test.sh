@@ -52,6 +52,20 @@ if [[ -z ${UVERBS_ABI_INCLUDE:-} && ! -f /usr/include/rdma/ib_user_verbs.h ]]; t
   export UVERBS_ABI_INCLUDE=$HDRS/usr/include
 fi
 
+# rdma-core's public mlx5dv.h for the mlx5 golden tests and the mlx5
+# benchmark's C baseline: Debian's libibverbs-dev unpacked into a cache.
+if [[ -z ${UVERBS_MLX5DV_INCLUDE:-} && ! -f /usr/include/infiniband/mlx5dv.h ]]; then
+  IBV=${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-headers-ibverbs
+  if [[ ! -f $IBV/usr/include/infiniband/mlx5dv.h ]]; then
+    step "fetching libibverbs-dev (mlx5dv.h) for the mlx5 golden tests"
+    mkdir -p "$IBV/debs"
+    (cd "$IBV/debs" && { apt-get download libibverbs-dev 2>/dev/null \
+      || { apt-get update -qq && apt-get download libibverbs-dev; }; })
+    dpkg -x "$IBV"/debs/libibverbs-dev_*.deb "$IBV"
+  fi
+  export UVERBS_MLX5DV_INCLUDE=$IBV/usr/include
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -468,8 +468,8 @@ fn random_sequences_match_a_reference_model() {
             }
             wrs.push(w);
             match kind {
-                1 => ref_a[la..la + len].copy_from_slice(&ref_b[lb..lb + len].to_vec()),
-                _ => ref_b[lb..lb + len].copy_from_slice(&ref_a[la..la + len].to_vec()),
+                1 => ref_a[la..la + len].copy_from_slice(&ref_b[lb..lb + len]),
+                _ => ref_b[lb..lb + len].copy_from_slice(&ref_a[la..la + len]),
             }
         }
         // The last of each batch is signaled so the queue drains.

@@ -147,6 +147,10 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("src/lib.rs", "mlx5_ioctl::*"),
     // The fakes for tests (feature test-utils).
     ("src/lib.rs", "pub use crate::providers::rxe::fake as rxe;"),
+    (
+        "src/lib.rs",
+        "pub use crate::providers::mlx5::model as mlx5;",
+    ),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
 ];

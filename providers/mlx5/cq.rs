@@ -24,7 +24,7 @@
 //!   side, drops them as it meets them: the same result without a lock on
 //!   the poll path (one relaxed load per poll).
 //!
-//! [`udma_from_device_barrier`]: crate::barrier::udma_from_device_barrier
+//! [`udma_from_device_barrier`]: crate::providers::barrier::udma_from_device_barrier
 
 use std::sync::{
     atomic::{AtomicBool, AtomicU32, Ordering},
@@ -39,7 +39,7 @@ use super::{
     wqe::opcode,
 };
 use crate::{
-    barrier,
+    providers::barrier,
     wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion},
 };
 

@@ -11,7 +11,7 @@
 //! lowers `max_inline_data`).
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
@@ -194,7 +194,7 @@ struct Table {
     qps: HashMap<u32, Arc<QpTrack>>,
     /// The next user index to try.
     next_uidx: u32,
-    uidx_used: HashMap<u32, ()>,
+    uidx_used: HashSet<u32>,
 }
 
 impl Resources {
@@ -209,8 +209,7 @@ impl Resources {
         for _ in 0..NO_UIDX {
             let u = t.next_uidx;
             t.next_uidx = (u + 1) % NO_UIDX;
-            if !t.uidx_used.contains_key(&u) {
-                t.uidx_used.insert(u, ());
+            if t.uidx_used.insert(u) {
                 return Ok(u);
             }
         }

@@ -25,7 +25,7 @@ use super::{
     wqe::{self, DS},
 };
 use crate::{
-    barrier,
+    providers::barrier,
     wr::{PostError, PostErrorKind, RecvWr},
 };
 

@@ -19,9 +19,9 @@
 //! store of the first 8 bytes of the **last** WQE's ctrl segment, then
 //! [`mmio_flush_writes`], and the register half toggled on every ring.
 //!
-//! [`udma_to_device_barrier`]: crate::barrier::udma_to_device_barrier
-//! [`mmio_wc_start`]: crate::barrier::mmio_wc_start
-//! [`mmio_flush_writes`]: crate::barrier::mmio_flush_writes
+//! [`udma_to_device_barrier`]: crate::providers::barrier::udma_to_device_barrier
+//! [`mmio_wc_start`]: crate::providers::barrier::mmio_wc_start
+//! [`mmio_flush_writes`]: crate::providers::barrier::mmio_flush_writes
 
 use std::sync::{
     atomic::{AtomicU32, AtomicU64, Ordering},
@@ -34,7 +34,7 @@ use super::{
     wqe::{self, opcode, Av, DS, SEND_WQE_BB},
 };
 use crate::{
-    barrier,
+    providers::barrier,
     wr::{Payload, PostErrorKind, SendFlags, SendOp, SendWr},
     QpType,
 };

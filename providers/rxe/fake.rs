@@ -561,7 +561,7 @@ pub fn port_attr() -> abi::IbUverbsQueryPortResp {
     p
 }
 
-fn gid_entry(index: u32, gid: [u8; 16]) -> abi::IbUverbsGidEntry {
+pub(crate) fn gid_entry(index: u32, gid: [u8; 16]) -> abi::IbUverbsGidEntry {
     let mut e = abi::IbUverbsGidEntry::new_zeroed();
     e.gid = [
         u64::from_ne_bytes(gid[..8].try_into().unwrap()),
@@ -578,7 +578,7 @@ fn gids() -> Vec<abi::IbUverbsGidEntry> {
     vec![gid_entry(0, LINK_LOCAL_GID), gid_entry(1, IPV4_GID)]
 }
 
-fn sysfs_gid(gid: &[u8; 16]) -> String {
+pub(crate) fn sysfs_gid(gid: &[u8; 16]) -> String {
     let groups: Vec<String> = gid
         .chunks(2)
         .map(|c| format!("{:02x}{:02x}", c[0], c[1]))

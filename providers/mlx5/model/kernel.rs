@@ -1,61 +1,98 @@
 //! The model's kernel side: what `mlx5_ib` and the uverbs core answer to
 //! the commands a context makes (a 6.x kernel: ioctl methods for objects,
-//! write commands for PD, MR, MODIFY_QP, AH and completion channels).
+//! write commands for PD, MR, MODIFY_QP and AH, as the library sends them).
+//! Queue objects are in `objects.rs`, UAR bookkeeping in `uar.rs`.
 //!
-//! Facts from Linux `drivers/infiniband/hw/mlx5/main.c`
-//! (`mlx5_ib_alloc_ucontext`: `tot_bfregs` 0 with `MLX5_LIB_CAP_DYN_UAR`;
-//! `UAR_OBJ_ALLOC`: BF refused without write-combining; `mlx5_ib_mmap`: the
-//! command in bits 8..15 of the page offset, the index below, one page),
-//! `qp.c` (`set_user_buf_size`: power-of-two counts, the RQ at offset 0 and
-//! the SQ after it, `db_addr` with the receive counter first;
-//! `get_qp_user_index`), `cq.c` (`entries + 1` rounded to a power of two;
-//! `cqe_size` 64 or 128) and `srq.c` (`max_wr + 1` rounded, WQE size
-//! `roundup_pow_of_two(max(32, 16 + 16 * max_sge))`).
+//! Facts from Linux 6.1 `drivers/infiniband/hw/mlx5/main.c`:
+//! `mlx5_ib_alloc_ucontext` (request v0 at 8 bytes, v2 from 16; unknown
+//! flags, a comp_mask or reserved bytes are EOPNOTSUPP; `total_num_bfregs`
+//! aligned to 2, `num_low_latency_bfregs > total - 1` EINVAL; DevX refused
+//! with EINVAL by firmware without `log_max_uctx`; `cqe_version` =
+//! min(firmware, request)), `set_ucontext_resp` (the response fields,
+//! `cmds_supp_uhw` QUERY_DEVICE | CREATE_AH, `response_length` = min(outlen,
+//! size)), `mlx5_ib_query_device` (the limits of `device_attr`).
+//!
+//! One limit: the fake kernel's handlers do not see which file a command
+//! came on, so the model keeps one user context; with several contexts the
+//! last GET_CONTEXT's settings (CQE version, static bfregs) apply.
 
 use std::{
-    os::fd::{IntoRawFd, OwnedFd},
-    sync::{Arc, Mutex},
+    os::fd::IntoRawFd,
+    sync::{Arc, Mutex, MutexGuard, Weak},
 };
 
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    hca::{Cq, Hca, Mr, Qp, Srq, UarView, RESET},
+    hca::{Hca, UarKind, UarView},
+    objects,
+    uar::{self, DynUar, Uars, Uctx},
     Options,
 };
 use crate::{
     abi,
     netlink::{self, Request},
-    providers::rxe::fake::{device_attr, port_attr},
+    providers::rxe::fake::{device_attr as rxe_device_attr, gid_entry, port_attr, sysfs_gid},
     sys::{
         fake::{dummy_fd, FakeKernel},
         Errno, IoctlCmd, Mapping, WriteCmd,
     },
-    QpAttrMask,
 };
 
-/// GID 1 of port 1 (RoCE v2, IPv4-mapped 192.0.2.1), and GID 0.
-const GIDS: [[u8; 16]; 2] = [
+/// GID 0 (link-local, from the MAC) and GID 1 (RoCE v2, IPv4-mapped
+/// 192.0.2.1) of port 1.
+pub(crate) const GIDS: [[u8; 16]; 2] = [
     [
         0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0e, 0x42, 0xa1, 0xff, 0xfe, 0x12, 0x34, 0x56,
     ],
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1],
 ];
+const NODE_GUID: u64 = 0x0c42_a103_0012_3456;
+/// The MAC every address handle resolves to.
+pub(crate) const DMAC: [u8; 6] = [0x0c, 0x42, 0xa1, 0x12, 0x34, 0x56];
 
-type Shared = Arc<Mutex<Hca>>;
-
-/// Kernel bookkeeping beyond the HCA: handles, user handles, mmap offsets.
+/// Kernel bookkeeping beyond the HCA: handles and UARs.
 #[derive(Debug, Default)]
-struct Books {
+pub(crate) struct Books {
     next: u32,
-    /// mmap offset -> (page id, memfd) of UARs allocated but not mapped.
-    pending: Vec<(u64, u32, Arc<OwnedFd>)>,
-    pds: Vec<u32>,
-    ahs: Vec<u32>,
+    pub(crate) uars: Uars,
+    pub(crate) pds: Vec<u32>,
+    pub(crate) ahs: Vec<u32>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+impl Books {
+    pub(crate) fn new_handle(&mut self) -> u32 {
+        self.next += 1;
+        self.next
+    }
+}
+
+/// What every handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) hca: Arc<Mutex<Hca>>,
+    /// Locked before `hca` when both are needed.
+    pub(crate) books: Mutex<Books>,
+    pub(crate) options: Options,
+    /// `PAGE_SIZE` of the host the model plays (UARs per page × 4 KiB).
+    pub(crate) page_len: usize,
+    pub(crate) kernel: Weak<FakeKernel>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// Queues the events the HCA produced during a command.
+    pub(crate) fn push_events(&self) {
+        let events = std::mem::take(&mut lock(&self.hca).out_events);
+        if let Some(k) = self.kernel.upgrade() {
+            for e in events {
+                k.push_read(Ok(e));
+            }
+        }
+    }
 }
 
 fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
@@ -65,7 +102,7 @@ fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
         m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
             .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, super::DEV)
             .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
-            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42_a103_0012_3456)
+            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, NODE_GUID)
             .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
         m
     } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
@@ -81,456 +118,353 @@ fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
     Ok(vec![m.finish().to_vec()])
 }
 
-fn gid_entry(index: u32) -> abi::IbUverbsGidEntry {
-    let g = GIDS[index as usize];
-    let mut e = abi::IbUverbsGidEntry::new_zeroed();
-    e.gid = [
-        u64::from_ne_bytes(g[..8].try_into().unwrap_or_default()),
-        u64::from_ne_bytes(g[8..].try_into().unwrap_or_default()),
-    ];
-    e.gid_index = index;
-    e.port_num = 1;
-    e.gid_type = 2;
-    e.netdev_ifindex = 2;
-    e
+/// The sysfs files of `mlx5_0` (uverbs0, ABI version 1) on a RoCE port.
+fn sysfs(k: &FakeKernel) {
+    let sys = "/sys/class/infiniband_verbs/uverbs0";
+    let ib = "/sys/class/infiniband/mlx5_0";
+    k.file(format!("{sys}/ibdev"), "mlx5_0\n")
+        .file(format!("{sys}/abi_version"), "1\n")
+        .file(format!("{sys}/dev"), "231:192\n")
+        .file(format!("{ib}/node_type"), "1: CA\n")
+        .file(format!("{ib}/node_guid"), "0c42:a103:0012:3456\n")
+        .file(format!("{ib}/ports/1/link_layer"), "Ethernet\n")
+        .file("/sys/class/net/eth0/ifindex", "2\n")
+        .char_dev(libc::makedev(231, 192));
+    for (i, g) in GIDS.iter().enumerate() {
+        k.file(format!("{ib}/ports/1/gids/{i}"), sysfs_gid(g))
+            .file(format!("{ib}/ports/1/gid_attrs/types/{i}"), "RoCE v2\n")
+            .file(format!("{ib}/ports/1/gid_attrs/ndevs/{i}"), "eth0\n");
+    }
 }
 
-/// A memfd of `len` bytes.
-fn memfd(len: usize) -> Result<OwnedFd, Errno> {
-    let fd = nix::sys::memfd::memfd_create(
-        c"uverbs-mlx5-model-uar",
-        nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
-    )?;
-    nix::unistd::ftruncate(&fd, len as i64)?;
-    Ok(fd)
-}
-
-fn map(fd: &OwnedFd, len: usize) -> Result<Mapping, Errno> {
-    memmap2::MmapOptions::new()
-        .len(len)
-        .map_raw(fd)
-        .map_err(|_| Errno::ENOMEM)
-}
-
-pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Shared, o: &Options) {
-    k.char_dev(libc::makedev(231, 192));
+pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) {
+    sysfs(k);
     k.on_netlink(netlink_reply);
-    let books: Arc<Mutex<Books>> = Arc::default();
-    let page_len = o.num_uars_per_page.max(1) as usize * 4096;
-    {
-        let (hca, books, o) = (hca.clone(), books.clone(), o.clone());
-        k.on_ioctl(move |cmd| {
-            if cmd.driver_id != abi::RDMA_DRIVER_MLX5 {
-                return Err(Errno::EINVAL);
-            }
-            ioctl(&hca, &books, &o, page_len, cmd)
-        });
-    }
-    {
-        let (hca, books) = (hca.clone(), books.clone());
-        k.on_write(move |cmd| write(&hca, &books, cmd));
-    }
-    {
-        let (hca, books, o) = (hca.clone(), books.clone(), o.clone());
-        k.on_mmap(move |offset, len| {
-            if len != page_len {
-                return Err(Errno::EINVAL);
-            }
-            let fd = if o.static_uars {
-                let pgoff = offset / 4096;
-                let (cmd, index) = ((pgoff >> 8) & 0xff, (pgoff & 0xff) as u32);
-                if cmd != u64::from(abi::MLX5_IB_MMAP_REGULAR_PAGE)
-                    && cmd != u64::from(abi::MLX5_IB_MMAP_NC_PAGE)
-                {
-                    return Err(Errno::EINVAL);
-                }
-                let fd = Arc::new(memfd(len)?);
-                let id = index * o.num_uars_per_page.max(1);
-                let view = map(&fd, len)?;
-                lock(&hca).uars.push(UarView {
-                    map: view,
-                    page_id: id,
-                });
-                fd
-            } else {
-                let mut b = lock(&books);
-                let i = b
-                    .pending
-                    .iter()
-                    .position(|p| p.0 == offset)
-                    .ok_or(Errno::EINVAL)?;
-                let (_, id, fd) = b.pending.remove(i);
-                let view = map(&fd, len)?;
-                lock(&hca).uars.push(UarView {
-                    map: view,
-                    page_id: id,
-                });
-                fd
-            };
-            map(&fd, len)
-        });
-    }
+    let s = Arc::new(Shared {
+        hca: hca.clone(),
+        books: Mutex::default(),
+        options: o.clone(),
+        page_len: o.num_uars_per_page.max(1) as usize * 4096,
+        kernel: Arc::downgrade(k),
+    });
+    lock(hca).gids = GIDS.to_vec();
+    let s2 = s.clone();
+    k.on_ioctl(move |cmd| {
+        if cmd.driver_id != abi::RDMA_DRIVER_MLX5 {
+            return Err(Errno::EINVAL);
+        }
+        let r = ioctl(&s2, cmd);
+        s2.push_events();
+        r
+    });
+    let s2 = s.clone();
+    k.on_write(move |cmd| {
+        let r = write(&s2, cmd);
+        s2.push_events();
+        r
+    });
+    k.on_mmap(move |offset, len| mmap(&s, offset, len));
 }
 
-fn new_handle(books: &Mutex<Books>) -> u32 {
-    let mut b = lock(books);
-    b.next += 1;
-    b.next
-}
-
-fn ioctl(
-    hca: &Shared,
-    books: &Mutex<Books>,
-    o: &Options,
-    page_len: usize,
-    cmd: &mut IoctlCmd<'_>,
-) -> Result<(), Errno> {
+fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
     match (cmd.object_id, cmd.method_id) {
-        (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_GET_CONTEXT) => {
-            let bytes = cmd
-                .input_bytes(abi::UVERBS_ATTR_UHW_IN)
-                .ok_or(Errno::EINVAL)?;
-            let req = abi::Mlx5IbAllocUcontextReqV2::read_from_prefix(&bytes)
-                .map_err(|_| Errno::EINVAL)?
-                .0;
-            if req.flags & abi::MLX5_IB_ALLOC_UCTX_DEVX != 0 && o.refuse_devx {
-                return Err(Errno::EINVAL);
-            }
-            let mut r = abi::Mlx5IbAllocUcontextResp::new_zeroed();
-            r.qp_tab_size = 1 << 18;
-            r.bf_reg_size = o.bf_reg_size;
-            r.cache_line_size = 64;
-            r.max_sq_desc_sz = 1024;
-            r.max_rq_desc_sz = 512;
-            r.max_send_wqebb = 1 << 15;
-            r.max_recv_wr = 1 << 15;
-            r.max_srq_recv_wr = 1 << 15;
-            r.num_ports = 1;
-            r.cqe_version = o.cqe_version.min(req.max_cqe_version as u8);
-            r.log_uar_size = 12;
-            r.num_uars_per_page = o.num_uars_per_page;
-            let dynamic = u64::from(abi::MLX5_LIB_CAP_DYN_UAR);
-            if o.static_uars || req.lib_caps & dynamic == 0 {
-                r.tot_bfregs = req.total_num_bfregs;
-            } else {
-                r.num_dyn_bfregs = 128;
-            }
-            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, r.as_bytes());
-            cmd.write_output(
-                abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
-                &4u32.to_ne_bytes(),
-            );
-            lock(hca).cqe_v1 = r.cqe_version == 1;
-            Ok(())
-        }
+        (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_GET_CONTEXT) => get_context(s, cmd),
         (abi::UVERBS_OBJECT_ASYNC_EVENT, abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC) => {
             cmd.set_new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, dummy_fd());
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_PORT) => {
+            if cmd.input_value(abi::UVERBS_ATTR_QUERY_PORT_PORT_NUM) != Some(1) {
+                return Err(Errno::EINVAL);
+            }
             let mut resp = abi::IbUverbsQueryPortRespEx::new_zeroed();
             resp.legacy_resp = port_attr();
             cmd.write_output(abi::UVERBS_ATTR_QUERY_PORT_RESP, resp.as_bytes());
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_GID_TABLE) => {
-            let entries = [gid_entry(0), gid_entry(1)];
+            let entries: Vec<_> = (0..GIDS.len())
+                .map(|i| gid_entry(i as u32, GIDS[i]))
+                .collect();
             cmd.write_output(
                 abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
-                entries.as_bytes(),
+                entries.as_slice().as_bytes(),
             );
             cmd.write_output(
                 abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
-                &2u64.to_ne_bytes(),
+                &(entries.len() as u64).to_ne_bytes(),
             );
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_GID_ENTRY) => {
-            let index = value(cmd, abi::UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX)?;
-            if index >= 2 {
-                return Err(Errno::ENODATA);
-            }
-            let e = gid_entry(index as u32);
+            let index = value(cmd, abi::UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX)? as usize;
+            let gid = GIDS.get(index).ok_or(Errno::ENODATA)?;
+            let e = gid_entry(index as u32, *gid);
             cmd.write_output(abi::UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, e.as_bytes());
             Ok(())
         }
-        (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC) => {
-            if o.static_uars {
+        (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC) => uar_alloc(s, cmd),
+        (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY) => {
+            if s.options.static_uars {
                 return Err(Errno::EPROTONOSUPPORT);
             }
-            let kind = value(cmd, abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE)?;
-            if kind == u64::from(abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF) && o.bf_reg_size == 0 {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            let h = new_handle(books);
-            let id = h * o.num_uars_per_page.max(1);
-            let offset = (0x1000 + u64::from(h)) * page_len as u64;
-            let fd = Arc::new(memfd(page_len)?);
-            lock(books).pending.push((offset, id, fd));
-            cmd.set_new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, h);
-            cmd.write_output(
-                abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
-                &offset.to_ne_bytes(),
-            );
-            cmd.write_output(
-                abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
-                &(page_len as u32).to_ne_bytes(),
-            );
-            cmd.write_output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &id.to_ne_bytes());
+            let h = value(cmd, abi::MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE)? as u32;
+            let mut b = lock(&s.books);
+            let o = b.uars.objects.remove(&h).ok_or(Errno::EINVAL)?;
+            b.uars.fds.remove(&o.page_id);
+            lock(&s.hca).uars.retain(|u| u.page_id != o.page_id);
             Ok(())
         }
-        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE) => {
-            let uh = value(cmd, abi::UVERBS_ATTR_CREATE_CQ_USER_HANDLE)?;
-            let cqe = value(cmd, abi::UVERBS_ATTR_CREATE_CQ_CQE)? as u32;
-            let drv = cmd
-                .input_bytes(abi::UVERBS_ATTR_UHW_IN)
-                .ok_or(Errno::EINVAL)?;
-            let d = abi::Mlx5IbCreateCq::read_from_prefix(&drv)
-                .map_err(|_| Errno::EINVAL)?
-                .0;
-            let ncqe = cqe.checked_add(1).ok_or(Errno::EINVAL)?.next_power_of_two();
-            if !matches!(d.cqe_size, 64 | 128) || d.buf_addr == 0 || d.db_addr == 0 {
-                return Err(Errno::EINVAL);
-            }
-            let uar = if d.flags & abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX as u16 != 0 {
-                u32::from(d.uar_page_index)
-            } else {
-                0
-            };
-            let h = new_handle(books);
-            let cqn = 0x400 + h;
-            lock(hca).cqs.insert(
-                cqn,
-                Cq {
-                    handle: h,
-                    user_handle: uh,
-                    buf: d.buf_addr,
-                    db: d.db_addr,
-                    ncqe,
-                    cqe_size: d.cqe_size,
-                    uar,
-                    pi: 0,
-                    armed: None,
-                    arms: Vec::new(),
-                    in_error: false,
-                    comp_events: 0,
-                    async_events: 0,
-                },
-            );
-            cmd.set_new_object(abi::UVERBS_ATTR_CREATE_CQ_HANDLE, h);
-            cmd.write_output(
-                abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE,
-                &(ncqe - 1).to_ne_bytes(),
-            );
-            let mut resp = abi::Mlx5IbCreateCqResp::new_zeroed();
-            resp.cqn = cqn;
-            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
-            Ok(())
+        (abi::UVERBS_OBJECT_PD, abi::UVERBS_METHOD_PD_DESTROY) => {
+            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_PD_HANDLE)? as u32;
+            dealloc_pd(s, h)
         }
-        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY) => {
-            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_CQ_HANDLE)? as u32;
-            let mut g = lock(hca);
-            let cqn = g
-                .cqs
-                .iter()
-                .find(|(_, c)| c.handle == h)
-                .map(|(n, _)| *n)
-                .ok_or(Errno::EINVAL)?;
-            if g.qps.values().any(|q| q.send_cq == cqn || q.recv_cq == cqn) {
-                return Err(Errno::EBUSY);
-            }
-            let cq = g.cqs.remove(&cqn).ok_or(Errno::EINVAL)?;
-            let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
-            resp.comp_events_reported = cq.comp_events;
-            resp.async_events_reported = cq.async_events;
-            cmd.write_output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_bytes());
-            Ok(())
-        }
-        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE) => create_qp(hca, books, o, cmd),
-        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => {
-            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE)? as u32;
-            let mut g = lock(hca);
-            let qpn = g
-                .qps
-                .iter()
-                .find(|(_, q)| q.handle == h)
-                .map(|(n, _)| *n)
-                .ok_or(Errno::EINVAL)?;
-            let qp = g.qps.remove(&qpn).ok_or(Errno::EINVAL)?;
-            let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
-            resp.events_reported = qp.events;
-            cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
-            Ok(())
-        }
-        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE) => {
-            let max_wr = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR)? as u32;
-            let max_sge = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE)? as u32;
-            let drv = cmd
-                .input_bytes(abi::UVERBS_ATTR_UHW_IN)
-                .ok_or(Errno::EINVAL)?;
-            let d = abi::Mlx5IbCreateSrq::read_from_prefix(&drv)
-                .map_err(|_| Errno::EINVAL)?
-                .0;
-            let wqe_cnt = (max_wr + 1).next_power_of_two();
-            let stride = (16 + 16 * max_sge).max(32).next_power_of_two();
-            let h = new_handle(books);
-            let srqn = 0x800 + h;
-            lock(hca).srqs.insert(
-                srqn,
-                Srq {
-                    handle: h,
-                    buf: d.buf_addr,
-                    db: d.db_addr,
-                    wqe_cnt,
-                    stride,
-                    head: 0,
-                    taken: 0,
-                },
-            );
-            cmd.set_new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE, h);
-            cmd.write_output(
-                abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,
-                &(wqe_cnt - 1).to_ne_bytes(),
-            );
-            cmd.write_output(
-                abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE,
-                &((stride - 16) / 16).to_ne_bytes(),
-            );
-            cmd.write_output(
-                abi::UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM,
-                &srqn.to_ne_bytes(),
-            );
-            let mut resp = abi::Mlx5IbCreateSrqResp::new_zeroed();
-            resp.srqn = srqn;
-            cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
-            Ok(())
-        }
-        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY) => {
-            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE)? as u32;
-            let mut g = lock(hca);
-            g.srqs.retain(|_, s| s.handle != h);
-            let resp = abi::IbUverbsDestroySrqResp::new_zeroed();
-            cmd.write_output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_bytes());
-            Ok(())
+        (abi::UVERBS_OBJECT_AH, abi::UVERBS_METHOD_AH_DESTROY) => {
+            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_AH_HANDLE)? as u32;
+            destroy_ah(s, h)
         }
         (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY) => {
             let h = value(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE)? as u32;
-            lock(hca).mrs.remove(&h).map(|_| ()).ok_or(Errno::EINVAL)
+            lock(&s.hca).mrs.remove(h).map(|_| ()).ok_or(Errno::EINVAL)
         }
-        _ => Err(Errno::EPROTONOSUPPORT),
+        _ => objects::ioctl(s, cmd),
     }
 }
 
-fn create_qp(
-    hca: &Shared,
-    books: &Mutex<Books>,
-    o: &Options,
-    cmd: &mut IoctlCmd<'_>,
-) -> Result<(), Errno> {
-    let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
-    value(cmd, abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE)?;
-    let qp_type = value(cmd, abi::UVERBS_ATTR_CREATE_QP_TYPE)? as u32;
-    let send_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE)? as u32;
-    let recv_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE)? as u32;
-    let srq_h = cmd
-        .input_value(abi::UVERBS_ATTR_CREATE_QP_SRQ_HANDLE)
-        .map(|v| v as u32);
-    let cap = cmd
-        .input_bytes(abi::UVERBS_ATTR_CREATE_QP_CAP)
-        .ok_or(Errno::EINVAL)?;
-    let drv = cmd
+/// `mlx5_ib_alloc_ucontext`.
+fn get_context(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let o = &s.options;
+    let bytes = cmd
         .input_bytes(abi::UVERBS_ATTR_UHW_IN)
         .ok_or(Errno::EINVAL)?;
-    let d = abi::Mlx5IbCreateQp::read_from_prefix(&drv)
-        .map_err(|_| Errno::EINVAL)?
-        .0;
-    let pow2 = |n: u32| n == 0 || n.is_power_of_two();
-    if !pow2(d.sq_wqe_count) || !pow2(d.rq_wqe_count) || d.rq_wqe_shift > 16 {
+    let ver = match bytes.len() {
+        8 => 0,
+        n if n >= 16 => 2,
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut padded = [0u8; size_of::<abi::Mlx5IbAllocUcontextReqV2>()];
+    let n = bytes.len().min(padded.len());
+    padded[..n].copy_from_slice(&bytes[..n]);
+    let req = abi::Mlx5IbAllocUcontextReqV2::read_from_bytes(&padded).map_err(|_| Errno::EINVAL)?;
+    if req.flags & !abi::MLX5_IB_ALLOC_UCTX_DEVX != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if req.comp_mask != 0 || req.reserved0 != 0 || req.reserved1 != 0 || req.reserved2 != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let total = req.total_num_bfregs.div_ceil(2) * 2;
+    if req.num_low_latency_bfregs > total.wrapping_sub(1) {
         return Err(Errno::EINVAL);
     }
-    let cqe_v1 = lock(hca).cqe_v1;
-    // get_qp_user_index: v1 needs a user index, v0 the default one.
-    let uidx = if cqe_v1 {
-        if d.uidx & !0xff_ffff != 0 {
-            return Err(Errno::EINVAL);
-        }
-        Some(d.uidx)
-    } else {
-        if d.uidx != 0xff_ffff {
-            return Err(Errno::EINVAL);
-        }
-        None
-    };
-    let h = new_handle(books);
-    let qpn = 0x100 + h;
-    let mut g = lock(hca);
-    if d.flags & abi::MLX5_QP_FLAG_SCATTER_CQE != 0 {
-        g.violations.push(format!(
-            "QP {qpn:#x}: scatter-to-CQE requested, and never handled"
-        ));
+    let devx = req.flags & abi::MLX5_IB_ALLOC_UCTX_DEVX != 0;
+    if devx && o.refuse_devx {
+        return Err(Errno::EINVAL); // firmware without log_max_uctx
     }
-    // The UAR its doorbells must use.
-    let (uar, bfreg_out) = if d.flags & abi::MLX5_QP_FLAG_UAR_PAGE_INDEX != 0 {
-        (d.bfreg_index, 0)
-    } else if o.static_uars {
-        // mlx5_ib's choice, simplified: usable gross bfregs 1, 4, 5, 8, ...
-        // round robin (k = 0, 1 of each 4 KiB UAR; bfreg 0 left alone).
-        // 16 static bfregs (what the library asks for): n in 1..16.
-        let n = (h % 15) + 1;
-        let gross = (n / 2) * 4 + n % 2;
-        (gross / 4, gross)
+    let nupp = o.num_uars_per_page.max(1);
+    let lib_4k = req.lib_caps & u64::from(abi::MLX5_LIB_CAP_4K_UAR) != 0;
+    let lib_dyn = req.lib_caps & u64::from(abi::MLX5_LIB_CAP_DYN_UAR) != 0;
+    // A kernel without dynamic UARs does not know the capability.
+    let dynamic = lib_dyn && !o.static_uars;
+    let mut books = lock(&s.books);
+    let mut uctx = if dynamic {
+        Uctx {
+            dynamic: true,
+            ..Uctx::default()
+        }
     } else {
-        return Err(Errno::EINVAL);
+        let per_page = if lib_4k { nupp } else { 1 };
+        Uctx::static_layout(total, req.num_low_latency_bfregs, per_page, s.page_len)?
     };
-    let find = |h: u32| g.cqs.iter().find(|(_, c)| c.handle == h).map(|(n, _)| *n);
-    let send_cq = find(send_cq_h).ok_or(Errno::EINVAL)?;
-    let recv_cq = find(recv_cq_h).ok_or(Errno::EINVAL)?;
-    let srq = match srq_h {
-        None => None,
-        Some(sh) => Some(
-            g.srqs
-                .iter()
-                .find(|(_, s)| s.handle == sh)
-                .map(|(n, _)| *n)
-                .ok_or(Errno::EINVAL)?,
-        ),
+    uctx.ver = ver;
+    uctx.low_lat = req.num_low_latency_bfregs;
+    // allocate_uars: the static pages, each a memfd the model also maps.
+    for i in 0..uctx.num_static_sys_pages as usize {
+        let id = books.uars.new_page_id(nupp);
+        let fd = uar::memfd(s.page_len)?;
+        let view = uar::map(&fd, s.page_len)?;
+        lock(&s.hca).uars.push(UarView {
+            map: view,
+            page_id: id,
+            kind: UarKind::Bf,
+        });
+        books.uars.fds.insert(id, fd);
+        uctx.sys_pages[i] = Some(id);
+    }
+    let cqe_version = o.cqe_version.min(req.max_cqe_version);
+    let mut r = abi::Mlx5IbAllocUcontextResp::new_zeroed();
+    r.qp_tab_size = 1 << 18;
+    r.bf_reg_size = o.bf_reg_size;
+    r.tot_bfregs = uctx.tot_bfregs();
+    r.cache_line_size = 64;
+    // ConnectX-4/5 firmware's max_wqe_sz_sq / max_wqe_sz_rq.
+    r.max_sq_desc_sz = 1024;
+    r.max_rq_desc_sz = 512;
+    r.max_send_wqebb = 1 << 15;
+    r.max_recv_wr = 1 << 15;
+    r.max_srq_recv_wr = 1 << 15;
+    r.num_ports = 1;
+    r.comp_mask = abi::MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_MKEY_UPDATE_TAG;
+    if s.page_len <= 4096 {
+        r.comp_mask |= abi::MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET;
+        r.hca_core_clock_offset = 0x1000 % s.page_len as u64;
+    }
+    r.cqe_version = cqe_version;
+    r.cmds_supp_uhw =
+        (abi::MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | abi::MLX5_USER_CMDS_SUPP_UHW_CREATE_AH) as u8;
+    r.eth_min_inline = 1; // MLX5_INLINE_MODE_NONE + 1 (a ConnectX-5)
+    r.log_uar_size = 12;
+    r.num_uars_per_page = nupp;
+    r.num_dyn_bfregs = uctx.num_dyn_bfregs;
+    let outlen = cmd
+        .find(abi::UVERBS_ATTR_UHW_OUT)
+        .map_or(0, |a| usize::from(a.len));
+    r.response_length = outlen.min(size_of::<abi::Mlx5IbAllocUcontextResp>()) as u32;
+    books.uars.uctx = uctx;
+    drop(books);
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, r.as_bytes());
+    cmd.write_output(
+        abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+        &4u32.to_ne_bytes(),
+    );
+    cmd.write_output(
+        abi::UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT,
+        &1u64.to_ne_bytes(),
+    );
+    let mut h = lock(&s.hca);
+    h.cqe_v1 = cqe_version == 1;
+    h.devx = devx;
+    Ok(())
+}
+
+/// `MLX5_IB_METHOD_UAR_OBJ_ALLOC`.
+fn uar_alloc(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    if s.options.static_uars {
+        // A kernel without dynamic UARs has no such object.
+        return Err(Errno::EPROTONOSUPPORT);
+    }
+    let kind = cmd
+        .input_value(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE)
+        .ok_or(Errno::EINVAL)?;
+    let kind = match u32::try_from(kind) {
+        Ok(abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF) if s.options.bf_reg_size == 0 => {
+            return Err(Errno::EOPNOTSUPP)
+        }
+        Ok(abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF) => UarKind::Bf,
+        Ok(abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC) => UarKind::Nc,
+        _ => return Err(Errno::EOPNOTSUPP),
     };
-    g.qps.insert(
-        qpn,
-        Qp {
-            handle: h,
-            ud: qp_type == abi::IB_UVERBS_QPT_UD,
-            buf: d.buf_addr,
-            db: d.db_addr,
-            sq_cnt: d.sq_wqe_count,
-            sq_offset: u64::from(d.rq_wqe_count) << d.rq_wqe_shift,
-            rq_cnt: d.rq_wqe_count,
-            rq_shift: d.rq_wqe_shift,
-            uidx,
-            uar,
-            send_cq,
-            recv_cq,
-            srq,
-            state: RESET,
-            dest_qpn: 0,
-            qkey: 0,
-            rnr_retry: 0,
-            access: 0,
-            sq_ci: 0,
-            rq_ci: 0,
-            rnr_wait: false,
-            events: 0,
+    let nupp = s.options.num_uars_per_page.max(1);
+    let mut b = lock(&s.books);
+    let h = b.new_handle();
+    let id = b.uars.new_page_id(nupp);
+    let pgoff = uar::entry_pgoff(b.uars.entries);
+    b.uars.entries += 1;
+    let fd = uar::memfd(s.page_len)?;
+    let view = uar::map(&fd, s.page_len)?;
+    lock(&s.hca).uars.push(UarView {
+        map: view,
+        page_id: id,
+        kind,
+    });
+    b.uars.fds.insert(id, fd.clone());
+    b.uars.objects.insert(
+        h,
+        DynUar {
+            start_pgoff: pgoff,
+            page_id: id,
+            fd,
         },
     );
-    drop(g);
-    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE, h);
-    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, &cap);
-    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
-    let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
-    resp.bfreg_index = bfreg_out;
-    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    drop(b);
+    let offset = uar::entry_offset(pgoff, s.page_len);
+    cmd.set_new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, h);
+    cmd.write_output(
+        abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+        &offset.to_ne_bytes(),
+    );
+    cmd.write_output(
+        abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+        &(s.page_len as u32).to_ne_bytes(),
+    );
+    cmd.write_output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &id.to_ne_bytes());
     Ok(())
+}
+
+/// `mlx5_ib_mmap`: UAR pages (static, ALLOC_WC, dynamic objects).
+fn mmap(s: &Shared, offset: u64, len: usize) -> Result<Mapping, Errno> {
+    let page = s.page_len as u64;
+    if offset % page != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let pgoff = offset / page;
+    let wc = s.options.bf_reg_size != 0;
+    let mut b = lock(&s.books);
+    let fd = match uar::command(pgoff) {
+        uar::WC_PAGE | uar::ALLOC_WC if !wc => return Err(Errno::EPERM),
+        c @ (uar::REGULAR_PAGE | uar::WC_PAGE | uar::NC_PAGE | uar::ALLOC_WC) => {
+            let nupp = s.options.num_uars_per_page.max(1);
+            let u = &b.uars.uctx;
+            if u.dynamic || u.sys_pages.is_empty() || len != s.page_len {
+                return Err(Errno::EINVAL);
+            }
+            if c == uar::ALLOC_WC {
+                let idx = uar::extended_index(pgoff) + u64::from(u.num_static_sys_pages);
+                if idx >= u64::from(u.num_sys_pages) {
+                    return Err(Errno::EINVAL);
+                }
+                let first = (idx * u64::from(u.uars_per_sys_page) * 2) as usize;
+                if first >= u.count.len() || u.count[first] != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                let id = b.uars.new_page_id(nupp);
+                let fd = uar::memfd(s.page_len)?;
+                let view = uar::map(&fd, s.page_len)?;
+                lock(&s.hca).uars.push(UarView {
+                    map: view,
+                    page_id: id,
+                    kind: UarKind::Bf,
+                });
+                b.uars.uctx.count[first] += 1;
+                b.uars.uctx.sys_pages[idx as usize] = Some(id);
+                b.uars.fds.insert(id, fd.clone());
+                fd
+            } else {
+                let idx = (pgoff & 0xff) as usize;
+                if idx >= u.num_static_sys_pages as usize {
+                    return Err(Errno::EINVAL);
+                }
+                let id = u.sys_pages[idx].ok_or(Errno::EINVAL)?;
+                b.uars.fds.get(&id).cloned().ok_or(Errno::EINVAL)?
+            }
+        }
+        uar::GET_CONTIGUOUS_PAGES => return Err(Errno::ENOSYS),
+        uar::CORE_CLOCK => {
+            if len != s.page_len {
+                return Err(Errno::EINVAL);
+            }
+            if s.page_len > 4096 {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            uar::memfd(s.page_len)? // the clock page: reads as zero
+        }
+        uar::CLOCK_INFO => return Err(Errno::EOPNOTSUPP),
+        _ => {
+            let key = uar::entry_key(pgoff);
+            let o = b
+                .uars
+                .objects
+                .values()
+                .find(|o| o.start_pgoff == key)
+                .ok_or(Errno::EINVAL)?;
+            if len != s.page_len {
+                return Err(Errno::EINVAL);
+            }
+            o.fd.clone()
+        }
+    };
+    drop(b);
+    uar::map(&fd, len)
 }
 
 fn copy_out(out: &mut [u8], bytes: &[u8]) -> Result<(), Errno> {
@@ -541,22 +475,74 @@ fn copy_out(out: &mut [u8], bytes: &[u8]) -> Result<(), Errno> {
     Ok(())
 }
 
-fn write(hca: &Shared, books: &Mutex<Books>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+/// A handle at the start of a destroy command's request.
+fn handle_in(core_in: &[u8]) -> Result<u32, Errno> {
+    let b = core_in.get(..4).ok_or(Errno::EINVAL)?;
+    Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn dealloc_pd(s: &Shared, h: u32) -> Result<(), Errno> {
+    let mut b = lock(&s.books);
+    let i = b.pds.iter().position(|&p| p == h).ok_or(Errno::EINVAL)?;
+    b.pds.remove(i);
+    Ok(())
+}
+
+fn destroy_ah(s: &Shared, h: u32) -> Result<(), Errno> {
+    let mut b = lock(&s.books);
+    let i = b.ahs.iter().position(|&p| p == h).ok_or(Errno::EINVAL)?;
+    b.ahs.remove(i);
+    Ok(())
+}
+
+/// The device attributes `mlx5_ib_query_device` reports for a ConnectX-5
+/// (typical firmware caps: `log_max_qp` 18, `log_max_qp_sz` 15,
+/// `log_max_cq_sz` 22, `log_max_srq_sz` 15; `max_send_sge` 30 from the
+/// 512-byte SQ descriptor clamp, `max_recv_sge` 32).
+fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
+    let mut d = rxe_device_attr();
+    let b = &mut d.base;
+    b.fw_ver = (16 << 32) | (35 << 16) | 2000;
+    b.node_guid = NODE_GUID.to_be();
+    b.sys_image_guid = NODE_GUID.to_be();
+    b.vendor_id = 0x02c9;
+    b.vendor_part_id = 4119;
+    b.max_qp = 1 << 18;
+    b.max_qp_wr = 1 << 15;
+    b.max_sge = 30;
+    b.max_sge_rd = 30;
+    b.max_cq = 1 << 24;
+    b.max_cqe = (1 << 22) - 1;
+    b.max_mr = 1 << 24;
+    b.max_pd = 1 << 24;
+    b.max_qp_rd_atom = 16;
+    b.max_qp_init_rd_atom = 16;
+    b.max_res_rd_atom = 16 << 18;
+    b.atomic_cap = 1; // IB_ATOMIC_HCA (host-endian 8-byte atomics)
+    b.max_srq = 1 << 23;
+    b.max_srq_wr = (1 << 15) - 1;
+    b.max_srq_sge = 31;
+    b.max_pkeys = 128;
+    b.local_ca_ack_delay = 16;
+    d
+}
+
+fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     let ex = abi::IB_USER_VERBS_CMD_FLAG_EXTENDED;
     match cmd.command {
         c if c == ex | abi::IB_USER_VERBS_EX_CMD_QUERY_DEVICE => {
-            let mut d = device_attr();
-            d.base.vendor_id = 0x02c9;
-            d.base.vendor_part_id = 4119;
-            d.base.fw_ver = (16 << 32) | (35 << 16) | 2000;
-            copy_out(cmd.core_out, d.as_bytes())
+            copy_out(cmd.core_out, device_attr().as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_QUERY_PORT => {
             copy_out(cmd.core_out, port_attr().as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_ALLOC_PD => {
-            let h = new_handle(books);
-            lock(books).pds.push(h);
+            let h = {
+                let mut b = lock(&s.books);
+                let h = b.new_handle();
+                b.pds.push(h);
+                h
+            };
             let mut resp = abi::IbUverbsAllocPdResp::new_zeroed();
             resp.pd_handle = h;
             copy_out(cmd.core_out, resp.as_bytes())?;
@@ -564,44 +550,68 @@ fn write(hca: &Shared, books: &Mutex<Books>, cmd: &mut WriteCmd<'_>) -> Result<(
             drv.pdn = 0x10 + h;
             copy_out(cmd.driver_out, drv.as_bytes())
         }
-        c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => Ok(()),
+        c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => dealloc_pd(s, handle_in(cmd.core_in)?),
         c if c == abi::IB_USER_VERBS_CMD_REG_MR => {
             let req = abi::IbUverbsRegMr::read_from_prefix(cmd.core_in)
                 .map_err(|_| Errno::EINVAL)?
                 .0;
-            let h = new_handle(books);
-            let mr = Mr {
-                addr: req.hca_va,
+            let h = lock(&s.books).new_handle();
+            let mr = super::memory::Mr {
+                start: req.start,
+                iova: req.hca_va,
                 len: req.length,
                 lkey: h << 8 | 0x11,
                 rkey: h << 8 | 0x22,
                 access: req.access_flags,
             };
-            lock(hca).mrs.insert(h, mr);
+            lock(&s.hca).mrs.insert(h, mr);
             let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
             resp.mr_handle = h;
             resp.lkey = mr.lkey;
             resp.rkey = mr.rkey;
             copy_out(cmd.core_out, resp.as_bytes())
         }
+        c if c == abi::IB_USER_VERBS_CMD_DEREG_MR => {
+            let h = handle_in(cmd.core_in)?;
+            lock(&s.hca).mrs.remove(h).map(|_| ()).ok_or(Errno::EINVAL)
+        }
         c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => {
             let m = abi::IbUverbsModifyQp::read_from_prefix(cmd.core_in)
                 .map_err(|_| Errno::EINVAL)?
                 .0;
-            modify_qp(hca, &m)
+            objects::modify_qp(s, &m)
+        }
+        c if c == ex | abi::IB_USER_VERBS_EX_CMD_MODIFY_QP => {
+            let m = abi::IbUverbsExModifyQp::read_from_prefix(cmd.core_in)
+                .map_err(|_| Errno::EINVAL)?
+                .0;
+            objects::modify_qp(s, &m.base)
         }
         c if c == abi::IB_USER_VERBS_CMD_CREATE_AH => {
-            let h = new_handle(books);
-            lock(books).ahs.push(h);
+            // mlx5_ib_create_ah: a RoCE AH needs a GRH, and its driver
+            // response (the destination MAC) needs 10 bytes.
+            let req = abi::IbUverbsCreateAh::read_from_prefix(cmd.core_in)
+                .map_err(|_| Errno::EINVAL)?
+                .0;
+            if req.attr.is_global == 0 || cmd.driver_out.len() < 10 {
+                return Err(Errno::EINVAL);
+            }
+            let h = {
+                let mut b = lock(&s.books);
+                let h = b.new_handle();
+                b.ahs.push(h);
+                h
+            };
             let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();
             resp.ah_handle = h;
             copy_out(cmd.core_out, resp.as_bytes())?;
             let mut drv = abi::Mlx5IbCreateAhResp::new_zeroed();
-            drv.response_length = size_of::<abi::Mlx5IbCreateAhResp>() as u32;
-            drv.dmac = [0x0c, 0x42, 0xa1, 0x12, 0x34, 0x56];
-            copy_out(cmd.driver_out, drv.as_bytes())
+            drv.response_length = 10;
+            drv.dmac = DMAC;
+            cmd.driver_out[..10].copy_from_slice(&drv.as_bytes()[..10]);
+            Ok(())
         }
-        c if c == abi::IB_USER_VERBS_CMD_DESTROY_AH => Ok(()),
+        c if c == abi::IB_USER_VERBS_CMD_DESTROY_AH => destroy_ah(s, handle_in(cmd.core_in)?),
         c if c == abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
             let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
             resp.fd = dummy_fd().into_raw_fd() as u32;
@@ -609,36 +619,4 @@ fn write(hca: &Shared, books: &Mutex<Books>, cmd: &mut WriteCmd<'_>) -> Result<(
         }
         _ => Err(Errno::EOPNOTSUPP),
     }
-}
-
-fn modify_qp(hca: &Shared, m: &abi::IbUverbsModifyQp) -> Result<(), Errno> {
-    let mut g = lock(hca);
-    let qp = g
-        .qps
-        .values_mut()
-        .find(|q| q.handle == m.qp_handle)
-        .ok_or(Errno::EINVAL)?;
-    let has = |bit: QpAttrMask| m.attr_mask & bit.bits() != 0;
-    if has(QpAttrMask::ACCESS_FLAGS) {
-        qp.access = m.qp_access_flags;
-    }
-    if has(QpAttrMask::QKEY) {
-        qp.qkey = m.qkey;
-    }
-    if has(QpAttrMask::DEST_QPN) {
-        qp.dest_qpn = m.dest_qp_num;
-    }
-    if has(QpAttrMask::RNR_RETRY) {
-        qp.rnr_retry = m.rnr_retry;
-    }
-    if has(QpAttrMask::STATE) {
-        qp.state = m.qp_state;
-        if m.qp_state == RESET {
-            // The device forgets the queues' positions (the library zeroes
-            // its doorbell records and restarts from 0).
-            qp.sq_ci = 0;
-            qp.rq_ci = 0;
-        }
-    }
-    Ok(())
 }

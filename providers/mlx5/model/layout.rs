@@ -7,17 +7,19 @@
 //! | struct (mlx5dv.h) | bytes | fields used |
 //! |---|---|---|
 //! | `mlx5_wqe_ctrl_seg` | 16 | `opmod_idx_opcode` BE32 @0, `qpn_ds` BE32 @4, `signature` @8, `fm_ce_se` @11, `imm` @12 |
-//! | `mlx5_wqe_datagram_seg` (`mlx5_wqe_av`) | 48 | `key.qkey.qkey` BE32 @0, `dqp_dct` BE32 @8 |
+//! | `mlx5_wqe_datagram_seg` (`mlx5_wqe_av`) | 48 | `key.qkey.qkey` BE32 @0, `dqp_dct` BE32 @8 (`MLX5_EXTENDED_UD_AV` bit 31), `grh_gid_fl` BE32 @28 (sgid index in bits 20..27), `rgid` @32 |
 //! | `mlx5_wqe_raddr_seg` | 16 | `raddr` BE64 @0, `rkey` BE32 @8 |
 //! | `mlx5_wqe_atomic_seg` | 16 | `swap_add` BE64 @0, `compare` BE64 @8 |
 //! | `mlx5_wqe_data_seg` | 16 | `byte_count` BE32 @0, `lkey` BE32 @4, `addr` BE64 @8 |
 //! | `mlx5_wqe_inl_data_seg` | 4 | `byte_count` BE32 @0 with `MLX5_INLINE_SEG` (bit 31) |
 //! | `mlx5_wqe_srq_next_seg` | 16 | `next_wqe_index` BE16 @2 |
-//! | `mlx5_cqe64` | 64 | `flags_rqpn` BE32 @24, `srqn_uidx` BE32 @32, `imm_inval_pkey` @36, `byte_cnt` BE32 @44, `sop_drop_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
+//! | `mlx5_cqe64` | 64 | `flags_rqpn` BE32 @24, `l4_hdr_type_etc` @29 (L3 type in bits 2..3), `srqn_uidx` BE32 @32, `imm_inval_pkey` @36, `byte_cnt` BE32 @44, `sop_drop_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
 //! | `mlx5_err_cqe` | 64 | `vendor_err_synd` @54, `syndrome` @55, `s_wqe_opcode_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
 
 /// `MLX5_OPCODE_*` the model executes.
 pub(crate) mod op {
+    pub(crate) const NOP: u8 = 0x00;
+    pub(crate) const SEND_INVAL: u8 = 0x01;
     pub(crate) const RDMA_WRITE: u8 = 0x08;
     pub(crate) const RDMA_WRITE_IMM: u8 = 0x09;
     pub(crate) const SEND: u8 = 0x0a;
@@ -33,6 +35,7 @@ pub(crate) mod cqe_op {
     pub(crate) const RESP_WR_IMM: u8 = 1;
     pub(crate) const RESP_SEND: u8 = 2;
     pub(crate) const RESP_SEND_IMM: u8 = 3;
+    pub(crate) const RESP_SEND_INV: u8 = 4;
     pub(crate) const REQ_ERR: u8 = 13;
     pub(crate) const RESP_ERR: u8 = 14;
 }
@@ -40,10 +43,13 @@ pub(crate) mod cqe_op {
 /// `MLX5_CQE_SYNDROME_*` the model reports.
 pub(crate) mod synd {
     pub(crate) const LOCAL_LENGTH_ERR: u8 = 0x01;
+    pub(crate) const LOCAL_QP_OP_ERR: u8 = 0x02;
     pub(crate) const LOCAL_PROT_ERR: u8 = 0x04;
     pub(crate) const WR_FLUSH_ERR: u8 = 0x05;
     pub(crate) const REMOTE_INVAL_REQ_ERR: u8 = 0x12;
     pub(crate) const REMOTE_ACCESS_ERR: u8 = 0x13;
+    pub(crate) const REMOTE_OP_ERR: u8 = 0x14;
+    pub(crate) const RETRY_EXC_ERR: u8 = 0x15;
     pub(crate) const RNR_RETRY_EXC_ERR: u8 = 0x16;
 }
 
@@ -54,6 +60,13 @@ pub(crate) const SOLICITED: u8 = 0x02;
 pub(crate) const INLINE: u32 = 0x8000_0000;
 /// `MLX5_INVALID_LKEY`: ends a receive scatter list.
 pub(crate) const INVALID_LKEY: u32 = 0x100;
+/// `MLX5_EXTENDED_UD_AV`: the AV in a UD WQE is the 48-byte one.
+pub(crate) const EXTENDED_UD_AV: u32 = 0x8000_0000;
+/// `MLX5_CQE_L3_HDR_TYPE_*` (in `l4_hdr_type_etc` bits 2..3) and
+/// `MLX5_CQE_ROCE_L3_HEADER_TYPE_*` (in `flags_rqpn` bits 24..25, kernel
+/// `include/linux/mlx5/device.h`): the same values.
+pub(crate) const L3_IPV6: u8 = 1;
+pub(crate) const L3_IPV4: u8 = 2;
 
 pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
@@ -107,6 +120,30 @@ pub(crate) fn data(seg: &[u8]) -> Data {
     }
 }
 
+/// A decoded address vector (UD).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Av {
+    pub(crate) qkey: u32,
+    pub(crate) dqpn: u32,
+    pub(crate) extended: bool,
+    pub(crate) sgid_index: u8,
+    pub(crate) rgid: [u8; 16],
+}
+
+/// Decodes the 48 bytes of a `mlx5_wqe_av`.
+pub(crate) fn av(b: &[u8]) -> Av {
+    let dqp = be32(b, 8);
+    let mut rgid = [0u8; 16];
+    rgid.copy_from_slice(&b[32..48]);
+    Av {
+        qkey: be32(b, 0),
+        dqpn: dqp & 0xff_ffff,
+        extended: dqp & EXTENDED_UD_AV != 0,
+        sgid_index: (be32(b, 28) >> 20) as u8,
+        rgid,
+    }
+}
+
 /// What a CQE says, before encoding.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Cqe {
@@ -121,6 +158,8 @@ pub(crate) struct Cqe {
     pub(crate) srqn_uidx: u32,
     /// `flags_rqpn`: source QP (UD) and the GRH/l3 bits.
     pub(crate) flags_rqpn: u32,
+    /// `l4_hdr_type_etc`: the L3 header type of a received packet.
+    pub(crate) l3_type: u8,
     pub(crate) syndrome: u8,
     pub(crate) vendor_syndrome: u8,
 }
@@ -131,6 +170,7 @@ impl Cqe {
     pub(crate) fn encode(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
         b[24..28].copy_from_slice(&self.flags_rqpn.to_be_bytes());
+        b[29] = self.l3_type << 2;
         b[32..36].copy_from_slice(&(self.srqn_uidx & 0xff_ffff).to_be_bytes());
         b[36..40].copy_from_slice(&self.imm);
         b[44..48].copy_from_slice(&self.byte_cnt.to_be_bytes());
@@ -153,7 +193,7 @@ mod tests {
     #[test]
     fn ctrl_fields_come_from_the_documented_offsets() {
         let mut s = [0u8; 16];
-        s[0..4].copy_from_slice(&0x00_1234_0au32.to_be_bytes());
+        s[0..4].copy_from_slice(&0x0012_340a_u32.to_be_bytes());
         s[4..8].copy_from_slice(&(0xabcdefu32 << 8 | 5).to_be_bytes());
         s[11] = 0x0a;
         s[12..16].copy_from_slice(&[1, 2, 3, 4]);

@@ -1,47 +1,71 @@
 //! A software ConnectX for tests (feature `test-utils`, public as
 //! `uverbs::testing::mlx5`): the kernel side of `mlx5_ib` for the calls a
-//! context makes (`kernel.rs`) and the HCA behind it (`hca.rs`), on the
-//! generic scripted [`FakeKernel`].
+//! context makes (`kernel.rs`, `objects.rs`, `uar.rs`) and the HCA behind it
+//! (`hca.rs`, `exec.rs`, `cq.rs`, `memory.rs`), on the generic scripted
+//! [`FakeKernel`].
 //!
 //! There is no mlx5 hardware here, so the mlx5 data path is run against
 //! this model. It is a test oracle, so it shares no code with the provider:
 //! it decodes WQEs and encodes CQEs with its own code (`layout.rs`) written
 //! from the structs of rdma-core's public `mlx5dv.h`, and it plays the
-//! kernel from the facts of `drivers/infiniband/hw/mlx5` (queue geometry,
-//! UAR allocation and mmap offsets, the driver data of each command).
+//! kernel from the facts of Linux 6.1 `drivers/infiniband/hw/mlx5` (queue
+//! geometry, UAR allocation, bfreg choice and mmap offsets, the driver data
+//! of each command), each file naming the functions it follows.
 //!
-//! The HCA runs when a test calls [`Mlx5Model::process`]: it consumes the
-//! doorbells written to the UAR pages since the last call (each page is a
-//! memfd mapped twice, once for the library and once for the model),
-//! executes the WQEs they announce between the model's QPs in host memory
-//! (checking keys, access flags and QP states), and writes CQEs with the
-//! ownership bit the library expects, raising completion events for armed
-//! CQs and CQ_ERR instead of overrunning a CQ. What it finds wrong in the
-//! library's use of the device is listed by [`Mlx5Model::violations`]; a
-//! doorbell rung on a UAR the queue was not created with is ignored, as
-//! hardware ignores it, and listed by [`Mlx5Model::ignored_doorbells`].
+//! The HCA runs when a test calls [`Mlx5Model::process`] (or all the time,
+//! on a thread of [`Mlx5Model::spawn_hca`]): it consumes the doorbells
+//! written to the UAR pages since the last call (each page is a memfd mapped
+//! twice, once for the library and once for the model), executes the WQEs
+//! they announce between the model's QPs in host memory (checking keys,
+//! access flags and QP states), and writes CQEs with the ownership bit the
+//! library expects, raising completion events for armed CQs and CQ_ERR
+//! instead of overrunning a CQ. What it finds wrong in the library's use of
+//! the device is listed by [`Mlx5Model::violations`]; a doorbell rung on a
+//! UAR the queue was not created with is ignored, as hardware ignores it,
+//! and listed by [`Mlx5Model::ignored_doorbells`].
 //!
-//! One limit: the model reads a register's last value, where hardware sees
-//! every store. When QPs share a register (shared bfregs, the NC doorbell
-//! without write-combining) and several ring it between two `process`
-//! calls, only the last doorbell is left; a doorbell on a register therefore
-//! also runs the other QPs of that UAR whose doorbell record moved. QPs on
-//! dedicated bfregs are held to their own doorbells.
+//! Limits:
+//! - The model reads a register's last value, where hardware sees every
+//!   store. When QPs share a register (shared bfregs, the NC doorbell
+//!   without write-combining) and several ring it between two `process`
+//!   calls, only the last doorbell is left; a doorbell on a register
+//!   therefore also runs the other QPs of that UAR whose doorbell record
+//!   moved. QPs on dedicated bfregs are held to their own doorbells.
+//! - The background thread does not compare BlueFlame copies with the WQE
+//!   (it cannot tell a copy still being written from a wrong one).
+//! - One user context: the fake kernel does not say which file a command
+//!   came on, so the last GET_CONTEXT's settings apply to all.
+//! - Not modelled: CQE compression, scatter-to-CQE, WQE signatures, XRC,
+//!   raw packet QPs, memory windows and UMR, SRQ limits, QP async events
+//!   (a responder's access errors raise none; tests would have to
+//!   acknowledge them before destroying the QP).
 //!
 //! Knobs ([`Options`]) select the paths hardware and kernels vary on:
 //! dynamic or static UARs, write-combining or not (`bf_reg_size` 0), CQE
-//! version 0 or 1, and more than one UAR per system page.
+//! version 0 or 1, more than one UAR per system page, DevX refused.
 #![allow(unsafe_code)]
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, MutexGuard,
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
 
 use crate::sys::{fake::FakeKernel, Kernel};
 
+mod cq;
+mod exec;
 mod hca;
 mod kernel;
 mod layout;
+mod memory;
+mod objects;
 #[cfg(test)]
 mod tests;
+mod uar;
 
 pub use hca::Arm;
 
@@ -51,8 +75,9 @@ pub const DEV: &str = "mlx5_0";
 /// What kind of device and kernel the model plays.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// A kernel without dynamic UARs: `tot_bfregs` static bfregs mapped at
-    /// fixed offsets, the kernel choosing each QP's bfreg.
+    /// A kernel without dynamic UARs: static bfregs mapped at fixed
+    /// offsets, the kernel choosing each QP's bfreg; `UAR_OBJ_ALLOC` does
+    /// not exist.
     pub static_uars: bool,
     /// BlueFlame register size; 0 is a host without write-combining.
     pub bf_reg_size: u32,
@@ -60,7 +85,7 @@ pub struct Options {
     pub cqe_version: u8,
     /// 4 KiB UARs per system page (16 on a 64 KiB-page host).
     pub num_uars_per_page: u32,
-    /// Firmware that refuses a DevX user context.
+    /// Firmware that refuses a DevX user context (EINVAL).
     pub refuse_devx: bool,
 }
 
@@ -86,6 +111,106 @@ pub struct Mlx5Model {
     hca: Arc<Mutex<hca::Hca>>,
 }
 
+/// A QP as the device sees it ([`Mlx5Model::qp`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QpInfo {
+    /// The QP number.
+    pub qpn: u32,
+    /// The kernel handle.
+    pub handle: u32,
+    /// `IB_QPS_*`.
+    pub state: u8,
+    /// The 4 KiB UAR its doorbells must use.
+    pub uar: u32,
+    /// The static bfreg the kernel chose (gross numbering), if it chose.
+    pub bfreg_index: Option<u32>,
+    /// The queue buffer's address (as given at create).
+    pub buf: u64,
+    /// The doorbell record's address.
+    pub db: u64,
+    /// Send queue size in 64-byte WQE basic blocks.
+    pub sq_wqe_cnt: u32,
+    /// Receive queue size in WQEs (0: none, or an SRQ).
+    pub rq_wqe_cnt: u32,
+    /// log2 of the receive WQE size.
+    pub rq_wqe_shift: u32,
+    /// Send WQE basic blocks executed (free-running).
+    pub sq_executed: u32,
+    /// Receive WQEs taken (free-running).
+    pub rq_taken: u32,
+    /// Its send CQ.
+    pub send_cqn: u32,
+    /// Its receive CQ.
+    pub recv_cqn: u32,
+    /// Its SRQ.
+    pub srqn: Option<u32>,
+    /// Its user index (CQE version 1).
+    pub uidx: Option<u32>,
+    /// The remote QP (RC, UC), from MODIFY_QP.
+    pub dest_qpn: u32,
+    /// Its Q_Key (UD), from MODIFY_QP.
+    pub qkey: u32,
+    /// RNR retries (7: forever), from MODIFY_QP.
+    pub rnr_retry: u8,
+    /// `IB_ACCESS_*` of MODIFY_QP.
+    pub access: u32,
+    /// Its next WQE waits for a receive at the responder.
+    pub rnr_waiting: bool,
+}
+
+/// A CQ as the device sees it ([`Mlx5Model::cq`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CqInfo {
+    /// The CQ number.
+    pub cqn: u32,
+    /// The kernel handle.
+    pub handle: u32,
+    /// CQEs it holds.
+    pub ncqe: u32,
+    /// CQE size (64 or 128).
+    pub cqe_size: u32,
+    /// The 4 KiB UAR its arm doorbell must use.
+    pub uar: u32,
+    /// The queue buffer's address (as given at create).
+    pub buf: u64,
+    /// The doorbell record's address.
+    pub db: u64,
+    /// CQEs written (free-running).
+    pub produced: u32,
+    /// Overrun: CQ_ERR raised, nothing written since.
+    pub in_error: bool,
+    /// Armed: `Some(solicited_only)`.
+    pub armed: Option<bool>,
+    /// Completion events raised.
+    pub comp_events: u32,
+    /// Async events raised (CQ_ERR).
+    pub async_events: u32,
+}
+
+/// An SRQ as the device sees it ([`Mlx5Model::srq`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SrqInfo {
+    /// The SRQ number.
+    pub srqn: u32,
+    /// The kernel handle.
+    pub handle: u32,
+    /// WQEs it holds.
+    pub wqe_cnt: u32,
+    /// WQE size in bytes.
+    pub stride: u32,
+    /// The queue buffer's address (as given at create).
+    pub buf: u64,
+    /// The doorbell record's address.
+    pub db: u64,
+    /// WQEs taken (16 bits, as the doorbell record counts).
+    pub taken: u16,
+    /// The WQE the device takes next.
+    pub head: u32,
+}
+
 /// A model with the default [`Options`] (ConnectX-5 like, current kernel).
 pub fn fake_mlx5() -> Arc<Mlx5Model> {
     fake_mlx5_with(Options::default())
@@ -96,7 +221,7 @@ pub fn fake_mlx5_with(options: Options) -> Arc<Mlx5Model> {
     let kernel = Arc::new(FakeKernel::new());
     let hca = Arc::new(Mutex::new(hca::Hca {
         cqe_v1: options.cqe_version == 1,
-        bf_half: options.bf_reg_size as usize / 2,
+        bf_reg_size: options.bf_reg_size as usize,
         ..hca::Hca::default()
     }));
     kernel::install(&kernel, &hca, &options);
@@ -107,9 +232,26 @@ pub fn fake_mlx5_with(options: Options) -> Arc<Mlx5Model> {
     })
 }
 
+fn lock(hca: &Mutex<hca::Hca>) -> MutexGuard<'_, hca::Hca> {
+    hca.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs the device once and queues its events.
+fn run(hca: &Mutex<hca::Hca>, kernel: &FakeKernel) -> usize {
+    let (n, events) = {
+        let mut h = lock(hca);
+        let n = h.process();
+        (n, std::mem::take(&mut h.out_events))
+    };
+    for e in events {
+        kernel.push_read(Ok(e));
+    }
+    n
+}
+
 impl Mlx5Model {
     fn hca(&self) -> MutexGuard<'_, hca::Hca> {
-        self.hca.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.hca)
     }
 
     /// This model as the transport a context is opened with.
@@ -121,15 +263,39 @@ impl Mlx5Model {
     /// the last call and executes what they announce. Returns the number
     /// of WQEs executed.
     pub fn process(&self) -> usize {
-        let (n, events) = {
-            let mut h = self.hca();
-            let n = h.process();
-            (n, std::mem::take(&mut h.out_events))
-        };
-        for e in events {
-            self.kernel.push_read(Ok(e));
+        run(&self.hca, &self.kernel)
+    }
+
+    /// Runs the HCA on a thread until the returned guard is dropped (for
+    /// threaded tests and benchmarks; [`Mlx5Model::process`] still works).
+    pub fn spawn_hca(&self) -> HcaThread {
+        lock(&self.hca).threaded += 1;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (hca, kernel, flag) = (self.hca.clone(), self.kernel.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("mlx5-model-hca".into())
+            .spawn(move || {
+                let mut idle = 0u32;
+                while !flag.load(Ordering::Acquire) {
+                    if run(&hca, &kernel) > 0 {
+                        idle = 0;
+                        continue;
+                    }
+                    idle = idle.saturating_add(1);
+                    if idle < 64 {
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
+            })
+            .ok();
+        HcaThread {
+            stop,
+            thread,
+            hca: self.hca.clone(),
+            kernel: self.kernel.clone(),
         }
-        n
     }
 
     /// Protocol violations seen so far (empty when the library drove the
@@ -162,8 +328,154 @@ impl Mlx5Model {
             .map(|(n, _)| *n)
     }
 
+    /// The QP number of the QP with kernel handle `handle`.
+    pub fn qpn_of_handle(&self, handle: u32) -> Option<u32> {
+        self.hca()
+            .qps
+            .iter()
+            .find(|(_, q)| q.handle == handle)
+            .map(|(n, _)| *n)
+    }
+
+    /// The SRQ number of the SRQ with kernel handle `handle`.
+    pub fn srqn_of_handle(&self, handle: u32) -> Option<u32> {
+        self.hca()
+            .srqs
+            .iter()
+            .find(|(_, s)| s.handle == handle)
+            .map(|(n, _)| *n)
+    }
+
     /// The state (`IB_QPS_*`) of QP `qpn`.
     pub fn qp_state(&self, qpn: u32) -> Option<u8> {
         self.hca().qps.get(&qpn).map(|q| q.state)
+    }
+
+    /// QP `qpn` as the device sees it.
+    pub fn qp(&self, qpn: u32) -> Option<QpInfo> {
+        let h = self.hca();
+        let q = h.qps.get(&qpn)?;
+        Some(QpInfo {
+            qpn,
+            handle: q.handle,
+            state: q.state,
+            uar: q.uar,
+            bfreg_index: q.bfreg.map(uar::gross),
+            buf: q.buf,
+            db: q.db,
+            sq_wqe_cnt: q.sq_cnt,
+            rq_wqe_cnt: q.rq_cnt,
+            rq_wqe_shift: q.rq_shift,
+            sq_executed: q.sq_ci,
+            rq_taken: q.rq_ci,
+            send_cqn: q.send_cq,
+            recv_cqn: q.recv_cq,
+            srqn: q.srq,
+            uidx: q.uidx,
+            dest_qpn: q.dest_qpn,
+            qkey: q.qkey,
+            rnr_retry: q.rnr_retry,
+            access: q.access,
+            rnr_waiting: q.rnr_wait,
+        })
+    }
+
+    /// CQ `cqn` as the device sees it.
+    pub fn cq(&self, cqn: u32) -> Option<CqInfo> {
+        let h = self.hca();
+        let c = h.cqs.get(&cqn)?;
+        Some(CqInfo {
+            cqn,
+            handle: c.handle,
+            ncqe: c.ncqe,
+            cqe_size: c.cqe_size,
+            uar: c.uar,
+            buf: c.buf,
+            db: c.db,
+            produced: c.pi,
+            in_error: c.in_error,
+            armed: c.armed,
+            comp_events: c.comp_events,
+            async_events: c.async_events,
+        })
+    }
+
+    /// SRQ `srqn` as the device sees it.
+    pub fn srq(&self, srqn: u32) -> Option<SrqInfo> {
+        let h = self.hca();
+        let s = h.srqs.get(&srqn)?;
+        Some(SrqInfo {
+            srqn,
+            handle: s.handle,
+            wqe_cnt: s.wqe_cnt,
+            stride: s.stride,
+            buf: s.buf,
+            db: s.db,
+            taken: s.taken,
+            head: s.head,
+        })
+    }
+
+    /// Whether the last context asked for, and got, a DevX user context
+    /// (`MLX5_IB_ALLOC_UCTX_DEVX`).
+    pub fn devx(&self) -> bool {
+        self.hca().devx
+    }
+
+    /// The memory regions the device knows.
+    pub fn mr_count(&self) -> usize {
+        self.hca().mrs.len()
+    }
+
+    /// Writes an arbitrary CQE (the 64 bytes of a `mlx5_cqe64`; the owner
+    /// bit of the last byte is replaced by the right one) at CQ `cqn`'s next
+    /// position, as the device would: for testing the library's parsing of
+    /// error and unusual CQEs. It counts as solicited for an armed CQ when
+    /// its solicited bit is set or its opcode is an error. Returns false
+    /// when the CQ is unknown, in error, or full (which raises CQ_ERR).
+    pub fn inject_cqe(&self, cqn: u32, bytes: [u8; 64]) -> bool {
+        let ok = {
+            let mut h = self.hca();
+            let op = bytes[63] >> 4;
+            let solicited = bytes[63] & 2 != 0
+                || op == layout::cqe_op::REQ_ERR
+                || op == layout::cqe_op::RESP_ERR;
+            h.write_cqe(cqn, &bytes, solicited)
+        };
+        self.process_events();
+        ok
+    }
+
+    fn process_events(&self) {
+        let events = std::mem::take(&mut self.hca().out_events);
+        for e in events {
+            self.kernel.push_read(Ok(e));
+        }
+    }
+}
+
+/// The HCA running on a thread ([`Mlx5Model::spawn_hca`]); dropping it
+/// stops the thread after a last pass and clears what BlueFlame copies left
+/// in the registers, so [`Mlx5Model::process`] compares only new ones.
+#[derive(Debug)]
+pub struct HcaThread {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    hca: Arc<Mutex<hca::Hca>>,
+    kernel: Arc<FakeKernel>,
+}
+
+impl Drop for HcaThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        run(&self.hca, &self.kernel);
+        let mut h = lock(&self.hca);
+        h.threaded -= 1;
+        if h.threaded == 0 {
+            h.clear_registers();
+        }
     }
 }

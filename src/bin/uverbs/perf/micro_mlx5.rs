@@ -13,8 +13,8 @@
 use std::time::Instant;
 
 use uverbs::{
-    testing::mlx5::fake_mlx5, AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType,
-    RecvWr, SendOp, SendWr, WorkCompletion,
+    testing::mlx5::fake_mlx5, AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, RecvWr,
+    SendOp, SendWr, WorkCompletion,
 };
 
 use super::{err, Opts, Res};
@@ -54,7 +54,9 @@ pub fn run(o: &Opts) -> Res<()> {
         .map_or(Gid([0; 16]), |e| e.gid);
     super::connect(&qp, qp.qp_num(), o, Mtu(3), gid)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    let mr = pd.alloc_mr(1 << 16, access).map_err(err("register memory"))?;
+    let mr = pd
+        .alloc_mr(1 << 16, access)
+        .map_err(err("register memory"))?;
     let sge = [mr.sge(0, 64).map_err(err("sge"))?];
     let rsge = [mr.sge(8192, 64).map_err(err("sge"))?];
     let op = SendOp::RdmaWrite {
@@ -133,7 +135,9 @@ pub fn run(o: &Opts) -> Res<()> {
     println!("poll_cqe {:.2}", ns as f64 / done as f64);
     let violations = model.violations();
     if !violations.is_empty() {
-        return Err(format!("the device model saw protocol violations: {violations:?}"));
+        return Err(format!(
+            "the device model saw protocol violations: {violations:?}"
+        ));
     }
     Ok(())
 }

@@ -340,8 +340,7 @@ fn run(o: &Opts) -> Res<()> {
         return micro_mlx5::run(o);
         #[cfg(not(feature = "test-utils"))]
         return Err(
-            "--mlx5-model needs the device model: build uverbs with `--features test-utils`"
-                .into(),
+            "--mlx5-model needs the device model: build uverbs with `--features test-utils`".into(),
         );
     }
     if o.fake {

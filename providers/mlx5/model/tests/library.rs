@@ -1,10 +1,10 @@
-//! Tests of the device model itself: that it ignores what hardware ignores
+//! Tests of the device model through the provider's data path: that it ignores what hardware ignores
 //! and flags what hardware would not do, so the end-to-end tests
 //! (tests/mlx5_model.rs) can rely on its silence.
 
 use std::sync::atomic::Ordering;
 
-use super::{fake_mlx5, Mlx5Model};
+use super::super::{fake_mlx5, Mlx5Model};
 use crate::{
     AccessFlags, Context, CqOptions, Gid, Mtu, QpAttr, QpCap, QpInitAttr, QpState, QpType,
     QueuePair, RecvWr, SendWr, WorkCompletion,

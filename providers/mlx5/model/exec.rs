@@ -1,0 +1,563 @@
+//! Executing one send WQE between the model's QPs: decoding its segments
+//! with the model's own layout, checking keys, access rights and states,
+//! moving the bytes in host memory and writing the responder's CQE.
+//!
+//! Transport rules the model applies (InfiniBand semantics as mlx5
+//! hardware implements them): RC reports every remote failure to the
+//! requester (no receive: RNR, retried forever with `rnr_retry` 7; a bad
+//! rkey: remote access error; a responder that does not answer: transport
+//! retries exceeded); UC and UD report nothing remote (the message is
+//! dropped); UD checks the Q_Key (a Q_Key with bit 31 set means "the
+//! sender's own") and delivers 40 bytes of GRH ahead of the payload.
+#![allow(unsafe_code)]
+
+use super::{
+    hca::{Fail, Hca, Transport, RTR, RTS},
+    layout::{self, be32, be64, cqe_op, op, synd, Cqe, Ctrl, Data},
+    memory::{self, dbrec, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
+};
+
+/// A receive WQE taken by the responder.
+struct Recv {
+    sges: Vec<Data>,
+    wqe_counter: u16,
+}
+
+/// Where a message goes, once resolved.
+enum Dest {
+    /// Deliver to this QP.
+    Qp(u32),
+    /// Dropped on the way (UC/UD: nobody tells the requester).
+    Dropped,
+}
+
+/// What a responder delivers into a receive WQE.
+struct Message<'a> {
+    src: u32,
+    /// Bytes to scatter (`None`: RDMA write with immediate, nothing to scatter).
+    data: Option<&'a [u8]>,
+    byte_cnt: u32,
+    opcode: u8,
+    imm: [u8; 4],
+    solicited: bool,
+    /// UD: the GRH to put ahead of the data, and its L3 type.
+    grh: Option<([u8; 40], u8)>,
+}
+
+impl Hca {
+    /// Executes one WQE; returns the byte count its CQE reports.
+    pub(crate) fn execute(&mut self, qpn: u32, at: u32, c: &Ctrl) -> Result<u32, Fail> {
+        let transport = self.qps[&qpn].transport;
+        if c.ds == 0 {
+            return Err(Fail::Violation("a WQE with ds 0".into()));
+        }
+        let end = (at * 4).wrapping_add(c.ds);
+        let mut u = at * 4 + 1;
+        let solicited = c.fm_ce_se & layout::SOLICITED != 0;
+        let needs = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Fail::Violation(format!(
+                    "opcode {:#x} on a {transport:?} QP ({what})",
+                    c.opcode
+                )))
+            }
+        };
+        match c.opcode {
+            op::NOP => Ok(0),
+            op::SEND | op::SEND_IMM | op::SEND_INVAL => {
+                let av = if transport == Transport::Ud {
+                    let mut b = self.units(qpn, u, 3);
+                    u = u.wrapping_add(3);
+                    b.truncate(48);
+                    Some(layout::av(&b))
+                } else {
+                    None
+                };
+                needs(
+                    c.opcode != op::SEND_INVAL || transport == Transport::Rc,
+                    "RC only",
+                )?;
+                let data = self.gather(qpn, u, end)?;
+                let opcode = match c.opcode {
+                    op::SEND => cqe_op::RESP_SEND,
+                    op::SEND_IMM => cqe_op::RESP_SEND_IMM,
+                    _ => cqe_op::RESP_SEND_INV,
+                };
+                let dest = match av {
+                    Some(av) => self.resolve_ud(qpn, &av)?,
+                    None => self.resolve(qpn)?,
+                };
+                let Dest::Qp(peer) = dest else {
+                    return Ok(data.len() as u32);
+                };
+                let grh = av.map(|av| self.grh(&av, data.len()));
+                let msg = Message {
+                    src: qpn,
+                    data: Some(&data),
+                    byte_cnt: data.len() as u32,
+                    opcode,
+                    imm: if c.opcode == op::SEND { [0; 4] } else { c.imm },
+                    solicited,
+                    grh,
+                };
+                self.deliver(peer, &msg)?;
+                Ok(data.len() as u32)
+            }
+            op::RDMA_WRITE | op::RDMA_WRITE_IMM => {
+                needs(transport != Transport::Ud, "no RDMA on UD")?;
+                let (raddr, rkey) = self.raddr(qpn, u);
+                u = u.wrapping_add(1);
+                let data = self.gather(qpn, u, end)?;
+                let Dest::Qp(peer) = self.resolve(qpn)? else {
+                    return Ok(data.len() as u32);
+                };
+                let len = data.len() as u64;
+                let target = match self.remote(peer, rkey, raddr, len, REMOTE_WRITE) {
+                    Ok(t) => t,
+                    Err(_) if transport == Transport::Uc => return Ok(len as u32),
+                    Err(e) => return Err(e),
+                };
+                let recv = if c.opcode == op::RDMA_WRITE_IMM {
+                    match self.take_recv(qpn, peer)? {
+                        Some(r) => Some(r),
+                        None => return Ok(len as u32), // UC: dropped
+                    }
+                } else {
+                    None
+                };
+                if let Some(t) = target {
+                    // SAFETY: translated through the MR table (range, rkey,
+                    // REMOTE_WRITE) just above.
+                    unsafe { memory::write(t, &data) };
+                }
+                if let Some(r) = recv {
+                    let msg = Message {
+                        src: qpn,
+                        data: None,
+                        byte_cnt: len as u32,
+                        opcode: cqe_op::RESP_WR_IMM,
+                        imm: c.imm,
+                        solicited,
+                        grh: None,
+                    };
+                    self.complete_recv(peer, r, &msg)?;
+                }
+                Ok(len as u32)
+            }
+            op::RDMA_READ => {
+                needs(transport == Transport::Rc, "RC only")?;
+                let (raddr, rkey) = self.raddr(qpn, u);
+                u = u.wrapping_add(1);
+                let sges = self.local_sges(qpn, u, end)?;
+                let len: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
+                let Dest::Qp(peer) = self.resolve(qpn)? else {
+                    return Ok(0);
+                };
+                let bytes = match self.remote(peer, rkey, raddr, len, REMOTE_READ)? {
+                    // SAFETY: translated through the MR table just above.
+                    Some(src) => unsafe { memory::read(src, len as usize) },
+                    None => Vec::new(),
+                };
+                self.scatter_local(&sges, &bytes)?;
+                Ok(len as u32)
+            }
+            op::ATOMIC_CS | op::ATOMIC_FA => {
+                needs(transport == Transport::Rc, "RC only")?;
+                let (raddr, rkey) = self.raddr(qpn, u);
+                let a = self.sq_unit(&self.qps[&qpn], u.wrapping_add(1));
+                let (swap_add, compare) = (be64(&a, 0), be64(&a, 8));
+                u = u.wrapping_add(2);
+                let sges = self.local_sges(qpn, u, end)?;
+                if sges.len() != 1 || sges[0].len != 8 {
+                    return Err(Fail::Violation(
+                        "an atomic's local SGE is not one of 8 bytes".into(),
+                    ));
+                }
+                let Dest::Qp(peer) = self.resolve(qpn)? else {
+                    return Ok(8);
+                };
+                if raddr % 8 != 0 {
+                    return Err(Fail::Req(synd::REMOTE_INVAL_REQ_ERR));
+                }
+                let Some(target) = self.remote(peer, rkey, raddr, 8, REMOTE_ATOMIC)? else {
+                    return Ok(8);
+                };
+                let compare = (c.opcode == op::ATOMIC_CS).then_some(compare);
+                // SAFETY: translated through the MR table (8 bytes, rkey,
+                // REMOTE_ATOMIC) and 8-aligned (MRs start at a host address
+                // with the iova's alignment in the model's use).
+                let old = unsafe { memory::atomic(target, compare, swap_add) };
+                self.scatter_local(&sges, &old.to_ne_bytes())?;
+                Ok(8)
+            }
+            other => Err(Fail::Violation(format!(
+                "WQE opcode {other:#x}, which the model does not execute"
+            ))),
+        }
+    }
+
+    /// `n` 16-byte units of the QP's send queue from unit `u`, wrapped.
+    fn units(&self, qpn: u32, u: u32, n: u32) -> Vec<u8> {
+        let qp = &self.qps[&qpn];
+        (0..n)
+            .flat_map(|k| self.sq_unit(qp, u.wrapping_add(k)))
+            .collect()
+    }
+
+    fn raddr(&self, qpn: u32, u: u32) -> (u64, u32) {
+        let r = self.sq_unit(&self.qps[&qpn], u);
+        (be64(&r, 0), be32(&r, 8))
+    }
+
+    /// The responder of a connected QP's message.
+    fn resolve(&self, qpn: u32) -> Result<Dest, Fail> {
+        let qp = &self.qps[&qpn];
+        let ok = match self.qps.get(&qp.dest_qpn) {
+            Some(p) => {
+                (p.state == RTR || p.state == RTS)
+                    && p.transport == qp.transport
+                    && p.dest_qpn == qpn
+            }
+            None => false,
+        };
+        match (ok, qp.transport) {
+            (true, _) => Ok(Dest::Qp(qp.dest_qpn)),
+            // Nobody answers: the requester's transport retries run out.
+            (false, Transport::Rc) => Err(Fail::Req(synd::RETRY_EXC_ERR)),
+            (false, _) => Ok(Dest::Dropped),
+        }
+    }
+
+    /// The responder of a UD message: the AV's QP, if its Q_Key matches.
+    fn resolve_ud(&self, qpn: u32, av: &layout::Av) -> Result<Dest, Fail> {
+        if !av.extended {
+            return Err(Fail::Violation(
+                "a UD WQE without MLX5_EXTENDED_UD_AV (the model reads 48-byte AVs)".into(),
+            ));
+        }
+        let own = self.qps[&qpn].qkey;
+        let qkey = if av.qkey & 0x8000_0000 != 0 {
+            own
+        } else {
+            av.qkey
+        };
+        Ok(match self.qps.get(&av.dqpn) {
+            Some(p)
+                if p.transport == Transport::Ud
+                    && (p.state == RTR || p.state == RTS)
+                    && p.qkey == qkey =>
+            {
+                Dest::Qp(av.dqpn)
+            }
+            _ => Dest::Dropped,
+        })
+    }
+
+    /// Checks an rkey at the responder: `Ok(None)` for a zero-length access
+    /// (no key is checked), else the host address.
+    fn remote(
+        &self,
+        peer: u32,
+        rkey: u32,
+        va: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<Option<u64>, Fail> {
+        if len == 0 {
+            return Ok(None);
+        }
+        let qp_allows = self.qps[&peer].access & access == access;
+        match self.mrs.translate(rkey, true, va, len, access) {
+            Ok(a) if qp_allows => Ok(Some(a)),
+            _ => Err(Fail::Req(synd::REMOTE_ACCESS_ERR)),
+        }
+    }
+
+    /// Gathers a WQE's data segments (or inline data) from unit `u` to
+    /// `end`; local keys are checked.
+    fn gather(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<u8>, Fail> {
+        let qp = &self.qps[&qpn];
+        let mut out = Vec::new();
+        while u != end {
+            let seg = self.sq_unit(qp, u);
+            let w = be32(&seg, 0);
+            if w & layout::INLINE != 0 {
+                let len = (w & !layout::INLINE) as usize;
+                let units = (4 + len as u32).div_ceil(16);
+                if end.wrapping_sub(u) < units {
+                    return Err(Fail::Violation(format!(
+                        "an inline segment of {len} bytes runs past the WQE's ds"
+                    )));
+                }
+                let mut bytes = seg[4..].to_vec();
+                for k in 1..units {
+                    bytes.extend_from_slice(&self.sq_unit(qp, u.wrapping_add(k)));
+                }
+                bytes.truncate(len);
+                out.extend_from_slice(&bytes);
+                u = u.wrapping_add(units);
+                continue;
+            }
+            let d = layout::data(&seg);
+            if d.len == 0 {
+                return Err(Fail::Violation(
+                    "a zero-length data segment (2 GiB to the device; rdma-core skips \
+                     zero-length SGEs)"
+                        .into(),
+                ));
+            }
+            let Ok(src) = self
+                .mrs
+                .translate(d.lkey, false, d.addr, u64::from(d.len), 0)
+            else {
+                return Err(Fail::Req(synd::LOCAL_PROT_ERR));
+            };
+            // SAFETY: translated through the MR table just above.
+            out.extend_from_slice(&unsafe { memory::read(src, d.len as usize) });
+            u = u.wrapping_add(1);
+        }
+        Ok(out)
+    }
+
+    /// Local scatter entries of a READ/atomic (data segments only).
+    fn local_sges(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<Data>, Fail> {
+        let qp = &self.qps[&qpn];
+        let mut v = Vec::new();
+        while u != end {
+            let d = layout::data(&self.sq_unit(qp, u));
+            if d.len & layout::INLINE != 0 || d.len == 0 {
+                return Err(Fail::Violation(
+                    "an inline or zero-length segment where the device scatters".into(),
+                ));
+            }
+            v.push(d);
+            u = u.wrapping_add(1);
+        }
+        Ok(v)
+    }
+
+    fn scatter_local(&self, sges: &[Data], bytes: &[u8]) -> Result<(), Fail> {
+        let mut off = 0usize;
+        for s in sges {
+            if off >= bytes.len() {
+                break;
+            }
+            let n = (s.len as usize).min(bytes.len() - off);
+            let Ok(dst) = self
+                .mrs
+                .translate(s.lkey, false, s.addr, n as u64, LOCAL_WRITE)
+            else {
+                return Err(Fail::Req(synd::LOCAL_PROT_ERR));
+            };
+            // SAFETY: translated through the MR table (LOCAL_WRITE) above.
+            unsafe { memory::write(dst, &bytes[off..off + n]) };
+            off += n;
+        }
+        Ok(())
+    }
+
+    /// Takes the responder's next receive WQE (its RQ or SRQ). No receive:
+    /// RC waits (`rnr_retry` 7) or fails with RNR retries exceeded; UC and
+    /// UD drop the message (`Ok(None)`).
+    fn take_recv(&mut self, src: u32, peer: u32) -> Result<Option<Recv>, Fail> {
+        let p = &self.qps[&peer];
+        let r = match p.srq {
+            Some(srqn) => match self.srqs.get_mut(&srqn) {
+                Some(srq) if dbrec(srq.db, 0) as u16 != srq.taken => {
+                    let idx = srq.head;
+                    let at = srq.buf + u64::from(idx * srq.stride);
+                    // SAFETY: inside the SRQ buffer given at create.
+                    let wqe = unsafe { memory::read(at, srq.stride as usize) };
+                    srq.head = u32::from(layout::be16(&wqe, 2)) & (srq.wqe_cnt - 1);
+                    srq.taken = srq.taken.wrapping_add(1);
+                    Some(Recv {
+                        sges: scatter_list(&wqe[16..]),
+                        wqe_counter: idx as u16,
+                    })
+                }
+                _ => None,
+            },
+            None => {
+                let posted = dbrec(p.db, 0) & 0xffff;
+                if p.rq_cnt == 0 || posted == p.rq_ci & 0xffff {
+                    None
+                } else {
+                    let idx = p.rq_ci & (p.rq_cnt - 1);
+                    let at = p.buf + (u64::from(idx) << p.rq_shift);
+                    // SAFETY: inside the RQ (offset 0 of the QP buffer).
+                    let wqe = unsafe { memory::read(at, 1 << p.rq_shift) };
+                    let ctr = p.rq_ci as u16;
+                    if let Some(p) = self.qps.get_mut(&peer) {
+                        p.rq_ci = p.rq_ci.wrapping_add(1);
+                    }
+                    Some(Recv {
+                        sges: scatter_list(&wqe),
+                        wqe_counter: ctr,
+                    })
+                }
+            }
+        };
+        if r.is_some() {
+            return Ok(r);
+        }
+        let s = &self.qps[&src];
+        match s.transport {
+            Transport::Rc if s.rnr_retry == 7 => Err(Fail::Rnr),
+            Transport::Rc => Err(Fail::Req(synd::RNR_RETRY_EXC_ERR)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Delivers a message into `peer`'s next receive.
+    fn deliver(&mut self, peer: u32, msg: &Message<'_>) -> Result<(), Fail> {
+        match self.take_recv(msg.src, peer)? {
+            Some(r) => self.complete_recv(peer, r, msg),
+            None => Ok(()),
+        }
+    }
+
+    /// Scatters the message into the receive and writes the responder's
+    /// CQE; a receive too small or with a bad lkey completes in error at
+    /// the responder (which moves to ERR, RC/UC) and, on RC, NAKs the
+    /// requester.
+    fn complete_recv(&mut self, peer: u32, r: Recv, msg: &Message<'_>) -> Result<(), Fail> {
+        let mut byte_cnt = msg.byte_cnt;
+        let mut failed = None;
+        if let Some(data) = msg.data {
+            let mut bytes = Vec::with_capacity(data.len() + 40);
+            if let Some((grh, _)) = &msg.grh {
+                bytes.extend_from_slice(grh);
+            }
+            bytes.extend_from_slice(data);
+            byte_cnt = bytes.len() as u32;
+            let room: u64 = r.sges.iter().map(|s| u64::from(s.len)).sum();
+            if room < bytes.len() as u64 {
+                failed = Some(synd::LOCAL_LENGTH_ERR);
+            } else {
+                let mut off = 0usize;
+                let mut targets = Vec::new();
+                for s in &r.sges {
+                    if off >= bytes.len() {
+                        break;
+                    }
+                    let n = (s.len as usize).min(bytes.len() - off);
+                    match self
+                        .mrs
+                        .translate(s.lkey, false, s.addr, n as u64, LOCAL_WRITE)
+                    {
+                        Ok(dst) => targets.push((dst, off, n)),
+                        Err(_) => {
+                            failed = Some(synd::LOCAL_PROT_ERR);
+                            break;
+                        }
+                    }
+                    off += n;
+                }
+                if failed.is_none() {
+                    for (dst, off, n) in targets {
+                        // SAFETY: translated through the MR table above.
+                        unsafe { memory::write(dst, &bytes[off..off + n]) };
+                    }
+                }
+            }
+        }
+        let q = self.resp_fields(peer);
+        let cqn = self.qps[&peer].recv_cq;
+        if let Some(s) = failed {
+            self.post_cqe(
+                cqn,
+                Cqe {
+                    opcode: cqe_op::RESP_ERR,
+                    wqe_counter: r.wqe_counter,
+                    syndrome: s,
+                    vendor_syndrome: super::hca::VENDOR_OTHER,
+                    ..q
+                },
+            );
+            let src_transport = self.qps[&msg.src].transport;
+            if src_transport != Transport::Ud {
+                self.enter_error(peer);
+            }
+            return match src_transport {
+                Transport::Rc if s == synd::LOCAL_LENGTH_ERR => {
+                    Err(Fail::Req(synd::REMOTE_INVAL_REQ_ERR))
+                }
+                Transport::Rc => Err(Fail::Req(synd::REMOTE_OP_ERR)),
+                _ => Ok(()),
+            };
+        }
+        let (flags_rqpn, l3_type) = match &msg.grh {
+            // g = 1 (a GRH is present), the RoCE L3 header type, source QP.
+            Some((_, l3)) => (1 << 28 | u32::from(*l3) << 24 | msg.src, *l3),
+            None => (0, 0),
+        };
+        self.post_cqe(
+            cqn,
+            Cqe {
+                opcode: msg.opcode,
+                solicited: msg.solicited,
+                wqe_counter: r.wqe_counter,
+                byte_cnt,
+                imm: msg.imm,
+                flags_rqpn,
+                l3_type,
+                ..q
+            },
+        );
+        Ok(())
+    }
+
+    /// The 40 bytes a RoCE v2 UD receive starts with: for an IPv4-mapped
+    /// destination GID, 20 unspecified bytes (zero here) and the IPv4
+    /// header; else the IPv6 header. Sources: the AV's GID index into the
+    /// port's table and its destination GID.
+    fn grh(&self, av: &layout::Av, payload: usize) -> ([u8; 40], u8) {
+        let sgid = self
+            .gids
+            .get(usize::from(av.sgid_index))
+            .copied()
+            .unwrap_or([0; 16]);
+        let dgid = av.rgid;
+        // UDP 8 + BTH 12 + DETH 8 + payload + ICRC 4.
+        let l4 = 8 + 12 + 8 + payload + 4;
+        let mut g = [0u8; 40];
+        let v4 = dgid[..10] == [0; 10] && dgid[10..12] == [0xff, 0xff];
+        if v4 {
+            let h = &mut g[20..];
+            h[0] = 0x45;
+            h[2..4].copy_from_slice(&((20 + l4) as u16).to_be_bytes());
+            h[6] = 0x40; // don't fragment
+            h[8] = 64; // TTL
+            h[9] = 17; // UDP
+            h[12..16].copy_from_slice(&sgid[12..]);
+            h[16..20].copy_from_slice(&dgid[12..]);
+            let sum = h
+                .chunks(2)
+                .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+                .sum::<u32>();
+            let sum = (sum & 0xffff) + (sum >> 16);
+            let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+            h[10..12].copy_from_slice(&sum.to_be_bytes());
+            (g, layout::L3_IPV4)
+        } else {
+            g[0] = 0x60;
+            g[4..6].copy_from_slice(&(l4 as u16).to_be_bytes());
+            g[6] = 17; // UDP
+            g[7] = 64; // hop limit
+            g[8..24].copy_from_slice(&sgid);
+            g[24..40].copy_from_slice(&dgid);
+            (g, layout::L3_IPV6)
+        }
+    }
+}
+
+/// The data segments of a receive WQE, up to the terminator.
+fn scatter_list(bytes: &[u8]) -> Vec<Data> {
+    bytes
+        .chunks_exact(16)
+        .map(layout::data)
+        .take_while(|d| d.lkey != layout::INVALID_LKEY)
+        .collect()
+}

@@ -1,0 +1,468 @@
+//! The model's kernel side for queues: CQ, QP and SRQ create/destroy
+//! (ioctl methods) and MODIFY_QP (write), as mlx5_ib answers them.
+//!
+//! Facts (Linux 6.1 `drivers/infiniband/hw/mlx5/`): `cq.c`
+//! `mlx5_ib_create_cq` (entries = `roundup_pow_of_two(cqe + 1)`, at most
+//! `1 << log_max_cq_sz`; the core answers `entries - 1`) and
+//! `create_cq_user` (driver data shorter than `offsetof(flags)` is EINVAL;
+//! unknown flags, a CQE size other than 64/128, reserved bytes are EINVAL;
+//! the UAR is `uar_page_index` with `UAR_PAGE_INDEX`, EINVAL without it in
+//! a dynamic-UAR context, else the first static page); `qp.c`
+//! `process_udata_size` (at least `offsetof(ece_options)` bytes),
+//! `_create_user_qp` (UAR flags, static bfreg, `MLX5_IB_INVALID_BFREG` in
+//! the response otherwise), `set_user_buf_size` (SQ count a power of two, at
+//! most `1 << log_max_qp_sz`; RQ first, then the SQ in 64-byte WQEBBs),
+//! `set_rq_size` (the RQ geometry taken verbatim; no RQ with an SRQ or
+//! `max_recv_wr` 0), `get_qp_user_index` (mlx5_ib.h); `srq.c`
+//! `mlx5_ib_create_srq` (`max = roundup_pow_of_two(max_wr + 1)`, WQE
+//! `max(32, roundup_pow_of_two(16 + 16 * max_sge))`, `max_wr` answered as
+//! `max - 1`, `max_sge` as asked).
+
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use super::{
+    hca::{Cq, Qp, Srq, Transport, ERR, RESET},
+    kernel::{lock, Shared},
+    uar,
+};
+use crate::{abi, sys::Errno, sys::IoctlCmd, QpAttrMask};
+
+const LOG_MAX_QP_SZ: u32 = 15;
+const LOG_MAX_CQ_SZ: u32 = 22;
+const LOG_MAX_SRQ_SZ: u32 = 15;
+/// `max_wqe_sz_rq / 16`.
+const MAX_RQ_SGE: u32 = 32;
+
+/// The first `N` bytes of a driver-data attribute, zero-padded.
+fn padded<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut b = [0u8; N];
+    let n = bytes.len().min(N);
+    b[..n].copy_from_slice(&bytes[..n]);
+    b
+}
+
+pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
+    match (cmd.object_id, cmd.method_id) {
+        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE) => create_cq(s, cmd),
+        (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY) => {
+            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_CQ_HANDLE)? as u32;
+            let mut g = lock(&s.hca);
+            let cqn = g
+                .cqs
+                .iter()
+                .find(|(_, c)| c.handle == h)
+                .map(|(n, _)| *n)
+                .ok_or(Errno::EINVAL)?;
+            if g.qps.values().any(|q| q.send_cq == cqn || q.recv_cq == cqn) {
+                return Err(Errno::EBUSY);
+            }
+            let cq = g.cqs.remove(&cqn).ok_or(Errno::EINVAL)?;
+            drop(g);
+            let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
+            resp.comp_events_reported = cq.comp_events;
+            resp.async_events_reported = cq.async_events;
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_bytes());
+            Ok(())
+        }
+        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE) => create_qp(s, cmd),
+        (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => {
+            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE)? as u32;
+            let mut b = lock(&s.books);
+            let mut g = lock(&s.hca);
+            let qpn = g
+                .qps
+                .iter()
+                .find(|(_, q)| q.handle == h)
+                .map(|(n, _)| *n)
+                .ok_or(Errno::EINVAL)?;
+            let qp = g.qps.remove(&qpn).ok_or(Errno::EINVAL)?;
+            if let Some(n) = qp.bfreg {
+                b.uars.uctx.free_bfreg(n);
+            }
+            drop((g, b));
+            let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
+            resp.events_reported = qp.events;
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
+            Ok(())
+        }
+        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE) => create_srq(s, cmd),
+        (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY) => {
+            let h = value(cmd, abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE)? as u32;
+            let mut g = lock(&s.hca);
+            let srqn = g
+                .srqs
+                .iter()
+                .find(|(_, q)| q.handle == h)
+                .map(|(n, _)| *n)
+                .ok_or(Errno::EINVAL)?;
+            if g.qps.values().any(|q| q.srq == Some(srqn)) {
+                return Err(Errno::EBUSY);
+            }
+            g.srqs.remove(&srqn);
+            drop(g);
+            let resp = abi::IbUverbsDestroySrqResp::new_zeroed();
+            cmd.write_output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_bytes());
+            Ok(())
+        }
+        _ => Err(Errno::EPROTONOSUPPORT),
+    }
+}
+
+fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let uh = cmd
+        .input_value(abi::UVERBS_ATTR_CREATE_CQ_USER_HANDLE)
+        .ok_or(Errno::EINVAL)?;
+    let cqe = cmd
+        .input_value(abi::UVERBS_ATTR_CREATE_CQ_CQE)
+        .ok_or(Errno::EINVAL)? as u32;
+    let channel = cmd.find(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL).is_some();
+    let drv = cmd
+        .input_bytes(abi::UVERBS_ATTR_UHW_IN)
+        .ok_or(Errno::EINVAL)?;
+    if drv.len() < 22 {
+        return Err(Errno::EINVAL); // shorter than offsetof(flags)
+    }
+    let d = abi::Mlx5IbCreateCq::read_from_bytes(&padded::<32>(&drv)).map_err(|_| Errno::EINVAL)?;
+    if cqe > 1 << LOG_MAX_CQ_SZ {
+        return Err(Errno::EINVAL);
+    }
+    let ncqe = (cqe + 1).next_power_of_two();
+    if ncqe > 1 << LOG_MAX_CQ_SZ {
+        return Err(Errno::EINVAL);
+    }
+    let known = abi::MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD
+        | abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX
+        | abi::MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS;
+    if u32::from(d.flags) & !known != 0
+        || !matches!(d.cqe_size, 64 | 128)
+        || d.reserved0 != 0
+        || d.reserved1 != 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    if d.buf_addr == 0 || d.db_addr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    // Not modelled: CQE compression, 128-byte padding, real-time stamps
+    // (a device without those capabilities refuses them).
+    if d.cqe_comp_en != 0 || u32::from(d.flags) & !abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX != 0
+    {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let mut b = lock(&s.books);
+    let uar = if u32::from(d.flags) & abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX != 0 {
+        u32::from(d.uar_page_index)
+    } else if b.uars.uctx.dynamic {
+        return Err(Errno::EINVAL);
+    } else {
+        b.uars
+            .uctx
+            .sys_pages
+            .first()
+            .copied()
+            .flatten()
+            .ok_or(Errno::EINVAL)?
+    };
+    let h = b.new_handle();
+    let mut g = lock(&s.hca);
+    if !g.has_uar(uar) {
+        return Err(Errno::EINVAL); // the firmware refuses an unknown UAR
+    }
+    let cqn = 0x400 + h;
+    g.cqs.insert(
+        cqn,
+        Cq {
+            handle: h,
+            user_handle: uh,
+            buf: d.buf_addr,
+            db: d.db_addr,
+            ncqe,
+            cqe_size: d.cqe_size,
+            uar,
+            pi: 0,
+            armed: None,
+            arms: Vec::new(),
+            in_error: false,
+            channel,
+            comp_events: 0,
+            async_events: 0,
+        },
+    );
+    drop((g, b));
+    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_CQ_HANDLE, h);
+    cmd.write_output(
+        abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE,
+        &(ncqe - 1).to_ne_bytes(),
+    );
+    let mut resp = abi::Mlx5IbCreateCqResp::new_zeroed();
+    resp.cqn = cqn;
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
+    value(cmd, abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE)?;
+    let transport = match value(cmd, abi::UVERBS_ATTR_CREATE_QP_TYPE)? as u32 {
+        abi::IB_UVERBS_QPT_RC => Transport::Rc,
+        abi::IB_UVERBS_QPT_UC => Transport::Uc,
+        abi::IB_UVERBS_QPT_UD => Transport::Ud,
+        _ => return Err(Errno::EOPNOTSUPP), // not modelled
+    };
+    let send_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE)? as u32;
+    let recv_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE)? as u32;
+    let srq_h = cmd
+        .input_value(abi::UVERBS_ATTR_CREATE_QP_SRQ_HANDLE)
+        .map(|v| v as u32);
+    let cap_bytes = cmd
+        .input_bytes(abi::UVERBS_ATTR_CREATE_QP_CAP)
+        .ok_or(Errno::EINVAL)?;
+    let mut cap = abi::IbUverbsQpCap::read_from_bytes(&padded::<20>(&cap_bytes))
+        .map_err(|_| Errno::EINVAL)?;
+    let drv = cmd
+        .input_bytes(abi::UVERBS_ATTR_UHW_IN)
+        .ok_or(Errno::EINVAL)?;
+    if drv.len() < 48 {
+        return Err(Errno::EINVAL); // shorter than offsetof(ece_options)
+    }
+    let d = abi::Mlx5IbCreateQp::read_from_bytes(&padded::<56>(&drv)).map_err(|_| Errno::EINVAL)?;
+    let mut violations = Vec::new();
+    let known = abi::MLX5_QP_FLAG_SIGNATURE
+        | abi::MLX5_QP_FLAG_SCATTER_CQE
+        | abi::MLX5_QP_FLAG_BFREG_INDEX
+        | abi::MLX5_QP_FLAG_UAR_PAGE_INDEX
+        | abi::MLX5_QP_FLAG_ALLOW_SCATTER_CQE;
+    if d.flags & !known != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    if d.flags & abi::MLX5_QP_FLAG_SCATTER_CQE != 0 {
+        violations.push("scatter-to-CQE requested, and never handled".to_string());
+    }
+    if d.flags & abi::MLX5_QP_FLAG_SIGNATURE != 0 {
+        violations.push("WQE signatures requested (not modelled)".to_string());
+    }
+    if (d.sq_wqe_count != 0 && !d.sq_wqe_count.is_power_of_two())
+        || d.sq_wqe_count > 1 << LOG_MAX_QP_SZ
+        || cap.max_recv_wr > 1 << LOG_MAX_QP_SZ
+    {
+        return Err(Errno::EINVAL);
+    }
+    let has_rq = srq_h.is_none() && cap.max_recv_wr > 0;
+    let (rq_cnt, rq_shift) = if has_rq {
+        if d.rq_wqe_shift < 4 || d.rq_wqe_shift > 16 {
+            return Err(Errno::EINVAL);
+        }
+        if !d.rq_wqe_count.is_power_of_two() {
+            violations.push(format!(
+                "RQ of {} WQEs: the device takes log2 sizes",
+                d.rq_wqe_count
+            ));
+        }
+        (d.rq_wqe_count, d.rq_wqe_shift)
+    } else {
+        if d.rq_wqe_count != 0 {
+            violations.push(format!(
+                "rq_wqe_count {} for a QP without an RQ: the kernel ignores it and puts \
+                 the SQ at offset 0",
+                d.rq_wqe_count
+            ));
+        }
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+        (0, 0)
+    };
+    let mut b = lock(&s.books);
+    let cqe_v1 = lock(&s.hca).cqe_v1;
+    // get_qp_user_index: v1 needs a user index, v0 the default one.
+    let uidx = if cqe_v1 {
+        if d.uidx == 0xff_ffff || d.uidx & !0xff_ffff != 0 {
+            return Err(Errno::EINVAL);
+        }
+        Some(d.uidx)
+    } else {
+        if d.uidx != 0xff_ffff {
+            return Err(Errno::EINVAL);
+        }
+        None
+    };
+    let uar_flags = d.flags & (abi::MLX5_QP_FLAG_UAR_PAGE_INDEX | abi::MLX5_QP_FLAG_BFREG_INDEX);
+    let (uar, bfreg) = match uar_flags {
+        abi::MLX5_QP_FLAG_UAR_PAGE_INDEX => (d.bfreg_index, None),
+        abi::MLX5_QP_FLAG_BFREG_INDEX => (b.uars.uctx.uar_of_bfreg(d.bfreg_index, true)?, None),
+        0 => {
+            let n = b.uars.uctx.alloc_bfreg()?;
+            match b.uars.uctx.uar_of_bfreg(n, false) {
+                Ok(u) => (u, Some(n)),
+                Err(e) => {
+                    b.uars.uctx.free_bfreg(n);
+                    return Err(e);
+                }
+            }
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut g = lock(&s.hca);
+    let find = |h: u32| g.cqs.iter().find(|(_, c)| c.handle == h).map(|(n, _)| *n);
+    let send_cq = find(send_cq_h);
+    let recv_cq = find(recv_cq_h);
+    let srq = match srq_h {
+        None => Ok(None),
+        Some(sh) => g
+            .srqs
+            .iter()
+            .find(|(_, s)| s.handle == sh)
+            .map(|(n, _)| Some(*n))
+            .ok_or(Errno::EINVAL),
+    };
+    let (Some(send_cq), Some(recv_cq), Ok(srq), true) = (send_cq, recv_cq, srq, g.has_uar(uar))
+    else {
+        // An unknown CQ or SRQ, or a UAR the firmware does not know.
+        if let Some(n) = bfreg {
+            b.uars.uctx.free_bfreg(n);
+        }
+        return Err(Errno::EINVAL);
+    };
+    let h = b.new_handle();
+    let qpn = 0x100 + h;
+    for v in violations {
+        g.violations.push(format!("QP {qpn:#x}: {v}"));
+    }
+    g.qps.insert(
+        qpn,
+        Qp {
+            handle: h,
+            transport,
+            buf: d.buf_addr,
+            db: d.db_addr,
+            sq_cnt: d.sq_wqe_count,
+            sq_offset: u64::from(rq_cnt) << rq_shift,
+            rq_cnt,
+            rq_shift,
+            uidx,
+            uar,
+            bfreg,
+            send_cq,
+            recv_cq,
+            srq,
+            state: RESET,
+            dest_qpn: 0,
+            qkey: 0,
+            rnr_retry: 0,
+            access: 0,
+            sq_ci: 0,
+            rq_ci: 0,
+            rnr_wait: false,
+            db_pending: false,
+            unrung: false,
+            events: 0,
+        },
+    );
+    drop((g, b));
+    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE, h);
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, cap.as_bytes());
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
+    let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
+    resp.bfreg_index = bfreg.map_or(uar::INVALID_BFREG, uar::gross);
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
+    let max_wr = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR)? as u32;
+    let max_sge = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE)? as u32;
+    let drv = cmd
+        .input_bytes(abi::UVERBS_ATTR_UHW_IN)
+        .ok_or(Errno::EINVAL)?;
+    let d =
+        abi::Mlx5IbCreateSrq::read_from_bytes(&padded::<32>(&drv)).map_err(|_| Errno::EINVAL)?;
+    if d.reserved0 != 0 || d.reserved1 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if max_wr >= 1 << LOG_MAX_SRQ_SZ || max_sge > MAX_RQ_SGE {
+        return Err(Errno::EINVAL);
+    }
+    if d.buf_addr == 0 || d.db_addr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    let wqe_cnt = (max_wr + 1).next_power_of_two();
+    let stride = (16 + 16 * max_sge).next_power_of_two().max(32);
+    let h = lock(&s.books).new_handle();
+    let srqn = 0x800 + h;
+    let mut g = lock(&s.hca);
+    if d.flags & abi::MLX5_SRQ_FLAG_SIGNATURE != 0 {
+        g.violations.push(format!(
+            "SRQ {srqn:#x}: WQE signatures requested (not modelled)"
+        ));
+    }
+    g.srqs.insert(
+        srqn,
+        Srq {
+            handle: h,
+            buf: d.buf_addr,
+            db: d.db_addr,
+            wqe_cnt,
+            stride,
+            head: 0,
+            taken: 0,
+        },
+    );
+    drop(g);
+    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE, h);
+    cmd.write_output(
+        abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,
+        &(wqe_cnt - 1).to_ne_bytes(),
+    );
+    cmd.write_output(
+        abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE,
+        &max_sge.to_ne_bytes(),
+    );
+    cmd.write_output(
+        abi::UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM,
+        &srqn.to_ne_bytes(),
+    );
+    let mut resp = abi::Mlx5IbCreateSrqResp::new_zeroed();
+    resp.srqn = srqn;
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+/// MODIFY_QP: the attributes the device uses; RESET forgets the queues'
+/// positions (the library zeroes its doorbell records), ERR flushes.
+pub(crate) fn modify_qp(s: &Shared, m: &abi::IbUverbsModifyQp) -> Result<(), Errno> {
+    let mut g = lock(&s.hca);
+    let qpn = g
+        .qps
+        .iter()
+        .find(|(_, q)| q.handle == m.qp_handle)
+        .map(|(n, _)| *n)
+        .ok_or(Errno::EINVAL)?;
+    let qp = g.qps.get_mut(&qpn).ok_or(Errno::EINVAL)?;
+    let has = |bit: QpAttrMask| m.attr_mask & bit.bits() != 0;
+    if has(QpAttrMask::ACCESS_FLAGS) {
+        qp.access = m.qp_access_flags;
+    }
+    if has(QpAttrMask::QKEY) {
+        qp.qkey = m.qkey;
+    }
+    if has(QpAttrMask::DEST_QPN) {
+        qp.dest_qpn = m.dest_qp_num;
+    }
+    if has(QpAttrMask::RNR_RETRY) {
+        qp.rnr_retry = m.rnr_retry;
+    }
+    if has(QpAttrMask::STATE) {
+        let was = qp.state;
+        qp.state = m.qp_state;
+        if m.qp_state == RESET {
+            qp.sq_ci = 0;
+            qp.rq_ci = 0;
+            qp.rnr_wait = false;
+            qp.db_pending = false;
+        } else if m.qp_state == ERR && was != ERR {
+            g.flush(qpn);
+        }
+    }
+    Ok(())
+}

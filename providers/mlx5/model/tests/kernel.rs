@@ -1,0 +1,413 @@
+//! The model's kernel side, driven with hand-built commands: the context
+//! response, UAR objects and mmap offsets, static bfreg choice and the
+//! create commands' checks.
+
+use std::os::fd::AsFd;
+
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
+
+use super::{connect, Rig};
+use crate::{
+    abi,
+    providers::mlx5::model::{fake_mlx5_with, Mlx5Model, Options},
+    sys::{fake::dummy_fd, Errno, IoctlCmd, Kernel, Mapping, Protection},
+    QpType,
+};
+
+fn ioctl(model: &Mlx5Model, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    let fd = dummy_fd();
+    Kernel::ioctl(&*model.kernel, fd.as_fd(), cmd)
+}
+
+fn mmap(model: &Mlx5Model, len: usize, offset: u64) -> Result<Mapping, Errno> {
+    let fd = dummy_fd();
+    Kernel::mmap(
+        &*model.kernel,
+        fd.as_fd(),
+        len,
+        offset,
+        Protection::ReadWrite,
+    )
+}
+
+/// rdma-core's request: 16 bfregs, 4 low-latency, CQE v1, 4K and dynamic
+/// UARs, DevX.
+fn request() -> abi::Mlx5IbAllocUcontextReqV2 {
+    let mut r = abi::Mlx5IbAllocUcontextReqV2::new_zeroed();
+    r.total_num_bfregs = 16;
+    r.num_low_latency_bfregs = 4;
+    r.flags = abi::MLX5_IB_ALLOC_UCTX_DEVX;
+    r.max_cqe_version = 1;
+    r.lib_caps = u64::from(abi::MLX5_LIB_CAP_4K_UAR | abi::MLX5_LIB_CAP_DYN_UAR);
+    r
+}
+
+fn get_context(
+    model: &Mlx5Model,
+    req: &abi::Mlx5IbAllocUcontextReqV2,
+    inlen: usize,
+) -> Result<abi::Mlx5IbAllocUcontextResp, Errno> {
+    let mut out = [0u8; size_of::<abi::Mlx5IbAllocUcontextResp>()];
+    let mut vectors = [0u8; 4];
+    {
+        let bytes = &req.as_bytes()[..inlen];
+        let mut cmd = IoctlCmd::new(
+            abi::UVERBS_OBJECT_DEVICE,
+            abi::UVERBS_METHOD_GET_CONTEXT,
+            abi::RDMA_DRIVER_MLX5,
+        );
+        cmd.output(abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS, &mut vectors);
+        cmd.driver_in(bytes).driver_out(&mut out);
+        ioctl(model, &mut cmd)?;
+    }
+    Ok(abi::Mlx5IbAllocUcontextResp::read_from_bytes(&out).expect("response"))
+}
+
+/// `UAR_OBJ_ALLOC`: (handle, mmap offset, length, page id).
+fn uar_alloc(model: &Mlx5Model, kind: u32) -> Result<(u32, u64, u32, u32), Errno> {
+    let (mut offset, mut len, mut id) = (0u64, 0u32, 0u32);
+    let h;
+    {
+        let mut cmd = IoctlCmd::new(
+            abi::MLX5_IB_OBJECT_UAR,
+            abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC,
+            abi::RDMA_DRIVER_MLX5,
+        );
+        let at = cmd.new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+        cmd.const_in(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE, u64::from(kind));
+        cmd.output(
+            abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+            offset.as_mut_bytes(),
+        );
+        cmd.output(
+            abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+            len.as_mut_bytes(),
+        );
+        cmd.output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, id.as_mut_bytes());
+        ioctl(model, &mut cmd)?;
+        h = cmd.new_handle(at);
+    }
+    Ok((h, offset, len, id))
+}
+
+/// QP_CREATE with hand-built driver data: (QP number, response bfreg).
+fn raw_qp(rig: &Rig, cq: &super::HCq, d: &abi::Mlx5IbCreateQp) -> Result<(u32, u32), Errno> {
+    let mut cap = abi::IbUverbsQpCap::new_zeroed();
+    cap.max_send_wr = 4;
+    cap.max_recv_wr = 4;
+    let mut cap_out = [0u8; 20];
+    let mut qpn = [0u8; 4];
+    let mut out = [0u8; 40];
+    {
+        let mut cmd = IoctlCmd::new(
+            abi::UVERBS_OBJECT_QP,
+            abi::UVERBS_METHOD_QP_CREATE,
+            abi::RDMA_DRIVER_MLX5,
+        );
+        cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
+        cmd.input_u64(abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE, 1);
+        cmd.const_in(
+            abi::UVERBS_ATTR_CREATE_QP_TYPE,
+            u64::from(abi::IB_UVERBS_QPT_RC),
+        );
+        cmd.object(abi::UVERBS_ATTR_CREATE_QP_PD_HANDLE, rig.pd.handle());
+        cmd.object(abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, cq.cq.handle());
+        cmd.object(abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, cq.cq.handle());
+        cmd.input(abi::UVERBS_ATTR_CREATE_QP_CAP, cap.as_bytes());
+        cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, &mut cap_out);
+        cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &mut qpn);
+        cmd.driver_in(d.as_bytes()).driver_out(&mut out);
+        ioctl(&rig.model, &mut cmd)?;
+    }
+    let bfreg = u32::from_ne_bytes(out[..4].try_into().expect("4 bytes"));
+    Ok((u32::from_ne_bytes(qpn), bfreg))
+}
+
+/// Driver data of a small RC QP (CQE v1).
+fn qp_data() -> abi::Mlx5IbCreateQp {
+    let mut d = abi::Mlx5IbCreateQp::new_zeroed();
+    d.buf_addr = 0x1000;
+    d.db_addr = 0x2000;
+    d.sq_wqe_count = 8;
+    d.rq_wqe_count = 4;
+    d.rq_wqe_shift = 5;
+    d.uidx = 7;
+    d
+}
+
+#[test]
+fn the_context_response_follows_the_request_and_the_uar_mode() {
+    let full = size_of::<abi::Mlx5IbAllocUcontextReqV2>();
+    let model = fake_mlx5_with(Options::default());
+    let r = get_context(&model, &request(), full).unwrap();
+    assert_eq!((r.tot_bfregs, r.num_dyn_bfregs), (0, 0), "dynamic UARs");
+    assert_eq!((r.bf_reg_size, r.cqe_version, r.cmds_supp_uhw), (512, 1, 3));
+    assert_eq!(
+        (r.log_uar_size, r.num_uars_per_page, r.cache_line_size),
+        (12, 1, 64)
+    );
+    assert_eq!(
+        r.response_length as usize,
+        size_of::<abi::Mlx5IbAllocUcontextResp>()
+    );
+    let statics = Options {
+        static_uars: true,
+        ..Options::default()
+    };
+    let r = get_context(&fake_mlx5_with(statics.clone()), &request(), full).unwrap();
+    assert_eq!((r.tot_bfregs, r.num_dyn_bfregs), (16, 1024));
+    let big_pages = Options {
+        num_uars_per_page: 16,
+        ..statics
+    };
+    let mut req = request();
+    req.total_num_bfregs = 17;
+    let r = get_context(&fake_mlx5_with(big_pages), &req, full).unwrap();
+    assert_eq!(r.tot_bfregs, 32, "aligned to the bfregs of a 64 KiB page");
+    // Refusals.
+    let mut bad = request();
+    bad.flags |= 0x10;
+    assert_eq!(
+        get_context(&model, &bad, full).unwrap_err(),
+        Errno::EOPNOTSUPP
+    );
+    let mut bad = request();
+    bad.comp_mask = 1;
+    assert_eq!(
+        get_context(&model, &bad, full).unwrap_err(),
+        Errno::EOPNOTSUPP
+    );
+    let mut bad = request();
+    bad.num_low_latency_bfregs = 16;
+    assert_eq!(get_context(&model, &bad, full).unwrap_err(), Errno::EINVAL);
+    assert_eq!(
+        get_context(&model, &request(), 12).unwrap_err(),
+        Errno::EINVAL
+    );
+    let refusing = fake_mlx5_with(Options {
+        refuse_devx: true,
+        cqe_version: 0,
+        ..Options::default()
+    });
+    assert_eq!(
+        get_context(&refusing, &request(), full).unwrap_err(),
+        Errno::EINVAL
+    );
+    let mut no_devx = request();
+    no_devx.flags = 0;
+    assert_eq!(
+        get_context(&refusing, &no_devx, full).unwrap().cqe_version,
+        0
+    );
+}
+
+#[test]
+fn uar_objects_map_at_the_offsets_they_name_until_destroyed() {
+    let model = fake_mlx5_with(Options::default());
+    get_context(&model, &request(), 32).unwrap();
+    let (h, offset, len, id) = uar_alloc(&model, abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF).unwrap();
+    assert_eq!(
+        (offset, len),
+        ((9 << 8) * 4096, 4096),
+        "MLX5_IB_MMAP_OFFSET_START"
+    );
+    let (_, offset2, _, id2) = uar_alloc(&model, abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC).unwrap();
+    assert_eq!(offset2, ((9 << 8) | 1) * 4096);
+    assert_ne!(id, id2);
+    let a = mmap(&model, 4096, offset).unwrap();
+    let b = mmap(&model, 4096, offset).unwrap();
+    // SAFETY: both are 4096-byte mappings of the same memfd.
+    unsafe {
+        a.as_mut_ptr().add(0x800).write_volatile(7);
+        assert_eq!(
+            b.as_ptr().add(0x800).read_volatile(),
+            7,
+            "one page, mapped twice"
+        );
+    }
+    assert_eq!(mmap(&model, 8192, offset).unwrap_err(), Errno::EINVAL);
+    assert_eq!(
+        mmap(&model, 4096, offset + 5 * 4096).unwrap_err(),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        mmap(&model, 4096, 0).unwrap_err(),
+        Errno::EINVAL,
+        "no static pages"
+    );
+    let mut cmd = IoctlCmd::new(
+        abi::MLX5_IB_OBJECT_UAR,
+        abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY,
+        abi::RDMA_DRIVER_MLX5,
+    );
+    cmd.object(abi::MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, h);
+    ioctl(&model, &mut cmd).unwrap();
+    assert_eq!(mmap(&model, 4096, offset).unwrap_err(), Errno::EINVAL);
+    // No write-combining: BF pages and WC mappings are refused.
+    let no_wc = fake_mlx5_with(Options {
+        bf_reg_size: 0,
+        ..Options::default()
+    });
+    let r = get_context(&no_wc, &request(), 32).unwrap();
+    assert_eq!(r.bf_reg_size, 0);
+    assert_eq!(
+        uar_alloc(&no_wc, abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_BF).unwrap_err(),
+        Errno::EOPNOTSUPP
+    );
+    assert!(uar_alloc(&no_wc, abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC).is_ok());
+    assert_eq!(mmap(&no_wc, 4096, 2 << 20).unwrap_err(), Errno::EPERM);
+}
+
+#[test]
+fn static_pages_map_by_command_and_index() {
+    let model = fake_mlx5_with(Options {
+        static_uars: true,
+        ..Options::default()
+    });
+    get_context(&model, &request(), 32).unwrap();
+    assert_eq!(
+        uar_alloc(&model, abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC).unwrap_err(),
+        Errno::EPROTONOSUPPORT,
+        "an old kernel has no UAR objects"
+    );
+    let page = |cmd: u64, index: u64| ((cmd << 8) | index) * 4096;
+    for i in 0..8 {
+        mmap(&model, 4096, page(0, i)).unwrap();
+    }
+    mmap(&model, 4096, page(3, 0)).unwrap();
+    mmap(&model, 4096, page(2, 1)).unwrap();
+    assert_eq!(mmap(&model, 4096, page(0, 8)).unwrap_err(), Errno::EINVAL);
+    assert_eq!(mmap(&model, 8192, page(0, 0)).unwrap_err(), Errno::EINVAL);
+    assert_eq!(mmap(&model, 4096, page(1, 0)).unwrap_err(), Errno::ENOSYS);
+    // ALLOC_WC: a dynamic page per index beyond the static ones, once.
+    mmap(&model, 4096, page(6, 0)).unwrap();
+    assert_eq!(mmap(&model, 4096, page(6, 0)).unwrap_err(), Errno::EINVAL);
+}
+
+#[test]
+fn legacy_dynamic_bfregs_name_pages_mapped_with_alloc_wc() {
+    let rig = Rig::new(Options {
+        static_uars: true,
+        ..Options::default()
+    });
+    let cq = rig.cq(8);
+    let mut d = qp_data();
+    d.flags = abi::MLX5_QP_FLAG_BFREG_INDEX;
+    d.bfreg_index = 1;
+    assert_eq!(
+        raw_qp(&rig, &cq, &d).unwrap_err(),
+        Errno::EINVAL,
+        "page not mapped"
+    );
+    let _page = mmap(&rig.model, 4096, (6 << 8) * 4096).unwrap();
+    let (qpn, bfreg) = raw_qp(&rig, &cq, &d).unwrap();
+    assert_eq!(bfreg, 1 << 31);
+    let uar = rig.model.qp(qpn).unwrap().uar;
+    assert!(rig.model.hca().uars.iter().any(|u| u.page_id == uar));
+    assert_ne!(uar, cq.uar);
+    d.bfreg_index = 2; // the next page: not mapped
+    assert_eq!(raw_qp(&rig, &cq, &d).unwrap_err(), Errno::EINVAL);
+}
+
+#[test]
+fn static_bfregs_are_chosen_as_mlx5_ib_chooses_them() {
+    let rig = Rig::new(Options {
+        static_uars: true,
+        ..Options::default()
+    });
+    let cq = rig.cq(64);
+    let mut qps = Vec::new();
+    let mut gross = Vec::new();
+    for _ in 0..17 {
+        let q = rig.qp(QpType::Rc, &cq, None, 4);
+        gross.push(rig.model.qp(q.qpn).unwrap().bfreg_index.unwrap());
+        qps.push(q);
+    }
+    // 16 bfregs: 0 (doorbells only), medium 1..=11, low-latency 12..=15;
+    // the low-latency ones first, then the least used medium one.
+    assert_eq!(
+        gross,
+        [24, 25, 28, 29, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 1, 4]
+    );
+    // A freed dedicated bfreg is handed out again.
+    let q = qps.remove(1);
+    drop(q);
+    let q = rig.qp(QpType::Rc, &cq, None, 4);
+    assert_eq!(rig.model.qp(q.qpn).unwrap().bfreg_index, Some(25));
+    // The QP's UAR: the static page of its bfreg.
+    let info = rig.model.qp(qps[0].qpn).unwrap();
+    let first_page = rig.model.cq(cq.cqn).unwrap().uar;
+    assert_eq!(
+        info.uar,
+        first_page + 24 / 4,
+        "bfreg 24 lives in 4 KiB UAR 6"
+    );
+    // Data moves on a static bfreg.
+    let (mut a, mut b) = (qps.remove(0), qps.remove(0));
+    let mut cq = cq;
+    connect(&a.qp, b.qpn, 7);
+    connect(&b.qp, a.qpn, 7);
+    let mr = rig.mr(4096, super::ALL);
+    b.recv(&[(mr.addr(), 64, mr.lkey())]);
+    let idx = a.post(super::op::SEND, super::CE, [0; 4], &super::inl(b"static"));
+    a.ring(&rig, idx);
+    assert_eq!(rig.model.process(), 1);
+    assert_eq!(cq.drain().len(), 2);
+    super::assert_clean(&rig.model);
+}
+
+#[test]
+fn create_commands_check_their_driver_data() {
+    let rig = Rig::new(Options::default());
+    let cq = rig.cq(100);
+    assert_eq!((cq.ncqe, cq.cq.cqe()), (128, 127), "entries + 1 rounded up");
+    let srq = rig
+        .pd
+        .create_srq(crate::SrqAttr {
+            max_wr: 100,
+            max_sge: 3,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let srqn = rig.model.srqn_of_handle(srq.handle()).unwrap();
+    let s = rig.model.srq(srqn).unwrap();
+    assert_eq!((s.wqe_cnt, s.stride), (128, 64));
+    // QP creates with hand-built driver data.
+    let qp = |d: &abi::Mlx5IbCreateQp| {
+        raw_qp(&rig, &cq, d).map(|(qpn, bfreg)| {
+            assert_eq!(bfreg, 1 << 31, "MLX5_IB_INVALID_BFREG");
+            qpn
+        })
+    };
+    let mut d = qp_data();
+    d.flags = abi::MLX5_QP_FLAG_UAR_PAGE_INDEX;
+    d.bfreg_index = cq.uar;
+    let qpn = qp(&d).unwrap();
+    let info = rig.model.qp(qpn).unwrap();
+    assert_eq!((info.uar, info.uidx, info.rq_wqe_cnt), (cq.uar, Some(7), 4));
+    let mut e = d;
+    e.sq_wqe_count = 6;
+    assert_eq!(qp(&e).unwrap_err(), Errno::EINVAL, "SQ not a power of two");
+    let mut e = d;
+    e.uidx = 0xff_ffff;
+    assert_eq!(
+        qp(&e).unwrap_err(),
+        Errno::EINVAL,
+        "CQE v1 needs a user index"
+    );
+    let mut e = d;
+    e.flags |= abi::MLX5_QP_FLAG_BFREG_INDEX;
+    assert_eq!(qp(&e).unwrap_err(), Errno::EINVAL, "two UAR flags");
+    let mut e = d;
+    e.flags = 0;
+    assert_eq!(qp(&e).unwrap_err(), Errno::EINVAL, "no static bfregs");
+    let mut e = d;
+    e.bfreg_index = 999;
+    assert_eq!(qp(&e).unwrap_err(), Errno::EINVAL, "an unknown UAR");
+    assert!(rig.model.violations().is_empty());
+    let mut e = d;
+    e.flags |= abi::MLX5_QP_FLAG_SCATTER_CQE;
+    qp(&e).unwrap();
+    let v = rig.model.violations();
+    assert!(v.len() == 1 && v[0].contains("scatter-to-CQE"), "{v:?}");
+}
