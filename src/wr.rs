@@ -146,9 +146,9 @@ pub struct UdDest<'a> {
     pub remote_qkey: u32,
 }
 
-impl UdDest<'_> {
+impl<'a> UdDest<'a> {
     /// The provider's data of the destination's address handle.
-    pub(crate) fn ah_driver(&self) -> &crate::providers::AnyAh {
+    pub(crate) fn ah_driver(&self) -> &'a crate::providers::AnyAh {
         self.ah.driver()
     }
 }

@@ -15,12 +15,22 @@
 //! buffer, so a wrong index can corrupt the queue but never other memory.
 #![allow(unsafe_code)]
 
-use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::{
+    marker::PhantomData,
+    sync::{
+        atomic::{AtomicU32, AtomicU8, Ordering},
+        Arc,
+    },
+};
 
+use super::wqe::Seg;
 use crate::{
     error::Result,
     providers::dma::{DmaBuf, PAGE},
 };
+
+/// The unit WQEs are written in (`MLX5_SEND_WQE_DS`).
+pub(crate) const UNIT: usize = 16;
 
 /// A queue buffer and its doorbell record.
 #[derive(Debug)]
@@ -53,22 +63,6 @@ impl QueueBuf {
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Copies `bytes` to queue offset `at`; false (and nothing written) if
-    /// they do not fit.
-    #[inline(always)]
-    pub(crate) fn write(&self, at: usize, bytes: &[u8]) -> bool {
-        if at > self.len || bytes.len() > self.len - at {
-            return false;
-        }
-        // SAFETY: `at..at + bytes.len()` is inside the queue (checked
-        // above), which is inside the live allocation; a raw copy forms no
-        // reference to memory the device may access.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.dma.as_ptr().add(at), bytes.len())
-        };
-        true
     }
 
     /// Fills `n` bytes at `at` with `value` (CQ initialisation); false if
@@ -139,6 +133,141 @@ impl QueueBuf {
     }
 }
 
+/// A power-of-two ring of 16-byte units inside a queue buffer (a send
+/// queue, a receive queue, an SRQ), checked against the buffer once when it
+/// is made: every unit index is masked into the ring, so a write through it
+/// needs no bounds check of its own and can never leave the queue.
+#[derive(Debug)]
+pub(crate) struct Units {
+    buf: Arc<QueueBuf>,
+    /// Byte offset of unit 0 in the queue.
+    offset: usize,
+    /// Units in the ring, minus one.
+    mask: u32,
+}
+
+impl Units {
+    /// `count` units (a power of two) from byte `offset` of `buf`; `None`
+    /// if they are not inside the queue or `offset` is not 16-aligned.
+    pub(crate) fn new(buf: Arc<QueueBuf>, offset: usize, count: u32) -> Option<Self> {
+        let bytes = (count as usize).checked_mul(UNIT)?;
+        let fits = count.is_power_of_two()
+            && offset % UNIT == 0
+            && offset <= buf.len
+            && bytes <= buf.len - offset;
+        fits.then(|| Units {
+            buf,
+            offset,
+            mask: count - 1,
+        })
+    }
+
+    /// The buffer the ring is in.
+    pub(crate) fn buf(&self) -> &Arc<QueueBuf> {
+        &self.buf
+    }
+
+    /// A view for a burst of writes: the ring's start and mask in two
+    /// registers, so writing a segment is a mask, a shift and two stores
+    /// (the compiler cannot keep them in registers across writes through
+    /// `self`, which the queue memory might alias as far as it knows).
+    #[inline(always)]
+    pub(crate) fn view(&self) -> UnitsView<'_> {
+        UnitsView {
+            base: self.buf.dma.as_ptr().wrapping_add(self.offset),
+            mask: self.mask,
+            _ring: PhantomData,
+        }
+    }
+
+    /// Writes a 16-byte segment at unit `u` (a counter: masked here), as
+    /// two 8-byte stores.
+    #[inline(always)]
+    pub(crate) fn put(&self, u: u32, seg: Seg) {
+        self.view().put(u, seg);
+    }
+
+    /// Reads the 16-byte segment at unit `u` (one the library wrote: the
+    /// device only reads these queues).
+    #[inline]
+    pub(crate) fn get(&self, u: u32) -> Seg {
+        let at = self.offset + (u & self.mask) as usize * UNIT;
+        // SAFETY: inside the ring, aligned, as in `put`; a raw read.
+        Seg(unsafe { self.buf.dma.as_ptr().add(at).cast::<[u64; 2]>().read() })
+    }
+
+    /// Writes `head` and then `data` as one byte stream from the start of
+    /// unit `u`, wrapping from the ring's end to its start as the device
+    /// reads it, the last unit padded with zeros; returns the units used.
+    /// A stream longer than the ring writes nothing and returns 0 (callers
+    /// bound it far below: the largest inline segment).
+    #[inline]
+    pub(crate) fn put_stream(&self, u: u32, head: [u8; 4], data: &[u8]) -> u32 {
+        let total = head.len() + data.len();
+        let units = total.div_ceil(UNIT);
+        if units > self.mask as usize + 1 {
+            return 0;
+        }
+        let units = units as u32;
+        // Zero the last unit first, so the padding after the data is zero.
+        self.put(u.wrapping_add(units - 1), Seg([0, 0]));
+        let first = (u & self.mask) as usize;
+        let room = (self.mask as usize + 1 - first) * UNIT;
+        let base = self.buf.dma.as_ptr().wrapping_add(self.offset);
+        let to_end = data.len().min(room - head.len());
+        // SAFETY: unit `first` starts `room >= UNIT` bytes before the end
+        // of the ring (inside the queue, checked in `new`): the head's 4
+        // bytes and the next `to_end <= room - 4` bytes fit there; the
+        // remaining `data.len() - to_end` bytes go to the ring's start and
+        // fit because the whole stream is at most the ring's size (checked
+        // above). Raw copies from a slice the caller owns; no reference to
+        // the queue is formed.
+        unsafe {
+            let at = base.add(first * UNIT);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
+            std::ptr::copy_nonoverlapping(data.as_ptr(), at.add(head.len()), to_end);
+            std::ptr::copy_nonoverlapping(data.as_ptr().add(to_end), base, data.len() - to_end);
+        }
+        units
+    }
+
+    /// Reads the 64 bytes of units `u..u + 4` (a send WQE basic block; `u`
+    /// a multiple of 4), or `None` if they would run past the end of the
+    /// ring.
+    #[inline(always)]
+    pub(crate) fn read_block(&self, u: u32) -> Option<[u8; 64]> {
+        let first = u & self.mask;
+        if first.checked_add(4)? > self.mask + 1 {
+            return None;
+        }
+        self.buf.read::<64>(self.offset + first as usize * UNIT)
+    }
+}
+
+/// A borrowed [`Units`] ring: see [`Units::view`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct UnitsView<'a> {
+    /// Unit 0 of the ring.
+    base: *mut u8,
+    /// Units in the ring, minus one.
+    mask: u32,
+    _ring: PhantomData<&'a Units>,
+}
+
+impl UnitsView<'_> {
+    /// Writes a 16-byte segment at unit `u` (a counter: masked here), as
+    /// two 8-byte stores.
+    #[inline(always)]
+    pub(crate) fn put(self, u: u32, seg: Seg) {
+        let at = (u & self.mask) as usize * UNIT;
+        // SAFETY: the view borrows a `Units`, whose ring of `mask + 1`
+        // units from `base` is inside its queue buffer (checked in
+        // `Units::new`), alive while the borrow lasts; `u & mask` is in
+        // the ring; `base` is 16-aligned. A raw write forms no reference.
+        unsafe { self.base.add(at).cast::<[u64; 2]>().write(seg.0) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,9 +277,9 @@ mod tests {
         let b = QueueBuf::new(100, "test").unwrap();
         assert_eq!(b.len(), PAGE);
         assert_eq!(b.db_addr() - b.addr(), PAGE as u64);
-        assert!(b.write(PAGE - 16, &[7; 16]));
-        assert!(!b.write(PAGE - 15, &[7; 16]));
-        assert!(!b.write(usize::MAX, &[7; 1]));
+        assert!(b.fill(PAGE - 16, 16, 7));
+        assert!(!b.fill(PAGE - 15, 16, 7));
+        assert!(!b.fill(usize::MAX, 1, 7));
         assert_eq!(b.read::<16>(PAGE - 16), Some([7; 16]));
         assert_eq!(b.read::<16>(PAGE - 8), None);
         assert_eq!(b.load_u8(PAGE - 1), Some(7));
@@ -160,5 +289,44 @@ mod tests {
         assert_eq!(b.dbrec_value(0), 0);
         assert!(b.fill(0, 64, 0xf0));
         assert_eq!(b.load_u8(63), Some(0xf0));
+    }
+
+    #[test]
+    fn unit_rings_are_checked_once_and_wrap_inside_themselves() {
+        let b = Arc::new(QueueBuf::new(2 * PAGE, "test").unwrap());
+        assert!(
+            Units::new(b.clone(), PAGE, 257).is_none(),
+            "not a power of two"
+        );
+        assert!(Units::new(b.clone(), PAGE + 8, 64).is_none(), "misaligned");
+        assert!(
+            Units::new(b.clone(), PAGE + 16, 256).is_none(),
+            "runs past the queue"
+        );
+        assert!(Units::new(b.clone(), usize::MAX - 15, 1).is_none());
+        let r = Units::new(b.clone(), PAGE, 256).unwrap();
+        r.put(255, Seg([u64::from_ne_bytes([1; 8]); 2]));
+        r.put(256 + 3, Seg([u64::from_ne_bytes([2; 8]); 2])); // wraps to unit 3
+        assert_eq!(b.read::<16>(2 * PAGE - 16), Some([1; 16]));
+        assert_eq!(b.read::<16>(PAGE + 48), Some([2; 16]));
+        assert_eq!(b.read::<16>(0), Some([0; 16]), "nothing before the ring");
+        assert_eq!(r.read_block(252).map(|x| (x[0], x[48])), Some((0, 1)));
+        assert!(r.read_block(254).is_none(), "a block past the end");
+        assert_eq!(r.read_block(0).map(|x| x[48]), Some(2));
+        // A stream that wraps: 4 header bytes and 40 data bytes from unit 254
+        // (two units to the end) take three units, the last padded.
+        let data: Vec<u8> = (1..=40).collect();
+        assert_eq!(r.put_stream(254, [0xaa; 4], &data), 3);
+        let tail = b.read::<32>(2 * PAGE - 32).unwrap();
+        assert_eq!(tail[..4], [0xaa; 4]);
+        assert_eq!(tail[4..], data[..28]);
+        let start = b.read::<16>(PAGE).unwrap();
+        assert_eq!(start[..12], data[28..]);
+        assert_eq!(start[12..], [0; 4], "padding");
+        assert_eq!(
+            r.put_stream(0, [0; 4], &vec![7; 256 * 16]),
+            0,
+            "longer than the ring"
+        );
     }
 }

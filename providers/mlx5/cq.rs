@@ -193,17 +193,18 @@ impl Mlx5Cq {
         self.last = None;
     }
 
-    /// The QP a CQE belongs to.
+    /// The QP a CQE belongs to: the last one seen (no lock, no reference
+    /// count touched), or one looked up in the context's table.
     #[inline]
-    fn qp_of(&mut self, rsn: u32) -> Option<Arc<QpTrack>> {
-        if let Some(t) = &self.last {
-            if t.rsn == rsn && t.is_alive() {
-                return Some(t.clone());
-            }
+    fn qp_of(&mut self, rsn: u32) -> Option<&QpTrack> {
+        let hit = self
+            .last
+            .as_ref()
+            .is_some_and(|t| t.rsn == rsn && t.is_alive());
+        if !hit {
+            self.last = Some(self.resources.find(rsn)?);
         }
-        let t = self.resources.find(rsn)?;
-        self.last = Some(t.clone());
-        Some(t)
+        self.last.as_deref()
     }
 
     /// Turns a CQE into a work completion; `None` for a CQE that does not

@@ -40,66 +40,87 @@ pub(crate) mod syndrome {
 pub(crate) struct Cqe64(pub(crate) [u8; 64]);
 
 impl Cqe64 {
+    #[inline(always)]
     fn be32(&self, at: usize) -> u32 {
         u32::from_be_bytes([self.0[at], self.0[at + 1], self.0[at + 2], self.0[at + 3]])
     }
+    #[inline(always)]
     fn be16(&self, at: usize) -> u16 {
         u16::from_be_bytes([self.0[at], self.0[at + 1]])
     }
+    #[inline(always)]
     pub(crate) fn op_own(&self) -> u8 {
         self.0[63]
     }
+    #[inline(always)]
     pub(crate) fn opcode(&self) -> u8 {
         self.0[63] >> 4
     }
+    #[inline(always)]
     pub(crate) fn owner(&self) -> u8 {
         self.0[63] & 1
     }
+    #[inline(always)]
     pub(crate) fn se(&self) -> bool {
         (self.0[63] >> 1) & 1 != 0
     }
+    #[inline(always)]
     pub(crate) fn format(&self) -> u8 {
         (self.0[63] >> 2) & 3
     }
+    #[inline(always)]
     pub(crate) fn srqn_uidx(&self) -> u32 {
         self.be32(32) & 0x00ff_ffff
     }
+    #[inline(always)]
     pub(crate) fn imm_inval_pkey(&self) -> u32 {
         self.be32(36)
     }
+    #[inline(always)]
     pub(crate) fn imm_raw(&self) -> [u8; 4] {
         [self.0[36], self.0[37], self.0[38], self.0[39]]
     }
+    #[inline(always)]
     pub(crate) fn byte_cnt(&self) -> u32 {
         self.be32(44)
     }
+    #[inline(always)]
     pub(crate) fn sl(&self) -> u8 {
         ((self.be32(24) >> 24) & 0xf) as u8
     }
+    #[inline(always)]
     pub(crate) fn src_qp(&self) -> u32 {
         self.be32(24) & 0x00ff_ffff
     }
+    #[inline(always)]
     pub(crate) fn grh(&self) -> bool {
         (self.be32(24) >> 28) & 3 != 0
     }
+    #[inline(always)]
     pub(crate) fn ml_path(&self) -> u8 {
         self.0[17] & 0x7f
     }
+    #[inline(always)]
     pub(crate) fn slid(&self) -> u16 {
         self.be16(22)
     }
+    #[inline(always)]
     pub(crate) fn wqe_counter(&self) -> u16 {
         self.be16(60)
     }
+    #[inline(always)]
     pub(crate) fn qpn(&self) -> u32 {
         self.be32(56) & 0x00ff_ffff
     }
+    #[inline(always)]
     pub(crate) fn wqe_opcode(&self) -> u8 {
         self.0[56]
     }
+    #[inline(always)]
     pub(crate) fn syndrome(&self) -> u8 {
         self.0[55]
     }
+    #[inline(always)]
     pub(crate) fn vendor_err_synd(&self) -> u8 {
         self.0[54]
     }

@@ -285,25 +285,29 @@ fn encoders_match_the_mlx5dv_helpers_byte_for_byte() {
             )
             .unwrap();
             // The header takes `imm` as a __be32 and stores it unchanged.
-            expected.push(wqe::ctrl(pi, opcode, opmod, qpn, ds, fm, imm.to_ne_bytes()).to_vec());
+            expected.push(
+                wqe::ctrl(pi, opcode, opmod, qpn, ds, fm, imm.to_ne_bytes())
+                    .bytes()
+                    .to_vec(),
+            );
         }
         let (len, lkey, addr) = (rng.edgy32(), rng.edgy32(), rng.next());
         for variant in ["data", "data86"] {
             writeln!(input, "{variant} {len} {lkey} {addr}").unwrap();
-            expected.push(wqe::data(len, lkey, addr).to_vec());
+            expected.push(wqe::data(len, lkey, addr).bytes().to_vec());
         }
         let (raddr, rkey) = (rng.next(), rng.edgy32());
         writeln!(input, "raddr {raddr} {rkey}").unwrap();
-        expected.push(wqe::raddr(raddr, rkey).to_vec());
+        expected.push(wqe::raddr(raddr, rkey).bytes().to_vec());
         let (sa, cmp) = (rng.next(), rng.next());
         writeln!(input, "atomic {sa} {cmp}").unwrap();
-        expected.push(wqe::atomic(sa, cmp).to_vec());
+        expected.push(wqe::atomic(sa, cmp).bytes().to_vec());
         let ilen = rng.u32() & 0x7fff_ffff;
         writeln!(input, "inline {ilen}").unwrap();
         expected.push(wqe::inline_header(ilen).to_vec());
         let next = rng.u32() as u16;
         writeln!(input, "srqnext {next}").unwrap();
-        expected.push(wqe::srq_next(next).to_vec());
+        expected.push(wqe::srq_next(next).bytes().to_vec());
         let mut av = Av {
             key: u64::from(rng.u32()) << 32,
             dqp_dct: rng.u32() & 0x00ff_ffff,

@@ -193,6 +193,17 @@ impl Mlx5Qp {
     }
 }
 
+/// A queue whose geometry does not fit the buffer sized for it: a bug in
+/// this provider's sizing, reported instead of writing outside the buffer.
+#[cold]
+fn sizing_bug(op: &'static str, queue: &str) -> Error {
+    Error::new(
+        op,
+        ErrorKind::Malformed,
+        format!("the {queue}'s geometry does not fit its buffer (a bug in the mlx5 sizing)"),
+    )
+}
+
 fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
     if ctx.state.cqe_version == 1 {
         ctx.resources.alloc_uidx().map(Some)
@@ -434,7 +445,6 @@ impl Provider for Mlx5 {
         let _ = shared
             .cqs
             .set([links.send_cq.clone(), links.recv_cq.clone()]);
-        ctx.resources.insert(track);
         let g = &shared.geometry;
         let sq = Mlx5Sq::new(
             shared.buf.clone(),
@@ -444,11 +454,16 @@ impl Provider for Mlx5 {
             req.sq_sig_all,
             bfreg,
             shared.sq.clone(),
-        );
-        let rq = shared
-            .rq
-            .as_ref()
-            .map(|t| Mlx5Rq::new(shared.buf.clone(), g.rq_wqe_cnt, g.rq_wqe_shift, t.clone()));
+        )
+        .ok_or_else(|| sizing_bug("ibv_create_qp", "send queue"))?;
+        let rq = match &shared.rq {
+            Some(t) => Some(
+                Mlx5Rq::new(shared.buf.clone(), g.rq_wqe_cnt, g.rq_wqe_shift, t.clone())
+                    .ok_or_else(|| sizing_bug("ibv_create_qp", "receive queue"))?,
+            ),
+            None => None,
+        };
+        ctx.resources.insert(track);
         Ok(Mlx5Qp { sq, rq, epoch: 0 })
     }
 
@@ -479,7 +494,7 @@ impl Provider for Mlx5 {
             .post(wrs, |wr| match wr.ud {
                 None => Ok(None),
                 Some(d) => match Mlx5::ah_of(d.ah_driver()) {
-                    Some(av) => Ok(Some(*av)),
+                    Some(av) => Ok(Some(av)),
                     None => Err(PostErrorKind::BadDestination(
                         "the address handle belongs to a device of another driver",
                     )),
@@ -531,7 +546,10 @@ impl Provider for Mlx5 {
         input.buf_addr = buf.addr();
         input.db_addr = buf.db_addr();
         input.uidx = uidx.unwrap_or(NO_UIDX);
-        let track = Arc::new(SrqTrack::new(buf, max, stride.trailing_zeros()));
+        let track = Arc::new(
+            SrqTrack::new(buf, max, stride.trailing_zeros())
+                .ok_or_else(|| sizing_bug("ibv_create_srq", "SRQ"))?,
+        );
         let shared = Mlx5SrqShared {
             track,
             uidx,

@@ -167,6 +167,7 @@ impl QpTrack {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn is_alive(&self) -> bool {
         self.alive.load(Ordering::Acquire)
     }

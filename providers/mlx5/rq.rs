@@ -21,7 +21,7 @@ use std::sync::{
 };
 
 use super::{
-    buf::QueueBuf,
+    buf::{QueueBuf, Units},
     wqe::{self, DS},
 };
 use crate::{
@@ -29,17 +29,19 @@ use crate::{
     wr::{PostError, PostErrorKind, RecvWr},
 };
 
-/// Writes the scatter list of one receive WQE at `at` (a stride of
+/// Writes the scatter list of one receive WQE from unit `u` (a stride of
 /// `max_gs` segments): the non-empty SGEs, then a terminator if there is room.
 #[inline]
-fn put_scatter(buf: &QueueBuf, at: usize, max_gs: u32, wr: &RecvWr<'_>) {
-    let mut j = 0usize;
-    for s in wr.sges.iter().filter(|s| s.length != 0) {
-        buf.write(at + j * DS, &wqe::data(s.length, s.lkey, s.addr));
-        j += 1;
+fn put_scatter(q: &Units, u: u32, max_gs: u32, wr: &RecvWr<'_>) {
+    let mut j = 0u32;
+    for s in wr.sges {
+        if s.length != 0 {
+            q.put(u + j, wqe::data(s.length, s.lkey, s.addr));
+            j += 1;
+        }
     }
-    if j < max_gs as usize {
-        buf.write(at + j * DS, &wqe::recv_terminator());
+    if j < max_gs {
+        q.put(u + j, wqe::recv_terminator());
     }
 }
 
@@ -73,7 +75,8 @@ impl RqTrack {
 /// The receive queue of an mlx5 QP (the poster's side).
 #[derive(Debug)]
 pub(crate) struct Mlx5Rq {
-    buf: Arc<QueueBuf>,
+    /// The queue in 16-byte units (it starts the QP buffer).
+    units: Units,
     wqe_cnt: u32,
     wqe_shift: u32,
     max_gs: u32,
@@ -82,21 +85,23 @@ pub(crate) struct Mlx5Rq {
 }
 
 impl Mlx5Rq {
-    /// A receive queue at offset 0 of the QP buffer.
+    /// A receive queue at offset 0 of the QP buffer; `None` if it does
+    /// not fit the buffer.
     pub(crate) fn new(
         buf: Arc<QueueBuf>,
         wqe_cnt: u32,
         wqe_shift: u32,
         track: Arc<RqTrack>,
-    ) -> Self {
-        Mlx5Rq {
-            buf,
+    ) -> Option<Self> {
+        let units = Units::new(buf, 0, wqe_cnt.checked_shl(wqe_shift.checked_sub(4)?)?)?;
+        Some(Mlx5Rq {
+            units,
             wqe_cnt,
             wqe_shift,
             max_gs: (1u32 << wqe_shift) / DS as u32,
             head: 0,
             track,
-        }
+        })
     }
 
     /// Restarts the queue (the QP went through RESET).
@@ -129,13 +134,13 @@ impl Mlx5Rq {
                 break;
             }
             let idx = self.head & (self.wqe_cnt - 1);
-            put_scatter(&self.buf, (idx as usize) << self.wqe_shift, self.max_gs, wr);
+            put_scatter(&self.units, idx << (self.wqe_shift - 4), self.max_gs, wr);
             self.track.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
             self.head = self.head.wrapping_add(1);
         }
         if self.head != start {
             barrier::udma_to_device_barrier();
-            self.buf.set_dbrec(0, self.head & 0xffff);
+            self.units.buf().set_dbrec(0, self.head & 0xffff);
         }
         result
     }
@@ -151,7 +156,8 @@ struct FreeList {
 /// An SRQ's state shared by its poster and the CQs that complete it.
 #[derive(Debug)]
 pub(crate) struct SrqTrack {
-    buf: Arc<QueueBuf>,
+    /// The queue in 16-byte units.
+    units: Units,
     wqe_cnt: u32,
     wqe_shift: u32,
     wrid: Box<[AtomicU64]>,
@@ -160,14 +166,16 @@ pub(crate) struct SrqTrack {
 
 impl SrqTrack {
     /// Links every WQE to the next (`mlx5_alloc_srq_buf`); the last is the
-    /// sentinel.
-    pub(crate) fn new(buf: Arc<QueueBuf>, wqe_cnt: u32, wqe_shift: u32) -> Self {
+    /// sentinel. `None` if `wqe_cnt` WQEs of `1 << wqe_shift` bytes do not
+    /// fit the buffer.
+    pub(crate) fn new(buf: Arc<QueueBuf>, wqe_cnt: u32, wqe_shift: u32) -> Option<Self> {
+        let units = Units::new(buf, 0, wqe_cnt.checked_shl(wqe_shift.checked_sub(4)?)?)?;
         for i in 0..wqe_cnt {
             let next = ((i + 1) & (wqe_cnt - 1)) as u16;
-            buf.write((i as usize) << wqe_shift, &wqe::srq_next(next));
+            units.put(i << (wqe_shift - 4), wqe::srq_next(next));
         }
-        SrqTrack {
-            buf,
+        Some(SrqTrack {
+            units,
             wqe_cnt,
             wqe_shift,
             wrid: (0..wqe_cnt).map(|_| AtomicU64::new(0)).collect(),
@@ -175,14 +183,11 @@ impl SrqTrack {
                 head: 0,
                 tail: wqe_cnt - 1,
             }),
-        }
+        })
     }
 
     fn next_of(&self, idx: u32) -> u32 {
-        let seg = self
-            .buf
-            .read::<16>((idx as usize) << self.wqe_shift)
-            .unwrap_or([0; 16]);
+        let seg = self.units.get(idx << (self.wqe_shift - 4)).bytes();
         u32::from(u16::from_be_bytes([seg[2], seg[3]])) & (self.wqe_cnt - 1)
     }
 
@@ -194,10 +199,8 @@ impl SrqTrack {
         let wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
         let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
         let tail = list.tail;
-        self.buf.write(
-            (tail as usize) << self.wqe_shift,
-            &wqe::srq_next(idx as u16),
-        );
+        self.units
+            .put(tail << (self.wqe_shift - 4), wqe::srq_next(idx as u16));
         list.tail = idx;
         wr_id
     }
@@ -249,12 +252,7 @@ impl Mlx5Srq {
                 }
                 let idx = list.head;
                 let next = t.next_of(idx);
-                put_scatter(
-                    &t.buf,
-                    ((idx as usize) << t.wqe_shift) + DS,
-                    self.max_gs,
-                    wr,
-                );
+                put_scatter(&t.units, (idx << (t.wqe_shift - 4)) + 1, self.max_gs, wr);
                 t.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
                 list.head = next;
                 self.counter = self.counter.wrapping_add(1);
@@ -262,7 +260,7 @@ impl Mlx5Srq {
         }
         if self.counter != start {
             barrier::udma_to_device_barrier();
-            t.buf.set_dbrec(0, u32::from(self.counter));
+            t.units.buf().set_dbrec(0, u32::from(self.counter));
         }
         result
     }

@@ -29,7 +29,7 @@ use std::sync::{
 };
 
 use super::{
-    buf::QueueBuf,
+    buf::{QueueBuf, Units, UnitsView},
     uar::Bfreg,
     wqe::{self, opcode, Av, DS, SEND_WQE_BB},
 };
@@ -39,6 +39,9 @@ use crate::{
     QpType,
 };
 
+/// 16-byte units in a 64-byte send WQE basic block.
+const UNITS_PER_BB: u32 = (SEND_WQE_BB / DS) as u32;
+
 /// The completion side of a send queue, shared with the CQ that polls it:
 /// which work request each WQE was, and how far completions have freed the
 /// queue. Written by the poster before the doorbell, read by the poller
@@ -47,9 +50,7 @@ use crate::{
 #[derive(Debug)]
 pub(crate) struct SqTrack {
     mask: u32,
-    wrid: Box<[AtomicU64]>,
-    /// The poster's work-request counter when it wrote each WQE.
-    wqe_head: Box<[AtomicU32]>,
+    slots: Box<[SqSlot]>,
     /// Work requests completed (freed) so far.
     pub(crate) tail: AtomicU32,
     /// How many times the QP went through RESET (the poster restarts its
@@ -57,13 +58,20 @@ pub(crate) struct SqTrack {
     pub(crate) epoch: AtomicU32,
 }
 
+/// What the poller needs of one WQE (by its first WQEBB).
+#[derive(Debug, Default)]
+struct SqSlot {
+    wrid: AtomicU64,
+    /// The poster's work-request counter when it wrote the WQE.
+    head: AtomicU32,
+}
+
 impl SqTrack {
     pub(crate) fn new(wqe_cnt: u32) -> Self {
         let n = wqe_cnt.max(1) as usize;
         SqTrack {
             mask: wqe_cnt.max(1) - 1,
-            wrid: (0..n).map(|_| AtomicU64::new(0)).collect(),
-            wqe_head: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            slots: (0..n).map(|_| SqSlot::default()).collect(),
             tail: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
         }
@@ -73,10 +81,15 @@ impl SqTrack {
     /// to it (a requester CQE completes every unsignaled WQE before it).
     #[inline]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        let idx = (u32::from(wqe_counter) & self.mask) as usize;
-        let head = self.wqe_head[idx].load(Ordering::Relaxed);
+        let Some(slot) = self
+            .slots
+            .get((u32::from(wqe_counter) & self.mask) as usize)
+        else {
+            return 0;
+        };
+        let head = slot.head.load(Ordering::Relaxed);
         self.tail.store(head.wrapping_add(1), Ordering::Release);
-        self.wrid[idx].load(Ordering::Relaxed)
+        slot.wrid.load(Ordering::Relaxed)
     }
 
     /// Every WQE index from `from` (a counter) to `to`, for flushing.
@@ -89,11 +102,8 @@ impl SqTrack {
 /// The send queue of an mlx5 QP (the poster's side).
 #[derive(Debug)]
 pub(crate) struct Mlx5Sq {
-    buf: Arc<QueueBuf>,
-    /// Byte offset of the SQ in the QP buffer (after the RQ).
-    offset: usize,
-    /// WQEBBs in the queue (a power of two).
-    wqe_cnt: u32,
+    /// The queue, in 16-byte units (it starts after the RQ).
+    units: Units,
     /// WQEBB counter of the next WQE.
     cur_post: u32,
     /// Work requests posted.
@@ -103,21 +113,78 @@ pub(crate) struct Mlx5Sq {
     max_gs: u32,
     max_inline: u32,
     qpn: u32,
-    qp_type: QpType,
-    sig_all: bool,
+    /// A UD QP (an address vector per request).
+    ud: bool,
+    /// The WQE opcodes the QP type carries, a bit per opcode.
+    allowed: u32,
+    /// The ctrl segment's `fm_ce_se` byte for each combination of the
+    /// FENCE, SIGNALED and SOLICITED flags (`sq_sig_all` folded in).
+    fm_ce_se: [u8; 8],
     bfreg: Arc<Bfreg>,
     pub(crate) track: Arc<SqTrack>,
 }
 
-/// What one WQE became, for the doorbell.
-#[derive(Debug, Clone, Copy)]
-struct Posted {
+/// The WQE opcodes a QP type carries, a bit per opcode: sends on every
+/// type, RDMA writes on RC and UC, reads and atomics on RC only.
+fn allowed_opcodes(qp_type: QpType) -> u32 {
+    let bit = |op: u8| 1u32 << op;
+    let sends = bit(opcode::SEND) | bit(opcode::SEND_IMM);
+    let writes = bit(opcode::RDMA_WRITE) | bit(opcode::RDMA_WRITE_IMM);
+    let rc_only = bit(opcode::RDMA_READ) | bit(opcode::ATOMIC_CS) | bit(opcode::ATOMIC_FA);
+    match qp_type {
+        QpType::Rc => sends | writes | rc_only,
+        QpType::Uc => sends | writes,
+        // UD (the only other type an mlx5 send queue is made for).
+        _ => sends,
+    }
+}
+
+/// `fm_ce_se` by the low three `IBV_SEND_*` bits (FENCE 1, SIGNALED 2,
+/// SOLICITED 4), as `_mlx5_post_send` sets it.
+fn fm_ce_se_table(sig_all: bool) -> [u8; 8] {
+    let mut t = [0u8; 8];
+    for (bits, fm) in t.iter_mut().enumerate() {
+        let f = SendFlags::from_bits_truncate(bits as u32);
+        if f.contains(SendFlags::SIGNALED) || sig_all {
+            *fm |= wqe::CTRL_CQ_UPDATE;
+        }
+        if f.contains(SendFlags::SOLICITED) {
+            *fm |= wqe::CTRL_SOLICITED;
+        }
+        if f.contains(SendFlags::FENCE) {
+            *fm |= wqe::CTRL_FENCE;
+        }
+    }
+    t
+}
+
+/// What writing a batch of WQEs touches, copied out of the queue's
+/// structures so it stays in registers (see [`UnitsView`]).
+struct Burst<'a> {
+    q: UnitsView<'a>,
+    slots: &'a [SqSlot],
+    slot_mask: u32,
+}
+
+impl Burst<'_> {
+    /// Records the work request of the WQE at WQEBB counter `at`.
+    #[inline(always)]
+    fn record(&self, at: u32, wr_id: u64, head: u32) {
+        if let Some(slot) = self.slots.get((at & self.slot_mask) as usize) {
+            slot.wrid.store(wr_id, Ordering::Relaxed);
+            slot.head.store(head, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The last WQE of a batch, for the doorbell.
+#[derive(Debug, Clone, Copy, Default)]
+struct Last {
     /// WQEBB counter of its ctrl segment.
     at: u32,
     /// 16-byte units.
     ds: u32,
     inline: bool,
-    ctrl: [u8; 8],
 }
 
 /// The queue geometry a send queue is built from.
@@ -131,6 +198,8 @@ pub(crate) struct SqGeometry {
 }
 
 impl Mlx5Sq {
+    /// The send queue of geometry `g` in `buf`; `None` if the geometry does
+    /// not fit the buffer.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         buf: Arc<QueueBuf>,
@@ -140,22 +209,22 @@ impl Mlx5Sq {
         sig_all: bool,
         bfreg: Arc<Bfreg>,
         track: Arc<SqTrack>,
-    ) -> Self {
-        Mlx5Sq {
-            buf,
-            offset: g.offset,
-            wqe_cnt: g.wqe_cnt,
+    ) -> Option<Self> {
+        let units = Units::new(buf, g.offset, g.wqe_cnt.checked_mul(UNITS_PER_BB)?)?;
+        Some(Mlx5Sq {
+            units,
             cur_post: 0,
             head: 0,
             max_post: g.max_post,
             max_gs: g.max_gs,
             max_inline: g.max_inline,
             qpn,
-            qp_type,
-            sig_all,
+            ud: qp_type == QpType::Ud,
+            allowed: allowed_opcodes(qp_type),
+            fm_ce_se: fm_ce_se_table(sig_all),
             bfreg,
             track,
-        }
+        })
     }
 
     /// Restarts the queue (the QP went through RESET).
@@ -171,85 +240,100 @@ impl Mlx5Sq {
     pub(crate) fn post(
         &mut self,
         wrs: &[SendWr<'_>],
-        av_of: impl Fn(&SendWr<'_>) -> Result<Option<Av>, PostErrorKind>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<Option<&'w Av>, PostErrorKind>,
     ) -> Result<(), (usize, PostErrorKind)> {
-        let mut last: Option<Posted> = None;
+        // The counters live in registers for the batch and are stored once.
+        let (mut cur, mut head) = (self.cur_post, self.head);
+        // Requests the queue takes before the poller's tail is read again.
+        let mut room = self.room(head);
+        let mut last = Last::default();
+        let mut result = Ok(());
+        // The queue and the completion slots in registers for the batch.
+        let burst = Burst {
+            q: self.units.view(),
+            slots: &self.track.slots,
+            slot_mask: self.track.mask,
+        };
         for (i, wr) in wrs.iter().enumerate() {
-            let av = match av_of(wr) {
-                Ok(av) => av,
-                Err(kind) => return self.fail(last, i, kind),
+            let checked = av_of(wr).and_then(|av| Ok((self.check(wr, av.is_some())?, av)));
+            let ((opcode, imm), av) = match checked {
+                Ok(x) => x,
+                Err(kind) => {
+                    result = Err((i, kind));
+                    break;
+                }
             };
-            match self.post_one(wr, av) {
-                Ok(p) => last = Some(p),
-                Err(kind) => return self.fail(last, i, kind),
+            if room == 0 {
+                room = self.room(head);
+                if room == 0 {
+                    result = Err((i, PostErrorKind::QueueFull));
+                    break;
+                }
             }
+            let ds = self.write_wqe(&burst, wr, av, opcode, imm, cur, head);
+            last = Last {
+                at: cur,
+                ds,
+                inline: matches!(wr.payload, Payload::Inline(_)),
+            };
+            room -= 1;
+            head = head.wrapping_add(1);
+            cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
         }
-        if let Some(p) = last {
-            self.ring(p, wrs.len());
+        let posted = head.wrapping_sub(self.head) as usize;
+        if posted != 0 {
+            self.cur_post = cur;
+            self.head = head;
+            self.ring(last, posted);
         }
-        Ok(())
+        result
     }
 
-    #[cold]
-    fn fail(
-        &mut self,
-        last: Option<Posted>,
-        i: usize,
-        kind: PostErrorKind,
-    ) -> Result<(), (usize, PostErrorKind)> {
-        if let Some(p) = last {
-            self.ring(p, i);
-        }
-        Err((i, kind))
-    }
-
-    /// Units (16 bytes) in the queue.
+    /// How many more requests fit, with `head` posted so far.
     #[inline(always)]
-    fn units(&self) -> u32 {
-        self.wqe_cnt * (SEND_WQE_BB / DS) as u32
+    fn room(&self, head: u32) -> u32 {
+        let outstanding = head.wrapping_sub(self.track.tail.load(Ordering::Acquire));
+        self.max_post.saturating_sub(outstanding)
     }
 
-    /// Writes a 16-byte segment at unit `u` (a counter, wrapped here).
+    /// Writes the WQE of a checked request at WQEBB counter `at`, as work
+    /// request number `head`; returns its size in 16-byte units. Publishes
+    /// nothing (the doorbell record does).
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn put(&self, u: u32, seg: &[u8; 16]) {
-        let at = self.offset + ((u & (self.units() - 1)) as usize) * DS;
-        self.buf.write(at, seg);
-    }
-
-    /// Validates, writes and counts one WQE; publishes nothing (the
-    /// doorbell record does).
-    #[inline]
-    fn post_one(&mut self, wr: &SendWr<'_>, av: Option<Av>) -> Result<Posted, PostErrorKind> {
-        let (op, opmod_imm) = self.validate(wr, av.is_some())?;
-        let outstanding = self
-            .head
-            .wrapping_sub(self.track.tail.load(Ordering::Acquire));
-        if outstanding >= self.max_post {
-            return Err(PostErrorKind::QueueFull);
-        }
-        let first = self.cur_post.wrapping_mul((SEND_WQE_BB / DS) as u32);
+    fn write_wqe(
+        &self,
+        burst: &Burst<'_>,
+        wr: &SendWr<'_>,
+        av: Option<&Av>,
+        opcode: u8,
+        imm: u32,
+        at: u32,
+        head: u32,
+    ) -> u32 {
+        let q = burst.q;
+        let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if let Some(mut av) = av {
-            if let Some(d) = wr.ud {
-                av.dqp_dct = d.remote_qpn & 0x00ff_ffff;
+        if let Some(av) = av {
+            let mut av = *av;
+            if let Some(dest) = wr.ud {
+                av.dqp_dct = dest.remote_qpn & 0x00ff_ffff;
                 av.ext = true;
-                av.key = u64::from(d.remote_qkey) << 32;
+                av.key = u64::from(dest.remote_qkey) << 32;
             }
-            let bytes = av.encode();
-            for c in bytes.chunks_exact(DS) {
-                let mut seg = [0u8; 16];
-                seg.copy_from_slice(c);
-                self.put(u, &seg);
+            for seg in av.segs() {
+                q.put(u, seg);
                 u += 1;
             }
         }
+        let mut atomic = false;
         match wr.op {
             SendOp::RdmaWrite { remote_addr, rkey }
             | SendOp::RdmaWriteWithImm {
                 remote_addr, rkey, ..
             }
             | SendOp::RdmaRead { remote_addr, rkey } => {
-                self.put(u, &wqe::raddr(remote_addr, rkey));
+                q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
             }
             SendOp::CompareSwap {
@@ -258,132 +342,104 @@ impl Mlx5Sq {
                 compare,
                 swap,
             } => {
-                self.put(u, &wqe::raddr(remote_addr, rkey));
-                self.put(u + 1, &wqe::atomic(swap, compare));
+                q.put(u, wqe::raddr(remote_addr, rkey));
+                q.put(u + 1, wqe::atomic(swap, compare));
                 u += 2;
+                atomic = true;
             }
             SendOp::FetchAdd {
                 remote_addr,
                 rkey,
                 add,
             } => {
-                self.put(u, &wqe::raddr(remote_addr, rkey));
-                self.put(u + 1, &wqe::atomic(add, 0));
+                q.put(u, wqe::raddr(remote_addr, rkey));
+                q.put(u + 1, wqe::atomic(add, 0));
                 u += 2;
+                atomic = true;
             }
             SendOp::Send | SendOp::SendWithImm { .. } => {}
         }
-        let inline = matches!(wr.payload, Payload::Inline(_));
         match wr.payload {
-            Payload::Inline(data) => u = self.put_inline(u, data),
-            Payload::Sges(sges) if wr.op.is_atomic() => {
-                // The local SGE of an atomic is always 8 bytes
-                // (`set_data_ptr_seg_atomic`).
-                let s = &sges[0];
-                self.put(u, &wqe::data(8, s.lkey, s.addr));
-                u += 1;
+            Payload::Inline(data) => {
+                if !data.is_empty() {
+                    u += self
+                        .units
+                        .put_stream(u, wqe::inline_header(data.len() as u32), data);
+                }
             }
             Payload::Sges(sges) => {
-                for s in sges.iter().filter(|s| s.length != 0) {
-                    self.put(u, &wqe::data(s.length, s.lkey, s.addr));
-                    u += 1;
+                if atomic {
+                    // The local SGE of an atomic is always 8 bytes
+                    // (`set_data_ptr_seg_atomic`); `check` made sure there
+                    // is exactly one.
+                    if let Some(s) = sges.first() {
+                        q.put(u, wqe::data(8, s.lkey, s.addr));
+                        u += 1;
+                    }
+                } else {
+                    for s in sges {
+                        if s.length != 0 {
+                            q.put(u, wqe::data(s.length, s.lkey, s.addr));
+                            u += 1;
+                        }
+                    }
                 }
             }
         }
         let ds = u.wrapping_sub(first);
-        let mut fm_ce_se = 0u8;
-        if wr.flags.contains(SendFlags::SIGNALED) || self.sig_all {
-            fm_ce_se |= wqe::CTRL_CQ_UPDATE;
-        }
-        if wr.flags.contains(SendFlags::SOLICITED) {
-            fm_ce_se |= wqe::CTRL_SOLICITED;
-        }
-        if wr.flags.contains(SendFlags::FENCE) {
-            fm_ce_se |= wqe::CTRL_FENCE;
-        }
-        let pi = (self.cur_post & 0xffff) as u16;
-        let ctrl = wqe::ctrl(pi, op, 0, self.qpn, ds as u8, fm_ce_se, opmod_imm);
-        self.put(first, &ctrl);
-        let idx = (self.cur_post & (self.wqe_cnt - 1)) as usize;
-        self.track.wrid[idx].store(wr.wr_id, Ordering::Relaxed);
-        self.track.wqe_head[idx].store(self.head, Ordering::Relaxed);
-        let posted = Posted {
-            at: self.cur_post,
-            ds,
-            inline,
-            ctrl: ctrl[..8].try_into().unwrap_or([0; 8]),
-        };
-        self.head = self.head.wrapping_add(1);
-        self.cur_post = self
-            .cur_post
-            .wrapping_add(ds.div_ceil((SEND_WQE_BB / DS) as u32));
-        Ok(posted)
+        let fm_ce_se = self.fm_ce_se[(wr.flags.bits() & 7) as usize];
+        let pi = (at & 0xffff) as u16;
+        q.put(
+            first,
+            wqe::ctrl(
+                pi,
+                opcode,
+                0,
+                self.qpn,
+                ds as u8,
+                fm_ce_se,
+                imm.to_be_bytes(),
+            ),
+        );
+        burst.record(at, wr.wr_id, head);
+        ds
     }
 
-    /// Writes an inline segment (header + data, padded to 16 bytes) from
-    /// unit `u`; returns the unit after it. An empty payload writes nothing.
-    #[inline]
-    fn put_inline(&self, mut u: u32, data: &[u8]) -> u32 {
-        if data.is_empty() {
-            return u;
-        }
-        let mut seg = [0u8; 16];
-        seg[..4].copy_from_slice(&wqe::inline_header(data.len() as u32));
-        let head = data.len().min(12);
-        seg[4..4 + head].copy_from_slice(&data[..head]);
-        self.put(u, &seg);
-        u += 1;
-        for chunk in data[head..].chunks(16) {
-            let mut seg = [0u8; 16];
-            seg[..chunk.len()].copy_from_slice(chunk);
-            self.put(u, &seg);
-            u += 1;
-        }
-        u
-    }
-
-    /// RC `_mlx5_post_send`'s checks; returns the WQE opcode and the ctrl
-    /// segment's immediate bytes.
-    #[inline]
-    fn validate(&self, wr: &SendWr<'_>, has_av: bool) -> Result<(u8, [u8; 4]), PostErrorKind> {
-        let ud = self.qp_type == QpType::Ud;
-        let (op, imm) = match wr.op {
-            SendOp::Send => (opcode::SEND, [0; 4]),
-            SendOp::SendWithImm { imm } => (opcode::SEND_IMM, imm.to_be_bytes()),
-            SendOp::RdmaWrite { .. } => (opcode::RDMA_WRITE, [0; 4]),
-            SendOp::RdmaWriteWithImm { imm, .. } => (opcode::RDMA_WRITE_IMM, imm.to_be_bytes()),
-            SendOp::RdmaRead { .. } => (opcode::RDMA_READ, [0; 4]),
-            SendOp::CompareSwap { .. } => (opcode::ATOMIC_CS, [0; 4]),
-            SendOp::FetchAdd { .. } => (opcode::ATOMIC_FA, [0; 4]),
+    /// RC `_mlx5_post_send`'s checks; returns the request's WQE opcode and
+    /// immediate (host order).
+    #[inline(always)]
+    fn check(&self, wr: &SendWr<'_>, has_av: bool) -> Result<(u8, u32), PostErrorKind> {
+        let (opcode, imm) = match wr.op {
+            SendOp::Send => (opcode::SEND, 0),
+            SendOp::SendWithImm { imm } => (opcode::SEND_IMM, imm),
+            SendOp::RdmaWrite { .. } => (opcode::RDMA_WRITE, 0),
+            SendOp::RdmaWriteWithImm { imm, .. } => (opcode::RDMA_WRITE_IMM, imm),
+            SendOp::RdmaRead { .. } => (opcode::RDMA_READ, 0),
+            SendOp::CompareSwap { .. } => (opcode::ATOMIC_CS, 0),
+            SendOp::FetchAdd { .. } => (opcode::ATOMIC_FA, 0),
         };
-        if ud {
-            if !matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. }) {
-                return Err(PostErrorKind::OpNotSupported(
-                    "UD QPs support only SEND and SEND_WITH_IMM",
-                ));
-            }
+        if self.allowed & (1 << opcode) == 0 {
+            return Err(PostErrorKind::OpNotSupported(if self.ud {
+                "UD QPs support only SEND and SEND_WITH_IMM"
+            } else {
+                "UC QPs support no RDMA read and no atomics"
+            }));
+        }
+        if self.ud {
             if wr.ud.is_none() || !has_av {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",
                 ));
             }
-        } else {
-            if wr.ud.is_some() {
-                return Err(PostErrorKind::BadDestination(
-                    "a UD destination was given for a connected (RC/UC) QP",
-                ));
-            }
-            if self.qp_type == QpType::Uc
-                && (wr.op.is_atomic() || matches!(wr.op, SendOp::RdmaRead { .. }))
-            {
-                return Err(PostErrorKind::OpNotSupported(
-                    "UC QPs support no RDMA read and no atomics",
-                ));
-            }
+        } else if wr.ud.is_some() {
+            return Err(PostErrorKind::BadDestination(
+                "a UD destination was given for a connected (RC/UC) QP",
+            ));
         }
+        let atomic = matches!(opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA);
         match wr.payload {
             Payload::Inline(data) => {
-                if matches!(wr.op, SendOp::RdmaRead { .. }) || wr.op.is_atomic() {
+                if atomic || opcode == opcode::RDMA_READ {
                     return Err(PostErrorKind::OpNotSupported(
                         "inline data is for sends and RDMA writes, not reads or atomics",
                     ));
@@ -402,21 +458,21 @@ impl Mlx5Sq {
                         max: self.max_gs,
                     });
                 }
-                if wr.op.is_atomic() && sges.len() != 1 {
+                if atomic && sges.len() != 1 {
                     return Err(PostErrorKind::BadAtomic(
                         "an atomic needs exactly one 8-byte local SGE for the old value",
                     ));
                 }
             }
         }
-        Ok((op, imm))
+        Ok((opcode, imm))
     }
 
     /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`.
     #[inline]
-    fn ring(&mut self, last: Posted, nreq: usize) {
+    fn ring(&mut self, last: Last, nreq: usize) {
         barrier::udma_to_device_barrier();
-        self.buf.set_dbrec(1, self.cur_post & 0xffff);
+        self.units.buf().set_dbrec(1, self.cur_post & 0xffff);
         let bf = &*self.bfreg;
         let (guard, reg) = bf.begin();
         barrier::mmio_wc_start();
@@ -424,7 +480,9 @@ impl Mlx5Sq {
         if nreq == 1 && bf.buf_size > 0 && last.inline && last.ds > 1 && bytes <= bf.buf_size {
             self.blueflame(last.at, bytes, reg);
         } else {
-            bf.page.store64(reg, last.ctrl);
+            // The first 8 bytes of the last WQE's ctrl segment, as written.
+            let ctrl = self.units.get(last.at.wrapping_mul(UNITS_PER_BB));
+            bf.page.store64(reg, ctrl.head());
         }
         barrier::mmio_flush_writes();
         bf.toggle(&guard);
@@ -436,16 +494,11 @@ impl Mlx5Sq {
     #[inline]
     fn blueflame(&self, at: u32, bytes: usize, reg: usize) {
         for bb in 0..bytes / SEND_WQE_BB {
-            let idx = (at.wrapping_add(bb as u32) & (self.wqe_cnt - 1)) as usize;
-            let src = self.offset + idx * SEND_WQE_BB;
-            let Some(block) = self.buf.read::<SEND_WQE_BB>(src) else {
+            let unit = at.wrapping_add(bb as u32).wrapping_mul(UNITS_PER_BB);
+            let Some(block) = self.units.read_block(unit) else {
                 return;
             };
-            for (w, word) in block.chunks_exact(8).enumerate() {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(word);
-                self.bfreg.page.store64(reg + bb * SEND_WQE_BB + w * 8, b);
-            }
+            self.bfreg.page.store_block(reg + bb * SEND_WQE_BB, &block);
         }
     }
 }

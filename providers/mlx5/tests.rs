@@ -35,10 +35,14 @@ fn rig(wqe_cnt: u32, bf_half: usize, shared: bool) -> Rig {
     };
     let track = Arc::new(SqTrack::new(wqe_cnt));
     let sq = Mlx5Sq::new(buf.clone(), g, 0x12345, QpType::Rc, false, bf, track);
-    Rig { buf, page, sq }
+    Rig {
+        buf,
+        page,
+        sq: sq.expect("the geometry fits"),
+    }
 }
 
-fn no_av(_: &SendWr<'_>) -> Result<Option<super::wqe::Av>, PostErrorKind> {
+fn no_av<'w>(_: &SendWr<'w>) -> Result<Option<&'w super::wqe::Av>, PostErrorKind> {
     Ok(None)
 }
 

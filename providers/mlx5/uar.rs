@@ -31,7 +31,7 @@
 #![allow(unsafe_code)]
 
 use std::sync::{
-    atomic::{AtomicU64, AtomicUsize, Ordering},
+    atomic::{compiler_fence, AtomicU64, AtomicUsize, Ordering},
     Arc, Mutex, MutexGuard,
 };
 
@@ -86,6 +86,32 @@ impl UarPage {
         // reference to it exists.
         let reg = unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(offset).cast()) };
         reg.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
+    }
+
+    /// Stores a 64-byte block at `offset` (a BlueFlame copy) as eight
+    /// ascending 64-bit stores, never a `memcpy` (which could use wider or
+    /// narrower stores, or go backwards). The range is checked once; an
+    /// offset outside the page is a bug, and nothing is stored.
+    #[inline(always)]
+    pub(crate) fn store_block(&self, offset: usize, block: &[u8; 64]) {
+        if offset % 64 != 0 || offset > self.map.len() || 64 > self.map.len() - offset {
+            debug_assert!(false, "BlueFlame copy at {offset:#x} outside the page");
+            return;
+        }
+        let base = self.map.as_mut_ptr().wrapping_add(offset).cast::<u64>();
+        for (i, word) in block.chunks_exact(8).enumerate() {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            // SAFETY: `offset..offset + 64` is inside the live mapping and
+            // 64-aligned (checked above), so word `i < 8` is an aligned u64
+            // inside it; UAR memory is only accessed through atomics.
+            let reg = unsafe { AtomicU64::from_ptr(base.add(i)) };
+            reg.store(u64::from_ne_bytes(w), Ordering::Relaxed);
+            // Keeps the stores in ascending order in the generated code
+            // (relaxed stores to different addresses may otherwise be
+            // reordered by the compiler); no instruction is emitted.
+            compiler_fence(Ordering::Release);
+        }
     }
 
     /// The page's length in bytes.

@@ -1,20 +1,27 @@
 //! `uverbs perf micro --mlx5-model` (feature `test-utils`): the mlx5 data
 //! path's cost per call, on the device model of `uverbs::testing::mlx5`
-//! (host memory; the UAR is a page of ordinary memory). The model runs only
-//! between the timed loops, to complete what was posted, so the times are
-//! the library's alone: WQE building, the doorbell record and the 8-byte
-//! doorbell (BlueFlame for one inline WQE) per post; the ownership check and
-//! parsing per CQE. `benches/mlx5.sh` runs it beside a C baseline written
-//! with rdma-core's mlx5dv.h helpers (`benches/mlx5_baseline.c`) and prints
-//! both in one table.
+//! (host memory; the UAR is a page of ordinary memory).
+//!
+//! Each kind of work first runs one chunk through the model, which executes
+//! the WQEs and checks the library's doorbells (a run with a protocol
+//! violation or a failed completion is an error). The timed chunks then
+//! complete the way `benches/mlx5_baseline.c` drains: the device's part is
+//! a completion written straight into the CQ for the last WQE of the chunk
+//! (`Mlx5Model::inject_cqe`), polled outside the timed loop. So the times
+//! are the library's alone, with the same memory traffic as the C baseline:
+//! WQE building, the doorbell record and the 8-byte doorbell (BlueFlame for
+//! one inline WQE) per post; the ownership check and parsing per CQE.
+//! `benches/mlx5.sh` runs it beside the C baseline written with rdma-core's
+//! mlx5dv.h helpers and prints both in one table.
 //!
 //! Output: one line per measurement, `name ns_per_op`, as the C baseline.
 
 use std::time::Instant;
 
 use uverbs::{
-    testing::mlx5::fake_mlx5, AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, RecvWr,
-    SendOp, SendWr, WorkCompletion,
+    testing::mlx5::{fake_mlx5, Mlx5Model},
+    AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
+    RecvWr, SendOp, SendWr, WcStatus, WorkCompletion,
 };
 
 use super::{err, Opts, Res};
@@ -22,15 +29,130 @@ use super::{err, Opts, Res};
 /// Work requests per timed chunk: the send queue's depth (as the C
 /// baseline's `MAX_POST`).
 const CHUNK: usize = 512;
+/// CQEs per timed poll round (the CQ's size, as the C baseline's `NCQE`).
+const NCQE: usize = 4096;
+/// `MLX5_CQE_REQ` and `MLX5_OPCODE_RDMA_WRITE` (mlx5dv.h).
+const CQE_REQ: u8 = 0;
+const OPCODE_RDMA_WRITE: u8 = 0x08;
+
+/// The QP under test and what completes its work.
+struct Bench {
+    model: std::sync::Arc<Mlx5Model>,
+    cq: CompletionQueue,
+    cqn: u32,
+    qpn: u32,
+    /// The QP's user index (CQE version 1), which CQEs name it by.
+    uidx: Option<u32>,
+    /// WQE basic blocks posted so far (every WQE here takes one).
+    posted: u32,
+    wc: [WorkCompletion; 16],
+}
+
+impl Bench {
+    /// A requester CQE for the WQE at basic block `counter`, as the device
+    /// writes it (fields of `mlx5_cqe64`; the model sets the owner bit).
+    fn req_cqe(&self, counter: u32) -> [u8; 64] {
+        let mut c = [0u8; 64];
+        if let Some(u) = self.uidx {
+            c[32..36].copy_from_slice(&u.to_be_bytes());
+        }
+        c[56..60].copy_from_slice(&(u32::from(OPCODE_RDMA_WRITE) << 24 | self.qpn).to_be_bytes());
+        c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
+        c[63] = CQE_REQ << 4;
+        c
+    }
+
+    /// Completes everything posted: one CQE for the last WQE, which frees
+    /// the send queue up to it, polled here.
+    fn drain(&mut self) -> Res<()> {
+        let cqe = self.req_cqe(self.posted.wrapping_sub(1));
+        if !self.model.inject_cqe(self.cqn, cqe) {
+            return Err("the model refused a completion (CQ full)".into());
+        }
+        let n = self.cq.poll(&mut self.wc);
+        if n != 1 || self.wc[0].status != WcStatus::SUCCESS {
+            return Err(format!(
+                "draining polled {n} completions: {:?}",
+                &self.wc[..n]
+            ));
+        }
+        Ok(())
+    }
+
+    /// Runs the model over what was posted and polls until nothing more
+    /// comes; every completion must be a success and the model must have
+    /// seen no protocol violation.
+    fn settle(&mut self) -> Res<usize> {
+        let mut total = 0;
+        loop {
+            self.model.process();
+            let mut n = 0;
+            loop {
+                let k = self.cq.poll(&mut self.wc);
+                if let Some(bad) = self.wc[..k].iter().find(|w| w.status != WcStatus::SUCCESS) {
+                    return Err(format!("the model completed a request with {bad:?}"));
+                }
+                if k == 0 {
+                    break;
+                }
+                n += k;
+            }
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        let violations = self.model.violations();
+        if !violations.is_empty() {
+            return Err(format!(
+                "the device model saw protocol violations: {violations:?}"
+            ));
+        }
+        Ok(total)
+    }
+}
+
+/// Runs `chunk` (which posts `CHUNK` WQEs) once through the model.
+fn verify(
+    b: &mut Bench,
+    qp: &mut QueuePair,
+    chunk: &mut impl FnMut(&mut QueuePair) -> Res<()>,
+) -> Res<()> {
+    chunk(qp)?;
+    b.posted = b.posted.wrapping_add(CHUNK as u32);
+    if b.settle()? == 0 {
+        return Err("the model completed nothing".into());
+    }
+    Ok(())
+}
+
+/// Times `chunk` until `iters` WQEs are posted, draining by injection.
+fn timed(
+    b: &mut Bench,
+    qp: &mut QueuePair,
+    iters: u64,
+    chunk: &mut impl FnMut(&mut QueuePair) -> Res<()>,
+) -> Res<f64> {
+    let (mut ns, mut done) = (0u128, 0u64);
+    while done < iters {
+        let t0 = Instant::now();
+        chunk(qp)?;
+        ns += t0.elapsed().as_nanos();
+        b.posted = b.posted.wrapping_add(CHUNK as u32);
+        done += CHUNK as u64;
+        b.drain()?;
+    }
+    Ok(ns as f64 / done as f64)
+}
 
 pub fn run(o: &Opts) -> Res<()> {
-    let iters = o.iters.max(CHUNK as u64 as usize) as u64;
+    let iters = o.iters.max(CHUNK) as u64;
     let model = fake_mlx5();
     let ctx =
         uverbs::Context::open_with(model.dyn_kernel(), None).map_err(err("open the mlx5 model"))?;
     let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
-    let mut cq = ctx
-        .create_cq(4095, CqOptions::default())
+    let cq = ctx
+        .create_cq(NCQE as u32 - 1, CqOptions::default())
         .map_err(err("create CQ"))?;
     let mut qp = pd
         .create_qp(&QpInitAttr {
@@ -53,6 +175,18 @@ pub fn run(o: &Opts) -> Res<()> {
         .map_err(err("query GID"))?
         .map_or(Gid([0; 16]), |e| e.gid);
     super::connect(&qp, qp.qp_num(), o, Mtu(3), gid)?;
+    let info = model
+        .qp(qp.qp_num())
+        .ok_or("the model does not know the QP")?;
+    let mut b = Bench {
+        cqn: info.send_cqn,
+        qpn: info.qpn,
+        uidx: info.uidx,
+        model: model.clone(),
+        cq,
+        posted: 0,
+        wc: [WorkCompletion::default(); 16],
+    };
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
     let mr = pd
         .alloc_mr(1 << 16, access)
@@ -63,81 +197,77 @@ pub fn run(o: &Opts) -> Res<()> {
         remote_addr: mr.addr() + 4096,
         rkey: mr.rkey(),
     };
-    let mut wc = [WorkCompletion::default(); 16];
-    // Completes everything posted: the model runs, the CQ is emptied.
-    let mut settle = |qp: &mut uverbs::QueuePair, cq: &mut uverbs::CompletionQueue| {
-        loop {
-            model.process();
-            let mut n = 0;
-            loop {
-                let k = cq.poll(&mut wc);
-                if k == 0 {
-                    break;
-                }
-                n += k;
-            }
-            if n == 0 {
-                break;
-            }
-        }
-        let _ = qp;
-    };
 
-    for batch in [1usize, 8, 64] {
+    let batches = [1usize, 8, 64].map(|batch| {
         let mut wrs: Vec<SendWr<'_>> = (0..batch)
             .map(|i| SendWr::new(i as u64, op, &sge).unsignaled())
             .collect();
         wrs[batch - 1] = SendWr::new(batch as u64, op, &sge);
-        let (mut ns, mut done) = (0u128, 0u64);
-        while done < iters {
-            let t0 = Instant::now();
-            for _ in 0..CHUNK / batch {
-                qp.post_send(&wrs).map_err(err("post RDMA writes"))?;
+        wrs
+    });
+    let mut writes = batches.each_ref().map(|wrs| {
+        move |qp: &mut QueuePair| -> Res<()> {
+            for _ in 0..CHUNK / wrs.len() {
+                qp.post_send(wrs).map_err(err("post RDMA writes"))?;
             }
-            ns += t0.elapsed().as_nanos();
-            done += (CHUNK / batch * batch) as u64;
-            settle(&mut qp, &mut cq);
+            Ok(())
         }
-        println!("write_batch{batch} {:.2}", ns as f64 / done as f64);
-    }
-
+    });
     let data = [0u8; 16];
-    let send = [SendWr::send(7, &[]).inline(&data)];
-    let recvs: Vec<RecvWr<'_>> = (0..CHUNK).map(|i| RecvWr::new(i as u64, &rsge)).collect();
-    let (mut ns, mut done) = (0u128, 0u64);
-    while done < iters {
-        qp.post_recv(&recvs).map_err(err("post receives"))?;
-        let t0 = Instant::now();
-        for _ in 0..CHUNK {
+    let send = [SendWr::send(7, &[]).inline(&data).unsignaled()];
+    let last = [SendWr::send(8, &[]).inline(&data)];
+    let mut inline = |qp: &mut QueuePair| -> Res<()> {
+        for _ in 0..CHUNK - 1 {
             qp.post_send(&send).map_err(err("post an inline send"))?;
         }
-        ns += t0.elapsed().as_nanos();
-        done += CHUNK as u64;
-        settle(&mut qp, &mut cq);
-    }
-    println!("inline_send {:.2}", ns as f64 / done as f64);
+        qp.post_send(&last).map_err(err("post an inline send"))
+    };
 
+    // Everything once through the model first (the inline sends need
+    // receives at the responder: the QP is connected to itself); from then
+    // on the model only writes completions.
+    for w in &mut writes {
+        verify(&mut b, &mut qp, w)?;
+    }
+    let recvs: Vec<RecvWr<'_>> = (0..CHUNK).map(|i| RecvWr::new(i as u64, &rsge)).collect();
+    qp.post_recv(&recvs).map_err(err("post receives"))?;
+    verify(&mut b, &mut qp, &mut inline)?;
+
+    for (w, batch) in writes.iter_mut().zip([1, 8, 64]) {
+        let ns = timed(&mut b, &mut qp, iters, w)?;
+        println!("write_batch{batch} {ns:.2}");
+    }
+    let ns = timed(&mut b, &mut qp, iters, &mut inline)?;
+    println!("inline_send {ns:.2}");
+
+    // Polling: CQEs written for WQEs of a posted chunk, then polled in
+    // batches of 16 as the C baseline does.
     let signaled: Vec<SendWr<'_>> = (0..64).map(|i| SendWr::new(i, op, &sge)).collect();
+    for _ in 0..CHUNK / 64 {
+        qp.post_send(&signaled).map_err(err("post RDMA writes"))?;
+    }
+    let first = b.posted;
+    b.posted = b.posted.wrapping_add(CHUNK as u32);
     let (mut ns, mut done) = (0u128, 0u64);
     while done < iters {
-        for _ in 0..CHUNK / 64 {
-            qp.post_send(&signaled).map_err(err("post RDMA writes"))?;
+        for k in 0..NCQE as u32 {
+            let cqe = b.req_cqe(first.wrapping_add(k % CHUNK as u32));
+            if !b.model.inject_cqe(b.cqn, cqe) {
+                return Err("the model refused a completion (CQ full)".into());
+            }
         }
-        model.process();
         let t0 = Instant::now();
         let mut got = 0;
-        while got < CHUNK {
-            got += cq.poll(&mut wc);
+        while got < NCQE {
+            let n = b.cq.poll(&mut b.wc);
+            if n == 0 {
+                return Err(format!("{got} of {NCQE} completions polled"));
+            }
+            got += n;
         }
         ns += t0.elapsed().as_nanos();
-        done += CHUNK as u64;
+        done += NCQE as u64;
     }
     println!("poll_cqe {:.2}", ns as f64 / done as f64);
-    let violations = model.violations();
-    if !violations.is_empty() {
-        return Err(format!(
-            "the device model saw protocol violations: {violations:?}"
-        ));
-    }
     Ok(())
 }
