@@ -169,6 +169,277 @@ static void fill_cqes(uint8_t *cq, uint32_t ci, uint32_t n)
 	}
 }
 
+/*
+ * The rdma-core-shaped baseline ("rdma-core" rows): the same WQEs and CQEs,
+ * reached the way providers/mlx5 reaches them from the generic verbs
+ * (qp.c _mlx5_post_send, cq.c mlx5_poll_one/mlx5_parse_cqe): a list of
+ * ibv_send_wr-like requests checked one by one (opcode range, queue room,
+ * SGE count), a switch on the opcode for the remote segments, the SGE loop
+ * skipping empty entries, fm_ce_se from the flags, and on the CQ side the
+ * QP found by user index in a table and the opcode switched on. Like
+ * rdma-core by default, each post and each poll takes the queue's spinlock
+ * (uncontended here); uverbs needs none (&mut).
+ */
+#include <pthread.h>
+
+enum { WR_RDMA_WRITE, WR_RDMA_WRITE_WITH_IMM, WR_SEND, WR_SEND_WITH_IMM, WR_RDMA_READ,
+       WR_ATOMIC_CMP_AND_SWP, WR_ATOMIC_FETCH_AND_ADD, WR_MAX };
+enum { SEND_FENCE = 1, SEND_SIGNALED = 2, SEND_SOLICITED = 4, SEND_INLINE = 8 };
+static const uint8_t ib_opcode[WR_MAX] = {
+	MLX5_OPCODE_RDMA_WRITE, MLX5_OPCODE_RDMA_WRITE_IMM, MLX5_OPCODE_SEND, MLX5_OPCODE_SEND_IMM,
+	MLX5_OPCODE_RDMA_READ, MLX5_OPCODE_ATOMIC_CS, MLX5_OPCODE_ATOMIC_FA,
+};
+
+struct g_sge { uint64_t addr; uint32_t length, lkey; };
+struct g_wr {
+	uint64_t wr_id;
+	struct g_wr *next;
+	struct g_sge *sg_list;
+	int num_sge;
+	int opcode;
+	unsigned send_flags;
+	uint32_t imm_data;
+	union {
+		struct { uint64_t remote_addr; uint32_t rkey; } rdma;
+		struct { uint64_t remote_addr, compare_add, swap; uint32_t rkey; } atomic;
+	} wr;
+};
+
+static pthread_spinlock_t sq_lock, cq_lock;
+static const int max_gs = 1, max_inline = 44;
+
+static int post_send_generic(struct g_wr *wr, struct g_wr **bad)
+{
+	struct mlx5_wqe_ctrl_seg *ctrl = NULL;
+	int nreq, err = 0, inl = 0;
+	uint32_t size = 0;
+	pthread_spin_lock(&sq_lock);
+	for (nreq = 0; wr; ++nreq, wr = wr->next) {
+		if (wr->opcode < 0 || wr->opcode >= WR_MAX) { err = 22; *bad = wr; break; }
+		if (head + nreq - tail >= MAX_POST) { err = 12; *bad = wr; break; }
+		if (wr->num_sge > max_gs) { err = 12; *bad = wr; break; }
+		uint32_t idx = cur_post & (SQ_WQEBB - 1);
+		uint8_t *seg = wqe_at(cur_post);
+		ctrl = (void *)seg;
+		*(uint32_t *)(seg + 8) = 0;
+		ctrl->imm = (wr->opcode == WR_SEND_WITH_IMM || wr->opcode == WR_RDMA_WRITE_WITH_IMM)
+			    ? htobe32(wr->imm_data) : 0;
+		ctrl->fm_ce_se = (wr->send_flags & SEND_FENCE ? MLX5_WQE_CTRL_FENCE : 0) |
+				 (wr->send_flags & SEND_SIGNALED ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+				 (wr->send_flags & SEND_SOLICITED ? MLX5_WQE_CTRL_SOLICITED : 0);
+		seg += sizeof *ctrl;
+		size = sizeof *ctrl / 16;
+		switch (wr->opcode) {
+		case WR_ATOMIC_CMP_AND_SWP:
+		case WR_ATOMIC_FETCH_AND_ADD: {
+			struct mlx5_wqe_raddr_seg *r = (void *)seg;
+			r->raddr = htobe64(wr->wr.atomic.remote_addr);
+			r->rkey = htobe32(wr->wr.atomic.rkey);
+			r->reserved = 0;
+			struct mlx5_wqe_atomic_seg *a = (void *)(seg + 16);
+			a->swap_add = htobe64(wr->opcode == WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap
+										  : wr->wr.atomic.compare_add);
+			a->compare = htobe64(wr->wr.atomic.compare_add);
+			seg += 32;
+			size += 2;
+			break;
+		}
+		case WR_RDMA_READ:
+		case WR_RDMA_WRITE:
+		case WR_RDMA_WRITE_WITH_IMM: {
+			struct mlx5_wqe_raddr_seg *r = (void *)seg;
+			r->raddr = htobe64(wr->wr.rdma.remote_addr);
+			r->rkey = htobe32(wr->wr.rdma.rkey);
+			r->reserved = 0;
+			seg += 16;
+			size += 1;
+			break;
+		}
+		default:
+			break;
+		}
+		if (wr->send_flags & SEND_INLINE && wr->num_sge) {
+			struct mlx5_wqe_inl_data_seg *h = (void *)seg;
+			uint32_t len = 0;
+			uint8_t *p = seg + sizeof *h;
+			for (int i = 0; i < wr->num_sge; i++) {
+				uint32_t l = wr->sg_list[i].length;
+				if (len + l > (uint32_t)max_inline) { err = 12; *bad = wr; goto out; }
+				memcpy(p, (void *)(uintptr_t)wr->sg_list[i].addr, l);
+				p += l;
+				len += l;
+			}
+			inl = 1;
+			if (len) {
+				h->byte_count = htobe32(len | MLX5_INLINE_SEG);
+				size += (len + sizeof *h + 15) / 16;
+			}
+		} else {
+			struct mlx5_wqe_data_seg *d = (void *)seg;
+			for (int i = 0; i < wr->num_sge; i++) {
+				if (wr->sg_list[i].length) {
+					if (wr->opcode == WR_ATOMIC_CMP_AND_SWP || wr->opcode == WR_ATOMIC_FETCH_AND_ADD)
+						mlx5dv_set_data_seg(d, 8, wr->sg_list[i].lkey, wr->sg_list[i].addr);
+					else
+						mlx5dv_set_data_seg(d, wr->sg_list[i].length, wr->sg_list[i].lkey,
+								    wr->sg_list[i].addr);
+					++d;
+					size++;
+				}
+			}
+		}
+		ctrl->opmod_idx_opcode = htobe32(((cur_post & 0xffff) << 8) | ib_opcode[wr->opcode]);
+		ctrl->qpn_ds = htobe32(size | (qpn << 8));
+		wrid[idx] = wr->wr_id;
+		wqe_head[idx] = head + nreq;
+		cur_post += (size * 16 + 63) / 64;
+	}
+out:
+	if (nreq) {
+		head += nreq;
+		ring(ctrl, nreq, inl && nreq == 1 && size > 1);
+	}
+	pthread_spin_unlock(&sq_lock);
+	return err;
+}
+
+/* A user-index table as rdma-core's (two levels, mlx5_find_uidx). */
+struct g_qp { uint64_t *wrid; uint32_t *wqe_head; uint32_t *tail; uint32_t wqe_cnt; };
+static struct g_qp g_the_qp;
+static struct g_qp **uidx_table[1 << 12];
+
+static int poll_generic(uint8_t *cq, uint32_t *ci, int ne, struct wc *wcs)
+{
+	int n;
+	pthread_spin_lock(&cq_lock);
+	for (n = 0; n < ne; n++) {
+		struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
+		uint8_t opcode = mlx5dv_get_cqe_opcode(c);
+		if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
+			break;
+		++*ci;
+		lfence();
+		struct wc *wc = &wcs[n];
+		uint32_t uidx = be32toh(c->srqn_uidx) & 0xffffff;
+		struct g_qp **lvl = uidx_table[uidx >> 12];
+		struct g_qp *qp = lvl ? lvl[uidx & 0xfff] : NULL;
+		if (!qp)
+			break;
+		wc->qp_num = be32toh(c->sop_drop_qpn) & 0xffffff;
+		switch (opcode) {
+		case MLX5_CQE_REQ: {
+			uint16_t ctr = be16toh(c->wqe_counter);
+			uint32_t idx = ctr & (qp->wqe_cnt - 1);
+			switch (be32toh(c->sop_drop_qpn) >> 24) {
+			case MLX5_OPCODE_RDMA_WRITE_IMM:
+			case MLX5_OPCODE_RDMA_WRITE:
+				wc->opcode = 1;
+				wc->byte_len = 0;
+				break;
+			case MLX5_OPCODE_RDMA_READ:
+				wc->opcode = 2;
+				wc->byte_len = be32toh(c->byte_cnt);
+				break;
+			case MLX5_OPCODE_ATOMIC_CS:
+			case MLX5_OPCODE_ATOMIC_FA:
+				wc->opcode = 3;
+				wc->byte_len = 8;
+				break;
+			default:
+				wc->opcode = 0;
+				wc->byte_len = 0;
+			}
+			wc->wr_id = qp->wrid[idx];
+			*qp->tail = qp->wqe_head[idx] + 1;
+			wc->status = 0;
+			break;
+		}
+		default: /* responder and error CQEs: not in this benchmark */
+			wc->status = 1;
+			break;
+		}
+		wc->flags = 0;
+	}
+	dbrec[0] = htobe32(*ci & 0xffffff);
+	pthread_spin_unlock(&cq_lock);
+	return n;
+}
+
+static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
+{
+	static struct g_wr wrs[64];
+	struct g_sge sge = { (uint64_t)(uintptr_t)buf, 64, 0x100 };
+	static const int batches[] = {1, 8, 64};
+	pthread_spin_init(&sq_lock, 0);
+	pthread_spin_init(&cq_lock, 0);
+	for (unsigned b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+		int batch = batches[b];
+		for (int j = 0; j < batch; j++) {
+			wrs[j] = (struct g_wr){ .wr_id = j, .next = j + 1 < batch ? &wrs[j + 1] : NULL,
+						.sg_list = &sge, .num_sge = 1, .opcode = WR_RDMA_WRITE,
+						.send_flags = j + 1 == batch ? SEND_SIGNALED : 0 };
+			wrs[j].wr.rdma.remote_addr = 0x7f0000000000ull;
+			wrs[j].wr.rdma.rkey = 0x200;
+		}
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (int k = 0; k + batch <= (int)MAX_POST; k += batch) {
+				struct g_wr *bad;
+				if (post_send_generic(wrs, &bad))
+					abort();
+				done += batch;
+			}
+			t += now_ns() - t0;
+			drain();
+		}
+		printf("rc_write_batch%d %.2f\n", batch, t / done);
+	}
+	{
+		uint8_t data[16] = {0};
+		struct g_sge isge = { (uint64_t)(uintptr_t)data, sizeof data, 0 };
+		struct g_wr w = { .wr_id = 7, .sg_list = &isge, .num_sge = 1, .opcode = WR_SEND,
+				  .send_flags = SEND_INLINE | SEND_SIGNALED };
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (uint32_t k = 0; k < MAX_POST; k++) {
+				struct g_wr *bad;
+				if (post_send_generic(&w, &bad))
+					abort();
+				done++;
+			}
+			t += now_ns() - t0;
+			drain();
+		}
+		printf("rc_inline_send %.2f\n", t / done);
+	}
+	{
+		static struct g_qp *level0[1 << 12];
+		g_the_qp = (struct g_qp){ wrid, wqe_head, &tail, SQ_WQEBB };
+		level0[5] = &g_the_qp;
+		uidx_table[0] = level0;
+		struct wc wcs[16];
+		uint32_t ci = 0;
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			fill_cqes(cq, ci, NCQE);
+			for (uint32_t i = 0; i < NCQE; i++)
+				((struct mlx5_cqe64 *)(cq + ((ci + i) & (NCQE - 1)) * 64))->srqn_uidx = htobe32(5);
+			double t0 = now_ns();
+			uint32_t got = 0;
+			while (got < NCQE)
+				got += poll_generic(cq, &ci, 16, wcs);
+			t += now_ns() - t0;
+			done += NCQE;
+		}
+		printf("rc_poll_cqe %.2f\n", t / done);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 2000000;
@@ -237,5 +508,6 @@ int main(int argc, char **argv)
 		}
 		printf("poll_cqe %.2f\n", t / done);
 	}
+	run_generic(iters, cq, buf);
 	return 0;
 }

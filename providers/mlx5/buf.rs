@@ -244,6 +244,77 @@ impl Units {
     }
 }
 
+/// The CQEs of a CQ buffer, checked against it once per poll: `ncqe` (a
+/// power of two) entries of 64 or 128 bytes, the 64-byte CQE at the end of
+/// each (`mlx5_cqe64` is the second half of a 128-byte CQE).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CqeRing<'a> {
+    /// The 64-byte CQE of entry 0.
+    first: *const u8,
+    mask: u32,
+    /// log2 of the entry size.
+    shift: u32,
+    _buf: PhantomData<&'a QueueBuf>,
+}
+
+impl QueueBuf {
+    /// The buffer as `ncqe` CQEs of `cqe_size` bytes; `None` if they do not
+    /// fit or the geometry is not one a CQ has.
+    #[inline(always)]
+    pub(crate) fn cqes(&self, ncqe: u32, cqe_size: usize) -> Option<CqeRing<'_>> {
+        let fits = ncqe.is_power_of_two()
+            && (cqe_size == 64 || cqe_size == 128)
+            && (ncqe as usize).checked_mul(cqe_size)? <= self.len;
+        fits.then(|| CqeRing {
+            first: self.dma.as_ptr().wrapping_add(cqe_size - 64),
+            mask: ncqe - 1,
+            shift: cqe_size.trailing_zeros(),
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl CqeRing<'_> {
+    /// The 64-byte CQE of consumer index `ci` (masked here).
+    #[inline(always)]
+    fn at(self, ci: u32) -> *const u8 {
+        // In bounds: `(ci & mask) << shift` is below `ncqe * cqe_size`,
+        // and the CQE's 64 bytes end where its entry ends (`cqes`).
+        self.first
+            .wrapping_add(((ci & self.mask) as usize) << self.shift)
+    }
+
+    /// The ownership byte (`op_own`) of entry `ci`, with acquire ordering:
+    /// the device writes it last.
+    #[inline(always)]
+    pub(crate) fn op_own(self, ci: u32) -> u8 {
+        // SAFETY: byte 63 of an entry's CQE is inside the buffer (`at`),
+        // which the borrow keeps alive; it is only accessed atomically by
+        // software (the device writes it by DMA; the test model atomically).
+        unsafe { AtomicU8::from_ptr(self.at(ci).add(63).cast_mut()) }.load(Ordering::Acquire)
+    }
+
+    /// The CQE of entry `ci` (after its ownership byte was seen), read
+    /// with volatile loads. Bytes 0..16 (timestamps, checksums and other
+    /// fields of offloads this library never turns on) are left zero.
+    #[inline(always)]
+    pub(crate) fn read(self, ci: u32) -> [u8; 64] {
+        let src = self.at(ci).cast::<u64>();
+        let mut words = [0u64; 8];
+        for (i, w) in words.iter_mut().enumerate().skip(2) {
+            // SAFETY: word `i < 8` of the entry's CQE is inside the buffer
+            // and 8-aligned (entries are 64 or 128 bytes in a page-aligned
+            // allocation). Volatile: the device may write at any time.
+            *w = unsafe { std::ptr::read_volatile(src.add(i)) };
+        }
+        let mut out = [0u8; 64];
+        for (chunk, w) in out.chunks_exact_mut(8).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        out
+    }
+}
+
 /// A borrowed [`Units`] ring: see [`Units::view`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct UnitsView<'a> {

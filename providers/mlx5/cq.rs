@@ -122,8 +122,15 @@ impl CqCore {
 pub(crate) struct Mlx5Cq {
     pub(crate) core: Arc<CqCore>,
     pub(crate) uar: Arc<UarPage>,
-    resources: Arc<Resources>,
     ci: u32,
+    parser: Parser,
+}
+
+/// What turning CQEs into work completions needs (apart from the CQ's
+/// memory, so both can be borrowed at once).
+#[derive(Debug)]
+struct Parser {
+    resources: Arc<Resources>,
     /// The QP of the last CQE (most CQs serve one or two QPs).
     last: Option<Arc<QpTrack>>,
     /// Clean requests taken from the shared list.
@@ -141,11 +148,13 @@ impl Mlx5Cq {
         Mlx5Cq {
             core,
             uar,
-            resources,
             ci: 0,
-            last: None,
-            cleaning: Vec::new(),
-            cqe_v1,
+            parser: Parser {
+                resources,
+                last: None,
+                cleaning: Vec::new(),
+                cqe_v1,
+            },
         }
     }
 
@@ -155,30 +164,35 @@ impl Mlx5Cq {
         if self.core.clean_pending.load(Ordering::Relaxed) {
             self.take_clean();
         }
+        let core = &*self.core;
+        let Some(ring) = core.buf.cqes(core.ncqe, core.cqe_size) else {
+            return 0;
+        };
+        let hw_owner = core.ncqe;
         let start = self.ci;
+        let mut ci = start;
         let mut n = 0;
         while n < out.len() {
-            let Some(at) = self.core.owned(self.ci) else {
+            let op_own = ring.op_own(ci);
+            let owner_bit = u32::from(op_own & 1) * hw_owner;
+            if op_own >> 4 == cqe_opcode::INVALID || owner_bit != ci & hw_owner {
                 break;
-            };
+            }
             barrier::udma_from_device_barrier();
-            let Some(bytes) = self.core.buf.read::<64>(at) else {
-                break;
-            };
-            let cqe = Cqe64(bytes);
-            let ci = self.ci;
-            self.ci = ci.wrapping_add(1);
-            if let Some(wc) = self.parse(&cqe, ci) {
+            let cqe = Cqe64(ring.read(ci));
+            if let Some(wc) = self.parser.parse(&cqe, ci) {
                 out[n] = wc;
                 n += 1;
             }
+            ci = ci.wrapping_add(1);
         }
-        if self.ci != start {
-            self.core.buf.set_dbrec(0, self.ci & 0x00ff_ffff);
-            self.core.ci.store(self.ci, Ordering::Release);
-            if !self.cleaning.is_empty() {
-                let ci = self.ci;
-                self.cleaning
+        if ci != start {
+            self.ci = ci;
+            self.core.buf.set_dbrec(0, ci & 0x00ff_ffff);
+            self.core.ci.store(ci, Ordering::Release);
+            if !self.parser.cleaning.is_empty() {
+                self.parser
+                    .cleaning
                     .retain(|c| (c.before.wrapping_sub(ci) as i32) > 0);
             }
         }
@@ -188,11 +202,13 @@ impl Mlx5Cq {
     #[cold]
     fn take_clean(&mut self) {
         let mut list = self.core.clean.lock().unwrap_or_else(|p| p.into_inner());
-        self.cleaning.append(&mut list);
+        self.parser.cleaning.append(&mut list);
         self.core.clean_pending.store(false, Ordering::Relaxed);
-        self.last = None;
+        self.parser.last = None;
     }
+}
 
+impl Parser {
     /// The QP a CQE belongs to: the last one seen (no lock, no reference
     /// count touched), or one looked up in the context's table.
     #[inline]
@@ -290,7 +306,9 @@ impl Mlx5Cq {
         }
         Some(wc)
     }
+}
 
+impl Mlx5Cq {
     /// Arms the CQ (`mlx5_arm_cq`).
     pub(crate) fn arm(&self, solicited_only: bool) {
         let sn = self.core.arm_sn.load(Ordering::Acquire) & 3;

@@ -491,14 +491,12 @@ impl Provider for Mlx5 {
     fn post_send(qp: &mut Mlx5Qp, _: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         qp.sync_reset();
         qp.sq
-            .post(wrs, |wr| match wr.ud {
-                None => Ok(None),
-                Some(d) => match Mlx5::ah_of(d.ah_driver()) {
-                    Some(av) => Ok(Some(av)),
-                    None => Err(PostErrorKind::BadDestination(
+            .post(wrs, |wr| {
+                wr.ud
+                    .and_then(|d| Mlx5::ah_of(d.ah_driver()))
+                    .ok_or(PostErrorKind::BadDestination(
                         "the address handle belongs to a device of another driver",
-                    )),
-                },
+                    ))
             })
             .map_err(|(index, kind)| PostError { index, kind })
     }

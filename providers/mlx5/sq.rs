@@ -235,12 +235,14 @@ impl Mlx5Sq {
 
     /// Writes one WQE per request and rings the doorbell once for those
     /// written. On a failure at `i`, WQEs before `i` are rung and
-    /// `Err((i, kind))` returned; nothing of request `i` is published.
+    /// `Err((i, kind))` returned; nothing of request `i` is published (its
+    /// checks may fail after some of its segments were written, into slots
+    /// the device does not read: the doorbell record stops before them).
     #[inline]
     pub(crate) fn post(
         &mut self,
         wrs: &[SendWr<'_>],
-        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<Option<&'w Av>, PostErrorKind>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
     ) -> Result<(), (usize, PostErrorKind)> {
         // The counters live in registers for the batch and are stored once.
         let (mut cur, mut head) = (self.cur_post, self.head);
@@ -255,14 +257,8 @@ impl Mlx5Sq {
             slot_mask: self.track.mask,
         };
         for (i, wr) in wrs.iter().enumerate() {
-            let checked = av_of(wr).and_then(|av| Ok((self.check(wr, av.is_some())?, av)));
-            let ((opcode, imm), av) = match checked {
-                Ok(x) => x,
-                Err(kind) => {
-                    result = Err((i, kind));
-                    break;
-                }
-            };
+            // The room first: a full queue's next slot may still be read
+            // by the device, so nothing may be written there.
             if room == 0 {
                 room = self.room(head);
                 if room == 0 {
@@ -270,15 +266,22 @@ impl Mlx5Sq {
                     break;
                 }
             }
-            let ds = self.write_wqe(&burst, wr, av, opcode, imm, cur, head);
-            last = Last {
-                at: cur,
-                ds,
-                inline: matches!(wr.payload, Payload::Inline(_)),
-            };
-            room -= 1;
-            head = head.wrapping_add(1);
-            cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+            match self.write_wqe(&burst, wr, &av_of, cur, head) {
+                Ok(ds) => {
+                    last = Last {
+                        at: cur,
+                        ds,
+                        inline: matches!(wr.payload, Payload::Inline(_)),
+                    };
+                    room -= 1;
+                    head = head.wrapping_add(1);
+                    cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+                }
+                Err(kind) => {
+                    result = Err((i, kind));
+                    break;
+                }
+            }
         }
         let posted = head.wrapping_sub(self.head) as usize;
         if posted != 0 {
@@ -296,45 +299,62 @@ impl Mlx5Sq {
         self.max_post.saturating_sub(outstanding)
     }
 
-    /// Writes the WQE of a checked request at WQEBB counter `at`, as work
-    /// request number `head`; returns its size in 16-byte units. Publishes
-    /// nothing (the doorbell record does).
-    #[allow(clippy::too_many_arguments)]
+    /// Checks a request (RC `_mlx5_post_send`'s checks) and writes its WQE
+    /// at WQEBB counter `at`, as work request number `head`, in one pass;
+    /// returns its size in 16-byte units. Publishes nothing (the doorbell
+    /// record does).
     #[inline(always)]
     fn write_wqe(
         &self,
         burst: &Burst<'_>,
         wr: &SendWr<'_>,
-        av: Option<&Av>,
-        opcode: u8,
-        imm: u32,
+        av_of: &impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
         at: u32,
         head: u32,
-    ) -> u32 {
+    ) -> Result<u32, PostErrorKind> {
         let q = burst.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if let Some(av) = av {
-            let mut av = *av;
-            if let Some(dest) = wr.ud {
-                av.dqp_dct = dest.remote_qpn & 0x00ff_ffff;
-                av.ext = true;
-                av.key = u64::from(dest.remote_qkey) << 32;
-            }
+        if self.ud {
+            let Some(dest) = wr.ud else {
+                return Err(PostErrorKind::BadDestination(
+                    "a send on a UD QP needs a destination (SendWr::to)",
+                ));
+            };
+            let mut av = *av_of(wr)?;
+            av.dqp_dct = dest.remote_qpn & 0x00ff_ffff;
+            av.ext = true;
+            av.key = u64::from(dest.remote_qkey) << 32;
             for seg in av.segs() {
                 q.put(u, seg);
                 u += 1;
             }
+        } else if wr.ud.is_some() {
+            return Err(PostErrorKind::BadDestination(
+                "a UD destination was given for a connected (RC/UC) QP",
+            ));
         }
-        let mut atomic = false;
-        match wr.op {
-            SendOp::RdmaWrite { remote_addr, rkey }
-            | SendOp::RdmaWriteWithImm {
-                remote_addr, rkey, ..
-            }
-            | SendOp::RdmaRead { remote_addr, rkey } => {
+        let (opcode, imm) = match wr.op {
+            SendOp::Send => (opcode::SEND, 0),
+            SendOp::SendWithImm { imm } => (opcode::SEND_IMM, imm),
+            SendOp::RdmaWrite { remote_addr, rkey } => {
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
+                (opcode::RDMA_WRITE, 0)
+            }
+            SendOp::RdmaWriteWithImm {
+                remote_addr,
+                rkey,
+                imm,
+            } => {
+                q.put(u, wqe::raddr(remote_addr, rkey));
+                u += 1;
+                (opcode::RDMA_WRITE_IMM, imm)
+            }
+            SendOp::RdmaRead { remote_addr, rkey } => {
+                q.put(u, wqe::raddr(remote_addr, rkey));
+                u += 1;
+                (opcode::RDMA_READ, 0)
             }
             SendOp::CompareSwap {
                 remote_addr,
@@ -345,7 +365,7 @@ impl Mlx5Sq {
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(swap, compare));
                 u += 2;
-                atomic = true;
+                (opcode::ATOMIC_CS, 0)
             }
             SendOp::FetchAdd {
                 remote_addr,
@@ -355,12 +375,30 @@ impl Mlx5Sq {
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(add, 0));
                 u += 2;
-                atomic = true;
+                (opcode::ATOMIC_FA, 0)
             }
-            SendOp::Send | SendOp::SendWithImm { .. } => {}
+        };
+        if self.allowed & (1 << opcode) == 0 {
+            return Err(PostErrorKind::OpNotSupported(if self.ud {
+                "UD QPs support only SEND and SEND_WITH_IMM"
+            } else {
+                "UC QPs support no RDMA read and no atomics"
+            }));
         }
+        let atomic = matches!(opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA);
         match wr.payload {
             Payload::Inline(data) => {
+                if atomic || opcode == opcode::RDMA_READ {
+                    return Err(PostErrorKind::OpNotSupported(
+                        "inline data is for sends and RDMA writes, not reads or atomics",
+                    ));
+                }
+                if data.len() > self.max_inline as usize {
+                    return Err(PostErrorKind::InlineTooLong {
+                        given: data.len(),
+                        max: self.max_inline,
+                    });
+                }
                 if !data.is_empty() {
                     u += self
                         .units
@@ -368,14 +406,22 @@ impl Mlx5Sq {
                 }
             }
             Payload::Sges(sges) => {
+                if sges.len() > self.max_gs as usize {
+                    return Err(PostErrorKind::TooManySges {
+                        given: sges.len(),
+                        max: self.max_gs,
+                    });
+                }
                 if atomic {
                     // The local SGE of an atomic is always 8 bytes
-                    // (`set_data_ptr_seg_atomic`); `check` made sure there
-                    // is exactly one.
-                    if let Some(s) = sges.first() {
-                        q.put(u, wqe::data(8, s.lkey, s.addr));
-                        u += 1;
-                    }
+                    // (`set_data_ptr_seg_atomic`).
+                    let [s] = sges else {
+                        return Err(PostErrorKind::BadAtomic(
+                            "an atomic needs exactly one 8-byte local SGE for the old value",
+                        ));
+                    };
+                    q.put(u, wqe::data(8, s.lkey, s.addr));
+                    u += 1;
                 } else {
                     for s in sges {
                         if s.length != 0 {
@@ -402,70 +448,7 @@ impl Mlx5Sq {
             ),
         );
         burst.record(at, wr.wr_id, head);
-        ds
-    }
-
-    /// RC `_mlx5_post_send`'s checks; returns the request's WQE opcode and
-    /// immediate (host order).
-    #[inline(always)]
-    fn check(&self, wr: &SendWr<'_>, has_av: bool) -> Result<(u8, u32), PostErrorKind> {
-        let (opcode, imm) = match wr.op {
-            SendOp::Send => (opcode::SEND, 0),
-            SendOp::SendWithImm { imm } => (opcode::SEND_IMM, imm),
-            SendOp::RdmaWrite { .. } => (opcode::RDMA_WRITE, 0),
-            SendOp::RdmaWriteWithImm { imm, .. } => (opcode::RDMA_WRITE_IMM, imm),
-            SendOp::RdmaRead { .. } => (opcode::RDMA_READ, 0),
-            SendOp::CompareSwap { .. } => (opcode::ATOMIC_CS, 0),
-            SendOp::FetchAdd { .. } => (opcode::ATOMIC_FA, 0),
-        };
-        if self.allowed & (1 << opcode) == 0 {
-            return Err(PostErrorKind::OpNotSupported(if self.ud {
-                "UD QPs support only SEND and SEND_WITH_IMM"
-            } else {
-                "UC QPs support no RDMA read and no atomics"
-            }));
-        }
-        if self.ud {
-            if wr.ud.is_none() || !has_av {
-                return Err(PostErrorKind::BadDestination(
-                    "a send on a UD QP needs a destination (SendWr::to)",
-                ));
-            }
-        } else if wr.ud.is_some() {
-            return Err(PostErrorKind::BadDestination(
-                "a UD destination was given for a connected (RC/UC) QP",
-            ));
-        }
-        let atomic = matches!(opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA);
-        match wr.payload {
-            Payload::Inline(data) => {
-                if atomic || opcode == opcode::RDMA_READ {
-                    return Err(PostErrorKind::OpNotSupported(
-                        "inline data is for sends and RDMA writes, not reads or atomics",
-                    ));
-                }
-                if data.len() > self.max_inline as usize {
-                    return Err(PostErrorKind::InlineTooLong {
-                        given: data.len(),
-                        max: self.max_inline,
-                    });
-                }
-            }
-            Payload::Sges(sges) => {
-                if sges.len() > self.max_gs as usize {
-                    return Err(PostErrorKind::TooManySges {
-                        given: sges.len(),
-                        max: self.max_gs,
-                    });
-                }
-                if atomic && sges.len() != 1 {
-                    return Err(PostErrorKind::BadAtomic(
-                        "an atomic needs exactly one 8-byte local SGE for the old value",
-                    ));
-                }
-            }
-        }
-        Ok((opcode, imm))
+        Ok(ds)
     }
 
     /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`.

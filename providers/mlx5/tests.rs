@@ -42,8 +42,9 @@ fn rig(wqe_cnt: u32, bf_half: usize, shared: bool) -> Rig {
     }
 }
 
-fn no_av<'w>(_: &SendWr<'w>) -> Result<Option<&'w super::wqe::Av>, PostErrorKind> {
-    Ok(None)
+/// The address vectors of these RC queues: none (never called).
+fn no_av<'w>(_: &SendWr<'w>) -> Result<&'w super::wqe::Av, PostErrorKind> {
+    Err(PostErrorKind::BadDestination("no address handles here"))
 }
 
 fn send(payload: Payload<'_>) -> SendWr<'_> {
