@@ -13,9 +13,9 @@ use std::{
     ffi::OsString,
     fmt,
     fs::File,
-    os::fd::{BorrowedFd, OwnedFd},
+    os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd},
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Arc, Mutex},
     time::Duration,
 };
 
@@ -43,27 +43,44 @@ pub enum Call {
     Mmap(usize, u64),
 }
 
-type IoctlFn = Box<dyn FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send>;
-type WriteFn = Box<dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send>;
-type NetlinkFn = Box<dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send>;
-type RawWriteFn = Box<dyn FnMut(&[u8]) -> Result<usize, Errno> + Send>;
-type UcmaFn = Box<dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send>;
-type MmapFn = Box<dyn FnMut(u64, usize) -> Result<Mapping, Errno> + Send>;
+/// A handler, shared so that commands from several threads each reach it:
+/// they take turns on its own lock (the fake's state lock is not held while
+/// it runs, so it may use the fake).
+type Handler<F> = Arc<Mutex<Box<F>>>;
+type IoctlFn = dyn FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send;
+type WriteFn = dyn FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send;
+type NetlinkFn = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send;
+type RawWriteFn = dyn FnMut(&[u8]) -> Result<usize, Errno> + Send;
+type UcmaFn = dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send;
+type MmapFn = dyn FnMut(u64, usize) -> Result<Mapping, Errno> + Send;
 type WaitFn = Box<dyn Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync>;
+
+fn handler<F: ?Sized>(f: Box<F>) -> Option<Handler<F>> {
+    Some(Arc::new(Mutex::new(f)))
+}
+
+/// Runs a handler on its own lock.
+fn call<F: ?Sized, R>(h: &Handler<F>, f: impl FnOnce(&mut F) -> R) -> R {
+    let mut guard = h.lock().unwrap_or_else(|p| p.into_inner());
+    f(&mut **guard)
+}
 
 #[derive(Default)]
 struct State {
     files: HashMap<PathBuf, String>,
     char_dev: Option<u64>,
     open_error: Option<Errno>,
-    ioctl: Option<IoctlFn>,
-    write: Option<WriteFn>,
-    raw_write: Option<RawWriteFn>,
-    ucma: Option<std::sync::Arc<Mutex<UcmaFn>>>,
-    netlink: Option<NetlinkFn>,
-    mmap: Option<MmapFn>,
-    wait: Option<std::sync::Arc<WaitFn>>,
+    ioctl: Option<Handler<IoctlFn>>,
+    write: Option<Handler<WriteFn>>,
+    raw_write: Option<Handler<RawWriteFn>>,
+    ucma: Option<Handler<UcmaFn>>,
+    netlink: Option<Handler<NetlinkFn>>,
+    mmap: Option<Handler<MmapFn>>,
+    wait: Option<Arc<WaitFn>>,
+    /// Records any fd reads.
     reads: VecDeque<Result<Vec<u8>, Errno>>,
+    /// Records only one fd reads (before those of `reads`).
+    reads_for: HashMap<RawFd, VecDeque<Result<Vec<u8>, Errno>>>,
     calls: Vec<Call>,
 }
 
@@ -116,7 +133,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(&mut IoctlCmd<'_>) -> Result<(), Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.ioctl = Some(Box::new(f)));
+        self.with(|s| s.ioctl = handler(Box::new(f)));
         self
     }
 
@@ -125,7 +142,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(&mut WriteCmd<'_>) -> Result<(), Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.write = Some(Box::new(f)));
+        self.with(|s| s.write = handler(Box::new(f)));
         self
     }
 
@@ -134,7 +151,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(&[u8]) -> Result<usize, Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.raw_write = Some(Box::new(f)));
+        self.with(|s| s.raw_write = handler(Box::new(f)));
         self
     }
 
@@ -146,7 +163,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.ucma = Some(std::sync::Arc::new(Mutex::new(Box::new(f)))));
+        self.with(|s| s.ucma = handler(Box::new(f)));
         self
     }
 
@@ -155,7 +172,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.netlink = Some(Box::new(f)));
+        self.with(|s| s.netlink = handler(Box::new(f)));
         self
     }
 
@@ -166,7 +183,7 @@ impl FakeKernel {
         &self,
         f: impl FnMut(u64, usize) -> Result<Mapping, Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.mmap = Some(Box::new(f)));
+        self.with(|s| s.mmap = handler(Box::new(f)));
         self
     }
 
@@ -176,7 +193,7 @@ impl FakeKernel {
         &self,
         f: impl Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync + 'static,
     ) -> &Self {
-        self.with(|s| s.wait = Some(std::sync::Arc::new(Box::new(f))));
+        self.with(|s| s.wait = Some(Arc::new(Box::new(f))));
         self
     }
 
@@ -184,6 +201,29 @@ impl FakeKernel {
     pub fn push_read(&self, result: Result<Vec<u8>, Errno>) -> &Self {
         self.with(|s| s.reads.push_back(result));
         self
+    }
+
+    /// Queues the result of a `read` of fd `fd` only (a record of one
+    /// completion channel when a process has several); reads of `fd` take
+    /// these first.
+    pub fn push_read_to(&self, fd: RawFd, result: Result<Vec<u8>, Errno>) -> &Self {
+        self.with(|s| s.reads_for.entry(fd).or_default().push_back(result));
+        self
+    }
+
+    /// Removes the records queued for reads of `fd` (`None`: of any fd)
+    /// that `matches` accepts, as the kernel drops the unread events of an
+    /// object it destroys; returns how many it removed.
+    pub fn discard_reads(&self, fd: Option<RawFd>, matches: impl Fn(&[u8]) -> bool) -> usize {
+        self.with(|s| {
+            let queue = match fd {
+                Some(fd) => s.reads_for.entry(fd).or_default(),
+                None => &mut s.reads,
+            };
+            let before = queue.len();
+            queue.retain(|r| !r.as_ref().is_ok_and(|bytes| matches(bytes)));
+            before - queue.len()
+        })
     }
 
     /// The calls received so far.
@@ -228,65 +268,46 @@ impl Kernel for FakeKernel {
             object: cmd.object_id,
             method: cmd.method_id,
         });
-        // The handler runs without the state lock so it may use the fake.
-        let mut handler = self.with(|s| s.ioctl.take());
-        let result = match handler.as_mut() {
-            Some(h) => h(cmd),
+        match self.with(|s| s.ioctl.clone()) {
+            Some(h) => call(&h, |f| f(cmd)),
             None => Err(Errno::ENOTTY),
-        };
-        self.with(|s| {
-            if s.ioctl.is_none() {
-                s.ioctl = handler;
-            }
-        });
-        result
+        }
     }
 
     fn write_cmd(&self, _fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         self.log(Call::Write(cmd.command));
-        let mut handler = self.with(|s| s.write.take());
-        let result = match handler.as_mut() {
-            Some(h) => h(cmd),
+        match self.with(|s| s.write.clone()) {
+            Some(h) => call(&h, |f| f(cmd)),
             None => Err(Errno::EOPNOTSUPP),
-        };
-        self.with(|s| {
-            if s.write.is_none() {
-                s.write = handler;
-            }
-        });
-        result
+        }
     }
 
     fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         self.log(Call::RawWrite(buf.len()));
-        let mut handler = self.with(|s| s.raw_write.take());
-        let result = match handler.as_mut() {
-            Some(h) => h(buf),
+        match self.with(|s| s.raw_write.clone()) {
+            Some(h) => call(&h, |f| f(buf)),
             None => Err(Errno::EOPNOTSUPP),
-        };
-        self.with(|s| {
-            if s.raw_write.is_none() {
-                s.raw_write = handler;
-            }
-        });
-        result
+        }
     }
 
     fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
-        // Concurrent commands are serialized (the handler runs without the
-        // state lock, so it may use the fake).
         let handler = self.with(|s| s.ucma.clone());
         let buf = cmd.framed();
         let Some(h) = handler else {
             return self.write(fd, &buf).map(|_| ());
         };
         self.log(Call::RawWrite(buf.len()));
-        let mut h = h.lock().unwrap_or_else(|p| p.into_inner());
-        (*h)(&buf, cmd.response)
+        call(&h, |f| f(&buf, cmd.response))
     }
 
-    fn read(&self, _fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        match self.with(|s| s.reads.pop_front()) {
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        let next = self.with(|s| {
+            s.reads_for
+                .get_mut(&fd.as_raw_fd())
+                .and_then(VecDeque::pop_front)
+                .or_else(|| s.reads.pop_front())
+        });
+        match next {
             None => Err(Errno::EAGAIN),
             Some(Err(e)) => Err(e),
             Some(Ok(bytes)) => {
@@ -299,10 +320,15 @@ impl Kernel for FakeKernel {
         }
     }
 
-    fn wait_readable(&self, _fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
+    fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
         match self.with(|s| s.wait.clone()) {
             Some(wait) => wait(timeout),
-            None => Ok(self.with(|s| !s.reads.is_empty())),
+            None => Ok(self.with(|s| {
+                !s.reads.is_empty()
+                    || s.reads_for
+                        .get(&fd.as_raw_fd())
+                        .is_some_and(|q| !q.is_empty())
+            })),
         }
     }
 
@@ -318,21 +344,14 @@ impl Kernel for FakeKernel {
         _prot: Protection,
     ) -> Result<Mapping, Errno> {
         self.log(Call::Mmap(len, offset));
-        let mut handler = self.with(|s| s.mmap.take());
-        let map = match handler.as_mut() {
-            Some(h) => h(offset, len),
+        match self.with(|s| s.mmap.clone()) {
+            Some(h) => call(&h, |f| f(offset, len)),
             None => memmap2::MmapOptions::new()
                 .len(len)
                 .map_anon()
                 .map(Mapping::from)
                 .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM))),
-        };
-        self.with(|s| {
-            if s.mmap.is_none() {
-                s.mmap = handler;
-            }
-        });
-        map
+        }
     }
 
     fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
@@ -341,16 +360,10 @@ impl Kernel for FakeKernel {
             .map(|b| u16::from_ne_bytes([b[0], b[1]]))
             .unwrap_or(0);
         self.log(Call::Netlink(kind));
-        let mut handler = self.with(|s| s.netlink.take());
-        let result = match handler.as_mut() {
-            Some(h) => h(request),
+        let result = match self.with(|s| s.netlink.clone()) {
+            Some(h) => call(&h, |f| f(request)),
             None => Err(Errno::EPROTONOSUPPORT),
         };
-        self.with(|s| {
-            if s.netlink.is_none() {
-                s.netlink = handler;
-            }
-        });
         for msg in result? {
             on_message(&msg);
         }

@@ -47,7 +47,7 @@ impl Hca {
             cq.in_error = true;
             cq.async_events += 1;
             self.out_events
-                .push(async_event(cq.user_handle, IB_EVENT_CQ_ERR));
+                .push((None, async_event(cq.user_handle, IB_EVENT_CQ_ERR)));
             return false;
         }
         let idx = u64::from(cq.pi & (cq.ncqe - 1));
@@ -68,9 +68,9 @@ impl Hca {
         };
         if fires {
             cq.armed = None;
-            if cq.channel {
+            if let Some(fd) = cq.channel {
                 cq.comp_events += 1;
-                self.out_events.push(comp_event(cq.user_handle));
+                self.out_events.push((Some(fd), comp_event(cq.user_handle)));
             }
         }
         true
@@ -109,9 +109,9 @@ impl Hca {
         // CQEs already past the consumer index the arm reports fire at once.
         if cq.pi & 0xff_ffff != a.ci {
             cq.armed = None;
-            if cq.channel {
+            if let Some(fd) = cq.channel {
                 cq.comp_events += 1;
-                self.out_events.push(comp_event(cq.user_handle));
+                self.out_events.push((Some(fd), comp_event(cq.user_handle)));
             }
         }
     }

@@ -11,6 +11,7 @@
 //! `+0x20` of the CQ's UAR arms it.
 #![allow(unsafe_code)]
 
+use std::os::fd::RawFd;
 use std::{
     collections::HashMap,
     sync::atomic::{AtomicU64, Ordering},
@@ -109,9 +110,9 @@ pub(crate) struct Cq {
     pub(crate) armed: Option<bool>,
     pub(crate) arms: Vec<Arm>,
     pub(crate) in_error: bool,
-    /// Created with a completion channel: the kernel drops completion
-    /// events of a CQ without one (`ib_uverbs_comp_handler`).
-    pub(crate) channel: bool,
+    /// The completion channel it was created with (its fd): the kernel
+    /// drops completion events of a CQ without one (`ib_uverbs_comp_handler`).
+    pub(crate) channel: Option<RawFd>,
     pub(crate) comp_events: u32,
     pub(crate) async_events: u32,
 }
@@ -184,8 +185,9 @@ pub(crate) struct Hca {
     pub(crate) srqs: HashMap<u32, Srq>,
     pub(crate) violations: Vec<String>,
     pub(crate) ignored: Vec<String>,
-    /// Event records to queue on the event fds (async, completion).
-    pub(crate) out_events: Vec<Vec<u8>>,
+    /// Event records to queue: on a completion channel's fd, or (async
+    /// events, `None`) on the async event fd.
+    pub(crate) out_events: Vec<(Option<RawFd>, Vec<u8>)>,
     /// Background threads running the device: BlueFlame copies may be in
     /// flight when a doorbell is seen, so they are not compared.
     pub(crate) threaded: u32,

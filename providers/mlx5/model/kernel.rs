@@ -17,7 +17,7 @@
 //! last GET_CONTEXT's settings (CQE version, static bfregs) apply.
 
 use std::{
-    os::fd::IntoRawFd,
+    os::fd::{IntoRawFd, RawFd},
     sync::{Arc, Mutex, MutexGuard, Weak},
 };
 
@@ -79,6 +79,16 @@ pub(crate) struct Shared {
     pub(crate) kernel: Weak<FakeKernel>,
 }
 
+/// Queues event records on the fds they are for.
+pub(crate) fn deliver(k: &FakeKernel, events: Vec<(Option<RawFd>, Vec<u8>)>) {
+    for (fd, e) in events {
+        match fd {
+            Some(fd) => k.push_read_to(fd, Ok(e)),
+            None => k.push_read(Ok(e)),
+        };
+    }
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -88,9 +98,7 @@ impl Shared {
     pub(crate) fn push_events(&self) {
         let events = std::mem::take(&mut lock(&self.hca).out_events);
         if let Some(k) = self.kernel.upgrade() {
-            for e in events {
-                k.push_read(Ok(e));
-            }
+            deliver(&k, events);
         }
     }
 }

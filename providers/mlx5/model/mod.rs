@@ -243,9 +243,7 @@ fn run(hca: &Mutex<hca::Hca>, kernel: &FakeKernel) -> usize {
         let n = h.process();
         (n, std::mem::take(&mut h.out_events))
     };
-    for e in events {
-        kernel.push_read(Ok(e));
-    }
+    kernel::deliver(kernel, events);
     n
 }
 
@@ -448,9 +446,7 @@ impl Mlx5Model {
 
     fn process_events(&self) {
         let events = std::mem::take(&mut self.hca().out_events);
-        for e in events {
-            self.kernel.push_read(Ok(e));
-        }
+        kernel::deliver(&self.kernel, events);
     }
 }
 

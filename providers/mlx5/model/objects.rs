@@ -18,10 +18,13 @@
 //! `max(32, roundup_pow_of_two(16 + 16 * max_sge))`, `max_wr` answered as
 //! `max - 1`, `max_sge` as asked).
 
+use std::os::fd::RawFd;
+
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    hca::{Cq, Qp, Srq, Transport, ERR, RESET},
+    cq::{async_event, comp_event, IB_EVENT_CQ_ERR},
+    hca::{Cq, Hca, Qp, Srq, Transport, ERR, RESET},
     kernel::{lock, Shared},
     uar,
 };
@@ -58,10 +61,16 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
                 return Err(Errno::EBUSY);
             }
             let cq = g.cqs.remove(&cqn).ok_or(Errno::EINVAL)?;
+            // The kernel drops the CQ's events nobody read and reports the
+            // ones read (`ib_uverbs_release_ucq`).
+            let comp = comp_event(cq.user_handle);
+            let cq_err = async_event(cq.user_handle, IB_EVENT_CQ_ERR);
+            let unread_comp = discard_events(s, &mut g, cq.channel, |r| r == comp);
+            let unread_async = discard_events(s, &mut g, None, |r| r == cq_err);
             drop(g);
             let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
-            resp.comp_events_reported = cq.comp_events;
-            resp.async_events_reported = cq.async_events;
+            resp.comp_events_reported = cq.comp_events - unread_comp;
+            resp.async_events_reported = cq.async_events - unread_async;
             cmd.write_output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_bytes());
             Ok(())
         }
@@ -109,6 +118,24 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     }
 }
 
+/// Removes the event records `matches` accepts that were not read yet (on
+/// the fd `fd`, `None`: the async event fd), whether still in the HCA or
+/// already queued on the fake's fds; returns how many.
+fn discard_events(
+    s: &Shared,
+    h: &mut Hca,
+    fd: Option<RawFd>,
+    matches: impl Fn(&[u8]) -> bool,
+) -> u32 {
+    let before = h.out_events.len();
+    h.out_events.retain(|(f, r)| !(*f == fd && matches(r)));
+    let mut n = before - h.out_events.len();
+    if let Some(k) = s.kernel.upgrade() {
+        n += k.discard_reads(fd, &matches);
+    }
+    n as u32
+}
+
 fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let uh = cmd
         .input_value(abi::UVERBS_ATTR_CREATE_CQ_USER_HANDLE)
@@ -116,7 +143,9 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let cqe = cmd
         .input_value(abi::UVERBS_ATTR_CREATE_CQ_CQE)
         .ok_or(Errno::EINVAL)? as u32;
-    let channel = cmd.find(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL).is_some();
+    let channel = cmd
+        .find(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL)
+        .map(|a| a.to_raw().data as RawFd);
     let drv = cmd
         .input_bytes(abi::UVERBS_ATTR_UHW_IN)
         .ok_or(Errno::EINVAL)?;

@@ -148,7 +148,7 @@ pub fn main(args: &[String]) -> u8 {
             return code as u8;
         }
     };
-    let list = match uverbs::devices() {
+    let list = match uverbs::devices_with(&crate::transport::kernel()) {
         Ok(l) => l,
         Err(e) => {
             let _ = writeln!(err, "Failed to get IB devices list: {e}");
@@ -160,7 +160,7 @@ pub fn main(args: &[String]) -> u8 {
         return 1;
     };
     let name = info.name.clone();
-    let ctx = match Context::open_device(uverbs::sys::linux(), info) {
+    let ctx = match Context::open_device(crate::transport::kernel(), info) {
         Ok(c) => c,
         Err(e) => {
             let _ = writeln!(err, "Couldn't get context for {name}: {e}");

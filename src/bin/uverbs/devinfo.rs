@@ -87,7 +87,7 @@ pub(super) fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> 
 
 /// The devices in libibverbs' order: the netlink dump (device index) order.
 pub(super) fn device_list() -> uverbs::Result<Vec<DeviceInfo>> {
-    let mut list = uverbs::devices()?;
+    let mut list = uverbs::devices_with(&crate::transport::kernel())?;
     list.sort_by(|a, b| {
         (a.index.unwrap_or(u32::MAX), &a.name).cmp(&(b.index.unwrap_or(u32::MAX), &b.name))
     });
@@ -111,7 +111,7 @@ pub(super) fn open_and_print(
     port: u8,
     verbose: bool,
 ) -> i32 {
-    let ctx = match Context::open_device(uverbs::sys::linux(), dev.clone()) {
+    let ctx = match Context::open_device(crate::transport::kernel(), dev.clone()) {
         Ok(ctx) => ctx,
         Err(e) => {
             let _ = writeln!(err, "Failed to open device");

@@ -13,9 +13,12 @@
 mod asyncwatch;
 mod c_num;
 mod devinfo;
+#[cfg(test)]
+mod on_mlx5;
 mod perf;
 mod pingpong;
 mod rping;
+mod transport;
 
 use std::{
     io::{self, Write},

@@ -203,7 +203,8 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
 
 /// Opens the device; returns it with the path MTU to use and the source GID.
 fn open(o: &Opts) -> Res<(Context, Mtu, Gid)> {
-    let ctx = Context::open(o.device.as_deref()).map_err(|e| e.to_string())?;
+    let ctx = Context::open_with(crate::transport::kernel(), o.device.as_deref())
+        .map_err(|e| e.to_string())?;
     let port = ctx.query_port(o.port).map_err(|e| e.to_string())?;
     let mtu = o.mtu.unwrap_or(port.active_mtu);
     let gid = ctx
@@ -254,7 +255,8 @@ fn setup(o: &Opts) -> Res<Setup> {
     let mut ctxs = vec![ctx];
     let mut pds = vec![pd];
     if o.two_contexts {
-        let ctx = Context::open(o.device.as_deref()).map_err(|e| e.to_string())?;
+        let ctx = Context::open_with(crate::transport::kernel(), o.device.as_deref())
+            .map_err(|e| e.to_string())?;
         let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
         ctxs.push(ctx);
         pds.push(pd);

@@ -109,7 +109,7 @@ pub fn next_completions(
 
 /// Finds and opens the device (`-d`, or the first), as the C tools do.
 pub fn open_device(o: &Options) -> Option<Context> {
-    let list = match uverbs::devices() {
+    let list = match uverbs::devices_with(&crate::transport::kernel()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("Failed to get IB devices list: {e}");
@@ -133,7 +133,7 @@ pub fn open_device(o: &Options) -> Option<Context> {
         },
     };
     let name = dev.name.clone();
-    match Context::open_device(uverbs::sys::linux(), dev) {
+    match Context::open_device(crate::transport::kernel(), dev) {
         Ok(c) => Some(c),
         Err(e) => {
             fail(&format!("Couldn't get context for {name}"), e);
