@@ -46,7 +46,7 @@ use zerocopy::{FromBytes, IntoBytes};
 
 use crate::{
     error::{Error, Result},
-    sys::{Errno, Kernel},
+    sys::{Errno, Kernel, Readiness},
 };
 
 /// How long a read may wait for a record.
@@ -132,7 +132,7 @@ impl EventFd {
                     }
                 }
                 Err(Errno::EAGAIN) => {
-                    if !self.wait_readable(wait)? {
+                    if !self.wait_readable(wait, op)? {
                         return Ok(None);
                     }
                 }
@@ -154,12 +154,16 @@ impl EventFd {
     }
 
     /// After a read found nothing: waits until the fd is readable or the
-    /// deadline passes. False when the wait is over (nothing to wait for, or
-    /// the deadline passed); true when the caller should read again (the fd
-    /// polled readable, or the poll ended early for another reason).
-    fn wait_readable(&self, wait: Wait) -> Result<bool> {
+    /// deadline passes. False when the wait is over (nothing came in time);
+    /// true when the caller should read again (the fd polled readable, or
+    /// the poll ended early for another reason). An fd whose source is gone
+    /// (a removed device, a destroyed DevX channel: `POLLERR`/`POLLHUP`/
+    /// `POLLRDHUP`) is an error: its reads would answer `EAGAIN` forever
+    /// when non-blocking. A wait of [`Wait::Never`] polls once without
+    /// waiting, so that a `try_get` tells removal from idleness too.
+    fn wait_readable(&self, wait: Wait, op: &'static str) -> Result<bool> {
         let left = match wait {
-            Wait::Never => return Ok(false),
+            Wait::Never => Some(Duration::ZERO),
             Wait::Forever => None,
             Wait::Until(deadline) => {
                 let now = Instant::now();
@@ -169,13 +173,19 @@ impl EventFd {
                 Some(deadline - now)
             }
         };
-        self.kernel
+        let ready = self
+            .kernel
             .wait_readable(self.fd.as_fd(), left)
             .map_err(|e| Error::sys(format!("poll the {}", self.what), e))?;
-        // Readable or timed out: read again either way. A timed-out poll
-        // then finds nothing and the deadline check above ends the wait; a
-        // record that arrived at the last moment is still returned.
-        Ok(true)
+        match ready {
+            Readiness::Closed => Err(read_error(op, Errno::EIO)),
+            // Nothing to wait for: the one poll said whether it is gone.
+            _ if wait == Wait::Never => Ok(false),
+            // Readable or timed out: read again either way. A timed-out
+            // poll then finds nothing and the deadline check above ends the
+            // wait; a record that arrived at the last moment is returned.
+            Readiness::Readable | Readiness::TimedOut => Ok(true),
+        }
     }
 }
 
@@ -258,7 +268,7 @@ mod tests {
         k.on_wait_readable(move |t| {
             p.fetch_add(1, Ordering::Relaxed);
             thread::sleep(t.unwrap_or(Duration::MAX).min(Duration::from_millis(7)));
-            Ok(true)
+            Ok(Readiness::Readable)
         });
         let ev = EventFd::new(k, crate::sys::fake::dummy_fd(), "test fd");
         let t = Duration::from_millis(60);
@@ -288,6 +298,30 @@ mod tests {
         // A bounded wait switches the fd to O_NONBLOCK for good.
         assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
         assert!(ev.nonblocking.load(Ordering::Relaxed));
+    }
+
+    /// A queue whose source is gone reads `EAGAIN` forever when non-blocking
+    /// (DevX channels, uverbs event files after removal) and polls hung up:
+    /// every way of waiting reports removal, none says "nothing yet".
+    #[test]
+    fn a_source_that_is_gone_is_an_error_in_every_mode() {
+        let (ev, w) = pipe();
+        drop(w); // the read end now polls POLLHUP
+        let eagain = |_: &dyn Kernel, _: BorrowedFd<'_>| Err::<u64, _>(Errno::EAGAIN);
+        for wait in [
+            Wait::Never,
+            Wait::timeout(Some(Duration::from_secs(5))),
+            Wait::Forever,
+        ] {
+            let start = Instant::now();
+            let err = ev.next(wait, "read x", eagain, Some).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                crate::ErrorKind::DeviceRemoved,
+                "{wait:?}: {err}"
+            );
+            assert!(start.elapsed() < Duration::from_secs(1), "{wait:?} waited");
+        }
     }
 
     #[test]

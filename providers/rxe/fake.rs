@@ -838,7 +838,11 @@ impl Kernel for FastDoorbell {
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
         self.0.kernel.read(fd, buf)
     }
-    fn wait_readable(&self, fd: BorrowedFd<'_>, t: Option<Duration>) -> Result<bool, Errno> {
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        t: Option<Duration>,
+    ) -> Result<crate::sys::Readiness, Errno> {
         self.0.kernel.wait_readable(fd, t)
     }
     fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {

@@ -9,17 +9,17 @@
 //! does not (no ioctl support, a removed device, a different driver).
 
 use std::{
-    collections::{HashMap, VecDeque},
+    collections::{HashMap, HashSet, VecDeque},
     ffi::OsString,
     fmt,
     fs::File,
     os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd},
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::{Arc, Condvar, Mutex},
     time::Duration,
 };
 
-use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, UcmaCmd, WriteCmd};
+use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, UcmaCmd, WriteCmd};
 
 /// A call the fake kernel received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,7 +53,8 @@ type NetlinkFn = dyn FnMut(&[u8]) -> Result<Vec<Vec<u8>>, Errno> + Send;
 type RawWriteFn = dyn FnMut(&[u8]) -> Result<usize, Errno> + Send;
 type UcmaFn = dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send;
 type MmapFn = dyn FnMut(u64, usize) -> Result<Mapping, Errno> + Send;
-type WaitFn = Box<dyn Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync>;
+type WaitFn = Box<dyn Fn(Option<Duration>) -> Result<Readiness, Errno> + Send + Sync>;
+type ReadFn = dyn FnMut(&mut [u8], bool) -> Result<usize, Errno> + Send;
 
 fn handler<F: ?Sized>(f: Box<F>) -> Option<Handler<F>> {
     Some(Arc::new(Mutex::new(f)))
@@ -81,6 +82,10 @@ struct State {
     reads: VecDeque<Result<Vec<u8>, Errno>>,
     /// Records only one fd reads (before those of `reads`).
     reads_for: HashMap<RawFd, VecDeque<Result<Vec<u8>, Errno>>>,
+    /// Fds whose reads a handler answers (a device's own fd kinds).
+    fd_readers: HashMap<RawFd, Handler<ReadFn>>,
+    /// Fds set `O_NONBLOCK`.
+    nonblocking: HashSet<RawFd>,
     calls: Vec<Call>,
 }
 
@@ -88,6 +93,8 @@ struct State {
 #[derive(Default)]
 pub struct FakeKernel {
     state: Mutex<State>,
+    /// Signalled when a record is queued (waits sleep on it).
+    queued: Condvar,
 }
 
 impl fmt::Debug for FakeKernel {
@@ -188,10 +195,11 @@ impl FakeKernel {
     }
 
     /// Answers `wait_readable` (called without the fake's lock held, so it
-    /// may sleep). Without it, the fd is readable while reads are queued.
+    /// may sleep). Without it, the fd is readable while reads are queued
+    /// for it (the wait sleeps until one is, or the timeout passes).
     pub fn on_wait_readable(
         &self,
-        f: impl Fn(Option<Duration>) -> Result<bool, Errno> + Send + Sync + 'static,
+        f: impl Fn(Option<Duration>) -> Result<Readiness, Errno> + Send + Sync + 'static,
     ) -> &Self {
         self.with(|s| s.wait = Some(Arc::new(Box::new(f))));
         self
@@ -200,7 +208,36 @@ impl FakeKernel {
     /// Queues the result of the next `read` (on any fd).
     pub fn push_read(&self, result: Result<Vec<u8>, Errno>) -> &Self {
         self.with(|s| s.reads.push_back(result));
+        self.queued.notify_all();
         self
+    }
+
+    /// Answers reads of `fd` with `f`, which gets the buffer and whether
+    /// the fd is `O_NONBLOCK` (it may block, as the kernel does, when it is
+    /// not). Waits on `fd` poll the real fd, so `f`'s owner keeps its
+    /// readiness (e.g. the read end of a pipe it writes a byte to per
+    /// record and closes when the queue is destroyed); `forget_fd` ends it.
+    pub fn on_read_fd(
+        &self,
+        fd: RawFd,
+        f: impl FnMut(&mut [u8], bool) -> Result<usize, Errno> + Send + 'static,
+    ) -> &Self {
+        self.with(|s| s.fd_readers.insert(fd, Arc::new(Mutex::new(Box::new(f)))));
+        self
+    }
+
+    /// Forgets what was set up for `fd` (its handler and queued records).
+    pub fn forget_fd(&self, fd: RawFd) {
+        self.with(|s| {
+            s.fd_readers.remove(&fd);
+            s.reads_for.remove(&fd);
+            s.nonblocking.remove(&fd);
+        });
+    }
+
+    /// Whether `fd` was set `O_NONBLOCK` through [`Kernel::set_nonblocking`].
+    pub fn is_nonblocking(&self, fd: RawFd) -> bool {
+        self.with(|s| s.nonblocking.contains(&fd))
     }
 
     /// Queues the result of a `read` of fd `fd` only (a record of one
@@ -208,6 +245,7 @@ impl FakeKernel {
     /// these first.
     pub fn push_read_to(&self, fd: RawFd, result: Result<Vec<u8>, Errno>) -> &Self {
         self.with(|s| s.reads_for.entry(fd).or_default().push_back(result));
+        self.queued.notify_all();
         self
     }
 
@@ -301,38 +339,82 @@ impl Kernel for FakeKernel {
     }
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        let next = self.with(|s| {
-            s.reads_for
-                .get_mut(&fd.as_raw_fd())
-                .and_then(VecDeque::pop_front)
-                .or_else(|| s.reads.pop_front())
+        let raw = fd.as_raw_fd();
+        let (reader, nonblocking) = self.with(|s| {
+            (
+                s.fd_readers.get(&raw).cloned(),
+                s.nonblocking.contains(&raw),
+            )
         });
-        match next {
-            None => Err(Errno::EAGAIN),
-            Some(Err(e)) => Err(e),
-            Some(Ok(bytes)) => {
-                if bytes.len() > buf.len() {
-                    return Err(Errno::EINVAL);
-                }
-                buf[..bytes.len()].copy_from_slice(&bytes);
-                Ok(bytes.len())
+        if let Some(h) = reader {
+            return call(&h, |f| f(buf, nonblocking));
+        }
+        // A record longer than the buffer is refused and stays queued, as
+        // the uverbs event files do (`ib_uverbs_event_read`: EINVAL).
+        self.with(|s| {
+            let queue = match s.reads_for.get_mut(&raw).filter(|q| !q.is_empty()) {
+                Some(q) => q,
+                None => &mut s.reads,
+            };
+            match queue.front() {
+                None => Err(Errno::EAGAIN),
+                Some(Ok(bytes)) if bytes.len() > buf.len() => Err(Errno::EINVAL),
+                Some(_) => match queue.pop_front() {
+                    Some(Ok(bytes)) => {
+                        buf[..bytes.len()].copy_from_slice(&bytes);
+                        Ok(bytes.len())
+                    }
+                    Some(Err(e)) => Err(e),
+                    None => Err(Errno::EAGAIN),
+                },
             }
+        })
+    }
+
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Readiness, Errno> {
+        let raw = fd.as_raw_fd();
+        if let Some(wait) = self.with(|s| s.wait.clone()) {
+            return wait(timeout);
+        }
+        if self.with(|s| s.fd_readers.contains_key(&raw)) {
+            return super::Linux.wait_readable(fd, timeout);
+        }
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let s = &*guard;
+            if !s.reads.is_empty() || s.reads_for.get(&raw).is_some_and(|q| !q.is_empty()) {
+                return Ok(Readiness::Readable);
+            }
+            guard = match deadline {
+                None if timeout.is_some() => return Ok(Readiness::Readable),
+                None => self.queued.wait(guard).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return Ok(Readiness::TimedOut);
+                    }
+                    self.queued
+                        .wait_timeout(guard, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
         }
     }
 
-    fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
-        match self.with(|s| s.wait.clone()) {
-            Some(wait) => wait(timeout),
-            None => Ok(self.with(|s| {
-                !s.reads.is_empty()
-                    || s.reads_for
-                        .get(&fd.as_raw_fd())
-                        .is_some_and(|q| !q.is_empty())
-            })),
-        }
-    }
-
-    fn set_nonblocking(&self, _fd: BorrowedFd<'_>, _nonblocking: bool) -> Result<(), Errno> {
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        self.with(|s| {
+            if nonblocking {
+                s.nonblocking.insert(fd.as_raw_fd());
+            } else {
+                s.nonblocking.remove(&fd.as_raw_fd());
+            }
+        });
         Ok(())
     }
 

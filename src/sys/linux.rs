@@ -20,7 +20,7 @@ use nix::{
 };
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::{Errno, Kernel, Mapping, Protection, WriteCmd};
+use super::{Errno, Kernel, Mapping, Protection, Readiness, WriteCmd};
 use crate::ioctl::{AttrBuf, IoctlCmd, MAX_ATTRS};
 
 /// The running Linux kernel.
@@ -127,7 +127,11 @@ impl Kernel for Linux {
         nix::unistd::read(fd.as_raw_fd(), buf)
     }
 
-    fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno> {
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Readiness, Errno> {
         // poll(2) counts whole milliseconds: round up, so a wait never ends
         // before the time asked (a caller with a deadline would otherwise
         // spin through its last millisecond with zero timeouts).
@@ -138,12 +142,23 @@ impl Kernel for Linux {
                 PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
             }
         };
-        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        // POLLRDHUP (not in nix's PollFlags): a destroyed DevX fd reports it.
+        let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN | rdhup)];
         match nix::poll::poll(&mut fds, timeout) {
-            Ok(0) => Ok(false),
-            // Readable, or interrupted by a signal: the caller reads to find
-            // out (retrying here would restart the whole timeout).
-            Ok(_) | Err(Errno::EINTR) => Ok(true),
+            Ok(0) => Ok(Readiness::TimedOut),
+            Ok(_) => {
+                let gone = PollFlags::POLLERR | PollFlags::POLLHUP | rdhup | PollFlags::POLLNVAL;
+                let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+                Ok(if revents.intersects(gone) {
+                    Readiness::Closed
+                } else {
+                    Readiness::Readable
+                })
+            }
+            // Interrupted by a signal: the caller reads to find out
+            // (retrying here would restart the whole timeout).
+            Err(Errno::EINTR) => Ok(Readiness::Readable),
             Err(e) => Err(e),
         }
     }

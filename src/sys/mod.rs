@@ -114,6 +114,22 @@ impl UcmaCmd<'_> {
     }
 }
 
+/// What [`Kernel::wait_readable`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The fd polled readable, or the wait was interrupted by a signal: a
+    /// read tells which.
+    Readable,
+    /// The timeout passed first.
+    TimedOut,
+    /// The fd's source is gone: `poll` reports `POLLERR`, `POLLHUP` or
+    /// `POLLRDHUP`. The uverbs event queues of a removed device report
+    /// `POLLERR` once empty, a destroyed mlx5 DevX channel or async command
+    /// fd `POLLIN | POLLRDHUP`; their reads fail with `EIO` when blocking and
+    /// `EAGAIN`, forever, when not, so only the poll tells the end.
+    Closed,
+}
+
 /// One system call boundary; see the module documentation.
 ///
 /// Implementations must be cheap to call from several threads at once.
@@ -148,10 +164,12 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// `read()` of one record from an event file descriptor.
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno>;
 
-    /// Waits until `fd` is readable; `None` waits forever. Returns false on
-    /// timeout, true when the fd is readable or the wait was interrupted by a
-    /// signal (a read tells which).
-    fn wait_readable(&self, fd: BorrowedFd<'_>, timeout: Option<Duration>) -> Result<bool, Errno>;
+    /// Waits until `fd` is readable; `None` waits forever. See [`Readiness`].
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Readiness, Errno>;
 
     /// Sets or clears `O_NONBLOCK`.
     fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno>;

@@ -141,7 +141,11 @@ impl Kernel for CountingKernel {
         self.reads.fetch_add(1, Ordering::Relaxed);
         Linux.read(fd, buf)
     }
-    fn wait_readable(&self, fd: BorrowedFd<'_>, t: Option<Duration>) -> Result<bool, Errno> {
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        t: Option<Duration>,
+    ) -> Result<uverbs::sys::Readiness, Errno> {
         self.polls.fetch_add(1, Ordering::Relaxed);
         Linux.wait_readable(fd, t)
     }
@@ -214,7 +218,12 @@ fn a_blocking_get_is_one_read_and_the_first_try_get_switches_once() {
     assert_eq!(drain(&mut s.recv_cq), 1);
 
     assert!(channel.try_get_event().unwrap().is_none());
-    assert_eq!(k.take(), (1, 0, 1), "a read and the one O_NONBLOCK switch");
+    assert_eq!(
+        k.take(),
+        (1, 1, 1),
+        "a read, one poll without waiting (it tells an idle channel from a removed \
+         device's), and the one O_NONBLOCK switch"
+    );
     assert!(channel
         .get_event_timeout(Some(Duration::from_millis(30)))
         .unwrap()

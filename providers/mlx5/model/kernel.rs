@@ -96,9 +96,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     /// Queues the events the HCA produced during a command.
     pub(crate) fn push_events(&self) {
-        let events = std::mem::take(&mut lock(&self.hca).out_events);
+        let mut h = lock(&self.hca);
         if let Some(k) = self.kernel.upgrade() {
-            deliver(&k, events);
+            // Under the HCA's lock: see `run` in mod.rs.
+            deliver(&k, std::mem::take(&mut h.out_events));
         }
     }
 }

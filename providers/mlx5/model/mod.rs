@@ -236,14 +236,13 @@ fn lock(hca: &Mutex<hca::Hca>) -> MutexGuard<'_, hca::Hca> {
     hca.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Runs the device once and queues its events.
+/// Runs the device once and queues its events. They are queued under the
+/// HCA's lock, so a destroy (which drops an object's unread events under
+/// the same lock) finds each event either still in the HCA or queued.
 fn run(hca: &Mutex<hca::Hca>, kernel: &FakeKernel) -> usize {
-    let (n, events) = {
-        let mut h = lock(hca);
-        let n = h.process();
-        (n, std::mem::take(&mut h.out_events))
-    };
-    kernel::deliver(kernel, events);
+    let mut h = lock(hca);
+    let n = h.process();
+    kernel::deliver(kernel, std::mem::take(&mut h.out_events));
     n
 }
 
@@ -445,8 +444,8 @@ impl Mlx5Model {
     }
 
     fn process_events(&self) {
-        let events = std::mem::take(&mut self.hca().out_events);
-        kernel::deliver(&self.kernel, events);
+        let mut h = self.hca();
+        kernel::deliver(&self.kernel, std::mem::take(&mut h.out_events));
     }
 }
 
