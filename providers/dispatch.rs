@@ -10,8 +10,8 @@ use std::ops::RangeInclusive;
 
 use super::{
     interface::{
-        CqCreated, CqRequest, DriverData, GetContext, Provider, QpCreated, QpLinks, QpRequest,
-        RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+        CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
+        QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
     },
     mlx5, rxe, Device,
 };
@@ -102,9 +102,12 @@ macro_rules! providers {
                 self,
                 dev: Device<'_>,
                 get_context: &mut GetContext<'_>,
+                request: &OpenRequest,
             ) -> Result<AnyContext> {
                 match self {
-                    $(ProviderKind::$v => Ok(AnyContext::$v(<$p>::open(dev, get_context)?))),+
+                    $(ProviderKind::$v => {
+                        Ok(AnyContext::$v(<$p>::open(dev, get_context, request)?))
+                    }),+
                 }
             }
         }

@@ -39,6 +39,25 @@ pub(crate) trait DriverData {
     fn driver_bufs(&mut self) -> (&[u8], &mut [u8]);
 }
 
+/// What a context is opened with beyond the defaults: provider-specific
+/// requests the core passes through without reading them (rdma-core's
+/// `mlx5dv_open_device` attributes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct OpenRequest {
+    /// Whether the mlx5 context asks for a DevX user context.
+    pub(crate) devx: DevxRequest,
+}
+
+/// How an mlx5 context asks for a DevX user context.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum DevxRequest {
+    /// Ask, and open without DevX if the kernel refuses (`ibv_open_device`).
+    #[default]
+    Prefer,
+    /// Ask, and fail if the kernel refuses (`MLX5DV_CONTEXT_FLAGS_DEVX`).
+    Require,
+}
+
 /// Runs the `GET_CONTEXT` command (ioctl, or the write fallback) with the
 /// given driver data; the core keeps what the core response says.
 pub(crate) type GetContext<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
@@ -184,7 +203,11 @@ pub(crate) trait Provider: Sized + 'static {
     /// Opens the context: runs `get_context` with the provider's driver data
     /// (retrying with less when the kernel refuses, as the provider's
     /// rdma-core counterpart does) and sets up per-context state.
-    fn open(dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<Self::Context>;
+    fn open(
+        dev: Device<'_>,
+        get_context: &mut GetContext<'_>,
+        request: &OpenRequest,
+    ) -> Result<Self::Context>;
 
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {

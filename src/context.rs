@@ -27,7 +27,7 @@ use crate::{
     event_count::Registry,
     event_fd::EventFd,
     ioctl::{is_unsupported, IoctlCmd},
-    providers::{AnyContext, Device, ProviderKind, Transport},
+    providers::{AnyContext, Device, OpenRequest, ProviderKind, Transport},
     sys::{self, Errno, Kernel, WriteCmd},
 };
 
@@ -299,6 +299,16 @@ impl Context {
         device: DeviceInfo,
         mode: CommandMode,
     ) -> Result<Self> {
+        Self::open_with_request(kernel, device, mode, OpenRequest::default())
+    }
+
+    /// Opens `device` with provider-specific requests (`uverbs::mlx5::open_device`).
+    pub(crate) fn open_with_request(
+        kernel: Arc<dyn Kernel>,
+        device: DeviceInfo,
+        mode: CommandMode,
+        request: OpenRequest,
+    ) -> Result<Self> {
         let kind = ProviderKind::for_driver(device.driver_id, &device.name)?;
         let driver_id = device.driver_id.unwrap_or(abi::RDMA_DRIVER_UNKNOWN);
         if !kind.abi_versions().contains(&device.abi_version) {
@@ -323,17 +333,21 @@ impl Context {
         // with less if the kernel refuses); the core keeps the core answer.
         let transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
         let mut opened = None;
-        let provider = kind.open(transport.device(), &mut |driver_in, driver_out| {
-            opened = Some(get_context(
-                kernel.as_ref(),
-                transport.fd(),
-                driver_id,
-                &fallback,
-                driver_in,
-                driver_out,
-            )?);
-            Ok(())
-        })?;
+        let provider = kind.open(
+            transport.device(),
+            &mut |driver_in, driver_out| {
+                opened = Some(get_context(
+                    kernel.as_ref(),
+                    transport.fd(),
+                    driver_id,
+                    &fallback,
+                    driver_in,
+                    driver_out,
+                )?);
+                Ok(())
+            },
+            &request,
+        )?;
         let ctx = opened.ok_or_else(|| {
             Error::new(
                 "GET_CONTEXT",
@@ -398,6 +412,17 @@ impl Context {
     /// The provider's state, for provider-specific APIs (`uverbs::mlx5`).
     pub(crate) fn provider_state(&self) -> &AnyContext {
         &self.inner.provider
+    }
+
+    /// The provider's handle on the device (provider-specific APIs issue
+    /// their own commands through it).
+    pub(crate) fn provider_device(&self) -> Device<'_> {
+        self.inner.device()
+    }
+
+    /// The kernel transport the context was opened with.
+    pub(crate) fn kernel(&self) -> Arc<dyn Kernel> {
+        self.inner.kernel.clone()
     }
 
     /// The command fd (for `poll`-free users such as `ibv_import_device` peers).

@@ -27,6 +27,24 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The device was removed (disassociated); only destroying objects still works.
     DeviceRemoved,
+    /// The device's firmware failed a command (mlx5 DevX): [`Error::firmware`]
+    /// has its status, syndrome and output mailbox when the kernel returned them.
+    Firmware,
+    /// The kernel dropped events it could not queue (a DevX channel's
+    /// `EOVERFLOW`): resynchronise by querying; later events read normally.
+    EventsLost,
+}
+
+/// What the firmware answered to a command it failed (mlx5's PRM output
+/// mailbox: `status` at byte 0, `syndrome` big-endian at bytes 4..8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirmwareStatus {
+    /// `MLX5_CMD_STAT_*`.
+    pub status: u8,
+    /// The firmware's own reason code.
+    pub syndrome: u32,
+    /// The whole output mailbox.
+    pub out: Vec<u8>,
 }
 
 /// An error from a uverbs operation.
@@ -36,6 +54,7 @@ pub struct Error {
     kind: ErrorKind,
     errno: Option<Errno>,
     detail: Option<Cow<'static, str>>,
+    firmware: Option<Box<FirmwareStatus>>,
 }
 
 /// `Result` with the crate's [`Error`].
@@ -54,6 +73,7 @@ impl Error {
             kind,
             errno: Some(errno),
             detail: None,
+            firmware: None,
         }
     }
 
@@ -68,6 +88,19 @@ impl Error {
             kind,
             errno: None,
             detail: Some(detail.into()),
+            firmware: None,
+        }
+    }
+
+    /// A command the firmware failed (the kernel answered `EREMOTEIO` and
+    /// the output mailbox).
+    pub fn firmware(op: impl Into<Cow<'static, str>>, status: FirmwareStatus) -> Self {
+        Error {
+            op: op.into(),
+            kind: ErrorKind::Firmware,
+            errno: Some(Errno::EREMOTEIO),
+            detail: None,
+            firmware: Some(Box::new(status)),
         }
     }
 
@@ -95,6 +128,11 @@ impl Error {
     /// The explanation attached to this error, if any.
     pub fn detail(&self) -> Option<&str> {
         self.detail.as_deref()
+    }
+
+    /// What the firmware answered, for an [`ErrorKind::Firmware`] error.
+    pub fn firmware_status(&self) -> Option<&FirmwareStatus> {
+        self.firmware.as_deref()
     }
 
     /// A generic hint for an errno, used when no specific explanation is attached.

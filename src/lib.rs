@@ -108,7 +108,7 @@ pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
 pub use device_list::{devices, devices_with, find_device, DeviceInfo, NodeType};
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorKind, FirmwareStatus, Result};
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};

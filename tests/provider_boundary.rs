@@ -18,10 +18,12 @@ use std::{
 };
 
 /// Modules of the crate a provider may import.
-/// (`netlink`: the fake rxe kernel, `providers/rxe/fake.rs`, answers discovery.)
+/// (`netlink`: the fake rxe kernel, `providers/rxe/fake.rs`, answers discovery;
+/// `event_fd`: the one reader of event fds, which mlx5's DevX channels use.)
 const VOCABULARY: &[&str] = &[
     "abi",
     "error",
+    "event_fd",
     "ioctl",
     "netlink",
     "sys",

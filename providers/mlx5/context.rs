@@ -6,7 +6,7 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 use crate::{
     abi,
     error::{Error, ErrorKind, Result},
-    providers::GetContext,
+    providers::{DevxRequest, GetContext},
     sys::Errno,
 };
 
@@ -72,7 +72,7 @@ impl Mlx5State {
     /// Opens the context as rdma-core's `mlx5_alloc_context` does: with a
     /// DevX user context first, and without it when the kernel refuses
     /// (`EINVAL`: firmware without `log_max_uctx`).
-    pub(crate) fn open(get_context: &mut GetContext<'_>) -> Result<Self> {
+    pub(crate) fn open(get_context: &mut GetContext<'_>, devx: DevxRequest) -> Result<Self> {
         let mut req = Some(ContextRequest { devx: true });
         let mut last = None;
         while let Some(r) = req {
@@ -88,9 +88,15 @@ impl Mlx5State {
                         )
                     })
                 }
-                Err(e) if e.errno() == Some(Errno::EINVAL) => {
+                Err(e) if e.errno() == Some(Errno::EINVAL) && devx == DevxRequest::Prefer => {
                     last = Some(e);
                     req = r.fallback();
+                }
+                Err(e) if devx == DevxRequest::Require => {
+                    return Err(e.with_detail(
+                        "the kernel refused a DevX user context (firmware without \
+                         log_max_uctx, or no CAP_NET_RAW), and DevX was required",
+                    ))
                 }
                 Err(e) => return Err(e),
             }

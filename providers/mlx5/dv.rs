@@ -17,6 +17,7 @@
 //! # }
 //! ```
 
+pub use super::devx::*;
 use super::{Mlx5, Mlx5State};
 use crate::{
     error::{Error, ErrorKind, Result},
@@ -84,6 +85,12 @@ impl<'a> Mlx5Context<'a> {
     /// The context.
     pub fn context(&self) -> &'a Context {
         self.ctx
+    }
+
+    /// The DevX functions of the context (`mlx5dv_devx_*`); an error naming
+    /// the cause when the context has no DevX user context.
+    pub fn devx(&self) -> Result<Devx> {
+        Devx::of(self.ctx)
     }
 
     /// The device attributes the context reported, like `mlx5dv_query_device`.

@@ -37,8 +37,8 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, Member, Provider, QpCreated, QpLinks,
-    QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+    CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
+    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
     abi,
@@ -54,6 +54,7 @@ mod buf;
 mod context;
 mod cq;
 mod cqe;
+pub mod devx;
 pub mod dv;
 #[cfg(test)]
 mod golden;
@@ -238,8 +239,12 @@ impl Provider for Mlx5 {
         name.starts_with("mlx5")
     }
 
-    fn open(dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<Mlx5Ctx> {
-        let state = Mlx5State::open(get_context)?;
+    fn open(
+        dev: Device<'_>,
+        get_context: &mut GetContext<'_>,
+        request: &OpenRequest,
+    ) -> Result<Mlx5Ctx> {
+        let state = Mlx5State::open(get_context, request.devx)?;
         if state.cqe_version > 1 {
             return Err(Error::new(
                 "GET_CONTEXT",

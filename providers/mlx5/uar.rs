@@ -259,13 +259,16 @@ pub(crate) struct UarGeometry {
     pub(crate) num_uars_per_page: u32,
 }
 
-/// Allocates a dynamic UAR (`MLX5_IB_METHOD_UAR_OBJ_ALLOC`) and maps it.
-fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<UarPage, Error> {
+/// Allocates a dynamic UAR (`MLX5_IB_METHOD_UAR_OBJ_ALLOC`) and maps it;
+/// returns the page, the UAR object's handle and the mmap offset. The
+/// object lives until it is destroyed (`UAR_OBJ_DESTROY`) or the context
+/// is closed (the verbs QPs' pages live as long as the context).
+pub(crate) fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<(UarPage, u32, u64), Error> {
     const OP: &str = "MLX5_IB_METHOD_UAR_OBJ_ALLOC";
     let (mut offset, mut length, mut page_id) = (0u64, 0u32, 0u32);
-    {
+    let handle = {
         let mut cmd = dev.ioctl_cmd(abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC);
-        cmd.new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+        let at = cmd.new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
         let kind = if nc {
             abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC
         } else {
@@ -285,7 +288,8 @@ fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<UarPage, Error> {
             zerocopy::IntoBytes::as_mut_bytes(&mut page_id),
         );
         dev.ioctl(&mut cmd).map_err(|e| Error::sys(OP, e))?;
-    }
+        cmd.new_handle(at)
+    };
     let len = length as usize;
     if len < ADAPTER_PAGE || len % ADAPTER_PAGE != 0 {
         return Err(Error::new(
@@ -297,7 +301,7 @@ fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<UarPage, Error> {
     let map = dev
         .mmap(len, offset, Protection::ReadWrite)
         .map_err(|e| Error::sys("mmap mlx5 UAR", e))?;
-    Ok(UarPage { map, page_id })
+    Ok((UarPage { map, page_id }, handle, offset))
 }
 
 /// Maps static UAR page `index` (`MLX5_IB_MMAP_REGULAR_PAGE`).
@@ -321,8 +325,8 @@ impl Uars {
             // without write-combining. A kernel that refuses NC allocation
             // (it predates the type) gets a BF page, as rdma-core falls back.
             let nc = match alloc_dynamic(dev, true) {
-                Ok(p) => p,
-                Err(e) if e.errno() == Some(Errno::EOPNOTSUPP) => alloc_dynamic(dev, false)?,
+                Ok((p, _, _)) => p,
+                Err(e) if e.errno() == Some(Errno::EOPNOTSUPP) => alloc_dynamic(dev, false)?.0,
                 Err(e) => return Err(e),
             };
             let nc = Arc::new(nc);
@@ -422,7 +426,7 @@ impl Uars {
 
     /// A new BF page's bfregs (2 per sub-UAR).
     fn alloc_bf_page(&self, dev: Device<'_>, shared: bool) -> Result<Vec<Arc<Bfreg>>> {
-        let page = Arc::new(alloc_dynamic(dev, false)?);
+        let page = Arc::new(alloc_dynamic(dev, false)?.0);
         let subs = (page.len() / ADAPTER_PAGE).min(self.uars_per_page.max(1));
         let mut out = Vec::with_capacity(subs * 2);
         for j in 0..subs {

@@ -13,8 +13,8 @@ use std::ops::RangeInclusive;
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, Provider, QpCreated, QpLinks, QpRequest,
-    RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+    CqCreated, CqRequest, Device, DriverData, GetContext, OpenRequest, Provider, QpCreated,
+    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
     abi,
@@ -106,7 +106,11 @@ impl Provider for Rxe {
         has_parent || name.starts_with("rxe")
     }
 
-    fn open(_dev: Device<'_>, get_context: &mut GetContext<'_>) -> Result<RxeContext> {
+    fn open(
+        _dev: Device<'_>,
+        get_context: &mut GetContext<'_>,
+        _: &OpenRequest,
+    ) -> Result<RxeContext> {
         get_context(&[], &mut [])?;
         Ok(RxeContext::default())
     }

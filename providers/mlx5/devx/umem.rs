@@ -1,0 +1,253 @@
+//! DevX user memory (`MLX5_IB_OBJECT_DEVX_UMEM`, `mlx5dv_devx_umem_reg`):
+//! memory registered for the device to use through PRM objects, which name
+//! it by its UMEM id (a DevX CQ's buffer, a QP's queues, doorbell records).
+//!
+//! Kernel side (`devx.c` `devx_umem_get`, `UMEM_REG`): the address and
+//! length (mandatory), the access flags (`LOCAL_WRITE`, `REMOTE_WRITE`,
+//! `REMOTE_READ` only), an optional bitmap of the page sizes the object may
+//! use, and on newer kernels a dma-buf fd instead of an address; it answers
+//! the UMEM id. The memory stays pinned until the UMEM is deregistered, and
+//! the device may write it at any time: so the memory must stay valid for
+//! the registration's whole life. [`Devx::umem_reg`] allocates the memory
+//! itself and keeps it until the UMEM is gone; [`Devx::umem_reg_raw`]
+//! registers the caller's memory under that contract (the one `unsafe`
+//! function of this module, hence its `allow(unsafe_code)`; it has no
+//! `unsafe` block).
+#![allow(unsafe_code)]
+
+use std::{
+    any::Any,
+    os::fd::{AsRawFd, BorrowedFd},
+    sync::Arc,
+};
+
+use bitflags::bitflags;
+
+use super::{
+    obj::{invalid, sealed, DevxResource},
+    Devx,
+};
+use crate::{
+    abi,
+    error::{Error, Result},
+    providers::dma::DmaBuf,
+    sys::Errno,
+};
+
+bitflags! {
+    /// What the device may do with a UMEM (the IB access flags the kernel
+    /// accepts for one).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub struct UmemAccess: u32 {
+        /// The device writes it (queues it completes into, receive buffers).
+        const LOCAL_WRITE = abi::IB_UVERBS_ACCESS_LOCAL_WRITE;
+        /// Peers write it.
+        const REMOTE_WRITE = abi::IB_UVERBS_ACCESS_REMOTE_WRITE;
+        /// Peers read it.
+        const REMOTE_READ = abi::IB_UVERBS_ACCESS_REMOTE_READ;
+    }
+}
+
+/// Registered DevX memory (`struct mlx5dv_devx_umem`). Clones share it; it
+/// is deregistered when the last clone and the last object created with it
+/// ([`Devx::obj_create_using`]) are gone.
+#[derive(Debug, Clone)]
+pub struct DevxUmem {
+    inner: Arc<UmemInner>,
+}
+
+#[derive(Debug)]
+struct UmemInner {
+    devx: Devx,
+    handle: u32,
+    id: u32,
+    addr: u64,
+    len: usize,
+    /// The memory, when this library allocated it (dropped after the
+    /// deregistration, in `Drop`).
+    memory: Option<DmaBuf>,
+}
+
+impl Devx {
+    /// Allocates `len` bytes (rounded up to pages, zeroed, page-aligned)
+    /// and registers them, like `mlx5dv_devx_umem_reg` on memory the UMEM
+    /// owns: it is freed only after the deregistration.
+    #[doc(alias = "mlx5dv_devx_umem_reg")]
+    pub fn umem_reg(&self, len: usize, access: UmemAccess) -> Result<DevxUmem> {
+        let memory = DmaBuf::new(len, "allocate DevX UMEM memory")?;
+        let (addr, len) = (memory.addr(), memory.len());
+        self.register(Source::Addr(addr), len, access, None, Some(memory))
+    }
+
+    /// Registers `len` bytes at `addr`, like `mlx5dv_devx_umem_reg_ex`, with
+    /// an optional bitmap of page sizes the objects using it may take.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + len` must be memory of this process that stays mapped
+    /// and is not used for anything the device must not write, until the
+    /// returned UMEM (every clone) and every object created with it are
+    /// dropped: the device may write it through the objects that use the
+    /// UMEM for as long as it is registered.
+    #[doc(alias = "mlx5dv_devx_umem_reg_ex")]
+    pub unsafe fn umem_reg_raw(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: UmemAccess,
+        page_sizes: Option<u64>,
+    ) -> Result<DevxUmem> {
+        self.register(Source::Addr(addr as u64), len, access, page_sizes, None)
+    }
+
+    /// Registers `len` bytes at `offset` of a dma-buf (`fd`), on kernels
+    /// that take one. The dma-buf's exporter keeps the memory.
+    pub fn umem_reg_dmabuf(
+        &self,
+        fd: BorrowedFd<'_>,
+        offset: u64,
+        len: usize,
+        access: UmemAccess,
+    ) -> Result<DevxUmem> {
+        self.register(Source::DmaBuf(fd, offset), len, access, None, None)
+    }
+
+    fn register(
+        &self,
+        source: Source<'_>,
+        len: usize,
+        access: UmemAccess,
+        page_sizes: Option<u64>,
+        memory: Option<DmaBuf>,
+    ) -> Result<DevxUmem> {
+        const OP: &str = "MLX5_IB_METHOD_DEVX_UMEM_REG";
+        if len == 0 {
+            return Err(invalid(OP, "a UMEM of 0 bytes"));
+        }
+        let dev = self.device();
+        let mut id = 0u32;
+        let (handle, addr) = {
+            let mut cmd = dev.ioctl_cmd(
+                abi::MLX5_IB_OBJECT_DEVX_UMEM,
+                abi::MLX5_IB_METHOD_DEVX_UMEM_REG,
+            );
+            let at = cmd.new_object(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE);
+            let addr = match source {
+                Source::Addr(a) => a,
+                Source::DmaBuf(_, offset) => offset,
+            };
+            cmd.input_u64(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR, addr);
+            cmd.input_u64(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_LEN, len as u64);
+            cmd.flags_in(
+                abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS,
+                u64::from(access.bits()),
+            );
+            if let Some(p) = page_sizes {
+                cmd.const_in(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, p);
+            }
+            if let Source::DmaBuf(fd, _) = source {
+                // A raw fd number, as the kernel's RAW_FD attribute takes it.
+                cmd.input_u32(
+                    abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD,
+                    fd.as_raw_fd() as u32,
+                );
+            }
+            cmd.output(
+                abi::MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID,
+                zerocopy::IntoBytes::as_mut_bytes(&mut id),
+            );
+            dev.ioctl(&mut cmd).map_err(|e| match e {
+                Errno::EINVAL => Error::sys(OP, e).with_detail(
+                    "the kernel refused the registration: the context has no DevX uid, or \
+                     the access flags are other than LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ",
+                ),
+                Errno::EPROTONOSUPPORT | Errno::EOPNOTSUPP
+                    if matches!(source, Source::DmaBuf(..)) =>
+                {
+                    Error::sys(OP, e).with_detail("this kernel registers no dma-buf UMEMs")
+                }
+                e => Error::sys(OP, e),
+            })?;
+            (cmd.new_handle(at), addr)
+        };
+        Ok(DevxUmem {
+            inner: Arc::new(UmemInner {
+                devx: self.clone(),
+                handle,
+                id,
+                addr,
+                len,
+                memory,
+            }),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Source<'a> {
+    Addr(u64),
+    DmaBuf(BorrowedFd<'a>, u64),
+}
+
+impl DevxUmem {
+    /// The UMEM id PRM objects name it by (`umem_id`).
+    pub fn id(&self) -> u32 {
+        self.inner.id
+    }
+
+    /// The kernel's handle of the registration.
+    pub fn handle(&self) -> u32 {
+        self.inner.handle
+    }
+
+    /// The registered length in bytes.
+    pub fn len(&self) -> usize {
+        self.inner.len
+    }
+
+    /// Whether the registration is empty (never: 0 bytes is refused).
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// The start address (for a dma-buf UMEM, the offset in it).
+    pub fn addr(&self) -> u64 {
+        self.inner.addr
+    }
+
+    /// A pointer to the memory this library allocated ([`Devx::umem_reg`]),
+    /// `None` for the caller's or a dma-buf's. The device writes it
+    /// concurrently: access it only with volatile or atomic operations,
+    /// never through references.
+    pub fn as_ptr(&self) -> Option<*mut u8> {
+        self.inner.memory.as_ref().map(DmaBuf::as_ptr)
+    }
+}
+
+impl sealed::Sealed for DevxUmem {}
+
+impl DevxResource for DevxUmem {
+    fn keep_alive(&self) -> Arc<dyn Any + Send + Sync> {
+        self.inner.clone()
+    }
+}
+
+impl Drop for UmemInner {
+    fn drop(&mut self) {
+        let dev = self.devx.device();
+        let mut cmd = dev.ioctl_cmd(
+            abi::MLX5_IB_OBJECT_DEVX_UMEM,
+            abi::MLX5_IB_METHOD_DEVX_UMEM_DEREG,
+        );
+        cmd.object(abi::MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE, self.handle);
+        if dev.ioctl(&mut cmd).is_err() {
+            // Still registered (an object the caller created without
+            // naming the UMEM uses it): the device may still write the
+            // memory, so it is leaked rather than given back. The kernel
+            // releases the registration when the context is closed.
+            if let Some(m) = self.memory.take() {
+                std::mem::forget(m);
+            }
+        }
+    }
+}
