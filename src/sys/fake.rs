@@ -82,11 +82,44 @@ struct State {
     reads: VecDeque<Result<Vec<u8>, Errno>>,
     /// Records only one fd reads (before those of `reads`).
     reads_for: HashMap<RawFd, VecDeque<Result<Vec<u8>, Errno>>>,
-    /// Fds whose reads a handler answers (a device's own fd kinds).
-    fd_readers: HashMap<RawFd, Handler<ReadFn>>,
+    /// Fds whose reads a handler answers (a device's own fd kinds), with
+    /// the file they were when the handler was set.
+    fd_readers: HashMap<RawFd, (FileId, Handler<ReadFn>)>,
     /// Fds set `O_NONBLOCK`.
     nonblocking: HashSet<RawFd>,
     calls: Vec<Call>,
+    ioctls: Vec<IoctlShape>,
+}
+
+/// An ioctl as the kernel's attribute parser sees it ([`FakeKernel::ioctls`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoctlShape {
+    /// `UVERBS_OBJECT_*` or a driver object.
+    pub object: u16,
+    /// The method.
+    pub method: u16,
+    /// The `RDMA_DRIVER_*` id in the header.
+    pub driver_id: u32,
+    /// Each attribute: `(id, kind, len, flags)`.
+    pub attrs: Vec<(u16, AttrKind, u16, u16)>,
+}
+
+/// How an attribute is passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttrKind {
+    /// In `data` itself: an inline input (`len` > 0), or an object handle
+    /// (`len` 0).
+    Inline,
+    /// An input buffer by pointer.
+    In,
+    /// An output buffer by pointer.
+    Out,
+    /// An existing fd.
+    Fd,
+    /// A new fd the kernel creates.
+    NewFd,
+    /// A new object the kernel creates.
+    NewObject,
 }
 
 /// The fake; see the module documentation.
@@ -222,8 +255,26 @@ impl FakeKernel {
         fd: RawFd,
         f: impl FnMut(&mut [u8], bool) -> Result<usize, Errno> + Send + 'static,
     ) -> &Self {
-        self.with(|s| s.fd_readers.insert(fd, Arc::new(Mutex::new(Box::new(f)))));
+        if let Some(id) = file_id(fd) {
+            self.with(|s| {
+                s.fd_readers
+                    .insert(fd, (id, Arc::new(Mutex::new(Box::new(f)))))
+            });
+        }
         self
+    }
+
+    /// The handler of `fd`, if it still is the file the handler was set
+    /// for (the fake is not told when an fd is closed and its number
+    /// reused: a stale handler is dropped here).
+    fn reader_of(&self, fd: RawFd) -> Option<Handler<ReadFn>> {
+        let (id, h) = self.with(|s| s.fd_readers.get(&fd).cloned())?;
+        if file_id(fd) == Some(id) {
+            Some(h)
+        } else {
+            self.forget_fd(fd);
+            None
+        }
     }
 
     /// Forgets what was set up for `fd` (its handler and queued records).
@@ -271,12 +322,31 @@ impl FakeKernel {
 
     /// Forgets the calls received so far.
     pub fn clear_calls(&self) {
-        self.with(|s| s.calls.clear());
+        self.with(|s| {
+            s.calls.clear();
+            s.ioctls.clear();
+        });
     }
 
     fn log(&self, call: Call) {
         self.with(|s| s.calls.push(call));
     }
+
+    /// Every ioctl received so far, with its attributes.
+    pub fn ioctls(&self) -> Vec<IoctlShape> {
+        self.with(|s| s.ioctls.clone())
+    }
+}
+
+/// Which file an fd refers to (device and inode).
+type FileId = (u64, u64);
+
+// `dev_t` and `ino_t` are u64 here but not on every target.
+#[allow(clippy::unnecessary_cast)]
+fn file_id(fd: RawFd) -> Option<FileId> {
+    nix::sys::stat::fstat(fd)
+        .ok()
+        .map(|st| (st.st_dev as u64, st.st_ino as u64))
 }
 
 /// A real, harmless file descriptor for fake objects (`/dev/null`).
@@ -306,6 +376,27 @@ impl Kernel for FakeKernel {
             object: cmd.object_id,
             method: cmd.method_id,
         });
+        let shape = IoctlShape {
+            object: cmd.object_id,
+            method: cmd.method_id,
+            driver_id: cmd.driver_id,
+            attrs: cmd
+                .attrs()
+                .iter()
+                .map(|a| {
+                    let kind = match a.buf {
+                        super::AttrBuf::Inline => AttrKind::Inline,
+                        super::AttrBuf::In(_) => AttrKind::In,
+                        super::AttrBuf::Out(_) => AttrKind::Out,
+                        super::AttrBuf::Fd(_) => AttrKind::Fd,
+                        super::AttrBuf::NewFd(_) => AttrKind::NewFd,
+                        super::AttrBuf::NewObject => AttrKind::NewObject,
+                    };
+                    (a.id, kind, a.len, a.flags)
+                })
+                .collect(),
+        };
+        self.with(|s| s.ioctls.push(shape));
         match self.with(|s| s.ioctl.clone()) {
             Some(h) => call(&h, |f| f(cmd)),
             None => Err(Errno::ENOTTY),
@@ -340,14 +431,10 @@ impl Kernel for FakeKernel {
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
         let raw = fd.as_raw_fd();
-        let (reader, nonblocking) = self.with(|s| {
-            (
-                s.fd_readers.get(&raw).cloned(),
-                s.nonblocking.contains(&raw),
-            )
-        });
+        let reader = self.reader_of(raw);
+        let nonblocking = self.with(|s| s.nonblocking.contains(&raw));
         if let Some(h) = reader {
-            return call(&h, |f| f(buf, nonblocking));
+            return call(&h, |f: &mut ReadFn| f(buf, nonblocking));
         }
         // A record longer than the buffer is refused and stays queued, as
         // the uverbs event files do (`ib_uverbs_event_read`: EINVAL).
@@ -380,7 +467,7 @@ impl Kernel for FakeKernel {
         if let Some(wait) = self.with(|s| s.wait.clone()) {
             return wait(timeout);
         }
-        if self.with(|s| s.fd_readers.contains_key(&raw)) {
+        if self.reader_of(raw).is_some() {
             return super::Linux.wait_readable(fd, timeout);
         }
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));

@@ -74,6 +74,9 @@ pub(crate) struct Shared {
     /// Locked before `hca` when both are needed.
     pub(crate) books: Mutex<Books>,
     pub(crate) options: Options,
+    /// DevX objects, UMEMs, fds and subscriptions (`devx.rs`); locked
+    /// before `books` and `hca` when several are needed.
+    pub(crate) devx: Mutex<super::devx::Devx>,
     /// `PAGE_SIZE` of the host the model plays (UARs per page × 4 KiB).
     pub(crate) page_len: usize,
     pub(crate) kernel: Weak<FakeKernel>,
@@ -146,12 +149,13 @@ fn sysfs(k: &FakeKernel) {
     }
 }
 
-pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) {
+pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -> Arc<Shared> {
     sysfs(k);
     k.on_netlink(netlink_reply);
     let s = Arc::new(Shared {
         hca: hca.clone(),
         books: Mutex::default(),
+        devx: Mutex::default(),
         options: o.clone(),
         page_len: o.num_uars_per_page.max(1) as usize * 4096,
         kernel: Arc::downgrade(k),
@@ -172,7 +176,9 @@ pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) {
         s2.push_events();
         r
     });
-    k.on_mmap(move |offset, len| mmap(&s, offset, len));
+    let s2 = s.clone();
+    k.on_mmap(move |offset, len| mmap(&s2, offset, len));
+    s
 }
 
 fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
@@ -237,6 +243,14 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             let h = value(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE)? as u32;
             lock(&s.hca).mrs.remove(h).map(|_| ()).ok_or(Errno::EINVAL)
         }
+        (
+            abi::MLX5_IB_OBJECT_DEVX
+            | abi::MLX5_IB_OBJECT_DEVX_OBJ
+            | abi::MLX5_IB_OBJECT_DEVX_UMEM
+            | abi::MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD
+            | abi::MLX5_IB_OBJECT_DEVX_ASYNC_EVENT_FD,
+            _,
+        ) => super::devx::ioctl(s, cmd),
         _ => objects::ioctl(s, cmd),
     }
 }

@@ -57,6 +57,7 @@ use std::{
 use crate::sys::{fake::FakeKernel, Kernel};
 
 mod cq;
+mod devx;
 mod exec;
 mod hca;
 mod kernel;
@@ -87,6 +88,10 @@ pub struct Options {
     pub num_uars_per_page: u32,
     /// Firmware that refuses a DevX user context (EINVAL).
     pub refuse_devx: bool,
+    /// A kernel before 5.19: a DevX command the firmware fails is an errno
+    /// translated from its status, and the output mailbox is not copied
+    /// back (later kernels answer `EREMOTEIO` and the mailbox).
+    pub legacy_devx_errors: bool,
 }
 
 impl Default for Options {
@@ -97,6 +102,7 @@ impl Default for Options {
             cqe_version: 1,
             num_uars_per_page: 1,
             refuse_devx: false,
+            legacy_devx_errors: false,
         }
     }
 }
@@ -109,6 +115,7 @@ pub struct Mlx5Model {
     /// What it plays.
     pub options: Options,
     hca: Arc<Mutex<hca::Hca>>,
+    shared: Arc<kernel::Shared>,
 }
 
 /// A QP as the device sees it ([`Mlx5Model::qp`]).
@@ -224,11 +231,12 @@ pub fn fake_mlx5_with(options: Options) -> Arc<Mlx5Model> {
         bf_reg_size: options.bf_reg_size as usize,
         ..hca::Hca::default()
     }));
-    kernel::install(&kernel, &hca, &options);
+    let shared = kernel::install(&kernel, &hca, &options);
     Arc::new(Mlx5Model {
         kernel,
         options,
         hca,
+        shared,
     })
 }
 
@@ -417,6 +425,40 @@ impl Mlx5Model {
     /// (`MLX5_IB_ALLOC_UCTX_DEVX`).
     pub fn devx(&self) -> bool {
         self.hca().devx
+    }
+
+    /// Raises a device event for DevX subscribers, as the firmware's EQ
+    /// would report it: `eqe` is the 64-byte `struct mlx5_eqe` (event type
+    /// at byte 1; the object's number where the event type puts it, e.g.
+    /// a CQ error's CQN at byte 32, a completion's at byte 56). Returns how
+    /// many subscriptions it reached (eventfd subscriptions are signalled,
+    /// the others queue on their channels).
+    pub fn devx_raise_event(&self, eqe: [u8; 64]) -> usize {
+        kernel::lock(&self.shared.devx).raise(eqe)
+    }
+
+    /// Makes the next `n` event deliveries to data-mode channels fail as a
+    /// failed `GFP_ATOMIC` allocation does: the event is lost and the
+    /// channel's next read is `EOVERFLOW`.
+    pub fn devx_fail_event_allocs(&self, n: u32) {
+        kernel::lock(&self.shared.devx).fail_allocs(n);
+    }
+
+    /// Destroys every DevX command fd and event channel, as device removal
+    /// or the context's teardown does.
+    pub fn devx_destroy_fds(&self) {
+        kernel::lock(&self.shared.devx).destroy_fds();
+    }
+
+    /// The live DevX subscriptions: `(object handle, event type, cookie,
+    /// signals an eventfd)`.
+    pub fn devx_subscriptions(&self) -> Vec<(Option<u32>, u16, u64, bool)> {
+        kernel::lock(&self.shared.devx).subscriptions()
+    }
+
+    /// The live DevX objects and UMEMs.
+    pub fn devx_counts(&self) -> (usize, usize) {
+        kernel::lock(&self.shared.devx).counts()
     }
 
     /// The memory regions the device knows.
