@@ -19,6 +19,7 @@ mod channel;
 mod cm;
 mod context;
 mod devinfo;
+mod devx;
 mod objects;
 mod perf;
 mod pingpong;

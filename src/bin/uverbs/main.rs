@@ -5,6 +5,7 @@
 //! - `rc-pingpong`, `uc-pingpong`, `ud-pingpong`, `srq-pingpong`: rdma-core's
 //!   `ibv_*_pingpong`, wire-compatible with them.
 //! - `perf`: perftest's write/send latency and write bandwidth, in one process.
+//! - `devx-watch`: an mlx5 device's DevX events, as they come.
 //!
 //! Argument parsing is hand-written (no dependencies): `main` picks the
 //! subcommand and hands it the remaining arguments; each subcommand parses
@@ -13,6 +14,7 @@
 mod asyncwatch;
 mod c_num;
 mod devinfo;
+mod devx_watch;
 #[cfg(test)]
 mod on_mlx5;
 mod perf;
@@ -42,6 +44,11 @@ const COMMANDS: &[Command] = &[
         name: "devinfo",
         summary: "print device and port attributes (like ibv_devinfo)",
         run: devinfo::main,
+    },
+    Command {
+        name: "devx-watch",
+        summary: "print an mlx5 device's DevX events (unaffiliated: port, module)",
+        run: devx_watch::main,
     },
     Command {
         name: "perf",
