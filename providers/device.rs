@@ -5,6 +5,7 @@
 //! methods such as mlx5's UAR allocation or DevX, rxe's doorbell write,
 //! legacy write commands such as `REQ_NOTIFY_CQ`) and map what the kernel
 //! exports (rxe rings, mlx5 UAR pages).
+#![allow(unsafe_code)] // the funnel into the transport's `unsafe fn`s
 
 use std::{
     os::fd::{AsFd, BorrowedFd, OwnedFd},
@@ -47,6 +48,37 @@ impl Transport {
     }
 }
 
+/// Runs one of the crate's ioctls on a uverbs command fd: the funnel of
+/// every uverbs command into the transport's `unsafe fn`s.
+///
+/// Crate-private and safe to call: every command of the core and the
+/// providers is built with the typed builders, and every address one
+/// carries as a value names memory the object being created owns and keeps
+/// until the kernel object is destroyed (a memory region pins its own
+/// buffer, or one an `unsafe` constructor's caller vouched for; DevX UMEMs
+/// likewise; mlx5 queue and doorbell buffers are freed only after their
+/// destroy command succeeded). New code that puts an address into a command
+/// must keep that, and say so where it builds the command.
+pub(crate) fn ioctl_on(
+    kernel: &dyn Kernel,
+    fd: BorrowedFd<'_>,
+    cmd: &mut IoctlCmd<'_>,
+) -> Result<(), Errno> {
+    // SAFETY: the crate's commands keep the contract of `Kernel::ioctl`
+    // (above); `fd` is a command fd the crate opened.
+    unsafe { kernel.ioctl(fd, cmd) }
+}
+
+/// [`ioctl_on`] for legacy and extended write commands.
+pub(crate) fn write_cmd_on(
+    kernel: &dyn Kernel,
+    fd: BorrowedFd<'_>,
+    cmd: &mut WriteCmd<'_>,
+) -> Result<(), Errno> {
+    // SAFETY: as in `ioctl_on`.
+    unsafe { kernel.write_cmd(fd, cmd) }
+}
+
 /// A provider's view of an open device context: one pointer wide, so the
 /// data path passes it at no cost.
 #[derive(Debug, Clone, Copy)]
@@ -68,20 +100,26 @@ impl Device<'_> {
         IoctlCmd::new(object, method, self.t.driver_id)
     }
 
-    /// Runs an ioctl on the command fd.
+    /// Runs an ioctl on the command fd (see [`ioctl_on`]).
     pub(crate) fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        self.t.kernel.ioctl(self.t.fd(), cmd)
+        ioctl_on(&*self.t.kernel, self.t.fd(), cmd)
     }
 
-    /// Runs a legacy or extended write command on the command fd.
+    /// Runs a legacy or extended write command on the command fd (see
+    /// [`ioctl_on`]).
     pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        self.t.kernel.write_cmd(self.t.fd(), cmd)
+        write_cmd_on(&*self.t.kernel, self.t.fd(), cmd)
     }
 
-    /// A raw `write()` of prebuilt command bytes (rxe's send doorbell).
+    /// A raw `write()` of prebuilt command bytes (rxe's send doorbell: a
+    /// `POST_SEND` command whose only address is its response slot, a
+    /// buffer the doorbell owns and never reads).
     #[inline]
     pub(crate) fn write(&self, bytes: &[u8]) -> Result<usize, Errno> {
-        self.t.kernel.write(self.t.fd(), bytes)
+        // SAFETY: the one raw command is rxe's doorbell (above): its
+        // response address is a heap buffer the `Doorbell` owns for as
+        // long as the bytes exist (`providers/rxe/doorbell.rs`).
+        unsafe { self.t.kernel.write(self.t.fd(), bytes) }
     }
 
     /// Maps `len` bytes the kernel exports at `offset` of the command fd.

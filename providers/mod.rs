@@ -48,7 +48,7 @@ mod interface;
 pub mod mlx5;
 pub(crate) mod rxe;
 
-pub(crate) use device::{Device, Transport};
+pub(crate) use device::{ioctl_on, write_cmd_on, Device, Transport};
 pub(crate) use dispatch::*;
 pub(crate) use interface::*;
 

@@ -25,7 +25,7 @@ pub(crate) struct AhInner {
 }
 
 impl Destroy for AhInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
         self.pd
             .ctx
             .destroy_simple(

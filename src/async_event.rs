@@ -172,7 +172,7 @@ impl fmt::Display for AsyncEventType {
 }
 
 /// The object an async event concerns.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AsyncElement {
     /// A CQ (kernel handle).
     Cq(u32),
@@ -350,32 +350,38 @@ impl Context {
             Affiliation::Wq => return plain(AsyncElement::Wq(element)),
             Affiliation::Cq | Affiliation::Qp | Affiliation::Srq => {}
         }
-        let target = ctx.events.get(element);
-        let (counts, hold, elem) = match target {
-            Some(Target::Cq(counts, w)) if affiliation == Affiliation::Cq => match w.upgrade() {
-                Some(cq) => {
-                    let e = AsyncElement::Cq(cq.handle);
-                    (counts, Hold::Cq(cq), e)
-                }
-                None => (counts, Hold::None, AsyncElement::Gone(element)),
-            },
-            Some(Target::Qp(counts, w)) if affiliation == Affiliation::Qp => match w.upgrade() {
-                Some(qp) => {
-                    let e = AsyncElement::Qp(qp.qp_num);
-                    (counts, Hold::Qp(qp), e)
-                }
-                None => (counts, Hold::None, AsyncElement::Gone(element)),
-            },
-            Some(Target::Srq(counts, w)) if affiliation == Affiliation::Srq => match w.upgrade() {
-                Some(srq) => {
-                    let e = AsyncElement::Srq(srq.handle);
-                    (counts, Hold::Srq(srq), e)
-                }
-                None => (counts, Hold::None, AsyncElement::Gone(element)),
-            },
-            // An element that names no object of ours (or of another kind):
-            // nothing to keep alive or acknowledge.
-            _ => return plain(AsyncElement::Gone(element)),
+        // Upgraded under the registry's lock (the destroy protocol of
+        // `event_count`).
+        let found = ctx.events.with(element, |target| {
+            Some(match target? {
+                Target::Cq(counts, w) if affiliation == Affiliation::Cq => match w.upgrade() {
+                    Some(cq) => {
+                        let e = AsyncElement::Cq(cq.handle);
+                        (counts.clone(), Hold::Cq(cq), e)
+                    }
+                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
+                },
+                Target::Qp(counts, w) if affiliation == Affiliation::Qp => match w.upgrade() {
+                    Some(qp) => {
+                        let e = AsyncElement::Qp(qp.qp_num);
+                        (counts.clone(), Hold::Qp(qp), e)
+                    }
+                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
+                },
+                Target::Srq(counts, w) if affiliation == Affiliation::Srq => match w.upgrade() {
+                    Some(srq) => {
+                        let e = AsyncElement::Srq(srq.handle);
+                        (counts.clone(), Hold::Srq(srq), e)
+                    }
+                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
+                },
+                _ => return None,
+            })
+        });
+        // An element that names no object of ours (or of another kind):
+        // nothing to keep alive or acknowledge.
+        let Some((counts, hold, elem)) = found else {
+            return plain(AsyncElement::Gone(element));
         };
         if matches!(hold, Hold::None) {
             // The object is being destroyed: count the event as acknowledged

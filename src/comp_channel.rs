@@ -31,11 +31,11 @@ use crate::{
     abi,
     context::{Context, ContextInner},
     cq::CqInner,
-    error::{Error, Result},
+    error::{Error, ErrorKind, Result},
     event_count::{current_thread, Stream, Target},
     event_fd::{read_record, EventFd, Wait},
     object::Owned,
-    sys,
+    sys::WriteCmd,
 };
 
 /// The kernel side of a channel; CQs attached to it hold an `Arc`.
@@ -60,15 +60,21 @@ impl Context {
         let ctx = &self.inner;
         let req = abi::IbUverbsCreateCompChannel::new_zeroed();
         let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
-        ctx.write_with_resp(
-            abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
-            req.as_bytes(),
-            &[],
-            resp.as_mut_bytes(),
-            &mut [],
-        )
-        .map_err(|e| Error::sys(op, e))?;
-        let fd = sys::adopt_fd(resp.fd as i32).map_err(|e| Error::sys(op, e))?;
+        let mut cmd = WriteCmd {
+            command: abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+            core_in: req.as_bytes(),
+            core_out: resp.as_mut_bytes(),
+            fd_at: Some(std::mem::offset_of!(abi::IbUverbsCreateCompChannelResp, fd)),
+            ..WriteCmd::default()
+        };
+        ctx.write_cmd(&mut cmd).map_err(|e| Error::sys(op, e))?;
+        let fd = cmd.new_fd.take().ok_or_else(|| {
+            Error::new(
+                op,
+                ErrorKind::Malformed,
+                "the kernel returned no channel fd",
+            )
+        })?;
         Ok(CompletionChannel {
             inner: Arc::new(ChannelInner {
                 ctx: ctx.clone(),
@@ -131,7 +137,6 @@ impl CompletionChannel {
                 Some(CqEvent {
                     cq: Some(cq),
                     holder: current_thread(),
-                    acked: false,
                     _not_send: std::marker::PhantomData,
                 })
             }
@@ -157,7 +162,6 @@ pub struct CqEvent {
     // acknowledgement and before waking destroyers.
     cq: Option<Arc<Owned<CqInner>>>,
     holder: ThreadId,
-    acked: bool,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -173,6 +177,12 @@ impl CqEvent {
     /// [`crate::CompletionQueue::handle`]).
     pub fn cq_handle(&self) -> u32 {
         self.cq().handle
+    }
+
+    /// The [`crate::CqOptions::context`] of the CQ that fired, as
+    /// `ibv_get_cq_event` returns `cq_context`.
+    pub fn cq_context(&self) -> u64 {
+        self.cq().context
     }
 
     /// Whether the event is for `cq`.
@@ -191,40 +201,37 @@ impl Drop for CqEvent {
     fn drop(&mut self) {
         let Some(cq) = self.cq.take() else { return };
         let counts = cq.events.clone();
-        if !self.acked {
-            // Acknowledge before releasing the CQ: if this is the last
-            // reference, its destroy then finds every event acknowledged.
-            counts.ack_quiet(Stream::Completion, 1, Some(self.holder));
-        }
+        // Acknowledge before releasing the CQ: if this is the last
+        // reference, its destroy then finds every event acknowledged.
+        counts.ack_quiet(Stream::Completion, 1, Some(self.holder));
         drop(cq);
         counts.notify();
     }
 }
 
-/// Acknowledges a batch of events with one lock per CQ, like
-/// `ibv_ack_cq_events(cq, n)`.
+/// Acknowledges a batch of events, like `ibv_ack_cq_events(cq, n)`: one
+/// lock of each CQ's counts for all its events in the batch (the events may
+/// come from several CQs), whether or not a destroy is waiting.
 pub fn ack_cq_events(events: impl IntoIterator<Item = CqEvent>) {
     let mut pending: Vec<CqEvent> = events.into_iter().collect();
     pending.sort_by_key(|e| Arc::as_ptr(e.cq()) as usize);
-    let mut start = 0;
-    while start < pending.len() {
-        let mut end = start + 1;
-        while end < pending.len() && Arc::ptr_eq(pending[end].cq(), pending[start].cq()) {
-            end += 1;
+    let mut rest = &mut pending[..];
+    while let Some(first) = rest.first() {
+        let cq = first.cq().clone();
+        let n = rest.iter().take_while(|e| Arc::ptr_eq(e.cq(), &cq)).count();
+        let (group, tail) = rest.split_at_mut(n);
+        cq.events
+            .ack_quiet(Stream::Completion, n as u32, Some(group[0].holder));
+        // Release the group's references (their drops then do nothing),
+        // then wake a waiting destroy once (`notify` locks only if one is).
+        for ev in group.iter_mut() {
+            ev.cq = None;
         }
-        let holder = pending[start].holder;
-        pending[start].cq().events.ack_quiet(
-            Stream::Completion,
-            (end - start) as u32,
-            Some(holder),
-        );
-        for ev in &mut pending[start..end] {
-            ev.acked = true;
-        }
-        start = end;
+        let counts = cq.events.clone();
+        drop(cq);
+        counts.notify();
+        rest = tail;
     }
-    // Dropping releases the CQ references and wakes destroyers.
-    drop(pending);
 }
 
 #[cfg(test)]

@@ -131,14 +131,15 @@ impl ContextInner {
         IoctlCmd::new(object, method, self.driver_id)
     }
 
-    /// Runs an ioctl.
+    /// Runs an ioctl (the crate's commands only: see `Device::ioctl` for
+    /// the contract they keep).
     pub(crate) fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        self.kernel.ioctl(self.fd(), cmd)
+        self.device().ioctl(cmd)
     }
 
-    /// Runs a write command.
+    /// Runs a write command (as [`ContextInner::ioctl`]).
     pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        self.kernel.write_cmd(self.fd(), cmd)
+        self.device().write_cmd(cmd)
     }
 
     /// A legacy write command with a response: `req` must start with the
@@ -157,6 +158,7 @@ impl ContextInner {
             driver_in,
             core_out: resp,
             driver_out,
+            ..WriteCmd::default()
         };
         self.write_cmd(&mut cmd)
     }
@@ -206,6 +208,7 @@ impl ContextInner {
                     driver_in: &[],
                     core_out: &mut [],
                     driver_out: &mut [],
+                    ..WriteCmd::default()
                 };
                 self.write_cmd(&mut cmd)
             },
@@ -425,8 +428,19 @@ impl Context {
         self.inner.kernel.clone()
     }
 
-    /// The command fd (for `poll`-free users such as `ibv_import_device` peers).
-    pub fn cmd_fd(&self) -> BorrowedFd<'_> {
+    /// The command fd, for programs that send commands of their own (a
+    /// driver method this crate lacks, `ibv_import_device`-style sharing).
+    ///
+    /// # Safety
+    ///
+    /// Anything written to this fd, or sent to it as an ioctl, acts with
+    /// the context's rights: the caller must keep the contract of
+    /// [`Kernel::ioctl`](crate::sys::Kernel::ioctl) for every command (no
+    /// address of memory it does not own), must not destroy, modify or
+    /// reuse the handles of objects this crate created, and must not close
+    /// the fd or change its flags.
+    #[allow(unsafe_code)] // an `unsafe fn`: the contract above
+    pub unsafe fn cmd_fd(&self) -> BorrowedFd<'_> {
         self.inner.fd()
     }
 
@@ -519,7 +533,7 @@ fn get_context(
         );
         cmd.optional();
         cmd.driver_in(driver_in).driver_out(&mut *driver_out);
-        match kernel.ioctl(fd, &mut cmd) {
+        match crate::providers::ioctl_on(kernel, fd, &mut cmd) {
             Ok(()) => {
                 let (has_v, has_s) = (cmd.is_valid_output(v), cmd.is_valid_output(s));
                 drop(cmd);
@@ -535,17 +549,22 @@ fn get_context(
     }
     let req = abi::IbUverbsGetContext { response: 0 };
     let mut resp = abi::IbUverbsGetContextResp::new_zeroed();
+    let op = "IB_USER_VERBS_CMD_GET_CONTEXT";
     let mut cmd = WriteCmd {
         command: abi::IB_USER_VERBS_CMD_GET_CONTEXT,
         core_in: req.as_bytes(),
         driver_in,
         core_out: resp.as_mut_bytes(),
         driver_out,
+        fd_at: Some(std::mem::offset_of!(abi::IbUverbsGetContextResp, async_fd)),
+        new_fd: None,
     };
-    kernel
-        .write_cmd(fd, &mut cmd)
-        .op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
-    let async_fd = sys::adopt_fd(resp.async_fd as i32).op("IB_USER_VERBS_CMD_GET_CONTEXT")?;
+    crate::providers::write_cmd_on(kernel, fd, &mut cmd).op(op)?;
+    let async_fd = cmd
+        .new_fd
+        .take()
+        .ok_or_else(|| Error::new(op, ErrorKind::Malformed, "the kernel returned no async fd"))?;
+    drop(cmd);
     Ok(Opened {
         num_comp_vectors: resp.num_comp_vectors,
         core_support: 0,
@@ -562,7 +581,7 @@ fn alloc_async_fd(kernel: &dyn Kernel, fd: BorrowedFd<'_>, driver_id: u32) -> Re
         driver_id,
     );
     let at = cmd.new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE);
-    kernel.ioctl(fd, &mut cmd).op(op)?;
+    crate::providers::ioctl_on(kernel, fd, &mut cmd).op(op)?;
     cmd.take_fd(at)
         .ok_or_else(|| Error::new(op, ErrorKind::Malformed, "the kernel returned no fd"))
 }
@@ -582,5 +601,50 @@ mod tests {
         assert!(!f.use_write(Verb::QueryGid));
         assert!(f.record(Verb::GetContext, Errno::ENOTTY));
         assert!(f.use_write(Verb::QueryGid));
+    }
+
+    /// A transport that answers `GET_CONTEXT` with the number of a
+    /// descriptor it did not create: the library must not take it (before,
+    /// it adopted any open number and closed it on drop).
+    #[test]
+    fn a_descriptor_number_the_transport_did_not_hand_over_is_not_taken() {
+        use std::os::fd::AsRawFd;
+
+        use crate::sys::fake::{dummy_fd, FakeKernel};
+
+        let (read_end, theirs) = nix::unistd::pipe().unwrap();
+        let number = theirs.as_raw_fd() as u32;
+        let kernel = FakeKernel::new();
+        kernel.on_write(move |cmd| {
+            let mut resp = abi::IbUverbsGetContextResp::new_zeroed();
+            resp.async_fd = number;
+            resp.num_comp_vectors = 1;
+            cmd.core_out.copy_from_slice(resp.as_bytes());
+            Ok(())
+        });
+        let fallback = Fallback::default();
+        fallback.record(Verb::GetContext, Errno::ENOTTY);
+        let cmd_fd = dummy_fd();
+        let err = get_context(&kernel, cmd_fd.as_fd(), 0, &fallback, &[], &mut [])
+            .expect_err("no fd was handed over");
+        assert_eq!(err.kind(), ErrorKind::Malformed, "{err}");
+        // Still open and still the same pipe.
+        assert_eq!(nix::unistd::write(&theirs, b"ok"), Ok(2));
+        let mut got = [0u8; 2];
+        assert_eq!(nix::unistd::read(read_end.as_raw_fd(), &mut got), Ok(2));
+        assert_eq!(&got, b"ok");
+
+        // The transport that hands it over: taken.
+        let kernel = FakeKernel::new();
+        kernel.on_write(|cmd| {
+            let fd = dummy_fd();
+            let mut resp = abi::IbUverbsGetContextResp::new_zeroed();
+            resp.async_fd = fd.as_raw_fd() as u32;
+            cmd.core_out.copy_from_slice(resp.as_bytes());
+            cmd.new_fd = Some(fd);
+            Ok(())
+        });
+        let opened = get_context(&kernel, cmd_fd.as_fd(), 0, &fallback, &[], &mut []).unwrap();
+        assert!(opened.async_fd.is_some());
     }
 }

@@ -22,8 +22,10 @@ use crate::{
     abi,
     comp_channel::{ChannelInner, CompletionChannel},
     context::{Context, ContextInner, DestroyReporting, Verb},
-    error::{Error, ErrorKind, Result},
-    event_count::{destroy_after_events, EventCounts, Target},
+    error::{DestroyError, Error, ErrorKind, Result},
+    event_count::{
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+    },
     object::{Destroy, Owned},
     providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
     sys::Errno,
@@ -41,6 +43,8 @@ pub(crate) struct CqInner {
     pub(crate) children: Arc<AtomicUsize>,
     /// Keeps the channel (and its fd) alive while the CQ may signal it.
     _channel: Option<Arc<ChannelInner>>,
+    /// `CqOptions::context`.
+    pub(crate) context: u64,
     /// The provider's state kept with the kernel CQ: dropped after the CQ
     /// is destroyed (it may own memory the device writes).
     pub(crate) shared: AnyCqShared,
@@ -56,7 +60,21 @@ impl CqInner {
 }
 
 impl Destroy for CqInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
+        destroy_unreachable(self)
+    }
+}
+
+impl EventObject for CqInner {
+    fn counts(&self) -> &EventCounts {
+        &self.events
+    }
+
+    fn registry(&self) -> (&Registry, u64) {
+        (&self.ctx.events, self.user_handle)
+    }
+
+    fn destroy_reporting(&self) -> Result<Option<[u32; 2]>> {
         let mut req = abi::IbUverbsDestroyCq::new_zeroed();
         req.cq_handle = self.handle;
         let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
@@ -74,16 +92,7 @@ impl Destroy for CqInner {
             req.as_bytes(),
             resp.as_mut_bytes(),
         )?;
-        if !gone {
-            // Every event the kernel handed out must be acknowledged first.
-            // No event value for this CQ exists any more (they hold the CQ),
-            // so what remains are events other threads just read; they are
-            // acknowledged as soon as those threads find the CQ gone.
-            self.events
-                .wait_acked([resp.comp_events_reported, resp.async_events_reported]);
-        }
-        self.ctx.events.remove(self.user_handle);
-        Ok(())
+        Ok((!gone).then_some([resp.comp_events_reported, resp.async_events_reported]))
     }
 }
 
@@ -106,6 +115,11 @@ pub struct CqOptions<'a> {
     pub channel: Option<&'a CompletionChannel>,
     /// Completion vector (`< num_comp_vectors`).
     pub comp_vector: u32,
+    /// A value of the program's choice that the CQ and each of its
+    /// completion events carry ([`CompletionQueue::context`],
+    /// [`crate::CqEvent::cq_context`]): `ibv_create_cq`'s `cq_context`, e.g.
+    /// an index into the program's own table of CQs.
+    pub context: u64,
 }
 
 impl Context {
@@ -201,6 +215,7 @@ impl Context {
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
             _channel: opts.channel.map(|c| c.inner.clone()),
+            context: opts.context,
             shared,
         });
         ctx.events
@@ -227,6 +242,22 @@ impl CompletionQueue {
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
         self.inner.handle
+    }
+
+    /// How many times the CQ's event counts were locked (feature
+    /// `test-utils`: tests of the acknowledgement paths count them).
+    #[cfg(feature = "test-utils")]
+    #[doc(hidden)]
+    pub fn event_count_locks(&self) -> u32 {
+        self.inner
+            .events
+            .locks
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The value given as [`CqOptions::context`] (`cq->cq_context`).
+    pub fn context(&self) -> u64 {
+        self.inner.context
     }
 
     /// The number of completions the CQ holds (what the kernel granted).
@@ -262,18 +293,36 @@ impl CompletionQueue {
     ///
     /// Fails with `EBUSY` while QPs use it, or while the calling thread holds
     /// an unacknowledged event of it. Events held by other threads are waited
-    /// for: the destroy returns once they are acknowledged.
+    /// for: the destroy returns once they are acknowledged (use
+    /// [`CompletionQueue::try_destroy`] where that must not block). On any
+    /// failure the CQ comes back in the error, unchanged: it can still be
+    /// polled, and destroyed again.
+    ///
+    /// Dropping the handle instead destroys the CQ when its last reference
+    /// goes (QPs and events hold one), ignoring errors; that drop waits only
+    /// for other threads to finish reads of its events already in progress.
     #[doc(alias = "ibv_destroy_cq")]
-    pub fn destroy(self) -> Result<()> {
-        let CompletionQueue { inner, ring, .. } = self;
-        drop(ring);
-        let counts = inner.events.clone();
-        let children = inner.children.clone();
-        destroy_after_events(
-            inner,
-            &counts,
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Wait)
+    }
+
+    /// [`CompletionQueue::destroy`] that never waits for events other
+    /// threads hold: it fails with `EAGAIN` (and gives the CQ back) instead.
+    /// For async code, which must not block an executor thread.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Refuse)
+    }
+
+    fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {
+        let children = &self.inner.children;
+        let result = destroy_reachable(
+            &self.inner,
             || children.load(Ordering::Acquire),
+            pending,
             "ibv_destroy_cq",
-        )
+        );
+        // On success `self` drops here: the kernel CQ is gone first, then
+        // the memory the device wrote (`shared`) and the ring.
+        result.map_err(|e| DestroyError::new(self, e))
     }
 }

@@ -184,6 +184,75 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A `destroy()` that did not destroy: the error, and the object itself,
+/// unchanged and still usable (a CQ can still be polled, an SRQ refilled).
+///
+/// `?` turns it into an [`Error`], dropping the object: it is then
+/// destroyed when its last reference goes, as any dropped handle.
+pub struct DestroyError<T> {
+    // Boxed: a `Result<(), DestroyError<_>>` stays small on the success path.
+    object: Box<T>,
+    error: Error,
+}
+
+impl<T> DestroyError<T> {
+    pub(crate) fn new(object: T, error: Error) -> Self {
+        DestroyError {
+            object: Box::new(object),
+            error,
+        }
+    }
+
+    /// Why the destroy failed.
+    pub fn error(&self) -> &Error {
+        &self.error
+    }
+
+    /// The errno, as [`Error::errno`] (`EBUSY`: still in use; `EAGAIN`:
+    /// `try_destroy` found events other threads hold).
+    pub fn errno(&self) -> Option<Errno> {
+        self.error.errno()
+    }
+
+    /// The kind, as [`Error::kind`].
+    pub fn kind(&self) -> ErrorKind {
+        self.error.kind()
+    }
+
+    /// The object back, to use or to destroy again.
+    pub fn into_inner(self) -> T {
+        *self.object
+    }
+
+    /// The object and the error.
+    pub fn into_parts(self) -> (T, Error) {
+        (*self.object, self.error)
+    }
+}
+
+impl<T> fmt::Debug for DestroyError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DestroyError")
+            .field("object", &std::any::type_name::<T>())
+            .field("error", &self.error)
+            .finish()
+    }
+}
+
+impl<T> fmt::Display for DestroyError<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl<T> std::error::Error for DestroyError<T> {}
+
+impl<T> From<DestroyError<T>> for Error {
+    fn from(e: DestroyError<T>) -> Self {
+        e.error
+    }
+}
+
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
         let kind = match e.errno {

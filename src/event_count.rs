@@ -16,6 +16,8 @@
 //! gets `EBUSY` instead of waiting for itself: a destroy can only wait for
 //! acknowledgements that other threads will make.
 
+#[cfg(doc)]
+use crate::object::ParentLink;
 use crate::object::{busy, Destroy, Owned};
 use std::{
     collections::HashMap,
@@ -65,6 +67,9 @@ pub(crate) struct EventCounts {
     /// this after its change, each behind a `SeqCst` fence, so one of them
     /// sees the other (see `wait_while` and `notify`).
     waiters: AtomicU32,
+    /// Acquisitions of `counts` (tests count them).
+    #[cfg(any(test, feature = "test-utils"))]
+    pub(crate) locks: AtomicU32,
 }
 
 fn index(stream: Stream) -> usize {
@@ -76,6 +81,8 @@ fn index(stream: Stream) -> usize {
 
 impl EventCounts {
     fn lock(&self) -> MutexGuard<'_, Counts> {
+        #[cfg(any(test, feature = "test-utils"))]
+        self.locks.fetch_add(1, Ordering::Relaxed);
         // A panic while holding this lock leaves plain counters behind: keep going.
         self.counts.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -188,39 +195,121 @@ impl EventCounts {
     }
 }
 
-/// Destroys an object that receives events, as `destroy()` promises:
-/// `EBUSY` while child objects use it (`children()` > 0) or while the calling
-/// thread holds unacknowledged events of it; otherwise waits until events
-/// held by other threads are acknowledged and released, then destroys it
-/// (the kernel destroy itself then waits for acknowledgements of events read
-/// concurrently, see the object's `destroy_kernel`).
-pub(crate) fn destroy_after_events<T: Destroy>(
-    mut arc: Arc<Owned<T>>,
-    counts: &EventCounts,
+/// An object the kernel reports events for (CQ, QP, SRQ, CM id), as its
+/// destroy sees it.
+pub(crate) trait EventObject: Destroy {
+    /// Its event counts.
+    fn counts(&self) -> &EventCounts;
+    /// The map its events are delivered through, and its key there.
+    fn registry(&self) -> (&Registry, u64);
+    /// The destroy command alone: the event counts the kernel reported
+    /// (completion, async), or `None` when the device is gone (the kernel
+    /// destroyed everything; no event will need acknowledging).
+    fn destroy_reporting(&self) -> crate::Result<Option<[u32; 2]>>;
+}
+
+/// The destroy of an event object nothing can reach any more (its last
+/// reference is being dropped): `Destroy::destroy_kernel` of CQs, QPs, SRQs
+/// and CM ids.
+///
+/// No event value of it exists (they hold it), so after the destroy command
+/// this waits only for events other threads read and have not looked up
+/// yet: they find the object gone and acknowledge at once. It never waits
+/// for the program.
+pub(crate) fn destroy_unreachable<T: EventObject>(obj: &T) -> crate::Result<()> {
+    let (registry, key) = obj.registry();
+    let result = obj.destroy_reporting();
+    if let Ok(Some(reported)) = result {
+        obj.counts().wait_acked(reported);
+    }
+    registry.remove(key);
+    result.map(|_| ())
+}
+
+/// Whether an explicit destroy waits for events other threads hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// Wait until they are acknowledged (`destroy`).
+    Wait,
+    /// Fail with `EAGAIN` instead (`try_destroy`).
+    Refuse,
+}
+
+/// Destroys an event object its handle still holds, as `destroy()`
+/// promises; on error the object is untouched and usable.
+///
+/// - `EBUSY` while child objects use it (`children()` > 0) or the calling
+///   thread holds one of its unacknowledged events (it would wait for
+///   itself);
+/// - events other threads hold are waited for ([`Pending::Wait`]) or
+///   refused with `EAGAIN` ([`Pending::Refuse`]);
+/// - then, under the lock of the map events are delivered through, so no
+///   new event value can be made meanwhile, the destroy command runs; if it
+///   succeeds the object's entry stops resolving (events read later are
+///   acknowledged at once, as for a gone object) and, after the lock,
+///   events read concurrently are waited for (the only wait left: other
+///   threads finishing a read, never the program). If it fails, nothing
+///   changed.
+///
+/// Every reference to the object besides its handle is an event value or a
+/// child's [`ParentLink`](crate::object::ParentLink), made only under that
+/// lock or while the handle is borrowed, and each wakes [`EventCounts`]
+/// waiters after it is released; so a destroy that waits is woken by the
+/// release it waits for.
+pub(crate) fn destroy_reachable<T: EventObject>(
+    arc: &Arc<Owned<T>>,
     children: impl Fn() -> usize,
+    pending: Pending,
     op: &'static str,
 ) -> crate::Result<()> {
+    let counts = arc.counts();
     let mine = counts.held_by_current_thread();
     if mine > 0 {
         return Err(
             crate::Error::sys(op, crate::sys::Errno::EBUSY).with_detail(format!(
                 "this thread holds {mine} unacknowledged event(s) of this object: \
-             acknowledge (drop) them first"
+                 acknowledge (drop) them first"
             )),
         );
     }
+    let (registry, key) = arc.registry();
     loop {
         let n = children();
         if n > 0 {
-            return Err(busy(op, n));
+            return Err(busy(
+                op,
+                n,
+                "destroy those first (the object is given back with this error)",
+            ));
         }
-        match Arc::try_unwrap(arc) {
-            Ok(owned) => return owned.destroy_now(),
-            Err(back) => arc = back,
+        {
+            let mut map = registry.lock();
+            if Arc::strong_count(arc) == 1 {
+                let reported = arc.destroy_reporting()?;
+                arc.mark_destroyed();
+                if let Some(target) = map.get_mut(&key) {
+                    target.detach();
+                }
+                drop(map);
+                if let Some(reported) = reported {
+                    counts.wait_acked(reported);
+                }
+                registry.remove(key);
+                return Ok(());
+            }
+        }
+        if pending == Pending::Refuse {
+            let others = Arc::strong_count(arc).saturating_sub(1);
+            return Err(
+                crate::Error::sys(op, crate::sys::Errno::EAGAIN).with_detail(format!(
+                    "{others} unacknowledged event(s) held by other threads still use it: \
+                     retry once they are acknowledged, or destroy() to wait for them"
+                )),
+            );
         }
         // Other references are events held by other threads (children were
-        // ruled out): wait until they are released.
-        counts.wait_while(|| Arc::strong_count(&arc) > 1 && children() == 0);
+        // ruled out, and none can be added: the caller owns the handle).
+        counts.wait_while(|| Arc::strong_count(arc) > 1 && children() == 0);
     }
 }
 
@@ -233,6 +322,21 @@ pub(crate) enum Target {
     Qp(Arc<EventCounts>, Weak<Owned<crate::qp::QpInner>>),
     /// An SRQ.
     Srq(Arc<EventCounts>, Weak<Owned<crate::srq::SrqInner>>),
+    /// An rdma_cm id (in the process-wide map of [`crate::cm`]).
+    CmId(Arc<EventCounts>, Weak<Owned<crate::cm::IdShared>>),
+}
+
+impl Target {
+    /// Stops the entry from resolving to its object (it was destroyed):
+    /// events read from now on are acknowledged through the counts it keeps.
+    fn detach(&mut self) {
+        match self {
+            Target::Cq(_, w) => *w = Weak::new(),
+            Target::Qp(_, w) => *w = Weak::new(),
+            Target::Srq(_, w) => *w = Weak::new(),
+            Target::CmId(_, w) => *w = Weak::new(),
+        }
+    }
 }
 
 /// Hashes a `user_handle`: they are distinct sequence numbers, so one
@@ -278,27 +382,20 @@ impl Registry {
             .insert(user_handle, target);
     }
 
-    /// Looks up a `user_handle` from an event.
-    pub(crate) fn get(&self, user_handle: u64) -> Option<Target> {
-        self.with(user_handle, |t| t.cloned())
+    /// Runs `f` on the target of a `user_handle` under the registry's lock.
+    /// Every new reference to an object made from an event is upgraded
+    /// here, inside `f` (see [`destroy_reachable`]).
+    pub(crate) fn with<R>(&self, user_handle: u64, f: impl FnOnce(Option<&Target>) -> R) -> R {
+        f(self.lock().get(&user_handle))
     }
 
-    /// Runs `f` on the target of a `user_handle` under the registry's lock
-    /// (to upgrade it without cloning the entry).
-    pub(crate) fn with<R>(&self, user_handle: u64, f: impl FnOnce(Option<&Target>) -> R) -> R {
-        f(self
-            .map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&user_handle))
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Target, BuildHasherDefault<HandleHasher>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Forgets a destroyed object.
     pub(crate) fn remove(&self, user_handle: u64) {
-        self.map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&user_handle);
+        self.lock().remove(&user_handle);
     }
 }
 
@@ -345,6 +442,6 @@ mod tests {
         let r = Registry::default();
         let (a, b) = (r.new_handle(), r.new_handle());
         assert!(a != 0 && b != 0 && a != b);
-        assert!(r.get(a).is_none());
+        assert!(r.with(a, |t| t.is_none()));
     }
 }

@@ -70,13 +70,16 @@ pub struct Attr<'a> {
 impl Attr<'_> {
     /// The `ib_uverbs_attr` the kernel sees for this attribute.
     ///
-    /// Pointer attributes carry the buffer address; everything else carries `data`.
+    /// Pointer attributes carry the buffer address, a new fd carries -1 (so
+    /// an attribute the kernel ignores is never read back as descriptor 0);
+    /// everything else carries `data`.
     pub fn to_raw(&self) -> abi::IbUverbsAttr {
         let data = match &self.buf {
             AttrBuf::In(b) => b.as_ptr() as u64,
             AttrBuf::Out(b) => b.as_ptr() as u64,
             AttrBuf::Fd(fd) => i64::from(fd.as_raw_fd()) as u64,
-            AttrBuf::Inline | AttrBuf::NewFd(_) | AttrBuf::NewObject => self.data,
+            AttrBuf::NewFd(_) => u64::MAX,
+            AttrBuf::Inline | AttrBuf::NewObject => self.data,
         };
         abi::IbUverbsAttr {
             attr_id: self.id,
@@ -84,6 +87,26 @@ impl Attr<'_> {
             flags: self.flags,
             attr_data: self.attr_data,
             data,
+        }
+    }
+
+    /// Checks every length the kernel will trust against the buffer it
+    /// describes: a pointer attribute's `len` within its slice, an inline
+    /// one at most the 8 bytes of `data` (a longer one would make the
+    /// kernel read `data` as an address), handles and fds 0. `EINVAL`
+    /// otherwise.
+    pub fn check_len(&self) -> Result<(), Errno> {
+        let len = usize::from(self.len);
+        let ok = match &self.buf {
+            AttrBuf::In(b) => len <= b.len(),
+            AttrBuf::Out(b) => len <= b.len(),
+            AttrBuf::Inline => len <= 8,
+            AttrBuf::Fd(_) | AttrBuf::NewFd(_) | AttrBuf::NewObject => len == 0,
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(Errno::EINVAL)
         }
     }
 
@@ -129,8 +152,9 @@ impl<'a> IoctlCmd<'a> {
         &self.attrs[..self.len]
     }
 
-    /// Mutable access for transports (writing back handles, fds and flags).
-    pub fn attrs_mut(&mut self) -> &mut [Attr<'a>] {
+    /// Mutable access for the crate's transports (writing back handles, fds
+    /// and flags). Not public: the builder alone sets lengths and buffers.
+    pub(crate) fn attrs_mut(&mut self) -> &mut [Attr<'a>] {
         &mut self.attrs[..self.len]
     }
 

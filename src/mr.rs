@@ -17,6 +17,7 @@
 //! reason. Registered pages stay pinned until deregistration, so work
 //! requests still in flight when a region is dropped cannot reach memory
 //! that was reused: they complete with an error instead.
+
 #![allow(unsafe_code)]
 
 use std::{os::fd::BorrowedFd, sync::Arc};
@@ -30,6 +31,7 @@ use crate::{
     error::{Error, ErrorKind, Result},
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
+    shared_memory,
     sys::{Errno, Mapping},
     wr::Sge,
 };
@@ -85,7 +87,7 @@ pub(crate) struct MrInner {
 }
 
 impl Destroy for MrInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
         self.pd
             .ctx
             .destroy_simple(
@@ -103,6 +105,19 @@ impl Destroy for MrInner {
 }
 
 /// A registered memory region (`struct ibv_mr`).
+///
+/// # Concurrent access
+///
+/// A region is `Clone + Send + Sync`: several threads may read and write
+/// it, and the device writes it when it likes. Every access the region
+/// offers is therefore atomic (relaxed 8-byte and byte accesses for the
+/// copies, acquire/release for [`MemoryRegion::read_u8`] and
+/// [`MemoryRegion::write_u8`]), so overlapping accesses are never undefined
+/// behaviour: a copy racing a writer may see some words old and some new,
+/// and programs order their accesses as with any shared buffer (a
+/// completion, a flag byte, a lock). Through [`MemoryRegion::as_ptr`] the
+/// same rule is the caller's: atomics, or accesses it knows do not overlap
+/// any other.
 #[derive(Debug, Clone)]
 pub struct MemoryRegion {
     inner: Arc<Owned<MrInner>>,
@@ -314,7 +329,10 @@ impl MemoryRegion {
     }
 
     /// A pointer to the first byte of memory the crate allocated
-    /// ([`ProtectionDomain::alloc_mr`]); `None` for other regions.
+    /// ([`ProtectionDomain::alloc_mr`]); `None` for other regions. Accesses
+    /// through it must keep the rule of "Concurrent access" on
+    /// [`MemoryRegion`]: no reference into the region, and no plain access
+    /// that may overlap another thread's or the device's.
     pub fn as_ptr(&self) -> Option<*mut u8> {
         match &self.inner.backing {
             Backing::Owned(map) => Some(map.as_mut_ptr()),
@@ -383,34 +401,37 @@ impl MemoryRegion {
 
     /// Copies `data` into the region at `offset`.
     ///
-    /// Ordering with the device: write before posting the work request that
-    /// sends it (posting publishes it with release ordering).
+    /// The copy is made of relaxed atomic accesses (see "Concurrent access"
+    /// on [`MemoryRegion`]): clones of this handle on other threads
+    /// and the device may use the same bytes meanwhile without undefined
+    /// behaviour; ordering them is the program's protocol. Ordering with
+    /// the device: write before posting the work request that sends it
+    /// (posting publishes it with release ordering).
     #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         let op = "MemoryRegion::write";
         self.check_range(op, offset, data.len())?;
         let base = self.owned_ptr(op)?;
         // SAFETY: `offset..offset + data.len()` is inside the mapping this
-        // region owns (checked above), which stays mapped while `self` lives.
-        // No Rust reference to the mapping exists; the device may access it
-        // concurrently, which is the caller's protocol to order, not UB for
-        // this raw copy.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(offset), data.len()) };
+        // region owns (checked above), which stays mapped while `self` lives;
+        // every access the crate makes to it is atomic (`shared_memory`).
+        unsafe { shared_memory::copy_in(base.add(offset), data) };
         Ok(())
     }
 
-    /// Copies bytes out of the region at `offset` into `out`.
+    /// Copies bytes out of the region at `offset` into `out` (relaxed atomic
+    /// accesses, as [`MemoryRegion::write`]).
     ///
     /// Ordering with the device: read after polling the completion that
-    /// reports the data (polling acquires it).
+    /// reports the data (polling acquires it), or after [`MemoryRegion::read_u8`]
+    /// saw the flag the peer writes last.
     #[inline]
     pub fn read(&self, offset: usize, out: &mut [u8]) -> Result<()> {
         let op = "MemoryRegion::read";
         self.check_range(op, offset, out.len())?;
         let base = self.owned_ptr(op)?;
-        // SAFETY: as in `write`: in bounds of a live mapping, raw copy, no
-        // reference into device-written memory is formed.
-        unsafe { std::ptr::copy_nonoverlapping(base.add(offset), out.as_mut_ptr(), out.len()) };
+        // SAFETY: as in `write`.
+        unsafe { shared_memory::copy_out(base.add(offset), out) };
         Ok(())
     }
 
@@ -421,43 +442,48 @@ impl MemoryRegion {
         Ok(u64::from_ne_bytes(b))
     }
 
-    /// Reads the byte at `offset` with one volatile load: the cheap way to
+    /// Reads the byte at `offset` with one acquire load: the cheap way to
     /// busy-poll for a byte the device writes (perftest's write-lat spin).
-    /// Follow it with `fence(Acquire)` before reading the data it flags.
+    /// Reads made after it are not performed before it, so data that was
+    /// complete when the flag was written (a peer's RDMA write lands in
+    /// order, flag last) is seen complete; between threads it pairs with
+    /// [`MemoryRegion::write_u8`].
     #[inline]
     pub fn read_u8(&self, offset: usize) -> Result<u8> {
         match self.owned_byte(offset) {
             // SAFETY: `p` is inside the live mapping this region owns
-            // (`owned_byte`); a volatile byte load through a raw pointer
-            // forms no reference into device-written memory.
-            Some(p) => Ok(unsafe { std::ptr::read_volatile(p) }),
+            // (`owned_byte`); the access is atomic (`shared_memory`).
+            Some(p) => Ok(unsafe { shared_memory::load_u8(p) }),
             None => Err(self.byte_error("MemoryRegion::read_u8", offset)),
         }
     }
 
-    /// Writes the byte at `offset` with one volatile store.
+    /// Writes the byte at `offset` with one release store: what was
+    /// written before it is visible to a thread whose
+    /// [`MemoryRegion::read_u8`] sees it.
     ///
     /// Ordering with the device: as [`MemoryRegion::write`].
     #[inline]
     pub fn write_u8(&self, offset: usize, byte: u8) -> Result<()> {
         match self.owned_byte(offset) {
             Some(p) => {
-                // SAFETY: as in `read_u8`: in bounds of the live mapping, a
-                // raw volatile store, no reference formed.
-                unsafe { std::ptr::write_volatile(p, byte) };
+                // SAFETY: as in `read_u8`.
+                unsafe { shared_memory::store_u8(p, byte) };
                 Ok(())
             }
             None => Err(self.byte_error("MemoryRegion::write_u8", offset)),
         }
     }
 
-    /// Fills `len` bytes at `offset` with `byte`.
+    /// Fills `len` bytes at `offset` with `byte` (relaxed atomic stores, as
+    /// [`MemoryRegion::write`]).
     pub fn fill(&self, offset: usize, len: usize, byte: u8) -> Result<()> {
         let op = "MemoryRegion::fill";
         self.check_range(op, offset, len)?;
         let base = self.owned_ptr(op)?;
-        // SAFETY: in bounds of the live mapping (checked above); raw write.
-        unsafe { std::ptr::write_bytes(base.add(offset), byte, len) };
+        // SAFETY: in bounds of the live mapping (checked above); atomic
+        // accesses (`shared_memory`).
+        unsafe { shared_memory::fill(base.add(offset), len, byte) };
         Ok(())
     }
 

@@ -7,30 +7,49 @@
 //! destroyed exactly once: by an explicit `destroy()` (which reports errors,
 //! and fails with `EBUSY` while other references exist), or when the last
 //! reference is dropped (best effort: `Drop` never panics and ignores errors).
+//! CQs, QPs and SRQs, which receive events, follow the protocol of
+//! [`crate::event_count`] instead of [`destroy`].
 
-use std::{ops::Deref, sync::Arc};
+use std::{
+    ops::Deref,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc,
+    },
+};
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    event_count::EventCounts,
+};
 
 /// A kernel object that can be destroyed.
 pub(crate) trait Destroy {
-    /// Destroys the kernel object. Called at most once.
-    fn destroy_kernel(&mut self) -> Result<()>;
+    /// Destroys the kernel object. Called at most once, when nothing else
+    /// can reach the object any more (its last reference is being dropped,
+    /// or an explicit destroy proved it was the only one).
+    fn destroy_kernel(&self) -> Result<()>;
 }
 
 /// A kernel object with destroy-once semantics.
 #[derive(Debug)]
 pub(crate) struct Owned<T: Destroy> {
     obj: T,
-    destroyed: bool,
+    destroyed: AtomicBool,
 }
 
 impl<T: Destroy> Owned<T> {
     pub(crate) fn new(obj: T) -> Arc<Self> {
         Arc::new(Owned {
             obj,
-            destroyed: false,
+            destroyed: AtomicBool::new(false),
         })
+    }
+
+    /// Records that the kernel object was destroyed by an explicit destroy,
+    /// so the last drop does not destroy it again.
+    pub(crate) fn mark_destroyed(&self) {
+        self.destroyed.store(true, Ordering::Release);
     }
 }
 
@@ -43,35 +62,85 @@ impl<T: Destroy> Deref for Owned<T> {
 
 impl<T: Destroy> Drop for Owned<T> {
     fn drop(&mut self) {
-        if !self.destroyed {
-            self.destroyed = true;
+        if !*self.destroyed.get_mut() {
+            *self.destroyed.get_mut() = true;
             let _ = self.obj.destroy_kernel();
         }
     }
 }
 
-impl<T: Destroy> Owned<T> {
-    /// Destroys the kernel object now, reporting the result.
-    pub(crate) fn destroy_now(mut self) -> Result<()> {
-        self.destroyed = true;
-        self.obj.destroy_kernel()
-    }
-}
-
-/// Destroys the object behind the last reference now; `EBUSY` otherwise.
+/// Destroys the object behind the last reference now; `EBUSY` otherwise
+/// (the object is then destroyed when its last reference is dropped). A
+/// failed kernel destroy is reported, and tried once more by that drop.
 pub(crate) fn destroy<T: Destroy>(arc: Arc<Owned<T>>, op: &'static str) -> Result<()> {
     match Arc::try_unwrap(arc) {
-        Ok(owned) => owned.destroy_now(),
-        Err(shared) => Err(busy(op, Arc::strong_count(&shared) - 1)),
+        Ok(owned) => {
+            owned.destroy_kernel()?;
+            owned.mark_destroyed();
+            Ok(())
+        }
+        Err(shared) => Err(busy(
+            op,
+            Arc::strong_count(&shared) - 1,
+            "it is destroyed when the last of them is dropped",
+        )),
     }
 }
 
 /// The error for destroying an object that is still referenced.
-pub(crate) fn busy(op: &'static str, others: usize) -> Error {
+pub(crate) fn busy(op: &'static str, others: usize, then: &str) -> Error {
     Error::sys(op, crate::sys::Errno::EBUSY).with_detail(format!(
         "{others} other handle(s), child object(s) or unacknowledged event(s) still use it; \
-         it is destroyed when the last of them is dropped"
+         {then}"
     ))
+}
+
+/// A child object's reference to a parent that counts its children (a
+/// QP's CQs and SRQ): the parent's destroy fails with `EBUSY` while the
+/// count is not zero.
+///
+/// Dropping the link releases the reference *before* it lowers the count,
+/// then wakes a destroy waiting on the parent: a destroy that sees no
+/// children therefore never waits for a reference a child still holds.
+#[derive(Debug)]
+pub(crate) struct ParentLink<T: Destroy> {
+    parent: Option<Arc<Owned<T>>>,
+    children: Arc<AtomicUsize>,
+    events: Arc<EventCounts>,
+}
+
+impl<T: Destroy> ParentLink<T> {
+    /// Links to `parent`, counting one more child in `children`.
+    pub(crate) fn new(
+        parent: &Arc<Owned<T>>,
+        children: &Arc<AtomicUsize>,
+        events: &Arc<EventCounts>,
+    ) -> Self {
+        children.fetch_add(1, Ordering::AcqRel);
+        ParentLink {
+            parent: Some(parent.clone()),
+            children: children.clone(),
+            events: events.clone(),
+        }
+    }
+}
+
+impl<T: Destroy> Deref for ParentLink<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match &self.parent {
+            Some(p) => p,
+            None => unreachable!("the parent is only released in drop"),
+        }
+    }
+}
+
+impl<T: Destroy> Drop for ParentLink<T> {
+    fn drop(&mut self) {
+        drop(self.parent.take());
+        self.children.fetch_sub(1, Ordering::AcqRel);
+        self.events.notify();
+    }
 }
 
 #[cfg(test)]
@@ -84,7 +153,7 @@ mod tests {
     struct Counted(Arc<AtomicUsize>);
 
     impl Destroy for Counted {
-        fn destroy_kernel(&mut self) -> Result<()> {
+        fn destroy_kernel(&self) -> Result<()> {
             self.0.fetch_add(1, Ordering::SeqCst);
             Ok(())
         }
@@ -96,6 +165,43 @@ mod tests {
         let obj = Owned::new(Counted(n.clone()));
         destroy(obj, "test").unwrap();
         assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+
+    /// A parent whose destroy records how many children it still counted.
+    #[derive(Debug)]
+    struct Parent {
+        children: Arc<AtomicUsize>,
+        seen: Arc<AtomicUsize>,
+    }
+
+    impl Destroy for Parent {
+        fn destroy_kernel(&self) -> Result<()> {
+            self.seen
+                .store(self.children.load(Ordering::SeqCst), Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// The invariant a CQ destroy relies on: a child stops counting only
+    /// after its reference is gone. Here the link holds the parent's last
+    /// reference, so the parent is destroyed inside the link's drop and
+    /// must still see the child counted (the old order, count first, let a
+    /// destroy see no children while a reference remained, and sleep).
+    #[test]
+    fn a_parent_link_releases_its_reference_before_it_stops_counting() {
+        let children = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(AtomicUsize::new(usize::MAX));
+        let events = Arc::new(EventCounts::default());
+        let parent = Owned::new(Parent {
+            children: children.clone(),
+            seen: seen.clone(),
+        });
+        let link = ParentLink::new(&parent, &children, &events);
+        assert_eq!(children.load(Ordering::SeqCst), 1);
+        drop(parent);
+        drop(link);
+        assert_eq!(seen.load(Ordering::SeqCst), 1, "released while counted");
+        assert_eq!(children.load(Ordering::SeqCst), 0);
     }
 
     #[test]

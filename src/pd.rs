@@ -26,7 +26,7 @@ pub(crate) struct PdInner {
 }
 
 impl Destroy for PdInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
         self.ctx
             .destroy_simple(
                 Verb::DestroyPd,

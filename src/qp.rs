@@ -23,9 +23,11 @@ use crate::{
     abi,
     context::{ContextInner, DestroyReporting, Verb},
     cq::{CompletionQueue, CqInner},
-    error::{Error, ErrorKind, Result},
-    event_count::{destroy_after_events, EventCounts, Target},
-    object::{Destroy, Owned},
+    error::{DestroyError, Error, ErrorKind, Result},
+    event_count::{
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+    },
+    object::{Destroy, Owned, ParentLink},
     pd::{PdInner, ProtectionDomain},
     providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
@@ -60,9 +62,10 @@ pub struct QpInitAttr<'a> {
 pub(crate) struct QpInner {
     pub(crate) ctx: Arc<ContextInner>,
     _pd: Arc<Owned<PdInner>>,
-    send_cq: Arc<Owned<CqInner>>,
-    recv_cq: Arc<Owned<CqInner>>,
-    srq: Option<Arc<Owned<SrqInner>>>,
+    // Counted in their parents' `children` while the QP exists.
+    _send_cq: ParentLink<CqInner>,
+    _recv_cq: ParentLink<CqInner>,
+    _srq: Option<ParentLink<SrqInner>>,
     pub(crate) handle: u32,
     pub(crate) user_handle: u64,
     pub(crate) qp_num: u32,
@@ -83,7 +86,21 @@ impl QpInner {
 }
 
 impl Destroy for QpInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
+        destroy_unreachable(self)
+    }
+}
+
+impl EventObject for QpInner {
+    fn counts(&self) -> &EventCounts {
+        &self.events
+    }
+
+    fn registry(&self) -> (&Registry, u64) {
+        (&self.ctx.events, self.user_handle)
+    }
+
+    fn destroy_reporting(&self) -> Result<Option<[u32; 2]>> {
         let mut req = abi::IbUverbsDestroyQp::new_zeroed();
         req.qp_handle = self.handle;
         let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
@@ -102,16 +119,9 @@ impl Destroy for QpInner {
             resp.as_mut_bytes(),
         )?;
         self._shared.on_destroyed();
-        if !gone {
-            self.events.wait_acked([0, resp.events_reported]);
-        }
-        self.ctx.events.remove(self.user_handle);
-        self.send_cq.children.fetch_sub(1, Ordering::AcqRel);
-        self.recv_cq.children.fetch_sub(1, Ordering::AcqRel);
-        if let Some(srq) = &self.srq {
-            srq.children.fetch_sub(1, Ordering::AcqRel);
-        }
-        Ok(())
+        // The CQs and the SRQ count this QP as a child until it is dropped
+        // (`ParentLink`): after the destroy, even a failed one.
+        Ok((!gone).then_some([0, resp.events_reported]))
     }
 }
 
@@ -259,17 +269,16 @@ impl ProtectionDomain {
             })?;
         let (plan, got, qp_num) = out;
         let events = Arc::new(EventCounts::default());
-        init.send_cq.inner.children.fetch_add(1, Ordering::AcqRel);
-        init.recv_cq.inner.children.fetch_add(1, Ordering::AcqRel);
-        if let Some(s) = init.srq {
-            s.inner.children.fetch_add(1, Ordering::AcqRel);
-        }
+        let cq_link =
+            |cq: &CompletionQueue| ParentLink::new(&cq.inner, &cq.inner.children, &cq.inner.events);
         let inner = Owned::new(QpInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
-            send_cq: init.send_cq.inner.clone(),
-            recv_cq: init.recv_cq.inner.clone(),
-            srq: init.srq.map(|s| s.inner.clone()),
+            _send_cq: cq_link(init.send_cq),
+            _recv_cq: cq_link(init.recv_cq),
+            _srq: init
+                .srq
+                .map(|s| ParentLink::new(&s.inner, &s.inner.children, &s.inner.events)),
             handle,
             user_handle,
             qp_num,
@@ -359,6 +368,7 @@ impl QueuePair {
                 driver_in: &[],
                 core_out: resp.as_mut_bytes(),
                 driver_out: &mut [],
+                ..WriteCmd::default()
             };
             inner.ctx.write_cmd(&mut cmd)
         } else {
@@ -494,13 +504,26 @@ impl QueuePair {
     }
 
     /// Destroys the QP, like `ibv_destroy_qp`: waits until async events other
-    /// threads hold for it are acknowledged; `EBUSY` if the calling thread
-    /// holds one.
+    /// threads hold for it are acknowledged ([`QueuePair::try_destroy`] does
+    /// not); `EBUSY` if the calling thread holds one. On any failure the QP
+    /// comes back in the error, unchanged and still usable. Dropping the
+    /// handle destroys it when its last reference goes (see
+    /// [`crate::CompletionQueue::destroy`]).
     #[doc(alias = "ibv_destroy_qp")]
-    pub fn destroy(self) -> Result<()> {
-        let QueuePair { inner, queues, .. } = self;
-        drop(queues);
-        let counts = inner.events.clone();
-        destroy_after_events(inner, &counts, || 0, "ibv_destroy_qp")
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Wait)
+    }
+
+    /// [`QueuePair::destroy`] that fails with `EAGAIN` instead of waiting
+    /// for events other threads hold.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Refuse)
+    }
+
+    fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {
+        let result = destroy_reachable(&self.inner, || 0, pending, "ibv_destroy_qp");
+        // On success `self` drops here: the kernel QP is gone first, then
+        // the queues the device read.
+        result.map_err(|e| DestroyError::new(self, e))
     }
 }

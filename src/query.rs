@@ -39,6 +39,7 @@ impl Context {
             driver_in: &[],
             core_out: resp.as_mut_bytes(),
             driver_out: &mut [],
+            ..WriteCmd::default()
         };
         match ctx.write_cmd(&mut cmd) {
             Ok(()) => {}
@@ -52,6 +53,7 @@ impl Context {
                     driver_in: &[],
                     core_out: base.as_mut_bytes(),
                     driver_out: &mut [],
+                    ..WriteCmd::default()
                 };
                 ctx.write_cmd(&mut cmd)
                     .op("IB_USER_VERBS_CMD_QUERY_DEVICE")?;
@@ -100,6 +102,7 @@ impl Context {
             driver_in: &[],
             core_out: resp.as_mut_bytes(),
             driver_out: &mut [],
+            ..WriteCmd::default()
         };
         ctx.write_cmd(&mut cmd)
             .map_err(|e| port_error("IB_USER_VERBS_CMD_QUERY_PORT", port, e))?;

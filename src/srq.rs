@@ -19,8 +19,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::{ContextInner, DestroyReporting, Verb},
-    error::{Error, ErrorKind, Result},
-    event_count::{destroy_after_events, EventCounts, Target},
+    error::{DestroyError, Error, ErrorKind, Result},
+    event_count::{
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+    },
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
     providers::{AnySrq, AnySrqShared, DriverData, SrqCreated, SrqRequest},
@@ -60,7 +62,21 @@ pub(crate) struct SrqInner {
 }
 
 impl Destroy for SrqInner {
-    fn destroy_kernel(&mut self) -> Result<()> {
+    fn destroy_kernel(&self) -> Result<()> {
+        destroy_unreachable(self)
+    }
+}
+
+impl EventObject for SrqInner {
+    fn counts(&self) -> &EventCounts {
+        &self.events
+    }
+
+    fn registry(&self) -> (&Registry, u64) {
+        (&self.ctx.events, self.user_handle)
+    }
+
+    fn destroy_reporting(&self) -> Result<Option<[u32; 2]>> {
         let mut req = abi::IbUverbsDestroySrq::new_zeroed();
         req.srq_handle = self.handle;
         let mut resp = abi::IbUverbsDestroySrqResp::new_zeroed();
@@ -78,11 +94,7 @@ impl Destroy for SrqInner {
             req.as_bytes(),
             resp.as_mut_bytes(),
         )?;
-        if !gone {
-            self.events.wait_acked([0, resp.events_reported]);
-        }
-        self.ctx.events.remove(self.user_handle);
-        Ok(())
+        Ok((!gone).then_some([0, resp.events_reported]))
     }
 }
 
@@ -293,18 +305,29 @@ impl SharedReceiveQueue {
 
     /// Destroys the SRQ, like `ibv_destroy_srq`: `EBUSY` while QPs use it or
     /// the calling thread holds one of its events; waits for events other
-    /// threads hold.
+    /// threads hold ([`SharedReceiveQueue::try_destroy`] does not). On any
+    /// failure the SRQ comes back in the error, unchanged and still usable.
+    /// Dropping the handle destroys it when its last reference goes (see
+    /// [`crate::CompletionQueue::destroy`]).
     #[doc(alias = "ibv_destroy_srq")]
-    pub fn destroy(self) -> Result<()> {
-        let SharedReceiveQueue { inner, ring, .. } = self;
-        drop(ring);
-        let counts = inner.events.clone();
-        let children = inner.children.clone();
-        destroy_after_events(
-            inner,
-            &counts,
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Wait)
+    }
+
+    /// [`SharedReceiveQueue::destroy`] that fails with `EAGAIN` instead of
+    /// waiting for events other threads hold.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Refuse)
+    }
+
+    fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {
+        let children = &self.inner.children;
+        let result = destroy_reachable(
+            &self.inner,
             || children.load(Ordering::Acquire),
+            pending,
             "ibv_destroy_srq",
-        )
+        );
+        result.map_err(|e| DestroyError::new(self, e))
     }
 }

@@ -320,7 +320,28 @@ fn destroy_while_this_thread_holds_an_event_is_ebusy() {
     assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
     assert!(err.to_string().contains("unacknowledged"), "{err}");
     assert!(fake.destroyed(Kind::Cq).is_empty());
-    // The acknowledgement releases the last reference: destroyed then.
+    // The CQ comes back usable; once the event is acknowledged it goes.
+    let mut cq = err.into_inner();
+    let mut wc = [uverbs::WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut wc), 0);
+    ev.ack();
+    assert!(fake.destroyed(Kind::Cq).is_empty());
+    cq.destroy().unwrap();
+    assert_eq!(fake.destroyed(Kind::Cq).len(), 1);
+}
+
+/// Dropping the handle while this thread holds an event defers the destroy
+/// to the acknowledgement, which releases the last reference.
+#[test]
+fn a_dropped_handle_is_destroyed_by_its_last_events_acknowledgement() {
+    let o = objects();
+    let cq_uh = o.uh(Kind::Cq, o.cq.handle());
+    o.fake.push_event(T::CQ_ERR.0, cq_uh);
+    let ev = o.ctx.try_get_async_event().unwrap().unwrap();
+    let Objs { fake, cq, qp, .. } = o;
+    qp.destroy().unwrap();
+    drop(cq);
+    assert!(fake.destroyed(Kind::Cq).is_empty());
     ev.ack();
     assert_eq!(fake.destroyed(Kind::Cq).len(), 1);
 }
@@ -447,5 +468,6 @@ fn after_removal_a_held_event_still_gives_ebusy_then_drops_cleanly() {
     let err = qp.destroy().unwrap_err();
     assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
     ev.ack();
+    err.into_inner().destroy().unwrap();
     cq.destroy().unwrap();
 }

@@ -15,7 +15,7 @@ use std::{
 };
 
 use uverbs::{
-    cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace, IB_EVENT_COMM_EST},
+    cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     sys::{fake::FakeKernel, Errno, Kernel},
     QpAttrMask, QpState,
 };
@@ -376,7 +376,7 @@ fn address_and_connection_commands_are_framed_as_the_kernel_parses_them() {
         }
     );
 
-    id.notify(IB_EVENT_COMM_EST).unwrap();
+    id.notify(uverbs::AsyncEventType::COMM_EST).unwrap();
     let mut body = kid.to_vec();
     body.extend_from_slice(&u32b(4));
     assert_eq!(
@@ -762,11 +762,41 @@ fn destroy_from_the_thread_holding_an_event_is_ebusy() {
         !k.seen().iter().any(|s| s.cmd == 1),
         "no DESTROY_ID while the event is held"
     );
-    // The event kept the id alive; acknowledging it destroys the id.
+    // The id comes back; dropped, it lives on in the event, whose
+    // acknowledgement then destroys it.
+    let id = err.into_inner();
+    assert_eq!(id.kernel_id(), kid);
+    drop(id);
+    assert!(!k.seen().iter().any(|s| s.cmd == 1));
     ev.ack();
     let d = k.last();
     assert_eq!(d.cmd, 1);
     assert_eq!(&d.body[8..12], &u32b(kid));
+}
+
+#[test]
+fn try_destroy_refuses_to_wait_and_gives_the_id_back() {
+    let k = Ucma::new();
+    let ch = k.channel();
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    k.push_event(event_for(&id, 0, 0));
+    let ch2 = ch.clone();
+    let (got_tx, got_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let holder = thread::spawn(move || {
+        let ev = ch2.try_get_event().unwrap().unwrap();
+        got_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        drop(ev);
+    });
+    got_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    let err = id.try_destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EAGAIN), "{err}");
+    assert!(!k.seen().iter().any(|s| s.cmd == 1), "no DESTROY_ID yet");
+    go_tx.send(()).unwrap();
+    holder.join().unwrap();
+    err.into_inner().try_destroy().unwrap();
+    assert_eq!(k.last().cmd, 1);
 }
 
 #[test]
@@ -917,4 +947,76 @@ fn multicast_join_and_leave_are_framed_with_the_ids_uid_and_the_joins_id() {
     assert_eq!((s.cmd, s.out), (17, 4));
     assert_eq!(u32::from_ne_bytes(s.body[8..12].try_into().unwrap()), 555);
     assert!(id.leave_multicast(group).is_err());
+}
+
+/// `rdma_notify`'s refusals name the fix; the forwarding helper passes on
+/// only COMM_EST and PATH_MIG of the id's own QP.
+#[test]
+fn notify_errors_explain_and_only_cm_events_of_the_qp_are_forwarded() {
+    use uverbs::{testing::rxe, AsyncEventType as T, Context, CqOptions, QpCap, QpInitAttr};
+
+    let k = Ucma::new();
+    let ch = k.channel();
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    k.fail(15, Errno::EINVAL);
+    let err = id.notify(T::SQ_DRAINED).unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EINVAL));
+    let text = err.to_string();
+    assert!(text.contains("RDMA_USER_CM_CMD_NOTIFY"), "{text}");
+    assert!(
+        text.contains("COMM_EST") && text.contains("SQ_DRAINED"),
+        "{text}"
+    );
+    k.fail(15, Errno::EISCONN);
+    let err = id.notify(T::COMM_EST).unwrap_err();
+    assert!(err.to_string().contains("already established"), "{err}");
+
+    // A verbs context with a QP, on the rxe fake.
+    let fake = rxe::fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(rxe::DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, CqOptions::default()).unwrap();
+    let cap = QpCap {
+        max_send_wr: 4,
+        max_recv_wr: 4,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    };
+    let init = QpInitAttr {
+        qp_type: uverbs::QpType::Rc,
+        send_cq: &cq,
+        recv_cq: &cq,
+        srq: None,
+        cap,
+        sq_sig_all: false,
+    };
+    let (qp, other) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
+    let uh = fake.user_handle(rxe::Kind::Qp, qp.handle());
+    let other_uh = fake.user_handle(rxe::Kind::Qp, other.handle());
+
+    k.state.lock().unwrap().fail.clear();
+    let notifies = |k: &Ucma| k.seen().iter().filter(|s| s.cmd == 15).count();
+    let before = notifies(&k);
+    for (ty, element, forwarded) in [
+        (T::COMM_EST, uh, true),
+        (T::PATH_MIG, uh, true),
+        (T::SQ_DRAINED, uh, false),
+        (T::COMM_EST, other_uh, false),
+    ] {
+        fake.push_event(ty.0, element);
+        let ev = ctx.try_get_async_event().unwrap().unwrap();
+        assert_eq!(id.forward_event(&ev, &qp).unwrap(), forwarded, "{ty:?}");
+        if forwarded {
+            let mut body = u32b(id.kernel_id()).to_vec();
+            body.extend_from_slice(&u32b(ty.0));
+            assert_eq!(k.last().body, body);
+        }
+    }
+    assert_eq!(notifies(&k) - before, 2);
+    // COMM_EST after the RTU already established it: forwarded all the same.
+    k.fail(15, Errno::EISCONN);
+    fake.push_event(T::COMM_EST.0, uh);
+    let ev = ctx.try_get_async_event().unwrap().unwrap();
+    assert!(id.forward_event(&ev, &qp).unwrap());
 }

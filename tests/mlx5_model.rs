@@ -807,7 +807,7 @@ fn arming_uses_the_sequence_number_and_events_reach_the_channel() {
             8,
             CqOptions {
                 channel: Some(&ch),
-                comp_vector: 0,
+                ..CqOptions::default()
             },
         )
         .unwrap();

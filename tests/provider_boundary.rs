@@ -1,7 +1,7 @@
 //! The boundary between the core and the providers runs one way.
 //!
 //! - **Providers** (`providers/`) import only the crate's vocabulary (`abi`,
-//!   `error`, `ioctl`, `sys`, `wc`, `wr`), the public types re-exported at
+//!   `error`, `ioctl`, `sys`, `wc`, `wr`, ...), the public types re-exported at
 //!   the crate root (`crate::QpType`, `crate::Context`), and the provider
 //!   interface (`crate::providers`). They never reach into the core's object
 //!   modules (`context`, `cq`, `qp`, `ah`, ...).
@@ -19,13 +19,16 @@ use std::{
 
 /// Modules of the crate a provider may import.
 /// (`netlink`: the fake rxe kernel, `providers/rxe/fake.rs`, answers discovery;
-/// `event_fd`: the one reader of event fds, which mlx5's DevX channels use.)
+/// `event_fd`: the one reader of event fds, which mlx5's DevX channels use;
+/// `shared_memory`: atomic copies of memory others access, which the mlx5
+/// device model uses for its DMA.)
 const VOCABULARY: &[&str] = &[
     "abi",
     "error",
     "event_fd",
     "ioctl",
     "netlink",
+    "shared_memory",
     "sys",
     "wc",
     "wr",

@@ -27,7 +27,7 @@ pub fn setup(dev: Option<&str>, messages: usize) -> uverbs::Result<Loopback> {
         depth,
         CqOptions {
             channel: Some(&channel),
-            comp_vector: 0,
+            ..CqOptions::default()
         },
     )?;
     let pd = ctx.alloc_pd()?;

@@ -26,10 +26,10 @@
 use std::{
     collections::HashMap,
     ffi::OsString,
-    os::fd::{BorrowedFd, IntoRawFd, OwnedFd},
+    os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd},
     path::Path,
     sync::{
-        atomic::{AtomicBool, AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering},
         Arc, Mutex,
     },
     time::Duration,
@@ -72,6 +72,9 @@ pub struct Behaviour {
     /// The device is gone (disassociated, as mlx5 after a removal): every
     /// command fails with EIO.
     pub removed: AtomicBool,
+    /// Destroys of CQs, QPs and SRQs fail with this errno (0: they do
+    /// not), leaving the object in place, as a kernel that refuses.
+    pub fail_destroy: AtomicI32,
 }
 
 /// The fake kernel with one rxe device; see the module documentation.
@@ -130,18 +133,35 @@ impl FakeRxe {
             .unwrap_or_else(|| panic!("no {kind:?} with handle {handle}"))
     }
 
-    /// Queues one async event record (what a `read` of the async fd returns)
-    /// and, for an event about an object, counts it as reported for that
-    /// object, as the kernel counts events read (returned by its destroy).
+    /// Queues one async event record (what a `read` of the async fd
+    /// returns). An event about an object counts as reported for it when it
+    /// is read, as the kernel counts it (the count its destroy returns);
+    /// the object's destroy drops its unread events.
     pub fn push_event(&self, event_type: u32, element: u64) {
         let mut d = abi::IbUverbsAsyncEventDesc::new_zeroed();
         d.element = element;
         d.event_type = event_type;
-        let about_object = matches!(event_type, 0..=7 | 14..=16);
-        if about_object {
-            *self.objects.lock().reported.entry(element).or_default() += 1;
-        }
         self.kernel.push_read(Ok(d.as_bytes().to_vec()));
+    }
+
+    /// Queues a completion event of the CQ with kernel `handle` on its
+    /// completion channel (counted when read, as [`FakeRxe::push_event`]);
+    /// false when the CQ has no channel.
+    pub fn push_comp_event(&self, handle: u32) -> bool {
+        let (uh, fd) = {
+            let s = self.objects.lock();
+            let Some(&fd) = s.cq_channels.get(&handle) else {
+                return false;
+            };
+            (s.user_handles[&(Kind::Cq, handle)], fd)
+        };
+        self.kernel.push_read_to(fd, Ok(uh.to_ne_bytes().to_vec()));
+        true
+    }
+
+    /// How many times CQs were armed (`REQ_NOTIFY_CQ`).
+    pub fn arms(&self) -> u32 {
+        self.objects.lock().arms
     }
 
     /// Kernel handles destroyed so far, of `kind`.
@@ -177,8 +197,25 @@ pub struct Objects {
 struct ObjState {
     next_handle: u32,
     user_handles: HashMap<(Kind, u32), u64>,
-    reported: HashMap<u64, u32>,
+    /// Async events read, by object kind and user handle.
+    reported: HashMap<(Kind, u64), u32>,
+    /// Completion events read, by CQ user handle.
+    comp_reported: HashMap<u64, u32>,
+    /// The completion channel fd of each CQ that has one.
+    cq_channels: HashMap<u32, RawFd>,
+    arms: u32,
     destroyed: Vec<(Kind, u32)>,
+}
+
+/// The kind of object an async event type is about (its `element` is then
+/// that object's user handle), as `ib_uverbs_*_event_handler` file them.
+fn about_object(event_type: u32) -> Option<Kind> {
+    match event_type {
+        0 => Some(Kind::Cq),
+        1..=7 | 16 => Some(Kind::Qp),
+        14 | 15 => Some(Kind::Srq),
+        _ => None,
+    }
 }
 
 impl Objects {
@@ -194,15 +231,68 @@ impl Objects {
         h
     }
 
-    /// Destroys the object; returns the async events reported for it.
-    fn destroy(&self, kind: Kind, handle: u32) -> Result<u32, Errno> {
+    /// Counts a record a read took: an async event about an object (16
+    /// bytes) or a completion event (8 bytes: the CQ's user handle).
+    fn record_read(&self, bytes: &[u8]) {
         let mut s = self.lock();
-        let uh = s
-            .user_handles
-            .remove(&(kind, handle))
-            .ok_or(Errno::EINVAL)?;
+        if let Ok(d) = abi::IbUverbsAsyncEventDesc::read_from_bytes(bytes) {
+            // The kernel counts an event on the object it was raised for;
+            // an element naming no such object (tests forge those) counts
+            // nowhere.
+            if let Some(kind) = about_object(d.event_type) {
+                if s.user_handles
+                    .iter()
+                    .any(|(&(k, _), &uh)| k == kind && uh == d.element)
+                {
+                    *s.reported.entry((kind, d.element)).or_default() += 1;
+                }
+            }
+        } else if let Ok(d) = abi::IbUverbsCompEventDesc::read_from_bytes(bytes) {
+            *s.comp_reported.entry(d.cq_handle).or_default() += 1;
+        }
+    }
+
+    /// Destroys the object as the kernel does: its unread events are
+    /// dropped from the queues, and the events read are returned (async,
+    /// completion).
+    fn destroy(
+        &self,
+        kernel: &std::sync::Weak<FakeKernel>,
+        kind: Kind,
+        handle: u32,
+    ) -> Result<(u32, u32), Errno> {
+        let (uh, channel) = {
+            let s = self.lock();
+            let uh = *s.user_handles.get(&(kind, handle)).ok_or(Errno::EINVAL)?;
+            (
+                uh,
+                s.cq_channels
+                    .get(&handle)
+                    .copied()
+                    .filter(|_| kind == Kind::Cq),
+            )
+        };
+        let has_events = matches!(kind, Kind::Cq | Kind::Qp | Kind::Srq);
+        if let Some(k) = kernel.upgrade().filter(|_| has_events) {
+            // Before the counts are taken, under the fake's own lock: a read
+            // either took an event and counted it, or finds it gone.
+            k.discard_reads(None, |b| {
+                abi::IbUverbsAsyncEventDesc::read_from_bytes(b)
+                    .is_ok_and(|d| about_object(d.event_type) == Some(kind) && d.element == uh)
+            });
+            if let Some(fd) = channel {
+                k.discard_reads(Some(fd), |b| b == uh.to_ne_bytes());
+            }
+        }
+        let mut s = self.lock();
+        s.user_handles.remove(&(kind, handle));
+        if kind == Kind::Cq {
+            s.cq_channels.remove(&handle);
+        }
         s.destroyed.push((kind, handle));
-        Ok(s.reported.remove(&uh).unwrap_or(0))
+        let reported = s.reported.remove(&(kind, uh)).unwrap_or(0);
+        let comp = s.comp_reported.remove(&uh).unwrap_or(0);
+        Ok((reported, comp))
     }
 }
 
@@ -372,8 +462,21 @@ impl RxeRing {
     }
 }
 
+/// `Behaviour::fail_destroy`.
+fn refuse_destroy(b: &Behaviour) -> Result<(), Errno> {
+    match b.fail_destroy.load(Ordering::Relaxed) {
+        0 => Ok(()),
+        e => Err(Errno::from_raw(e)),
+    }
+}
+
 /// CQ, QP and SRQ create/destroy (ioctl methods, as 6.1 has them).
-fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(), Errno>> {
+fn objects_ioctl(
+    objects: &Objects,
+    kernel: &std::sync::Weak<FakeKernel>,
+    b: &Behaviour,
+    cmd: &mut IoctlCmd<'_>,
+) -> Option<Result<(), Errno>> {
     let handle_in = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).map(|v| v as u32);
     let r = match (cmd.object_id, cmd.method_id) {
         (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE) => (|| {
@@ -387,6 +490,11 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
                 return Err(Errno::EINVAL);
             }
             let h = objects.create(Kind::Cq, uh);
+            if let Some(a) = cmd.find(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL) {
+                if let crate::ioctl::AttrBuf::Fd(fd) = &a.buf {
+                    objects.lock().cq_channels.insert(h, fd.as_raw_fd());
+                }
+            }
             cmd.set_new_object(abi::UVERBS_ATTR_CREATE_CQ_HANDLE, h);
             cmd.write_output(
                 abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE,
@@ -399,8 +507,10 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
         })(),
         (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_CQ_HANDLE).ok_or(Errno::EINVAL)?;
+            refuse_destroy(b)?;
             let mut resp = abi::IbUverbsDestroyCqResp::new_zeroed();
-            resp.async_events_reported = objects.destroy(Kind::Cq, h)?;
+            (resp.async_events_reported, resp.comp_events_reported) =
+                objects.destroy(kernel, Kind::Cq, h)?;
             cmd.write_output(abi::UVERBS_ATTR_DESTROY_CQ_RESP, resp.as_bytes());
             Ok(())
         })(),
@@ -430,8 +540,9 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
         })(),
         (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE).ok_or(Errno::EINVAL)?;
+            refuse_destroy(b)?;
             let mut resp = abi::IbUverbsDestroyQpResp::new_zeroed();
-            resp.events_reported = objects.destroy(Kind::Qp, h)?;
+            resp.events_reported = objects.destroy(kernel, Kind::Qp, h)?.0;
             cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
             Ok(())
         })(),
@@ -467,14 +578,15 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
         })(),
         (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_SRQ_HANDLE).ok_or(Errno::EINVAL)?;
+            refuse_destroy(b)?;
             let mut resp = abi::IbUverbsDestroySrqResp::new_zeroed();
-            resp.events_reported = objects.destroy(Kind::Srq, h)?;
+            resp.events_reported = objects.destroy(kernel, Kind::Srq, h)?.0;
             cmd.write_output(abi::UVERBS_ATTR_DESTROY_SRQ_RESP, resp.as_bytes());
             Ok(())
         })(),
         (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE).ok_or(Errno::EINVAL)?;
-            objects.destroy(Kind::Mr, h).map(|_| ())
+            objects.destroy(kernel, Kind::Mr, h).map(|_| ())
         })(),
         _ => return None,
     };
@@ -482,8 +594,28 @@ fn objects_ioctl(objects: &Objects, cmd: &mut IoctlCmd<'_>) -> Option<Result<(),
 }
 
 /// PD allocation (write commands only, as on 6.1).
-fn objects_write(objects: &Objects, cmd: &mut WriteCmd<'_>) -> Option<Result<(), Errno>> {
+fn objects_write(
+    objects: &Objects,
+    kernel: &std::sync::Weak<FakeKernel>,
+    cmd: &mut WriteCmd<'_>,
+) -> Option<Result<(), Errno>> {
     match cmd.command {
+        c if c == abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
+            let fd = dummy_fd();
+            let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
+            resp.fd = fd.as_raw_fd() as u32;
+            if let Some(k) = kernel.upgrade() {
+                // A new channel: nothing queued for its number yet.
+                k.forget_fd(fd.as_raw_fd());
+            }
+            let r = copy_out(cmd.core_out, resp.as_bytes());
+            cmd.new_fd = Some(fd);
+            Some(r)
+        }
+        c if c == abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ => {
+            objects.lock().arms += 1;
+            Some(Ok(()))
+        }
         c if c == abi::IB_USER_VERBS_CMD_ALLOC_PD => {
             let h = objects.create(Kind::Pd, 0);
             let mut resp = abi::IbUverbsAllocPdResp::new_zeroed();
@@ -492,7 +624,7 @@ fn objects_write(objects: &Objects, cmd: &mut WriteCmd<'_>) -> Option<Result<(),
         }
         c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => {
             let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
-            Some(objects.destroy(Kind::Pd, h).map(|_| ()))
+            Some(objects.destroy(kernel, Kind::Pd, h).map(|_| ()))
         }
         c if c == abi::IB_USER_VERBS_CMD_REG_MR => {
             let h = objects.create(Kind::Mr, 0);
@@ -696,10 +828,13 @@ fn write(cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     let ex = abi::IB_USER_VERBS_CMD_FLAG_EXTENDED;
     match cmd.command {
         c if c == abi::IB_USER_VERBS_CMD_GET_CONTEXT => {
+            let fd = dummy_fd();
             let mut resp = abi::IbUverbsGetContextResp::new_zeroed();
-            resp.async_fd = dummy_fd().into_raw_fd() as u32;
+            resp.async_fd = fd.as_raw_fd() as u32;
             resp.num_comp_vectors = 2;
-            copy_out(cmd.core_out, resp.as_bytes())
+            copy_out(cmd.core_out, resp.as_bytes())?;
+            cmd.new_fd = Some(fd);
+            Ok(())
         }
         c if c == ex | abi::IB_USER_VERBS_EX_CMD_QUERY_DEVICE => {
             if !cmd.driver_in.is_empty() || !cmd.driver_out.is_empty() {
@@ -762,19 +897,21 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
         netlink_reply(req)
     });
     let objects = Arc::new(Objects::default());
-    let (b, o) = (behaviour.clone(), objects.clone());
+    let o = objects.clone();
+    kernel.on_record_read(move |_, bytes| o.record_read(bytes));
+    let (b, o, k) = (behaviour.clone(), objects.clone(), Arc::downgrade(&kernel));
     kernel.on_ioctl(move |cmd| {
         if b.removed.load(Ordering::Relaxed) {
             return Err(Errno::EIO);
         }
-        objects_ioctl(&o, cmd).unwrap_or_else(|| ioctl(&b, cmd))
+        objects_ioctl(&o, &k, &b, cmd).unwrap_or_else(|| ioctl(&b, cmd))
     });
-    let (b, o) = (behaviour.clone(), objects.clone());
+    let (b, o, k) = (behaviour.clone(), objects.clone(), Arc::downgrade(&kernel));
     kernel.on_write(move |cmd| {
         if b.removed.load(Ordering::Relaxed) {
             return Err(Errno::EIO);
         }
-        objects_write(&o, cmd).unwrap_or_else(|| write(cmd))
+        objects_write(&o, &k, cmd).unwrap_or_else(|| write(cmd))
     });
     // The rxe send doorbell (a 32-byte POST_SEND write) is accepted.
     let b = behaviour.clone();
@@ -822,18 +959,21 @@ impl Kernel for FastDoorbell {
     fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
         Kernel::char_dev(&*self.0.kernel, fd)
     }
-    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        self.0.kernel.ioctl(fd, cmd)
+    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.0.kernel.ioctl(fd, cmd) }
     }
-    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        self.0.kernel.write_cmd(fd, cmd)
+    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.0.kernel.write_cmd(fd, cmd) }
     }
     #[inline(never)]
-    fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    unsafe fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         Ok(buf.len())
     }
-    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
-        self.0.kernel.ucma(fd, cmd)
+    unsafe fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.0.kernel.ucma(fd, cmd) }
     }
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
         self.0.kernel.read(fd, buf)

@@ -162,6 +162,7 @@ impl Provider for Rxe {
             driver_in: &[],
             core_out: &mut [],
             driver_out: &mut [],
+            ..crate::sys::WriteCmd::default()
         })
     }
 

@@ -11,6 +11,7 @@
 //! `O_NONBLOCK`, after which one channel serves blocking callers,
 //! non-blocking callers, callers with a timeout and event loops (`AsFd`) at
 //! once.
+#![allow(unsafe_code)] // the two calls into the transport's `unsafe fn ucma`
 
 use std::{
     os::fd::{AsFd, BorrowedFd},
@@ -26,7 +27,7 @@ use crate::{
     context::Context,
     device_list::devices_with,
     error::{Error, ErrorKind, Result},
-    event_count::Stream,
+    event_count::{Stream, Target},
     event_fd::{EventFd, Wait},
     object::Owned,
     sys::{Errno, Kernel, UcmaCmd},
@@ -34,7 +35,7 @@ use crate::{
 
 use super::{
     event::{CmEvent, CmEventKind},
-    id::{lookup, CmId, IdShared},
+    id::{registry, CmId, IdShared},
 };
 
 /// The rdma_cm character device.
@@ -95,7 +96,12 @@ impl ChannelInner {
             response_at,
             response,
         };
-        self.fd.kernel().ucma(self.fd.as_fd(), &mut c)
+        // SAFETY: the rdma_cm requests of this crate carry no address the
+        // kernel keeps: besides the response buffer the transport fills in,
+        // the only one is SET_OPTION's `optval`, a slice `CmId::set_option`
+        // borrows across this synchronous write (`src/cm/id.rs`). `uid`s
+        // are opaque numbers the kernel only echoes back.
+        unsafe { self.fd.kernel().ucma(self.fd.as_fd(), &mut c) }
     }
 
     /// [`ChannelInner::command`] with the error naming the command.
@@ -221,7 +227,9 @@ impl EventChannel {
                 response_at: Some(0),
                 response: resp.as_mut_bytes(),
             };
-            k.ucma(fd, &mut cmd).map(|()| resp)
+            // SAFETY: GET_EVENT carries no address but its response, which
+            // the transport fills in from `resp`.
+            unsafe { k.ucma(fd, &mut cmd) }.map(|()| resp)
         };
         self.inner
             .fd
@@ -234,35 +242,36 @@ impl EventChannel {
     /// when its id is gone or being destroyed, or unknown to this process.
     fn deliver(&self, resp: Box<abi::RdmaUcmEventResp>) -> Option<CmEvent> {
         let kind = CmEventKind::from_raw(resp.event);
-        let target = lookup(resp.uid);
-        if kind == CmEventKind::ConnectRequest {
+        // The id, upgraded under the registry's lock (the destroy protocol
+        // of `event_count`); its counts even when it is gone or destroyed.
+        let target = if resp.uid == 0 {
+            None
+        } else {
+            registry().with(resp.uid, |t| match t {
+                Some(Target::CmId(counts, weak)) => Some((counts.clone(), weak.upgrade())),
+                _ => None,
+            })
+        };
+        let new_id = (kind == CmEventKind::ConnectRequest).then(|| {
             // The kernel created a new id for the connection; it is ours to
             // destroy whatever happens to the event.
             let (ps, qp_type) = match &target {
-                Some((_, weak)) => match weak.upgrade() {
-                    Some(l) => (l.ps, l.qp_type),
-                    None => (super::PortSpace::Tcp, crate::QpType::Rc),
-                },
-                None => (super::PortSpace::Tcp, crate::QpType::Rc),
+                Some((_, Some(l))) => (l.ps, l.qp_type),
+                _ => (super::PortSpace::Tcp, crate::QpType::Rc),
             };
-            let new_id = CmId::adopt(self.inner.clone(), resp.id, ps, qp_type);
-            let (counts, weak) = target?;
-            let Some(listener) = weak.upgrade().filter(|l| !l.is_destroying()) else {
-                counts.ack(Stream::Async, 1, None);
-                drop(new_id);
-                return None;
-            };
-            counts.delivered();
-            return Some(CmEvent::new(listener, resp, Some(new_id)));
-        }
-        let (counts, weak) = target?;
-        match weak.upgrade().filter(|id| !id.is_destroying()) {
+            CmId::adopt(self.inner.clone(), resp.id, ps, qp_type)
+        });
+        let (counts, id) = target?;
+        match id {
             Some(id) => {
                 counts.delivered();
-                Some(CmEvent::new(id, resp, None))
+                Some(CmEvent::new(id, resp, new_id))
             }
             None => {
+                // Its id is being destroyed or gone: acknowledged at once
+                // (a connection request's new id is destroyed with it).
                 counts.ack(Stream::Async, 1, None);
+                drop(new_id);
                 None
             }
         }

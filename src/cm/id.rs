@@ -16,10 +16,7 @@ use std::{
     collections::HashMap,
     net::SocketAddr,
     os::fd::{AsFd, AsRawFd},
-    sync::{
-        atomic::{AtomicBool, AtomicU64, Ordering},
-        Arc, Mutex, OnceLock, Weak,
-    },
+    sync::{Arc, Mutex, OnceLock},
     time::Duration,
 };
 
@@ -28,11 +25,13 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::Context,
-    error::{Error, ErrorKind, Result},
-    event_count::{destroy_after_events, EventCounts},
+    error::{DestroyError, Error, ErrorKind, Result},
+    event_count::{
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+    },
     object::{Destroy, Owned},
     sys::Errno,
-    QpType,
+    AsyncEvent, AsyncEventType, QpType, QueuePair,
 };
 
 use super::{
@@ -86,7 +85,6 @@ pub(crate) struct IdShared {
     pub(crate) ps: PortSpace,
     pub(crate) qp_type: QpType,
     pub(crate) counts: Arc<EventCounts>,
-    destroying: AtomicBool,
     context: Mutex<Option<Context>>,
     /// Joined multicast groups and the kernel's id for each join.
     groups: Mutex<HashMap<SocketAddr, u32>>,
@@ -99,72 +97,49 @@ impl IdShared {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
-
-    pub(crate) fn is_destroying(&self) -> bool {
-        self.destroying.load(Ordering::Acquire)
-    }
 }
 
 impl Destroy for IdShared {
-    fn destroy_kernel(&mut self) -> Result<()> {
-        // Events read from now on are acknowledged at once, not delivered.
-        self.destroying.store(true, Ordering::Release);
+    fn destroy_kernel(&self) -> Result<()> {
+        destroy_unreachable(self)
+    }
+}
+
+impl EventObject for IdShared {
+    fn counts(&self) -> &EventCounts {
+        &self.counts
+    }
+
+    fn registry(&self) -> (&Registry, u64) {
+        (registry(), self.uid)
+    }
+
+    fn destroy_reporting(&self) -> Result<Option<[u32; 2]>> {
         let mut req = abi::RdmaUcmDestroyId::new_zeroed();
         req.id = self.kernel_id;
         let mut resp = abi::RdmaUcmDestroyIdResp::new_zeroed();
-        let result = self.channel().command_op(
+        self.channel().command_op(
             abi::RDMA_USER_CM_CMD_DESTROY_ID,
             req.as_bytes(),
             Some(0),
             resp.as_mut_bytes(),
-        );
-        if result.is_ok() {
-            // No event value of this id exists any more (they hold it); what
-            // remains are events other threads just read, acknowledged as
-            // soon as they find the id being destroyed.
-            self.counts.wait_acked([0, resp.events_reported]);
-        }
-        unregister(self.uid);
-        result
+        )?;
+        Ok(Some([0, resp.events_reported]))
     }
 }
 
-type Entry = (Arc<EventCounts>, Weak<Owned<IdShared>>);
-
-fn registry() -> &'static Mutex<HashMap<u64, Entry>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<u64, Entry>>> = OnceLock::new();
-    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-fn new_uid() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// The id an event's `uid` names (0 and unknown uids: `None`).
-pub(crate) fn lookup(uid: u64) -> Option<Entry> {
-    if uid == 0 {
-        return None;
-    }
-    registry()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&uid)
-        .cloned()
+/// Every id of the process by `uid`: rdma_cm events name their id by it,
+/// whichever channel they arrive on.
+pub(crate) fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(Registry::default)
 }
 
 fn register(arc: &Arc<Owned<IdShared>>) {
-    registry()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(arc.uid, (arc.counts.clone(), Arc::downgrade(arc)));
-}
-
-fn unregister(uid: u64) {
-    registry()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&uid);
+    registry().insert(
+        arc.uid,
+        Target::CmId(arc.counts.clone(), Arc::downgrade(arc)),
+    );
 }
 
 /// An option of a CM id ([`CmId::set_option`], `rdma_set_option`).
@@ -199,7 +174,6 @@ impl CmId {
             ps,
             qp_type: ps.qp_type(),
             counts: Arc::new(EventCounts::default()),
-            destroying: AtomicBool::new(false),
             context: Mutex::new(None),
             groups: Mutex::new(HashMap::new()),
         });
@@ -208,7 +182,7 @@ impl CmId {
     }
 
     pub(crate) fn create(channel: Arc<ChannelInner>, ps: PortSpace) -> Result<CmId> {
-        let uid = new_uid();
+        let uid = registry().new_handle();
         let mut req = abi::RdmaUcmCreateId::new_zeroed();
         req.uid = uid;
         req.ps = ps.raw();
@@ -240,7 +214,7 @@ impl CmId {
         ps: PortSpace,
         _qp_type: QpType,
     ) -> CmId {
-        Self::wrap(channel, kernel_id, new_uid(), ps)
+        Self::wrap(channel, kernel_id, registry().new_handle(), ps)
     }
 
     pub(crate) fn channel(&self) -> Arc<ChannelInner> {
@@ -526,15 +500,50 @@ impl CmId {
     }
 
     /// Forwards a QP async event to the CM, like `rdma_notify`: with
-    /// [`IB_EVENT_COMM_EST`] the passive side becomes ESTABLISHED when data
-    /// arrived before the RTU (the kernel fails with `EISCONN` when it already
-    /// is, `EINVAL` in other states).
+    /// [`AsyncEventType::COMM_EST`] the passive side becomes ESTABLISHED when
+    /// data arrived before the RTU (the kernel fails with `EISCONN` when it
+    /// already is), with [`AsyncEventType::PATH_MIG`] the CM loads the
+    /// alternate path. The kernel takes no other type, and none before the
+    /// id has a connection (`EINVAL`; `drivers/infiniband/core/cma.c`
+    /// `rdma_notify`, `cm.c` `ib_cm_notify`). See also
+    /// [`CmId::forward_event`].
     #[doc(alias = "rdma_notify")]
-    pub fn notify(&self, event: u32) -> Result<()> {
+    pub fn notify(&self, event: AsyncEventType) -> Result<()> {
         let mut req = abi::RdmaUcmNotify::new_zeroed();
         req.id = self.inner.kernel_id;
-        req.event = event;
+        req.event = event.0;
         self.run(abi::RDMA_USER_CM_CMD_NOTIFY, req.as_bytes())
+            .map_err(|e| match e.errno() {
+                Some(Errno::EINVAL) => e.with_detail(format!(
+                    "the CM takes only COMM_EST and PATH_MIG ({event:?} given), and only once \
+                     the id is connecting or connected"
+                )),
+                Some(Errno::EISCONN) => {
+                    e.with_detail("the connection is already established (COMM_EST came late)")
+                }
+                _ => e,
+            })
+    }
+
+    /// Forwards `event` to the CM if it is one the CM needs and it is about
+    /// `qp` (this id's QP): `COMM_EST` (data arrived before the RTU) or
+    /// `PATH_MIG`, as the rdma_cm documentation asks of programs that read
+    /// async events. Returns whether it was forwarded; a `COMM_EST` that
+    /// finds the connection already established (`EISCONN`) counts as
+    /// forwarded.
+    pub fn forward_event(&self, event: &AsyncEvent, qp: &QueuePair) -> Result<bool> {
+        let kind = event.event_type();
+        if !matches!(kind, AsyncEventType::COMM_EST | AsyncEventType::PATH_MIG)
+            || !event.is_for_qp(qp)
+        {
+            return Ok(false);
+        }
+        match self.notify(kind) {
+            Err(e) if kind == AsyncEventType::COMM_EST && e.errno() == Some(Errno::EISCONN) => {
+                Ok(true)
+            }
+            r => r.map(|()| true),
+        }
     }
 
     /// The addresses and device of the id (`QUERY` with `RDMA_USER_CM_QUERY_ADDR`).
@@ -649,12 +658,24 @@ impl CmId {
     /// Destroys the id, like `rdma_destroy_id`: returns once every event the
     /// kernel reported for it has been acknowledged. Fails with `EBUSY` when
     /// the calling thread holds one of its events; waits for events other
-    /// threads hold. (Dropping the id destroys it when its last event is
-    /// acknowledged, ignoring errors.)
+    /// threads hold ([`CmId::try_destroy`] does not). On failure the id
+    /// comes back in the error. (Dropping the id destroys it when its last
+    /// event is acknowledged, ignoring errors; that drop waits only for
+    /// reads of its events other threads have in progress.)
     #[doc(alias = "rdma_destroy_id")]
-    pub fn destroy(self) -> Result<()> {
-        let counts = self.inner.counts.clone();
-        destroy_after_events(self.inner, &counts, || 0, "rdma_destroy_id")
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Wait)
+    }
+
+    /// [`CmId::destroy`] that fails with `EAGAIN` instead of waiting for
+    /// events other threads hold.
+    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::Refuse)
+    }
+
+    fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {
+        destroy_reachable(&self.inner, || 0, pending, "rdma_destroy_id")
+            .map_err(|e| DestroyError::new(self, e))
     }
 }
 
@@ -707,8 +728,3 @@ pub struct RouteInfo {
     /// The ib device index (`u32::MAX`: not reported).
     pub ibdev_index: u32,
 }
-
-/// `IB_EVENT_COMM_EST`: for [`CmId::notify`].
-pub const IB_EVENT_COMM_EST: u32 = 4;
-/// `IB_EVENT_PATH_MIG`: for [`CmId::notify`].
-pub const IB_EVENT_PATH_MIG: u32 = 6;

@@ -41,8 +41,7 @@ mod ud;
 
 pub use channel::{EventChannel, RDMA_CM_PATH};
 pub use event::{CmEvent, CmEventKind, ConnParam, UdParam};
-pub use id::{
-    AddrInfo, CmId, CmOption, PathRecord, PortSpace, RouteInfo, IB_EVENT_COMM_EST,
-    IB_EVENT_PATH_MIG,
-};
+pub use id::{AddrInfo, CmId, CmOption, PathRecord, PortSpace, RouteInfo};
 pub use ud::{UdPeer, RDMA_UDP_QKEY};
+
+pub(crate) use id::IdShared;

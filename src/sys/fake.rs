@@ -55,6 +55,7 @@ type UcmaFn = dyn FnMut(&[u8], &mut [u8]) -> Result<(), Errno> + Send;
 type MmapFn = dyn FnMut(u64, usize) -> Result<Mapping, Errno> + Send;
 type WaitFn = Box<dyn Fn(Option<Duration>) -> Result<Readiness, Errno> + Send + Sync>;
 type ReadFn = dyn FnMut(&mut [u8], bool) -> Result<usize, Errno> + Send;
+type RecordReadFn = dyn Fn(RawFd, &[u8]) + Send + Sync;
 
 fn handler<F: ?Sized>(f: Box<F>) -> Option<Handler<F>> {
     Some(Arc::new(Mutex::new(f)))
@@ -87,6 +88,10 @@ struct State {
     fd_readers: HashMap<RawFd, (FileId, Handler<ReadFn>)>,
     /// Fds set `O_NONBLOCK`.
     nonblocking: HashSet<RawFd>,
+    /// Told of every queued record a read takes, under the state lock.
+    record_read: Option<Arc<RecordReadFn>>,
+    /// Told of every queued record a read took, after the lock (may block).
+    after_read: Option<Arc<RecordReadFn>>,
     calls: Vec<Call>,
     ioctls: Vec<IoctlShape>,
 }
@@ -238,6 +243,23 @@ impl FakeKernel {
         self
     }
 
+    /// Calls `f` with the fd and the bytes of every queued record a `read`
+    /// takes, atomically with taking it (the kernel counts an event as
+    /// reported when it is read). `f` runs under the fake's lock: it must
+    /// not call the fake.
+    pub fn on_record_read(&self, f: impl Fn(RawFd, &[u8]) + Send + Sync + 'static) -> &Self {
+        self.with(|s| s.record_read = Some(Arc::new(f)));
+        self
+    }
+
+    /// Calls `f` with the fd and the bytes of every queued record a `read`
+    /// took, before the read returns, without the fake's lock: a test can
+    /// hold a reader there, between its read and its use of the record.
+    pub fn on_after_read(&self, f: impl Fn(RawFd, &[u8]) + Send + Sync + 'static) -> &Self {
+        self.with(|s| s.after_read = Some(Arc::new(f)));
+        self
+    }
+
     /// Queues the result of the next `read` (on any fd).
     pub fn push_read(&self, result: Result<Vec<u8>, Errno>) -> &Self {
         self.with(|s| s.reads.push_back(result));
@@ -336,6 +358,65 @@ impl FakeKernel {
     pub fn ioctls(&self) -> Vec<IoctlShape> {
         self.with(|s| s.ioctls.clone())
     }
+
+    /// Takes the next queued record for `raw` into `buf` (under the lock).
+    /// A record longer than the buffer is refused and stays queued.
+    fn take_record(s: &mut State, raw: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+        let observer = s.record_read.clone();
+        let queue = match s.reads_for.get_mut(&raw).filter(|q| !q.is_empty()) {
+            Some(q) => q,
+            None => &mut s.reads,
+        };
+        match queue.front() {
+            None => Err(Errno::EAGAIN),
+            Some(Ok(bytes)) if bytes.len() > buf.len() => Err(Errno::EINVAL),
+            Some(_) => match queue.pop_front() {
+                Some(Ok(bytes)) => {
+                    buf[..bytes.len()].copy_from_slice(&bytes);
+                    if let Some(f) = observer {
+                        f(raw, &bytes);
+                    }
+                    Ok(bytes.len())
+                }
+                Some(Err(e)) => Err(e),
+                None => Err(Errno::EAGAIN),
+            },
+        }
+    }
+
+    /// The default `wait_readable`: readable while records are queued.
+    fn wait_queued(
+        &self,
+        fd: BorrowedFd<'_>,
+        raw: RawFd,
+        timeout: Option<Duration>,
+    ) -> Result<Readiness, Errno> {
+        if self.reader_of(raw).is_some() {
+            return super::Linux.wait_readable(fd, timeout);
+        }
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let s = &*guard;
+            if !s.reads.is_empty() || s.reads_for.get(&raw).is_some_and(|q| !q.is_empty()) {
+                return Ok(Readiness::Readable);
+            }
+            guard = match deadline {
+                None if timeout.is_some() => return Ok(Readiness::Readable),
+                None => self.queued.wait(guard).unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return Ok(Readiness::TimedOut);
+                    }
+                    self.queued
+                        .wait_timeout(guard, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
 }
 
 /// Which file an fd refers to (device and inode).
@@ -357,6 +438,7 @@ pub fn dummy_fd() -> OwnedFd {
     }
 }
 
+#[allow(unsafe_code)] // implements the `unsafe fn`s of `Kernel`; no unsafe operation
 impl Kernel for FakeKernel {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         self.log(Call::Open(path.to_path_buf()));
@@ -370,8 +452,11 @@ impl Kernel for FakeKernel {
         self.with(|s| s.char_dev).ok_or(Errno::ENODEV)
     }
 
-    fn ioctl(&self, _fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, _fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         cmd.check()?;
+        for a in cmd.attrs() {
+            a.check_len()?;
+        }
         self.log(Call::Ioctl {
             object: cmd.object_id,
             method: cmd.method_id,
@@ -403,7 +488,7 @@ impl Kernel for FakeKernel {
         }
     }
 
-    fn write_cmd(&self, _fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+    unsafe fn write_cmd(&self, _fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         self.log(Call::Write(cmd.command));
         match self.with(|s| s.write.clone()) {
             Some(h) => call(&h, |f| f(cmd)),
@@ -411,7 +496,7 @@ impl Kernel for FakeKernel {
         }
     }
 
-    fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    unsafe fn write(&self, _fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         self.log(Call::RawWrite(buf.len()));
         match self.with(|s| s.raw_write.clone()) {
             Some(h) => call(&h, |f| f(buf)),
@@ -419,11 +504,12 @@ impl Kernel for FakeKernel {
         }
     }
 
-    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+    unsafe fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
         let handler = self.with(|s| s.ucma.clone());
-        let buf = cmd.framed();
+        let buf = cmd.framed()?;
         let Some(h) = handler else {
-            return self.write(fd, &buf).map(|_| ());
+            // SAFETY: this fake's `write` only hands the bytes to a handler.
+            return unsafe { self.write(fd, &buf) }.map(|_| ());
         };
         self.log(Call::RawWrite(buf.len()));
         call(&h, |f| f(&buf, cmd.response))
@@ -438,24 +524,14 @@ impl Kernel for FakeKernel {
         }
         // A record longer than the buffer is refused and stays queued, as
         // the uverbs event files do (`ib_uverbs_event_read`: EINVAL).
-        self.with(|s| {
-            let queue = match s.reads_for.get_mut(&raw).filter(|q| !q.is_empty()) {
-                Some(q) => q,
-                None => &mut s.reads,
-            };
-            match queue.front() {
-                None => Err(Errno::EAGAIN),
-                Some(Ok(bytes)) if bytes.len() > buf.len() => Err(Errno::EINVAL),
-                Some(_) => match queue.pop_front() {
-                    Some(Ok(bytes)) => {
-                        buf[..bytes.len()].copy_from_slice(&bytes);
-                        Ok(bytes.len())
-                    }
-                    Some(Err(e)) => Err(e),
-                    None => Err(Errno::EAGAIN),
-                },
-            }
-        })
+        let (result, after) = self.with(|s| {
+            let after = s.after_read.clone();
+            (Self::take_record(s, raw, buf), after)
+        });
+        if let (Ok(n), Some(f)) = (&result, after) {
+            f(raw, &buf[..*n]);
+        }
+        result
     }
 
     fn wait_readable(
@@ -467,33 +543,8 @@ impl Kernel for FakeKernel {
         if let Some(wait) = self.with(|s| s.wait.clone()) {
             return wait(timeout);
         }
-        if self.reader_of(raw).is_some() {
-            return super::Linux.wait_readable(fd, timeout);
-        }
-        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
-        let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            let s = &*guard;
-            if !s.reads.is_empty() || s.reads_for.get(&raw).is_some_and(|q| !q.is_empty()) {
-                return Ok(Readiness::Readable);
-            }
-            guard = match deadline {
-                None if timeout.is_some() => return Ok(Readiness::Readable),
-                None => self.queued.wait(guard).unwrap_or_else(|p| p.into_inner()),
-                Some(d) => {
-                    let now = std::time::Instant::now();
-                    if now >= d {
-                        return Ok(Readiness::TimedOut);
-                    }
-                    self.queued
-                        .wait_timeout(guard, d - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0
-                }
-            };
-        }
+        self.wait_queued(fd, raw, timeout)
     }
-
     fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
         self.with(|s| {
             if nonblocking {

@@ -66,7 +66,7 @@ impl Kernel for Linux {
         Ok(st.st_rdev)
     }
 
-    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         cmd.check()?;
         let n = cmd.attrs().len();
         let mut buf = IoctlBuf {
@@ -83,14 +83,19 @@ impl Kernel for Linux {
             attrs: [abi::IbUverbsAttr::default(); MAX_ATTRS],
         };
         for (raw, attr) in buf.attrs.iter_mut().zip(cmd.attrs()) {
+            attr.check_len()?;
             *raw = attr.to_raw();
         }
         // SAFETY: `buf` is a header immediately followed by `n` attributes, as
         // `hdr.length` says. Every pointer attribute points into a slice that
         // `cmd` borrows for longer than this call (`AttrBuf::In` shared,
         // `AttrBuf::Out` exclusive, so the kernel may write it), and its `len`
-        // is that slice's length. The kernel writes back only into `buf`
-        // (flags, new handles and fds) and into the `Out` slices.
+        // is at most that slice's length (`Attr::check_len`); an inline attribute
+        // is at most 8 bytes, so the kernel reads it from `data` and never
+        // takes `data` for an address. The kernel writes back only into
+        // `buf` (flags, new handles and fds) and into the `Out` slices.
+        // Addresses carried as values are the caller's (this method's
+        // contract).
         unsafe { rdma_verbs_ioctl(fd.as_raw_fd(), &mut buf.hdr) }?;
         for (raw, attr) in buf.attrs.iter().zip(cmd.attrs_mut()) {
             attr.flags = raw.flags;
@@ -98,11 +103,16 @@ impl Kernel for Linux {
                 AttrBuf::NewObject => attr.data = raw.data,
                 AttrBuf::NewFd(slot) => {
                     attr.data = raw.data;
-                    let raw_fd = raw.data as i64 as RawFd;
-                    // SAFETY: on success the kernel installed a new descriptor
-                    // for this FD_NEW attribute and returned it here; it is
-                    // owned by nobody else.
-                    *slot = Some(unsafe { OwnedFd::from_raw_fd(raw_fd) });
+                    // An optional FD_NEW attribute the kernel does not know is
+                    // ignored and keeps the -1 `to_raw` put there: no
+                    // descriptor to take.
+                    let raw_fd = raw.data as i64;
+                    if (0..=i64::from(i32::MAX)).contains(&raw_fd) {
+                        // SAFETY: on success the kernel installed a new
+                        // descriptor for this FD_NEW attribute and stored
+                        // its number over the sentinel; nobody else owns it.
+                        *slot = Some(unsafe { OwnedFd::from_raw_fd(raw_fd as RawFd) });
+                    }
                 }
                 _ => {}
             }
@@ -110,15 +120,37 @@ impl Kernel for Linux {
         Ok(())
     }
 
-    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        if cmd.is_extended() {
-            write_ex(fd, cmd)
-        } else {
-            write_legacy(fd, cmd)
+    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        if let Some(at) = cmd.fd_at {
+            if !at
+                .checked_add(4)
+                .is_some_and(|end| end <= cmd.core_out.len())
+            {
+                return Err(Errno::EINVAL);
+            }
+            // Never a number the kernel did not write: a response too short
+            // to hold the field leaves this sentinel.
+            cmd.core_out[at..at + 4].copy_from_slice(&(-1i32).to_ne_bytes());
         }
+        if cmd.is_extended() {
+            write_ex(fd, cmd)?;
+        } else {
+            write_legacy(fd, cmd)?;
+        }
+        if let Some(at) = cmd.fd_at {
+            let b = &cmd.core_out[at..at + 4];
+            let raw_fd = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            if raw_fd >= 0 {
+                // SAFETY: the command succeeded and its response names a
+                // descriptor the kernel installed for it (the caller said
+                // where, `fd_at`); nobody else in the process owns it yet.
+                cmd.new_fd = Some(unsafe { OwnedFd::from_raw_fd(raw_fd) });
+            }
+        }
+        Ok(())
     }
 
-    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+    unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         // The rxe doorbell's path: one `syscall` instruction, no libc.
         super::raw_write::write(fd, buf)
     }
@@ -364,17 +396,88 @@ fn read_struct<T: FromBytes>(bytes: &[u8]) -> Option<T> {
     T::read_from_prefix(bytes).ok().map(|(v, _)| v)
 }
 
-/// Takes ownership of a descriptor number that the kernel created for this
-/// process and returned inside a command response (the write-mode
-/// `GET_CONTEXT` async fd, `CREATE_COMP_CHANNEL`'s fd). Fails with `EBADF`
-/// when the number is not an open descriptor.
-pub(crate) fn adopt_fd(raw: i32) -> Result<OwnedFd, Errno> {
-    if raw < 0 {
-        return Err(Errno::EBADF);
+#[cfg(test)]
+mod tests {
+    use std::fs::File;
+
+    use super::*;
+    use crate::ioctl::AttrBuf;
+
+    fn dev_null() -> File {
+        File::options()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap()
     }
-    fcntl::fcntl(raw, FcntlArg::F_GETFD)?;
-    // SAFETY: `raw` is open (checked above) and was just created by the
-    // kernel for the command whose response carried it; nothing else in the
-    // process knows the number yet, so this is its only owner.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+
+    fn ioctl(cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        let f = dev_null();
+        // SAFETY: the commands carry no address as a value, and /dev/null
+        // answers RDMA_VERBS_IOCTL with ENOTTY when the checks let it through.
+        unsafe { Linux.ioctl(f.as_fd(), cmd) }
+    }
+
+    #[test]
+    fn lengths_beyond_their_buffers_are_refused_before_the_kernel_sees_them() {
+        // A well-formed command reaches the device (/dev/null: ENOTTY).
+        let mut out = [0u8; 4];
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        cmd.output(1, &mut out);
+        assert_eq!(ioctl(&mut cmd), Err(Errno::ENOTTY));
+        // An output whose length outgrew its buffer does not.
+        cmd.attrs_mut()[0].len = 64;
+        assert_eq!(ioctl(&mut cmd), Err(Errno::EINVAL));
+
+        let input = [1u8; 16];
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        cmd.input(1, &input);
+        cmd.attrs_mut()[0].len = 17;
+        assert_eq!(ioctl(&mut cmd), Err(Errno::EINVAL));
+
+        // Inline data longer than 8 bytes would make `data` an address.
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        cmd.input_u64(1, 0x7fff_0000_0000);
+        cmd.attrs_mut()[0].len = 4096;
+        assert_eq!(ioctl(&mut cmd), Err(Errno::EINVAL));
+
+        // Handles and fds carry no length.
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        cmd.new_object(1);
+        cmd.attrs_mut()[0].len = 8;
+        assert_eq!(ioctl(&mut cmd), Err(Errno::EINVAL));
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        cmd.new_fd(1);
+        assert!(matches!(cmd.attrs()[0].buf, AttrBuf::NewFd(None)));
+        cmd.attrs_mut()[0].len = 4;
+        assert_eq!(ioctl(&mut cmd), Err(Errno::EINVAL));
+    }
+
+    #[test]
+    fn a_new_fd_attribute_goes_out_as_minus_one() {
+        // A kernel that ignores an optional FD_NEW attribute leaves its data
+        // as sent; -1 is never taken for a descriptor (0 would be stdin).
+        let mut cmd = IoctlCmd::new(0, 0, 0);
+        let at = cmd.new_fd(7);
+        cmd.optional();
+        assert_eq!(cmd.attrs()[0].to_raw().data as i64, -1);
+        assert!(cmd.take_fd(at).is_none());
+    }
+
+    #[test]
+    fn a_response_fd_outside_the_response_is_refused() {
+        let f = dev_null();
+        let mut resp = [0u8; 8];
+        let mut cmd = WriteCmd {
+            command: abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+            core_in: &[0u8; 8],
+            core_out: &mut resp,
+            fd_at: Some(6),
+            ..WriteCmd::default()
+        };
+        // SAFETY: refused before any write (and /dev/null keeps nothing).
+        let r = unsafe { Linux.write_cmd(f.as_fd(), &mut cmd) };
+        assert_eq!(r, Err(Errno::EINVAL));
+        assert!(cmd.new_fd.is_none());
+    }
 }

@@ -11,6 +11,20 @@
 //! buffers, and legacy `write()` commands carry a `response` pointer inside the
 //! request. [`IoctlCmd`] and [`WriteCmd`] hold those buffers as Rust slices; only
 //! [`Linux`] turns them into the kernel's pointer-carrying layout.
+//!
+//! # Safety of the raw commands
+//!
+//! A command can make the kernel, or the device behind it, write memory:
+//! not only the response buffers the request borrows, but also memory named
+//! by an address carried as a *value* (the address of a memory region,
+//! mlx5's CQ, QP and doorbell buffers in the provider's request, a DevX
+//! UMEM). No transport can tell such values from other numbers, so the
+//! entry points that send commands ([`Kernel::ioctl`],
+//! [`Kernel::write_cmd`], [`Kernel::write`], [`Kernel::ucma`]) are `unsafe`
+//! to call. The crate calls them from a few wrappers whose callers build
+//! every command with the typed builders and own the memory each carries;
+//! a program that sends its own commands takes on the same contract. The
+//! other entry points (open, read, poll, mmap, netlink, sysfs) are safe.
 
 #[cfg(any(test, feature = "test-utils"))]
 pub mod fake;
@@ -26,7 +40,6 @@ use std::{
     time::Duration,
 };
 
-pub(crate) use linux::adopt_fd;
 pub use linux::Linux;
 pub use nix::errno::Errno;
 
@@ -57,7 +70,7 @@ pub enum Protection {
 /// `IB_USER_VERBS_CMD_FLAG_EXTENDED`) it adds `ib_uverbs_ex_cmd_hdr` instead.
 /// The kernel writes the core response followed directly by the driver's
 /// response; the transport splits them into `core_out` and `driver_out`.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct WriteCmd<'a> {
     /// The command number (`IB_USER_VERBS_CMD_*`), with the extended flag for ex commands.
     pub command: u32,
@@ -69,6 +82,14 @@ pub struct WriteCmd<'a> {
     pub core_out: &'a mut [u8],
     /// The provider response buffer (may be empty).
     pub driver_out: &'a mut [u8],
+    /// For a command whose response carries a descriptor the kernel created
+    /// (`GET_CONTEXT`'s `async_fd`, `CREATE_COMP_CHANNEL`'s `fd`): the byte
+    /// offset of that `__u32` in `core_out`. The transport then takes
+    /// ownership of the descriptor and stores it in `new_fd`; nothing else
+    /// turns a number from a response into an [`OwnedFd`].
+    pub fd_at: Option<usize>,
+    /// The descriptor named by `fd_at`, once the command succeeded.
+    pub new_fd: Option<OwnedFd>,
 }
 
 impl WriteCmd<'_> {
@@ -98,19 +119,30 @@ pub struct UcmaCmd<'a> {
 impl UcmaCmd<'_> {
     /// The bytes written to the device: header, then the body with the
     /// response address stored (the address of `response`).
-    pub fn framed(&mut self) -> Vec<u8> {
+    ///
+    /// Fails with `E2BIG` when the body or the response is longer than the
+    /// header's `u16` sizes can say, and with `EINVAL` when `response_at`
+    /// does not leave room for the `u64` inside the body.
+    pub fn framed(&mut self) -> Result<Vec<u8>, Errno> {
+        let body_len = u16::try_from(self.body.len()).map_err(|_| Errno::E2BIG)?;
+        let out_len = u16::try_from(self.response.len()).map_err(|_| Errno::E2BIG)?;
+        let slot = match self.response_at {
+            Some(at) if at.checked_add(8).is_some_and(|end| end <= self.body.len()) => Some(at),
+            Some(_) => return Err(Errno::EINVAL),
+            None => None,
+        };
         let mut buf = Vec::with_capacity(8 + self.body.len());
         buf.extend_from_slice(&self.cmd.to_ne_bytes());
-        buf.extend_from_slice(&(self.body.len() as u16).to_ne_bytes());
-        buf.extend_from_slice(&(self.response.len() as u16).to_ne_bytes());
+        buf.extend_from_slice(&body_len.to_ne_bytes());
+        buf.extend_from_slice(&out_len.to_ne_bytes());
         buf.extend_from_slice(self.body);
-        if let Some(at) = self.response_at {
+        if let Some(at) = slot {
             // The kernel writes the response through this address during the
             // write(); the pointer is derived from the `&mut` buffer we hold.
             let addr = self.response.as_mut_ptr() as u64;
             buf[8 + at..8 + at + 8].copy_from_slice(&addr.to_ne_bytes());
         }
-        buf
+        Ok(buf)
     }
 }
 
@@ -132,7 +164,11 @@ pub enum Readiness {
 
 /// One system call boundary; see the module documentation.
 ///
-/// Implementations must be cheap to call from several threads at once.
+/// Implementations must be cheap to call from several threads at once. The
+/// command entry points are `unsafe` to call (see the module documentation);
+/// an implementation may rely on their contracts, and a fake that answers
+/// from its own state needs none of them.
+#[allow(unsafe_code)] // the pointer-carrying methods are `unsafe fn`
 pub trait Kernel: Send + Sync + fmt::Debug {
     /// `open(path, O_RDWR | O_CLOEXEC)` of a character device.
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno>;
@@ -145,20 +181,56 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// On success the transport has stored new object handles and new file
     /// descriptors in the command's attributes and set `UVERBS_ATTR_F_VALID_OUTPUT`
     /// on the outputs the kernel filled.
-    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno>;
+    ///
+    /// # Safety
+    ///
+    /// The kernel acts on what the command names. The caller guarantees
+    /// that every address `cmd` carries as a value (an inline attribute or
+    /// bytes of an input buffer, such as `REG_MR`'s address or a provider's
+    /// queue and doorbell buffers) refers to memory the caller owns, that
+    /// stays mapped and is not accessed through Rust references for as long
+    /// as the kernel or the device may access it (until the object the
+    /// command creates is destroyed), and that `fd` and the command's object
+    /// handles belong to the caller. The buffers `cmd` borrows need no
+    /// promise: the transport passes only their lengths.
+    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno>;
 
     /// A legacy or extended uverbs `write()` command.
-    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno>;
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kernel::ioctl`]: addresses carried as values in `core_in` or
+    /// `driver_in` must name memory the caller owns for as long as the
+    /// kernel or the device may access it. The response address the
+    /// transport stores is its own.
+    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno>;
 
-    /// A raw `write()` (the rdma_cm character device frames its own commands).
-    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno>;
+    /// A raw `write()` (the rdma_cm character device frames its own
+    /// commands; rxe's send doorbell is a prebuilt uverbs command).
+    ///
+    /// # Safety
+    ///
+    /// Written to a uverbs or rdma_cm device, `buf` is a command: every
+    /// address in it (response pointers included) must name memory the
+    /// caller owns and keeps valid, and unaliased by Rust references while
+    /// the kernel may write it, as for [`Kernel::ioctl`].
+    unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno>;
 
     /// A command on the rdma_cm device (see [`UcmaCmd`]). The default frames
     /// it and calls [`Kernel::write`], which is what the real kernel needs;
     /// fakes override it to answer without raw pointers.
-    fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
-        let buf = cmd.framed();
-        self.write(fd, &buf).map(|_| ())
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kernel::write`], for the addresses in `cmd.body` (the
+    /// response address is the transport's own, derived from
+    /// `cmd.response`).
+    unsafe fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        let buf = cmd.framed()?;
+        // SAFETY: the caller's contract covers the body; the one address
+        // `framed` adds is `cmd.response`'s, exclusively borrowed by `cmd`
+        // for this call, and the header's `out` is its length.
+        unsafe { self.write(fd, &buf) }.map(|_| ())
     }
 
     /// `read()` of one record from an event file descriptor.
@@ -198,4 +270,48 @@ pub trait Kernel: Send + Sync + fmt::Debug {
 /// The transport used when the caller does not choose one: the running kernel.
 pub fn linux() -> Arc<dyn Kernel> {
     Arc::new(Linux)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ucma_command_frames_or_fails_without_panicking() {
+        let body = [0u8; 24];
+        let mut resp = [0u8; 16];
+        let mut cmd = UcmaCmd {
+            cmd: 7,
+            body: &body,
+            response_at: Some(16),
+            response: &mut resp,
+        };
+        let framed = cmd.framed().unwrap();
+        assert_eq!(framed.len(), 8 + 24);
+        assert_eq!(&framed[4..8], &[24, 0, 16, 0]);
+        let addr = u64::from_ne_bytes(framed[24..32].try_into().unwrap());
+        assert_eq!(addr, cmd.response.as_ptr() as u64);
+        // The response slot must lie inside the body.
+        cmd.response_at = Some(17);
+        assert_eq!(cmd.framed(), Err(Errno::EINVAL));
+        cmd.response_at = Some(usize::MAX - 3);
+        assert_eq!(cmd.framed(), Err(Errno::EINVAL));
+        // Sizes the header's u16 fields cannot say are refused, not cut.
+        let big = vec![0u8; 70_000];
+        let mut cmd = UcmaCmd {
+            cmd: 7,
+            body: &big,
+            response_at: None,
+            response: &mut [],
+        };
+        assert_eq!(cmd.framed(), Err(Errno::E2BIG));
+        let mut big_out = vec![0u8; 65_536];
+        let mut cmd = UcmaCmd {
+            cmd: 7,
+            body: &body,
+            response_at: Some(0),
+            response: &mut big_out,
+        };
+        assert_eq!(cmd.framed(), Err(Errno::E2BIG));
+    }
 }

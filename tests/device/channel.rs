@@ -47,7 +47,7 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
             64,
             CqOptions {
                 channel: Some(&channel),
-                comp_vector: 0,
+                ..CqOptions::default()
             },
         )
         .unwrap();
@@ -121,6 +121,7 @@ struct CountingKernel {
     fcntls: AtomicUsize,
 }
 
+#[allow(unsafe_code)] // forwards the transport's `unsafe fn`s
 impl Kernel for CountingKernel {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         Linux.open_rdwr(path)
@@ -128,14 +129,17 @@ impl Kernel for CountingKernel {
     fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
         Linux.char_dev(fd)
     }
-    fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        Linux.ioctl(fd, cmd)
+    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { Linux.ioctl(fd, cmd) }
     }
-    fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        Linux.write_cmd(fd, cmd)
+    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { Linux.write_cmd(fd, cmd) }
     }
-    fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
-        Linux.write(fd, buf)
+    unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { Linux.write(fd, buf) }
     }
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
         self.reads.fetch_add(1, Ordering::Relaxed);

@@ -17,9 +17,9 @@ use std::{
 };
 
 use uverbs::{
-    cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace, IB_EVENT_COMM_EST},
-    AccessFlags, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode,
+    cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
+    AccessFlags, AsyncEventType, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap,
+    QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode,
 };
 
 use crate::{support, test_env};
@@ -423,6 +423,19 @@ fn cm_destroy_waits_for_an_event_held_by_another_thread() {
     drop(ev); // destroys the id
 }
 
+/// `rdma_notify` before the id has a connection: the kernel refuses
+/// (`ucma_get_ctx_dev`/`rdma_notify`: no device or no IB CM id), and the
+/// error says what the CM takes.
+#[test]
+fn cm_notify_without_a_connection_is_einval() {
+    let ch = EventChannel::open().unwrap();
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    let e = id.notify(AsyncEventType::COMM_EST).unwrap_err();
+    assert_eq!(e.errno(), Some(uverbs::sys::Errno::EINVAL), "{e}");
+    assert!(e.to_string().contains("connecting or connected"), "{e}");
+    id.destroy().unwrap();
+}
+
 #[test]
 fn cm_notify_establishes_when_data_arrives_before_the_rtu() {
     let sch = EventChannel::open().unwrap();
@@ -453,10 +466,14 @@ fn cm_notify_establishes_when_data_arrives_before_the_rtu() {
         sch.try_get_event().unwrap().is_none(),
         "no ESTABLISHED before notify: the RTU was never sent"
     );
-    sid.notify(IB_EVENT_COMM_EST).unwrap();
+    // Only COMM_EST and PATH_MIG reach the CM: anything else is EINVAL.
+    let wrong = sid.notify(AsyncEventType::SQ_DRAINED).unwrap_err();
+    assert_eq!(wrong.errno(), Some(uverbs::sys::Errno::EINVAL), "{wrong}");
+    assert!(wrong.to_string().contains("COMM_EST"), "{wrong}");
+    sid.notify(AsyncEventType::COMM_EST).unwrap();
     drop(expect(&sch, CmEventKind::Established));
     // Already established: the kernel says EISCONN.
-    let again = sid.notify(IB_EVENT_COMM_EST).unwrap_err();
+    let again = sid.notify(AsyncEventType::COMM_EST).unwrap_err();
     assert_eq!(again.errno(), Some(uverbs::sys::Errno::EISCONN), "{again}");
     // The active side finishes (RTU) and both disconnect cleanly.
     cid.establish().unwrap();

@@ -176,7 +176,10 @@ fn contexts_are_independent_and_close_their_fds() {
     {
         let a = open(CommandMode::Auto);
         let b = open(CommandMode::Auto);
-        assert_ne!(a.cmd_fd().as_raw_fd(), b.cmd_fd().as_raw_fd());
+        // SAFETY: only the numbers are compared; nothing is sent.
+        #[allow(unsafe_code)]
+        let (fa, fb) = unsafe { (a.cmd_fd().as_raw_fd(), b.cmd_fd().as_raw_fd()) };
+        assert_ne!(fa, fb);
         assert_ne!(a.async_fd().as_raw_fd(), b.async_fd().as_raw_fd());
         assert_eq!(open_fds(), before + 4, "a command fd and an async fd each");
         let clone = a.clone();
@@ -184,6 +187,40 @@ fn contexts_are_independent_and_close_their_fds() {
         clone.query_port(1).unwrap();
     }
     assert_eq!(open_fds(), before, "dropping the contexts closes every fd");
+}
+
+/// An optional FD_NEW attribute the kernel does not know is ignored
+/// (`uverbs_ioctl.c`: unknown optional attributes are skipped); the
+/// transport must then hand back no descriptor (it used to take the 0 it
+/// sent for one, and close stdin on drop).
+#[test]
+fn an_ignored_new_fd_attribute_yields_no_descriptor() {
+    let ctx = open(CommandMode::Auto);
+    let stdin_open = nix::fcntl::fcntl(0, nix::fcntl::FcntlArg::F_GETFD).is_ok();
+    let mut resp = [0u8; 64];
+    let mut cmd = uverbs::ioctl::IoctlCmd::new(
+        abi::UVERBS_OBJECT_DEVICE,
+        abi::UVERBS_METHOD_QUERY_PORT,
+        ctx.device().driver_id.unwrap(),
+    );
+    cmd.input_u32(abi::UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
+    cmd.output(abi::UVERBS_ATTR_QUERY_PORT_RESP, &mut resp);
+    let extra = cmd.new_fd(0x40);
+    cmd.optional();
+    // SAFETY: QUERY_PORT carries no address as a value; its output is the
+    // borrowed `resp`, and the fd is the context's own command fd.
+    #[allow(unsafe_code)]
+    let r = unsafe { uverbs::sys::Kernel::ioctl(&uverbs::sys::Linux, ctx.cmd_fd(), &mut cmd) };
+    r.expect("QUERY_PORT with an unknown optional attribute");
+    assert!(cmd.take_fd(extra).is_none(), "the kernel created no fd");
+    assert!(!cmd.is_valid_output(extra));
+    drop(cmd);
+    assert_ne!(resp, [0u8; 64], "the port answer arrived");
+    // fd 0 is as it was (dropping a taken 0 would have closed it).
+    assert_eq!(
+        nix::fcntl::fcntl(0, nix::fcntl::FcntlArg::F_GETFD).is_ok(),
+        stdin_open
+    );
 }
 
 #[test]

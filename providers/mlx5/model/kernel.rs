@@ -17,7 +17,7 @@
 //! last GET_CONTEXT's settings (CQE version, static bfregs) apply.
 
 use std::{
-    os::fd::{IntoRawFd, RawFd},
+    os::fd::{AsRawFd, RawFd},
     sync::{Arc, Mutex, MutexGuard, Weak},
 };
 
@@ -636,9 +636,12 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         }
         c if c == abi::IB_USER_VERBS_CMD_DESTROY_AH => destroy_ah(s, handle_in(cmd.core_in)?),
         c if c == abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
+            let fd = dummy_fd();
             let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
-            resp.fd = dummy_fd().into_raw_fd() as u32;
-            copy_out(cmd.core_out, resp.as_bytes())
+            resp.fd = fd.as_raw_fd() as u32;
+            copy_out(cmd.core_out, resp.as_bytes())?;
+            cmd.new_fd = Some(fd);
+            Ok(())
         }
         _ => Err(Errno::EOPNOTSUPP),
     }

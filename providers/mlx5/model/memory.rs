@@ -3,7 +3,8 @@
 //! the device (queue buffers, doorbell records, registered memory).
 //!
 //! Nothing here forms a Rust reference to shared memory: bytes are copied
-//! with volatile accesses, doorbell records and atomic targets are read and
+//! with relaxed atomic accesses (`shared_memory`, as the library copies
+//! memory regions), doorbell records and atomic targets are read and
 //! written with atomics, as the library writes them (32-bit release stores
 //! of big-endian values; `AtomicU64` for the 8 bytes of an RDMA atomic).
 #![allow(unsafe_code)]
@@ -28,24 +29,10 @@ pub(crate) const REMOTE_ATOMIC: u32 = 8;
 /// which removes it from the model first).
 pub(crate) unsafe fn read(addr: u64, len: usize) -> Vec<u8> {
     let mut out = vec![0u8; len];
-    let src = addr as *const u8;
-    let mut i = 0;
-    // SAFETY (whole loop): inside the caller's range; volatile copies form
-    // no reference and are not elided or merged with the library's
-    // accesses. The middle goes 8 bytes at a time where aligned.
-    while i < len {
-        let p = src.wrapping_add(i);
-        if (p as usize) % 8 == 0 && len - i >= 8 {
-            // SAFETY: aligned, in range (see above).
-            let w = unsafe { std::ptr::read_volatile(p.cast::<u64>()) };
-            out[i..i + 8].copy_from_slice(&w.to_ne_bytes());
-            i += 8;
-        } else {
-            // SAFETY: in range (see above).
-            out[i] = unsafe { std::ptr::read_volatile(p) };
-            i += 1;
-        }
-    }
+    // SAFETY: the caller's range; atomic copies (`shared_memory`), as the
+    // library's own accesses to memory regions are, so a program touching
+    // the same bytes meanwhile races nothing undefined.
+    unsafe { crate::shared_memory::copy_out(addr as *mut u8, &mut out) };
     out
 }
 
@@ -54,22 +41,8 @@ pub(crate) unsafe fn read(addr: u64, len: usize) -> Vec<u8> {
 /// # Safety
 /// As [`read`], and the range must be writable.
 pub(crate) unsafe fn write(addr: u64, bytes: &[u8]) {
-    let dst = addr as *mut u8;
-    let mut i = 0;
-    while i < bytes.len() {
-        let p = dst.wrapping_add(i);
-        if (p as usize) % 8 == 0 && bytes.len() - i >= 8 {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[i..i + 8]);
-            // SAFETY: aligned and inside the caller's writable range.
-            unsafe { std::ptr::write_volatile(p.cast::<u64>(), u64::from_ne_bytes(w)) };
-            i += 8;
-        } else {
-            // SAFETY: inside the caller's writable range.
-            unsafe { std::ptr::write_volatile(p, bytes[i]) };
-            i += 1;
-        }
-    }
+    // SAFETY: as in `read`.
+    unsafe { crate::shared_memory::copy_in(addr as *mut u8, bytes) };
 }
 
 /// Stores one byte with release ordering (a CQE's `op_own`, written last).

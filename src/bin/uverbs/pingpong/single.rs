@@ -144,7 +144,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
             o.rx_depth.wrapping_add(1),
             CqOptions {
                 channel: channel.as_ref(),
-                comp_vector: 0,
+                ..CqOptions::default()
             },
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;

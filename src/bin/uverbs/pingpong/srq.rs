@@ -130,7 +130,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
             o.rx_depth + o.num_qp,
             CqOptions {
                 channel: channel.as_ref(),
-                comp_vector: 0,
+                ..CqOptions::default()
             },
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;

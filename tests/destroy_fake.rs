@@ -1,0 +1,460 @@
+//! The destroy protocol of CQs, QPs and SRQs on the fake kernel
+//! (`uverbs::testing::rxe`), whose destroy reports the events *read*, as the
+//! kernel does, and drops the unread ones:
+//!
+//! - a destroy that fails gives the object back, usable and accounted for;
+//! - a QP dropped while its CQ is destroyed never leaves the destroy asleep;
+//! - an event read while its object is being destroyed is acknowledged by
+//!   the reader, which lets the destroy finish (explicit and last-drop
+//!   destroys, completion channel and async fd);
+//! - `try_destroy` never waits for events other threads hold;
+//! - completion channels: events, acknowledgements, arming, `cq_context`.
+
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        mpsc, Arc, Mutex,
+    },
+    thread,
+    time::Duration,
+};
+
+use uverbs::testing::rxe::*;
+use uverbs::{
+    sys::Errno, AsyncElement, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
+    CqOptions, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SharedReceiveQueue,
+    SrqAttr,
+};
+
+/// How long a test waits for something that must happen before it fails
+/// instead of hanging (not a timing assertion: a correct run takes
+/// microseconds).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+struct Rig {
+    fake: Arc<FakeRxe>,
+    ctx: Context,
+    pd: ProtectionDomain,
+    ch: CompletionChannel,
+}
+
+fn rig() -> Rig {
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let ch = ctx.create_comp_channel().unwrap();
+    Rig { fake, ctx, pd, ch }
+}
+
+impl Rig {
+    fn cq(&self, context: u64) -> CompletionQueue {
+        let opts = CqOptions {
+            channel: Some(&self.ch),
+            context,
+            ..CqOptions::default()
+        };
+        self.ctx.create_cq(8, opts).unwrap()
+    }
+
+    fn qp(&self, cq: &CompletionQueue, srq: Option<&SharedReceiveQueue>) -> QueuePair {
+        self.pd
+            .create_qp(&QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: cq,
+                recv_cq: cq,
+                srq,
+                cap: QpCap {
+                    max_send_wr: 4,
+                    max_recv_wr: 4,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+            })
+            .unwrap()
+    }
+
+    fn srq(&self) -> SharedReceiveQueue {
+        self.pd
+            .create_srq(SrqAttr {
+                max_wr: 8,
+                max_sge: 1,
+                srq_limit: 0,
+            })
+            .unwrap()
+    }
+
+    fn uh(&self, kind: Kind, handle: u32) -> u64 {
+        self.fake.user_handle(kind, handle)
+    }
+}
+
+/// Runs `f` on a thread and returns its result, failing the test instead
+/// of hanging when it does not finish.
+fn within<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(PATIENCE)
+        .unwrap_or_else(|_| panic!("{what} did not finish: a destroy is asleep"))
+}
+
+#[test]
+fn a_cq_in_use_comes_back_usable_from_a_refused_destroy() {
+    let r = rig();
+    let cq = r.cq(7);
+    let qp = r.qp(&cq, None);
+    let err = cq.destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert!(err.to_string().contains("child object"), "{err}");
+    let mut cq = err.into_inner();
+    // Still a working CQ: polled, armed, signalling its channel.
+    let mut wc = [uverbs::WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut wc), 0);
+    cq.req_notify(false).unwrap();
+    assert!(r.fake.push_comp_event(cq.handle()));
+    let ev = r.ch.get_event().unwrap();
+    assert!(ev.is_for(&cq));
+    assert_eq!(ev.cq_context(), 7);
+    ev.ack();
+    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+}
+
+#[test]
+fn an_srq_in_use_comes_back_usable_from_a_refused_destroy() {
+    let r = rig();
+    let cq = r.cq(0);
+    let srq = r.srq();
+    let qp = r.qp(&cq, Some(&srq));
+    let err = srq.destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    let mut srq = err.into_inner();
+    let mr =
+        r.pd.alloc_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)
+            .unwrap();
+    srq.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])])
+        .expect("the SRQ can still be refilled");
+    let posted = r.fake.srq_ring(srq.handle()).unwrap().consume();
+    assert!(posted.is_some(), "the WQE reached the ring");
+    qp.destroy().unwrap();
+    srq.destroy().unwrap();
+    cq.destroy().unwrap();
+}
+
+/// The kernel refuses a QP destroy: the QP comes back with its accounting
+/// intact (it still counts as its CQ's child, its events still reach it);
+/// before, the refusal skipped the bookkeeping and a later CQ destroy
+/// reported EBUSY while destroying it anyway.
+#[test]
+fn a_qp_the_kernel_refuses_to_destroy_stays_whole() {
+    let r = rig();
+    let cq = r.cq(0);
+    let qp = r.qp(&cq, None);
+    r.fake
+        .behaviour
+        .fail_destroy
+        .store(libc::EBUSY, Ordering::Relaxed);
+    let err = qp.destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    let qp = err.into_inner();
+    assert!(r.fake.destroyed(Kind::Qp).is_empty());
+    // Its async events still resolve to it.
+    r.fake
+        .push_event(T::QP_FATAL.0, r.uh(Kind::Qp, qp.handle()));
+    let ev = r.ctx.try_get_async_event().unwrap().unwrap();
+    assert!(ev.is_for_qp(&qp), "{ev:?}");
+    ev.ack();
+    // It still counts as the CQ's child: the CQ refuses, and is not lost.
+    r.fake.behaviour.fail_destroy.store(0, Ordering::Relaxed);
+    let cq = cq.destroy().unwrap_err().into_inner();
+    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+}
+
+/// Dropped instead, a QP whose destroy the kernel refused stops counting as
+/// its CQ's child (the kernel QP is gone from this process's view).
+#[test]
+fn a_dropped_qp_releases_its_cq_even_when_the_kernel_refused() {
+    let r = rig();
+    let cq = r.cq(0);
+    let qp = r.qp(&cq, None);
+    r.fake
+        .behaviour
+        .fail_destroy
+        .store(libc::EBUSY, Ordering::Relaxed);
+    drop(qp);
+    r.fake.behaviour.fail_destroy.store(0, Ordering::Relaxed);
+    cq.destroy().unwrap();
+}
+
+/// Defect 3: one thread drops a QP while another destroys its CQ. The CQ's
+/// child count must not reach zero before the QP released its reference,
+/// or the destroy sleeps with nothing left to wake it.
+#[test]
+fn dropping_a_qp_while_its_cq_is_destroyed_never_hangs() {
+    let r = rig();
+    for _ in 0..2000 {
+        let cq = r.cq(0);
+        let qp = r.qp(&cq, None);
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let dropper = thread::spawn(move || {
+            go_rx.recv().unwrap();
+            drop(qp);
+        });
+        go_tx.send(()).unwrap();
+        let refused = within("the CQ destroy", move || {
+            let mut cq = cq;
+            let mut refused = 0u32;
+            loop {
+                match cq.destroy() {
+                    Ok(()) => return refused,
+                    Err(e) => {
+                        assert_eq!(e.errno(), Some(Errno::EBUSY), "{e}");
+                        refused += 1;
+                        cq = e.into_inner();
+                        thread::yield_now();
+                    }
+                }
+            }
+        });
+        dropper.join().unwrap();
+        let _ = refused;
+    }
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2000);
+}
+
+/// Holds the reader of one record between its read and its use, so a
+/// destroy can run in that gap; `release` lets it go on.
+struct Gate {
+    armed: Arc<AtomicBool>,
+    read: mpsc::Receiver<()>,
+    go: mpsc::Sender<()>,
+}
+
+impl Gate {
+    fn install(fake: &FakeRxe) -> Gate {
+        let armed = Arc::new(AtomicBool::new(false));
+        let (read_tx, read) = mpsc::channel();
+        let (go, go_rx) = mpsc::channel::<()>();
+        let (a, read_tx, go_rx) = (armed.clone(), Mutex::new(read_tx), Mutex::new(go_rx));
+        fake.kernel.on_after_read(move |_, _| {
+            if a.swap(false, Ordering::SeqCst) {
+                read_tx.lock().unwrap().send(()).unwrap();
+                go_rx.lock().unwrap().recv().unwrap();
+            }
+        });
+        Gate { armed, read, go }
+    }
+
+    fn arm(&self) {
+        self.armed.store(true, Ordering::SeqCst);
+    }
+
+    fn wait_read(&self) {
+        self.read.recv_timeout(PATIENCE).expect("the reader read");
+    }
+
+    fn release(&self) {
+        self.go.send(()).unwrap();
+    }
+}
+
+/// A completion event read while its CQ is destroyed: the destroy (which
+/// the kernel tells of one event read) waits for it; the reader, finding
+/// the CQ destroyed, acknowledges it and gets no event; the destroy then
+/// returns. Explicit destroy and last drop alike.
+#[test]
+fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
+    for explicit in [true, false] {
+        let r = rig();
+        let gate = Gate::install(&r.fake);
+        let cq = r.cq(0);
+        cq.req_notify(false).unwrap();
+        assert!(r.fake.push_comp_event(cq.handle()));
+        gate.arm();
+        let ch = r.ch.clone();
+        let reader = thread::spawn(move || ch.try_get_event().map(|e| e.is_some()));
+        gate.wait_read();
+        let (done_tx, done_rx) = mpsc::channel();
+        let destroyer = thread::spawn(move || {
+            let ok = if explicit {
+                cq.destroy().is_ok()
+            } else {
+                drop(cq);
+                true
+            };
+            done_tx.send(ok).unwrap();
+        });
+        // The kernel reported one event read: the destroy waits for it.
+        assert!(
+            done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "the destroy returned before the event read meanwhile was acknowledged"
+        );
+        gate.release();
+        assert!(
+            !reader.join().unwrap().unwrap(),
+            "no event for a destroyed CQ"
+        );
+        assert!(done_rx
+            .recv_timeout(PATIENCE)
+            .expect("the destroy finished"));
+        destroyer.join().unwrap();
+        assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+    }
+}
+
+/// The same for an async event of a QP: the reader gets it as `Gone`.
+#[test]
+fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
+    for explicit in [true, false] {
+        let r = rig();
+        let gate = Gate::install(&r.fake);
+        let cq = r.cq(0);
+        let qp = r.qp(&cq, None);
+        let uh = r.uh(Kind::Qp, qp.handle());
+        r.fake.push_event(T::QP_FATAL.0, uh);
+        gate.arm();
+        let ctx = r.ctx.clone();
+        let reader =
+            thread::spawn(move || ctx.try_get_async_event().map(|e| e.map(|e| *e.element())));
+        gate.wait_read();
+        let (done_tx, done_rx) = mpsc::channel();
+        let destroyer = thread::spawn(move || {
+            let ok = if explicit {
+                qp.destroy().is_ok()
+            } else {
+                drop(qp);
+                true
+            };
+            done_tx.send(ok).unwrap();
+        });
+        assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        gate.release();
+        let element = reader
+            .join()
+            .unwrap()
+            .unwrap()
+            .expect("the event is returned");
+        assert_eq!(element, AsyncElement::Gone(uh));
+        assert!(done_rx
+            .recv_timeout(PATIENCE)
+            .expect("the destroy finished"));
+        destroyer.join().unwrap();
+        cq.destroy().unwrap();
+    }
+}
+
+/// `try_destroy` never waits for events another thread holds: `EAGAIN`
+/// and the object back; once acknowledged, it destroys.
+#[test]
+fn try_destroy_refuses_instead_of_waiting() {
+    let r = rig();
+    let cq = r.cq(3);
+    cq.req_notify(false).unwrap();
+    assert!(r.fake.push_comp_event(cq.handle()));
+    let (got_tx, got_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let ch = r.ch.clone();
+    let holder = thread::spawn(move || {
+        let ev = ch.get_event().unwrap();
+        got_tx.send(ev.cq_context()).unwrap();
+        go_rx.recv().unwrap();
+        drop(ev);
+    });
+    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 3);
+    let err = cq.try_destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EAGAIN), "{err}");
+    assert!(err.to_string().contains("other threads"), "{err}");
+    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    go_tx.send(()).unwrap();
+    holder.join().unwrap();
+    err.into_inner().try_destroy().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+}
+
+/// Completion channels on the host: events arrive oldest first for the CQ
+/// that fired, only after arming the kernel counts what was read, and a CQ
+/// destroy waits for an event another thread holds and refuses (EBUSY) one
+/// the calling thread holds.
+#[test]
+fn completion_events_are_counted_when_read_and_acknowledged_once() {
+    let r = rig();
+    let (a, b) = (r.cq(10), r.cq(20));
+    a.req_notify(false).unwrap();
+    b.req_notify(true).unwrap();
+    assert_eq!(r.fake.arms(), 2);
+    assert!(
+        r.ch.try_get_event().unwrap().is_none(),
+        "nothing queued yet"
+    );
+    for cq in [&a, &b, &a] {
+        assert!(r.fake.push_comp_event(cq.handle()));
+    }
+    let first = r.ch.try_get_event().unwrap().unwrap();
+    let second = r.ch.try_get_event().unwrap().unwrap();
+    assert!(first.is_for(&a) && second.is_for(&b));
+    assert_eq!((first.cq_context(), second.cq_context()), (10, 20));
+    assert_eq!(first.cq_handle(), a.handle());
+    // This thread holds an event of `a`: EBUSY, and `a` comes back.
+    let a = a.destroy().unwrap_err().into_inner();
+    // The third event stays unread: the destroy drops it and does not wait.
+    first.ack();
+    a.destroy().unwrap();
+    // Another thread holds `b`'s event: the destroy waits for it.
+    second.ack();
+    b.req_notify(false).unwrap();
+    assert!(r.fake.push_comp_event(b.handle()));
+    let (tx, rx) = mpsc::channel();
+    let (got_tx, got_rx) = mpsc::channel();
+    let ch = r.ch.clone();
+    let holder = thread::spawn(move || {
+        let held = ch.get_event().unwrap();
+        got_tx.send(held.cq_context()).unwrap();
+        rx.recv().unwrap();
+        drop(held);
+    });
+    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 20);
+    let (done_tx, done_rx) = mpsc::channel();
+    let destroyer = thread::spawn(move || done_tx.send(b.destroy().is_ok()).unwrap());
+    assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+    tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(done_rx.recv_timeout(PATIENCE).unwrap());
+    destroyer.join().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2);
+}
+
+/// `ack_cq_events` of events from two CQs takes each CQ's counts lock
+/// once, and acknowledges exactly what was read (both destroys finish).
+#[test]
+fn a_batch_ack_locks_each_cq_once() {
+    let r = rig();
+    let (a, b) = (r.cq(1), r.cq(2));
+    for h in [a.handle(), b.handle(), a.handle(), a.handle(), b.handle()] {
+        assert!(r.fake.push_comp_event(h));
+    }
+    let events: Vec<_> = (0..5)
+        .map(|_| r.ch.try_get_event().unwrap().unwrap())
+        .collect();
+    let contexts: Vec<u64> = events.iter().map(|e| e.cq_context()).collect();
+    assert_eq!(
+        contexts,
+        [1, 2, 1, 1, 2],
+        "oldest first, each with its CQ's context"
+    );
+    let before = (a.event_count_locks(), b.event_count_locks());
+    uverbs::ack_cq_events(events);
+    assert_eq!(
+        (a.event_count_locks(), b.event_count_locks()),
+        (before.0 + 1, before.1 + 1)
+    );
+    a.destroy().unwrap();
+    b.destroy().unwrap();
+}
