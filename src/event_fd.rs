@@ -16,18 +16,27 @@
 //!   kernel creates it, and as libibverbs and librdmacm leave it), this is
 //!   one blocking read, the same single system call rdma-core makes;
 //! - **with a deadline** ([`Wait::Until`]): poll with the time that is left,
-//!   then read; a wake-up that finds nothing (another thread took the record,
-//!   or the poll was interrupted) polls again with what is left, so the
-//!   deadline holds however often that happens;
-//! - **without waiting** ([`Wait::Never`]): one read.
+//!   then read; a wake-up that finds nothing (another thread took the record)
+//!   polls again with what is left, so the deadline holds however often
+//!   that happens;
+//! - **without waiting** ([`Wait::Never`]): one poll without waiting, and a
+//!   read if it said a record is there.
 //!
-//! The last two must not block in the read, so the first of them switches
-//! the fd to `O_NONBLOCK` for good; from then on a wait forever is a read,
-//! and on `EAGAIN` a poll and a read again. A thread already blocked in the
-//! kernel when the switch happens stays correct: the kernel re-checks the
-//! flag when it wakes without a record and answers `EAGAIN`, which the loop
-//! turns into a poll. Programs may also set `O_NONBLOCK` themselves on the fd
-//! they get through `AsFd`; they must not clear it.
+//! The last two read only what a poll has just shown, so they never wait in
+//! the read whatever the fd's flags. Several threads may read one fd,
+//! though, and one can take the record another's poll saw; so the first of
+//! them also switches the fd to `O_NONBLOCK` for good, and the loser's read
+//! answers `EAGAIN`. From then on a wait forever is a read, and on `EAGAIN`
+//! a poll and a read again. A thread already blocked in the kernel when the
+//! switch happens stays correct: the kernel re-checks the flag when it wakes
+//! without a record and answers `EAGAIN`, which the loop turns into a poll.
+//!
+//! Programs may set `O_NONBLOCK` themselves on the fd they get through
+//! `AsFd` (as rdma-core's examples do before polling it): nothing changes.
+//! Clearing it is harmless to a single reader: waits with a deadline and
+//! `try_*` still never block. Only with several threads reading the same fd
+//! can a cleared flag make the thread that loses a race for a record wait
+//! in the read for the next one; leave it set there.
 //!
 //! A record may be consumed without being returned (an event of an object
 //! that is being destroyed: the caller counts it as acknowledged); the reader
@@ -121,25 +130,41 @@ impl EventFd {
         mut read_one: impl FnMut(&dyn Kernel, BorrowedFd<'_>) -> Result<R, Errno>,
         mut deliver: impl FnMut(R) -> Option<T>,
     ) -> Result<Option<T>> {
-        if wait != Wait::Forever {
-            self.make_nonblocking()?;
+        if wait == Wait::Forever {
+            loop {
+                match read_one(&*self.kernel, self.fd.as_fd()) {
+                    Ok(record) => {
+                        if let Some(event) = deliver(record) {
+                            return Ok(Some(event));
+                        }
+                    }
+                    // The fd is non-blocking (the program or a timed wait
+                    // switched it): wait for a record, then read again.
+                    Err(Errno::EAGAIN) => {
+                        self.wait_readable(wait, op)?;
+                    }
+                    Err(Errno::EINTR) => {}
+                    Err(e) => return Err(read_error(op, e)),
+                }
+            }
         }
-        loop {
+        self.make_nonblocking()?;
+        // Read only what a poll has just shown (see the module documentation).
+        while self.wait_readable(wait, op)? {
             match read_one(&*self.kernel, self.fd.as_fd()) {
                 Ok(record) => {
                     if let Some(event) = deliver(record) {
                         return Ok(Some(event));
                     }
                 }
-                Err(Errno::EAGAIN) => {
-                    if !self.wait_readable(wait, op)? {
-                        return Ok(None);
-                    }
-                }
-                Err(Errno::EINTR) => {}
+                // Another reader took it: with a deadline, wait again; a
+                // try has had its one look.
+                Err(Errno::EAGAIN) if wait == Wait::Never => return Ok(None),
+                Err(Errno::EAGAIN | Errno::EINTR) => {}
                 Err(e) => return Err(read_error(op, e)),
             }
         }
+        Ok(None)
     }
 
     /// Sets `O_NONBLOCK` once, before the first read that must not block.
@@ -153,14 +178,13 @@ impl EventFd {
         Ok(())
     }
 
-    /// After a read found nothing: waits until the fd is readable or the
-    /// deadline passes. False when the wait is over (nothing came in time);
-    /// true when the caller should read again (the fd polled readable, or
-    /// the poll ended early for another reason). An fd whose source is gone
-    /// (a removed device, a destroyed DevX channel: `POLLERR`/`POLLHUP`/
-    /// `POLLRDHUP`) is an error: its reads would answer `EAGAIN` forever
-    /// when non-blocking. A wait of [`Wait::Never`] polls once without
-    /// waiting, so that a `try_get` tells removal from idleness too.
+    /// Waits until the fd is readable or the deadline passes: true when a
+    /// record is there to read, false when the wait is over (nothing came in
+    /// time). An fd whose source is gone (a removed device, a destroyed DevX
+    /// channel: `POLLERR`/`POLLHUP`/`POLLRDHUP`) is an error: its reads
+    /// would answer `EAGAIN` forever when non-blocking. A wait of
+    /// [`Wait::Never`] polls without waiting, so that a `try_get` tells
+    /// removal from idleness too.
     fn wait_readable(&self, wait: Wait, op: &'static str) -> Result<bool> {
         let left = match wait {
             Wait::Never => Some(Duration::ZERO),
@@ -179,12 +203,8 @@ impl EventFd {
             .map_err(|e| Error::sys(format!("poll the {}", self.what), e))?;
         match ready {
             Readiness::Closed => Err(read_error(op, Errno::EIO)),
-            // Nothing to wait for: the one poll said whether it is gone.
-            _ if wait == Wait::Never => Ok(false),
-            // Readable or timed out: read again either way. A timed-out
-            // poll then finds nothing and the deadline check above ends the
-            // wait; a record that arrived at the last moment is returned.
-            Readiness::Readable | Readiness::TimedOut => Ok(true),
+            Readiness::Readable => Ok(true),
+            Readiness::TimedOut => Ok(false),
         }
     }
 }
@@ -331,11 +351,54 @@ mod tests {
         let err = ev.next(Wait::Never, "read x", read_u64, Some).unwrap_err();
         assert_eq!(err.errno(), Some(Errno::EBADMSG));
         assert!(err.to_string().contains("short read"), "{err}");
+        // Readable again (the errors below come from reads, which happen
+        // only when a poll shows a record).
+        nix::unistd::write(&w, &[9]).unwrap();
         let overflow = |_: &dyn Kernel, _: BorrowedFd<'_>| Err::<u64, _>(Errno::EOVERFLOW);
         let err = ev.next(Wait::Never, "read x", overflow, Some).unwrap_err();
         assert!(err.to_string().contains("overflowed"), "{err}");
         let removed = |_: &dyn Kernel, _: BorrowedFd<'_>| Err::<u64, _>(Errno::EIO);
         let err = ev.next(Wait::Never, "read x", removed, Some).unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::DeviceRemoved);
+    }
+
+    /// A program cleared `O_NONBLOCK` behind the reader's back: a try and a
+    /// timed wait still return at once / at their deadline instead of
+    /// blocking in the read (they read only what a poll showed).
+    #[test]
+    fn a_cleared_nonblocking_flag_does_not_make_waits_block() {
+        let (ev, w) = pipe();
+        assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
+        assert!(ev.nonblocking.load(Ordering::Relaxed));
+        Linux.set_nonblocking(ev.as_fd(), false).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ev = Arc::new(ev);
+        let reader = {
+            let ev = ev.clone();
+            thread::spawn(move || {
+                let a = ev.next(Wait::Never, "read", read_u64, Some).unwrap();
+                let b = ev
+                    .next(
+                        Wait::timeout(Some(Duration::from_millis(20))),
+                        "read",
+                        read_u64,
+                        Some,
+                    )
+                    .unwrap();
+                tx.send((a, b)).unwrap();
+            })
+        };
+        let got = rx.recv_timeout(Duration::from_secs(5));
+        if got.is_err() {
+            // Unblock the reader so the test ends, then fail.
+            nix::unistd::write(&w, &[0u8; 16]).unwrap();
+        }
+        assert_eq!(got.expect("the waits blocked in read"), (None, None));
+        reader.join().unwrap();
+        nix::unistd::write(&w, &7u64.to_ne_bytes()).unwrap();
+        assert_eq!(
+            ev.next(Wait::Never, "read", read_u64, Some).unwrap(),
+            Some(7)
+        );
     }
 }

@@ -149,8 +149,9 @@ impl UcmaCmd<'_> {
 /// What [`Kernel::wait_readable`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Readiness {
-    /// The fd polled readable, or the wait was interrupted by a signal: a
-    /// read tells which.
+    /// The fd polled readable: a record is queued (unless another reader
+    /// takes it first). A wait interrupted by a signal goes on with the
+    /// time left.
     Readable,
     /// The timeout passed first.
     TimedOut,

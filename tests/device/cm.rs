@@ -19,7 +19,8 @@ use std::{
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     AccessFlags, AsyncEventType, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap,
-    QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode,
+    QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 use crate::{support, test_env};
@@ -769,4 +770,101 @@ fn cm_examples_server_and_client_exchange_ping_and_pong() {
     assert!(co.contains("received \"pong\""), "{co}");
     assert!(so.contains("received \"ping\""), "{so}");
     assert!(so.contains("client disconnected"), "{so}");
+}
+
+/// A peer killed mid-transfer: our sends are outstanding (the peer, the
+/// `cm_server` example, posted no receive for them: RNR retries without
+/// end) when its process is killed. The kernel tears its QP and CM id down;
+/// we read DISCONNECTED, move the QP to ERR as `rdma_disconnect` does, and
+/// every outstanding send completes with an error (flushed, or retries
+/// exhausted first); nothing hangs and everything is destroyed.
+#[test]
+fn cm_a_peer_killed_mid_transfer_flushes_and_nothing_hangs() {
+    let port = 18231;
+    let ip_s = ip().to_string();
+    let mut server = spawn(
+        crate::example("cm_server").to_str().unwrap(),
+        &[ip_s.as_str(), &port.to_string()],
+    );
+    let ch = EventChannel::open().unwrap();
+    // Connect, retrying until the server listens.
+    let mut tries = 0;
+    let (id, mut c) = loop {
+        let id = ch.create_id(PortSpace::Tcp).unwrap();
+        resolve(&ch, &id, port);
+        let c = side(&id, QpType::Rc, 8);
+        id.connect_qp(&c.qp, &param()).unwrap();
+        let ev = next(&ch);
+        match ev.kind() {
+            CmEventKind::ConnectResponse => {
+                drop(ev);
+                break (id, c);
+            }
+            CmEventKind::Rejected | CmEventKind::Unreachable if tries < 20 => {
+                drop(ev);
+                drop(c);
+                id.destroy().unwrap();
+                tries += 1;
+                thread::sleep(Duration::from_millis(250));
+            }
+            other => panic!("connecting to cm_server: {other}"),
+        }
+    };
+    id.complete_connect(&c.qp).unwrap();
+    // The server's one receive takes our ping; it answers "pong".
+    let rsge = [c.mr.sge(0, 64).unwrap()];
+    c.qp.post_recv(&[RecvWr::new(1, &rsge)]).unwrap();
+    c.mr.write(1024, b"ping").unwrap();
+    let ssge = [c.mr.sge(1024, 4).unwrap()];
+    c.qp.post_send(&[SendWr::send(2, &ssge).flags(SendFlags::SIGNALED)])
+        .unwrap();
+    let wc = support::wait(&mut c.cq, 2);
+    assert!(wc.iter().all(|w| w.status.is_success()), "{wc:?}");
+    // A stream the peer will never receive: outstanding, RNR-retried.
+    for i in 0..4 {
+        c.qp.post_send(&[SendWr::send(10 + i, &ssge).flags(SendFlags::SIGNALED)])
+            .unwrap();
+    }
+    thread::sleep(Duration::from_millis(300));
+    let mut wc = [WorkCompletion::default(); 8];
+    assert_eq!(c.cq.poll(&mut wc), 0, "the sends are still outstanding");
+    server.kill().unwrap();
+    let _ = server.wait();
+    // The kernel destroys the dead peer's CM id, which sends a DREQ.
+    let start = Instant::now();
+    loop {
+        let ev = ch
+            .get_event_timeout(Some(Duration::from_secs(30)))
+            .unwrap()
+            .expect("DISCONNECTED within 30 s of the peer's death");
+        if ev.kind() == CmEventKind::Disconnected {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{ev:?}");
+    }
+    // What rdma_disconnect does: the QP to ERR (flushing), then DREP/DREQ
+    // (the kernel may find the connection already gone).
+    let _ = id.disconnect_qp(&c.qp);
+    let flushed = support::wait(&mut c.cq, 4);
+    assert!(
+        flushed.iter().all(|w| matches!(
+            w.status,
+            WcStatus::WR_FLUSH_ERR | WcStatus::RETRY_EXC_ERR | WcStatus::RNR_RETRY_EXC_ERR
+        )),
+        "{flushed:?}"
+    );
+    assert!(
+        flushed.iter().any(|w| w.status == WcStatus::WR_FLUSH_ERR),
+        "{flushed:?}"
+    );
+    assert_eq!(
+        c.qp.query(uverbs::QpAttrMask::STATE).unwrap().0.qp_state,
+        uverbs::QpState::Err
+    );
+    let Side { pd, cq, qp, mr } = c;
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    mr.destroy().unwrap();
+    pd.destroy().unwrap();
+    id.destroy().unwrap();
 }

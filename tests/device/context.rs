@@ -197,15 +197,17 @@ fn contexts_are_independent_and_close_their_fds() {
 fn an_ignored_new_fd_attribute_yields_no_descriptor() {
     let ctx = open(CommandMode::Auto);
     let stdin_open = nix::fcntl::fcntl(0, nix::fcntl::FcntlArg::F_GETFD).is_ok();
-    let mut resp = [0u8; 64];
+    use zerocopy::{FromZeros, IntoBytes};
+    let mut resp = abi::IbUverbsQueryPortRespEx::new_zeroed();
     let mut cmd = uverbs::ioctl::IoctlCmd::new(
         abi::UVERBS_OBJECT_DEVICE,
         abi::UVERBS_METHOD_QUERY_PORT,
         ctx.device().driver_id.unwrap(),
     );
-    cmd.input_u32(abi::UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
-    cmd.output(abi::UVERBS_ATTR_QUERY_PORT_RESP, &mut resp);
-    let extra = cmd.new_fd(0x40);
+    cmd.const_in(abi::UVERBS_ATTR_QUERY_PORT_PORT_NUM, 1);
+    cmd.output(abi::UVERBS_ATTR_QUERY_PORT_RESP, resp.as_mut_bytes());
+    // Core attribute ids are below 32 (`uapi_key_attr`); QUERY_PORT has 0 and 1.
+    let extra = cmd.new_fd(30);
     cmd.optional();
     // SAFETY: QUERY_PORT carries no address as a value; its output is the
     // borrowed `resp`, and the fd is the context's own command fd.
@@ -215,7 +217,7 @@ fn an_ignored_new_fd_attribute_yields_no_descriptor() {
     assert!(cmd.take_fd(extra).is_none(), "the kernel created no fd");
     assert!(!cmd.is_valid_output(extra));
     drop(cmd);
-    assert_ne!(resp, [0u8; 64], "the port answer arrived");
+    assert_ne!(resp.legacy_resp.state, 0, "the port answer arrived");
     // fd 0 is as it was (dropping a taken 0 would have closed it).
     assert_eq!(
         nix::fcntl::fcntl(0, nix::fcntl::FcntlArg::F_GETFD).is_ok(),

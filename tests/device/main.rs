@@ -20,11 +20,13 @@ mod cm;
 mod context;
 mod devinfo;
 mod devx;
+mod faults;
 mod objects;
 mod perf;
 mod pingpong;
 mod soak;
 mod static_cli;
+mod stress;
 mod support;
 mod verbs;
 

@@ -51,12 +51,13 @@ pub fn latency(bytes: usize, tposted: &[u64], hz: f64) -> Option<Lat> {
     let n = delta.len() - LAT_MEASURE_TAIL; // measure_cnt
     let med = median(n, &delta);
     let avg = delta[..n].iter().map(|&d| d as f64 / q).sum::<f64>() / n as f64;
-    // perftest's stdev goes through `int`: each deviation is truncated.
+    // perftest's stdev goes through `int`: each deviation is truncated
+    // (squared in 64 bits: an outlier of 46 ms would overflow `int`).
     let var = delta[..n]
         .iter()
         .map(|&d| {
-            let dev = (avg - d as f64 / q) as i32;
-            f64::from(dev * dev)
+            let dev = i64::from((avg - d as f64 / q) as i32);
+            (dev * dev) as f64
         })
         .sum::<f64>()
         / n as f64;
@@ -185,6 +186,29 @@ mod tests {
         assert!((l.t_stdev - 2f64.sqrt()).abs() < 1e-12);
         // ceil(5*0.99) = 5 -> delta[5]
         assert_eq!(l.p99, 50.0);
+    }
+
+    /// An outlier of seconds (a descheduled run) does not overflow the
+    /// variance (it did: `i32` squares).
+    #[test]
+    fn a_huge_outlier_is_reported_not_a_panic() {
+        let mut t = vec![0u64];
+        for rtt in [
+            2u64,
+            2,
+            2,
+            2,
+            2,
+            200_000_000,
+            200_000_000,
+            200_000_000,
+            2,
+            2,
+        ] {
+            t.push(t.last().unwrap() + rtt);
+        }
+        let l = latency(2, &t, 1e6).unwrap();
+        assert!(l.t_stdev.is_finite() && l.t_stdev > 0.0);
     }
 
     #[test]
