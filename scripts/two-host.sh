@@ -119,12 +119,14 @@ W=$(mktemp -d "$REPO/target/two-host/$KERNEL-$(date +%Y%m%d-%H%M%S)-XXXXXX")
 # bytes, and a comma would end QEMU's option value.
 WIRE=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-wire.XXXXXX")
 [[ $WIRE != *,* && ${#WIRE} -lt 90 ]] || die "TMPDIR unsuitable for unix sockets: $WIRE"
-PIDS=() STATUS=1
+# PID: the run-guest.sh of each host still running (unset once reaped)
+declare -A PID=()
+STATUS=1
 cleanup() {
   local p
   # run-guest.sh stops its QEMU on SIGTERM and waits for it.
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PID[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$WIRE"
   if [[ $STATUS == 0 && $KEEP == 0 ]]; then rm -rf "$W"; else log "work directory kept: $W"; fi
 }
@@ -267,7 +269,7 @@ guest() {
     --nic "dgram,local.type=unix,local.path=$WIRE/$5,remote.type=unix,remote.path=$WIRE/$6" \
     --add "$UVERBS:/guest/bin/uverbs" --env "TWO_HOST_SELF=$1" --env "TWO_HOST_PEER=$4" \
     --script "$SCRIPT" 2> "$W/$1.run-guest" &
-  PIDS+=($!)
+  PID[$1]=$!
 }
 log "kernel $KERNEL, uverbs $UVERBS; ${#EX_NAME[@]} exchanges; work directory $W"
 T0=$(date +%s%N)
@@ -277,13 +279,14 @@ guest B "$B_IP" 52:54:00:00:00:0b "$A_IP" b.sock a.sock
 # Wait for both. When one guest fails (setup, crash, lost the other) the other
 # has nobody to talk to: stop it at once. When one finishes normally the other
 # has passed the same last barrier: give it 30 s to power off.
-declare -A RC=() PID=([A]=${PIDS[0]} [B]=${PIDS[1]})
+declare -A RC=()
 deadline=
-stop_running() { local h; for h in A B; do [[ -n ${RC[$h]:-} ]] || kill "${PID[$h]}" 2>/dev/null || true; done; }
-while [[ -z ${RC[A]:-} || -z ${RC[B]:-} ]]; do
+stop_running() { local p; for p in "${PID[@]}"; do kill "$p" 2>/dev/null || true; done; }
+while [[ ${#PID[@]} -gt 0 ]]; do
   for h in A B; do
-    [[ -z ${RC[$h]:-} ]] && ! kill -0 "${PID[$h]}" 2>/dev/null || continue
+    [[ -n ${PID[$h]:-} ]] && ! kill -0 "${PID[$h]}" 2>/dev/null || continue
     set +e; wait "${PID[$h]}"; RC[$h]=$?; set -e
+    unset "PID[$h]"
     log "guest $h finished: run-guest.sh exit ${RC[$h]} ($(( ($(date +%s%N) - T0) / 1000000 )) ms)"
     if [[ ${RC[$h]} != 0 ]]; then stop_running
     else deadline=${deadline:-$(( $(date +%s) + 30 ))}
@@ -296,7 +299,6 @@ while [[ -z ${RC[A]:-} || -z ${RC[B]:-} ]]; do
   fi
   sleep 0.2
 done
-PIDS=()
 GUEST_MS=$(( ($(date +%s%N) - T0) / 1000000 ))
 for h in A B; do
   sed "s/^/[$KERNEL $h] /" "$W/$h.run-guest" >&2
