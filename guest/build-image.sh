@@ -323,7 +323,9 @@ done
 # (busybox modprobe cannot read .ko.xz), then depmod on the trimmed tree.
 # crc32_generic: rdma_rxe allocates the "crc32" shash for its ICRC, which is no
 # modules.dep dependency ("rdma link add" fails with ENOENT without it).
-WANT=(ib_uverbs rdma_ucm rdma_rxe crc32_generic dummy)
+# virtio_pci + virtio_net (with net_failover/failover): the NIC of the two-host
+# mode (run-guest.sh --nic); virtio_pci is built in on 6.12.
+WANT=(ib_uverbs rdma_ucm rdma_rxe crc32_generic dummy virtio_pci virtio_net)
 MD=$EX/lib/modules/$KREL
 declare -A KSEEN=()
 add_mod() { # relpath

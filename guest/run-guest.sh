@@ -17,9 +17,17 @@
 #   --log FILE       also keep the console log at FILE
 #   --quiet          do not stream the console to stdout
 #   --no-build       do not run build-image.sh first
+#   --nic NETDEV     give the guest a virtio-net NIC on the QEMU backend
+#                    `-netdev NETDEV` (e.g. dgram,local.type=unix,local.path=A,
+#                    remote.type=unix,remote.path=B: a wire to another guest) and
+#                    put rxe0 on it (eth0) instead of on dummy0
+#   --mac MAC        the NIC's MAC (with --nic; guests on one wire need different
+#                    ones; default 52:54:00:12:34:56)
+#   --ip ADDR        the guest's IPv4 address, /24 (default 192.0.2.1)
 # The command runs under busybox sh in /guest, with PATH=/guest/bin:/guest:...,
 # UVERBS_TEST_DEVICE=rxe0 UVERBS_TEST_GID_INDEX=<n> UVERBS_TEST_IP=192.0.2.1
-# UVERBS_TEST_NETDEV=dummy0 exported.
+# UVERBS_TEST_NETDEV=dummy0 exported (with --nic/--ip: eth0 and that address).
+# SIGINT/SIGTERM stop QEMU before the script exits (status 130).
 # Exit status: the command's status (0-255); 123 guest setup failed (rxe not
 # up); 124 timeout; 125 no exit marker (kernel panic, crash, QEMU error);
 # 126 usage or host-side error. On failure the console log is kept at
@@ -35,7 +43,7 @@ log() { printf '[run-guest] %s\n' "$*" >&2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 126; }
 
 KERNEL= SCRIPT= SHELL_MODE=0 TIMEOUT=600 SMP=2 MEM=1024 ACCEL=${UVERBS_GUEST_ACCEL:-auto}
-LOG= QUIET=0 BUILD=1
+LOG= QUIET=0 BUILD=1 NIC= MAC=52:54:00:12:34:56 IP=192.0.2.1
 ADDS=() ENVS=() CMD=()
 need() { [[ $1 -ge 2 ]] || usage; }
 while [[ $# -gt 0 ]]; do
@@ -50,6 +58,9 @@ while [[ $# -gt 0 ]]; do
     --log) need $#; LOG=$2; shift 2 ;;
     --quiet) QUIET=1; shift ;;
     --no-build) BUILD=0; shift ;;
+    --nic) need $#; NIC=$2; shift 2 ;;
+    --mac) need $#; MAC=$2; shift 2 ;;
+    --ip) need $#; IP=$2; shift 2 ;;
     --script) need $#; SCRIPT=$2; shift 2 ;;
     --shell) SHELL_MODE=1; shift ;;
     --) shift; CMD=("$@"); break ;;
@@ -61,6 +72,8 @@ done
 [[ ${#CMD[@]} -gt 0 || -n $SCRIPT || $SHELL_MODE == 1 ]] || { log "no command"; usage; }
 [[ -z $SCRIPT || -f $SCRIPT ]] || { log "no such script: $SCRIPT"; exit 126; }
 case $ACCEL in auto|kvm|tcg) ;; *) log "bad --accel $ACCEL"; exit 126 ;; esac
+[[ $IP =~ ^([0-9]{1,3}\.){3}[0-9]{1,3}$ ]] || { log "bad --ip $IP (an IPv4 address, no prefix)"; exit 126; }
+[[ $MAC =~ ^([0-9a-fA-F]{2}:){5}[0-9a-fA-F]{2}$ ]] || { log "bad --mac $MAC"; exit 126; }
 
 KD=$ROOT/$KERNEL
 if [[ $BUILD == 1 ]]; then
@@ -71,9 +84,16 @@ QEMU=${UVERBS_GUEST_QEMU:-$ROOT/qemu/qemu-system-x86_64}
 BUSYBOX=$ROOT/userspace/root/bin/busybox
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-guest.XXXXXX")
+# QPID is the running `timeout` (which forwards a SIGTERM to QEMU and kills it
+# 5 s later if needed); cleanup waits for it so no QEMU outlives this script.
 QPID=
 cleanup() {
-  [[ -n $QPID ]] && kill "$QPID" 2>/dev/null
+  if [[ -n $QPID ]]; then
+    kill "$QPID" 2>/dev/null
+    wait "$QPID" 2>/dev/null
+    # stopped by a signal: --log still gets what the guest printed
+    [[ -n $LOG && -f $WORK/console.log ]] && cp "$WORK/console.log" "$LOG" 2>/dev/null
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -88,24 +108,37 @@ mkinitrd() {
   cat "$KD/initramfs.cpio" "$WORK/overlay.cpio" > "$2"
 }
 
-# boot ACCEL TIMEOUT INITRD LOGFILE QUIET EXTRA_APPEND: run QEMU; sets QRC, MARKER, SECS
+# boot ACCEL TIMEOUT INITRD LOGFILE QUIET EXTRA_APPEND [QEMU_ARG]...: run QEMU;
+# sets QRC, MARKER, SECS. QEMU runs in the background and is waited for, so a
+# SIGTERM/SIGINT to this script runs its trap (killing QEMU) at once instead
+# of after QEMU exits.
 boot() {
-  local accel=$1 tmo=$2 initrd=$3 logf=$4 quiet=$5 extra=$6 nonce start end
+  local accel=$1 tmo=$2 initrd=$3 logf=$4 quiet=$5 extra=$6 nonce start end tee_pid
+  shift 6
   nonce=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
   local q=("$QEMU" -nodefaults -no-user-config -display none -no-reboot
            -m "$MEM" -smp "$SMP" -kernel "$KD/vmlinux" -initrd "$initrd"
-           -append "console=ttyS0 panic=-1 quiet loglevel=3 uverbs.nonce=$nonce $extra"
-           -serial stdio)
+           -append "console=ttyS0 panic=-1 quiet loglevel=3 uverbs.nonce=$nonce${extra:+ $extra}"
+           -serial stdio "$@")
   if [[ $accel == kvm ]]; then q+=(-accel kvm -cpu host); else q+=(-accel tcg); fi
   start=$(date +%s%N)
   set +e
   if [[ $quiet == 1 ]]; then
-    timeout -k 5 "$tmo" "${q[@]}" </dev/null >"$logf" 2>&1
+    timeout -k 5 "$tmo" "${q[@]}" </dev/null >"$logf" 2>&1 &
+    QPID=$!
+    wait "$QPID"
     QRC=$?
   else
-    timeout -k 5 "$tmo" "${q[@]}" </dev/null 2>&1 | tee "$logf"
-    QRC=${PIPESTATUS[0]}
+    rm -f "$WORK/console.fifo"; mkfifo "$WORK/console.fifo"
+    tee "$logf" < "$WORK/console.fifo" &
+    tee_pid=$!
+    timeout -k 5 "$tmo" "${q[@]}" </dev/null >"$WORK/console.fifo" 2>&1 &
+    QPID=$!
+    wait "$QPID"
+    QRC=$?
+    wait "$tee_pid"
   fi
+  QPID=
   set -e
   end=$(date +%s%N)
   SECS=$(( (end - start) / 1000000 ))
@@ -158,17 +191,26 @@ done
 mkinitrd "$OV" "$WORK/initrd.cpio"
 
 KREL=$(cat "$KD/kernel-release")
+# The NIC (--nic) and the address (--ip) reach init.sh on the kernel command
+# line; without them nothing is added, so the single-guest boot is unchanged.
+APPEND= QNIC=()
+if [[ -n $NIC ]]; then
+  APPEND+=" uverbs.nic=1"
+  # romfile= : no iPXE option ROM (nothing boots from the network).
+  QNIC=(-netdev "$NIC,id=wire0" -device "virtio-net-pci,netdev=wire0,mac=$MAC,romfile=")
+fi
+[[ $IP == 192.0.2.1 ]] || APPEND+=" uverbs.ip=$IP"
 if [[ $SHELL_MODE == 1 ]]; then
   q=("$QEMU" -nodefaults -no-user-config -display none -no-reboot -m "$MEM" -smp "$SMP"
      -kernel "$KD/vmlinux" -initrd "$WORK/initrd.cpio" -serial stdio
-     -append "console=ttyS0 panic=-1 quiet loglevel=3 uverbs.shell=1")
+     -append "console=ttyS0 panic=-1 quiet loglevel=3 uverbs.shell=1$APPEND" "${QNIC[@]}")
   if [[ $ACCEL == kvm ]]; then q+=(-accel kvm -cpu host); else q+=(-accel tcg); fi
   "${q[@]}"
   exit $?
 fi
 
-log "booting $KREL ($ACCEL, -smp $SMP -m $MEM, timeout ${TIMEOUT}s)"
-boot "$ACCEL" "$TIMEOUT" "$WORK/initrd.cpio" "$WORK/console.log" "$QUIET" ""
+log "booting $KREL ($ACCEL, -smp $SMP -m $MEM, timeout ${TIMEOUT}s${NIC:+; NIC $MAC, $IP, -netdev $NIC})"
+boot "$ACCEL" "$TIMEOUT" "$WORK/initrd.cpio" "$WORK/console.log" "$QUIET" "${APPEND# }" "${QNIC[@]}"
 
 if [[ $QRC == 124 || $QRC == 137 ]]; then rc=124; why="timeout after ${TIMEOUT}s"
 elif [[ $MARKER == setup-failed ]]; then rc=123; why="guest setup failed (rxe not up)"
@@ -179,8 +221,12 @@ fi
 if [[ $rc != 0 ]]; then
   mkdir -p "$LOGDIR"
   keep=$LOGDIR/$KERNEL-$(date +%Y%m%d-%H%M%S).log
-  [[ -e $keep ]] && keep=${keep%.log}-$$.log
-  cp "$WORK/console.log" "$keep"
+  # noclobber creates the file exclusively: two guests failing in the same
+  # second (scripts/two-host.sh) must not race for one name
+  if ! (set -C; cat "$WORK/console.log" > "$keep") 2>/dev/null; then
+    keep=${keep%.log}-$$.log
+    cp "$WORK/console.log" "$keep"
+  fi
   log "console log kept: $keep"
 fi
 log "$why; ${SECS} ms (QEMU start to exit, $ACCEL)"

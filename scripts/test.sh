@@ -12,21 +12,27 @@
 #      the ABI layout test against the kernel's own headers, the dependency
 #      policy and static-binary tests);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
-#      kernel 6.12 with musl builds (scripts/guest-test.sh).
-# Prints cargo's `test result:` lines and a final total line.
+#      kernel 6.12 with musl builds (scripts/guest-test.sh);
+#   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
+#      two guests (scripts/two-host.sh), kernel 6.1 with the glibc build,
+#      kernel 6.12 with the musl build.
+# Prints cargo's `test result:` lines (step 5 prints its own in that shape)
+# and a final total line.
 #
-# Options: --quick (steps 1 and 3 only), --no-musl, --no-guest.
+# Options: --quick (steps 1 and 3 only), --no-musl, --no-guest (no step 4),
+# --no-two-host (no step 5).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-QUICK=0 MUSL=1 GUEST=1
+QUICK=0 MUSL=1 GUEST=1 TWO_HOST=1
 for arg in "$@"; do
   case $arg in
-    --quick) QUICK=1 MUSL=0 GUEST=0 ;;
+    --quick) QUICK=1 MUSL=0 GUEST=0 TWO_HOST=0 ;;
     --no-musl) MUSL=0 ;;
     --no-guest) GUEST=0 ;;
+    --no-two-host) TWO_HOST=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
@@ -103,7 +109,19 @@ if [[ $GUEST == 1 ]]; then
   fi
 fi
 
-# Totals over every cargo summary line (host and guests).
+if [[ $TWO_HOST == 1 ]]; then
+  step "two hosts on a virtual wire: kernel 6.1, glibc build"
+  scripts/two-host.sh --kernel 6.1 2>"$LOGS/two-host-6.1.console.log" | tee "$LOGS/two-host-6.1.log" \
+    || { tail -n 60 "$LOGS/two-host-6.1.console.log" >&2; exit 1; }
+  musl=() build=glibc
+  [[ $MUSL == 1 ]] && musl=(--musl) build="static musl"
+  step "two hosts on a virtual wire: kernel 6.12, $build build"
+  scripts/two-host.sh --kernel 6.12 "${musl[@]}" 2>"$LOGS/two-host-6.12.console.log" \
+    | tee "$LOGS/two-host-6.12.log" \
+    || { tail -n 60 "$LOGS/two-host-6.12.console.log" >&2; exit 1; }
+fi
+
+# Totals over every cargo summary line (host, guests and two-host).
 passed=0 failed=0 ignored=0
 while read -r p f i; do
   passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))
