@@ -44,7 +44,7 @@ fn run() -> uverbs::Result<()> {
         ctx.async_fd().as_raw_fd()
     );
     let mut seen = 0;
-    while count.map_or(true, |c| seen < c) {
+    while count.is_none_or(|c| seen < c) {
         // Blocks until the kernel queues an event; each read returns one.
         let ev = ctx.get_async_event()?;
         let t = ev.event_type();

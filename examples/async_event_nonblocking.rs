@@ -31,7 +31,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut seen = 0;
     let mut wakeups = 0;
-    while count.map_or(true, |c| seen < c) {
+    while count.is_none_or(|c| seen < c) {
         let mut fds = [PollFd::new(ctx.async_fd(), PollFlags::POLLIN)];
         // One second at a time: a real loop would serve other fds here.
         if poll(&mut fds, PollTimeout::from(1000u16))? == 0 {

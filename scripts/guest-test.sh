@@ -7,8 +7,8 @@
 #                         [--timeout S] [-- extra test args]
 #   UVERBS_TEST_DEVICE=mlx5_0 scripts/guest-test.sh --host [-- extra test args]
 #
-# Builds `cargo test --features device-tests --no-run` and `cargo build --bin
-# uverbs` + `cargo build --examples` on the host (with --musl: through
+# Builds `cargo test --features device-tests,tokio --no-run` and `cargo build
+# --bin uverbs` + `cargo build --features tokio --examples` on the host (with --musl: through
 # scripts/musl.sh cargo ...), puts the executables into ONE guest boot per
 # kernel and runs each test executable there with --test-threads=1,
 # UVERBS_BIN=/guest/bin/uverbs and UVERBS_EXAMPLES_DIR=/guest/examples. The guest
@@ -102,10 +102,14 @@ for line in sys.stdin:
 ' "$1"
 }
 
-log "building test executables: ${CARGO[*]} test ${PROFILE[*]} --features device-tests ${SEL[*]} --no-run ${MF[*]}"
+# This crate's device tests include the async ones (feature tokio); another
+# crate (--manifest-path) gets device-tests only.
+FEATURES=device-tests
+[[ -z $MANIFEST ]] && FEATURES=device-tests,tokio
+log "building test executables: ${CARGO[*]} test ${PROFILE[*]} --features $FEATURES ${SEL[*]} --no-run ${MF[*]}"
 JSON=$(mktemp "${TMPDIR:-/tmp}/guest-test.XXXXXX")
 trap 'rm -f "$JSON"' EXIT
-"${CARGO[@]}" test "${PROFILE[@]}" --features device-tests "${SEL[@]}" --no-run --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
+"${CARGO[@]}" test "${PROFILE[@]}" --features "$FEATURES" "${SEL[@]}" --no-run --message-format=json-render-diagnostics "${MF[@]}" > "$JSON" \
   || die "cargo test --no-run failed"
 mapfile -t TESTS < <(executables tests < "$JSON" | awk '!seen[$0]++')
 [[ ${#TESTS[@]} -gt 0 ]] || die "no test executables were built"
@@ -117,8 +121,8 @@ UVERBS=$(executables uverbs < "$JSON" | tail -1)
 # The examples, which device tests run as programs (UVERBS_EXAMPLES_DIR).
 EXAMPLES=()
 if [[ -z $MANIFEST ]]; then
-  log "building the examples: ${CARGO[*]} build --examples"
-  "${CARGO[@]}" build "${PROFILE[@]}" --examples --message-format=json-render-diagnostics > "$JSON" \
+  log "building the examples: ${CARGO[*]} build --features tokio --examples"
+  "${CARGO[@]}" build "${PROFILE[@]}" --features tokio --examples --message-format=json-render-diagnostics > "$JSON" \
     || die "cargo build --examples failed"
   mapfile -t EXAMPLES < <(executables examples < "$JSON" | awk '!seen[$0]++')
 fi

@@ -76,10 +76,10 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "cargo clippy"
-cargo clippy --workspace --all-targets --features device-tests -- -D warnings
+cargo clippy --workspace --all-targets --features uverbs/device-tests,uverbs/tokio -- -D warnings
 
 step "cargo doc (broken links are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --features uverbs/tokio --quiet
 
 if [[ $MUSL == 1 ]]; then
   step "static musl build of the uverbs CLI"
@@ -90,7 +90,7 @@ if [[ $MUSL == 1 ]]; then
 fi
 
 step "host tests"
-cargo test --workspace 2>&1 | tee "$LOGS/host.log"
+cargo test --workspace --features uverbs/tokio 2>&1 | tee "$LOGS/host.log"
 
 if [[ $GUEST == 1 ]]; then
   step "device tests in the rxe guest: kernel 6.1, glibc build"

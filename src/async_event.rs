@@ -172,6 +172,8 @@ impl fmt::Display for AsyncEventType {
 }
 
 /// The object an async event concerns.
+///
+/// The `element` union of libibverbs' `struct ibv_async_event`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AsyncElement {
     /// A CQ (kernel handle).

@@ -109,6 +109,8 @@ pub struct CompletionQueue {
 }
 
 /// Options for [`Context::create_cq`].
+///
+/// The optional arguments of `ibv_create_cq` / `ibv_create_cq_ex` (`struct ibv_cq_init_attr_ex`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CqOptions<'a> {
     /// The channel to signal when the CQ is armed and gets a completion.

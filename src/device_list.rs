@@ -89,6 +89,8 @@ impl NodeType {
 }
 
 /// One RDMA device with a uverbs node.
+///
+/// libibverbs' `struct ibv_device` (an entry of `ibv_get_device_list`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The RDMA device name (`rxe0`, `mlx5_0`).

@@ -10,6 +10,8 @@ use std::{borrow::Cow, fmt};
 use crate::sys::Errno;
 
 /// What kind of failure an [`Error`] is.
+///
+/// libibverbs has no counterpart: it returns a bare errno.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ErrorKind {
@@ -48,6 +50,8 @@ pub struct FirmwareStatus {
 }
 
 /// An error from a uverbs operation.
+///
+/// libibverbs reports the same failures as an errno (in `errno` or as the return value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     op: Cow<'static, str>,
@@ -189,6 +193,8 @@ impl std::error::Error for Error {}
 ///
 /// `?` turns it into an [`Error`], dropping the object: it is then
 /// destroyed when its last reference goes, as any dropped handle.
+///
+/// libibverbs' `ibv_destroy_*` return the errno and leave the object usable; this gives the object back with it.
 pub struct DestroyError<T> {
     // Boxed: a `Result<(), DestroyError<_>>` stays small on the success path.
     object: Box<T>,

@@ -4,7 +4,19 @@
 //! (`/dev/infiniband/uverbsN`) directly, through the ioctl ABI
 //! (`RDMA_VERBS_IOCTL`) and the legacy `write()` commands where the kernel
 //! still requires them; it does not use libibverbs or any C code, and it has
-//! no dynamic loading, so it links into fully static (musl) binaries.
+//! no dynamic loading, so it links into fully static (musl) binaries. Its
+//! providers, soft-RoCE (rxe) and ConnectX (mlx5), are compiled in and chosen
+//! by the device's driver id. If you know libibverbs, you know this crate:
+//! the [table below](#libibverbs-names) maps the C names to it, and a search
+//! in these docs for a C name (`ibv_post_send`) finds its counterpart.
+//!
+//! # From a device to an RC exchange
+//!
+//! No hardware? `rdma link add rxe0 type rxe netdev eth0` (as root) makes a
+//! soft-RoCE device of any Ethernet interface; `uverbs devinfo` shows it.
+//!
+//! **1. Find and open a device** ([`devices`], [`Context::open`]; like
+//! `ibv_get_device_list` and `ibv_open_device`):
 //!
 //! ```no_run
 //! # fn main() -> uverbs::Result<()> {
@@ -17,40 +29,67 @@
 //! # }
 //! ```
 //!
-//! A QP and its data path (the connection setup, an exchange of QP numbers
-//! and GIDs with the peer followed by `modify` to INIT, RTR and RTS, is
-//! left out):
+//! **2. Build the objects, connect, exchange.** A protection domain owns the
+//! memory registrations and QPs; a CQ receives the completions; an RC QP
+//! goes RESET → INIT → RTR → RTS with the peer's QP number and GID. Here the
+//! peer is a second QP on the same device, so the program is complete; it
+//! is `examples/rc_loopback.rs`, shown whole:
 //!
-//! ```no_run
-//! use uverbs::{AccessFlags, Context, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendWr};
+#![doc = concat!("```no_run\n", include_str!("../examples/rc_loopback.rs"), "```")]
 //!
-//! # fn main() -> uverbs::Result<()> {
-//! let ctx = Context::open(None)?;
-//! let pd = ctx.alloc_pd()?;
-//! let mut cq = ctx.create_cq(64, CqOptions::default())?;
-//! let mut qp = pd.create_qp(&QpInitAttr {
-//!     qp_type: QpType::Rc,
-//!     send_cq: &cq,
-//!     recv_cq: &cq,
-//!     srq: None,
-//!     cap: QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 },
-//!     sq_sig_all: false,
-//! })?;
-//! let buf = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
-//! qp.post_recv(&[RecvWr::new(1, &[buf.sge(0, 4096)?])])?;
-//! qp.post_send(&[SendWr::send(2, &[buf.sge(0, 64)?])])?;
-//! let mut wc = [uverbs::WorkCompletion::default(); 16];
-//! let n = cq.poll(&mut wc);
-//! # let _ = n;
-//! # Ok(())
-//! # }
-//! ```
+//! **3. Wait instead of spinning.** A CQ created on a
+//! [`CompletionChannel`] raises an event after [`CompletionQueue::req_notify`];
+//! [`CompletionChannel::get_event`] blocks for it, the [`CqEvent`] is
+//! acknowledged when dropped, and a destroy waits for every event handed
+//! out to be acknowledged, as `ibv_destroy_cq` does
+//! (`examples/cq_events.rs`; with `poll(2)`: `examples/cq_events_nonblocking.rs`).
+//! Device-wide events (port changes, QP and CQ errors) come from
+//! [`Context::get_async_event`] (`examples/async_event.rs`,
+//! `examples/async_event_nonblocking.rs`). Every event fd is `AsFd`.
 //!
-//! Layout:
+//! **4. Connect by address** with [`cm`], librdmacm's counterpart
+//! (`examples/cm_server.rs`, `examples/cm_client.rs`).
+//!
+//! **5. Await** with the `tokio` feature: `uverbs::tokio` wraps every event
+//! fd in tokio's `AsyncFd` and gives a CQ whose completions are awaited
+//! (`AsyncCq`, with a busy-poll budget before it sleeps);
+//! `examples/async_cq_events.rs`, `examples/async_cm.rs`.
+//!
+//! **6. mlx5.** The same API drives a ConnectX; [`mlx5`] adds what only
+//! mlx5 has (the counterpart of `mlx5dv`): DevX objects, UMEM, async
+//! commands and DevX event channels (`examples/devx_events.rs`).
+//!
+//! Errors ([`Error`]) name the operation, the errno, and what to change.
+//! The full programs are in [`examples`] (also on disk
+//! under `examples/`, run with `cargo run --example NAME`), and the `uverbs`
+//! CLI (`uverbs devinfo`, `rc-pingpong`, `rping`, `perf`, ...) is a larger
+//! user of the same API.
+//!
+//! # libibverbs names
+//!
+//! | libibverbs / librdmacm / mlx5dv | uverbs |
+//! |---|---|
+//! | `ibv_get_device_list`, `ibv_get_device_name` | [`devices`], [`DeviceInfo`] |
+//! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], [`Context::open_device`], drop |
+//! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
+//! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
+//! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe) → [`MemoryRegion`] |
+//! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`] |
+//! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
+//! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
+//! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
+//! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
+//! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
+//! | `ibv_get_async_event`, `ibv_ack_async_event` | [`Context::get_async_event`], drop of [`AsyncEvent`] |
+//! | `struct ibv_wc`, `ibv_wc_status_str` | [`WorkCompletion`], [`WcStatus`] |
+//! | `ibv_destroy_*` | `destroy()` (returns the object on failure: [`DestroyError`]), or drop |
+//! | `rdma_create_event_channel`, `rdma_create_id`, `rdma_get_cm_event`, `rdma_ack_cm_event` | [`cm::EventChannel`], [`cm::CmId`], [`cm::CmEvent`] (acknowledged on drop) |
+//! | `mlx5dv_open_device` (DevX), `mlx5dv_devx_*` | [`mlx5`] |
+//!
+//! # Layout
+//!
 //! - [`sys`]: the only module that makes system calls ([`sys::Kernel`]); tests fake it.
-//! - [`ioctl`]: the `RDMA_VERBS_IOCTL` command builder.
-//! - [`devices`], [`Context`]: discovery and opening a device.
-//! - [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`]: queries.
+//! - [`ioctl`]: the `RDMA_VERBS_IOCTL` command builder; [`abi`]: the kernel's structs.
 //! - providers (rxe, mlx5) are compiled in and chosen by the device's driver
 //!   id; [`mlx5`] holds the mlx5-only API (the counterpart of `mlx5dv`), and
 //!   [`barrier`] the CPU/device ordering points of a userspace data path.
@@ -81,6 +120,8 @@ mod query_types;
 mod shared_memory;
 mod srq;
 pub mod sys;
+#[cfg(feature = "tokio")]
+pub mod tokio;
 mod wc;
 mod wr;
 
@@ -92,6 +133,80 @@ mod wr;
 mod providers;
 
 pub use providers::barrier;
+
+/// The example programs of the repository's `examples/` folder, shown
+/// whole (documentation only). Run one with `cargo run --example NAME --
+/// [ARGS]`; the async ones need `--features tokio`.
+#[cfg(doc)]
+pub mod examples {
+    macro_rules! example {
+        ($name:ident, $file:literal, $what:literal) => {
+            #[doc = concat!("`", $file, "`: ", $what, "\n\n```rust,ignore\n",
+                                        include_str!(concat!("../", $file)), "```")]
+            pub mod $name {}
+        };
+    }
+    example!(
+        rc_loopback,
+        "examples/rc_loopback.rs",
+        "an RC exchange from nothing (the crate root's walkthrough)."
+    );
+    example!(
+        list_devices,
+        "examples/list_devices.rs",
+        "discovery and device queries."
+    );
+    example!(
+        cq_events,
+        "examples/cq_events.rs",
+        "completion events, blocking: arm, wait, acknowledge, re-arm, poll."
+    );
+    example!(
+        cq_events_nonblocking,
+        "examples/cq_events_nonblocking.rs",
+        "completion events with `poll(2)` on the channel's fd."
+    );
+    example!(
+        async_event,
+        "examples/async_event.rs",
+        "the device's async events, blocking."
+    );
+    example!(
+        async_event_nonblocking,
+        "examples/async_event_nonblocking.rs",
+        "the device's async events with `poll(2)`."
+    );
+    example!(
+        cm_server,
+        "examples/cm_server.rs",
+        "an rdma_cm server: listen, accept, exchange."
+    );
+    example!(
+        cm_client,
+        "examples/cm_client.rs",
+        "an rdma_cm client: resolve, connect, exchange."
+    );
+    example!(
+        async_cq_events,
+        "examples/async_cq_events.rs",
+        "completions awaited on tokio (`uverbs::tokio::AsyncCq`)."
+    );
+    example!(
+        async_cm,
+        "examples/async_cm.rs",
+        "an rdma_cm client and server on tokio."
+    );
+    example!(
+        devx_events,
+        "examples/devx_events.rs",
+        "mlx5 DevX event channels: subscribe, read blocking and with `poll`."
+    );
+    example!(
+        loopback,
+        "examples/common/loopback.rs",
+        "the loopback RC pair the completion-event examples share."
+    );
+}
 
 /// The kernel's side, faked, for tests, benchmarks and `uverbs perf micro
 /// --fake` (feature `test-utils`, which this crate's own tests turn on).

@@ -138,7 +138,8 @@ fn check_access(op: &'static str, access: AccessFlags) -> Result<()> {
 }
 
 impl ProtectionDomain {
-    /// Allocates `len` bytes of zeroed, page-aligned memory and registers it.
+    /// Allocates `len` bytes of zeroed, page-aligned memory and registers it
+    /// (`ibv_reg_mr` on memory the library owns).
     #[doc(alias = "ibv_reg_mr")]
     pub fn alloc_mr(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion> {
         let op = "allocate memory region";

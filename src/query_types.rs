@@ -263,6 +263,8 @@ impl Mtu {
 }
 
 /// Link layer of a port (`IBV_LINK_LAYER_*`).
+///
+/// `IBV_LINK_LAYER_*` in libibverbs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LinkLayer {
@@ -348,6 +350,8 @@ impl PortAttr {
 }
 
 /// A 128-bit GID in network byte order.
+///
+/// `union ibv_gid` in libibverbs.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Gid(pub [u8; 16]);
 

@@ -136,6 +136,8 @@ impl SendOp {
 }
 
 /// Where a UD send goes: an address handle, the remote QP number and Q_Key.
+///
+/// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`).
 #[derive(Debug, Clone, Copy)]
 pub struct UdDest<'a> {
     /// The address handle of the destination.
@@ -154,6 +156,8 @@ impl<'a> UdDest<'a> {
 }
 
 /// The payload of a send work request.
+///
+/// In libibverbs, `sg_list`/`num_sge` of `struct ibv_send_wr`, inline when `IBV_SEND_INLINE` is set.
 #[derive(Debug, Clone, Copy)]
 pub enum Payload<'a> {
     /// Scatter/gather list (read by the device).
@@ -253,6 +257,8 @@ impl<'a> RecvWr<'a> {
 ///
 /// Requests before `index` were posted (and the doorbell rung for them);
 /// the one at `index` and those after it were not.
+///
+/// libibverbs returns the errno and sets `*bad_wr`; this carries both.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PostError {
     /// Index of the first request that was not posted.

@@ -16,7 +16,7 @@ use std::{
 
 use uverbs::{
     cm::{CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
-    sys::{fake::FakeKernel, Errno, Kernel},
+    sys::{fake::FakeKernel, Errno, Kernel, Readiness},
     QpAttrMask, QpState,
 };
 
@@ -132,6 +132,21 @@ impl Ucma {
                 }
             }
             Ok(())
+        });
+        // The channel polls before it reads, as ucma's fd is polled: readable
+        // while the fake's queue holds an event.
+        let st = state.clone();
+        kernel.on_wait_readable(move |timeout| {
+            let deadline = timeout.map(|t| Instant::now() + t);
+            loop {
+                if !st.lock().unwrap().events.is_empty() {
+                    return Ok(Readiness::Readable);
+                }
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    return Ok(Readiness::TimedOut);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
         });
         Ucma { kernel, state }
     }
@@ -854,6 +869,8 @@ fn errors_name_the_command_and_the_errno() {
     let e = id.bind("192.0.2.1:7174".parse().unwrap()).unwrap_err();
     assert_eq!(e.op(), "RDMA_USER_CM_CMD_BIND");
     assert!(e.to_string().contains("already bound"), "{e}");
+    // A readable channel whose read fails.
+    k.push_event(event_for(&id, 9, 0));
     k.fail(12, Errno::EBADF);
     let e = ch.try_get_event().unwrap_err();
     assert_eq!(e.op(), "RDMA_USER_CM_CMD_GET_EVENT");

@@ -132,3 +132,24 @@ pub fn poll_until_empty(cq: &mut CompletionQueue) -> Result<usize, String> {
         }
     }
 }
+
+/// The QP capabilities of the examples' pairs: `depth` work requests of one
+/// scatter/gather entry each way.
+#[allow(dead_code)] // not every example uses it
+pub fn cap(depth: u32) -> QpCap {
+    QpCap {
+        max_send_wr: depth,
+        max_recv_wr: depth,
+        max_send_sge: 1,
+        max_recv_sge: 1,
+        max_inline_data: 0,
+    }
+}
+
+/// Connects `a` and `b` to each other (loopback on `ctx`'s port 1).
+#[allow(dead_code)] // not every example uses it
+pub fn connect_pair(ctx: &Context, a: &QueuePair, b: &QueuePair) -> uverbs::Result<()> {
+    let gid = pick_gid(ctx)?;
+    connect(a, b.qp_num(), gid)?;
+    connect(b, a.qp_num(), gid)
+}

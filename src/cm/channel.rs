@@ -121,8 +121,7 @@ impl ChannelInner {
     pub(crate) fn context_for(&self, node_guid: u64, ibdev_index: u32) -> Result<Context> {
         let op = "rdma_cm: open the id's verbs device";
         let matches = |guid: u64, index: Option<u32>| {
-            guid == node_guid
-                && (ibdev_index == u32::MAX || index.map_or(true, |i| i == ibdev_index))
+            guid == node_guid && (ibdev_index == u32::MAX || index.is_none_or(|i| i == ibdev_index))
         };
         let mut cache = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache

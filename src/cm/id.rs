@@ -713,6 +713,8 @@ pub struct PathRecord {
 }
 
 /// What [`CmId::query_route`] reports.
+///
+/// librdmacm's `struct rdma_route`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RouteInfo {
     /// The node GUID of the device, host order.

@@ -12,6 +12,8 @@ use super::event::UdParam;
 pub const RDMA_UDP_QKEY: u32 = 0x0123_4567;
 
 /// Where to send to reach a UD peer.
+///
+/// librdmacm's `struct rdma_ud_param`.
 #[derive(Debug)]
 pub struct UdPeer {
     /// The address handle.

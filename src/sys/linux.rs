@@ -122,10 +122,7 @@ impl Kernel for Linux {
 
     unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         if let Some(at) = cmd.fd_at {
-            if !at
-                .checked_add(4)
-                .is_some_and(|end| end <= cmd.core_out.len())
-            {
+            if at.checked_add(4).is_none_or(|end| end > cmd.core_out.len()) {
                 return Err(Errno::EINVAL);
             }
             // Never a number the kernel did not write: a response too short

@@ -1060,6 +1060,17 @@ fn run_cq_example(name: &str) {
     assert!(out.contains("8 messages, 16 completions"), "{name}: {out}");
 }
 
+/// The crate root's walkthrough, run: two RC QPs connected to each other
+/// exchange one message.
+#[test]
+fn example_rc_loopback_delivers_its_message() {
+    let mut cmd = Command::new(example("rc_loopback"));
+    cmd.arg(crate::test_device());
+    let (status, out, err) = run_bounded(cmd, Duration::from_secs(30));
+    assert!(status.success(), "rc_loopback: {status}: {out}{err}");
+    assert!(out.contains("\"hello, RDMA\" (11 bytes)"), "{out}");
+}
+
 #[test]
 fn example_cq_events_blocking() {
     run_cq_example("cq_events");

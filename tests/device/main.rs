@@ -15,6 +15,8 @@
 mod devinfo_compare;
 
 mod async_events;
+#[cfg(feature = "tokio")]
+mod async_tokio;
 mod channel;
 mod cm;
 mod context;

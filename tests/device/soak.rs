@@ -1,6 +1,8 @@
 //! Soak: 10^6 messages over 16 QPs (8 connected pairs, both directions),
 //! every send and receive completion accounted for, none lost or duplicated,
-//! every payload in order. `UVERBS_SOAK_MESSAGES` overrides the count.
+//! every payload in order. `UVERBS_SOAK_MESSAGES` and `UVERBS_SOAK_QPS` (an
+//! even number) override the count and the QPs: `scripts/soak.sh` runs the
+//! long mode, 10^7 messages over 64 QPs.
 
 use std::collections::HashMap;
 
@@ -11,7 +13,8 @@ use uverbs::{
 
 use crate::support::*;
 
-const QPS: usize = 16;
+/// QPs unless `UVERBS_SOAK_QPS` says otherwise.
+const DEFAULT_QPS: usize = 16;
 const DEPTH: u32 = 128;
 const BATCH: usize = 16;
 const MSG: usize = 8;
@@ -32,12 +35,19 @@ fn a_million_messages_over_sixteen_qps() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
+    let qps_n: usize = std::env::var("UVERBS_SOAK_QPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n: &usize| *n >= 2 && n % 2 == 0)
+        .unwrap_or(DEFAULT_QPS);
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
-    let mut send_cq: CompletionQueue = ctx.create_cq(4096, CqOptions::default()).unwrap();
-    let mut recv_cq: CompletionQueue = ctx.create_cq(4096, CqOptions::default()).unwrap();
+    // Room for every QP's whole queue: a completion never finds the CQ full.
+    let cqe = (qps_n as u32 * DEPTH).max(4096);
+    let mut send_cq: CompletionQueue = ctx.create_cq(cqe, CqOptions::default()).unwrap();
+    let mut recv_cq: CompletionQueue = ctx.create_cq(cqe, CqOptions::default()).unwrap();
     let gid = local_gid(&ctx);
-    let mut qps: Vec<QueuePair> = (0..QPS)
+    let mut qps: Vec<QueuePair> = (0..qps_n)
         .map(|_| {
             pd.create_qp(&QpInitAttr {
                 qp_type: QpType::Rc,
@@ -56,13 +66,13 @@ fn a_million_messages_over_sixteen_qps() {
             .unwrap()
         })
         .collect();
-    for i in (0..QPS).step_by(2) {
+    for i in (0..qps_n).step_by(2) {
         let (a, b) = (qps[i].qp_num(), qps[i + 1].qp_num());
         connect(&qps[i], b, gid, access_all(), 7);
         connect(&qps[i + 1], a, gid, access_all(), 7);
     }
     // One receive slot of MSG bytes per (QP, ring position).
-    let rbuf = mr(&pd, QPS * DEPTH as usize * MSG);
+    let rbuf = mr(&pd, qps_n * DEPTH as usize * MSG);
     let mut lanes: Vec<Lane> = qps
         .drain(..)
         .enumerate()
@@ -72,7 +82,7 @@ fn a_million_messages_over_sixteen_qps() {
             send_done: 0,
             recv_expect: 0,
             recv_posted: 0,
-            quota: total / QPS as u64 + u64::from((i as u64) < total % QPS as u64),
+            quota: total / qps_n as u64 + u64::from((i as u64) < total % qps_n as u64),
         })
         .collect();
     let index: HashMap<u32, usize> = lanes
@@ -94,7 +104,7 @@ fn a_million_messages_over_sixteen_qps() {
             lane.recv_posted += 1;
         }
     };
-    for i in 0..QPS {
+    for i in 0..qps_n {
         let limit = lanes[peer(i)].quota;
         post_recvs(&mut lanes[i], i, limit);
     }
@@ -105,7 +115,7 @@ fn a_million_messages_over_sixteen_qps() {
     let mut idle_since = std::time::Instant::now();
     while sends < total || recvs < total {
         let mut progress = false;
-        for i in 0..QPS {
+        for i in 0..qps_n {
             // Send while the peer has receives posted and our SQ has room.
             let peer_posted = lanes[peer(i)].recv_posted;
             let lane = &mut lanes[i];
@@ -160,7 +170,7 @@ fn a_million_messages_over_sixteen_qps() {
             recvs += 1;
         }
         progress |= n > 0;
-        for i in 0..QPS {
+        for i in 0..qps_n {
             let limit = lanes[peer(i)].quota;
             post_recvs(&mut lanes[i], i, limit);
         }
@@ -187,7 +197,7 @@ fn a_million_messages_over_sixteen_qps() {
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
-        "soak: {total} messages over {QPS} QPs in {secs:.1} s ({:.0} msg/s)",
+        "soak: {total} messages over {qps_n} QPs in {secs:.1} s ({:.0} msg/s)",
         total as f64 / secs
     );
 }

@@ -42,6 +42,8 @@ pub struct DevxCmdComp {
 }
 
 /// The answer of an asynchronous query.
+///
+/// rdma-core's `struct mlx5dv_devx_async_cmd_hdr` followed by the out data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AsyncCmdResult {
     /// The `wr_id` the query was started with.

@@ -25,6 +25,8 @@ use crate::{
 pub const HEADER_LEN: usize = 16;
 
 /// The common header of a command's input (`general_obj_in_cmd_hdr`).
+///
+/// The `in` buffer of `mlx5dv_devx_obj_create` and friends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CmdIn {
     /// `MLX5_CMD_OP_*`.
@@ -80,6 +82,8 @@ impl CmdIn {
 }
 
 /// The common header of a command's output (`general_obj_out_cmd_hdr`).
+///
+/// The `out` buffer of `mlx5dv_devx_obj_create` and friends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct CmdOut {
     /// `MLX5_CMD_STAT_*`: 0 is success.

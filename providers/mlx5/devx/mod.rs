@@ -93,6 +93,8 @@ pub fn open_device(
 
 /// The DevX functions of an mlx5 context that has a DevX user context.
 /// Cheap to clone; it keeps the context open.
+///
+/// rdma-core's counterpart is the `mlx5dv_devx_*` family on a context opened with `MLX5DV_CONTEXT_FLAGS_DEVX`.
 #[derive(Debug, Clone)]
 pub struct Devx {
     ctx: Context,

@@ -31,6 +31,9 @@ use crate::{
 ///
 /// [`DevxUmem`]: super::DevxUmem
 /// [`DevxUar`]: super::DevxUar
+///
+/// rdma-core has no counterpart: there the caller keeps a UMEM
+/// (`mlx5dv_devx_umem_reg`) or UAR (`mlx5dv_devx_alloc_uar`) alive by hand.
 pub trait DevxResource: sealed::Sealed {
     /// A reference that keeps the resource alive.
     #[doc(hidden)]

@@ -22,6 +22,8 @@ use crate::{
 };
 
 /// The kind of UAR page to allocate (`MLX5DV_UAR_ALLOC_TYPE_*`).
+///
+/// `MLX5DV_UAR_ALLOC_TYPE_BF`/`_NC` of `mlx5dv_devx_alloc_uar`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UarKind {
     /// Write-combining: BlueFlame copies (`MLX5DV_UAR_ALLOC_TYPE_BF`).
@@ -136,7 +138,7 @@ impl DevxUar {
     /// Ordering against the doorbell record and the WQEs is the caller's,
     /// with [`crate::barrier`].
     pub fn write64(&self, offset: usize, bytes: [u8; 8]) -> Result<()> {
-        if offset % 8 != 0 || offset.checked_add(8).map_or(true, |end| end > self.len()) {
+        if offset % 8 != 0 || offset.checked_add(8).is_none_or(|end| end > self.len()) {
             return Err(invalid(
                 "DevX UAR doorbell",
                 format!(

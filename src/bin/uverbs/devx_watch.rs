@@ -181,7 +181,7 @@ fn watch(o: &Opts, out: &mut dyn Write) -> Result<(), String> {
         return Err("the device reports none of the unaffiliated event types".into());
     }
     let mut seen = 0u64;
-    while o.count.map_or(true, |c| seen < c) {
+    while o.count.is_none_or(|c| seen < c) {
         let ev = ch.get_event().map_err(|e| e.to_string())?;
         let line = match ev.eqe {
             Some(eqe) => {

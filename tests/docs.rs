@@ -1,0 +1,100 @@
+//! The documentation keeps its promises: every `#[doc(alias = "...")]` (the
+//! libibverbs, librdmacm or mlx5dv name a search finds) is also written in
+//! the item's prose, where a reader sees it; and every example is listed in
+//! the crate root's table of examples.
+
+use std::{fs, path::Path};
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `(line, alias)` of every alias whose doc comment does not name it.
+fn aliases_missing_from_prose(text: &str) -> Vec<(usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut missing = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let mut rest = *line;
+        while let Some(at) = rest.find("doc(alias = \"") {
+            rest = &rest[at + 13..];
+            let Some(end) = rest.find('"') else { break };
+            let alias = &rest[..end];
+            // The doc comment and attributes directly above the alias.
+            let prose = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|l| {
+                    let t = l.trim_start();
+                    t.starts_with("///") || t.starts_with("#[")
+                })
+                .filter(|l| l.trim_start().starts_with("///"));
+            if !prose.clone().any(|l| l.contains(alias)) {
+                missing.push((i + 1, alias.to_string()));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn the_scanner_finds_an_alias_missing_from_prose() {
+    let text = "/// Like `ibv_foo`.\n#[doc(alias = \"ibv_foo\")]\nfn a() {}\n\
+                /// Something else.\n#[inline]\n#[doc(alias = \"ibv_bar\")]\nfn b() {}\n";
+    assert_eq!(
+        aliases_missing_from_prose(text),
+        [(6, "ibv_bar".to_string())]
+    );
+}
+
+#[test]
+fn every_doc_alias_is_named_in_its_prose() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("providers"), &mut files);
+    let mut bad = Vec::new();
+    let mut seen = 0;
+    for f in &files {
+        let text = fs::read_to_string(f).unwrap();
+        seen += text.matches("doc(alias = \"").count();
+        for (line, alias) in aliases_missing_from_prose(&text) {
+            bad.push(format!(
+                "{}:{line}: {alias}",
+                f.strip_prefix(root).unwrap().display()
+            ));
+        }
+    }
+    assert!(seen > 50, "only {seen} aliases found: scanner broken?");
+    assert!(
+        bad.is_empty(),
+        "aliases not named in the docs:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_example_is_reachable_from_the_crate_docs() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let mut missing = Vec::new();
+    for entry in fs::read_dir(root.join("examples")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            if !lib.contains(&format!("examples/{name}")) {
+                missing.push(name);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "examples the crate docs do not show: {missing:?}"
+    );
+}
