@@ -113,9 +113,22 @@ impl Context {
         let ports = self.query_device()?.phys_port_cnt;
         let mut capacity = 0usize;
         for port in 1..=ports {
-            capacity += self.query_port(port)?.gid_tbl_len as usize;
+            capacity = capacity.saturating_add(self.query_port(port)?.gid_tbl_len as usize);
         }
         if !ctx.fallback.use_write(Verb::QueryGid) {
+            // One ioctl attribute carries at most u16::MAX bytes, so a larger
+            // table cannot come back from this method (the command would be
+            // refused with E2BIG); say so before allocating for it, whatever
+            // size the ports report.
+            let most = usize::from(u16::MAX) / size_of::<abi::IbUverbsGidEntry>();
+            if capacity > most {
+                return Err(
+                    Error::sys("UVERBS_METHOD_QUERY_GID_TABLE", Errno::E2BIG).with_detail(format!(
+                        "the ports report {capacity} GID table entries; one query returns at \
+                         most {most}"
+                    )),
+                );
+            }
             let mut entries = vec![abi::IbUverbsGidEntry::new_zeroed(); capacity.max(1)];
             let mut count = 0u64;
             let mut cmd: IoctlCmd<'_> = ctx.ioctl_cmd(
@@ -264,7 +277,7 @@ fn port_error(op: &'static str, port: u8, e: Errno) -> Error {
 }
 
 /// `"fe80:0000:0000:0000:5054:00ff:fe12:3456"` to 16 bytes.
-fn parse_sysfs_gid(s: &str) -> Option<[u8; 16]> {
+pub(crate) fn parse_sysfs_gid(s: &str) -> Option<[u8; 16]> {
     let mut out = [0u8; 16];
     let mut groups = s.trim().split(':');
     for pair in out.chunks_exact_mut(2) {
@@ -277,6 +290,29 @@ fn parse_sysfs_gid(s: &str) -> Option<[u8; 16]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::rxe::{fake_rxe, port_attr, DEV};
+
+    /// Found by the `verbs_responses` fuzz target: a port reporting a huge
+    /// `gid_tbl_len` made `query_gid_table` allocate for it (32 bytes an
+    /// entry) and abort when the allocation failed.
+    #[test]
+    fn a_huge_gid_table_length_is_an_error_not_an_allocation() {
+        let fake = fake_rxe();
+        let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+        fake.kernel.on_ioctl(|cmd| {
+            let mut resp = abi::IbUverbsQueryPortRespEx::new_zeroed();
+            resp.legacy_resp = port_attr();
+            resp.legacy_resp.gid_tbl_len = u32::MAX;
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_PORT_RESP, resp.as_bytes());
+            Ok(())
+        });
+        let e = ctx.query_gid_table().unwrap_err();
+        assert_eq!(e.errno(), Some(Errno::E2BIG), "{e}");
+        assert!(
+            e.to_string().contains("4294967295 GID table entries"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn sysfs_gid_parsing() {
