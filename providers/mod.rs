@@ -44,6 +44,8 @@ pub mod barrier;
 mod device;
 mod dispatch;
 pub(crate) mod dma;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing;
 mod interface;
 pub mod mlx5;
 pub(crate) mod rxe;

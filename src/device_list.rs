@@ -328,7 +328,7 @@ pub(crate) fn parse_guid(s: &str) -> Option<u64> {
 }
 
 /// `"231:192"` (sysfs `dev`) to a `dev_t`.
-fn parse_dev_t(s: &str) -> Option<u64> {
+pub(crate) fn parse_dev_t(s: &str) -> Option<u64> {
     let (major, minor) = s.trim().split_once(':')?;
     Some(libc::makedev(major.parse().ok()?, minor.parse().ok()?))
 }

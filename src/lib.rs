@@ -107,6 +107,9 @@ mod device_list;
 mod error;
 mod event_count;
 mod event_fd;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod ioctl;
 mod mr;
 pub mod netlink;

@@ -7,7 +7,7 @@
 //! `drivers/infiniband/core/nldev.c`). Replies are parsed defensively: a
 //! truncated or malformed attribute ends the walk instead of panicking.
 
-use crate::abi;
+use crate::{abi, sys::Errno};
 
 /// `sizeof(struct nlmsghdr)`.
 pub const NLMSG_HDRLEN: usize = 16;
@@ -143,6 +143,70 @@ pub fn msg_type(msg: &[u8]) -> Option<u16> {
     Some(u16::from_ne_bytes(msg.get(4..6)?.try_into().ok()?))
 }
 
+/// `NLMSG_ERROR`, `NLMSG_DONE` (`include/uapi/linux/netlink.h`).
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+/// `NLM_F_MULTI`: more parts of a multipart reply follow.
+const NLM_F_MULTI: u16 = 2;
+
+/// How a datagram of reply messages ended ([`walk_datagram`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DatagramEnd {
+    /// `NLMSG_DONE`, or an `NLMSG_ERROR` acknowledgement with code 0: the
+    /// reply is complete.
+    Done,
+    /// Every message was handed on; `multi`: one of them had `NLM_F_MULTI`
+    /// (more datagrams of the reply follow).
+    More {
+        /// Whether a message had `NLM_F_MULTI`.
+        multi: bool,
+    },
+}
+
+/// Splits one received datagram into its messages, as the kernel packs
+/// them (each `nlmsghdr`-framed and 4-aligned): calls `on_message` with each
+/// message (its header included) up to an `NLMSG_DONE` or `NLMSG_ERROR`.
+/// A message whose length is shorter than its header or longer than what
+/// is left is `EBADMSG`; an `NLMSG_ERROR` with a non-zero code is that
+/// errno (`EBADMSG` when the code is not a negated errno). Bytes after the
+/// last whole header (fewer than 16) are ignored.
+pub(crate) fn walk_datagram(
+    datagram: &[u8],
+    on_message: &mut dyn FnMut(&[u8]),
+) -> Result<DatagramEnd, Errno> {
+    let mut rest = datagram;
+    let mut multi = false;
+    while rest.len() >= NLMSG_HDRLEN {
+        let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+        let kind = u16::from_ne_bytes([rest[4], rest[5]]);
+        let flags = u16::from_ne_bytes([rest[6], rest[7]]);
+        if len < NLMSG_HDRLEN || len > rest.len() {
+            return Err(Errno::EBADMSG);
+        }
+        match kind {
+            NLMSG_DONE => return Ok(DatagramEnd::Done),
+            NLMSG_ERROR => {
+                let code = rest
+                    .get(16..20)
+                    .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                    .unwrap_or(-libc::EBADMSG);
+                return match code {
+                    0 => Ok(DatagramEnd::Done),
+                    // A negated errno, as `netlink_ack` writes it.
+                    -4095..=-1 => Err(Errno::from_raw(-code)),
+                    // Anything else (a positive code, i32::MIN, which has
+                    // no negation) is no acknowledgement the kernel sends.
+                    _ => Err(Errno::EBADMSG),
+                };
+            }
+            _ => on_message(&rest[..len]),
+        }
+        multi |= flags & NLM_F_MULTI != 0;
+        rest = &rest[((len + 3) & !3).min(rest.len())..];
+    }
+    Ok(DatagramEnd::More { multi })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +231,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_or_escape_the_buffer() {
-        // The same property as fuzz/fuzz_targets/netlink_reply.rs, on a fixed
+        // The property of the `netlink_attrs` fuzz target (fuzz/), on a fixed
         // pseudo-random corpus so it runs in every test run.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
         let mut next = move || {
@@ -189,6 +253,56 @@ mod tests {
                 assert!(a.payload.len() <= buf.len());
                 let _ = (a.u8(), a.u32(), a.u64(), a.str());
             }
+        }
+    }
+
+    /// An `NLMSG_ERROR` of `code` (with the request's header after it).
+    fn nlmsg_error(code: i32) -> Vec<u8> {
+        let mut m = vec![0u8; 36];
+        m[..4].copy_from_slice(&36u32.to_ne_bytes());
+        m[4..6].copy_from_slice(&NLMSG_ERROR.to_ne_bytes());
+        m[16..20].copy_from_slice(&code.to_ne_bytes());
+        m
+    }
+
+    #[test]
+    fn datagrams_split_into_messages_and_end_at_done_or_an_error() {
+        let mut r = Request::nldev(abi::RDMA_NLDEV_CMD_GET, NLM_F_MULTI, 1);
+        r.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 1);
+        let msg = r.finish().to_vec();
+        let mut dgram = msg.clone();
+        dgram.extend_from_slice(&msg);
+        let mut seen = 0;
+        assert_eq!(
+            walk_datagram(&dgram, &mut |m| {
+                assert_eq!(m, &msg[..]);
+                seen += 1;
+            }),
+            Ok(DatagramEnd::More { multi: true })
+        );
+        assert_eq!(seen, 2);
+        dgram.extend_from_slice(&nlmsg_error(0));
+        assert_eq!(walk_datagram(&dgram, &mut |_| {}), Ok(DatagramEnd::Done));
+        assert_eq!(
+            walk_datagram(&nlmsg_error(-libc::ENODEV), &mut |_| {}),
+            Err(Errno::ENODEV)
+        );
+        let mut short = msg.clone();
+        short[..4].copy_from_slice(&200u32.to_ne_bytes());
+        assert_eq!(walk_datagram(&short, &mut |_| {}), Err(Errno::EBADMSG));
+    }
+
+    /// Found by the `netlink_datagram` fuzz target: an error code of
+    /// `i32::MIN` was negated (an overflow panic in debug builds); codes
+    /// that are no negated errno are malformed replies.
+    #[test]
+    fn an_error_code_that_is_no_negated_errno_is_ebadmsg() {
+        for code in [i32::MIN, -4096, 1, i32::MAX] {
+            assert_eq!(
+                walk_datagram(&nlmsg_error(code), &mut |_| {}),
+                Err(Errno::EBADMSG),
+                "code {code}"
+            );
         }
     }
 

@@ -116,9 +116,22 @@ impl Context {
         let ports = self.query_device()?.phys_port_cnt;
         let mut capacity = 0usize;
         for port in 1..=ports {
-            capacity += self.query_port(port)?.gid_tbl_len as usize;
+            capacity = capacity.saturating_add(self.query_port(port)?.gid_tbl_len as usize);
         }
         if !ctx.fallback.use_write(Verb::QueryGid) {
+            // One ioctl attribute carries at most u16::MAX bytes, so a larger
+            // table cannot come back from this method (the command would be
+            // refused with E2BIG); say so before allocating for it, whatever
+            // size the ports report.
+            let most = usize::from(u16::MAX) / size_of::<abi::IbUverbsGidEntry>();
+            if capacity > most {
+                return Err(
+                    Error::sys("UVERBS_METHOD_QUERY_GID_TABLE", Errno::E2BIG).with_detail(format!(
+                        "the ports report {capacity} GID table entries; one query returns at \
+                         most {most}"
+                    )),
+                );
+            }
             let mut entries = vec![abi::IbUverbsGidEntry::new_zeroed(); capacity.max(1)];
             let mut count = 0u64;
             let mut cmd: IoctlCmd<'_> = ctx.ioctl_cmd(
@@ -267,7 +280,7 @@ fn port_error(op: &'static str, port: u8, e: Errno) -> Error {
 }
 
 /// `"fe80:0000:0000:0000:5054:00ff:fe12:3456"` to 16 bytes.
-fn parse_sysfs_gid(s: &str) -> Option<[u8; 16]> {
+pub(crate) fn parse_sysfs_gid(s: &str) -> Option<[u8; 16]> {
     let mut out = [0u8; 16];
     let mut groups = s.trim().split(':');
     for pair in out.chunks_exact_mut(2) {

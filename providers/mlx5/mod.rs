@@ -51,7 +51,7 @@ use crate::{
 
 mod ah;
 mod buf;
-mod context;
+pub(crate) mod context;
 mod cq;
 mod cqe;
 pub mod devx;

@@ -25,11 +25,11 @@ use crate::{
     AhAttr, QpType,
 };
 
-mod cq;
+pub(crate) mod cq;
 mod doorbell;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod fake;
-mod queue;
+pub(crate) mod queue;
 mod recv;
 mod send;
 #[cfg(test)]

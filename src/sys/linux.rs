@@ -21,7 +21,10 @@ use nix::{
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::{Errno, Kernel, Mapping, Protection, Readiness, WriteCmd};
-use crate::ioctl::{AttrBuf, IoctlCmd, MAX_ATTRS};
+use crate::{
+    ioctl::{AttrBuf, IoctlCmd, MAX_ATTRS},
+    netlink::{self, DatagramEnd},
+};
 
 /// The running Linux kernel.
 #[derive(Debug, Default, Clone, Copy)]
@@ -29,12 +32,6 @@ pub struct Linux;
 
 /// Largest legacy write request built on the stack; larger ones use the heap.
 const STACK_WRITE: usize = 512;
-
-/// `NLMSG_DONE`, `NLMSG_ERROR` (`include/uapi/linux/netlink.h`).
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-/// `NLM_F_MULTI`: more parts of a multipart reply follow.
-const NLM_F_MULTI: u16 = 2;
 
 /// The ioctl buffer: header and attributes, contiguous as the kernel expects.
 #[repr(C)]
@@ -243,32 +240,10 @@ impl Kernel for Linux {
         let mut buf = vec![0u8; 32 * 1024];
         loop {
             let n = socket::recv(sock.as_raw_fd(), &mut buf, MsgFlags::empty())?;
-            let mut rest = &buf[..n];
-            let mut more = false;
-            while rest.len() >= 16 {
-                let len = u32::from_ne_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-                let kind = u16::from_ne_bytes([rest[4], rest[5]]);
-                let flags = u16::from_ne_bytes([rest[6], rest[7]]);
-                if len < 16 || len > rest.len() {
-                    return Err(Errno::EBADMSG);
-                }
-                match kind {
-                    NLMSG_DONE => return Ok(()),
-                    NLMSG_ERROR => {
-                        let code = rest
-                            .get(16..20)
-                            .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-                            .unwrap_or(-libc::EBADMSG);
-                        if code != 0 {
-                            return Err(Errno::from_raw(-code));
-                        }
-                        return Ok(());
-                    }
-                    _ => on_message(&rest[..len]),
-                }
-                more |= flags & NLM_F_MULTI != 0;
-                rest = &rest[align4(len).min(rest.len())..];
-            }
+            let more = match netlink::walk_datagram(&buf[..n], on_message)? {
+                DatagramEnd::Done => return Ok(()),
+                DatagramEnd::More { multi } => multi,
+            };
             if !dump && !more {
                 return Ok(());
             }
@@ -284,10 +259,6 @@ impl Kernel for Linux {
             .map(|e| e.map(|e| e.file_name()))
             .collect()
     }
-}
-
-fn align4(n: usize) -> usize {
-    (n + 3) & !3
 }
 
 fn words(bytes: usize, unit: usize) -> Result<u16, Errno> {

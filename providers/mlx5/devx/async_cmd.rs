@@ -184,16 +184,31 @@ impl DevxCmdComp {
             ))),
             Err(e) => Err(e),
             Ok(None) => Ok(None),
-            Ok(Some(n)) if n < HDR => Err(Error::new(
-                OP,
-                ErrorKind::Malformed,
-                format!("an answer of {n} bytes, shorter than its 8-byte header"),
-            )),
-            Ok(Some(n)) => {
-                let mut id = [0u8; 8];
-                id.copy_from_slice(&buf[..HDR]);
-                Ok(Some((u64::from_ne_bytes(id), n - HDR)))
-            }
+            Ok(Some(n)) => match buf.get(..n) {
+                Some(answer) => decode_answer(answer).map(Some),
+                None => Err(Error::new(
+                    OP,
+                    ErrorKind::Malformed,
+                    format!("a read of {n} bytes into a buffer of {}", buf.len()),
+                )),
+            },
         }
+    }
+}
+
+/// Decodes one answer as a read returned it: the `wr_id` of its header
+/// (`struct mlx5_ib_uapi_devx_async_cmd_hdr`) and the length of the output
+/// mailbox that follows it.
+pub(crate) fn decode_answer(answer: &[u8]) -> Result<(u64, usize)> {
+    match answer.split_first_chunk::<HDR>() {
+        Some((wr_id, out)) => Ok((u64::from_ne_bytes(*wr_id), out.len())),
+        None => Err(Error::new(
+            "read DevX command completion fd",
+            ErrorKind::Malformed,
+            format!(
+                "an answer of {} bytes, shorter than its {HDR}-byte header",
+                answer.len()
+            ),
+        )),
     }
 }

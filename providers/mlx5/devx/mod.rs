@@ -30,8 +30,8 @@
 //! [`Context::open`]: crate::Context::open
 //! [`Mlx5Context::devx`]: super::dv::Mlx5Context::devx
 
-mod async_cmd;
-mod cmd;
+pub(crate) mod async_cmd;
+pub(crate) mod cmd;
 mod event;
 mod obj;
 mod uar;

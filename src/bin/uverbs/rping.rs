@@ -26,12 +26,14 @@ use uverbs::{
     QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 
+mod wire;
+
+use wire::{ping_data, RdmaInfo, INFO_LEN};
+
 const RPING_BUFSIZE: usize = 64 * 1024;
 const RPING_SQ_DEPTH: u32 = 16;
 /// `sizeof(stringify(INT_MAX)) + sizeof(RPING_MSG_FMT)`.
 const RPING_MIN_BUFSIZE: usize = 11 + 15;
-/// `sizeof(struct rping_rdma_info)`.
-const INFO_LEN: usize = 16;
 
 #[derive(Debug, Clone)]
 struct Opts {
@@ -303,11 +305,12 @@ impl Conn {
     /// untouched send buffer (server go-ahead).
     fn post_send_info(&mut self, mr: Option<&MemoryRegion>, o: &Opts) -> Res<()> {
         if let Some(mr) = mr {
-            let mut info = [0u8; INFO_LEN];
-            info[0..8].copy_from_slice(&mr.addr().to_be_bytes());
-            info[8..12].copy_from_slice(&mr.rkey().to_be_bytes());
-            info[12..16].copy_from_slice(&(self.size as u32).to_be_bytes());
-            self.send_mr.write(0, &info).map_err(s)?;
+            let info = RdmaInfo {
+                addr: mr.addr(),
+                rkey: mr.rkey(),
+                size: self.size as u32,
+            };
+            self.send_mr.write(0, &info.encode()).map_err(s)?;
             if o.debug {
                 println!(
                     "RDMA addr {:x} rkey {:x} len {}",
@@ -332,11 +335,11 @@ impl Conn {
             .map_err(|e| format!("post send error {e:?}"))
     }
 
-    fn rdma_string(&self) -> Res<String> {
+    /// The ping text in the RDMA buffer (written or read by the peer).
+    fn rdma_data(&self) -> Res<Vec<u8>> {
         let mut buf = vec![0u8; self.size];
         self.rdma_mr.read(0, &mut buf).map_err(s)?;
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+        Ok(ping_data(&buf).to_vec())
     }
 }
 
@@ -407,13 +410,11 @@ fn wait(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<Got> {
     }
 }
 
-fn read_info(conn: &Conn) -> Res<(u64, u32, u32)> {
+/// The `struct rping_rdma_info` the peer sent.
+fn read_info(conn: &Conn) -> Res<RdmaInfo> {
     let mut b = [0u8; INFO_LEN];
     conn.recv_mr.read(0, &mut b).map_err(s)?;
-    let addr = u64::from_be_bytes(b[0..8].try_into().map_err(s)?);
-    let rkey = u32::from_be_bytes(b[8..12].try_into().map_err(s)?);
-    let len = u32::from_be_bytes(b[12..16].try_into().map_err(s)?);
-    Ok((addr, rkey, len))
+    Ok(RdmaInfo::decode(&b))
 }
 
 fn expect_wc(got: Got, what: &str, op: WcOpcode) -> Res<Option<WorkCompletion>> {
@@ -493,7 +494,11 @@ fn server_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, child: &CmId) -> Re
         if expect_wc(got, "RDMA_READ_ADV", WcOpcode::RECV)?.is_none() {
             return Ok(());
         }
-        let (addr, rkey, len) = read_info(conn)?;
+        let RdmaInfo {
+            addr,
+            rkey,
+            size: len,
+        } = read_info(conn)?;
         conn.post_recv()?;
         if o.debug {
             println!("Received rkey {rkey:x} addr {addr:x} len {len} from peer");
@@ -510,9 +515,9 @@ fn server_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, child: &CmId) -> Re
         if expect_wc(got, "RDMA_READ_COMPLETE", WcOpcode::RDMA_READ)?.is_none() {
             return Ok(());
         }
-        let data = conn.rdma_string()?;
+        let data = conn.rdma_data()?;
         if o.verbose {
-            println!("server ping data: {data}");
+            println!("server ping data: {}", String::from_utf8_lossy(&data));
         }
         conn.post_send_info(None, o)?;
         // The client's RDMA buffer.
@@ -520,7 +525,7 @@ fn server_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, child: &CmId) -> Re
         if expect_wc(got, "RDMA_WRITE_ADV", WcOpcode::RECV)?.is_none() {
             return Ok(());
         }
-        let (addr, rkey, _len) = read_info(conn)?;
+        let RdmaInfo { addr, rkey, .. } = read_info(conn)?;
         conn.post_recv()?;
         conn.post_rdma(
             SendOp::RdmaWrite {
@@ -639,7 +644,7 @@ fn client_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<(
             return Err("data mismatch".into());
         }
         if o.verbose {
-            println!("ping data: {}", conn.rdma_string()?);
+            println!("ping data: {}", String::from_utf8_lossy(&conn.rdma_data()?));
         }
         ping += 1;
     }

@@ -37,16 +37,73 @@ pub fn gid_to_wire(gid: &Gid) -> String {
     gid.0.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `wire_gid_to_gid`: four 8-digit hex words. `None` unless the string
-/// starts with 32 hex digits (the C tool would use garbage).
-pub fn wire_to_gid(s: &str) -> Option<Gid> {
-    let s = s.get(..32)?;
-    let mut gid = [0u8; 16];
-    for (i, word) in gid.chunks_exact_mut(4).enumerate() {
-        let v = u32::from_str_radix(&s[i * 8..i * 8 + 8], 16).ok()?;
-        word.copy_from_slice(&v.to_be_bytes());
+/// What was wrong with a peer's address message ([`decode`]). The peer is
+/// untrusted: every malformed message is one of these, never a panic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireError {
+    /// The text before the NUL is not UTF-8 (rdma-core only sends ASCII).
+    NotText {
+        /// Where the invalid bytes start.
+        at: usize,
+    },
+    /// Fewer than the four `:`-separated fields `LID:QPN:PSN:GID`.
+    MissingField(&'static str),
+    /// A LID, QPN or PSN field that is not a hexadecimal number of at most
+    /// 32 bits.
+    BadNumber {
+        /// Which field.
+        field: &'static str,
+        /// The field as received.
+        text: String,
+    },
+    /// A GID field that does not start with 32 hexadecimal digits.
+    BadGid {
+        /// The field as received.
+        text: String,
+    },
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::NotText { at } => write!(
+                f,
+                "the peer's address message is not text (invalid UTF-8 at byte {at})"
+            ),
+            WireError::MissingField(field) => write!(
+                f,
+                "the peer's address message has no {field} field (expected LID:QPN:PSN:GID)"
+            ),
+            WireError::BadNumber { field, text } => write!(
+                f,
+                "the peer's {field} {text:?} is not a hexadecimal number of at most 32 bits"
+            ),
+            WireError::BadGid { text } => write!(
+                f,
+                "the peer's GID {text:?} does not start with 32 hexadecimal digits"
+            ),
+        }
     }
-    Some(Gid(gid))
+}
+
+impl std::error::Error for WireError {}
+
+/// `wire_gid_to_gid`: four 8-digit hex words (characters after the 32nd are
+/// ignored, as the C tool ignores them). Anything but 32 ASCII hex digits
+/// is an error (the C tool would use garbage).
+pub fn wire_to_gid(s: &str) -> Result<Gid, WireError> {
+    let bad = || WireError::BadGid { text: s.into() };
+    let digits = s.as_bytes().get(..32).ok_or_else(bad)?;
+    if !digits.iter().all(u8::is_ascii_hexdigit) {
+        return Err(bad());
+    }
+    let mut gid = [0u8; 16];
+    for (byte, pair) in gid.iter_mut().zip(digits.chunks_exact(2)) {
+        // Two ASCII hex digits (checked above): always a valid u8.
+        let hex = std::str::from_utf8(pair).map_err(|_| bad())?;
+        *byte = u8::from_str_radix(hex, 16).map_err(|_| bad())?;
+    }
+    Ok(Gid(gid))
 }
 
 /// The message for `d`, NUL-padded to [`MSG_LEN`].
@@ -64,15 +121,24 @@ pub fn encode(d: &Dest) -> [u8; MSG_LEN] {
     msg
 }
 
-/// `sscanf(msg, "%x:%x:%x:%s")` + `wire_gid_to_gid`.
-pub fn decode(msg: &[u8]) -> Option<Dest> {
+/// `sscanf(msg, "%x:%x:%x:%s")` + `wire_gid_to_gid`, on a message the
+/// peer sent: the text up to its first NUL (or all of it).
+pub fn decode(msg: &[u8]) -> Result<Dest, WireError> {
     let end = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
-    let text = std::str::from_utf8(&msg[..end]).ok()?;
+    let text = std::str::from_utf8(&msg[..end]).map_err(|e| WireError::NotText {
+        at: e.valid_up_to(),
+    })?;
     let mut it = text.splitn(4, ':');
-    let mut hex = || u32::from_str_radix(it.next()?.trim(), 16).ok();
-    let (lid, qpn, psn) = (hex()?, hex()?, hex()?);
-    let gid = wire_to_gid(it.next()?)?;
-    Some(Dest { lid, qpn, psn, gid })
+    let mut hex = |field: &'static str| {
+        let text = it.next().ok_or(WireError::MissingField(field))?;
+        u32::from_str_radix(text.trim(), 16).map_err(|_| WireError::BadNumber {
+            field,
+            text: text.into(),
+        })
+    };
+    let (lid, qpn, psn) = (hex("LID")?, hex("QPN")?, hex("PSN")?);
+    let gid = wire_to_gid(it.next().ok_or(WireError::MissingField("GID"))?)?;
+    Ok(Dest { lid, qpn, psn, gid })
 }
 
 /// `  local address:  LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s`
@@ -98,14 +164,16 @@ fn read_dests(sock: &mut TcpStream, n: usize, who: &str) -> Option<Vec<Dest>> {
             eprintln!("Couldn't read remote address [{i}]");
             return None;
         }
-        let Some(d) = decode(&msg) else {
-            eprintln!(
-                "Couldn't parse remote address [{i}]: {:?}",
-                String::from_utf8_lossy(&msg)
-            );
-            return None;
-        };
-        out.push(d);
+        match decode(&msg) {
+            Ok(d) => out.push(d),
+            Err(e) => {
+                eprintln!(
+                    "Couldn't parse remote address [{i}] {:?}: {e}",
+                    String::from_utf8_lossy(&msg)
+                );
+                return None;
+            }
+        }
     }
     Some(out)
 }
@@ -208,7 +276,7 @@ mod tests {
             b"0000:000011:abcdef:00000000000000000000ffffc0000201"
         );
         assert_eq!(msg[51], 0);
-        assert_eq!(decode(&msg), Some(d));
+        assert_eq!(decode(&msg), Ok(d));
         assert_eq!(
             encode(&Dest::default())[..],
             *b"0000:000000:000000:00000000000000000000000000000000\0"
@@ -221,16 +289,22 @@ mod tests {
             0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55,
         ]);
         assert_eq!(gid_to_wire(&g), "fe80000000000000021122fffe334455");
-        assert_eq!(wire_to_gid("fe80000000000000021122fffe334455"), Some(g));
-        assert_eq!(wire_to_gid("fe80"), None);
-        assert_eq!(wire_to_gid("zz800000000000000211220ffffe3344"), None);
+        assert_eq!(wire_to_gid("fe80000000000000021122fffe334455"), Ok(g));
+        assert!(wire_to_gid("fe80").is_err());
+        assert!(wire_to_gid("zz800000000000000211220ffffe3344").is_err());
     }
 
     #[test]
     fn decode_accepts_what_sscanf_accepts() {
         let d = decode(b"00a1:0000ff:000001:00000000000000000000ffffc0000201\0").unwrap();
         assert_eq!((d.lid, d.qpn, d.psn, d.gid), (0xa1, 0xff, 1, roce_gid()));
-        assert_eq!(decode(b"garbage"), None);
+        assert_eq!(
+            decode(b"garbage"),
+            Err(WireError::BadNumber {
+                field: "LID",
+                text: "garbage".into()
+            })
+        );
     }
 
     #[test]
@@ -286,5 +360,30 @@ mod tests {
         }
         assert_eq!(got, Some(vec![server_dest]));
         assert_eq!(srv.join().unwrap(), Some(vec![client_dest]));
+    }
+
+    /// Defect 6: a multibyte character in the GID made the server panic
+    /// (`wire_to_gid` sliced the text at fixed byte offsets).
+    #[test]
+    fn hostile_messages_are_errors_that_say_what_is_wrong() {
+        // 'é' (2 bytes) straddles the end of the GID's first 8-digit word.
+        let msg = b"0000:000011:abcdef:0000000\xc3\xa90000000000000000000000000\0";
+        let e = decode(msg).unwrap_err();
+        assert!(matches!(e, WireError::BadGid { .. }), "{e:?}");
+        assert!(e.to_string().contains("32 hexadecimal digits"), "{e}");
+        assert!(wire_to_gid("0000000\u{e9}0000000000000000000000000").is_err());
+        // A sign is no hex digit, even where `from_str_radix` would take it.
+        assert!(wire_to_gid("+0000000000000000000000000000000").is_err());
+        let cases: [(&[u8], &str); 5] = [
+            (b"00a1:0000ff\0", "no PSN field"),
+            (b"00a1:0000ff:000001\0", "no GID field"),
+            (b"00a1:1ffffffff:000001:0\0", "QPN \"1ffffffff\""),
+            (b"\xff\xfe:0:0:0\0", "invalid UTF-8 at byte 0"),
+            (b"1:2:3:fe80", "GID \"fe80\""),
+        ];
+        for (msg, why) in cases {
+            let e = decode(msg).unwrap_err().to_string();
+            assert!(e.contains(why), "{e:?} should say {why:?}");
+        }
     }
 }

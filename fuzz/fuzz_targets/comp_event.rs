@@ -1,0 +1,5 @@
+//! libFuzzer entry point of `comp_event` (`cargo +nightly fuzz run --features libfuzzer comp_event`);
+//! the body is the one the stable harness runs (`uverbs_fuzz::targets`).
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| uverbs_fuzz::targets::comp_event(data));
