@@ -15,24 +15,31 @@
 #      kernel 6.12 with musl builds (scripts/guest-test.sh);
 #   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
 #      two guests (scripts/two-host.sh), kernel 6.1 with the glibc build,
-#      kernel 6.12 with the musl build.
-# Prints cargo's `test result:` lines (step 5 prints its own in that shape)
-# and a final total line.
+#      kernel 6.12 with the musl build;
+#   6. packaging and toolchains: `cargo package --workspace` (both crates,
+#      uverbs-abi first, each built from its package), the MSRV check with
+#      Debian's rustc of the declared `rust-version` (scripts/msrv.sh);
+#   7. fuzzing: every fuzz target replays its corpus, then runs mutated
+#      inputs for a few seconds (scripts/fuzz.sh); a crash fails the run.
+# Prints cargo's `test result:` lines (steps 5 and 7 print their own in that
+# shape) and a final total line.
 #
 # Options: --quick (steps 1 and 3 only), --no-musl, --no-guest (no step 4),
-# --no-two-host (no step 5).
+# --no-two-host (no step 5), --no-package (no step 6), --no-fuzz (no step 7).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-QUICK=0 MUSL=1 GUEST=1 TWO_HOST=1
+QUICK=0 MUSL=1 GUEST=1 TWO_HOST=1 PACKAGE=1 FUZZ=1
 for arg in "$@"; do
   case $arg in
-    --quick) QUICK=1 MUSL=0 GUEST=0 TWO_HOST=0 ;;
+    --quick) QUICK=1 MUSL=0 GUEST=0 TWO_HOST=0 PACKAGE=0 FUZZ=0 ;;
     --no-musl) MUSL=0 ;;
     --no-guest) GUEST=0 ;;
     --no-two-host) TWO_HOST=0 ;;
+    --no-package) PACKAGE=0 ;;
+    --no-fuzz) FUZZ=0 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p'; exit 0 ;;
     *) echo "unknown option $arg" >&2; exit 2 ;;
   esac
@@ -121,7 +128,19 @@ if [[ $TWO_HOST == 1 ]]; then
     || { tail -n 60 "$LOGS/two-host-6.12.console.log" >&2; exit 1; }
 fi
 
-# Totals over every cargo summary line (host, guests and two-host).
+if [[ $PACKAGE == 1 ]]; then
+  step "cargo package --workspace (uverbs-abi, then uverbs, each verified from its package)"
+  cargo package --workspace --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
+  step "MSRV: the library and the CLI with rustc $(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
+  scripts/msrv.sh 2>&1 | tail -n 3 >&2
+fi
+
+if [[ $FUZZ == 1 ]]; then
+  step "fuzzing: every target's corpus, then ${UVERBS_FUZZ_SECONDS:-3} s of mutated inputs each"
+  scripts/fuzz.sh --seconds-per-target "${UVERBS_FUZZ_SECONDS:-3}" 2>&1 | tee "$LOGS/fuzz.log"
+fi
+
+# Totals over every cargo summary line (host, guests, two-host, fuzzing).
 passed=0 failed=0 ignored=0
 while read -r p f i; do
   passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))

@@ -145,7 +145,7 @@ pub mod examples {
     macro_rules! example {
         ($name:ident, $file:literal, $what:literal) => {
             #[doc = concat!("`", $file, "`: ", $what, "\n\n```rust,ignore\n",
-                                        include_str!(concat!("../", $file)), "```")]
+                                                    include_str!(concat!("../", $file)), "```")]
             pub mod $name {}
         };
     }
@@ -202,7 +202,7 @@ pub mod examples {
     example!(
         devx_events,
         "examples/devx_events.rs",
-        "mlx5 DevX event channels: subscribe, read blocking and with `poll`."
+        "DevX event channels of a ConnectX: subscribe, read blocking and with `poll`."
     );
     example!(
         loopback,

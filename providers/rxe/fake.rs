@@ -233,9 +233,17 @@ impl Objects {
 
     /// Counts a record a read took: an async event about an object (16
     /// bytes) or a completion event (8 bytes: the CQ's user handle).
-    fn record_read(&self, bytes: &[u8]) {
+    fn record_read(&self, fd: RawFd, bytes: &[u8]) {
         let mut s = self.lock();
-        if let Ok(d) = abi::IbUverbsAsyncEventDesc::read_from_bytes(bytes) {
+        // A completion channel's records are completion events, any other
+        // fd's (the context's async fd) async events: a record of the
+        // other size on either is malformed and counts nowhere.
+        let channel = s.cq_channels.values().any(|&c| c == fd);
+        if channel {
+            if let Ok(d) = abi::IbUverbsCompEventDesc::read_from_bytes(bytes) {
+                *s.comp_reported.entry(d.cq_handle).or_default() += 1;
+            }
+        } else if let Ok(d) = abi::IbUverbsAsyncEventDesc::read_from_bytes(bytes) {
             // The kernel counts an event on the object it was raised for;
             // an element naming no such object (tests forge those) counts
             // nowhere.
@@ -247,8 +255,6 @@ impl Objects {
                     *s.reported.entry((kind, d.element)).or_default() += 1;
                 }
             }
-        } else if let Ok(d) = abi::IbUverbsCompEventDesc::read_from_bytes(bytes) {
-            *s.comp_reported.entry(d.cq_handle).or_default() += 1;
         }
     }
 
@@ -898,7 +904,7 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
     });
     let objects = Arc::new(Objects::default());
     let o = objects.clone();
-    kernel.on_record_read(move |_, bytes| o.record_read(bytes));
+    kernel.on_record_read(move |fd, bytes| o.record_read(fd, bytes));
     let (b, o, k) = (behaviour.clone(), objects.clone(), Arc::downgrade(&kernel));
     kernel.on_ioctl(move |cmd| {
         if b.removed.load(Ordering::Relaxed) {

@@ -11,7 +11,7 @@ use std::{
 use uverbs::{
     abi,
     cm::{CmEventKind, CmId, EventChannel, PortSpace},
-    sys::{fake::FakeKernel, Errno},
+    sys::{fake::FakeKernel, Errno, Readiness},
     QpState,
 };
 
@@ -71,6 +71,17 @@ impl Cm {
                 _ => fill(resp, &a.bytes),
             }
             Ok(())
+        });
+        // The channel polls its fd before it reads, as ucma's fd is polled:
+        // readable while an event is answered.
+        let pending = answer.clone();
+        kernel.on_wait_readable(move |_| {
+            let a = pending.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(if a.event {
+                Readiness::Readable
+            } else {
+                Readiness::TimedOut
+            })
         });
         let channel = EventChannel::open_with(kernel.clone()).expect("open the fake rdma_cm");
         let tcp = channel.create_id(PortSpace::Tcp).expect("create a TCP id");

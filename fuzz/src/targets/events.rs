@@ -2,13 +2,13 @@
 //! real read paths from the fake rxe kernel (`uverbs::testing::rxe`).
 
 use std::{
-    os::fd::{AsFd, AsRawFd, IntoRawFd},
+    os::fd::{AsFd, AsRawFd},
     sync::{Arc, Mutex},
 };
 
 use uverbs::{
     abi,
-    sys::{fake::dummy_fd, Errno},
+    sys::Errno,
     testing::rxe::{fake_rxe, FakeRxe, Kind, DEV},
     AsyncElement, AsyncEventType, CompletionChannel, CompletionQueue, Context, CqOptions,
     ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
@@ -232,9 +232,9 @@ pub fn async_event_seeds() -> Vec<(&'static str, Vec<u8>)> {
 
 // ------------------------------------------------------------ completion
 
-/// A context with a completion channel and a CQ attached to it. The fake
-/// rxe kernel has no `CREATE_COMP_CHANNEL`; its write handler is replaced
-/// once the other objects exist by one that answers it alone.
+/// A context with a completion channel and a CQ attached to it (the fake
+/// rxe kernel answers `CREATE_COMP_CHANNEL` with a dummy fd whose records
+/// the target queues).
 struct Channel {
     fake: Arc<FakeRxe>,
     channel: CompletionChannel,
@@ -246,26 +246,13 @@ impl Channel {
     fn new() -> Self {
         let fake = fake_rxe();
         let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).expect("open the fake rxe0");
-        fake.kernel.on_write(|cmd| {
-            if cmd.command != abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL {
-                return Err(Errno::EOPNOTSUPP);
-            }
-            let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
-            resp.fd = dummy_fd().into_raw_fd() as u32;
-            let out = cmd
-                .core_out
-                .get_mut(..resp.as_bytes().len())
-                .ok_or(Errno::ENOSPC)?;
-            out.copy_from_slice(resp.as_bytes());
-            Ok(())
-        });
         let channel = ctx.create_comp_channel().expect("create_comp_channel");
         let cq = ctx
             .create_cq(
                 4,
                 CqOptions {
                     channel: Some(&channel),
-                    comp_vector: 0,
+                    ..CqOptions::default()
                 },
             )
             .expect("create_cq on the channel");
