@@ -365,6 +365,12 @@ fn library_dependency_graph_is_pure_rust_for_host_and_musl() {
             graph.iter().any(|c| c.name == "libc"),
             "graph walk found no libc: {names:?}"
         );
+        // The async runtime is opt-in (feature `tokio`): a default build
+        // pulls in no runtime.
+        assert!(
+            !graph.iter().any(|c| c.name == "tokio" || c.name == "mio"),
+            "a default build depends on an async runtime: {names:?}"
+        );
         failures.extend(
             policy_violations(&graph)
                 .into_iter()
