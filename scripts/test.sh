@@ -140,11 +140,14 @@ if [[ $FUZZ == 1 ]]; then
   scripts/fuzz.sh --seconds-per-target "${UVERBS_FUZZ_SECONDS:-3}" 2>&1 | tee "$LOGS/fuzz.log"
 fi
 
-# Totals over every cargo summary line (host, guests, two-host, fuzzing).
+# Totals over every cargo summary line (host, guests, two-host, fuzzing),
+# each counted once: the guests' console logs repeat their result lines.
 passed=0 failed=0 ignored=0
+results=()
+for f in "$LOGS"/*.log; do [[ $f == *.console.log ]] || results+=("$f"); done
 while read -r p f i; do
   passed=$((passed + p)) failed=$((failed + f)) ignored=$((ignored + i))
-done < <(grep -ho 'test result: [a-zA-Z]*\. [0-9]* passed; [0-9]* failed; [0-9]* ignored' "$LOGS"/*.log \
+done < <(grep -ho 'test result: [a-zA-Z]*\. [0-9]* passed; [0-9]* failed; [0-9]* ignored' "${results[@]}" \
   | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored/\1 \2 \3/')
 printf '\nwall time: %ss\n' "$(( $(date +%s) - START ))"
 echo "total: $passed passed, $failed failed, $ignored skipped"
