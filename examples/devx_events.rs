@@ -25,25 +25,13 @@ use uverbs::mlx5::{
     self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
 };
 
-/// `MLX5_SET`: writes `value` into the `width`-bit field at bit `off` of a
-/// PRM mailbox (big-endian 32-bit words, bits numbered from the MSB), as
-/// `mlx5_ifc.h` lays the structures out.
+/// `DEVX_SET` of a field of the PRM layouts below (`mlx5_ifc.h`); the
+/// offsets are constants of this program, so a refusal is a bug here.
 fn set(buf: &mut [u8], off: usize, width: u32, value: u64) {
-    if width > 32 {
-        set(buf, off, width - 32, value >> 32);
-        set(buf, off + (width as usize - 32), 32, value & 0xffff_ffff);
-        return;
-    }
-    let dw = off / 32 * 4;
-    let shift = 32 - width - (off % 32) as u32;
-    let mask = if width == 32 {
-        u32::MAX
-    } else {
-        (1 << width) - 1
-    } << shift;
-    let mut w = u32::from_be_bytes([buf[dw], buf[dw + 1], buf[dw + 2], buf[dw + 3]]);
-    w = (w & !mask) | ((value as u32) << shift & mask);
-    buf[dw..dw + 4].copy_from_slice(&w.to_be_bytes());
+    assert!(
+        mlx5::devx_set(buf, off, width, value),
+        "no {width}-bit field at bit {off:#x}"
+    );
 }
 
 fn main() -> uverbs::Result<()> {

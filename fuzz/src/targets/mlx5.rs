@@ -9,7 +9,10 @@ use std::{
 
 use uverbs::{
     abi, fuzzing,
-    mlx5::{status_name, CmdIn, CmdOut, DevxEvent, DATA_RECORD_LEN, EQE_LEN, HEADER_LEN},
+    mlx5::{
+        devx_get, devx_set, status_name, CmdIn, CmdOut, DevxEvent, DATA_RECORD_LEN, EQE_LEN,
+        HEADER_LEN,
+    },
     sys::Errno,
     testing::mlx5::{fake_mlx5, Mlx5Model},
     CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType,
@@ -356,6 +359,29 @@ pub fn devx_cmd(data: &[u8]) {
         let mut buf = [0u8; HEADER_LEN];
         assert!(h.write(&mut buf));
         assert_eq!(CmdIn::read(&buf), Some(h), "CmdIn does not round-trip");
+    }
+    // Field access on a firmware-written mailbox: the control byte picks a
+    // field; what reads back is what a write of it puts there, and a
+    // refused field is refused by both, with nothing written.
+    let width = [1, 3, 8, 24, 32, 64, 0, 33][usize::from(mode >> 5)];
+    let bit = usize::from(mode & 0x1f) * 7 + usize::from(out.first().copied().unwrap_or(0));
+    let mut copy = out.to_vec();
+    match devx_get(out, bit, width) {
+        Some(v) => {
+            assert!(devx_set(&mut copy, bit, width, v));
+            assert_eq!(
+                copy, out,
+                "writing back field {bit}/{width} changed the mailbox"
+            );
+            assert!(
+                width == 64 || v >> width == 0,
+                "field {bit}/{width} read {v:#x}"
+            );
+        }
+        None => {
+            assert!(!devx_set(&mut copy, bit, width, 0));
+            assert_eq!(copy, out, "a refused field was written");
+        }
     }
     let status = header.unwrap_or_default();
     assert!(!status_name(status.status).is_empty());

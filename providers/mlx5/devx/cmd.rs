@@ -107,6 +107,75 @@ impl CmdOut {
     }
 }
 
+/// Where a field sits in a PRM mailbox: the dword index and shift of a
+/// field of 1 to 32 bits that stays inside one big-endian 32-bit word, or
+/// `None` (out of `len`, crossing a word, width 0 or over 32).
+fn dword_field(len: usize, bit_offset: usize, width: u32) -> Option<(usize, u32, u32)> {
+    let in_word = (bit_offset % 32) as u32;
+    if width == 0 || width > 32 || in_word + width > 32 {
+        return None;
+    }
+    let at = bit_offset / 32 * 4;
+    if at.checked_add(4)? > len {
+        return None;
+    }
+    let mask = if width == 32 {
+        u32::MAX
+    } else {
+        (1 << width) - 1
+    };
+    Some((at, 32 - in_word - width, mask))
+}
+
+/// Writes `value` into the `width`-bit field at bit `bit_offset` of a PRM
+/// mailbox, as rdma-core's `DEVX_SET`/`DEVX_SET64` (the kernel's
+/// `MLX5_SET`) do: structures of `mlx5_ifc.h` are big-endian 32-bit words
+/// with bits numbered from the most significant bit of the first word, so
+/// a field is named by its `__mlx5_bit_off` and `__mlx5_bit_sz`. Widths 1
+/// to 32 inside one word, or 64 starting on a word. Bits of `value` above
+/// `width` are ignored. False, and nothing written, for a field outside
+/// `buf` or of another shape.
+#[doc(alias = "DEVX_SET")]
+#[doc(alias = "MLX5_SET")]
+pub fn devx_set(buf: &mut [u8], bit_offset: usize, width: u32, value: u64) -> bool {
+    if width == 64 {
+        let Some(low) = bit_offset.checked_add(32) else {
+            return false;
+        };
+        return bit_offset % 32 == 0
+            && dword_field(buf.len(), low, 32).is_some()
+            && devx_set(buf, bit_offset, 32, value >> 32)
+            && devx_set(buf, low, 32, value & 0xffff_ffff);
+    }
+    let Some((at, shift, mask)) = dword_field(buf.len(), bit_offset, width) else {
+        return false;
+    };
+    let word = &mut buf[at..at + 4];
+    let old = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+    let new = (old & !(mask << shift)) | ((value as u32 & mask) << shift);
+    word.copy_from_slice(&new.to_be_bytes());
+    true
+}
+
+/// Reads the `width`-bit field at bit `bit_offset` of a PRM mailbox, as
+/// rdma-core's `DEVX_GET`/`DEVX_GET64` (the kernel's `MLX5_GET`); the
+/// layout and the shapes accepted are those of [`devx_set`]. `None` for a
+/// field outside `buf` or of another shape.
+#[doc(alias = "DEVX_GET")]
+#[doc(alias = "MLX5_GET")]
+pub fn devx_get(buf: &[u8], bit_offset: usize, width: u32) -> Option<u64> {
+    if width == 64 {
+        if bit_offset % 32 != 0 {
+            return None;
+        }
+        let hi = devx_get(buf, bit_offset, 32)?;
+        return Some(hi << 32 | devx_get(buf, bit_offset.checked_add(32)?, 32)?);
+    }
+    let (at, shift, mask) = dword_field(buf.len(), bit_offset, width)?;
+    let word = u32::from_be_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
+    Some(u64::from(word >> shift & mask))
+}
+
 /// The name of a `MLX5_CMD_STAT_*` status (`mlx5_ifc.h`).
 pub fn status_name(status: u8) -> &'static str {
     match status {
@@ -200,6 +269,48 @@ pub(crate) fn firmware_error(op: &'static str, h: CmdOut, cmd_out: &[u8]) -> Err
 
 #[cfg(test)]
 mod tests {
+    /// Hand-computed placements (`mlx5_ifc.h` numbering: bit 0 is the most
+    /// significant bit of the first big-endian word).
+    #[test]
+    fn devx_set_places_fields_as_mlx5_ifc_numbers_them() {
+        use super::{devx_get, devx_set};
+        let mut b = [0u8; 16];
+        // A 3-bit field at bit 8: bits 8..11 of word 0, value 0b101.
+        assert!(devx_set(&mut b, 8, 3, 0b101));
+        assert_eq!(b[..4], [0x00, 0xa0, 0x00, 0x00]);
+        // A 1-bit flag at bit 6 leaves its neighbours alone.
+        assert!(devx_set(&mut b, 6, 1, 1));
+        assert_eq!(b[..4], [0x02, 0xa0, 0x00, 0x00]);
+        // A 24-bit field at bit 40 (word 1, low 24 bits); extra bits dropped.
+        assert!(devx_set(&mut b, 40, 24, 0xff12_3456));
+        assert_eq!(b[4..8], [0x00, 0x12, 0x34, 0x56]);
+        // A 64-bit field on word 2: high word first.
+        assert!(devx_set(&mut b, 64, 64, 0x0102_0304_0506_0708));
+        assert_eq!(b[8..], [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(devx_get(&b, 8, 3), Some(0b101));
+        assert_eq!(devx_get(&b, 6, 1), Some(1));
+        assert_eq!(devx_get(&b, 40, 24), Some(0x12_3456));
+        assert_eq!(devx_get(&b, 64, 64), Some(0x0102_0304_0506_0708));
+        assert_eq!(devx_get(&b, 0, 32), Some(0x02a0_0000));
+    }
+
+    #[test]
+    fn devx_set_refuses_what_does_not_fit_and_writes_nothing() {
+        use super::{devx_get, devx_set};
+        let mut b = [0u8; 8];
+        assert!(!devx_set(&mut b, 64, 1, 1), "past the end");
+        assert!(!devx_set(&mut b, 30, 4, 0xf), "crosses a word");
+        assert!(!devx_set(&mut b, 0, 0, 1), "zero width");
+        assert!(!devx_set(&mut b, 0, 33, 1), "33 bits");
+        assert!(!devx_set(&mut b, 16, 64, 1), "64 bits off a word");
+        assert!(!devx_set(&mut b, 32, 64, u64::MAX), "64 bits past the end");
+        assert_eq!(b, [0; 8]);
+        assert_eq!(devx_get(&b, 64, 1), None);
+        assert_eq!(devx_get(&b, usize::MAX, 1), None);
+        assert_eq!(devx_get(&b, usize::MAX - 31, 64), None);
+        assert!(!devx_set(&mut b, usize::MAX - 31, 64, 1));
+        assert_eq!(devx_get(&b, 32, 64), None);
+    }
     use super::*;
 
     #[test]

@@ -42,7 +42,7 @@ use std::sync::Arc;
 use bitflags::bitflags;
 
 pub use async_cmd::{AsyncCmdResult, DevxCmdComp};
-pub use cmd::{status_name, CmdIn, CmdOut, HEADER_LEN};
+pub use cmd::{devx_get, devx_set, status_name, CmdIn, CmdOut, HEADER_LEN};
 pub use event::{
     event_type, DevxEvent, DevxEventChannel, EventChannelFlags, Target, DATA_RECORD_LEN, EQE_LEN,
     MAX_SUBSCRIBE_TYPES,
