@@ -2,6 +2,7 @@
 # benches/callgrind.sh — instructions per data-path call, on the host.
 #
 # Usage: benches/callgrind.sh [--no-build] [-n CALLS] [-s SIZE]
+#        benches/callgrind.sh --mlx5 [--no-build] [-n OPS]
 #
 # Runs `uverbs perf micro --fake` (built with `--features test-utils`: the
 # fake rxe kernel of `uverbs::testing::rxe`, rings in shared memory, a
@@ -11,13 +12,20 @@
 # its inclusive instruction count divided by CALLS. Deterministic: the same
 # binary gives the same counts, so it measures what the TCG guest pays per
 # call (there every guest instruction is expensive) without the guest.
+#
+# With --mlx5 it runs `uverbs perf micro --mlx5-model` instead (the mlx5
+# data path on the device model, as benches/mlx5.sh times it) and prints the
+# instructions per posted work request (`write_batchN`: N RDMA writes per
+# post_send; `inline_send`: one inline SEND per call, BlueFlame) and per
+# polled CQE (`poll`: 16 per call). OPS is rounded up to a multiple of 4096.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
-BUILD=1 N=10000 SIZE=2
+BUILD=1 N=10000 SIZE=2 MLX5=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --no-build) BUILD=0; shift ;;
+    --mlx5) MLX5=1; shift ;;
     -n) N=$2; shift 2 ;;
     -s) SIZE=$2; shift 2 ;;
     *) sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2 ;;
@@ -28,6 +36,23 @@ cd "$REPO"
 [[ $BUILD == 1 ]] && cargo build --release --bin uverbs --features test-utils >&2
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-callgrind.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
+if [[ $MLX5 == 1 ]]; then
+  N=$(( (N + 4095) / 4096 * 4096 ))
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
+    target/release/uverbs perf micro --mlx5-model -n "$N" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
+    || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }
+  callgrind_annotate --inclusive=yes --threshold=100 "$OUT/cg.out" 2>/dev/null > "$OUT/ann.txt"
+  printf '%-28s %10s\n' "operation ($N each)" "Ir/op"
+  # Each post section posts N work requests timed plus 512 through the
+  # model first; the polls take N CQEs.
+  grep -E '^ *[0-9,]+ \([ 0-9.]+%\) +[^ ]+:uverbs::perf::micro_mlx5::op_[a-z0-9_]+ \[' "$OUT/ann.txt" | while read -r line; do
+    ir=$(awk '{print $1}' <<<"$line" | tr -d ,)
+    name=$(grep -oE 'micro_mlx5::op_[a-z0-9_]+' <<<"$line" | head -1 | sed 's/micro_mlx5::op_//')
+    [[ $name == poll ]] && ops=$N || ops=$((N + 512))
+    printf '%-28s %10.1f\n' "$name" "$(awk -v a="$ir" -v n="$ops" 'BEGIN { print a / n }')"
+  done | sort
+  exit 0
+fi
 valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
   target/release/uverbs perf micro --fake -n "$N" -s "$SIZE" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
   || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }

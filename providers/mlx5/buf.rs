@@ -295,23 +295,52 @@ impl CqeRing<'_> {
     }
 
     /// The CQE of entry `ci` (after its ownership byte was seen), read
-    /// with volatile loads. Bytes 0..16 (timestamps, checksums and other
-    /// fields of offloads this library never turns on) are left zero.
+    /// with volatile loads: bytes 32..64, which every CQE kind uses, and
+    /// with `head` also bytes 16..32 (the fields of a receive: path bits,
+    /// SLID, source QP). The rest (timestamps, checksums and other fields of
+    /// offloads this library never turns on) is left zero.
     #[inline(always)]
-    pub(crate) fn read(self, ci: u32) -> [u8; 64] {
-        let src = self.at(ci).cast::<u64>();
-        let mut words = [0u64; 8];
-        for (i, w) in words.iter_mut().enumerate().skip(2) {
-            // SAFETY: word `i < 8` of the entry's CQE is inside the buffer
-            // and 8-aligned (entries are 64 or 128 bytes in a page-aligned
-            // allocation). Volatile: the device may write at any time.
-            *w = unsafe { std::ptr::read_volatile(src.add(i)) };
-        }
+    pub(crate) fn read(self, ci: u32, head: bool) -> [u8; 64] {
         let mut out = [0u8; 64];
-        for (chunk, w) in out.chunks_exact_mut(8).zip(words) {
-            chunk.copy_from_slice(&w.to_ne_bytes());
+        self.read_words(ci, &mut out, 4..8);
+        if head {
+            self.read_words(ci, &mut out, 2..4);
         }
         out
+    }
+
+    /// Words 4..8 (bytes 32..64) of entry `ci`'s CQE, with volatile loads
+    /// (after its ownership byte was seen).
+    #[inline(always)]
+    pub(crate) fn tail(self, ci: u32) -> [u64; 4] {
+        let src = self.at(ci).cast::<u64>();
+        let mut w = [0u64; 4];
+        for (i, word) in w.iter_mut().enumerate() {
+            // SAFETY: word `4 + i < 8` of the entry's CQE is inside the
+            // buffer and 8-aligned (entries are 64 or 128 bytes in a
+            // page-aligned allocation). Volatile: the device may write at
+            // any time.
+            *word = unsafe { std::ptr::read_volatile(src.add(4 + i)) };
+        }
+        w
+    }
+
+    /// Copies words `words` (8 bytes each, `words.end <= 8`) of entry
+    /// `ci`'s CQE into `out`.
+    #[inline(always)]
+    fn read_words(self, ci: u32, out: &mut [u8; 64], words: std::ops::Range<usize>) {
+        let src = self.at(ci).cast::<u64>();
+        for i in words {
+            let Some(chunk) = out.get_mut(8 * i..8 * i + 8) else {
+                return;
+            };
+            // SAFETY: word `i < 8` (the slice above exists) of the entry's
+            // CQE is inside the buffer and 8-aligned (entries are 64 or 128
+            // bytes in a page-aligned allocation). Volatile: the device may
+            // write at any time.
+            let w = unsafe { std::ptr::read_volatile(src.add(i)) };
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
     }
 }
 

@@ -9,6 +9,10 @@
 //!   `INVALID` (15) and its owner bit equals `(ci / ncqe) & 1`; in a
 //!   128-byte CQE the 64-byte CQE is the second half. The ownership byte is
 //!   read first (acquire), then [`udma_from_device_barrier`], then the rest.
+//!   rdma-core places a barrier after each CQE's ownership check; a poll
+//!   here checks the ownership of the whole run of valid CQEs it will take
+//!   and then places one barrier before reading any of them, which orders
+//!   every body load after its own ownership load just the same.
 //! - A requester CQE names the last WQE it completes by `wqe_counter`, which
 //!   frees the send queue up to it; a responder CQE of an RQ completes the
 //!   oldest receive, of an SRQ the WQE it names. CQE v1 names the QP by the
@@ -33,7 +37,7 @@ use std::sync::{
 
 use super::{
     buf::QueueBuf,
-    cqe::{cqe_opcode, status_of_syndrome, Cqe64},
+    cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail},
     qp::{QpTrack, Resources},
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,
@@ -173,18 +177,46 @@ impl Mlx5Cq {
         let mut ci = start;
         let mut n = 0;
         while n < out.len() {
-            let op_own = ring.op_own(ci);
-            let owner_bit = u32::from(op_own & 1) * hw_owner;
-            if op_own >> 4 == cqe_opcode::INVALID || owner_bit != ci & hw_owner {
+            // The run of CQEs the device has handed over, up to what `out`
+            // still takes: their ownership bytes first, then one barrier
+            // for the whole run, then their bodies. Every body load follows
+            // the barrier, which follows its own CQE's ownership load: the
+            // ordering rdma-core gets with a barrier per CQE
+            // (`mlx5_get_next_cqe`), at the cost of one per poll.
+            let want = (out.len() - n).min(core.ncqe as usize) as u32;
+            let mut ready = 0;
+            while ready < want {
+                let at = ci.wrapping_add(ready);
+                let op_own = ring.op_own(at);
+                let owner_bit = u32::from(op_own & 1) * hw_owner;
+                if op_own >> 4 == cqe_opcode::INVALID || owner_bit != at & hw_owner {
+                    break;
+                }
+                ready += 1;
+            }
+            if ready == 0 {
                 break;
             }
             barrier::udma_from_device_barrier();
-            let cqe = Cqe64(ring.read(ci));
-            if let Some(wc) = self.parser.parse(&cqe, ci) {
-                out[n] = wc;
-                n += 1;
+            for _ in 0..ready {
+                let Some(wc) = out.get_mut(n) else {
+                    break;
+                };
+                let tail = CqeTail(ring.tail(ci));
+                let op = tail.opcode();
+                let surfaced = if op == cqe_opcode::REQ && self.parser.cleaning.is_empty() {
+                    self.parser.requester(&tail, wc)
+                } else {
+                    // Receive fields only for responder CQEs (opcodes 1..=4).
+                    let cqe = Cqe64(ring.read(ci, (1..=4).contains(&op)));
+                    self.parser.parse(&cqe, ci, wc)
+                };
+                n += usize::from(surfaced);
+                ci = ci.wrapping_add(1);
             }
-            ci = ci.wrapping_add(1);
+            if ready < want {
+                break;
+            }
         }
         if ci != start {
             self.ci = ci;
@@ -223,88 +255,121 @@ impl Parser {
         self.last.as_deref()
     }
 
-    /// Turns a CQE into a work completion; `None` for a CQE that does not
-    /// surface (a cleaned QP's, or one naming no known QP).
-    #[inline]
-    fn parse(&mut self, cqe: &Cqe64, ci: u32) -> Option<WorkCompletion> {
-        let rsn = if self.cqe_v1 {
-            cqe.srqn_uidx()
-        } else {
-            cqe.qpn()
+    /// A successful requester CQE (the common case: no QP being cleaned)
+    /// into `wc`, from the CQE's last 32 bytes alone; as [`Parser::parse`]
+    /// does for it.
+    #[inline(always)]
+    fn requester(&mut self, cqe: &CqeTail, wc: &mut WorkCompletion) -> bool {
+        let qp_num = cqe.qpn();
+        let rsn = if self.cqe_v1 { cqe.srqn_uidx() } else { qp_num };
+        let Some(qp) = self.qp_of(rsn) else {
+            return false;
         };
+        let (opcode, byte_len) = match cqe.wqe_opcode() {
+            opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RDMA_WRITE, 0),
+            opcode::RDMA_READ => (WcOpcode::RDMA_READ, cqe.byte_cnt()),
+            opcode::ATOMIC_CS => (WcOpcode::COMP_SWAP, 8),
+            opcode::ATOMIC_FA => (WcOpcode::FETCH_ADD, 8),
+            _ => (WcOpcode::SEND, 0),
+        };
+        *wc = WorkCompletion {
+            wr_id: qp.sq.complete(cqe.wqe_counter()),
+            status: WcStatus::SUCCESS,
+            opcode,
+            byte_len,
+            qp_num,
+            ..WorkCompletion::default()
+        };
+        true
+    }
+
+    /// Turns a CQE into the work completion `wc` (every field written);
+    /// false, with `wc` untouched, for a CQE that does not surface (a
+    /// cleaned QP's, one naming no known QP, or a kind this library never
+    /// asks for).
+    #[inline]
+    fn parse(&mut self, cqe: &Cqe64, ci: u32, wc: &mut WorkCompletion) -> bool {
+        let qp_num = cqe.qpn();
+        let rsn = if self.cqe_v1 { cqe.srqn_uidx() } else { qp_num };
         if !self.cleaning.is_empty()
             && self
                 .cleaning
                 .iter()
                 .any(|c| c.rsn == rsn && (c.before.wrapping_sub(ci) as i32) > 0)
         {
-            return None;
+            return false;
         }
-        let qp = self.qp_of(rsn)?;
-        let mut wc = WorkCompletion {
-            qp_num: cqe.qpn(),
-            ..WorkCompletion::default()
+        let Some(qp) = self.qp_of(rsn) else {
+            return false;
         };
         match cqe.opcode() {
             cqe_opcode::REQ => {
-                wc.wr_id = qp.sq.complete(cqe.wqe_counter());
-                wc.status = WcStatus::SUCCESS;
-                (wc.opcode, wc.byte_len) = match cqe.wqe_opcode() {
+                let (opcode, byte_len) = match cqe.wqe_opcode() {
                     opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RDMA_WRITE, 0),
                     opcode::RDMA_READ => (WcOpcode::RDMA_READ, cqe.byte_cnt()),
                     opcode::ATOMIC_CS => (WcOpcode::COMP_SWAP, 8),
                     opcode::ATOMIC_FA => (WcOpcode::FETCH_ADD, 8),
                     _ => (WcOpcode::SEND, 0),
                 };
+                *wc = WorkCompletion {
+                    wr_id: qp.sq.complete(cqe.wqe_counter()),
+                    status: WcStatus::SUCCESS,
+                    opcode,
+                    byte_len,
+                    qp_num,
+                    ..WorkCompletion::default()
+                };
             }
             op @ (cqe_opcode::RESP_WR_IMM
             | cqe_opcode::RESP_SEND
             | cqe_opcode::RESP_SEND_IMM
             | cqe_opcode::RESP_SEND_INV) => {
-                wc.wr_id = qp.complete_recv(cqe.wqe_counter());
-                wc.status = WcStatus::SUCCESS;
-                wc.byte_len = cqe.byte_cnt();
                 let imm = u32::from_be_bytes(cqe.imm_raw());
-                match op {
+                let (opcode, mut wc_flags, imm_data) = match op {
                     cqe_opcode::RESP_WR_IMM => {
-                        wc.opcode = WcOpcode::RECV_RDMA_WITH_IMM;
-                        wc.wc_flags |= WcFlags::WITH_IMM;
-                        wc.imm_data = imm;
+                        (WcOpcode::RECV_RDMA_WITH_IMM, WcFlags::WITH_IMM, imm)
                     }
-                    cqe_opcode::RESP_SEND_IMM => {
-                        wc.opcode = WcOpcode::RECV;
-                        wc.wc_flags |= WcFlags::WITH_IMM;
-                        wc.imm_data = imm;
-                    }
-                    cqe_opcode::RESP_SEND_INV => {
-                        wc.opcode = WcOpcode::RECV;
-                        wc.wc_flags |= WcFlags::WITH_INVALIDATE;
-                        wc.imm_data = imm;
-                    }
-                    _ => wc.opcode = WcOpcode::RECV,
-                }
-                wc.slid = cqe.slid();
-                wc.sl = cqe.sl();
-                wc.src_qp = cqe.src_qp();
-                wc.dlid_path_bits = cqe.ml_path();
+                    cqe_opcode::RESP_SEND_IMM => (WcOpcode::RECV, WcFlags::WITH_IMM, imm),
+                    cqe_opcode::RESP_SEND_INV => (WcOpcode::RECV, WcFlags::WITH_INVALIDATE, imm),
+                    _ => (WcOpcode::RECV, WcFlags::empty(), 0),
+                };
                 if cqe.grh() {
-                    wc.wc_flags |= WcFlags::GRH;
+                    wc_flags |= WcFlags::GRH;
                 }
-                wc.pkey_index = (cqe.imm_inval_pkey() & 0xffff) as u16;
+                *wc = WorkCompletion {
+                    wr_id: qp.complete_recv(cqe.wqe_counter()),
+                    status: WcStatus::SUCCESS,
+                    opcode,
+                    vendor_err: 0,
+                    byte_len: cqe.byte_cnt(),
+                    imm_data,
+                    qp_num,
+                    src_qp: cqe.src_qp(),
+                    wc_flags,
+                    pkey_index: (cqe.imm_inval_pkey() & 0xffff) as u16,
+                    slid: cqe.slid(),
+                    sl: cqe.sl(),
+                    dlid_path_bits: cqe.ml_path(),
+                };
             }
             op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
-                wc.status = status_of_syndrome(cqe.syndrome());
-                wc.vendor_err = u32::from(cqe.vendor_err_synd());
-                wc.wr_id = if op == cqe_opcode::REQ_ERR {
+                let wr_id = if op == cqe_opcode::REQ_ERR {
                     qp.sq.complete(cqe.wqe_counter())
                 } else {
                     qp.complete_recv(cqe.wqe_counter())
                 };
+                *wc = WorkCompletion {
+                    wr_id,
+                    status: status_of_syndrome(cqe.syndrome()),
+                    vendor_err: u32::from(cqe.vendor_err_synd()),
+                    qp_num,
+                    ..WorkCompletion::default()
+                };
             }
             // Resize and other CQEs this library never asks for.
-            _ => return None,
+            _ => return false,
         }
-        Some(wc)
+        true
     }
 }
 

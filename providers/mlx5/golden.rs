@@ -462,6 +462,15 @@ fn the_cqe_decoder_reads_what_mlx5dv_writes() {
         assert_eq!(u32::from(c.wqe_opcode()), v[6] >> 24);
         assert_eq!(u32::from(c.wqe_counter()), v[7]);
         assert_eq!(c.op_own(), v[8] as u8);
+        // The poll loop's requester view of the same bytes.
+        let t = cqe::CqeTail::of(&c);
+        assert_eq!(t.op_own(), v[8] as u8);
+        assert_eq!(t.opcode(), c.opcode());
+        assert_eq!(t.srqn_uidx(), v[3] & 0x00ff_ffff);
+        assert_eq!(t.byte_cnt(), v[5]);
+        assert_eq!(t.qpn(), v[6] & 0x00ff_ffff);
+        assert_eq!(u32::from(t.wqe_opcode()), v[6] >> 24);
+        assert_eq!(u32::from(t.wqe_counter()), v[7]);
         // The error CQE view of the same 64 bytes.
         let e = fields[2 * i + 1];
         let err = Cqe64(unhex(&pair[1]).try_into().expect("64 bytes"));
