@@ -51,6 +51,8 @@ pub(crate) trait Member: Provider {
     fn context_of(ctx: &AnyContext) -> Option<&Self::Context>;
     /// This provider's AH data, if `ah` was created on one of its devices.
     fn ah_of(ah: &AnyAh) -> Option<&Self::Ah>;
+    /// This provider's PD data, if `pd` was allocated on one of its devices.
+    fn pd_of(pd: &AnyPd) -> Option<&Self::Pd>;
 }
 
 macro_rules! providers {
@@ -136,6 +138,10 @@ macro_rules! providers {
             #[allow(unreachable_patterns)]
             fn ah_of(ah: &AnyAh) -> Option<&Self::Ah> {
                 match ah { AnyAh::$v(a) => Some(a), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn pd_of(pd: &AnyPd) -> Option<&Self::Pd> {
+                match pd { AnyPd::$v(p) => Some(p), _ => None }
             }
         })+
 

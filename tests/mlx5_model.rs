@@ -891,6 +891,24 @@ fn destroying_or_resetting_a_qp_cleans_its_cqes_from_a_shared_cq() {
     assert_clean(&model);
 }
 
+/// `pd_number` gives the PD number the kernel reported in ALLOC_PD's driver
+/// response (the model's mlx5_ib answers `0x10 + handle`), and refuses a PD
+/// of another context.
+#[test]
+fn pd_number_is_the_kernels_pdn_and_only_for_the_contexts_own_pds() {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let other = open(&model);
+    let pds = [ctx.alloc_pd().unwrap(), ctx.alloc_pd().unwrap()];
+    let mlx5 = ctx.mlx5().unwrap();
+    for pd in &pds {
+        assert_eq!(mlx5.pd_number(pd).unwrap(), 0x10 + pd.handle());
+    }
+    let foreign = other.alloc_pd().unwrap();
+    let err = mlx5.pd_number(&foreign).unwrap_err();
+    assert_eq!(err.kind(), uverbs::ErrorKind::InvalidArgument, "{err}");
+}
+
 /// A poll checks the ownership of a run of CQEs, then reads them after one
 /// barrier: a run made only of a reset QP's CQEs surfaces nothing but does
 /// not end the poll, and completions are neither lost nor repeated when

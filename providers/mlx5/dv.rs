@@ -22,7 +22,7 @@ use super::{Mlx5, Mlx5State};
 use crate::{
     error::{Error, ErrorKind, Result},
     providers::Member,
-    Context,
+    Context, ProtectionDomain,
 };
 
 /// The mlx5 view of an open context (`mlx5dv_*` functions take the
@@ -91,6 +91,23 @@ impl<'a> Mlx5Context<'a> {
     /// the cause when the context has no DevX user context.
     pub fn devx(&self) -> Result<Devx> {
         Devx::of(self.ctx)
+    }
+
+    /// The PD number of `pd` (`mlx5dv_init_obj` with `MLX5DV_OBJ_PD`: the
+    /// `pdn` of `struct mlx5dv_pd`), which PRM contexts name a PD by: a DevX
+    /// QP or memory key on a verbs PD. An error if `pd` belongs to another
+    /// context.
+    #[doc(alias = "mlx5dv_init_obj")]
+    pub fn pd_number(&self, pd: &ProtectionDomain) -> Result<u32> {
+        let inner = &pd.inner;
+        match Mlx5::pd_of(&inner.driver) {
+            Some(p) if std::sync::Arc::ptr_eq(&inner.ctx, &self.ctx.inner) => Ok(p.pdn),
+            _ => Err(Error::new(
+                "mlx5dv_init_obj",
+                ErrorKind::InvalidArgument,
+                "the protection domain belongs to another context",
+            )),
+        }
     }
 
     /// The device attributes the context reported, like `mlx5dv_query_device`.

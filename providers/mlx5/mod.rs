@@ -95,7 +95,7 @@ pub(crate) struct Mlx5Ctx {
 /// An mlx5 PD: the PD number the kernel reports in the driver response.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mlx5Pd {
-    #[allow(dead_code)] // read by DevX
+    /// Read by [`Mlx5Context::pd_number`](dv::Mlx5Context::pd_number).
     pub(crate) pdn: u32,
 }
 
