@@ -93,20 +93,18 @@ impl UarPage {
     /// narrower stores, or go backwards). The range is checked once; an
     /// offset outside the page is a bug, and nothing is stored.
     #[inline(always)]
-    pub(crate) fn store_block(&self, offset: usize, block: &[u8; 64]) {
+    pub(crate) fn store_block(&self, offset: usize, block: &[u64; 8]) {
         if offset % 64 != 0 || offset > self.map.len() || 64 > self.map.len() - offset {
             debug_assert!(false, "BlueFlame copy at {offset:#x} outside the page");
             return;
         }
         let base = self.map.as_mut_ptr().wrapping_add(offset).cast::<u64>();
-        for (i, word) in block.chunks_exact(8).enumerate() {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
+        for (i, &word) in block.iter().enumerate() {
             // SAFETY: `offset..offset + 64` is inside the live mapping and
             // 64-aligned (checked above), so word `i < 8` is an aligned u64
             // inside it; UAR memory is only accessed through atomics.
             let reg = unsafe { AtomicU64::from_ptr(base.add(i)) };
-            reg.store(u64::from_ne_bytes(w), Ordering::Relaxed);
+            reg.store(word, Ordering::Relaxed);
             // Keeps the stores in ascending order in the generated code
             // (relaxed stores to different addresses may otherwise be
             // reordered by the compiler); no instruction is emitted.
