@@ -178,7 +178,7 @@ impl Burst<'_> {
 }
 
 /// The last WQE of a batch, for the doorbell.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Last {
     /// WQEBB counter of its ctrl segment.
     at: u32,
@@ -248,7 +248,8 @@ impl Mlx5Sq {
         let (mut cur, mut head) = (self.cur_post, self.head);
         // Requests the queue takes before the poller's tail is read again.
         let mut room = self.room(head);
-        let mut last = Last::default();
+        // WQE basic block of the last WQE written (the doorbell's).
+        let mut last_at = cur;
         let mut result = Ok(());
         // The queue and the completion slots in registers for the batch.
         let burst = Burst {
@@ -268,11 +269,7 @@ impl Mlx5Sq {
             }
             match self.write_wqe(&burst, wr, &av_of, cur, head) {
                 Ok(ds) => {
-                    last = Last {
-                        at: cur,
-                        ds,
-                        inline: matches!(wr.payload, Payload::Inline(_)),
-                    };
+                    last_at = cur;
                     room -= 1;
                     head = head.wrapping_add(1);
                     cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
@@ -287,6 +284,15 @@ impl Mlx5Sq {
         if posted != 0 {
             self.cur_post = cur;
             self.head = head;
+            // Its size from its ctrl segment (`qpn_ds`, byte 7), as written.
+            let ctrl = self.units.get(last_at.wrapping_mul(UNITS_PER_BB));
+            let last = Last {
+                at: last_at,
+                ds: u32::from(ctrl.head()[7] & 0x3f),
+                inline: wrs
+                    .get(posted - 1)
+                    .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_))),
+            };
             self.ring(last, posted);
         }
         result
