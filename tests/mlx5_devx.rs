@@ -7,10 +7,12 @@
 //! The commands each call issues are compared with `devx.c`'s method specs
 //! (object and method ids, every attribute's kind, length and mandatory
 //! flag, the driver id); the event and answer streams with what
-//! `devx_async_event_read` and `devx_async_cmd_event_read` produce. There
-//! is no ConnectX here: the hardware suite's DevX tests (a DevX CQ on UMEM,
-//! EQN and UAR, overrun on purpose, its CQ_ERROR EQE through both paths)
-//! need one.
+//! `devx_async_event_read` and `devx_async_cmd_event_read` produce. The
+//! hardware suite's DevX scenario (`tests/shared/devx_overrun.rs`: a DevX
+//! CQ on UMEM, EQN and UAR, overrun on purpose by a DevX QP, its CQ_ERROR
+//! EQE through both paths) also runs here, against the model's firmware
+//! side (`providers/mlx5/model/devx_fw.rs`); there is no ConnectX here to
+//! run it on.
 
 use std::{
     os::fd::{AsFd, AsRawFd, OwnedFd},
@@ -39,6 +41,54 @@ fn open_devx(model: &Mlx5Model) -> Context {
     let k = model.dyn_kernel();
     let dev = uverbs::find_device(&k, Some("mlx5_0")).unwrap();
     mlx5::open_device(k, dev, OpenFlags::DEVX).unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+#[path = "shared/devx_overrun.rs"]
+mod devx_overrun;
+
+/// The hardware suite's DevX scenario (rdma-core's
+/// `test_mlx5_devx_async_events.py`) on the device model, whose firmware
+/// decodes the PRM mailboxes with its own reader and checks every field a
+/// wrong offset would garble: a DevX CQ on UMEM + EQN + UAR fed by a DevX
+/// UD QP that posts NOPs until the CQ overruns; the CQ_ERROR EQE (its CQN,
+/// syndrome 1) by cookie and by eventfd; QUERY_CQ; a verbs QP queried and
+/// moved to INIT through DevX.
+#[test]
+fn a_devx_cq_overrun_on_purpose_reports_cq_error_by_cookie_and_by_eventfd() {
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let mlx5 = ctx.mlx5().unwrap();
+    let devx = mlx5.devx().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let pdn = mlx5.pd_number(&pd).unwrap();
+    let settle = || {
+        // 128 NOPs, of which the CQ of 64 takes 64.
+        assert_eq!(model.process(), 128);
+    };
+    devx_overrun::query_devx_cq(&devx, pdn);
+    devx_overrun::cq_overrun_by_cookie(&devx, pdn, &settle);
+    devx_overrun::cq_overrun_by_eventfd(&devx, pdn, &settle);
+    devx_overrun::verbs_qp_through_devx(&ctx, &pd, &devx);
+    assert_eq!(model.violations(), Vec::<String>::new());
+}
+
+/// The model's firmware refuses a QP context with a field out of place
+/// (here `pm_state` left 0): BAD_PARAM, its syndrome naming the field's bit
+/// offset, so a wrong offset in the scenario above cannot pass unseen.
+#[test]
+fn the_models_firmware_refuses_a_qp_context_field_out_of_place() {
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let devx = ctx.mlx5().unwrap().devx().unwrap();
+    let mut cmd = mailbox(CmdIn::new(0x500), 0x780 / 8);
+    devx_overrun::set(&mut cmd, 0x760, 1, 1); // wq_umem_valid
+    let mut out = vec![0u8; 16];
+    let err = devx.obj_create(&cmd, &mut out).unwrap_err();
+    let fw = err.firmware_status().expect("a firmware failure");
+    assert_eq!(
+        (fw.status, fw.syndrome),
+        (0x03, 0xdf00_0000 | (0xc0 + 0x13))
+    );
 }
 
 /// A PRM mailbox of `len` bytes starting with `h`.

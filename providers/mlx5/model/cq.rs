@@ -46,8 +46,12 @@ impl Hca {
         if cq.pi.wrapping_sub(ci) & 0xff_ffff >= cq.ncqe {
             cq.in_error = true;
             cq.async_events += 1;
-            self.out_events
-                .push((None, async_event(cq.user_handle, IB_EVENT_CQ_ERR)));
+            if cq.devx {
+                self.out_eqes.push(super::devx_fw::cq_overrun_eqe(cqn));
+            } else {
+                self.out_events
+                    .push((None, async_event(cq.user_handle, IB_EVENT_CQ_ERR)));
+            }
             return false;
         }
         let idx = u64::from(cq.pi & (cq.ncqe - 1));

@@ -51,7 +51,10 @@ use std::{
     sync::{Arc, Condvar, Mutex, MutexGuard},
 };
 
-use super::kernel::{lock, Shared};
+use super::{
+    devx_fw,
+    kernel::{lock, Shared},
+};
 use crate::{
     abi,
     ioctl::{AttrBuf, IoctlCmd},
@@ -86,6 +89,10 @@ pub(crate) mod op {
     pub(crate) const MODIFY_GENERAL_OBJECT: u16 = 0xa01;
     pub(crate) const QUERY_GENERAL_OBJECT: u16 = 0xa02;
 }
+
+/// The first CQN/QPN of the CQs and QPs the model runs for DevX
+/// (`devx_fw.rs`), above those of verbs objects.
+const EXECUTED_IDS: u32 = 0x00c0_0000;
 
 /// `MLX5_CMD_STAT_BAD_OP_ERR`, `MLX5_CMD_STAT_BAD_PARAM_ERR`.
 const BAD_OP: u8 = 0x02;
@@ -486,9 +493,14 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
                 .input_value(abi::MLX5_IB_ATTR_DEVX_OBJ_DESTROY_HANDLE)
                 .ok_or(Errno::EINVAL)? as u32;
             let mut d = s.devx();
-            d.objs.remove(&h).ok_or(Errno::EINVAL)?;
+            let o = d.objs.remove(&h).ok_or(Errno::EINVAL)?;
             // The object's subscriptions go with it.
             d.subs.retain(|sub| sub.obj != Some(h));
+            if o.id >= EXECUTED_IDS {
+                let mut hca = lock(&s.hca);
+                hca.qps.remove(&o.id);
+                hca.cqs.remove(&o.id);
+            }
             Ok(())
         }
         (abi::MLX5_IB_OBJECT_DEVX_OBJ, abi::MLX5_IB_METHOD_DEVX_OBJ_QUERY) => {
@@ -681,8 +693,43 @@ fn obj_create(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     }
     let mut d = s.devx();
     d.next_id += 1;
-    let id = 0x100 + d.next_id;
-    let h = lock(&s.books).new_handle();
+    // CQs and QPs on UMEMs run on the model's HCA (`devx_fw.rs`), with
+    // CQNs and QPNs of their own range; other objects are booked only.
+    let executed = devx_fw::executes(opcode, &cmd_in);
+    let id = if executed {
+        EXECUTED_IDS + d.next_id
+    } else {
+        0x100 + d.next_id
+    };
+    let mut books = lock(&s.books);
+    let h = books.new_handle();
+    if executed {
+        let pdns: Vec<u32> = books
+            .pds
+            .iter()
+            .map(|&p| super::kernel::pdn_of(p))
+            .collect();
+        drop(books);
+        let umems: Vec<(u32, u64, u64)> = d.umems.values().map(|u| (u.id, u.addr, u.len)).collect();
+        let umem = |id: u32| umems.iter().find(|u| u.0 == id).map(|u| (u.1, u.2));
+        let mut hca = lock(&s.hca);
+        let made = if opcode == op::CREATE_CQ {
+            devx_fw::create_cq(&hca, &cmd_in, h, &umem).map(|cq| {
+                hca.cqs.insert(id, cq);
+            })
+        } else {
+            devx_fw::create_qp(&hca, &cmd_in, h, &pdns, &umem).map(|qp| {
+                hca.qps.insert(id, qp);
+            })
+        };
+        drop(hca);
+        if let Err((status, syndrome)) = made {
+            drop(d);
+            return firmware_fail(s, cmd, out_id, status, syndrome);
+        }
+    } else {
+        drop(books);
+    }
     d.objs.insert(
         h,
         Obj {
@@ -779,10 +826,23 @@ fn obj_run(s: &Shared, cmd: &mut IoctlCmd<'_>, class: Class) -> Result<(), Errno
     let handle = cmd.input_value(h_id).ok_or(Errno::EINVAL)? as u32;
     let cmd_in = input(cmd, in_id)?;
     let out = run_checked(s, handle, &cmd_in, class, out_len(cmd, out_id))?;
+    let opcode = header(&cmd_in)?;
     // The firmware refuses to move a QP to RESET from the model's side
     // (a failure the tests can provoke): BAD_QP_STATE.
-    if header(&cmd_in)? == op::QP_2RST {
+    if opcode == op::QP_2RST {
         return firmware_fail(s, cmd, out_id, 0x10, 0x5aa5_0001);
+    }
+    // Other transitions move the QP (a DevX one or a verbs one) on the
+    // HCA, checked as firmware checks them.
+    if matches!(
+        opcode,
+        op::RST2INIT_QP | op::INIT2RTR_QP | op::RTR2RTS_QP | op::QP_2ERR
+    ) {
+        let qpn = be32(&cmd_in, 8) & 0x00ff_ffff;
+        let made = devx_fw::modify_qp(&mut lock(&s.hca), qpn, opcode, &cmd_in);
+        if let Err((status, syndrome)) = made {
+            return firmware_fail(s, cmd, out_id, status, syndrome);
+        }
     }
     cmd.write_output(out_id, &out);
     Ok(())

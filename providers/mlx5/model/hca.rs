@@ -115,6 +115,9 @@ pub(crate) struct Cq {
     pub(crate) channel: Option<RawFd>,
     pub(crate) comp_events: u32,
     pub(crate) async_events: u32,
+    /// Made by a DevX `CREATE_CQ` (`devx_fw.rs`): its errors go to the
+    /// DevX event subscriptions as EQEs, not to the async event fd.
+    pub(crate) devx: bool,
 }
 
 #[derive(Debug)]
@@ -188,6 +191,8 @@ pub(crate) struct Hca {
     /// Event records to queue: on a completion channel's fd, or (async
     /// events, `None`) on the async event fd.
     pub(crate) out_events: Vec<(Option<RawFd>, Vec<u8>)>,
+    /// EQEs for the DevX event subscriptions (`Devx::raise`).
+    pub(crate) out_eqes: Vec<[u8; 64]>,
     /// Background threads running the device: BlueFlame copies may be in
     /// flight when a doorbell is seen, so they are not compared.
     pub(crate) threaded: u32,

@@ -82,6 +82,11 @@ pub(crate) struct Shared {
     pub(crate) kernel: Weak<FakeKernel>,
 }
 
+/// The PD number ALLOC_PD reports for PD handle `h`.
+pub(crate) fn pdn_of(h: u32) -> u32 {
+    0x10 + h
+}
+
 /// Queues event records on the fds they are for.
 pub(crate) fn deliver(k: &FakeKernel, events: Vec<(Option<RawFd>, Vec<u8>)>) {
     for (fd, e) in events {
@@ -570,7 +575,7 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
             resp.pd_handle = h;
             copy_out(cmd.core_out, resp.as_bytes())?;
             let mut drv = abi::Mlx5IbAllocPdResp::new_zeroed();
-            drv.pdn = 0x10 + h;
+            drv.pdn = pdn_of(h);
             copy_out(cmd.driver_out, drv.as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => dealloc_pd(s, handle_in(cmd.core_in)?),
@@ -597,6 +602,22 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         c if c == abi::IB_USER_VERBS_CMD_DEREG_MR => {
             let h = handle_in(cmd.core_in)?;
             lock(&s.hca).mrs.remove(h).map(|_| ()).ok_or(Errno::EINVAL)
+        }
+        c if c == abi::IB_USER_VERBS_CMD_QUERY_QP => {
+            // The state as the device has it (DevX may have moved it).
+            let q = abi::IbUverbsQueryQp::read_from_prefix(cmd.core_in)
+                .map_err(|_| Errno::EINVAL)?
+                .0;
+            let state = lock(&s.hca)
+                .qps
+                .values()
+                .find(|qp| qp.handle == q.qp_handle)
+                .map(|qp| qp.state)
+                .ok_or(Errno::EINVAL)?;
+            let mut resp = abi::IbUverbsQueryQpResp::new_zeroed();
+            resp.qp_state = state;
+            resp.cur_qp_state = state;
+            copy_out(cmd.core_out, resp.as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => {
             let m = abi::IbUverbsModifyQp::read_from_prefix(cmd.core_in)

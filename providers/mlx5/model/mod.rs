@@ -24,6 +24,14 @@
 //! UAR the queue was not created with is ignored, as hardware ignores it,
 //! and listed by [`Mlx5Model::ignored_doorbells`].
 //!
+//! DevX (`devx.rs`) plays the kernel's `devx.c`; its firmware side
+//! (`devx_fw.rs`) runs the CQs and QPs that PRM `CREATE_CQ`/`CREATE_QP`
+//! commands make on UMEMs like the verbs ones, moves QPs through the PRM
+//! state transitions, and reports an overrun of such a CQ as a CQ_ERROR
+//! EQE to the DevX event subscriptions. It decodes the mailboxes with its
+//! own bit reader and refuses a field out of place with `BAD_PARAM` and a
+//! syndrome naming the field (`0xdf00_0000 | bit offset`).
+//!
 //! Limits:
 //! - The model reads a register's last value, where hardware sees every
 //!   store. When QPs share a register (shared bfregs, the NC doorbell
@@ -58,6 +66,7 @@ use crate::sys::{fake::FakeKernel, Kernel};
 
 mod cq;
 mod devx;
+mod devx_fw;
 mod exec;
 mod hca;
 mod kernel;
@@ -247,10 +256,19 @@ fn lock(hca: &Mutex<hca::Hca>) -> MutexGuard<'_, hca::Hca> {
 /// Runs the device once and queues its events. They are queued under the
 /// HCA's lock, so a destroy (which drops an object's unread events under
 /// the same lock) finds each event either still in the HCA or queued.
-fn run(hca: &Mutex<hca::Hca>, kernel: &FakeKernel) -> usize {
+fn run(hca: &Mutex<hca::Hca>, kernel: &FakeKernel, shared: &kernel::Shared) -> usize {
     let mut h = lock(hca);
     let n = h.process();
     kernel::deliver(kernel, std::mem::take(&mut h.out_events));
+    let eqes = std::mem::take(&mut h.out_eqes);
+    drop(h);
+    // The DevX lock goes before the HCA's: taken after it is released.
+    if !eqes.is_empty() {
+        let mut d = kernel::lock(&shared.devx);
+        for e in eqes {
+            d.raise(e);
+        }
+    }
     n
 }
 
@@ -268,7 +286,7 @@ impl Mlx5Model {
     /// the last call and executes what they announce. Returns the number
     /// of WQEs executed.
     pub fn process(&self) -> usize {
-        run(&self.hca, &self.kernel)
+        run(&self.hca, &self.kernel, &self.shared)
     }
 
     /// Runs the HCA on a thread until the returned guard is dropped (for
@@ -276,13 +294,18 @@ impl Mlx5Model {
     pub fn spawn_hca(&self) -> HcaThread {
         lock(&self.hca).threaded += 1;
         let stop = Arc::new(AtomicBool::new(false));
-        let (hca, kernel, flag) = (self.hca.clone(), self.kernel.clone(), stop.clone());
+        let (hca, kernel, shared, flag) = (
+            self.hca.clone(),
+            self.kernel.clone(),
+            self.shared.clone(),
+            stop.clone(),
+        );
         let thread = std::thread::Builder::new()
             .name("mlx5-model-hca".into())
             .spawn(move || {
                 let mut idle = 0u32;
                 while !flag.load(Ordering::Acquire) {
-                    if run(&hca, &kernel) > 0 {
+                    if run(&hca, &kernel, &shared) > 0 {
                         idle = 0;
                         continue;
                     }
@@ -300,6 +323,7 @@ impl Mlx5Model {
             thread,
             hca: self.hca.clone(),
             kernel: self.kernel.clone(),
+            shared: self.shared.clone(),
         }
     }
 
@@ -500,6 +524,7 @@ pub struct HcaThread {
     thread: Option<JoinHandle<()>>,
     hca: Arc<Mutex<hca::Hca>>,
     kernel: Arc<FakeKernel>,
+    shared: Arc<kernel::Shared>,
 }
 
 impl Drop for HcaThread {
@@ -508,7 +533,7 @@ impl Drop for HcaThread {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        run(&self.hca, &self.kernel);
+        run(&self.hca, &self.kernel, &self.shared);
         let mut h = lock(&self.hca);
         h.threaded -= 1;
         if h.threaded == 0 {

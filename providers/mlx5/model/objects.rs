@@ -216,6 +216,7 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             channel,
             comp_events: 0,
             async_events: 0,
+            devx: false,
         },
     );
     drop((g, b));
