@@ -60,6 +60,33 @@ const REQ_COMPLETION: [(WcOpcode, u8); 256] = {
     t
 };
 
+/// Writes the work completion of a successful requester CQE (of either
+/// view of it; `byte_cnt` reads its byte count, used by RDMA reads only)
+/// into `wc`: its WQE frees the send queue up to it.
+#[inline(always)]
+fn requester_wc(
+    wc: &mut WorkCompletion,
+    qp: &QpTrack,
+    qp_num: u32,
+    wqe_opcode: u8,
+    wqe_counter: u16,
+    byte_cnt: impl FnOnce() -> u32,
+) {
+    let (opcode, len) = REQ_COMPLETION[usize::from(wqe_opcode)];
+    *wc = WorkCompletion {
+        wr_id: qp.sq.complete(wqe_counter),
+        status: WcStatus::SUCCESS,
+        opcode,
+        byte_len: if wqe_opcode == opcode::RDMA_READ {
+            byte_cnt()
+        } else {
+            u32::from(len)
+        },
+        qp_num,
+        ..WorkCompletion::default()
+    };
+}
+
 /// A request to drop a QP's CQEs.
 #[derive(Debug, Clone, Copy)]
 struct Clean {
@@ -278,21 +305,9 @@ impl Parser {
         let Some(qp) = self.qp_of(rsn) else {
             return false;
         };
-        let wqe_opcode = cqe.wqe_opcode();
-        let (opcode, len) = REQ_COMPLETION[usize::from(wqe_opcode)];
-        let byte_len = if wqe_opcode == opcode::RDMA_READ {
+        requester_wc(wc, qp, qp_num, cqe.wqe_opcode(), cqe.wqe_counter(), || {
             cqe.byte_cnt()
-        } else {
-            u32::from(len)
-        };
-        *wc = WorkCompletion {
-            wr_id: qp.sq.complete(cqe.wqe_counter()),
-            status: WcStatus::SUCCESS,
-            opcode,
-            byte_len,
-            qp_num,
-            ..WorkCompletion::default()
-        };
+        });
         true
     }
 
@@ -317,21 +332,9 @@ impl Parser {
         };
         match cqe.opcode() {
             cqe_opcode::REQ => {
-                let (opcode, byte_len) = match cqe.wqe_opcode() {
-                    opcode::RDMA_WRITE | opcode::RDMA_WRITE_IMM => (WcOpcode::RDMA_WRITE, 0),
-                    opcode::RDMA_READ => (WcOpcode::RDMA_READ, cqe.byte_cnt()),
-                    opcode::ATOMIC_CS => (WcOpcode::COMP_SWAP, 8),
-                    opcode::ATOMIC_FA => (WcOpcode::FETCH_ADD, 8),
-                    _ => (WcOpcode::SEND, 0),
-                };
-                *wc = WorkCompletion {
-                    wr_id: qp.sq.complete(cqe.wqe_counter()),
-                    status: WcStatus::SUCCESS,
-                    opcode,
-                    byte_len,
-                    qp_num,
-                    ..WorkCompletion::default()
-                };
+                requester_wc(wc, qp, qp_num, cqe.wqe_opcode(), cqe.wqe_counter(), || {
+                    cqe.byte_cnt()
+                });
             }
             op @ (cqe_opcode::RESP_WR_IMM
             | cqe_opcode::RESP_SEND
