@@ -133,21 +133,8 @@ pub(crate) fn create_cq(h: &Hca, cmd: &[u8], handle: u32, umem: UmemOf<'_>) -> R
         return Err(bad((at::CQC + at::CQC_C_EQN) as u32));
     }
     Ok(Cq {
-        handle,
-        user_handle: 0,
-        buf,
-        db,
-        ncqe,
-        cqe_size,
-        uar,
-        pi: 0,
-        armed: None,
-        arms: Vec::new(),
-        in_error: false,
-        channel: None,
-        comp_events: 0,
-        async_events: 0,
         devx: true,
+        ..Cq::new(handle, buf, db, ncqe, cqe_size, uar)
     })
 }
 
@@ -212,31 +199,15 @@ pub(crate) fn create_qp(
         return Err(bad(field(at::DBR_UMEM_ID)));
     }
     Ok(Qp {
-        handle,
-        transport,
         buf,
         db,
         sq_cnt,
         sq_offset,
         rq_cnt,
         rq_shift,
-        uidx: None,
-        uar,
-        bfreg: None,
         send_cq,
         recv_cq,
-        srq: None,
-        state: RESET,
-        dest_qpn: 0,
-        qkey: 0,
-        rnr_retry: 0,
-        access: 0,
-        sq_ci: 0,
-        rq_ci: 0,
-        rnr_wait: false,
-        db_pending: false,
-        unrung: false,
-        events: 0,
+        ..Qp::new(handle, transport, uar)
     })
 }
 

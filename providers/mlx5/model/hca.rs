@@ -198,6 +198,65 @@ pub(crate) struct Hca {
     pub(crate) threaded: u32,
 }
 
+impl Cq {
+    /// A CQ of `ncqe` CQEs of `cqe_size` bytes at `buf`, its doorbell
+    /// record at `db`, rung on sub-UAR `uar`: empty, unarmed, without a
+    /// completion channel, not DevX's (struct update sets the rest).
+    pub(crate) fn new(handle: u32, buf: u64, db: u64, ncqe: u32, cqe_size: u32, uar: u32) -> Self {
+        Cq {
+            handle,
+            user_handle: 0,
+            buf,
+            db,
+            ncqe,
+            cqe_size,
+            uar,
+            pi: 0,
+            armed: None,
+            arms: Vec::new(),
+            in_error: false,
+            channel: None,
+            comp_events: 0,
+            async_events: 0,
+            devx: false,
+        }
+    }
+}
+
+impl Qp {
+    /// A QP of `transport` rung on sub-UAR `uar`, in RESET with nothing
+    /// run: its queues and what it is attached to are set by struct update.
+    pub(crate) fn new(handle: u32, transport: Transport, uar: u32) -> Self {
+        Qp {
+            handle,
+            transport,
+            buf: 0,
+            db: 0,
+            sq_cnt: 0,
+            sq_offset: 0,
+            rq_cnt: 0,
+            rq_shift: 0,
+            uidx: None,
+            uar,
+            bfreg: None,
+            send_cq: 0,
+            recv_cq: 0,
+            srq: None,
+            state: RESET,
+            dest_qpn: 0,
+            qkey: 0,
+            rnr_retry: 0,
+            access: 0,
+            sq_ci: 0,
+            rq_ci: 0,
+            rnr_wait: false,
+            db_pending: false,
+            unrung: false,
+            events: 0,
+        }
+    }
+}
+
 impl Hca {
     /// Whether `id` names a 4 KiB UAR of a page the device knows.
     pub(crate) fn has_uar(&self, id: u32) -> bool {

@@ -202,21 +202,9 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     g.cqs.insert(
         cqn,
         Cq {
-            handle: h,
             user_handle: uh,
-            buf: d.buf_addr,
-            db: d.db_addr,
-            ncqe,
-            cqe_size: d.cqe_size,
-            uar,
-            pi: 0,
-            armed: None,
-            arms: Vec::new(),
-            in_error: false,
             channel,
-            comp_events: 0,
-            async_events: 0,
-            devx: false,
+            ..Cq::new(h, d.buf_addr, d.db_addr, ncqe, d.cqe_size, uar)
         },
     );
     drop((g, b));
@@ -361,8 +349,6 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     g.qps.insert(
         qpn,
         Qp {
-            handle: h,
-            transport,
             buf: d.buf_addr,
             db: d.db_addr,
             sq_cnt: d.sq_wqe_count,
@@ -370,22 +356,11 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             rq_cnt,
             rq_shift,
             uidx,
-            uar,
             bfreg,
             send_cq,
             recv_cq,
             srq,
-            state: RESET,
-            dest_qpn: 0,
-            qkey: 0,
-            rnr_retry: 0,
-            access: 0,
-            sq_ci: 0,
-            rq_ci: 0,
-            rnr_wait: false,
-            db_pending: false,
-            unrung: false,
-            events: 0,
+            ..Qp::new(h, transport, uar)
         },
     );
     drop((g, b));
