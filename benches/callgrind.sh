@@ -36,31 +36,32 @@ cd "$REPO"
 [[ $BUILD == 1 ]] && cargo build --release --bin uverbs --features test-utils >&2
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-callgrind.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
-if [[ $MLX5 == 1 ]]; then
-  N=$(( (N + 4095) / 4096 * 4096 ))
+# Runs `uverbs perf micro ARGS...` under callgrind and prints, for each
+# measured function `MODULE::op_*`, its inclusive instruction count divided
+# by the number of operations `ops_of NAME` gives.
+count() {
+  local module=$1; shift
   valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
-    target/release/uverbs perf micro --mlx5-model -n "$N" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
+    target/release/uverbs perf micro "$@" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
     || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }
   callgrind_annotate --inclusive=yes --threshold=100 "$OUT/cg.out" 2>/dev/null > "$OUT/ann.txt"
-  printf '%-28s %10s\n' "operation ($N each)" "Ir/op"
+  # Lines look like: "1,234,567 (12.3%)  src/bin/...:uverbs::perf::micro_fake::op_poll_one [...]"
+  grep -E "^ *[0-9,]+ \([ 0-9.]+%\) +[^ ]+:uverbs::perf::$module::op_[a-z0-9_]+ \[" "$OUT/ann.txt" | while read -r line; do
+    ir=$(awk '{print $1}' <<<"$line" | tr -d ,)
+    name=$(grep -oE "$module::op_[a-z0-9_]+" <<<"$line" | head -1 | sed "s/$module::op_//")
+    printf '%-28s %10.1f\n' "$name" "$(awk -v a="$ir" -v n="$(ops_of "$name")" 'BEGIN { print a / n }')"
+  done | sort
+}
+
+if [[ $MLX5 == 1 ]]; then
+  N=$(( (N + 4095) / 4096 * 4096 ))
   # Each post section posts N work requests timed plus 512 through the
   # model first; the polls take N CQEs.
-  grep -E '^ *[0-9,]+ \([ 0-9.]+%\) +[^ ]+:uverbs::perf::micro_mlx5::op_[a-z0-9_]+ \[' "$OUT/ann.txt" | while read -r line; do
-    ir=$(awk '{print $1}' <<<"$line" | tr -d ,)
-    name=$(grep -oE 'micro_mlx5::op_[a-z0-9_]+' <<<"$line" | head -1 | sed 's/micro_mlx5::op_//')
-    [[ $name == poll ]] && ops=$N || ops=$((N + 512))
-    printf '%-28s %10.1f\n' "$name" "$(awk -v a="$ir" -v n="$ops" 'BEGIN { print a / n }')"
-  done | sort
-  exit 0
+  ops_of() { if [[ $1 == poll ]]; then echo "$N"; else echo $((N + 512)); fi; }
+  printf '%-28s %10s\n' "operation ($N each)" "Ir/op"
+  count micro_mlx5 --mlx5-model -n "$N"
+else
+  ops_of() { echo "$N"; }
+  printf '%-28s %10s\n' "call ($N each, size $SIZE)" "Ir/call"
+  count micro_fake --fake -n "$N" -s "$SIZE"
 fi
-valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
-  target/release/uverbs perf micro --fake -n "$N" -s "$SIZE" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
-  || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }
-callgrind_annotate --inclusive=yes --threshold=100 "$OUT/cg.out" 2>/dev/null > "$OUT/ann.txt"
-printf '%-28s %10s\n' "call ($N each, size $SIZE)" "Ir/call"
-# Lines look like: "1,234,567 (12.3%)  src/bin/...:uverbs::perf::micro::op_poll_one [...]"
-grep -E '^ *[0-9,]+ \([ 0-9.]+%\) +[^ ]+:uverbs::perf::micro_fake::op_[a-z0-9_]+ \[' "$OUT/ann.txt" | while read -r line; do
-  ir=$(awk '{print $1}' <<<"$line" | tr -d ,)
-  name=$(grep -oE 'micro_fake::op_[a-z0-9_]+' <<<"$line" | head -1 | sed 's/micro_fake::op_//')
-  printf '%-28s %10.1f\n' "$name" "$(awk -v a="$ir" -v n="$N" 'BEGIN { print a / n }')"
-done | sort
