@@ -287,22 +287,7 @@ fn verbs_objects_are_queried_and_modified_through_devx() {
     let devx = ctx.mlx5().unwrap().devx().unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let qp = pd
-        .create_qp(&uverbs::QpInitAttr {
-            qp_type: uverbs::QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: uverbs::QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let qp = devx_overrun::small_rc_qp(&pd, &cq);
     let mut out = vec![0u8; 64];
     devx.qp_query(
         &qp,

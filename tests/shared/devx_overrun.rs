@@ -314,22 +314,7 @@ pub fn query_devx_cq(devx: &Devx, pdn: u32) {
 /// query then reports the state the device has: INIT.
 pub fn verbs_qp_through_devx(ctx: &Context, pd: &ProtectionDomain, devx: &Devx) {
     let vcq = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
-    let qp = pd
-        .create_qp(&uverbs::QpInitAttr {
-            qp_type: uverbs::QpType::Rc,
-            send_cq: &vcq,
-            recv_cq: &vcq,
-            srq: None,
-            cap: uverbs::QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let qp = small_rc_qp(pd, &vcq);
     let mut c = vec![0u8; 16];
     CmdIn::general(op::QUERY_QP, 0, qp.qp_num()).write(&mut c);
     let mut qout = vec![0u8; 0x100];
@@ -348,4 +333,23 @@ pub fn verbs_qp_through_devx(ctx: &Context, pd: &ProtectionDomain, devx: &Devx) 
         QpState::Init,
         "the device's state after DevX moved it"
     );
+}
+
+/// A verbs RC QP of 4 WRs and 1 SGE each way on `cq`, in RESET.
+pub fn small_rc_qp(pd: &ProtectionDomain, cq: &uverbs::CompletionQueue) -> uverbs::QueuePair {
+    pd.create_qp(&uverbs::QpInitAttr {
+        qp_type: uverbs::QpType::Rc,
+        send_cq: cq,
+        recv_cq: cq,
+        srq: None,
+        cap: uverbs::QpCap {
+            max_send_wr: 4,
+            max_recv_wr: 4,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        sq_sig_all: false,
+    })
+    .unwrap()
 }
