@@ -329,34 +329,28 @@ impl CqeRing<'_> {
     /// (after its ownership byte was seen).
     #[inline(always)]
     pub(crate) fn tail(self, ci: u32) -> [u64; 4] {
-        let src = self.at(ci).cast::<u64>();
-        let mut w = [0u64; 4];
-        for (i, word) in w.iter_mut().enumerate() {
-            // SAFETY: word `4 + i < 8` of the entry's CQE is inside the
-            // buffer and 8-aligned (entries are 64 or 128 bytes in a
-            // page-aligned allocation). Volatile: the device may write at
-            // any time.
-            *word = unsafe { std::ptr::read_volatile(src.add(4 + i)) };
-        }
-        w
+        [4, 5, 6, 7].map(|i| self.word(ci, i))
     }
 
     /// Copies words `words` (8 bytes each, `words.end <= 8`) of entry
     /// `ci`'s CQE into `out`.
     #[inline(always)]
     fn read_words(self, ci: u32, out: &mut [u8; 64], words: std::ops::Range<usize>) {
-        let src = self.at(ci).cast::<u64>();
         for i in words {
-            let Some(chunk) = out.get_mut(8 * i..8 * i + 8) else {
-                return;
-            };
-            // SAFETY: word `i < 8` (the slice above exists) of the entry's
-            // CQE is inside the buffer and 8-aligned (entries are 64 or 128
-            // bytes in a page-aligned allocation). Volatile: the device may
-            // write at any time.
-            let w = unsafe { std::ptr::read_volatile(src.add(i)) };
-            chunk.copy_from_slice(&w.to_ne_bytes());
+            if let Some(chunk) = out.get_mut(8 * i..8 * i + 8) {
+                chunk.copy_from_slice(&self.word(ci, i).to_ne_bytes());
+            }
         }
+    }
+
+    /// Word `i % 8` (bytes `8 * i..8 * i + 8`) of entry `ci`'s CQE, with a
+    /// volatile load.
+    #[inline(always)]
+    fn word(self, ci: u32, i: usize) -> u64 {
+        // SAFETY: word `i % 8` of the entry's CQE is inside the buffer and
+        // 8-aligned (entries are 64 or 128 bytes in a page-aligned
+        // allocation, `at`). Volatile: the device may write at any time.
+        unsafe { std::ptr::read_volatile(self.at(ci).cast::<u64>().add(i % 8)) }
     }
 }
 
