@@ -24,6 +24,11 @@
 #              the opcode, the SGE loop, the QP found by user index when
 #              polling, and the queue's spinlock per call (rdma-core's
 #              default; uverbs needs none).
+# uverbs rows: `write_batchN` and `inline_send` post through
+# `QueuePair::post_send` (a slice of `SendWr`), `wr_write_batchN` and
+# `wr_inline_send` through a send batch (`start_send`, `push`, `complete`:
+# the `ibv_wr_*` shape); each wr_ row is compared with the C rows of the
+# same work.
 # Both work in host memory: the UAR is ordinary memory, so the doorbell
 # costs a cached store, not a PCIe write; the numbers are the software's
 # own cost. A benchmark: it asserts nothing.
@@ -78,22 +83,25 @@ rounds = sorted({r for _, r in runs}, key=int)
 names = list(runs[("uverbs", rounds[0])])
 med = statistics.median
 def col(who, name):
+    # A send-batch row (wr_*) does the work of the C row of the same name.
+    if who != "uverbs":
+        name = name.removeprefix("wr_")
     return [runs[(who, r)][name] for r in rounds]
 def ratio(name, base):
     return med([u / c for u, c in zip(col("uverbs", name), col(base, name))])
 print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios")
-print(f"{'operation':<14} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
+print(f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
 for name in names:
     u, c, g = med(col("uverbs", name)), med(col("c", name)), med(col("rdma-core", name))
-    extra = f"   {1e3 / u:.0f} M msg/s" if name.startswith("write_batch") else ""
-    print(f"{name:<14} {u:>10.2f} {c:>9.2f} {ratio(name, 'c'):>6.2f} {g:>13.2f} "
+    extra = f"   {1e3 / u:.0f} M msg/s" if "write_batch" in name else ""
+    print(f"{name:<17} {u:>10.2f} {c:>9.2f} {ratio(name, 'c'):>6.2f} {g:>13.2f} "
           f"{ratio(name, 'rdma-core'):>6.2f}{extra}")
 # The fastest round of each: a process of this shared machine sometimes runs
 # a whole phase at a lower speed; the best round is the code's own cost.
 print()
 print("best round of each; ratio = best uverbs / best C")
-print(f"{'operation':<14} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
+print(f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
 for name in names:
     u, c, g = min(col("uverbs", name)), min(col("c", name)), min(col("rdma-core", name))
-    print(f"{name:<14} {u:>10.2f} {c:>9.2f} {u / c:>6.2f} {g:>13.2f} {u / g:>6.2f}")
+    print(f"{name:<17} {u:>10.2f} {c:>9.2f} {u / c:>6.2f} {g:>13.2f} {u / g:>6.2f}")
 PY

@@ -19,7 +19,7 @@ use crate::{
     error::{Error, ErrorKind, Result},
     sys::Errno,
     wc::WorkCompletion,
-    wr::{PostError, RecvWr, SendWr},
+    wr::{PostError, PostErrorKind, RecvWr, SendWr},
     AhAttr, QpState,
 };
 
@@ -341,6 +341,31 @@ macro_rules! providers {
                 wrs: &[SendWr<'_>],
             ) -> Result<(), PostError> {
                 match self { $(AnyQp::$v(qp) => <$p>::post_send(qp, dev, wrs)),+ }
+            }
+
+            /// Starts a send batch.
+            pub(crate) fn start_send_batch(&mut self) {
+                match self { $(AnyQp::$v(qp) => <$p>::start_send_batch(qp)),+ }
+            }
+
+            /// Writes one send WQE of the batch.
+            #[inline(always)]
+            pub(crate) fn push_send(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+                match self { $(AnyQp::$v(qp) => <$p>::push_send(qp, wr)),+ }
+            }
+
+            /// Hands the batch over and rings the doorbell once.
+            pub(crate) fn complete_send_batch(
+                &mut self,
+                dev: Device<'_>,
+                pushed: usize,
+            ) -> Result<(), PostError> {
+                match self { $(AnyQp::$v(qp) => <$p>::complete_send_batch(qp, dev, pushed)),+ }
+            }
+
+            /// Drops the batch.
+            pub(crate) fn abort_send_batch(&mut self) {
+                match self { $(AnyQp::$v(qp) => <$p>::abort_send_batch(qp)),+ }
             }
 
             /// Posts receive WQEs.

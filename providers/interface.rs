@@ -28,7 +28,7 @@ use crate::{
     error::Result,
     sys::Errno,
     wc::WorkCompletion,
-    wr::{PostError, RecvWr, SendWr},
+    wr::{PostError, PostErrorKind, RecvWr, SendWr},
     AhAttr, QpCap, QpState, QpType,
 };
 
@@ -290,6 +290,26 @@ pub(crate) trait Provider: Sized + 'static {
     /// Writes send WQEs and rings the doorbell once for those written; on an
     /// error at index `i` the requests before `i` are posted and rung.
     fn post_send(qp: &mut Self::Qp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
+
+    /// Starts a send batch (`ibv_wr_start`); the QP is borrowed for it, so
+    /// no other post happens until it is completed or aborted.
+    fn start_send_batch(qp: &mut Self::Qp);
+
+    /// Checks and writes one send WQE of the batch, not yet visible to the
+    /// device or kernel; on an error nothing of it is taken.
+    fn push_send(qp: &mut Self::Qp, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
+
+    /// Ends the batch (`ibv_wr_complete`): hands its WQEs over and rings the
+    /// doorbell once; `pushed` (how many) is the index a doorbell error
+    /// reports.
+    fn complete_send_batch(
+        qp: &mut Self::Qp,
+        dev: Device<'_>,
+        pushed: usize,
+    ) -> Result<(), PostError>;
+
+    /// Drops the batch (`ibv_wr_abort`): none of its WQEs is ever executed.
+    fn abort_send_batch(qp: &mut Self::Qp);
 
     /// Writes receive WQEs.
     fn post_recv(qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;

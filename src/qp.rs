@@ -29,12 +29,13 @@ use crate::{
     },
     object::{Destroy, Owned, ParentLink},
     pd::{PdInner, ProtectionDomain},
-    providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
+    providers::{AnyQp, AnyQpLinks, AnyQpShared, Device, DriverData, QpCreated, QpRequest},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
     },
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
+    send_batch::SendBatch,
     srq::{SharedReceiveQueue, SrqInner},
     sys::{Errno, WriteCmd},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
@@ -481,14 +482,45 @@ impl QueuePair {
     /// [`PostError::index`] were posted and the doorbell rung for them.
     #[doc(alias = "ibv_post_send")]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let state = self.inner.state();
-        if matches!(state, QpState::Reset | QpState::Init | QpState::Rtr) {
+        self.check_sends()?;
+        self.queues.post_send(self.inner.ctx.device(), wrs)
+    }
+
+    /// Refuses sends in a state that does not send (before RTS).
+    #[inline]
+    fn check_sends(&self) -> Result<(), PostError> {
+        if matches!(
+            self.inner.state(),
+            QpState::Reset | QpState::Init | QpState::Rtr
+        ) {
             return Err(PostError {
                 index: 0,
                 kind: PostErrorKind::BadState("sends need the QP in RTS (or SQD, SQE, ERR)"),
             });
         }
-        self.queues.post_send(self.inner.ctx.device(), wrs)
+        Ok(())
+    }
+
+    /// Starts a [`SendBatch`]: send work requests pushed one at a time and
+    /// rung with one doorbell by [`SendBatch::complete`], like
+    /// `ibv_wr_start` (see [`crate::SendBatch`]). Needs the QP in a state
+    /// that sends, as [`QueuePair::post_send`] does.
+    #[doc(alias = "ibv_wr_start")]
+    pub fn start_send(&mut self) -> Result<SendBatch<'_>, PostError> {
+        self.check_sends()?;
+        self.queues.start_send_batch();
+        Ok(SendBatch::new(self))
+    }
+
+    /// The provider's queues, for a [`SendBatch`].
+    #[inline]
+    pub(crate) fn queues_mut(&mut self) -> &mut AnyQp {
+        &mut self.queues
+    }
+
+    /// The provider's queues and the device, for a [`SendBatch`].
+    pub(crate) fn queues_and_device(&mut self) -> (&mut AnyQp, Device<'_>) {
+        (&mut self.queues, self.inner.ctx.device())
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

@@ -183,6 +183,7 @@ pub struct SendWr<'a> {
 
 impl<'a> SendWr<'a> {
     /// A signaled work request for `op` with a scatter/gather list.
+    #[inline]
     pub fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
         SendWr {
             wr_id,
@@ -194,23 +195,27 @@ impl<'a> SendWr<'a> {
     }
 
     /// A signaled `SEND`.
+    #[inline]
     pub fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
         Self::new(wr_id, SendOp::Send, sges)
     }
 
     /// Replaces the payload with inline bytes.
+    #[inline]
     pub fn inline(mut self, data: &'a [u8]) -> Self {
         self.payload = Payload::Inline(data);
         self
     }
 
     /// Sets the flags (replacing the default `SIGNALED`).
+    #[inline]
     pub fn flags(mut self, flags: SendFlags) -> Self {
         self.flags = flags;
         self
     }
 
     /// Makes the request unsignaled.
+    #[inline]
     pub fn unsignaled(mut self) -> Self {
         self.flags.remove(SendFlags::SIGNALED);
         self

@@ -1,6 +1,7 @@
 //! The data path's promises, checked on the fake kernel: posting receives
 //! and polling make no system call and allocate nothing; a batch of sends
-//! makes exactly one system call (the rxe doorbell) and allocates nothing.
+//! makes exactly one system call (the rxe doorbell) and allocates nothing,
+//! whether posted as a slice or as a send batch.
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
 
@@ -115,6 +116,26 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     );
     assert_eq!(after_recv_and_poll - before, 0, "post_recv/poll allocated");
     assert_eq!(after_send - before_send, 0, "post_send allocated");
+
+    // A send batch: no call while requests are pushed, one doorbell write
+    // at complete, none for an aborted batch; no allocation.
+    fake.kernel.clear_calls();
+    let before_batch = allocations();
+    let mut batch = qp.start_send().unwrap();
+    for wr in &sends {
+        batch.push(wr).unwrap();
+    }
+    assert!(fake.kernel.calls().is_empty(), "a push made a call");
+    batch.complete().unwrap();
+    let mut batch = qp.start_send().unwrap();
+    batch.push(&sends[0]).unwrap();
+    batch.abort();
+    assert_eq!(allocations() - before_batch, 0, "a send batch allocated");
+    assert_eq!(
+        fake.kernel.calls(),
+        [Call::RawWrite(32)],
+        "a completed batch is one doorbell write, an aborted one none"
+    );
 }
 
 /// The same promise on mlx5 (the device model of `uverbs::testing::mlx5`):
@@ -180,6 +201,10 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let before = allocations();
     qp.post_recv(&recvs).unwrap();
     qp.post_send(&sends).unwrap();
+    qp.post_recv(&recvs[..1]).unwrap();
+    let mut batch = qp.start_send().unwrap();
+    batch.push(&sends[0]).unwrap();
+    batch.complete().unwrap();
     let after_post = allocations();
     assert!(model.kernel.calls().is_empty(), "posting made a call");
     model.process();
@@ -189,7 +214,8 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         n += cq.poll(&mut wc[n..]);
     }
     let after_poll = allocations();
-    assert_eq!(n, 3, "{:?}", &wc[..n]);
+    // Three receives and the inline send (the batch's send is unsignaled).
+    assert_eq!(n, 4, "{:?}", &wc[..n]);
     assert!(model.kernel.calls().is_empty(), "polling made a call");
     assert_eq!(after_post - before, 0, "posting allocated");
     assert_eq!(after_poll - before_poll, 0, "polling allocated");

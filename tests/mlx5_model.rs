@@ -14,160 +14,16 @@
 
 use std::time::Duration;
 
-use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Mlx5Model, Options};
+use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::{
-    AccessFlags, AddressHandle, AhAttr, AsyncEventType, CompletionQueue, Context, CqOptions,
-    GlobalRoute, MemoryRegion, Mtu, PostErrorKind, ProtectionDomain, QpAttr, QpCap, QpInitAttr,
-    QpState, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, SharedReceiveQueue, SrqAttr,
-    UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, AddressHandle, AhAttr, AsyncEventType, CqOptions, GlobalRoute, PostErrorKind,
+    QpAttr, QpState, QpType, RecvWr, SendFlags, SendOp, SendWr, SrqAttr, UdDest, WcFlags, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 
-const QKEY: u32 = 0x1111_1111;
-
-fn open(model: &Mlx5Model) -> Context {
-    Context::open_with(model.dyn_kernel(), None).unwrap_or_else(|e| panic!("open: {e}"))
-}
-
-fn gid(ctx: &Context) -> uverbs::Gid {
-    ctx.query_gid(1, 1).unwrap().expect("GID 1").gid
-}
-
-fn cap(depth: u32, sge: u32, inline: u32) -> QpCap {
-    QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: sge,
-        max_recv_sge: sge,
-        max_inline_data: inline,
-    }
-}
-
-fn create_qp<'a>(
-    pd: &ProtectionDomain,
-    qp_type: QpType,
-    cq: &'a CompletionQueue,
-    srq: Option<&'a SharedReceiveQueue>,
-    cap: QpCap,
-) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        qp_type,
-        send_cq: cq,
-        recv_cq: cq,
-        srq,
-        cap,
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("create_qp: {e}"))
-}
-
-/// RESET -> INIT -> RTR -> RTS towards `remote_qpn` (UD: no remote).
-fn connect(qp: &QueuePair, remote_qpn: u32, dgid: uverbs::Gid, rnr_retry: u8) {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE
-            | AccessFlags::REMOTE_WRITE
-            | AccessFlags::REMOTE_READ
-            | AccessFlags::REMOTE_ATOMIC,
-        qkey: QKEY,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote_qpn;
-    attr.max_dest_rd_atomic = 4;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index: 1,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = rnr_retry;
-    attr.max_rd_atomic = 4;
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
-}
-
-/// Two connected QPs of `qp_type`, each with its own CQ, and an MR each.
-struct Pair {
-    model: std::sync::Arc<Mlx5Model>,
-    _ctx: Context,
-    pd: ProtectionDomain,
-    cq_a: CompletionQueue,
-    cq_b: CompletionQueue,
-    a: QueuePair,
-    b: QueuePair,
-    mr_a: MemoryRegion,
-    mr_b: MemoryRegion,
-}
-
-fn pair_with(model: std::sync::Arc<Mlx5Model>, qp_type: QpType, depth: u32, rnr_retry: u8) -> Pair {
-    let ctx = open(&model);
-    let pd = ctx.alloc_pd().unwrap();
-    let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
-    let cq_b = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
-    let a = create_qp(&pd, qp_type, &cq_a, None, cap(depth, 2, 64));
-    let b = create_qp(&pd, qp_type, &cq_b, None, cap(depth, 2, 64));
-    let g = gid(&ctx);
-    connect(&a, b.qp_num(), g, rnr_retry);
-    connect(&b, a.qp_num(), g, rnr_retry);
-    let access = AccessFlags::LOCAL_WRITE
-        | AccessFlags::REMOTE_WRITE
-        | AccessFlags::REMOTE_READ
-        | AccessFlags::REMOTE_ATOMIC;
-    let mr_a = pd.alloc_mr(1 << 16, access).unwrap();
-    let mr_b = pd.alloc_mr(1 << 16, access).unwrap();
-    Pair {
-        model,
-        _ctx: ctx,
-        pd,
-        cq_a,
-        cq_b,
-        a,
-        b,
-        mr_a,
-        mr_b,
-    }
-}
-
-fn pair(qp_type: QpType, depth: u32) -> Pair {
-    pair_with(fake_mlx5(), qp_type, depth, 7)
-}
-
-/// Runs the device, then polls `cq` until it has given `n` completions.
-fn run_and_poll(model: &Mlx5Model, cq: &mut CompletionQueue, n: usize) -> Vec<WorkCompletion> {
-    model.process();
-    let mut out = Vec::new();
-    let mut wc = [WorkCompletion::default(); 16];
-    for _ in 0..1000 {
-        let k = cq.poll(&mut wc);
-        out.extend_from_slice(&wc[..k]);
-        if out.len() >= n {
-            break;
-        }
-        model.process();
-    }
-    assert_eq!(out.len(), n, "completions: {out:?}");
-    out
-}
-
-fn assert_clean(model: &Mlx5Model) {
-    assert!(model.violations().is_empty(), "{:?}", model.violations());
-    assert!(
-        model.ignored_doorbells().is_empty(),
-        "{:?}",
-        model.ignored_doorbells()
-    );
-}
+#[path = "shared/mlx5_pair.rs"]
+mod mlx5_pair;
+use mlx5_pair::*;
 
 #[test]
 fn rc_send_and_receive() {

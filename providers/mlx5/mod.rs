@@ -194,6 +194,16 @@ impl Mlx5Qp {
     }
 }
 
+/// The mlx5 address vector of a UD request's address handle.
+#[inline]
+fn av_of<'w>(wr: &SendWr<'w>) -> Result<&'w Av, PostErrorKind> {
+    wr.ud
+        .and_then(|d| Mlx5::ah_of(d.ah_driver()))
+        .ok_or(PostErrorKind::BadDestination(
+            "the address handle belongs to a device of another driver",
+        ))
+}
+
 /// A queue whose geometry does not fit the buffer sized for it: a bug in
 /// this provider's sizing, reported instead of writing outside the buffer.
 #[cold]
@@ -496,14 +506,27 @@ impl Provider for Mlx5 {
     fn post_send(qp: &mut Mlx5Qp, _: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         qp.sync_reset();
         qp.sq
-            .post(wrs, |wr| {
-                wr.ud
-                    .and_then(|d| Mlx5::ah_of(d.ah_driver()))
-                    .ok_or(PostErrorKind::BadDestination(
-                        "the address handle belongs to a device of another driver",
-                    ))
-            })
+            .post(wrs, av_of)
             .map_err(|(index, kind)| PostError { index, kind })
+    }
+
+    fn start_send_batch(qp: &mut Mlx5Qp) {
+        qp.sync_reset();
+        qp.sq.start_batch();
+    }
+
+    #[inline(always)]
+    fn push_send(qp: &mut Mlx5Qp, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        qp.sq.push(wr, av_of)
+    }
+
+    fn complete_send_batch(qp: &mut Mlx5Qp, _: Device<'_>, _: usize) -> Result<(), PostError> {
+        qp.sq.complete_batch();
+        Ok(())
+    }
+
+    fn abort_send_batch(qp: &mut Mlx5Qp) {
+        qp.sq.abort_batch();
     }
 
     #[inline]

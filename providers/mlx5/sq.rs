@@ -122,6 +122,21 @@ pub(crate) struct Mlx5Sq {
     fm_ce_se: [u8; 8],
     bfreg: Arc<Bfreg>,
     pub(crate) track: Arc<SqTrack>,
+    /// The send batch being written (`ibv_wr_start` .. `ibv_wr_complete`).
+    batch: Batch,
+}
+
+/// Where a send batch started, and its last WQE so far.
+#[derive(Debug, Clone, Copy, Default)]
+struct Batch {
+    /// `cur_post` at its start.
+    cur: u32,
+    /// `head` at its start.
+    head: u32,
+    /// WQEBB counter of its last WQE.
+    last_at: u32,
+    /// Whether its last WQE carries inline data.
+    last_inline: bool,
 }
 
 /// The WQE opcodes a QP type carries, a bit per opcode: sends on every
@@ -224,6 +239,7 @@ impl Mlx5Sq {
             fm_ce_se: fm_ce_se_table(sig_all),
             bfreg,
             track,
+            batch: Batch::default(),
         })
     }
 
@@ -284,18 +300,80 @@ impl Mlx5Sq {
         if posted != 0 {
             self.cur_post = cur;
             self.head = head;
-            // Its size from its ctrl segment (`qpn_ds`, byte 7), as written.
-            let ctrl = self.units.get(last_at.wrapping_mul(UNITS_PER_BB));
-            let last = Last {
-                at: last_at,
-                ds: u32::from(ctrl.head()[7] & 0x3f),
-                inline: wrs
-                    .get(posted - 1)
-                    .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_))),
-            };
-            self.ring(last, posted);
+            let inline = wrs
+                .get(posted - 1)
+                .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_)));
+            self.ring(self.last(last_at, inline), posted);
         }
         result
+    }
+
+    /// Starts a send batch (`ibv_wr_start`).
+    pub(crate) fn start_batch(&mut self) {
+        self.batch = Batch {
+            cur: self.cur_post,
+            head: self.head,
+            last_at: self.cur_post,
+            last_inline: false,
+        };
+    }
+
+    /// Checks and writes one WQE of a batch, as [`Mlx5Sq::post`] does for
+    /// each of its requests; the doorbell record stays where it was, so the
+    /// device does not see it before [`Mlx5Sq::complete_batch`]. On an error
+    /// nothing of it is taken.
+    #[inline(always)]
+    pub(crate) fn push(
+        &mut self,
+        wr: &SendWr<'_>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+    ) -> Result<(), PostErrorKind> {
+        let (cur, head) = (self.cur_post, self.head);
+        if self.room(head) == 0 {
+            return Err(PostErrorKind::QueueFull);
+        }
+        let burst = Burst {
+            q: self.units.view(),
+            slots: &self.track.slots,
+            slot_mask: self.track.mask,
+        };
+        let ds = self.write_wqe(&burst, wr, &av_of, cur, head)?;
+        self.batch.last_at = cur;
+        self.batch.last_inline = matches!(wr.payload, Payload::Inline(_));
+        self.head = head.wrapping_add(1);
+        self.cur_post = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+        Ok(())
+    }
+
+    /// Ends a batch (`ibv_wr_complete`): rings the doorbell once for its
+    /// WQEs, if it has any.
+    pub(crate) fn complete_batch(&mut self) {
+        let nreq = self.head.wrapping_sub(self.batch.head) as usize;
+        if nreq != 0 {
+            let b = self.batch;
+            self.ring(self.last(b.last_at, b.last_inline), nreq);
+        }
+        self.batch.head = self.head;
+        self.batch.cur = self.cur_post;
+    }
+
+    /// Drops a batch (`ibv_wr_abort`): the next WQEs overwrite its own,
+    /// which the doorbell record never covered.
+    pub(crate) fn abort_batch(&mut self) {
+        self.cur_post = self.batch.cur;
+        self.head = self.batch.head;
+    }
+
+    /// The doorbell's view of the WQE at WQEBB counter `at`: its size from
+    /// its ctrl segment (`qpn_ds`, byte 7), as written.
+    #[inline]
+    fn last(&self, at: u32, inline: bool) -> Last {
+        let ctrl = self.units.get(at.wrapping_mul(UNITS_PER_BB));
+        Last {
+            at,
+            ds: u32::from(ctrl.head()[7] & 0x3f),
+            inline,
+        }
     }
 
     /// How many more requests fit, with `head` posted so far.
@@ -458,15 +536,17 @@ impl Mlx5Sq {
     }
 
     /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`.
-    #[inline]
+    #[inline(always)]
     fn ring(&mut self, last: Last, nreq: usize) {
         barrier::udma_to_device_barrier();
         self.units.buf().set_dbrec(1, self.cur_post & 0xffff);
         let bf = &*self.bfreg;
         let (guard, reg) = bf.begin();
         barrier::mmio_wc_start();
+        // BlueFlame only for one inline WQE that fits half the register;
+        // the common case (not inline) decided by the first test.
         let bytes = (last.ds as usize * DS).next_multiple_of(SEND_WQE_BB);
-        if nreq == 1 && bf.buf_size > 0 && last.inline && last.ds > 1 && bytes <= bf.buf_size {
+        if last.inline && nreq == 1 && last.ds > 1 && bytes <= bf.buf_size {
             self.blueflame(last.at, bytes, reg);
         } else {
             // The first 8 bytes of the last WQE's ctrl segment, as written.

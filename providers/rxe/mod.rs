@@ -238,6 +238,33 @@ impl Provider for Rxe {
         }
     }
 
+    fn start_send_batch(qp: &mut RxeQp) {
+        qp.sq.start_batch();
+    }
+
+    #[inline]
+    fn push_send(qp: &mut RxeQp, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        qp.sq.push(wr)
+    }
+
+    fn complete_send_batch(
+        qp: &mut RxeQp,
+        dev: Device<'_>,
+        pushed: usize,
+    ) -> Result<(), PostError> {
+        if !qp.sq.complete_batch() {
+            return Ok(());
+        }
+        qp.doorbell.ring(dev).map_err(|e| PostError {
+            index: pushed,
+            kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
+        })
+    }
+
+    fn abort_send_batch(qp: &mut RxeQp) {
+        qp.sq.abort_batch();
+    }
+
     #[inline]
     fn post_recv(qp: &mut RxeQp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         match &mut qp.rq {

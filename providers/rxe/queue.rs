@@ -298,6 +298,27 @@ impl Producer {
         next == self.cons
     }
 
+    /// Our producer index: committed slots included, published or not.
+    #[inline]
+    pub(crate) fn prod(&self) -> u32 {
+        self.prod
+    }
+
+    /// Hands every committed slot to the kernel (see [`Slot::publish`] for
+    /// the ordering).
+    #[inline]
+    pub(crate) fn publish(&mut self) {
+        self.ring.store_release(Word::Producer, self.prod);
+    }
+
+    /// Takes back the slots committed since our producer index was `mark`
+    /// and never published: the kernel never saw them, and the next slots
+    /// written overwrite them.
+    #[inline]
+    pub(crate) fn rewind(&mut self, mark: u32) {
+        self.prod = mark & self.ring.mask;
+    }
+
     /// The next free slot, or `None` when the queue is full.
     #[inline]
     pub(crate) fn next_slot(&mut self) -> Option<Slot<'_>> {
@@ -340,7 +361,7 @@ fn slot_overflow(offset: usize, len: usize, stride: usize) -> ! {
     panic!("rxe ring access of {len} bytes at {offset} overflows a {stride}-byte slot")
 }
 
-impl Slot<'_> {
+impl<'a> Slot<'a> {
     /// Checks that `offset..offset + len` lies inside the slot (panics if not).
     #[inline(always)]
     fn check(&self, offset: usize, len: usize) {
@@ -397,9 +418,19 @@ impl Slot<'_> {
     /// are visible to the kernel before the index is.
     #[inline]
     pub(crate) fn publish(self) {
+        let p = self.commit();
+        p.ring.store_release(Word::Producer, p.prod);
+    }
+
+    /// Takes the slot into our producer index without handing it to the
+    /// kernel yet: [`Producer::publish`] hands over every slot committed so
+    /// far, [`Producer::rewind`] takes them back (a send batch:
+    /// `ibv_wr_complete` / `ibv_wr_abort`).
+    #[inline]
+    pub(crate) fn commit(self) -> &'a mut Producer {
         let p = self.producer;
         p.prod = p.prod.wrapping_add(1) & p.ring.mask;
-        p.ring.store_release(Word::Producer, p.prod);
+        p
     }
 }
 

@@ -47,6 +47,22 @@ pub(crate) struct UdFields {
     pub(crate) ah_num: u32,
 }
 
+/// `wr.ud` resolved to what the WQE carries.
+#[inline]
+fn resolve_ud(wr: &SendWr<'_>) -> Result<Option<UdFields>, PostErrorKind> {
+    let Some(d) = wr.ud else {
+        return Ok(None);
+    };
+    let ah = Rxe::ah_of(d.ah_driver()).ok_or(PostErrorKind::BadDestination(
+        "the address handle belongs to a device of another driver",
+    ))?;
+    Ok(Some(UdFields {
+        remote_qpn: d.remote_qpn,
+        remote_qkey: d.remote_qkey,
+        ah_num: ah.ah_num,
+    }))
+}
+
 /// The send queue of an rxe QP.
 #[derive(Debug)]
 pub(crate) struct RxeSq {
@@ -57,6 +73,8 @@ pub(crate) struct RxeSq {
     max_inline: u32,
     /// `IB_UVERBS_QPT_*` (RC, UC or UD).
     qp_type: u8,
+    /// Our producer index when the current send batch started.
+    batch_mark: u32,
 }
 
 impl RxeSq {
@@ -87,6 +105,7 @@ impl RxeSq {
             max_sge,
             max_inline,
             qp_type,
+            batch_mark: 0,
         })
     }
 
@@ -106,25 +125,8 @@ impl RxeSq {
     /// otherwise send the SGE array's bytes as data).
     pub(crate) fn post(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         for (index, wr) in wrs.iter().enumerate() {
-            let ud = match wr.ud {
-                None => None,
-                Some(d) => match Rxe::ah_of(d.ah_driver()) {
-                    Some(ah) => Some(UdFields {
-                        remote_qpn: d.remote_qpn,
-                        remote_qkey: d.remote_qkey,
-                        ah_num: ah.ah_num,
-                    }),
-                    None => {
-                        return Err(PostError {
-                            index,
-                            kind: PostErrorKind::BadDestination(
-                                "the address handle belongs to a device of another driver",
-                            ),
-                        })
-                    }
-                },
-            };
-            self.post_one(wr, ud)
+            resolve_ud(wr)
+                .and_then(|ud| self.post_one(wr, ud))
                 .map_err(|kind| PostError { index, kind })?;
         }
         Ok(())
@@ -143,6 +145,39 @@ impl RxeSq {
         write_wqe(&mut slot, wr, ud, length);
         slot.publish();
         Ok(())
+    }
+
+    /// Starts a send batch (`ibv_wr_start`): remembers where it begins.
+    pub(crate) fn start_batch(&mut self) {
+        self.batch_mark = self.ring.prod();
+    }
+
+    /// Validates and writes one WQE of a batch, taken into our producer
+    /// index but not handed to the kernel; on an error nothing of it is
+    /// taken.
+    #[inline]
+    pub(crate) fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        let ud = resolve_ud(wr)?;
+        let length = self.validate(wr, ud)?;
+        let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
+        write_wqe(&mut slot, wr, ud, length);
+        slot.commit();
+        Ok(())
+    }
+
+    /// Ends a batch (`ibv_wr_complete`): hands its WQEs to the kernel;
+    /// whether there were any (the caller then rings the doorbell).
+    pub(crate) fn complete_batch(&mut self) -> bool {
+        let any = self.ring.prod() != self.batch_mark;
+        if any {
+            self.ring.publish();
+        }
+        any
+    }
+
+    /// Drops a batch (`ibv_wr_abort`): its WQEs were never handed over.
+    pub(crate) fn abort_batch(&mut self) {
+        self.ring.rewind(self.batch_mark);
     }
 
     /// RC `validate_send_wr` plus the per-QP-type opcode rules; returns the

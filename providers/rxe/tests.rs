@@ -449,6 +449,55 @@ fn full_queue_and_partial_failure() {
     assert_eq!(ids, [2, 3, 4, 5, 6, 100]);
 }
 
+/// A send batch (`ibv_wr_start` .. `ibv_wr_complete` / `ibv_wr_abort`):
+/// its WQEs are written but the producer index the kernel reads moves only
+/// at complete; an abort leaves the ring as it was and the next WQEs take
+/// the same slots; a refused push takes nothing, and a full ring refuses
+/// the push that does not fit.
+#[test]
+fn send_batch_publishes_at_complete_and_abort_takes_back() {
+    let (mut sq, k) = sq(RC);
+    for lap in 0..6u64 {
+        sq.start_batch();
+        for i in 0..5 {
+            assert_eq!(sq.push(&SendWr::send(1000 + i, &[])), Ok(()));
+        }
+        assert_eq!(
+            k.producer(),
+            k.consumer(),
+            "lap {lap}: a push was published"
+        );
+        sq.abort_batch();
+        assert!(!sq.complete_batch(), "an aborted batch left WQEs");
+
+        sq.start_batch();
+        let five = [Sge::default(); 5];
+        assert_eq!(sq.push(&SendWr::send(lap * 10, &[])), Ok(()));
+        assert!(matches!(
+            sq.push(&SendWr::send(999, &five)),
+            Err(PostErrorKind::TooManySges { .. })
+        ));
+        assert_eq!(sq.push(&SendWr::send(lap * 10 + 1, &[])), Ok(()));
+        assert_eq!(k.producer(), k.consumer());
+        assert!(sq.complete_batch());
+        let ids: Vec<u64> = std::iter::from_fn(|| k.consume())
+            .map(|b| send_wqe(&b).wr.wr_id)
+            .collect();
+        assert_eq!(ids, [lap * 10, lap * 10 + 1], "lap {lap}");
+    }
+    // Seven slots: the eighth push is refused, the seven are published.
+    sq.start_batch();
+    for i in 0..7 {
+        assert_eq!(sq.push(&SendWr::send(i, &[])), Ok(()));
+    }
+    assert_eq!(
+        sq.push(&SendWr::send(7, &[])),
+        Err(PostErrorKind::QueueFull)
+    );
+    assert!(sq.complete_batch());
+    assert_eq!(std::iter::from_fn(|| k.consume()).count(), 7);
+}
+
 #[test]
 fn send_wraps_over_laps() {
     let (mut sq, k) = sq(RC);

@@ -26,6 +26,7 @@ mod faults;
 mod objects;
 mod perf;
 mod pingpong;
+mod send_batch;
 mod soak;
 mod static_cli;
 mod stress;

@@ -168,6 +168,58 @@ fn op_write_batch64(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs
     qp.post_send(wrs)
 }
 
+/// The same writes through a send batch (`start_send`, one `push` per
+/// request built at the call site, `complete`), the last one signaled.
+#[inline(always)]
+fn batch_writes(qp: &mut QueuePair, w: &Write, n: usize) -> Result<(), uverbs::PostError> {
+    let mut batch = qp.start_send()?;
+    for k in 0..n {
+        let wr = SendWr::new(
+            k as u64,
+            SendOp::RdmaWrite {
+                remote_addr: w.remote_addr,
+                rkey: w.rkey,
+            },
+            &w.sge,
+        );
+        batch.push(&if k + 1 == n { wr } else { wr.unsignaled() })?;
+    }
+    batch.complete()
+}
+
+#[inline(never)]
+fn op_batch_write1(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(3);
+    batch_writes(qp, w, 1)
+}
+
+#[inline(never)]
+fn op_batch_write8(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(4);
+    batch_writes(qp, w, 8)
+}
+
+#[inline(never)]
+fn op_batch_write64(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(5);
+    batch_writes(qp, w, 64)
+}
+
+/// An inline SEND through a send batch of one.
+#[inline(never)]
+fn op_batch_inline_send(qp: &mut QueuePair, id: u64, data: &[u8]) -> Result<(), uverbs::PostError> {
+    let mut batch = qp.start_send()?;
+    batch.push(&SendWr::send(id, &[]).inline(data))?;
+    batch.complete()
+}
+
+/// What a timed RDMA write carries.
+struct Write {
+    remote_addr: u64,
+    rkey: u32,
+    sge: [uverbs::Sge; 1],
+}
+
 /// One `post_send` of an inline SEND.
 #[inline(never)]
 fn op_inline_send(qp: &mut QueuePair, wr: &[SendWr<'_>; 1]) -> Result<(), uverbs::PostError> {
@@ -253,7 +305,32 @@ pub fn run(o: &Opts) -> Res<()> {
             Ok(())
         }
     });
+    let write = Write {
+        remote_addr: mr.addr() + 4096,
+        rkey: mr.rkey(),
+        sge,
+    };
+    let mut batched = [1usize, 8, 64].map(|n| {
+        let op = match n {
+            1 => op_batch_write1,
+            8 => op_batch_write8,
+            _ => op_batch_write64,
+        };
+        let write = &write;
+        move |qp: &mut QueuePair| -> Res<()> {
+            for _ in 0..CHUNK / n {
+                op(qp, write).map_err(err("post RDMA writes in a send batch"))?;
+            }
+            Ok(())
+        }
+    });
     let data = [0u8; 16];
+    let mut batch_inline = |qp: &mut QueuePair| -> Res<()> {
+        for k in 0..CHUNK as u64 {
+            op_batch_inline_send(qp, k, &data).map_err(err("post an inline send in a batch"))?;
+        }
+        Ok(())
+    };
     let send = [SendWr::send(7, &[]).inline(&data).unsignaled()];
     let last = [SendWr::send(8, &[]).inline(&data)];
     let mut inline = |qp: &mut QueuePair| -> Res<()> {
@@ -266,12 +343,17 @@ pub fn run(o: &Opts) -> Res<()> {
     // Everything once through the model first (the inline sends need
     // receives at the responder: the QP is connected to itself); from then
     // on the model only writes completions.
-    for w in &mut writes {
+    for w in writes.iter_mut() {
+        verify(&mut b, &mut qp, w)?;
+    }
+    for w in batched.iter_mut() {
         verify(&mut b, &mut qp, w)?;
     }
     let recvs: Vec<RecvWr<'_>> = (0..CHUNK).map(|i| RecvWr::new(i as u64, &rsge)).collect();
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut inline)?;
+    qp.post_recv(&recvs).map_err(err("post receives"))?;
+    verify(&mut b, &mut qp, &mut batch_inline)?;
 
     for (w, batch) in writes.iter_mut().zip([1, 8, 64]) {
         let ns = timed(&mut b, &mut qp, iters, w)?;
@@ -279,6 +361,12 @@ pub fn run(o: &Opts) -> Res<()> {
     }
     let ns = timed(&mut b, &mut qp, iters, &mut inline)?;
     println!("inline_send {ns:.2}");
+    for (w, batch) in batched.iter_mut().zip([1, 8, 64]) {
+        let ns = timed(&mut b, &mut qp, iters, w)?;
+        println!("wr_write_batch{batch} {ns:.2}");
+    }
+    let ns = timed(&mut b, &mut qp, iters, &mut batch_inline)?;
+    println!("wr_inline_send {ns:.2}");
 
     // Polling: CQEs written for WQEs of a posted chunk, then polled in
     // batches of 16 as the C baseline does.

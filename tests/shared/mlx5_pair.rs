@@ -1,0 +1,164 @@
+//! What the mlx5 model tests share: a context on the device model, QPs
+//! made and connected the way every test wants them, and the checks that
+//! end each test. Included by `tests/mlx5_model.rs` and
+//! `tests/mlx5_send_batch.rs` (`#[path]`); each uses part of it.
+#![allow(dead_code)]
+
+use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
+use uverbs::{
+    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, GlobalRoute, MemoryRegion, Mtu,
+    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, SharedReceiveQueue,
+    WorkCompletion,
+};
+
+pub const QKEY: u32 = 0x1111_1111;
+
+pub fn open(model: &Mlx5Model) -> Context {
+    Context::open_with(model.dyn_kernel(), None).unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+pub fn gid(ctx: &Context) -> uverbs::Gid {
+    ctx.query_gid(1, 1).unwrap().expect("GID 1").gid
+}
+
+pub fn cap(depth: u32, sge: u32, inline: u32) -> QpCap {
+    QpCap {
+        max_send_wr: depth,
+        max_recv_wr: depth,
+        max_send_sge: sge,
+        max_recv_sge: sge,
+        max_inline_data: inline,
+    }
+}
+
+pub fn create_qp<'a>(
+    pd: &ProtectionDomain,
+    qp_type: QpType,
+    cq: &'a CompletionQueue,
+    srq: Option<&'a SharedReceiveQueue>,
+    cap: QpCap,
+) -> QueuePair {
+    pd.create_qp(&QpInitAttr {
+        qp_type,
+        send_cq: cq,
+        recv_cq: cq,
+        srq,
+        cap,
+        sq_sig_all: false,
+    })
+    .unwrap_or_else(|e| panic!("create_qp: {e}"))
+}
+
+/// RESET -> INIT -> RTR -> RTS towards `remote_qpn` (UD: no remote).
+pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: uverbs::Gid, rnr_retry: u8) {
+    let mut attr = QpAttr {
+        qp_state: QpState::Init,
+        port_num: 1,
+        qp_access_flags: AccessFlags::LOCAL_WRITE
+            | AccessFlags::REMOTE_WRITE
+            | AccessFlags::REMOTE_READ
+            | AccessFlags::REMOTE_ATOMIC,
+        qkey: QKEY,
+        ..QpAttr::default()
+    };
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
+    attr.qp_state = QpState::Rtr;
+    attr.path_mtu = Mtu(3);
+    attr.dest_qp_num = remote_qpn;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = 1;
+    attr.ah_attr = AhAttr {
+        grh: Some(GlobalRoute {
+            dgid,
+            sgid_index: 1,
+            hop_limit: 1,
+            ..GlobalRoute::default()
+        }),
+        port_num: 1,
+        ..AhAttr::default()
+    };
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
+    attr.qp_state = QpState::Rts;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = rnr_retry;
+    attr.max_rd_atomic = 4;
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+}
+
+/// Two connected QPs of `qp_type`, each with its own CQ, and an MR each.
+pub struct Pair {
+    pub model: std::sync::Arc<Mlx5Model>,
+    pub _ctx: Context,
+    pub pd: ProtectionDomain,
+    pub cq_a: CompletionQueue,
+    pub cq_b: CompletionQueue,
+    pub a: QueuePair,
+    pub b: QueuePair,
+    pub mr_a: MemoryRegion,
+    pub mr_b: MemoryRegion,
+}
+
+pub fn pair_with(
+    model: std::sync::Arc<Mlx5Model>,
+    qp_type: QpType,
+    depth: u32,
+    rnr_retry: u8,
+) -> Pair {
+    let ctx = open(&model);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
+    let cq_b = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
+    let a = create_qp(&pd, qp_type, &cq_a, None, cap(depth, 2, 64));
+    let b = create_qp(&pd, qp_type, &cq_b, None, cap(depth, 2, 64));
+    let g = gid(&ctx);
+    connect(&a, b.qp_num(), g, rnr_retry);
+    connect(&b, a.qp_num(), g, rnr_retry);
+    let access = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let mr_a = pd.alloc_mr(1 << 16, access).unwrap();
+    let mr_b = pd.alloc_mr(1 << 16, access).unwrap();
+    Pair {
+        model,
+        _ctx: ctx,
+        pd,
+        cq_a,
+        cq_b,
+        a,
+        b,
+        mr_a,
+        mr_b,
+    }
+}
+
+pub fn pair(qp_type: QpType, depth: u32) -> Pair {
+    pair_with(fake_mlx5(), qp_type, depth, 7)
+}
+
+/// Runs the device, then polls `cq` until it has given `n` completions.
+pub fn run_and_poll(model: &Mlx5Model, cq: &mut CompletionQueue, n: usize) -> Vec<WorkCompletion> {
+    model.process();
+    let mut out = Vec::new();
+    let mut wc = [WorkCompletion::default(); 16];
+    for _ in 0..1000 {
+        let k = cq.poll(&mut wc);
+        out.extend_from_slice(&wc[..k]);
+        if out.len() >= n {
+            break;
+        }
+        model.process();
+    }
+    assert_eq!(out.len(), n, "completions: {out:?}");
+    out
+}
+
+pub fn assert_clean(model: &Mlx5Model) {
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+    assert!(
+        model.ignored_doorbells().is_empty(),
+        "{:?}",
+        model.ignored_doorbells()
+    );
+}
