@@ -35,7 +35,8 @@ use crate::{
 /// the QP, so nothing else posts to it meanwhile.
 ///
 /// Dropping the batch without `complete` aborts it: none of its requests is
-/// executed.
+/// executed. (A batch passed to `mem::forget` is neither: its requests stay
+/// written and go with the next post's doorbell.)
 #[derive(Debug)]
 #[must_use = "a send batch posts nothing until complete() is called"]
 pub struct SendBatch<'q> {
