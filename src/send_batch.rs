@@ -36,7 +36,7 @@ use crate::{
 ///
 /// Dropping the batch without `complete` aborts it: none of its requests is
 /// executed. (A batch passed to `mem::forget` is neither: its requests stay
-/// written and go with the next post's doorbell.)
+/// written and reach the device with a later post.)
 #[derive(Debug)]
 #[must_use = "a send batch posts nothing until complete() is called"]
 pub struct SendBatch<'q> {
