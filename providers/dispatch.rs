@@ -344,6 +344,7 @@ macro_rules! providers {
             }
 
             /// Starts a send batch.
+            #[inline]
             pub(crate) fn start_send_batch(&mut self) {
                 match self { $(AnyQp::$v(qp) => <$p>::start_send_batch(qp)),+ }
             }
@@ -355,6 +356,7 @@ macro_rules! providers {
             }
 
             /// Hands the batch over and rings the doorbell once.
+            #[inline]
             pub(crate) fn complete_send_batch(
                 &mut self,
                 dev: Device<'_>,

@@ -506,6 +506,7 @@ impl QueuePair {
     /// `ibv_wr_start` (see [`crate::SendBatch`]). Needs the QP in a state
     /// that sends, as [`QueuePair::post_send`] does.
     #[doc(alias = "ibv_wr_start")]
+    #[inline]
     pub fn start_send(&mut self) -> Result<SendBatch<'_>, PostError> {
         self.check_sends()?;
         self.queues.start_send_batch();
@@ -519,6 +520,7 @@ impl QueuePair {
     }
 
     /// The provider's queues and the device, for a [`SendBatch`].
+    #[inline]
     pub(crate) fn queues_and_device(&mut self) -> (&mut AnyQp, Device<'_>) {
         (&mut self.queues, self.inner.ctx.device())
     }

@@ -93,6 +93,7 @@ impl<'q> SendBatch<'q> {
     /// in the queue and [`PostError::index`] is [`SendBatch::len`], as for a
     /// failed doorbell of `post_send`.
     #[doc(alias = "ibv_wr_complete")]
+    #[inline]
     pub fn complete(mut self) -> Result<(), PostError> {
         self.closed = true;
         let pushed = self.pushed;

@@ -510,6 +510,7 @@ impl Provider for Mlx5 {
             .map_err(|(index, kind)| PostError { index, kind })
     }
 
+    #[inline]
     fn start_send_batch(qp: &mut Mlx5Qp) {
         qp.sync_reset();
         qp.sq.start_batch();
@@ -520,6 +521,7 @@ impl Provider for Mlx5 {
         qp.sq.push(wr, av_of)
     }
 
+    #[inline]
     fn complete_send_batch(qp: &mut Mlx5Qp, _: Device<'_>, _: usize) -> Result<(), PostError> {
         qp.sq.complete_batch();
         Ok(())

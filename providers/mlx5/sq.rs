@@ -309,6 +309,7 @@ impl Mlx5Sq {
     }
 
     /// Starts a send batch (`ibv_wr_start`).
+    #[inline]
     pub(crate) fn start_batch(&mut self) {
         self.batch = Batch {
             cur: self.cur_post,
@@ -347,6 +348,7 @@ impl Mlx5Sq {
 
     /// Ends a batch (`ibv_wr_complete`): rings the doorbell once for its
     /// WQEs, if it has any.
+    #[inline]
     pub(crate) fn complete_batch(&mut self) {
         let nreq = self.head.wrapping_sub(self.batch.head) as usize;
         if nreq != 0 {
