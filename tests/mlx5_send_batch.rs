@@ -404,3 +404,38 @@ fn random_pushes_aborts_and_completes_match_a_reference() {
     assert!(expected.len() > 1000, "only {} writes ran", expected.len());
     assert_clean(&p.model);
 }
+
+/// A batch passed to `mem::forget` is neither completed nor aborted: its
+/// requests stay written and go with the next doorbell, whose record covers
+/// them too (the device fetches every WQE up to the one a doorbell or
+/// BlueFlame copy names, as the model does).
+#[test]
+fn a_forgotten_batch_goes_with_the_next_doorbell() {
+    let mut p = pair(QpType::Rc, 8);
+    for i in 0..4 {
+        p.b.post_recv(&[RecvWr::new(i, &[p.mr_b.sge(64 * i as usize, 64).unwrap()])])
+            .unwrap();
+    }
+    let mut batch = p.a.start_send().unwrap();
+    batch.push(&SendWr::send(1, &[]).inline(b"forgot")).unwrap();
+    std::mem::forget(batch);
+    p.model.process();
+    assert!(run_and_poll_any(&mut p, 4).is_empty());
+    // One inline send (a BlueFlame copy of it; the record covers two WQEs).
+    p.a.post_send(&[SendWr::send(2, &[]).inline(b"posted")])
+        .unwrap();
+    let ca = run_and_poll(&p.model, &mut p.cq_a, 2);
+    let ids: Vec<_> = ca.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, [(1, WcStatus::SUCCESS), (2, WcStatus::SUCCESS)]);
+    // And through a batch of one.
+    let mut batch = p.a.start_send().unwrap();
+    batch.push(&SendWr::send(3, &[]).inline(b"forgot")).unwrap();
+    std::mem::forget(batch);
+    let mut batch = p.a.start_send().unwrap();
+    batch.push(&SendWr::send(4, &[]).inline(b"batch")).unwrap();
+    batch.complete().unwrap();
+    let ca = run_and_poll(&p.model, &mut p.cq_a, 2);
+    let ids: Vec<_> = ca.iter().map(|w| (w.wr_id, w.status)).collect();
+    assert_eq!(ids, [(3, WcStatus::SUCCESS), (4, WcStatus::SUCCESS)]);
+    assert_clean(&p.model);
+}
