@@ -439,3 +439,68 @@ fn a_forgotten_batch_goes_with_the_next_doorbell() {
     assert_eq!(ids, [(3, WcStatus::SUCCESS), (4, WcStatus::SUCCESS)]);
     assert_clean(&p.model);
 }
+
+/// A UD send batch: each request's address vector goes into its WQE, and a
+/// request without a destination is refused by its push.
+#[test]
+fn a_ud_send_batch_carries_each_requests_address_vector() {
+    use uverbs::{AhAttr, GlobalRoute, UdDest, WcFlags};
+
+    let model = uverbs::testing::mlx5::fake_mlx5();
+    let ctx = open(&model);
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq_a = ctx.create_cq(16, uverbs::CqOptions::default()).unwrap();
+    let mut cq_b = ctx.create_cq(16, uverbs::CqOptions::default()).unwrap();
+    let mut a = create_qp(&pd, QpType::Ud, &cq_a, None, cap(8, 1, 32));
+    let mut b = create_qp(&pd, QpType::Ud, &cq_b, None, cap(8, 1, 32));
+    let g = gid(&ctx);
+    connect(&a, 0, g, 7);
+    connect(&b, 0, g, 7);
+    let mr = pd.alloc_mr(4096, uverbs::AccessFlags::LOCAL_WRITE).unwrap();
+    for i in 0..2u64 {
+        b.post_recv(&[RecvWr::new(
+            10 + i,
+            &[mr.sge(256 * i as usize, 104).unwrap()],
+        )])
+        .unwrap();
+    }
+    let ah = pd
+        .create_ah(&AhAttr {
+            grh: Some(GlobalRoute {
+                dgid: g,
+                sgid_index: 1,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            }),
+            port_num: 1,
+            ..AhAttr::default()
+        })
+        .unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp_num(),
+        remote_qkey: QKEY,
+    };
+    let mut batch = a.start_send().unwrap();
+    batch
+        .push(&SendWr::send(1, &[]).inline(b"datagram").to(dest))
+        .unwrap();
+    let e = batch.push(&SendWr::send(2, &[]).inline(b"x")).unwrap_err();
+    assert!(matches!(e.kind, PostErrorKind::BadDestination(_)), "{e}");
+    batch
+        .push(&SendWr::send(3, &[]).inline(b"second!!").to(dest))
+        .unwrap();
+    batch.complete().unwrap();
+    let ca = run_and_poll(&model, &mut cq_a, 2);
+    assert!(ca.iter().all(|w| w.status == WcStatus::SUCCESS), "{ca:?}");
+    let cb = run_and_poll(&model, &mut cq_b, 2);
+    for (i, (w, msg)) in cb.iter().zip([b"datagram", b"second!!"]).enumerate() {
+        assert_eq!(
+            (w.wr_id, w.byte_len, w.src_qp),
+            (10 + i as u64, 48, a.qp_num())
+        );
+        assert!(w.wc_flags.contains(WcFlags::GRH));
+        assert_eq!(&mr.read_u64(256 * i + 40).unwrap().to_le_bytes(), msg);
+    }
+    assert_clean(&model);
+}

@@ -6,7 +6,10 @@
 
 use std::time::Duration;
 
-use uverbs::{QpType, RecvWr, SendOp, SendWr, WcFlags, WcOpcode, WcStatus, WorkCompletion};
+use uverbs::{
+    AhAttr, GlobalRoute, PostErrorKind, QpType, RecvWr, SendOp, SendWr, UdDest, WcFlags, WcOpcode,
+    WcStatus, WorkCompletion,
+};
 
 use crate::support::*;
 
@@ -143,4 +146,63 @@ fn an_aborted_send_batch_never_executes_and_batches_wrap_the_queue() {
     let mut untouched = [0u8; 64];
     remote.read(2048, &mut untouched).unwrap();
     assert_eq!(untouched, [0; 64], "an aborted write reached remote memory");
+}
+
+#[test]
+fn a_ud_send_batch_carries_each_requests_destination() {
+    let mut p = pair(QpType::Ud, 16, 7);
+    let dst = mr(&p.pd, 4096);
+    let ah =
+        p.pd.create_ah(&AhAttr {
+            grh: Some(GlobalRoute {
+                dgid: local_gid(&p.ctx),
+                sgid_index: gid_index(),
+                hop_limit: 1,
+                ..GlobalRoute::default()
+            }),
+            port_num: 1,
+            ..AhAttr::default()
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    for i in 0..3u64 {
+        let off = 256 * i as usize;
+        p.b.post_recv(&[RecvWr::new(10 + i, &[dst.sge(off, 40 + 64).unwrap()])])
+            .unwrap();
+    }
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: p.b.qp_num(),
+        remote_qkey: 0x1111_1111,
+    };
+    let mut batch = p.a.start_send().unwrap();
+    for (i, msg) in [b"first datagram", b"other datagram"].iter().enumerate() {
+        batch
+            .push(&SendWr::send(i as u64, &[]).inline(*msg).to(dest))
+            .unwrap();
+    }
+    // No destination: refused by its push, the two before stay.
+    let e = batch
+        .push(&SendWr::send(9, &[]).inline(b"nowhere"))
+        .unwrap_err();
+    assert!(matches!(e.kind, PostErrorKind::BadDestination(_)), "{e}");
+    assert_eq!(e.index, 2);
+    batch.complete().unwrap();
+    let s = wait(&mut p.cq_a, 2);
+    assert!(s.iter().all(|c| c.status == WcStatus::SUCCESS), "{s:?}");
+    let r = wait(&mut p.cq_b, 2);
+    for (i, (c, msg)) in r
+        .iter()
+        .zip([b"first datagram", b"other datagram"])
+        .enumerate()
+    {
+        assert_eq!(
+            (c.wr_id, c.status, c.byte_len),
+            (10 + i as u64, WcStatus::SUCCESS, 40 + 14)
+        );
+        assert_eq!(c.src_qp, p.a.qp_num());
+        let mut got = [0u8; 14];
+        dst.read(256 * i + 40, &mut got).unwrap();
+        assert_eq!(&got, msg);
+    }
+    ah.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
