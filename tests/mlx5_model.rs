@@ -16,9 +16,8 @@ use std::time::Duration;
 
 use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::{
-    AccessFlags, AddressHandle, AhAttr, AsyncEventType, CqOptions, GlobalRoute, PostErrorKind,
-    QpAttr, QpState, QpType, RecvWr, SendFlags, SendOp, SendWr, SrqAttr, UdDest, WcFlags, WcOpcode,
-    WcStatus, WorkCompletion,
+    AccessFlags, AsyncEventType, CqOptions, PostErrorKind, QpAttr, QpState, QpType, RecvWr,
+    SendFlags, SendOp, SendWr, SrqAttr, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -364,32 +363,17 @@ fn random_sequences_match_a_reference_model() {
 
 #[test]
 fn ud_sends_carry_the_address_vector() {
-    let model = fake_mlx5();
-    let ctx = open(&model);
-    let pd = ctx.alloc_pd().unwrap();
-    let mut cq_a = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let mut cq_b = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let a = create_qp(&pd, QpType::Ud, &cq_a, None, cap(8, 1, 32));
-    let mut b = create_qp(&pd, QpType::Ud, &cq_b, None, cap(8, 1, 32));
-    let g = gid(&ctx);
-    for qp in [&a, &b] {
-        connect(qp, 0, g, 7);
-    }
-    let mut a = a;
-    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let UdPair {
+        model,
+        mut cq_a,
+        mut cq_b,
+        mut a,
+        mut b,
+        mr,
+        ah,
+        ..
+    } = ud_pair();
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
-        .unwrap();
-    let ah: AddressHandle = pd
-        .create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: g,
-                sgid_index: 1,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
         .unwrap();
     let dest = UdDest {
         ah: &ah,

@@ -444,19 +444,18 @@ fn a_forgotten_batch_goes_with_the_next_doorbell() {
 /// request without a destination is refused by its push.
 #[test]
 fn a_ud_send_batch_carries_each_requests_address_vector() {
-    use uverbs::{AhAttr, GlobalRoute, UdDest, WcFlags};
+    use uverbs::{UdDest, WcFlags};
 
-    let model = uverbs::testing::mlx5::fake_mlx5();
-    let ctx = open(&model);
-    let pd = ctx.alloc_pd().unwrap();
-    let mut cq_a = ctx.create_cq(16, uverbs::CqOptions::default()).unwrap();
-    let mut cq_b = ctx.create_cq(16, uverbs::CqOptions::default()).unwrap();
-    let mut a = create_qp(&pd, QpType::Ud, &cq_a, None, cap(8, 1, 32));
-    let mut b = create_qp(&pd, QpType::Ud, &cq_b, None, cap(8, 1, 32));
-    let g = gid(&ctx);
-    connect(&a, 0, g, 7);
-    connect(&b, 0, g, 7);
-    let mr = pd.alloc_mr(4096, uverbs::AccessFlags::LOCAL_WRITE).unwrap();
+    let UdPair {
+        model,
+        mut cq_a,
+        mut cq_b,
+        mut a,
+        mut b,
+        mr,
+        ah,
+        ..
+    } = ud_pair();
     for i in 0..2u64 {
         b.post_recv(&[RecvWr::new(
             10 + i,
@@ -464,18 +463,6 @@ fn a_ud_send_batch_carries_each_requests_address_vector() {
         )])
         .unwrap();
     }
-    let ah = pd
-        .create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: g,
-                sgid_index: 1,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
-        .unwrap();
     let dest = UdDest {
         ah: &ah,
         remote_qpn: b.qp_num(),

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use uverbs::{
-    AhAttr, GlobalRoute, PostErrorKind, QpType, RecvWr, SendOp, SendWr, UdDest, WcFlags, WcOpcode,
-    WcStatus, WorkCompletion,
+    PostErrorKind, QpType, RecvWr, SendOp, SendWr, UdDest, WcFlags, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 use crate::support::*;
@@ -152,18 +152,7 @@ fn an_aborted_send_batch_never_executes_and_batches_wrap_the_queue() {
 fn a_ud_send_batch_carries_each_requests_destination() {
     let mut p = pair(QpType::Ud, 16, 7);
     let dst = mr(&p.pd, 4096);
-    let ah =
-        p.pd.create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: local_gid(&p.ctx),
-                sgid_index: gid_index(),
-                hop_limit: 1,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
-        .unwrap_or_else(|e| panic!("{e}"));
+    let ah = ah_to_own_gid(&p);
     for i in 0..3u64 {
         let off = 256 * i as usize;
         p.b.post_recv(&[RecvWr::new(10 + i, &[dst.sge(off, 40 + 64).unwrap()])])

@@ -149,3 +149,18 @@ pub fn mr(pd: &ProtectionDomain, len: usize) -> MemoryRegion {
     pd.alloc_mr(len, access_all())
         .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// An address handle towards this device's test GID (UD loopback).
+pub fn ah_to_own_gid(p: &Pair) -> uverbs::AddressHandle {
+    p.pd.create_ah(&AhAttr {
+        grh: Some(GlobalRoute {
+            dgid: local_gid(&p.ctx),
+            sgid_index: gid_index(),
+            hop_limit: 1,
+            ..GlobalRoute::default()
+        }),
+        port_num: 1,
+        ..AhAttr::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"))
+}

@@ -2,8 +2,7 @@
 //! remote memory, plus error completions.
 
 use uverbs::{
-    AccessFlags, AhAttr, GlobalRoute, QpType, RecvWr, SendFlags, SendOp, SendWr, UdDest, WcFlags,
-    WcOpcode, WcStatus,
+    AccessFlags, QpType, RecvWr, SendFlags, SendOp, SendWr, UdDest, WcFlags, WcOpcode, WcStatus,
 };
 
 use crate::support::*;
@@ -299,21 +298,6 @@ fn uc_rdma_write_and_send() {
         )])
         .unwrap_err();
     assert_eq!(err.index, 0);
-}
-
-/// An address handle towards this device's test GID (UD loopback).
-fn ah_to_own_gid(p: &Pair) -> uverbs::AddressHandle {
-    p.pd.create_ah(&AhAttr {
-        grh: Some(GlobalRoute {
-            dgid: local_gid(&p.ctx),
-            sgid_index: gid_index(),
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]

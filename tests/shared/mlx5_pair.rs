@@ -6,9 +6,9 @@
 
 use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
 use uverbs::{
-    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, GlobalRoute, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, SharedReceiveQueue,
-    WorkCompletion,
+    AccessFlags, AddressHandle, AhAttr, CompletionQueue, Context, CqOptions, GlobalRoute,
+    MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
+    SharedReceiveQueue, WorkCompletion,
 };
 
 pub const QKEY: u32 = 0x1111_1111;
@@ -161,4 +161,55 @@ pub fn assert_clean(model: &Mlx5Model) {
         "{:?}",
         model.ignored_doorbells()
     );
+}
+
+/// Two UD QPs ready to talk, each with its own CQ, an MR, and an address
+/// handle towards the context's own GID.
+pub struct UdPair {
+    pub model: std::sync::Arc<Mlx5Model>,
+    pub _ctx: Context,
+    pub pd: ProtectionDomain,
+    pub cq_a: CompletionQueue,
+    pub cq_b: CompletionQueue,
+    pub a: QueuePair,
+    pub b: QueuePair,
+    pub mr: MemoryRegion,
+    pub ah: AddressHandle,
+}
+
+pub fn ud_pair() -> UdPair {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let pd = ctx.alloc_pd().unwrap();
+    let cq_a = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let cq_b = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let a = create_qp(&pd, QpType::Ud, &cq_a, None, cap(8, 1, 32));
+    let b = create_qp(&pd, QpType::Ud, &cq_b, None, cap(8, 1, 32));
+    let g = gid(&ctx);
+    connect(&a, 0, g, 7);
+    connect(&b, 0, g, 7);
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let ah = pd
+        .create_ah(&AhAttr {
+            grh: Some(GlobalRoute {
+                dgid: g,
+                sgid_index: 1,
+                hop_limit: 64,
+                ..GlobalRoute::default()
+            }),
+            port_num: 1,
+            ..AhAttr::default()
+        })
+        .unwrap();
+    UdPair {
+        model,
+        _ctx: ctx,
+        pd,
+        cq_a,
+        cq_b,
+        a,
+        b,
+        mr,
+        ah,
+    }
 }
