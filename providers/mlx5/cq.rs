@@ -37,7 +37,7 @@ use std::sync::{
 
 use super::{
     buf::QueueBuf,
-    cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail},
+    cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,

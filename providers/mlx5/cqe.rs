@@ -49,28 +49,16 @@ impl Cqe64 {
         u16::from_be_bytes([self.0[at], self.0[at + 1]])
     }
     #[inline(always)]
-    pub(crate) fn op_own(&self) -> u8 {
-        self.0[63]
-    }
-    #[inline(always)]
-    pub(crate) fn opcode(&self) -> u8 {
-        self.0[63] >> 4
-    }
-    #[inline(always)]
     pub(crate) fn owner(&self) -> u8 {
-        self.0[63] & 1
+        self.op_own() & 1
     }
     #[inline(always)]
     pub(crate) fn se(&self) -> bool {
-        (self.0[63] >> 1) & 1 != 0
+        (self.op_own() >> 1) & 1 != 0
     }
     #[inline(always)]
     pub(crate) fn format(&self) -> u8 {
-        (self.0[63] >> 2) & 3
-    }
-    #[inline(always)]
-    pub(crate) fn srqn_uidx(&self) -> u32 {
-        self.be32(32) & 0x00ff_ffff
+        (self.op_own() >> 2) & 3
     }
     #[inline(always)]
     pub(crate) fn imm_inval_pkey(&self) -> u32 {
@@ -79,10 +67,6 @@ impl Cqe64 {
     #[inline(always)]
     pub(crate) fn imm_raw(&self) -> [u8; 4] {
         [self.0[36], self.0[37], self.0[38], self.0[39]]
-    }
-    #[inline(always)]
-    pub(crate) fn byte_cnt(&self) -> u32 {
-        self.be32(44)
     }
     #[inline(always)]
     pub(crate) fn sl(&self) -> u8 {
@@ -105,18 +89,6 @@ impl Cqe64 {
         self.be16(22)
     }
     #[inline(always)]
-    pub(crate) fn wqe_counter(&self) -> u16 {
-        self.be16(60)
-    }
-    #[inline(always)]
-    pub(crate) fn qpn(&self) -> u32 {
-        self.be32(56) & 0x00ff_ffff
-    }
-    #[inline(always)]
-    pub(crate) fn wqe_opcode(&self) -> u8 {
-        self.0[56]
-    }
-    #[inline(always)]
     pub(crate) fn syndrome(&self) -> u8 {
         self.0[55]
     }
@@ -126,11 +98,55 @@ impl Cqe64 {
     }
 }
 
+/// The fields of bytes 32..64 of a `struct mlx5_cqe64` that both views of
+/// a CQE read ([`Cqe64`], the whole CQE; [`CqeTail`], the poll loop's
+/// requester view), at their offsets written once here.
+pub(crate) trait CqeView {
+    /// The big-endian 32-bit field at byte `at` (32 <= at < 64, 4-aligned).
+    fn be32(&self, at: usize) -> u32;
+
+    /// `op_own` (byte 63).
+    #[inline(always)]
+    fn op_own(&self) -> u8 {
+        self.be32(60) as u8
+    }
+    #[inline(always)]
+    fn opcode(&self) -> u8 {
+        self.op_own() >> 4
+    }
+    #[inline(always)]
+    fn srqn_uidx(&self) -> u32 {
+        self.be32(32) & 0x00ff_ffff
+    }
+    #[inline(always)]
+    fn byte_cnt(&self) -> u32 {
+        self.be32(44)
+    }
+    #[inline(always)]
+    fn qpn(&self) -> u32 {
+        self.be32(56) & 0x00ff_ffff
+    }
+    #[inline(always)]
+    fn wqe_opcode(&self) -> u8 {
+        (self.be32(56) >> 24) as u8
+    }
+    #[inline(always)]
+    fn wqe_counter(&self) -> u16 {
+        (self.be32(60) >> 16) as u16
+    }
+}
+
+impl CqeView for Cqe64 {
+    #[inline(always)]
+    fn be32(&self, at: usize) -> u32 {
+        Cqe64::be32(self, at)
+    }
+}
+
 /// Bytes 32..64 of a CQE64 as four words loaded from the CQ (native byte
 /// order): all a requester completion needs, read without copying the
-/// whole CQE (the poll loop's fast path). Field for field the same as the
-/// [`Cqe64`] accessors of those bytes; the golden test checks both against
-/// mlx5dv.h.
+/// whole CQE (the poll loop's fast path). Its fields are [`CqeView`]'s, as
+/// for [`Cqe64`]; the golden test checks both against mlx5dv.h.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CqeTail(pub(crate) [u64; 4]);
 
@@ -146,42 +162,14 @@ impl CqeTail {
         }
         CqeTail(w)
     }
+}
 
-    /// Big-endian 32-bit field at byte `at` of the CQE (32 <= at < 64,
-    /// 4-aligned).
+impl CqeView for CqeTail {
     #[inline(always)]
     fn be32(&self, at: usize) -> u32 {
         let w = self.0[(at - 32) / 8 % 4].to_ne_bytes();
         let o = at % 8;
         u32::from_be_bytes([w[o], w[o + 1], w[o + 2], w[o + 3]])
-    }
-    #[inline(always)]
-    pub(crate) fn op_own(&self) -> u8 {
-        self.0[3].to_ne_bytes()[7]
-    }
-    #[inline(always)]
-    pub(crate) fn opcode(&self) -> u8 {
-        self.op_own() >> 4
-    }
-    #[inline(always)]
-    pub(crate) fn srqn_uidx(&self) -> u32 {
-        self.be32(32) & 0x00ff_ffff
-    }
-    #[inline(always)]
-    pub(crate) fn byte_cnt(&self) -> u32 {
-        self.be32(44)
-    }
-    #[inline(always)]
-    pub(crate) fn qpn(&self) -> u32 {
-        self.be32(56) & 0x00ff_ffff
-    }
-    #[inline(always)]
-    pub(crate) fn wqe_opcode(&self) -> u8 {
-        (self.be32(56) >> 24) as u8
-    }
-    #[inline(always)]
-    pub(crate) fn wqe_counter(&self) -> u16 {
-        (self.be32(60) >> 16) as u16
     }
 }
 

@@ -26,7 +26,12 @@ use std::{
     process::{Command, Stdio},
 };
 
-use super::{cqe, cqe::Cqe64, wqe, wqe::Av};
+use super::{
+    cqe,
+    cqe::{Cqe64, CqeView},
+    wqe,
+    wqe::Av,
+};
 
 const CASES: usize = 3000;
 

@@ -418,8 +418,7 @@ impl<'a> Slot<'a> {
     /// are visible to the kernel before the index is.
     #[inline]
     pub(crate) fn publish(self) {
-        let p = self.commit();
-        p.ring.store_release(Word::Producer, p.prod);
+        self.commit().publish();
     }
 
     /// Takes the slot into our producer index without handing it to the
