@@ -80,6 +80,15 @@ fn map(dev: Device<'_>, mi: &abi::Mminfo, what: &'static str) -> Result<Mapping>
         .map_err(|e| Error::sys(what, e))
 }
 
+/// Rings the send doorbell for the `count` requests just posted; a failure
+/// is the `PostError` at index `count` (they are in the queue).
+fn ring_send(doorbell: &Doorbell, dev: Device<'_>, count: usize) -> Result<(), PostError> {
+    doorbell.ring(dev).map_err(|e| PostError {
+        index: count,
+        kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
+    })
+}
+
 impl Provider for Rxe {
     const NAME: &'static str = "rxe";
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_RXE;
@@ -219,12 +228,7 @@ impl Provider for Rxe {
 
     #[inline]
     fn post_send(qp: &mut RxeQp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        let ring = |count: usize| {
-            qp.doorbell.ring(dev).map_err(|e| PostError {
-                index: count,
-                kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
-            })
-        };
+        let ring = |count: usize| ring_send(&qp.doorbell, dev, count);
         match qp.sq.post(wrs) {
             // The hot path: no large `PostError` moved around.
             Ok(()) if wrs.is_empty() => Ok(()),
@@ -255,10 +259,7 @@ impl Provider for Rxe {
         if !qp.sq.complete_batch() {
             return Ok(());
         }
-        qp.doorbell.ring(dev).map_err(|e| PostError {
-            index: pushed,
-            kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
-        })
+        ring_send(&qp.doorbell, dev, pushed)
     }
 
     fn abort_send_batch(qp: &mut RxeQp) {

@@ -52,7 +52,7 @@ use std::{
 };
 
 use super::{
-    devx_fw,
+    devx_fw::{self, BAD_PARAM, BAD_QP_STATE},
     kernel::{lock, Shared},
 };
 use crate::{
@@ -94,9 +94,8 @@ pub(crate) mod op {
 /// (`devx_fw.rs`), above those of verbs objects.
 const EXECUTED_IDS: u32 = 0x00c0_0000;
 
-/// `MLX5_CMD_STAT_BAD_OP_ERR`, `MLX5_CMD_STAT_BAD_PARAM_ERR`.
+/// `MLX5_CMD_STAT_BAD_OP_ERR` (the other statuses: `devx_fw.rs`).
 const BAD_OP: u8 = 0x02;
-const BAD_PARAM: u8 = 0x03;
 
 /// `MLX5_EVENT_TYPE_*` the model's device reports.
 pub(crate) mod ev {
@@ -830,7 +829,7 @@ fn obj_run(s: &Shared, cmd: &mut IoctlCmd<'_>, class: Class) -> Result<(), Errno
     // The firmware refuses to move a QP to RESET from the model's side
     // (a failure the tests can provoke): BAD_QP_STATE.
     if opcode == op::QP_2RST {
-        return firmware_fail(s, cmd, out_id, 0x10, 0x5aa5_0001);
+        return firmware_fail(s, cmd, out_id, BAD_QP_STATE, 0x5aa5_0001);
     }
     // Other transitions move the QP (a DevX one or a verbs one) on the
     // HCA, checked as firmware checks them.

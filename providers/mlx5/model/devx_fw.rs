@@ -17,7 +17,7 @@
 //! `BAD_QP_STATE`) with a syndrome naming the field.
 
 use super::{
-    devx::EQN,
+    devx::{op, EQN},
     hca::{Cq, Hca, Qp, Transport, ERR, RESET, RTR, RTS},
 };
 
@@ -91,8 +91,8 @@ mod at {
 /// whose buffer is a UMEM.
 pub(crate) fn executes(opcode: u16, cmd: &[u8]) -> bool {
     match opcode {
-        0x400 => get(cmd, at::CQ_UMEM_VALID, 1) == 1,
-        0x500 => get(cmd, at::WQ_UMEM_VALID, 1) == 1,
+        op::CREATE_CQ => get(cmd, at::CQ_UMEM_VALID, 1) == 1,
+        op::CREATE_QP => get(cmd, at::WQ_UMEM_VALID, 1) == 1,
         _ => false,
     }
 }
@@ -223,10 +223,10 @@ pub(crate) fn modify_qp(h: &mut Hca, qpn: u32, opcode: u16, cmd: &[u8]) -> Resul
         return Err(bad(0x48));
     };
     let (from, to) = match opcode {
-        0x502 => (RESET, INIT),
-        0x503 => (INIT, RTR),
-        0x504 => (RTR, RTS),
-        0x507 => (qp.state, ERR),
+        op::RST2INIT_QP => (RESET, INIT),
+        op::INIT2RTR_QP => (INIT, RTR),
+        op::RTR2RTS_QP => (RTR, RTS),
+        op::QP_2ERR => (qp.state, ERR),
         _ => return Err(bad(0)),
     };
     if qp.state != from {
