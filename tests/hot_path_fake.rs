@@ -136,6 +136,17 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
         [Call::RawWrite(32)],
         "a completed batch is one doorbell write, an aborted one none"
     );
+    // A failing doorbell: the requests are in the queue, and the error's
+    // index is how many (for a slice as for a batch).
+    fake.kernel.on_raw_write(|_| Err(uverbs::sys::Errno::EIO));
+    let e = qp.post_send(&sends[1..]).unwrap_err();
+    assert_eq!(e.index, 2);
+    assert!(matches!(e.kind, uverbs::PostErrorKind::Doorbell(_)), "{e}");
+    let mut batch = qp.start_send().unwrap();
+    batch.push(&sends[1]).unwrap();
+    let e = batch.complete().unwrap_err();
+    assert_eq!(e.index, 1);
+    assert!(matches!(e.kind, uverbs::PostErrorKind::Doorbell(_)), "{e}");
 }
 
 /// The same promise on mlx5 (the device model of `uverbs::testing::mlx5`):
