@@ -344,36 +344,41 @@ macro_rules! providers {
             }
 
             /// Starts a send batch.
-            #[inline]
-            pub(crate) fn start_send_batch(&mut self) {
-                match self { $(AnyQp::$v(qp) => <$p>::start_send_batch(qp)),+ }
-            }
-
-            /// Writes one send WQE of the batch.
             #[inline(always)]
-            pub(crate) fn push_send(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-                match self { $(AnyQp::$v(qp) => <$p>::push_send(qp, wr)),+ }
-            }
-
-            /// Hands the batch over and rings the doorbell once.
-            #[inline]
-            pub(crate) fn complete_send_batch(
-                &mut self,
-                dev: Device<'_>,
-                pushed: usize,
-            ) -> Result<(), PostError> {
-                match self { $(AnyQp::$v(qp) => <$p>::complete_send_batch(qp, dev, pushed)),+ }
-            }
-
-            /// Drops the batch.
-            pub(crate) fn abort_send_batch(&mut self) {
-                match self { $(AnyQp::$v(qp) => <$p>::abort_send_batch(qp)),+ }
+            pub(crate) fn start_send_batch<'q>(&'q mut self, dev: Device<'q>) -> AnySendBatch<'q> {
+                match self {
+                    $(AnyQp::$v(qp) => AnySendBatch::$v(<$p>::start_send_batch(qp, dev))),+
+                }
             }
 
             /// Posts receive WQEs.
             #[inline]
             pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
                 match self { $(AnyQp::$v(qp) => <$p>::post_recv(qp, wrs)),+ }
+            }
+        }
+
+        /// A send batch being written, of the QP's provider.
+        #[derive(Debug)]
+        pub(crate) enum AnySendBatch<'q> { $($v(<$p as Provider>::SendBatch<'q>)),+ }
+
+        impl AnySendBatch<'_> {
+            /// Writes one send WQE of the batch.
+            #[inline(always)]
+            pub(crate) fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+                match self { $(AnySendBatch::$v(b) => <$p>::push_send(b, wr)),+ }
+            }
+
+            /// Hands the batch over and rings the doorbell once.
+            #[inline(always)]
+            pub(crate) fn complete(&mut self, pushed: usize) -> Result<(), PostError> {
+                match self { $(AnySendBatch::$v(b) => <$p>::complete_send_batch(b, pushed)),+ }
+            }
+
+            /// Drops the batch.
+            #[inline]
+            pub(crate) fn abort(&mut self) {
+                match self { $(AnySendBatch::$v(b) => <$p>::abort_send_batch(b)),+ }
             }
         }
 

@@ -189,6 +189,13 @@ pub(crate) trait Provider: Sized + 'static {
     type QpShared: Debug + Send + Sync;
     /// The QP's producer side (send and receive queues).
     type Qp: Debug + Send + Sync;
+    /// A send batch being written (`ibv_wr_start` .. `ibv_wr_complete`),
+    /// holding the QP's queues borrowed. It may keep the queue's counters
+    /// in itself until it completes (mlx5 does, so they stay in registers
+    /// over a batch written in one function).
+    type SendBatch<'q>: Debug + Send
+    where
+        Self: 'q;
     /// An SRQ create in progress.
     type SrqPlan: DriverData + Debug;
     /// SRQ state kept until the kernel SRQ is gone.
@@ -291,25 +298,23 @@ pub(crate) trait Provider: Sized + 'static {
     /// error at index `i` the requests before `i` are posted and rung.
     fn post_send(qp: &mut Self::Qp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
 
-    /// Starts a send batch (`ibv_wr_start`); the QP is borrowed for it, so
-    /// no other post happens until it is completed or aborted.
-    fn start_send_batch(qp: &mut Self::Qp);
+    /// Starts a send batch (`ibv_wr_start`) on the QP's queues, borrowed
+    /// for it: no other post happens until it is completed or aborted.
+    fn start_send_batch<'q>(qp: &'q mut Self::Qp, dev: Device<'q>) -> Self::SendBatch<'q>;
 
     /// Checks and writes one send WQE of the batch, not yet visible to the
     /// device or kernel; on an error nothing of it is taken.
-    fn push_send(qp: &mut Self::Qp, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
+    fn push_send(batch: &mut Self::SendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
 
     /// Ends the batch (`ibv_wr_complete`): hands its WQEs over and rings the
     /// doorbell once; `pushed` (how many) is the index a doorbell error
-    /// reports.
-    fn complete_send_batch(
-        qp: &mut Self::Qp,
-        dev: Device<'_>,
-        pushed: usize,
-    ) -> Result<(), PostError>;
+    /// reports. Called at most once per batch.
+    fn complete_send_batch(batch: &mut Self::SendBatch<'_>, pushed: usize)
+        -> Result<(), PostError>;
 
     /// Drops the batch (`ibv_wr_abort`): none of its WQEs is ever executed.
-    fn abort_send_batch(qp: &mut Self::Qp);
+    /// Called at most once per batch, and never after a complete.
+    fn abort_send_batch(batch: &mut Self::SendBatch<'_>);
 
     /// Writes receive WQEs.
     fn post_recv(qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;

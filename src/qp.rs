@@ -29,7 +29,7 @@ use crate::{
     },
     object::{Destroy, Owned, ParentLink},
     pd::{PdInner, ProtectionDomain},
-    providers::{AnyQp, AnyQpLinks, AnyQpShared, Device, DriverData, QpCreated, QpRequest},
+    providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
@@ -506,23 +506,11 @@ impl QueuePair {
     /// `ibv_wr_start` (see [`crate::SendBatch`]). Needs the QP in a state
     /// that sends, as [`QueuePair::post_send`] does.
     #[doc(alias = "ibv_wr_start")]
-    #[inline]
+    #[inline(always)]
     pub fn start_send(&mut self) -> Result<SendBatch<'_>, PostError> {
         self.check_sends()?;
-        self.queues.start_send_batch();
-        Ok(SendBatch::new(self))
-    }
-
-    /// The provider's queues, for a [`SendBatch`].
-    #[inline]
-    pub(crate) fn queues_mut(&mut self) -> &mut AnyQp {
-        &mut self.queues
-    }
-
-    /// The provider's queues and the device, for a [`SendBatch`].
-    #[inline]
-    pub(crate) fn queues_and_device(&mut self) -> (&mut AnyQp, Device<'_>) {
-        (&mut self.queues, self.inner.ctx.device())
+        let dev = self.inner.ctx.device();
+        Ok(SendBatch::new(self.queues.start_send_batch(dev)))
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

@@ -26,21 +26,26 @@
 //! `post_send`).
 
 use crate::{
-    qp::QueuePair,
+    providers::AnySendBatch,
     wr::{PostError, SendWr},
 };
+
+#[cfg(doc)]
+use crate::qp::QueuePair;
 
 /// Send work requests being written to one QP, rung with one doorbell by
 /// [`SendBatch::complete`]. Made by [`QueuePair::start_send`]; it borrows
 /// the QP, so nothing else posts to it meanwhile.
 ///
 /// Dropping the batch without `complete` aborts it: none of its requests is
-/// executed. (A batch passed to `mem::forget` is neither: its requests stay
-/// written and reach the device with a later post.)
+/// executed. A batch passed to `mem::forget` is not completed either; what
+/// becomes of its requests depends on the provider (mlx5: the next post
+/// writes over them and they never execute; rxe: they stay in the ring
+/// and go with the next doorbell). Either way nothing unsound happens.
 #[derive(Debug)]
 #[must_use = "a send batch posts nothing until complete() is called"]
 pub struct SendBatch<'q> {
-    qp: &'q mut QueuePair,
+    batch: AnySendBatch<'q>,
     /// Requests pushed so far.
     pushed: usize,
     /// Completed or aborted (nothing left for `Drop` to do).
@@ -48,10 +53,11 @@ pub struct SendBatch<'q> {
 }
 
 impl<'q> SendBatch<'q> {
-    /// A batch on `qp`, whose provider has started it.
-    pub(crate) fn new(qp: &'q mut QueuePair) -> Self {
+    /// A batch its provider has started.
+    #[inline(always)]
+    pub(crate) fn new(batch: AnySendBatch<'q>) -> Self {
         SendBatch {
-            qp,
+            batch,
             pushed: 0,
             closed: false,
         }
@@ -65,7 +71,7 @@ impl<'q> SendBatch<'q> {
     /// aborted. No system call, no allocation.
     #[inline(always)]
     pub fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
-        match self.qp.queues_mut().push_send(wr) {
+        match self.batch.push(wr) {
             Ok(()) => {
                 self.pushed += 1;
                 Ok(())
@@ -93,12 +99,10 @@ impl<'q> SendBatch<'q> {
     /// in the queue and [`PostError::index`] is [`SendBatch::len`], as for a
     /// failed doorbell of `post_send`.
     #[doc(alias = "ibv_wr_complete")]
-    #[inline]
+    #[inline(always)]
     pub fn complete(mut self) -> Result<(), PostError> {
         self.closed = true;
-        let pushed = self.pushed;
-        let (queues, dev) = self.qp.queues_and_device();
-        queues.complete_send_batch(dev, pushed)
+        self.batch.complete(self.pushed)
     }
 
     /// Takes every request of the batch back, like `ibv_wr_abort`: none of
@@ -111,7 +115,7 @@ impl<'q> SendBatch<'q> {
     fn close_aborted(&mut self) {
         if !self.closed {
             self.closed = true;
-            self.qp.queues_mut().abort_send_batch();
+            self.batch.abort();
         }
     }
 }
@@ -121,3 +125,10 @@ impl Drop for SendBatch<'_> {
         self.close_aborted();
     }
 }
+
+// A batch may be held across an `.await` in a `Send` future (its mlx5 form
+// holds a view of the queue memory, which is `Send` as `&Units` is).
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<SendBatch<'static>>();
+};

@@ -196,43 +196,6 @@ impl Units {
         Seg(unsafe { self.buf.dma.as_ptr().add(at).cast::<[u64; 2]>().read() })
     }
 
-    /// Writes `head` and then `data` as one byte stream from the start of
-    /// unit `u`, wrapping from the ring's end to its start as the device
-    /// reads it, the last unit padded with zeros; returns the units used.
-    /// A stream longer than the ring writes nothing and returns 0 (callers
-    /// bound it far below: the largest inline segment).
-    #[inline]
-    pub(crate) fn put_stream(&self, u: u32, head: [u8; 4], data: &[u8]) -> u32 {
-        let total = head.len() + data.len();
-        let units = total.div_ceil(UNIT);
-        if units > self.mask as usize + 1 {
-            return 0;
-        }
-        let units = units as u32;
-        // Zero the last unit first, so the padding after the data is zero.
-        self.put(u.wrapping_add(units - 1), Seg([0, 0]));
-        let first = (u & self.mask) as usize;
-        let room = (self.mask as usize + 1 - first) * UNIT;
-        let base = self.buf.dma.as_ptr().wrapping_add(self.offset);
-        let to_end = data.len().min(room - head.len());
-        // SAFETY: unit `first` starts `room >= UNIT` bytes before the end
-        // of the ring (inside the queue, checked in `new`): the head's 4
-        // bytes and the next `to_end <= room - 4` bytes fit there; the
-        // remaining `data.len() - to_end` bytes go to the ring's start and
-        // fit because the whole stream is at most the ring's size (checked
-        // above). Raw copies from a slice the caller owns; no reference to
-        // the queue is formed.
-        unsafe {
-            let at = base.add(first * UNIT);
-            std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
-            std::ptr::copy_nonoverlapping(data.as_ptr(), at.add(head.len()), to_end);
-            if to_end < data.len() {
-                std::ptr::copy_nonoverlapping(data.as_ptr().add(to_end), base, data.len() - to_end);
-            }
-        }
-        units
-    }
-
     /// Reads the 64 bytes of units `u..u + 4` (a send WQE basic block; `u`
     /// a multiple of 4), or `None` if they would run past the end of the
     /// ring.
@@ -364,6 +327,14 @@ pub(crate) struct UnitsView<'a> {
     _ring: PhantomData<&'a Units>,
 }
 
+// SAFETY: a view is a shared borrow of a `Units` (`Send + Sync`): the same
+// ring, written with the same raw stores `Units::put` makes through `&self`,
+// for no longer than that borrow. Sending or sharing it is sending or
+// sharing `&Units`.
+unsafe impl Send for UnitsView<'_> {}
+// SAFETY: as for `Send` above.
+unsafe impl Sync for UnitsView<'_> {}
+
 impl UnitsView<'_> {
     /// Writes a 16-byte segment at unit `u` (a counter: masked here), as
     /// two 8-byte stores.
@@ -375,6 +346,44 @@ impl UnitsView<'_> {
         // `Units::new`), alive while the borrow lasts; `u & mask` is in
         // the ring; `base` is 16-aligned. A raw write forms no reference.
         unsafe { self.base.add(at).cast::<[u64; 2]>().write(seg.0) };
+    }
+
+    /// Writes `head` and then `data` as one byte stream from the start of
+    /// unit `u`, wrapping from the ring's end to its start as the device
+    /// reads it, the last unit padded with zeros; returns the units used.
+    /// A stream longer than the ring writes nothing and returns 0 (callers
+    /// bound it far below: the largest inline segment).
+    #[inline]
+    pub(crate) fn put_stream(self, u: u32, head: [u8; 4], data: &[u8]) -> u32 {
+        let total = head.len() + data.len();
+        let units = total.div_ceil(UNIT);
+        if units > self.mask as usize + 1 {
+            return 0;
+        }
+        let units = units as u32;
+        // Zero the last unit first, so the padding after the data is zero.
+        self.put(u.wrapping_add(units - 1), Seg([0, 0]));
+        let first = (u & self.mask) as usize;
+        let room = (self.mask as usize + 1 - first) * UNIT;
+        let base = self.base;
+        let to_end = data.len().min(room - head.len());
+        // SAFETY: unit `first` starts `room >= UNIT` bytes before the end
+        // of the ring (inside the queue, checked in `Units::new`, alive
+        // while the view's borrow lasts): the head's 4 bytes and the next
+        // `to_end <= room - 4` bytes fit there; the remaining
+        // `data.len() - to_end` bytes go to the ring's start and fit
+        // because the whole stream is at most the ring's size (checked
+        // above). Raw copies from a slice the caller owns; no reference to
+        // the queue is formed.
+        unsafe {
+            let at = base.add(first * UNIT);
+            std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
+            std::ptr::copy_nonoverlapping(data.as_ptr(), at.add(head.len()), to_end);
+            if to_end < data.len() {
+                std::ptr::copy_nonoverlapping(data.as_ptr().add(to_end), base, data.len() - to_end);
+            }
+        }
+        units
     }
 }
 
@@ -430,7 +439,7 @@ mod tests {
         // A stream that wraps: 4 header bytes and 40 data bytes from unit 254
         // (two units to the end) take three units, the last padded.
         let data: Vec<u8> = (1..=40).collect();
-        assert_eq!(r.put_stream(254, [0xaa; 4], &data), 3);
+        assert_eq!(r.view().put_stream(254, [0xaa; 4], &data), 3);
         let tail = b.read::<32>(2 * PAGE - 32).unwrap();
         assert_eq!(tail[..4], [0xaa; 4]);
         assert_eq!(tail[4..], data[..28]);
@@ -438,7 +447,7 @@ mod tests {
         assert_eq!(start[..12], data[28..]);
         assert_eq!(start[12..], [0; 4], "padding");
         assert_eq!(
-            r.put_stream(0, [0; 4], &vec![7; 256 * 16]),
+            r.view().put_stream(0, [0; 4], &vec![7; 256 * 16]),
             0,
             "longer than the ring"
         );

@@ -75,7 +75,7 @@ use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
-use sq::{Mlx5Sq, SqTrack};
+use sq::{Mlx5Sq, SqBatch, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
 use wqe::Av;
 
@@ -183,7 +183,7 @@ impl Mlx5Qp {
     /// Restarts the queues if the QP went through RESET since the last post.
     #[inline(always)]
     fn sync_reset(&mut self) {
-        let epoch = self.sq.track.epoch.load(Ordering::Acquire);
+        let epoch = self.sq.track().epoch.load(Ordering::Acquire);
         if epoch != self.epoch {
             self.epoch = epoch;
             self.sq.reset();
@@ -236,6 +236,7 @@ impl Provider for Mlx5 {
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
     type Cq = Mlx5Cq;
+    type SendBatch<'q> = SqBatch<'q>;
     type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
     type QpShared = Mlx5QpShared;
     type Qp = Mlx5Qp;
@@ -510,26 +511,25 @@ impl Provider for Mlx5 {
             .map_err(|(index, kind)| PostError { index, kind })
     }
 
-    #[inline]
-    fn start_send_batch(qp: &mut Mlx5Qp) {
+    #[inline(always)]
+    fn start_send_batch<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqBatch<'q> {
         qp.sync_reset();
-        qp.sq.start_batch();
+        qp.sq.start_batch()
     }
 
     #[inline(always)]
-    fn push_send(qp: &mut Mlx5Qp, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        qp.sq.push(wr, av_of)
+    fn push_send(batch: &mut SqBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        batch.push(wr, av_of)
     }
 
-    #[inline]
-    fn complete_send_batch(qp: &mut Mlx5Qp, _: Device<'_>, _: usize) -> Result<(), PostError> {
-        qp.sq.complete_batch();
+    #[inline(always)]
+    fn complete_send_batch(batch: &mut SqBatch<'_>, _: usize) -> Result<(), PostError> {
+        batch.complete();
         Ok(())
     }
 
-    fn abort_send_batch(qp: &mut Mlx5Qp) {
-        qp.sq.abort_batch();
-    }
+    /// Nothing to undo: the queue's counters never moved.
+    fn abort_send_batch(_: &mut SqBatch<'_>) {}
 
     #[inline]
     fn post_recv(qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {

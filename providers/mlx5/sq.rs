@@ -102,12 +102,19 @@ impl SqTrack {
 /// The send queue of an mlx5 QP (the poster's side).
 #[derive(Debug)]
 pub(crate) struct Mlx5Sq {
-    /// The queue, in 16-byte units (it starts after the RQ).
-    units: Units,
+    /// What does not change after creation.
+    shape: SqShape,
     /// WQEBB counter of the next WQE.
     cur_post: u32,
     /// Work requests posted.
     head: u32,
+}
+
+/// The parts of a send queue fixed at creation.
+#[derive(Debug)]
+struct SqShape {
+    /// The queue, in 16-byte units (it starts after the RQ).
+    units: Units,
     /// Most work requests outstanding at once.
     max_post: u32,
     max_gs: u32,
@@ -118,25 +125,11 @@ pub(crate) struct Mlx5Sq {
     /// The WQE opcodes the QP type carries, a bit per opcode.
     allowed: u32,
     /// The ctrl segment's `fm_ce_se` byte for each combination of the
-    /// FENCE, SIGNALED and SOLICITED flags (`sq_sig_all` folded in).
-    fm_ce_se: [u8; 8],
+    /// FENCE, SIGNALED and SOLICITED flags (`sq_sig_all` folded in), byte
+    /// `flags & 7` of the word (a shift, no memory access).
+    fm_ce_se: u64,
     bfreg: Arc<Bfreg>,
-    pub(crate) track: Arc<SqTrack>,
-    /// The send batch being written (`ibv_wr_start` .. `ibv_wr_complete`).
-    batch: Batch,
-}
-
-/// Where a send batch started, and its last WQE so far.
-#[derive(Debug, Clone, Copy, Default)]
-struct Batch {
-    /// `cur_post` at its start.
-    cur: u32,
-    /// `head` at its start.
-    head: u32,
-    /// WQEBB counter of its last WQE.
-    last_at: u32,
-    /// Whether its last WQE carries inline data.
-    last_inline: bool,
+    track: Arc<SqTrack>,
 }
 
 /// The WQE opcodes a QP type carries, a bit per opcode: sends on every
@@ -155,8 +148,8 @@ fn allowed_opcodes(qp_type: QpType) -> u32 {
 }
 
 /// `fm_ce_se` by the low three `IBV_SEND_*` bits (FENCE 1, SIGNALED 2,
-/// SOLICITED 4), as `_mlx5_post_send` sets it.
-fn fm_ce_se_table(sig_all: bool) -> [u8; 8] {
+/// SOLICITED 4), as `_mlx5_post_send` sets it: byte `bits` of the word.
+fn fm_ce_se_table(sig_all: bool) -> u64 {
     let mut t = [0u8; 8];
     for (bits, fm) in t.iter_mut().enumerate() {
         let f = SendFlags::from_bits_truncate(bits as u32);
@@ -170,18 +163,26 @@ fn fm_ce_se_table(sig_all: bool) -> [u8; 8] {
             *fm |= wqe::CTRL_FENCE;
         }
     }
-    t
+    u64::from_le_bytes(t)
 }
 
-/// What writing a batch of WQEs touches, copied out of the queue's
-/// structures so it stays in registers (see [`UnitsView`]).
-struct Burst<'a> {
+/// What writing WQEs touches: the ring and the completion slots copied out
+/// of the queue's structures, so they stay in registers over a batch (the
+/// compiler cannot keep fields read through a reference there across
+/// writes to the queue, which it must assume may alias them; see
+/// [`UnitsView`]), and the queue's settings, read where a request needs
+/// them (copying them all up front costs a batch of one more than it
+/// saves; `benches/callgrind.sh --mlx5` measures both).
+#[derive(Debug, Clone, Copy)]
+struct Writer<'a> {
     q: UnitsView<'a>,
     slots: &'a [SqSlot],
     slot_mask: u32,
+    /// The rest, read where used.
+    shape: &'a SqShape,
 }
 
-impl Burst<'_> {
+impl Writer<'_> {
     /// Records the work request of the WQE at WQEBB counter `at`.
     #[inline(always)]
     fn record(&self, at: u32, wr_id: u64, head: u32) {
@@ -189,200 +190,6 @@ impl Burst<'_> {
             slot.wrid.store(wr_id, Ordering::Relaxed);
             slot.head.store(head, Ordering::Relaxed);
         }
-    }
-}
-
-/// The last WQE of a batch, for the doorbell.
-#[derive(Debug, Clone, Copy)]
-struct Last {
-    /// WQEBB counter of its ctrl segment.
-    at: u32,
-    /// 16-byte units.
-    ds: u32,
-    inline: bool,
-}
-
-/// The queue geometry a send queue is built from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SqGeometry {
-    pub(crate) offset: usize,
-    pub(crate) wqe_cnt: u32,
-    pub(crate) max_post: u32,
-    pub(crate) max_gs: u32,
-    pub(crate) max_inline: u32,
-}
-
-impl Mlx5Sq {
-    /// The send queue of geometry `g` in `buf`; `None` if the geometry does
-    /// not fit the buffer.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        buf: Arc<QueueBuf>,
-        g: SqGeometry,
-        qpn: u32,
-        qp_type: QpType,
-        sig_all: bool,
-        bfreg: Arc<Bfreg>,
-        track: Arc<SqTrack>,
-    ) -> Option<Self> {
-        let units = Units::new(buf, g.offset, g.wqe_cnt.checked_mul(UNITS_PER_BB)?)?;
-        Some(Mlx5Sq {
-            units,
-            cur_post: 0,
-            head: 0,
-            max_post: g.max_post,
-            max_gs: g.max_gs,
-            max_inline: g.max_inline,
-            qpn,
-            ud: qp_type == QpType::Ud,
-            allowed: allowed_opcodes(qp_type),
-            fm_ce_se: fm_ce_se_table(sig_all),
-            bfreg,
-            track,
-            batch: Batch::default(),
-        })
-    }
-
-    /// Restarts the queue (the QP went through RESET).
-    pub(crate) fn reset(&mut self) {
-        self.cur_post = 0;
-        self.head = 0;
-    }
-
-    /// Writes one WQE per request and rings the doorbell once for those
-    /// written. On a failure at `i`, WQEs before `i` are rung and
-    /// `Err((i, kind))` returned; nothing of request `i` is published (its
-    /// checks may fail after some of its segments were written, into slots
-    /// the device does not read: the doorbell record stops before them).
-    #[inline]
-    pub(crate) fn post(
-        &mut self,
-        wrs: &[SendWr<'_>],
-        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
-    ) -> Result<(), (usize, PostErrorKind)> {
-        // The counters live in registers for the batch and are stored once.
-        let (mut cur, mut head) = (self.cur_post, self.head);
-        // Requests the queue takes before the poller's tail is read again.
-        let mut room = self.room(head);
-        // WQE basic block of the last WQE written (the doorbell's).
-        let mut last_at = cur;
-        let mut result = Ok(());
-        // The queue and the completion slots in registers for the batch.
-        let burst = Burst {
-            q: self.units.view(),
-            slots: &self.track.slots,
-            slot_mask: self.track.mask,
-        };
-        for (i, wr) in wrs.iter().enumerate() {
-            // The room first: a full queue's next slot may still be read
-            // by the device, so nothing may be written there.
-            if room == 0 {
-                room = self.room(head);
-                if room == 0 {
-                    result = Err((i, PostErrorKind::QueueFull));
-                    break;
-                }
-            }
-            match self.write_wqe(&burst, wr, &av_of, cur, head) {
-                Ok(ds) => {
-                    last_at = cur;
-                    room -= 1;
-                    head = head.wrapping_add(1);
-                    cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
-                }
-                Err(kind) => {
-                    result = Err((i, kind));
-                    break;
-                }
-            }
-        }
-        let posted = head.wrapping_sub(self.head) as usize;
-        if posted != 0 {
-            self.cur_post = cur;
-            self.head = head;
-            let inline = wrs
-                .get(posted - 1)
-                .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_)));
-            self.ring(self.last(last_at, inline), posted);
-        }
-        result
-    }
-
-    /// Starts a send batch (`ibv_wr_start`).
-    #[inline]
-    pub(crate) fn start_batch(&mut self) {
-        self.batch = Batch {
-            cur: self.cur_post,
-            head: self.head,
-            last_at: self.cur_post,
-            last_inline: false,
-        };
-    }
-
-    /// Checks and writes one WQE of a batch, as [`Mlx5Sq::post`] does for
-    /// each of its requests; the doorbell record stays where it was, so the
-    /// device does not see it before [`Mlx5Sq::complete_batch`]. On an error
-    /// nothing of it is taken.
-    #[inline(always)]
-    pub(crate) fn push(
-        &mut self,
-        wr: &SendWr<'_>,
-        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
-    ) -> Result<(), PostErrorKind> {
-        let (cur, head) = (self.cur_post, self.head);
-        if self.room(head) == 0 {
-            return Err(PostErrorKind::QueueFull);
-        }
-        let burst = Burst {
-            q: self.units.view(),
-            slots: &self.track.slots,
-            slot_mask: self.track.mask,
-        };
-        let ds = self.write_wqe(&burst, wr, &av_of, cur, head)?;
-        self.batch.last_at = cur;
-        self.batch.last_inline = matches!(wr.payload, Payload::Inline(_));
-        self.head = head.wrapping_add(1);
-        self.cur_post = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
-        Ok(())
-    }
-
-    /// Ends a batch (`ibv_wr_complete`): rings the doorbell once for its
-    /// WQEs, if it has any.
-    #[inline]
-    pub(crate) fn complete_batch(&mut self) {
-        let nreq = self.head.wrapping_sub(self.batch.head) as usize;
-        if nreq != 0 {
-            let b = self.batch;
-            self.ring(self.last(b.last_at, b.last_inline), nreq);
-        }
-        self.batch.head = self.head;
-        self.batch.cur = self.cur_post;
-    }
-
-    /// Drops a batch (`ibv_wr_abort`): the next WQEs overwrite its own,
-    /// which the doorbell record never covered.
-    pub(crate) fn abort_batch(&mut self) {
-        self.cur_post = self.batch.cur;
-        self.head = self.batch.head;
-    }
-
-    /// The doorbell's view of the WQE at WQEBB counter `at`: its size from
-    /// its ctrl segment (`qpn_ds`, byte 7), as written.
-    #[inline]
-    fn last(&self, at: u32, inline: bool) -> Last {
-        let ctrl = self.units.get(at.wrapping_mul(UNITS_PER_BB));
-        Last {
-            at,
-            ds: u32::from(ctrl.head()[7] & 0x3f),
-            inline,
-        }
-    }
-
-    /// How many more requests fit, with `head` posted so far.
-    #[inline(always)]
-    fn room(&self, head: u32) -> u32 {
-        let outstanding = head.wrapping_sub(self.track.tail.load(Ordering::Acquire));
-        self.max_post.saturating_sub(outstanding)
     }
 
     /// Checks a request (RC `_mlx5_post_send`'s checks) and writes its WQE
@@ -392,16 +199,15 @@ impl Mlx5Sq {
     #[inline(always)]
     fn write_wqe(
         &self,
-        burst: &Burst<'_>,
         wr: &SendWr<'_>,
         av_of: &impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
         at: u32,
         head: u32,
     ) -> Result<u32, PostErrorKind> {
-        let q = burst.q;
+        let q = self.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if self.ud {
+        if self.shape.ud {
             let Some(dest) = wr.ud else {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",
@@ -464,8 +270,8 @@ impl Mlx5Sq {
                 (opcode::ATOMIC_FA, 0)
             }
         };
-        if self.allowed & (1 << opcode) == 0 {
-            return Err(PostErrorKind::OpNotSupported(if self.ud {
+        if self.shape.allowed & (1 << opcode) == 0 {
+            return Err(PostErrorKind::OpNotSupported(if self.shape.ud {
                 "UD QPs support only SEND and SEND_WITH_IMM"
             } else {
                 "UC QPs support no RDMA read and no atomics"
@@ -479,23 +285,21 @@ impl Mlx5Sq {
                         "inline data is for sends and RDMA writes, not reads or atomics",
                     ));
                 }
-                if data.len() > self.max_inline as usize {
+                if data.len() > self.shape.max_inline as usize {
                     return Err(PostErrorKind::InlineTooLong {
                         given: data.len(),
-                        max: self.max_inline,
+                        max: self.shape.max_inline,
                     });
                 }
                 if !data.is_empty() {
-                    u += self
-                        .units
-                        .put_stream(u, wqe::inline_header(data.len() as u32), data);
+                    u += q.put_stream(u, wqe::inline_header(data.len() as u32), data);
                 }
             }
             Payload::Sges(sges) => {
-                if sges.len() > self.max_gs as usize {
+                if sges.len() > self.shape.max_gs as usize {
                     return Err(PostErrorKind::TooManySges {
                         given: sges.len(),
-                        max: self.max_gs,
+                        max: self.shape.max_gs,
                     });
                 }
                 if atomic {
@@ -519,7 +323,7 @@ impl Mlx5Sq {
             }
         }
         let ds = u.wrapping_sub(first);
-        let fm_ce_se = self.fm_ce_se[(wr.flags.bits() & 7) as usize];
+        let fm_ce_se = (self.shape.fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
         let pi = (at & 0xffff) as u16;
         q.put(
             first,
@@ -527,21 +331,74 @@ impl Mlx5Sq {
                 pi,
                 opcode,
                 0,
-                self.qpn,
+                self.shape.qpn,
                 ds as u8,
                 fm_ce_se,
                 imm.to_be_bytes(),
             ),
         );
-        burst.record(at, wr.wr_id, head);
+        self.record(at, wr.wr_id, head);
         Ok(ds)
     }
+}
 
-    /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`.
+/// The last WQE of a batch, for the doorbell.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    /// WQEBB counter of its ctrl segment.
+    at: u32,
+    /// 16-byte units.
+    ds: u32,
+    inline: bool,
+}
+
+/// The queue geometry a send queue is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SqGeometry {
+    pub(crate) offset: usize,
+    pub(crate) wqe_cnt: u32,
+    pub(crate) max_post: u32,
+    pub(crate) max_gs: u32,
+    pub(crate) max_inline: u32,
+}
+
+impl SqShape {
+    /// The writer of this queue's WQEs.
     #[inline(always)]
-    fn ring(&mut self, last: Last, nreq: usize) {
+    fn writer(&self) -> Writer<'_> {
+        Writer {
+            q: self.units.view(),
+            slots: &self.track.slots,
+            slot_mask: self.track.mask,
+            shape: self,
+        }
+    }
+
+    /// How many more requests fit, with `head` posted so far.
+    #[inline(always)]
+    fn room(&self, head: u32) -> u32 {
+        let outstanding = head.wrapping_sub(self.track.tail.load(Ordering::Acquire));
+        self.max_post.saturating_sub(outstanding)
+    }
+
+    /// The doorbell's view of the WQE at WQEBB counter `at`: its size from
+    /// its ctrl segment (`qpn_ds`, byte 7), as written.
+    #[inline]
+    fn last(&self, at: u32, inline: bool) -> Last {
+        let ctrl = self.units.get(at.wrapping_mul(UNITS_PER_BB));
+        Last {
+            at,
+            ds: u32::from(ctrl.head()[7] & 0x3f),
+            inline,
+        }
+    }
+
+    /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`,
+    /// the queue posted up to WQEBB counter `cur_post`.
+    #[inline(always)]
+    fn ring(&self, cur_post: u32, last: Last, nreq: usize) {
         barrier::udma_to_device_barrier();
-        self.units.buf().set_dbrec(1, self.cur_post & 0xffff);
+        self.units.buf().set_dbrec(1, cur_post & 0xffff);
         let bf = &*self.bfreg;
         let (guard, reg) = bf.begin();
         barrier::mmio_wc_start();
@@ -562,7 +419,7 @@ impl Mlx5Sq {
     /// Copies the WQE at WQEBB counter `at` to the BlueFlame register:
     /// ascending 64-bit stores, 64 bytes at a time, wrapping the source at
     /// the end of the queue (`mlx5_bf_copy`).
-    #[inline]
+    #[inline(always)]
     fn blueflame(&self, at: u32, bytes: usize, reg: usize) {
         for bb in 0..bytes / SEND_WQE_BB {
             let unit = at.wrapping_add(bb as u32).wrapping_mul(UNITS_PER_BB);
@@ -570,6 +427,191 @@ impl Mlx5Sq {
                 return;
             };
             self.bfreg.page.store_block(reg + bb * SEND_WQE_BB, &block);
+        }
+    }
+}
+
+impl Mlx5Sq {
+    /// The send queue of geometry `g` in `buf`; `None` if the geometry does
+    /// not fit the buffer.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        buf: Arc<QueueBuf>,
+        g: SqGeometry,
+        qpn: u32,
+        qp_type: QpType,
+        sig_all: bool,
+        bfreg: Arc<Bfreg>,
+        track: Arc<SqTrack>,
+    ) -> Option<Self> {
+        let units = Units::new(buf, g.offset, g.wqe_cnt.checked_mul(UNITS_PER_BB)?)?;
+        Some(Mlx5Sq {
+            shape: SqShape {
+                units,
+                max_post: g.max_post,
+                max_gs: g.max_gs,
+                max_inline: g.max_inline,
+                qpn,
+                ud: qp_type == QpType::Ud,
+                allowed: allowed_opcodes(qp_type),
+                fm_ce_se: fm_ce_se_table(sig_all),
+                bfreg,
+                track,
+            },
+            cur_post: 0,
+            head: 0,
+        })
+    }
+
+    /// The completion side of the queue.
+    pub(crate) fn track(&self) -> &Arc<SqTrack> {
+        &self.shape.track
+    }
+
+    /// Restarts the queue (the QP went through RESET).
+    pub(crate) fn reset(&mut self) {
+        self.cur_post = 0;
+        self.head = 0;
+    }
+
+    /// Writes one WQE per request and rings the doorbell once for those
+    /// written. On a failure at `i`, WQEs before `i` are rung and
+    /// `Err((i, kind))` returned; nothing of request `i` is published (its
+    /// checks may fail after some of its segments were written, into slots
+    /// the device does not read: the doorbell record stops before them).
+    #[inline]
+    pub(crate) fn post(
+        &mut self,
+        wrs: &[SendWr<'_>],
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+    ) -> Result<(), (usize, PostErrorKind)> {
+        let shape = &self.shape;
+        // The counters live in registers for the batch and are stored once.
+        let (mut cur, mut head) = (self.cur_post, self.head);
+        // Requests the queue takes before the poller's tail is read again.
+        let mut room = shape.room(head);
+        // WQE basic block of the last WQE written (the doorbell's).
+        let mut last_at = cur;
+        let mut result = Ok(());
+        let w = shape.writer();
+        for (i, wr) in wrs.iter().enumerate() {
+            // The room first: a full queue's next slot may still be read
+            // by the device, so nothing may be written there.
+            if room == 0 {
+                room = shape.room(head);
+                if room == 0 {
+                    result = Err((i, PostErrorKind::QueueFull));
+                    break;
+                }
+            }
+            match w.write_wqe(wr, &av_of, cur, head) {
+                Ok(ds) => {
+                    last_at = cur;
+                    room -= 1;
+                    head = head.wrapping_add(1);
+                    cur = cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+                }
+                Err(kind) => {
+                    result = Err((i, kind));
+                    break;
+                }
+            }
+        }
+        let posted = head.wrapping_sub(self.head) as usize;
+        if posted != 0 {
+            self.cur_post = cur;
+            self.head = head;
+            let inline = wrs
+                .get(posted - 1)
+                .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_)));
+            shape.ring(cur, shape.last(last_at, inline), posted);
+        }
+        result
+    }
+
+    /// Starts a send batch (`ibv_wr_start`). The batch keeps the queue's
+    /// counters and what writing WQEs needs in itself, so over a batch
+    /// written in one function they stay in registers; the queue takes
+    /// them back at [`SqBatch::complete`]. A batch that is dropped or
+    /// forgotten leaves the queue as it was: its WQEs, written past the
+    /// doorbell record, are overwritten by the next ones.
+    #[inline(always)]
+    pub(crate) fn start_batch(&mut self) -> SqBatch<'_> {
+        let Mlx5Sq {
+            shape,
+            cur_post,
+            head,
+        } = self;
+        SqBatch {
+            w: shape.writer(),
+            shape,
+            cur: *cur_post,
+            head: *head,
+            room: shape.room(*head),
+            last_at: *cur_post,
+            last_inline: false,
+            posted: (cur_post, head),
+        }
+    }
+}
+
+/// A send batch being written (`ibv_wr_start` .. `ibv_wr_complete`): WQEs
+/// written past the doorbell record, invisible to the device until
+/// [`SqBatch::complete`].
+#[derive(Debug)]
+pub(crate) struct SqBatch<'q> {
+    w: Writer<'q>,
+    shape: &'q SqShape,
+    /// WQEBB counter of the next WQE.
+    cur: u32,
+    /// Work requests written, the batch's included.
+    head: u32,
+    /// Requests the queue takes before the poller's tail is read again.
+    room: u32,
+    /// WQEBB counter of the last WQE, and whether it is inline.
+    last_at: u32,
+    last_inline: bool,
+    /// The queue's counters (`cur_post`, `head`): what the device was
+    /// given, updated at complete.
+    posted: (&'q mut u32, &'q mut u32),
+}
+
+impl SqBatch<'_> {
+    /// Checks and writes one WQE, as [`Mlx5Sq::post`] does for each of its
+    /// requests; the doorbell record stays where it was, so the device
+    /// does not see it before [`SqBatch::complete`]. On an error nothing of
+    /// it is taken.
+    #[inline(always)]
+    pub(crate) fn push(
+        &mut self,
+        wr: &SendWr<'_>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+    ) -> Result<(), PostErrorKind> {
+        if self.room == 0 {
+            self.room = self.shape.room(self.head);
+            if self.room == 0 {
+                return Err(PostErrorKind::QueueFull);
+            }
+        }
+        let ds = self.w.write_wqe(wr, &av_of, self.cur, self.head)?;
+        self.last_at = self.cur;
+        self.last_inline = matches!(wr.payload, Payload::Inline(_));
+        self.room -= 1;
+        self.head = self.head.wrapping_add(1);
+        self.cur = self.cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+        Ok(())
+    }
+
+    /// Ends the batch (`ibv_wr_complete`): the queue takes its WQEs and
+    /// the doorbell is rung once for them, if there are any.
+    #[inline(always)]
+    pub(crate) fn complete(&mut self) {
+        let nreq = self.head.wrapping_sub(*self.posted.1) as usize;
+        if nreq != 0 {
+            *self.posted.0 = self.cur;
+            *self.posted.1 = self.head;
+            let last = self.shape.last(self.last_at, self.last_inline);
+            self.shape.ring(self.cur, last, nreq);
         }
     }
 }

@@ -175,7 +175,7 @@ fn inline_data_wraps_from_the_end_of_the_queue_to_its_start() {
     // Three one-block WQEs, completed by hand so the queue has room.
     for i in 0..3 {
         r.sq.post(&[send(Payload::Inline(&small))], no_av).unwrap();
-        r.sq.track.complete(i);
+        r.sq.track().complete(i);
     }
     // The next WQE starts in the last block and takes two: its inline bytes
     // continue at the start of the queue.

@@ -89,6 +89,15 @@ fn ring_send(doorbell: &Doorbell, dev: Device<'_>, count: usize) -> Result<(), P
     })
 }
 
+/// A send batch on an rxe QP: its WQEs are in the ring, our producer
+/// index past them, until complete stores that index for the kernel.
+#[derive(Debug)]
+pub(crate) struct RxeSendBatch<'q> {
+    qp: &'q mut RxeQp,
+    /// For the doorbell.
+    dev: Device<'q>,
+}
+
 impl Provider for Rxe {
     const NAME: &'static str = "rxe";
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_RXE;
@@ -102,6 +111,7 @@ impl Provider for Rxe {
     type CqPlan = RxeResp<abi::RxeCreateCqResp>;
     type CqShared = ();
     type Cq = RxeCq;
+    type SendBatch<'q> = RxeSendBatch<'q>;
     type QpPlan = RxeResp<abi::RxeCreateQpResp>;
     type QpShared = ();
     type Qp = RxeQp;
@@ -242,28 +252,25 @@ impl Provider for Rxe {
         }
     }
 
-    fn start_send_batch(qp: &mut RxeQp) {
+    fn start_send_batch<'q>(qp: &'q mut RxeQp, dev: Device<'q>) -> RxeSendBatch<'q> {
         qp.sq.start_batch();
+        RxeSendBatch { qp, dev }
     }
 
     #[inline]
-    fn push_send(qp: &mut RxeQp, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        qp.sq.push(wr)
+    fn push_send(batch: &mut RxeSendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        batch.qp.sq.push(wr)
     }
 
-    fn complete_send_batch(
-        qp: &mut RxeQp,
-        dev: Device<'_>,
-        pushed: usize,
-    ) -> Result<(), PostError> {
-        if !qp.sq.complete_batch() {
+    fn complete_send_batch(batch: &mut RxeSendBatch<'_>, pushed: usize) -> Result<(), PostError> {
+        if !batch.qp.sq.complete_batch() {
             return Ok(());
         }
-        ring_send(&qp.doorbell, dev, pushed)
+        ring_send(&batch.qp.doorbell, batch.dev, pushed)
     }
 
-    fn abort_send_batch(qp: &mut RxeQp) {
-        qp.sq.abort_batch();
+    fn abort_send_batch(batch: &mut RxeSendBatch<'_>) {
+        batch.qp.sq.abort_batch();
     }
 
     #[inline]
