@@ -230,6 +230,7 @@ impl Units {
 pub(crate) struct CqeRing<'a> {
     /// The 64-byte CQE of entry 0.
     first: *const u8,
+    /// Entries, minus one.
     mask: u32,
     /// log2 of the entry size.
     shift: u32,
@@ -253,67 +254,100 @@ impl QueueBuf {
     }
 }
 
-impl CqeRing<'_> {
-    /// The 64-byte CQE of consumer index `ci` (masked here).
+impl<'a> CqeRing<'a> {
+    /// The entries from consumer index `ci` to the end of the ring, at most
+    /// `max`: a run in which the hardware's owner bit does not change and
+    /// entry `k` is `k` entries after the first, with no masking.
     #[inline(always)]
-    fn at(self, ci: u32) -> *const u8 {
-        // In bounds: `(ci & mask) << shift` is below `ncqe * cqe_size`,
-        // and the CQE's 64 bytes end where its entry ends (`cqes`).
-        self.first
-            .wrapping_add(((ci & self.mask) as usize) << self.shift)
+    pub(crate) fn run(self, ci: u32, max: u32) -> CqeRun<'a> {
+        let first = ci & self.mask;
+        CqeRun {
+            // In bounds: `first << shift` is below `ncqe * cqe_size`, and
+            // the CQE's 64 bytes end where its entry ends (`cqes`).
+            start: self.first.wrapping_add((first as usize) << self.shift),
+            len: (self.mask - first + 1).min(max),
+            stride: 1 << self.shift,
+            _buf: PhantomData,
+        }
+    }
+}
+
+/// Consecutive entries of a [`CqeRing`] that do not wrap: see
+/// [`CqeRing::run`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CqeRun<'a> {
+    /// The 64-byte CQE of its first entry.
+    start: *const u8,
+    /// Entries in the run (none past the ring's end).
+    len: u32,
+    /// Bytes from one entry to the next.
+    stride: usize,
+    _buf: PhantomData<&'a QueueBuf>,
+}
+
+impl<'a> CqeRun<'a> {
+    /// How many entries it has.
+    #[inline(always)]
+    pub(crate) fn len(self) -> u32 {
+        self.len
     }
 
-    /// The ownership byte (`op_own`) of entry `ci`, with acquire ordering:
-    /// the device writes it last.
+    /// The CQE of its entry `k`, if it has one.
     #[inline(always)]
-    pub(crate) fn op_own(self, ci: u32) -> u8 {
-        // SAFETY: byte 63 of an entry's CQE is inside the buffer (`at`),
+    pub(crate) fn get(self, k: u32) -> Option<CqeRef<'a>> {
+        (k < self.len).then(|| CqeRef {
+            // In bounds: entry `k < len` of the run is inside the ring
+            // (`CqeRing::run`).
+            cqe: self.start.wrapping_add(k as usize * self.stride),
+            _buf: PhantomData,
+        })
+    }
+}
+
+/// One 64-byte CQE in a CQ buffer (from [`CqeRun::get`]), read with atomic
+/// and volatile loads: the device writes it by DMA.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CqeRef<'a> {
+    cqe: *const u8,
+    _buf: PhantomData<&'a QueueBuf>,
+}
+
+impl CqeRef<'_> {
+    /// The ownership byte (`op_own`), with acquire ordering: the device
+    /// writes it last.
+    #[inline(always)]
+    pub(crate) fn op_own(self) -> u8 {
+        // SAFETY: byte 63 of the CQE is inside the buffer (`CqeRun::get`),
         // which the borrow keeps alive; it is only accessed atomically by
         // software (the device writes it by DMA; the test model atomically).
-        unsafe { AtomicU8::from_ptr(self.at(ci).add(63).cast_mut()) }.load(Ordering::Acquire)
+        unsafe { AtomicU8::from_ptr(self.cqe.add(63).cast_mut()) }.load(Ordering::Acquire)
     }
 
-    /// The CQE of entry `ci` (after its ownership byte was seen), read
-    /// with volatile loads: bytes 32..64, which every CQE kind uses, and
-    /// with `head` also bytes 16..32 (the fields of a receive: path bits,
-    /// SLID, source QP). The rest (timestamps, checksums and other fields of
-    /// offloads this library never turns on) is left zero.
+    /// The CQE (after its ownership byte was seen), read with volatile
+    /// loads: bytes 32..64, which every CQE kind uses, and with `head` also
+    /// bytes 16..32 (the fields of a receive: path bits, SLID, source QP).
+    /// The rest (timestamps, checksums and other fields of offloads this
+    /// library never turns on) is left zero.
     #[inline(always)]
-    pub(crate) fn read(self, ci: u32, head: bool) -> [u8; 64] {
+    pub(crate) fn read(self, head: bool) -> [u8; 64] {
         let mut out = [0u8; 64];
-        self.read_words(ci, &mut out, 4..8);
-        if head {
-            self.read_words(ci, &mut out, 2..4);
+        let first = if head { 2 } else { 4 };
+        for i in first..8 {
+            if let Some(chunk) = out.get_mut(8 * i..8 * i + 8) {
+                chunk.copy_from_slice(&self.word(i).to_ne_bytes());
+            }
         }
         out
     }
 
-    /// Words 4..8 (bytes 32..64) of entry `ci`'s CQE, with volatile loads
-    /// (after its ownership byte was seen).
+    /// Word `i % 8` (bytes `8 * i..8 * i + 8`) of the CQE, with a volatile
+    /// load (after its ownership byte was seen).
     #[inline(always)]
-    pub(crate) fn tail(self, ci: u32) -> [u64; 4] {
-        [4, 5, 6, 7].map(|i| self.word(ci, i))
-    }
-
-    /// Copies words `words` (8 bytes each, `words.end <= 8`) of entry
-    /// `ci`'s CQE into `out`.
-    #[inline(always)]
-    fn read_words(self, ci: u32, out: &mut [u8; 64], words: std::ops::Range<usize>) {
-        for i in words {
-            if let Some(chunk) = out.get_mut(8 * i..8 * i + 8) {
-                chunk.copy_from_slice(&self.word(ci, i).to_ne_bytes());
-            }
-        }
-    }
-
-    /// Word `i % 8` (bytes `8 * i..8 * i + 8`) of entry `ci`'s CQE, with a
-    /// volatile load.
-    #[inline(always)]
-    fn word(self, ci: u32, i: usize) -> u64 {
-        // SAFETY: word `i % 8` of the entry's CQE is inside the buffer and
-        // 8-aligned (entries are 64 or 128 bytes in a page-aligned
-        // allocation, `at`). Volatile: the device may write at any time.
-        unsafe { std::ptr::read_volatile(self.at(ci).cast::<u64>().add(i % 8)) }
+    pub(crate) fn word(self, i: usize) -> u64 {
+        // SAFETY: word `i % 8` of the CQE is inside the buffer and 8-aligned
+        // (entries are 64 or 128 bytes in a page-aligned allocation,
+        // `CqeRun::get`). Volatile: the device may write at any time.
+        unsafe { std::ptr::read_volatile(self.cqe.cast::<u64>().add(i % 8)) }
     }
 }
 

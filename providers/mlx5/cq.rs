@@ -11,8 +11,10 @@
 //!   read first (acquire), then [`udma_from_device_barrier`], then the rest.
 //!   rdma-core places a barrier after each CQE's ownership check; a poll
 //!   here checks the ownership of the whole run of valid CQEs it will take
-//!   and then places one barrier before reading any of them, which orders
-//!   every body load after its own ownership load just the same.
+//!   (a run ends at the ring's end, so its owner bit is one value) and then
+//!   places one barrier before reading any of them, which orders every
+//!   body load after its own ownership load just the same. Only words 4,
+//!   5 and 7 of a requester CQE are read (its QP, byte count and counter).
 //! - A requester CQE names the last WQE it completes by `wqe_counter`, which
 //!   frees the send queue up to it; a responder CQE of an RQ completes the
 //!   oldest receive, of an SRQ the WQE it names. CQE v1 names the QP by the
@@ -212,24 +214,23 @@ impl Mlx5Cq {
         let Some(ring) = core.buf.cqes(core.ncqe, core.cqe_size) else {
             return 0;
         };
-        let hw_owner = core.ncqe;
         let start = self.ci;
         let mut ci = start;
         let mut n = 0;
         while n < out.len() {
             // The run of CQEs the device has handed over, up to what `out`
-            // still takes: their ownership bytes first, then one barrier
-            // for the whole run, then their bodies. Every body load follows
-            // the barrier, which follows its own CQE's ownership load: the
-            // ordering rdma-core gets with a barrier per CQE
-            // (`mlx5_get_next_cqe`), at the cost of one per poll.
-            let want = (out.len() - n).min(core.ncqe as usize) as u32;
+            // still takes and the ring's end (so the owner bit the device
+            // writes is the same for all): their ownership bytes first,
+            // then one barrier for the whole run, then their bodies. Every
+            // body load follows the barrier, which follows its own CQE's
+            // ownership load: the ordering rdma-core gets with a barrier
+            // per CQE (`mlx5_get_next_cqe`), at the cost of one per run.
+            let run = ring.run(ci, (out.len() - n).min(core.ncqe as usize) as u32);
+            let owner = u8::from(ci & core.ncqe != 0);
             let mut ready = 0;
-            while ready < want {
-                let at = ci.wrapping_add(ready);
-                let op_own = ring.op_own(at);
-                let owner_bit = u32::from(op_own & 1) * hw_owner;
-                if op_own >> 4 == cqe_opcode::INVALID || owner_bit != at & hw_owner {
+            while let Some(cqe) = run.get(ready) {
+                let op_own = cqe.op_own();
+                if op_own >> 4 == cqe_opcode::INVALID || op_own & 1 != owner {
                     break;
                 }
                 ready += 1;
@@ -238,23 +239,25 @@ impl Mlx5Cq {
                 break;
             }
             barrier::udma_from_device_barrier();
-            for _ in 0..ready {
-                let Some(wc) = out.get_mut(n) else {
+            let mut k = 0;
+            while k < ready {
+                let (Some(cqe), Some(wc)) = (run.get(k), out.get_mut(n)) else {
                     break;
                 };
-                let tail = CqeTail(ring.tail(ci));
+                let tail = CqeTail::new(|i| cqe.word(i));
                 let op = tail.opcode();
                 let surfaced = if op == cqe_opcode::REQ && self.parser.cleaning.is_empty() {
                     self.parser.requester(&tail, wc)
                 } else {
                     // Receive fields only for responder CQEs (opcodes 1..=4).
-                    let cqe = Cqe64(ring.read(ci, (1..=4).contains(&op)));
-                    self.parser.parse(&cqe, ci, wc)
+                    let whole = Cqe64(cqe.read((1..=4).contains(&op)));
+                    self.parser.parse(&whole, ci.wrapping_add(k), wc)
                 };
                 n += usize::from(surfaced);
-                ci = ci.wrapping_add(1);
+                k += 1;
             }
-            if ready < want {
+            ci = ci.wrapping_add(k);
+            if k < run.len() {
                 break;
             }
         }
@@ -299,7 +302,7 @@ impl Parser {
     /// into `wc`, from the CQE's last 32 bytes alone; as [`Parser::parse`]
     /// does for it.
     #[inline(always)]
-    fn requester(&mut self, cqe: &CqeTail, wc: &mut WorkCompletion) -> bool {
+    fn requester(&mut self, cqe: &impl CqeView, wc: &mut WorkCompletion) -> bool {
         let qp_num = cqe.qpn();
         let rsn = if self.cqe_v1 { cqe.srqn_uidx() } else { qp_num };
         let Some(qp) = self.qp_of(rsn) else {

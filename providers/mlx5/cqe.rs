@@ -143,31 +143,42 @@ impl CqeView for Cqe64 {
     }
 }
 
-/// Bytes 32..64 of a CQE64 as four words loaded from the CQ (native byte
-/// order): all a requester completion needs, read without copying the
-/// whole CQE (the poll loop's fast path). Its fields are [`CqeView`]'s, as
-/// for [`Cqe64`]; the golden test checks both against mlx5dv.h.
+/// Bytes 32..64 of a CQE read in place, for the poll loop's fast path: a
+/// requester completion needs only word 7 (`sop_drop_qpn`, `wqe_counter`,
+/// `op_own`), loaded once here, word 4 (`srqn_uidx`) with CQE v1 and word 5
+/// (`byte_cnt`) for an RDMA read, which `word` loads when a field asks for
+/// them (words are 8 bytes, native byte order, numbered from the CQE's
+/// start). Its fields are [`CqeView`]'s, as for [`Cqe64`]; the golden test
+/// checks both against mlx5dv.h.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct CqeTail(pub(crate) [u64; 4]);
+pub(crate) struct CqeTail<F> {
+    w7: u64,
+    word: F,
+}
 
-impl CqeTail {
-    /// The tail of a whole CQE (tests).
-    #[cfg(test)]
-    pub(crate) fn of(cqe: &Cqe64) -> Self {
-        let mut w = [0u64; 4];
-        for (i, word) in w.iter_mut().enumerate() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&cqe.0[32 + 8 * i..40 + 8 * i]);
-            *word = u64::from_ne_bytes(b);
-        }
-        CqeTail(w)
+impl<F: Fn(usize) -> u64> CqeTail<F> {
+    /// The tail of the CQE whose words `word` reads.
+    #[inline(always)]
+    pub(crate) fn new(word: F) -> Self {
+        CqeTail { w7: word(7), word }
     }
 }
 
-impl CqeView for CqeTail {
+/// The tail of a whole CQE (tests).
+#[cfg(test)]
+pub(crate) fn tail_of(cqe: &Cqe64) -> CqeTail<impl Fn(usize) -> u64 + '_> {
+    CqeTail::new(|i| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&cqe.0[8 * i..8 * i + 8]);
+        u64::from_ne_bytes(b)
+    })
+}
+
+impl<F: Fn(usize) -> u64> CqeView for CqeTail<F> {
     #[inline(always)]
     fn be32(&self, at: usize) -> u32 {
-        let w = self.0[(at - 32) / 8 % 4].to_ne_bytes();
+        let i = at / 8 % 8;
+        let w = if i == 7 { self.w7 } else { (self.word)(i) }.to_ne_bytes();
         let o = at % 8;
         u32::from_be_bytes([w[o], w[o + 1], w[o + 2], w[o + 3]])
     }

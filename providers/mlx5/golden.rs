@@ -468,7 +468,7 @@ fn the_cqe_decoder_reads_what_mlx5dv_writes() {
         assert_eq!(u32::from(c.wqe_counter()), v[7]);
         assert_eq!(c.op_own(), v[8] as u8);
         // The poll loop's requester view of the same bytes.
-        let t = cqe::CqeTail::of(&c);
+        let t = cqe::tail_of(&c);
         assert_eq!(t.op_own(), v[8] as u8);
         assert_eq!(t.opcode(), c.opcode());
         assert_eq!(t.srqn_uidx(), v[3] & 0x00ff_ffff);
