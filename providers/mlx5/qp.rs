@@ -167,9 +167,15 @@ impl QpTrack {
         }
     }
 
+    /// Whether the QP is still registered (a CQ's cached QP is checked
+    /// with it). Relaxed: nothing read after it depends on what its
+    /// destroyer wrote before clearing it (the track's memory lives as long
+    /// as the `Arc`), and an acquire load would be no fresher; the CQEs a
+    /// destroyed QP left behind are dropped by the CQ's clean list, whose
+    /// taking also clears the cache.
     #[inline(always)]
     pub(crate) fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::Acquire)
+        self.alive.load(Ordering::Relaxed)
     }
 
     /// The work request of a receive completion.
@@ -233,7 +239,7 @@ impl Resources {
 
     /// Unregisters a QP: CQs no longer find it.
     pub(crate) fn remove(&self, track: &QpTrack) {
-        track.alive.store(false, Ordering::Release);
+        track.alive.store(false, Ordering::Relaxed);
         let mut t = self.lock();
         if t.qps
             .get(&track.rsn)

@@ -64,11 +64,18 @@ impl RqTrack {
     }
 
     /// The work request of the oldest outstanding receive, now completed.
+    /// Its `wr_id` is read before the slot is freed: once the release store
+    /// of the tail is seen (acquire, in `post`), the poster may write the
+    /// slot again.
     #[inline]
     pub(crate) fn complete(&self) -> u64 {
         let t = self.tail.load(Ordering::Relaxed);
+        let wr_id = self
+            .wrid
+            .get((t & self.mask) as usize)
+            .map_or(0, |w| w.load(Ordering::Relaxed));
         self.tail.store(t.wrapping_add(1), Ordering::Release);
-        self.wrid[(t & self.mask) as usize].load(Ordering::Relaxed)
+        wr_id
     }
 }
 

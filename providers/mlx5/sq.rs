@@ -88,8 +88,11 @@ impl SqTrack {
             return 0;
         };
         let head = slot.head.load(Ordering::Relaxed);
+        // Read before the queue is freed up to this WQE: once the poster
+        // sees the new tail (acquire, in `room`), it may write the slot.
+        let wr_id = slot.wrid.load(Ordering::Relaxed);
         self.tail.store(head.wrapping_add(1), Ordering::Release);
-        slot.wrid.load(Ordering::Relaxed)
+        wr_id
     }
 
     /// Every WQE index from `from` (a counter) to `to`, for flushing.
