@@ -81,18 +81,33 @@ impl SqTrack {
     /// to it (a requester CQE completes every unsignaled WQE before it).
     #[inline]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        let Some(slot) = self
+        let (wr_id, tail) = self.take(wqe_counter);
+        self.free(tail);
+        wr_id
+    }
+
+    /// The work request of the WQE at `wqe_counter`, and the tail that
+    /// frees the queue up to it, for [`SqTrack::free`]. The `wr_id` is read
+    /// first: a poster that sees the new tail (acquire, in `room`) may
+    /// write the slot again.
+    #[inline(always)]
+    pub(crate) fn take(&self, wqe_counter: u16) -> (u64, u32) {
+        match self
             .slots
             .get((u32::from(wqe_counter) & self.mask) as usize)
-        else {
-            return 0;
-        };
-        let head = slot.head.load(Ordering::Relaxed);
-        // Read before the queue is freed up to this WQE: once the poster
-        // sees the new tail (acquire, in `room`), it may write the slot.
-        let wr_id = slot.wrid.load(Ordering::Relaxed);
-        self.tail.store(head.wrapping_add(1), Ordering::Release);
-        wr_id
+        {
+            Some(slot) => (
+                slot.wrid.load(Ordering::Relaxed),
+                slot.head.load(Ordering::Relaxed).wrapping_add(1),
+            ),
+            None => (0, self.tail.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Frees the queue up to `tail`, the latest [`SqTrack::take`] gave.
+    #[inline(always)]
+    pub(crate) fn free(&self, tail: u32) {
+        self.tail.store(tail, Ordering::Release);
     }
 
     /// Every WQE index from `from` (a counter) to `to`, for flushing.
