@@ -91,6 +91,17 @@ fn requester_wc(
     };
 }
 
+/// Whether a CQE whose `op_own` byte is `op_own` was handed over by the
+/// device, which writes `owner` (0 or 1) as its owner bit in this pass over
+/// the ring: its opcode is not `INVALID` (15) and its owner bit is
+/// `owner`. In one comparison: with the owner bit cleared by the XOR when
+/// it matches and rotated to the top, the byte is below `0x78` exactly when
+/// it matched (bit 7 clear) and the opcode is below 15.
+#[inline(always)]
+fn cqe_is_valid(op_own: u8, owner: u8) -> bool {
+    (op_own ^ owner).rotate_right(1) < (cqe_opcode::INVALID << 3)
+}
+
 /// A request to drop a QP's CQEs.
 #[derive(Debug, Clone, Copy)]
 struct Clean {
@@ -147,8 +158,7 @@ impl CqCore {
     fn owned(&self, ci: u32) -> Option<usize> {
         let at = self.cqe64_at(ci);
         let op_own = self.buf.load_u8(at + 63)?;
-        let hw_owner = u8::from(ci & self.ncqe != 0);
-        (op_own >> 4 != cqe_opcode::INVALID && op_own & 1 == hw_owner).then_some(at)
+        cqe_is_valid(op_own, u8::from(ci & self.ncqe != 0)).then_some(at)
     }
 
     /// Marks the CQEs of QP `rsn` now in the CQ for dropping (a QP was
@@ -231,8 +241,7 @@ impl Mlx5Cq {
             let owner = u8::from(ci & core.ncqe != 0);
             let mut ready = 0;
             while let Some(cqe) = run.get(ready) {
-                let op_own = cqe.op_own();
-                if op_own >> 4 == cqe_opcode::INVALID || op_own & 1 != owner {
+                if !cqe_is_valid(cqe.op_own(), owner) {
                     break;
                 }
                 ready += 1;
@@ -439,5 +448,22 @@ impl Mlx5Cq {
         let doorbell = (u64::from(v) << 32 | u64::from(cqn)).to_be_bytes();
         self.uar.store64(CQ_DOORBELL, doorbell);
         barrier::mmio_flush_writes();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-comparison test against the two-part definition, for every
+    /// `op_own` byte and both owner values.
+    #[test]
+    fn cqe_validity_is_opcode_not_invalid_and_owner_bit_matching() {
+        for owner in [0u8, 1] {
+            for op_own in 0..=u8::MAX {
+                let expected = op_own >> 4 != 15 && op_own & 1 == owner;
+                assert_eq!(cqe_is_valid(op_own, owner), expected, "{op_own:#x} {owner}");
+            }
+        }
     }
 }
