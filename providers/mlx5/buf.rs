@@ -292,6 +292,20 @@ impl<'a> CqeRun<'a> {
         self.len
     }
 
+    /// Its entries `from..to` (those it has), in order.
+    #[inline(always)]
+    pub(crate) fn iter(self, from: u32, to: u32) -> CqeIter<'a> {
+        let from = from.min(self.len);
+        CqeIter {
+            // In bounds or one past the run's end (`get`), never read
+            // when `left` is 0.
+            next: self.start.wrapping_add(from as usize * self.stride),
+            left: to.min(self.len).saturating_sub(from),
+            stride: self.stride,
+            _buf: PhantomData,
+        }
+    }
+
     /// The CQE of its entry `k`, if it has one.
     #[inline(always)]
     pub(crate) fn get(self, k: u32) -> Option<CqeRef<'a>> {
@@ -301,6 +315,35 @@ impl<'a> CqeRun<'a> {
             cqe: self.start.wrapping_add(k as usize * self.stride),
             _buf: PhantomData,
         })
+    }
+}
+
+/// Entries of a [`CqeRun`], from [`CqeRun::iter`].
+#[derive(Debug)]
+pub(crate) struct CqeIter<'a> {
+    /// The 64-byte CQE of the next entry.
+    next: *const u8,
+    /// Entries left.
+    left: u32,
+    stride: usize,
+    _buf: PhantomData<&'a QueueBuf>,
+}
+
+impl<'a> Iterator for CqeIter<'a> {
+    type Item = CqeRef<'a>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<CqeRef<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        let cqe = CqeRef {
+            cqe: self.next,
+            _buf: PhantomData,
+        };
+        self.left -= 1;
+        self.next = self.next.wrapping_add(self.stride);
+        Some(cqe)
     }
 }
 
@@ -442,6 +485,33 @@ mod tests {
         assert_eq!(b.dbrec_value(0), 0);
         assert!(b.fill(0, 64, 0xf0));
         assert_eq!(b.load_u8(63), Some(0xf0));
+    }
+
+    /// Runs end at the ring's end, and their iterators stay inside them.
+    #[test]
+    fn cqe_runs_stop_at_the_rings_end() {
+        for cqe_size in [64, 128] {
+            let b = QueueBuf::new(8 * cqe_size, "test").unwrap();
+            // Entry i's op_own byte (the last of its 64-byte CQE) is i.
+            for i in 0..8 {
+                assert!(b.fill(i * cqe_size + cqe_size - 1, 1, i as u8));
+            }
+            let ring = b.cqes(8, cqe_size).unwrap();
+            let own = |run: CqeRun<'_>, from, to| -> Vec<u8> {
+                run.iter(from, to).map(|c| c.op_own()).collect()
+            };
+            let run = ring.run(8 + 5, 16);
+            assert_eq!(run.len(), 3, "entries 5..8, not past the end");
+            assert_eq!(own(run, 0, run.len()), [5, 6, 7]);
+            assert_eq!(own(run, 1, 99), [6, 7]);
+            assert_eq!(own(run, 3, 9), Vec::<u8>::new());
+            assert_eq!(own(run, 7, 2), Vec::<u8>::new());
+            assert_eq!(run.get(2).map(|c| c.op_own()), Some(7));
+            assert!(run.get(3).is_none());
+            assert_eq!(ring.run(0, 2).len(), 2, "bounded by max");
+            assert_eq!(own(ring.run(16, 8), 0, 8), [0, 1, 2, 3, 4, 5, 6, 7]);
+        }
+        assert!(QueueBuf::new(4096, "test").unwrap().cqes(8, 96).is_none());
     }
 
     #[test]

@@ -240,7 +240,7 @@ impl Mlx5Cq {
             let run = ring.run(ci, (out.len() - n).min(core.ncqe as usize) as u32);
             let owner = u8::from(ci & core.ncqe != 0);
             let mut ready = 0;
-            while let Some(cqe) = run.get(ready) {
+            for cqe in run.iter(0, run.len()) {
                 if !cqe_is_valid(cqe.op_own(), owner) {
                     break;
                 }
@@ -333,8 +333,8 @@ impl Parser {
         }
         let sq = &*qp.sq;
         let mut freed = None;
-        while k < ready {
-            let (Some(cqe), Some(wc)) = (run.get(k), out.get_mut(*n)) else {
+        for cqe in run.iter(k, ready) {
+            let Some(wc) = out.get_mut(*n) else {
                 break;
             };
             let tail = CqeTail::new(|i| cqe.word(i));
