@@ -28,6 +28,10 @@ use std::sync::{
     Arc,
 };
 
+mod batch;
+
+pub(crate) use batch::SqBatch;
+
 use super::{
     buf::{QueueBuf, Units, UnitsView},
     uar::Bfreg,
@@ -545,91 +549,5 @@ impl Mlx5Sq {
             shape.ring(cur, shape.last(last_at, inline), posted);
         }
         result
-    }
-
-    /// Starts a send batch (`ibv_wr_start`). The batch keeps the queue's
-    /// counters and what writing WQEs needs in itself, so over a batch
-    /// written in one function they stay in registers; the queue takes
-    /// them back at [`SqBatch::complete`]. A batch that is dropped or
-    /// forgotten leaves the queue as it was: its WQEs, written past the
-    /// doorbell record, are overwritten by the next ones.
-    #[inline(always)]
-    pub(crate) fn start_batch(&mut self) -> SqBatch<'_> {
-        let Mlx5Sq {
-            shape,
-            cur_post,
-            head,
-        } = self;
-        SqBatch {
-            w: shape.writer(),
-            shape,
-            cur: *cur_post,
-            head: *head,
-            room: shape.room(*head),
-            last_at: *cur_post,
-            last_inline: false,
-            posted: (cur_post, head),
-        }
-    }
-}
-
-/// A send batch being written (`ibv_wr_start` .. `ibv_wr_complete`): WQEs
-/// written past the doorbell record, invisible to the device until
-/// [`SqBatch::complete`].
-#[derive(Debug)]
-pub(crate) struct SqBatch<'q> {
-    w: Writer<'q>,
-    shape: &'q SqShape,
-    /// WQEBB counter of the next WQE.
-    cur: u32,
-    /// Work requests written, the batch's included.
-    head: u32,
-    /// Requests the queue takes before the poller's tail is read again.
-    room: u32,
-    /// WQEBB counter of the last WQE, and whether it is inline.
-    last_at: u32,
-    last_inline: bool,
-    /// The queue's counters (`cur_post`, `head`): what the device was
-    /// given, updated at complete.
-    posted: (&'q mut u32, &'q mut u32),
-}
-
-impl SqBatch<'_> {
-    /// Checks and writes one WQE, as [`Mlx5Sq::post`] does for each of its
-    /// requests; the doorbell record stays where it was, so the device
-    /// does not see it before [`SqBatch::complete`]. On an error nothing of
-    /// it is taken.
-    #[inline(always)]
-    pub(crate) fn push(
-        &mut self,
-        wr: &SendWr<'_>,
-        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
-    ) -> Result<(), PostErrorKind> {
-        if self.room == 0 {
-            self.room = self.shape.room(self.head);
-            if self.room == 0 {
-                return Err(PostErrorKind::QueueFull);
-            }
-        }
-        let ds = self.w.write_wqe(wr, &av_of, self.cur, self.head)?;
-        self.last_at = self.cur;
-        self.last_inline = matches!(wr.payload, Payload::Inline(_));
-        self.room -= 1;
-        self.head = self.head.wrapping_add(1);
-        self.cur = self.cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
-        Ok(())
-    }
-
-    /// Ends the batch (`ibv_wr_complete`): the queue takes its WQEs and
-    /// the doorbell is rung once for them, if there are any.
-    #[inline(always)]
-    pub(crate) fn complete(&mut self) {
-        let nreq = self.head.wrapping_sub(*self.posted.1) as usize;
-        if nreq != 0 {
-            *self.posted.0 = self.cur;
-            *self.posted.1 = self.head;
-            let last = self.shape.last(self.last_at, self.last_inline);
-            self.shape.ring(self.cur, last, nreq);
-        }
     }
 }
