@@ -22,6 +22,8 @@ use uverbs::{
 
 #[path = "shared/mlx5_pair.rs"]
 mod mlx5_pair;
+#[path = "shared/qp_connect.rs"]
+mod qp_connect;
 use mlx5_pair::*;
 
 #[test]

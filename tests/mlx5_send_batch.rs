@@ -13,6 +13,8 @@ use uverbs::{
 
 #[path = "shared/mlx5_pair.rs"]
 mod mlx5_pair;
+#[path = "shared/qp_connect.rs"]
+mod qp_connect;
 use mlx5_pair::*;
 
 /// Polls `cq` once after running the model; what it gave.

@@ -13,6 +13,8 @@
 
 #[path = "../common/devinfo_compare.rs"]
 mod devinfo_compare;
+#[path = "../shared/qp_connect.rs"]
+mod qp_connect;
 
 mod async_events;
 #[cfg(feature = "tokio")]

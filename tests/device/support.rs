@@ -2,8 +2,8 @@
 //! pairs of QPs connected to each other through rxe's loopback.
 
 use uverbs::{
-    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, WorkCompletion,
+    AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion,
+    ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, WorkCompletion,
 };
 
 use crate::{test_device, test_env};
@@ -50,44 +50,10 @@ pub fn access_all() -> AccessFlags {
         | AccessFlags::REMOTE_ATOMIC
 }
 
-/// Moves `qp` through INIT, RTR, RTS towards `remote_qpn` at `dgid`, with
-/// the attributes each transition requires for its type (`modify_to`).
+/// Moves `qp` through INIT, RTR, RTS towards `remote_qpn` at `dgid`, through
+/// the test GID (`qp_connect::to_rts`).
 pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: Gid, access: AccessFlags, rnr_retry: u8) {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        pkey_index: 0,
-        port_num: 1,
-        qp_access_flags: access,
-        qkey: 0x1111_1111,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
-
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote_qpn;
-    attr.rq_psn = 0;
-    attr.max_dest_rd_atomic = 4;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index: gid_index(),
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
-
-    attr.qp_state = QpState::Rts;
-    attr.sq_psn = 0;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = rnr_retry;
-    attr.max_rd_atomic = 4;
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+    crate::qp_connect::to_rts(qp, remote_qpn, dgid, gid_index(), access, rnr_retry);
 }
 
 /// Two QPs of `qp_type` connected to each other (RC/UC), or ready to talk (UD).

@@ -1,17 +1,18 @@
 //! What the mlx5 model tests share: a context on the device model, QPs
 //! made and connected the way every test wants them, and the checks that
 //! end each test. Included by `tests/mlx5_model.rs` and
-//! `tests/mlx5_send_batch.rs` (`#[path]`); each uses part of it.
+//! `tests/mlx5_send_batch.rs` (`#[path]`, with `shared/qp_connect.rs` as
+//! `crate::qp_connect`); each uses part of it.
 #![allow(dead_code)]
 
 use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
 use uverbs::{
     AccessFlags, AddressHandle, AhAttr, CompletionQueue, Context, CqOptions, GlobalRoute,
-    MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
-    SharedReceiveQueue, WorkCompletion,
+    MemoryRegion, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue,
+    WorkCompletion,
 };
 
-pub const QKEY: u32 = 0x1111_1111;
+pub use crate::qp_connect::QKEY;
 
 pub fn open(model: &Mlx5Model) -> Context {
     Context::open_with(model.dyn_kernel(), None).unwrap_or_else(|e| panic!("open: {e}"))
@@ -49,41 +50,14 @@ pub fn create_qp<'a>(
     .unwrap_or_else(|e| panic!("create_qp: {e}"))
 }
 
-/// RESET -> INIT -> RTR -> RTS towards `remote_qpn` (UD: no remote).
+/// RESET -> INIT -> RTR -> RTS towards `remote_qpn` (UD: no remote),
+/// through the model's GID 1, every remote access allowed.
 pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: uverbs::Gid, rnr_retry: u8) {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE
-            | AccessFlags::REMOTE_WRITE
-            | AccessFlags::REMOTE_READ
-            | AccessFlags::REMOTE_ATOMIC,
-        qkey: QKEY,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote_qpn;
-    attr.max_dest_rd_atomic = 4;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index: 1,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = rnr_retry;
-    attr.max_rd_atomic = 4;
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+    let all = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    crate::qp_connect::to_rts(qp, remote_qpn, dgid, 1, all, rnr_retry);
 }
 
 /// Two connected QPs of `qp_type`, each with its own CQ, and an MR each.

@@ -1,0 +1,58 @@
+//! Moving a QP from RESET to RTS towards a peer, as every test that needs a
+//! connected (or ready UD) QP does: the device suite on a real kernel
+//! (`tests/device/support.rs`) and the mlx5 device-model tests
+//! (`tests/shared/mlx5_pair.rs`). Included by each test binary (`#[path]`).
+#![allow(dead_code)]
+
+use uverbs::{AccessFlags, AhAttr, Gid, GlobalRoute, Mtu, QpAttr, QpState, QueuePair};
+
+/// The Q_Key every test QP uses (UD destinations name it).
+pub const QKEY: u32 = 0x1111_1111;
+
+/// Moves `qp` through INIT, RTR and RTS towards `remote_qpn` at `dgid`
+/// (through GID `sgid_index` of port 1), with the attributes each
+/// transition requires for its type (`modify_to` keeps those that apply).
+pub fn to_rts(
+    qp: &QueuePair,
+    remote_qpn: u32,
+    dgid: Gid,
+    sgid_index: u8,
+    access: AccessFlags,
+    rnr_retry: u8,
+) {
+    let mut attr = QpAttr {
+        qp_state: QpState::Init,
+        pkey_index: 0,
+        port_num: 1,
+        qp_access_flags: access,
+        qkey: QKEY,
+        ..QpAttr::default()
+    };
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
+
+    attr.qp_state = QpState::Rtr;
+    attr.path_mtu = Mtu(3);
+    attr.dest_qp_num = remote_qpn;
+    attr.rq_psn = 0;
+    attr.max_dest_rd_atomic = 4;
+    attr.min_rnr_timer = 1;
+    attr.ah_attr = AhAttr {
+        grh: Some(GlobalRoute {
+            dgid,
+            sgid_index,
+            hop_limit: 1,
+            ..GlobalRoute::default()
+        }),
+        port_num: 1,
+        ..AhAttr::default()
+    };
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
+
+    attr.qp_state = QpState::Rts;
+    attr.sq_psn = 0;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = rnr_retry;
+    attr.max_rd_atomic = 4;
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+}
