@@ -337,6 +337,8 @@ impl<'a> Iterator for CqeIter<'a> {
         if self.left == 0 {
             return None;
         }
+        // In bounds: `next` is entry `from + taken` of the run and `left`
+        // counts the entries after it that the run has (`CqeRun::iter`).
         let cqe = CqeRef {
             cqe: self.next,
             _buf: PhantomData,
@@ -347,8 +349,10 @@ impl<'a> Iterator for CqeIter<'a> {
     }
 }
 
-/// One 64-byte CQE in a CQ buffer (from [`CqeRun::get`]), read with atomic
-/// and volatile loads: the device writes it by DMA.
+/// One 64-byte CQE in a CQ buffer, read with atomic and volatile loads:
+/// the device writes it by DMA. Made only by [`CqeRun::get`] and
+/// [`CqeIter`], for an entry inside the run, so its 64 bytes are inside
+/// the buffer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CqeRef<'a> {
     cqe: *const u8,
@@ -360,8 +364,8 @@ impl CqeRef<'_> {
     /// writes it last.
     #[inline(always)]
     pub(crate) fn op_own(self) -> u8 {
-        // SAFETY: byte 63 of the CQE is inside the buffer (`CqeRun::get`),
-        // which the borrow keeps alive; it is only accessed atomically by
+        // SAFETY: byte 63 of the CQE is inside the buffer (a `CqeRef` is
+        // made only for an entry of its run), which the borrow keeps alive; it is only accessed atomically by
         // software (the device writes it by DMA; the test model atomically).
         unsafe { AtomicU8::from_ptr(self.cqe.add(63).cast_mut()) }.load(Ordering::Acquire)
     }
@@ -388,8 +392,9 @@ impl CqeRef<'_> {
     #[inline(always)]
     pub(crate) fn word(self, i: usize) -> u64 {
         // SAFETY: word `i % 8` of the CQE is inside the buffer and 8-aligned
-        // (entries are 64 or 128 bytes in a page-aligned allocation,
-        // `CqeRun::get`). Volatile: the device may write at any time.
+        // (a `CqeRef` is made only for an entry of its run; entries are 64
+        // or 128 bytes in a page-aligned allocation). Volatile: the device
+        // may write at any time.
         unsafe { std::ptr::read_volatile(self.cqe.cast::<u64>().add(i % 8)) }
     }
 }
