@@ -140,10 +140,8 @@ impl RxeSq {
         wr: &SendWr<'_>,
         ud: Option<UdFields>,
     ) -> Result<(), PostErrorKind> {
-        let length = self.validate(wr, ud)?;
-        let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
-        write_wqe(&mut slot, wr, ud, length);
-        slot.publish();
+        self.write_one(wr, ud)?;
+        self.ring.publish();
         Ok(())
     }
 
@@ -158,6 +156,13 @@ impl RxeSq {
     #[inline]
     pub(crate) fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
         let ud = resolve_ud(wr)?;
+        self.write_one(wr, ud)
+    }
+
+    /// Validates and writes one WQE, taken into our producer index (not
+    /// yet published); on an error nothing of it is taken.
+    #[inline]
+    fn write_one(&mut self, wr: &SendWr<'_>, ud: Option<UdFields>) -> Result<(), PostErrorKind> {
         let length = self.validate(wr, ud)?;
         let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
         write_wqe(&mut slot, wr, ud, length);
