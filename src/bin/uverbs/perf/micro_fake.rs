@@ -125,6 +125,16 @@ pub fn run(o: &Opts) -> Res<()> {
             Ok(())
         },
     )?;
+    let (raddr, rkey) = (mr.addr() + 4096, mr.rkey());
+    time(
+        "batch_write_sge",
+        "send batch of 1 WR, 1 SGE (RDMA write)",
+        &mut || {
+            op_batch_write_sge(&mut qp, raddr, rkey, &sge)?;
+            sq.consume_all();
+            Ok(())
+        },
+    )?;
     time("send_inline", "post_send 1 WR, inline (SEND)", &mut || {
         op_post_send_send_inline(&mut qp, &wr_send_inline)?;
         sq.consume_all();
@@ -206,6 +216,21 @@ fn op_post_send_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>)
     tag(3);
     qp.post_send(std::slice::from_ref(wr))
         .map_err(|e| e.to_string())
+}
+
+/// One RDMA write through a send batch, the request built at the call site.
+#[inline(never)]
+fn op_batch_write_sge(
+    qp: &mut uverbs::QueuePair,
+    remote_addr: u64,
+    rkey: u32,
+    sge: &[uverbs::Sge; 1],
+) -> Res<()> {
+    tag(10);
+    let wr = uverbs::SendWr::new(1, uverbs::SendOp::RdmaWrite { remote_addr, rkey }, sge);
+    let mut batch = qp.start_send().map_err(|e| e.to_string())?;
+    batch.push(&wr).map_err(|e| e.to_string())?;
+    batch.complete().map_err(|e| e.to_string())
 }
 
 #[inline(never)]
