@@ -134,6 +134,7 @@ impl QpState {
     }
 
     /// From the kernel's value.
+    #[inline]
     pub fn from_raw(v: u8) -> Self {
         match v {
             0 => QpState::Reset,
