@@ -523,8 +523,8 @@ impl Provider for Mlx5 {
     }
 
     #[inline(always)]
-    fn complete_send_batch(batch: &mut SqBatch<'_>, _: usize) -> Result<(), PostError> {
-        batch.complete();
+    fn complete_send_batch(batch: &mut SqBatch<'_>, pushed: usize) -> Result<(), PostError> {
+        batch.complete(pushed);
         Ok(())
     }
 

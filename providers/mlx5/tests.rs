@@ -189,3 +189,36 @@ fn inline_data_wraps_from_the_end_of_the_queue_to_its_start() {
     let first = sq_bytes(&r, 0);
     assert_eq!(&first[..26], &data[44..70], "the rest wrapped to the start");
 }
+
+#[test]
+fn empty_sges_take_no_segment_and_nothing_is_written_past_the_wqes_room() {
+    // 128-byte WQEs (RC, two SGEs), two posts: each WQE may use its own
+    // two blocks and nothing else.
+    let mut r = rig(4, 0, false);
+    let sge = |addr: u64, length: u32| Sge {
+        addr,
+        length,
+        lkey: 0x77,
+    };
+    // Empty, then full: the full SGE takes the first data segment.
+    let a = [sge(0x1000, 0), sge(0x2000, 8)];
+    // Both empty: a WQE of the ctrl segment alone.
+    let b = [sge(0x3000, 0), sge(0x4000, 0)];
+    r.sq.post(&[send(Payload::Sges(&a)), send(Payload::Sges(&b))], no_av)
+        .unwrap();
+    let first = sq_bytes(&r, 0);
+    assert_eq!(first[7] & 0x3f, 2, "ctrl + one data segment");
+    // The data segment: byte count, lkey, address (big-endian).
+    assert_eq!(&first[16..20], &8u32.to_be_bytes());
+    assert_eq!(&first[20..24], &0x77u32.to_be_bytes());
+    assert_eq!(&first[24..32], &0x2000u64.to_be_bytes());
+    // The second WQE is one block after the first (2 units fit one block).
+    let second = sq_bytes(&r, 64);
+    assert_eq!(&second[1..3], &[0, 1], "WQE index 1 in the next block");
+    assert_eq!(second[7] & 0x3f, 1, "the ctrl segment alone");
+    assert_eq!(r.buf.dbrec_value(1), 2);
+    // Nothing past the two WQEs' blocks: an empty SGE's segment may be
+    // written in its WQE's room (to be written over), never beyond.
+    assert_eq!(sq_bytes(&r, 128), [0; 64]);
+    assert_eq!(sq_bytes(&r, 192), [0; 64]);
+}

@@ -2,7 +2,7 @@
 //! counters and its view of the ring held by the batch, so that over a
 //! batch written in one function they stay in registers.
 
-use super::{Av, Mlx5Sq, SqShape, Writer, UNITS_PER_BB};
+use super::{wqebbs, Av, Mlx5Sq, Posted, SqRules, SqShape, Writer};
 use crate::wr::{Payload, PostErrorKind, SendWr};
 
 impl Mlx5Sq {
@@ -14,20 +14,16 @@ impl Mlx5Sq {
     /// doorbell record, are overwritten by the next ones.
     #[inline(always)]
     pub(crate) fn start_batch(&mut self) -> SqBatch<'_> {
-        let Mlx5Sq {
-            shape,
-            cur_post,
-            head,
-        } = self;
+        let Mlx5Sq { shape, posted } = self;
         SqBatch {
             w: shape.writer(),
             shape,
-            cur: *cur_post,
-            head: *head,
-            room: shape.room(*head),
-            last_at: *cur_post,
+            cur: posted.cur_post,
+            head: posted.head,
+            room: shape.room(posted.head),
+            last_at: posted.cur_post,
             last_inline: false,
-            posted: (cur_post, head),
+            posted,
         }
     }
 }
@@ -37,7 +33,7 @@ impl Mlx5Sq {
 /// [`SqBatch::complete`].
 #[derive(Debug)]
 pub(crate) struct SqBatch<'q> {
-    w: Writer<'q>,
+    w: Writer<'q, SqRules>,
     shape: &'q SqShape,
     /// WQEBB counter of the next WQE.
     cur: u32,
@@ -48,9 +44,9 @@ pub(crate) struct SqBatch<'q> {
     /// WQEBB counter of the last WQE, and whether it is inline.
     last_at: u32,
     last_inline: bool,
-    /// The queue's counters (`cur_post`, `head`): what the device was
-    /// given, updated at complete.
-    posted: (&'q mut u32, &'q mut u32),
+    /// The queue's counters: what the device was given, updated at
+    /// complete.
+    posted: &'q mut Posted,
 }
 
 impl SqBatch<'_> {
@@ -75,18 +71,23 @@ impl SqBatch<'_> {
         self.last_inline = matches!(wr.payload, Payload::Inline(_));
         self.room -= 1;
         self.head = self.head.wrapping_add(1);
-        self.cur = self.cur.wrapping_add(ds.div_ceil(UNITS_PER_BB));
+        self.cur = self.cur.wrapping_add(wqebbs(ds));
         Ok(())
     }
 
-    /// Ends the batch (`ibv_wr_complete`): the queue takes its WQEs and
-    /// the doorbell is rung once for them, if there are any.
+    /// Ends the batch (`ibv_wr_complete`) of `nreq` requests (the pushes
+    /// that succeeded, as the caller counts them: counted here too, the
+    /// count would be reloaded from the queue after the WQE stores): the
+    /// queue takes its WQEs and the doorbell is rung once for them, if
+    /// there are any.
     #[inline(always)]
-    pub(crate) fn complete(&mut self) {
-        let nreq = self.head.wrapping_sub(*self.posted.1) as usize;
+    pub(crate) fn complete(&mut self, nreq: usize) {
+        debug_assert_eq!(nreq, self.head.wrapping_sub(self.posted.head) as usize);
         if nreq != 0 {
-            *self.posted.0 = self.cur;
-            *self.posted.1 = self.head;
+            *self.posted = Posted {
+                cur_post: self.cur,
+                head: self.head,
+            };
             let last = self.shape.last(self.last_at, self.last_inline);
             self.shape.ring(self.cur, last, nreq);
         }
