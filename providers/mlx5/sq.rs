@@ -205,57 +205,20 @@ fn fm_ce_se_table(sig_all: bool) -> u64 {
     u64::from_le_bytes(t)
 }
 
-/// Where a [`Writer`] reads the queue's settings: a copy of them
-/// ([`SqRules`], for send batches) or the queue's own (`&SqRules`, for
-/// `post_send`).
-///
-/// A copy stays in registers over a batch written in one function; read
-/// through a reference, each setting is reloaded after every store to the
-/// queue (the compiler must assume the store may change it). But the copy
-/// is made up front, all of it, and in `post_send`'s loop over a slice of
-/// generic requests the registers run out: it is spilled to the stack, and
-/// a single request pays for the copy and the spills (`benches/callgrind.sh
-/// --mlx5`: a send batch of 64 takes 58 instructions per request with the
-/// copy and 74 without, `post_send` of one 295 with it and 287 without).
-trait RulesAt: Copy {
-    fn rules(&self) -> &SqRules;
-}
-
-impl RulesAt for SqRules {
-    #[inline(always)]
-    fn rules(&self) -> &SqRules {
-        self
-    }
-}
-
-impl From<&SqRules> for SqRules {
-    #[inline(always)]
-    fn from(r: &SqRules) -> Self {
-        *r
-    }
-}
-
-impl RulesAt for &SqRules {
-    #[inline(always)]
-    fn rules(&self) -> &SqRules {
-        self
-    }
-}
-
 /// What writing WQEs touches: the ring and the completion slots copied out
 /// of the queue's structures, so they stay in registers over a batch (the
 /// compiler cannot keep fields read through a reference there across
 /// writes to the queue, which it must assume may alias them; see
-/// [`UnitsView`]), and the queue's settings (see [`RulesAt`]).
+/// [`UnitsView`]), and a copy of the queue's settings, for the same reason.
 #[derive(Debug, Clone, Copy)]
-struct Writer<'a, R> {
+struct Writer<'a> {
     q: UnitsView<'a>,
     slots: &'a [SqSlot],
     slot_mask: u32,
-    rules: R,
+    rules: SqRules,
 }
 
-impl<R: RulesAt> Writer<'_, R> {
+impl Writer<'_> {
     /// Records the work request of the WQE at WQEBB counter `at`.
     #[inline(always)]
     fn record(&self, at: u32, wr_id: u64, head: u32) {
@@ -280,7 +243,7 @@ impl<R: RulesAt> Writer<'_, R> {
         let q = self.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if self.rules.rules().ud {
+        if self.rules.ud {
             let Some(dest) = wr.ud else {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",
@@ -343,8 +306,8 @@ impl<R: RulesAt> Writer<'_, R> {
                 (opcode::ATOMIC_FA, 0)
             }
         };
-        if self.rules.rules().allowed & (1 << opcode) == 0 {
-            return Err(PostErrorKind::OpNotSupported(if self.rules.rules().ud {
+        if self.rules.allowed & (1 << opcode) == 0 {
+            return Err(PostErrorKind::OpNotSupported(if self.rules.ud {
                 "UD QPs support only SEND and SEND_WITH_IMM"
             } else {
                 "UC QPs support no RDMA read and no atomics"
@@ -358,10 +321,10 @@ impl<R: RulesAt> Writer<'_, R> {
                         "inline data is for sends and RDMA writes, not reads or atomics",
                     ));
                 }
-                if data.len() > self.rules.rules().max_inline as usize {
+                if data.len() > self.rules.max_inline as usize {
                     return Err(PostErrorKind::InlineTooLong {
                         given: data.len(),
-                        max: self.rules.rules().max_inline,
+                        max: self.rules.max_inline,
                     });
                 }
                 if !data.is_empty() {
@@ -369,10 +332,10 @@ impl<R: RulesAt> Writer<'_, R> {
                 }
             }
             Payload::Sges(sges) => {
-                if sges.len() > self.rules.rules().max_gs as usize {
+                if sges.len() > self.rules.max_gs as usize {
                     return Err(PostErrorKind::TooManySges {
                         given: sges.len(),
-                        max: self.rules.rules().max_gs,
+                        max: self.rules.max_gs,
                     });
                 }
                 if atomic {
@@ -403,7 +366,7 @@ impl<R: RulesAt> Writer<'_, R> {
             }
         }
         let ds = u.wrapping_sub(first);
-        let fm_ce_se = (self.rules.rules().fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
+        let fm_ce_se = (self.rules.fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
         let pi = (at & 0xffff) as u16;
         q.put(
             first,
@@ -411,7 +374,7 @@ impl<R: RulesAt> Writer<'_, R> {
                 pi,
                 opcode,
                 0,
-                self.rules.rules().qpn,
+                self.rules.qpn,
                 ds as u8,
                 fm_ce_se,
                 imm.to_be_bytes(),
@@ -452,15 +415,14 @@ pub(crate) struct SqGeometry {
 }
 
 impl SqShape {
-    /// The writer of this queue's WQEs, reading the settings through `R`:
-    /// `SqRules` copies them, `&SqRules` reads them where used.
+    /// The writer of this queue's WQEs.
     #[inline(always)]
-    fn writer<'a, R: RulesAt + From<&'a SqRules>>(&'a self) -> Writer<'a, R> {
+    fn writer(&self) -> Writer<'_> {
         Writer {
             q: self.units.view(),
             slots: &self.track.slots,
             slot_mask: self.track.mask,
-            rules: R::from(&self.rules),
+            rules: self.rules,
         }
     }
 
@@ -565,62 +527,30 @@ impl Mlx5Sq {
     }
 
     /// Writes one WQE per request and rings the doorbell once for those
-    /// written. On a failure at `i`, WQEs before `i` are rung and
-    /// `Err((i, kind))` returned; nothing of request `i` is published (its
-    /// checks may fail after some of its segments were written, into slots
-    /// the device does not read: the doorbell record stops before them).
+    /// written (`post_send`): a send batch of the requests. On a failure at
+    /// `i`, WQEs before `i` are rung and `Err((i, kind))` returned; nothing
+    /// of request `i` is published (its checks may fail after some of its
+    /// segments were written, into its WQE's room, which the device does
+    /// not read: the doorbell record stops before it).
+    ///
+    /// Through the batch's push, not a loop of its own: the batch holds the
+    /// queue's settings and counters in registers (`benches/callgrind.sh
+    /// --mlx5`: 265 instructions instead of 287 for one RDMA write, 327
+    /// instead of 355 for an inline SEND, the same per request in 64).
     #[inline]
     pub(crate) fn post(
         &mut self,
         wrs: &[SendWr<'_>],
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
     ) -> Result<(), (usize, PostErrorKind)> {
-        let shape = &self.shape;
-        // The counters live in registers for the batch and are stored once.
-        let Posted {
-            cur_post: mut cur,
-            mut head,
-        } = self.posted;
-        // Requests the queue takes before the poller's tail is read again.
-        let mut room = shape.room(head);
-        // WQE basic block of the last WQE written (the doorbell's).
-        let mut last_at = cur;
-        let mut result = Ok(());
-        let w = shape.writer::<&SqRules>();
+        let mut batch = self.start_batch();
         for (i, wr) in wrs.iter().enumerate() {
-            // The room first: a full queue's next slot may still be read
-            // by the device, so nothing may be written there.
-            if room == 0 {
-                room = shape.room(head);
-                if room == 0 {
-                    result = Err((i, PostErrorKind::QueueFull));
-                    break;
-                }
-            }
-            match w.write_wqe(wr, &av_of, cur, head) {
-                Ok(ds) => {
-                    last_at = cur;
-                    room -= 1;
-                    head = head.wrapping_add(1);
-                    cur = cur.wrapping_add(wqebbs(ds));
-                }
-                Err(kind) => {
-                    result = Err((i, kind));
-                    break;
-                }
+            if let Err(kind) = batch.push(wr, &av_of) {
+                batch.complete(i);
+                return Err((i, kind));
             }
         }
-        let posted = head.wrapping_sub(self.posted.head) as usize;
-        if posted != 0 {
-            self.posted = Posted {
-                cur_post: cur,
-                head,
-            };
-            let inline = wrs
-                .get(posted - 1)
-                .is_some_and(|wr| matches!(wr.payload, Payload::Inline(_)));
-            shape.ring(cur, shape.last(last_at, inline), posted);
-        }
-        result
+        batch.complete(wrs.len());
+        Ok(())
     }
 }

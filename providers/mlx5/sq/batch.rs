@@ -2,7 +2,7 @@
 //! counters and its view of the ring held by the batch, so that over a
 //! batch written in one function they stay in registers.
 
-use super::{wqebbs, Av, Mlx5Sq, Posted, SqRules, SqShape, Writer};
+use super::{wqebbs, Av, Mlx5Sq, Posted, SqShape, Writer};
 use crate::wr::{Payload, PostErrorKind, SendWr};
 
 impl Mlx5Sq {
@@ -33,7 +33,7 @@ impl Mlx5Sq {
 /// [`SqBatch::complete`].
 #[derive(Debug)]
 pub(crate) struct SqBatch<'q> {
-    w: Writer<'q, SqRules>,
+    w: Writer<'q>,
     shape: &'q SqShape,
     /// WQEBB counter of the next WQE.
     cur: u32,
