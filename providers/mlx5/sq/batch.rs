@@ -60,6 +60,8 @@ impl SqBatch<'_> {
         wr: &SendWr<'_>,
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
     ) -> Result<(), PostErrorKind> {
+        // The room first: a full queue's next blocks may still be read by
+        // the device, so nothing may be written there.
         if self.room == 0 {
             self.room = self.shape.room(self.head);
             if self.room == 0 {
