@@ -257,17 +257,9 @@ impl Provider for Rxe {
         RxeSendBatch { qp, dev }
     }
 
-    // The copy keeps the caller's request out of memory. A send batch
-    // dispatches each push on the provider; were this arm to pass the
-    // caller's `wr` on, its address would escape into the call, and the
-    // caller would store the whole request before the match, for mlx5's
-    // inlined push too (12 stores per request). The copy is made in this
-    // arm only, from values the caller has in registers; rxe pays the same
-    // stores as before (benches/callgrind.sh: `batch_write_sge` unchanged).
     #[inline]
     fn push_send(batch: &mut RxeSendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        let wr = *wr;
-        batch.qp.sq.push(&wr)
+        batch.qp.sq.push(wr)
     }
 
     // Inlined (with what it calls taking the QP, not the batch) so that a
