@@ -24,10 +24,9 @@ use std::{
 };
 
 use uverbs::{
-    AccessFlags, AhAttr, AsyncElement, AsyncEvent, AsyncEventType as T, CompletionQueue, Context,
-    CqOptions, GlobalRoute, Mtu, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr,
-    QpState, QpType, QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, WcStatus,
-    WorkCompletion,
+    AccessFlags, AsyncElement, AsyncEvent, AsyncEventType as T, CompletionQueue, Context,
+    CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
+    QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
 };
 
 use crate::{example, support::*};
@@ -161,45 +160,7 @@ fn rc_qp(
 
 /// RESET -> INIT -> RTR towards `remote_qpn` (no RTS).
 fn to_rtr(qp: &QueuePair, remote_qpn: u32, ctx: &Context) {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        pkey_index: 0,
-        port_num: 1,
-        qp_access_flags: access_all(),
-        ..QpAttr::default()
-    };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::ACCESS_FLAGS,
-    )
-    .unwrap_or_else(|e| panic!("INIT: {e}"));
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote_qpn;
-    attr.rq_psn = 0;
-    attr.max_dest_rd_atomic = 4;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid: local_gid(ctx),
-            sgid_index: gid_index(),
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify(
-        &attr,
-        QpAttrMask::STATE
-            | QpAttrMask::AV
-            | QpAttrMask::PATH_MTU
-            | QpAttrMask::DEST_QPN
-            | QpAttrMask::RQ_PSN
-            | QpAttrMask::MAX_DEST_RD_ATOMIC
-            | QpAttrMask::MIN_RNR_TIMER,
-    )
-    .unwrap_or_else(|e| panic!("RTR: {e}"));
+    crate::qp_connect::to_rtr(qp, remote_qpn, local_gid(ctx), gid_index(), access_all());
 }
 
 fn to_err(qp: &QueuePair) {

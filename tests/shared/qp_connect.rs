@@ -20,6 +20,25 @@ pub fn to_rts(
     access: AccessFlags,
     rnr_retry: u8,
 ) {
+    let mut attr = to_rtr(qp, remote_qpn, dgid, sgid_index, access);
+    attr.qp_state = QpState::Rts;
+    attr.sq_psn = 0;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = rnr_retry;
+    attr.max_rd_atomic = 4;
+    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+}
+
+/// [`to_rts`]'s first two steps: INIT and RTR, no RTS. Returns the
+/// attributes it set, for the next step.
+pub fn to_rtr(
+    qp: &QueuePair,
+    remote_qpn: u32,
+    dgid: Gid,
+    sgid_index: u8,
+    access: AccessFlags,
+) -> QpAttr {
     let mut attr = QpAttr {
         qp_state: QpState::Init,
         pkey_index: 0,
@@ -47,12 +66,5 @@ pub fn to_rts(
         ..AhAttr::default()
     };
     qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
-
-    attr.qp_state = QpState::Rts;
-    attr.sq_psn = 0;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = rnr_retry;
-    attr.max_rd_atomic = 4;
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+    attr
 }
