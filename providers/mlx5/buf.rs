@@ -365,8 +365,9 @@ impl CqeRef<'_> {
     #[inline(always)]
     pub(crate) fn op_own(self) -> u8 {
         // SAFETY: byte 63 of the CQE is inside the buffer (a `CqeRef` is
-        // made only for an entry of its run), which the borrow keeps alive; it is only accessed atomically by
-        // software (the device writes it by DMA; the test model atomically).
+        // made only for an entry of its run), which the borrow keeps alive;
+        // software only accesses it atomically (the device writes it by
+        // DMA; the test model atomically).
         unsafe { AtomicU8::from_ptr(self.cqe.add(63).cast_mut()) }.load(Ordering::Acquire)
     }
 
