@@ -42,8 +42,10 @@
 #     server the 20 `server ping data:` lines that rping's pattern gives for
 #     pings 0..19, in order (the data went client -> server by RDMA READ and
 #     back by RDMA WRITE);
-#   perftest: the client's result row has the size and iteration count asked
-#     for and a positive bandwidth / latency.
+#   perftest (run with -F): the client's result row has the size and
+#     iteration count asked for and a positive bandwidth / latency; when
+#     perftest's own CPU clock calibration failed (it says so: r^2 < 0.9, seen
+#     once under TCG) its times are meaningless and only the row is checked.
 # Output: one line per exchange and a summary on stdout,
 #   two-host [6.1]: 11 passed, 0 failed (... s)
 #   [6.1] two-host test result: ok. 11 passed; 0 failed; 0 ignored; ...
@@ -163,11 +165,11 @@ ex rping-ours-cli-A B rping "rping $(rp_srv 18732)" "\$U rping $(rp_cli 18732)" 
    "rping        rdma-core(B) server <- ours(A) client"
 ex rping-ours-both B rping "\$U rping $(rp_srv 18733)" "\$U rping $(rp_cli 18733)" \
    "rping        ours(B) server <- ours(A) client"
-ex perftest-write-bw A bw "ib_write_bw -d \$D -x \$G -p 18741 -n $BW_ITERS -s $BW_SIZE" \
-   "ib_write_bw -d \$D -x \$G -p 18741 -n $BW_ITERS -s $BW_SIZE \$PEER" \
+ex perftest-write-bw A bw "ib_write_bw -F -d \$D -x \$G -p 18741 -n $BW_ITERS -s $BW_SIZE" \
+   "ib_write_bw -F -d \$D -x \$G -p 18741 -n $BW_ITERS -s $BW_SIZE \$PEER" \
    "ib_write_bw  rdma-core(A) server <- rdma-core(B) client (wire check)"
-ex perftest-send-lat B lat "ib_send_lat -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE" \
-   "ib_send_lat -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE \$PEER" \
+ex perftest-send-lat B lat "ib_send_lat -F -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE" \
+   "ib_send_lat -F -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE \$PEER" \
    "ib_send_lat  rdma-core(B) server <- rdma-core(A) client (wire check)"
 
 # ---------------------------------------------------------------- guest script
@@ -377,21 +379,29 @@ check_rping() {
   SUMMARY="$RPING_COUNT pings x $RPING_SIZE B, data checked on both sides"
 }
 # check_perf CLI_OUT bw|lat
+# perftest converts its cycle counts with a CPU clock it calibrates against
+# gettimeofday (perftest's get_clock.c); under TCG a descheduled vCPU can spoil
+# that fit ("Correlation coefficient r^2: ... < 0.9"). With -F the tool still
+# exits 0 and prints its row (the transfer completed, which is what this
+# exchange checks), but the row's times are then meaningless: only the size
+# and iteration count are checked, and the report line says why.
 check_perf() {
-  local c=$1 row
+  local c=$1 row calib
+  calib=$(grep -m1 -oE 'Correlation coefficient r\^2: [^ ]+ < 0\.9' <<<"$c" || true)
   if [[ $2 == bw ]]; then
     # #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
     row=$(perf_row "$BW_SIZE" "$BW_ITERS" <<<"$c")
-    [[ -n $row ]] && awk '{ exit !($4 > 0) }' <<<"$row" \
+    [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($4 > 0) }' <<<"$row"; } \
       || problem "client: no '$BW_SIZE $BW_ITERS ...' result row with a positive average"
     SUMMARY="$BW_ITERS x $BW_SIZE B, BW average $(awk '{ print $4 }' <<<"$row") MB/s"
   else
     # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
     row=$(perf_row "$LAT_SIZE" "$LAT_ITERS" <<<"$c")
-    [[ -n $row ]] && awk '{ exit !($3 > 0 && $5 >= $3) }' <<<"$row" \
+    [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($3 > 0 && $5 >= $3) }' <<<"$row"; } \
       || problem "client: no '$LAT_SIZE $LAT_ITERS ...' result row with 0 < t_min <= t_typical"
     SUMMARY="$LAT_ITERS x $LAT_SIZE B, t_typical $(awk '{ print $5 }' <<<"$row") usec"
   fi
+  [[ -z $calib ]] || SUMMARY="$SUMMARY (not a measurement: perftest's clock calibration failed, $calib)"
 }
 
 passed=0 failed=0
