@@ -2,7 +2,8 @@
 //! version, and the exit statuses the README documents (0 success; a
 //! subcommand that mirrors an rdma-core tool exits as that tool does on a
 //! usage error, so scripts written for rdma-core keep working; the others
-//! and the dispatcher exit 2). None of this needs a device.
+//! and the dispatcher exit 2), and a closed stdout pipe ending the process
+//! quietly. None of this needs a device.
 
 use std::process::{Command, Output};
 
@@ -91,4 +92,54 @@ fn the_dispatcher_exits_two_on_misuse_and_prints_the_version() {
         String::from_utf8_lossy(&v.stdout).trim(),
         format!("uverbs {}", env!("CARGO_PKG_VERSION"))
     );
+}
+
+/// A reader that has gone (`uverbs ... | head`): the process ends quietly
+/// with 141, the status a shell gives a tool that SIGPIPE ended, instead of
+/// panicking on EPIPE (Rust runs programs with SIGPIPE ignored).
+#[test]
+fn a_closed_stdout_pipe_ends_the_process_quietly() {
+    let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+    drop(read_end);
+    let out = Command::new(env!("CARGO_BIN_EXE_uverbs"))
+        .arg("--version")
+        .stdout(std::process::Stdio::from(write_end))
+        .output()
+        .expect("run the uverbs binary");
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The commands print their results with `out!` (above), never `println!`,
+/// which panics when stdout is a closed pipe.
+#[test]
+fn the_cli_prints_through_out() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+    let mut dirs = vec![root];
+    let mut files = 0;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read src/bin") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files += 1;
+                let text = std::fs::read_to_string(&path).expect("read a source file");
+                for (i, line) in text.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or("");
+                    assert!(
+                        !code.replace("eprintln!", "").contains("println!"),
+                        "{}:{}: println! in the CLI (use out!): {line}",
+                        path.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+    assert!(files > 10, "found only {files} source files under src/bin");
 }

@@ -11,6 +11,18 @@
 //! subcommand and hands it the remaining arguments; each subcommand parses
 //! its own options and returns the process exit status.
 
+/// `println!` for the commands' results: when stdout is a pipe whose
+/// reader has gone (`uverbs perf micro --fake | head`) the process ends
+/// quietly with status 141, as a shell reports a tool that SIGPIPE ended
+/// (rdma-core's tools end that way). `println!` would panic instead: Rust
+/// starts programs with SIGPIPE ignored, so the write fails with EPIPE.
+/// Another write error is reported on stderr and ends the process with 1.
+macro_rules! out {
+    ($($arg:tt)+) => {
+        $crate::stdout_line(::std::format_args!($($arg)+))
+    };
+}
+
 mod asyncwatch;
 mod c_num;
 mod devinfo;
@@ -100,6 +112,20 @@ fn usage(out: &mut dyn Write) -> io::Result<()> {
     )
 }
 
+/// Writes one line to stdout for [`out!`].
+fn stdout_line(args: std::fmt::Arguments<'_>) {
+    let mut o = io::stdout().lock();
+    let res = o.write_fmt(args).and_then(|()| o.write_all(b"\n"));
+    match res {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(141),
+        Err(e) => {
+            eprintln!("uverbs: writing to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(first) = args.first() else {
@@ -112,7 +138,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         "-V" | "--version" => {
-            println!("uverbs {}", env!("CARGO_PKG_VERSION"));
+            out!("uverbs {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
         name => match COMMANDS.iter().find(|c| c.name == name) {

@@ -50,26 +50,26 @@ struct Opts {
 }
 
 fn usage() {
-    println!("rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]");
-    println!("rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]");
-    println!("\t-c\t\tclient side");
-    println!("\t-I\t\tSource address to bind to for client.");
-    println!("\t-s\t\tserver side.  To bind to any address with IPv6 use -a ::0");
-    println!("\t-v\t\tdisplay ping data to stdout");
-    println!("\t-V\t\tvalidate ping data");
-    println!("\t-d\t\tdebug printfs");
-    println!("\t-S size \tping data size");
-    println!("\t-C count\tping count times");
-    println!("\t-a addr\t\taddress");
-    println!("\t-p port\t\tport");
-    println!("\t-P\t\tpersistent server mode allowing multiple connections");
-    println!("\t-q\t\tuse self-created, self-modified QP");
+    out!("rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port]");
+    out!("rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]");
+    out!("\t-c\t\tclient side");
+    out!("\t-I\t\tSource address to bind to for client.");
+    out!("\t-s\t\tserver side.  To bind to any address with IPv6 use -a ::0");
+    out!("\t-v\t\tdisplay ping data to stdout");
+    out!("\t-V\t\tvalidate ping data");
+    out!("\t-d\t\tdebug printfs");
+    out!("\t-S size \tping data size");
+    out!("\t-C count\tping count times");
+    out!("\t-a addr\t\taddress");
+    out!("\t-p port\t\tport");
+    out!("\t-P\t\tpersistent server mode allowing multiple connections");
+    out!("\t-q\t\tuse self-created, self-modified QP");
 }
 
 fn get_addr(s: &str) -> Option<SocketAddr> {
     let parsed = (s, 0u16).to_socket_addrs().ok()?.next();
     if parsed.is_none() {
-        println!("getaddrinfo failed - invalid hostname or IP address");
+        out!("getaddrinfo failed - invalid hostname or IP address");
     }
     parsed
 }
@@ -200,7 +200,7 @@ fn s<E: std::fmt::Display>(e: E) -> String {
 fn next_event(o: &Opts, ch: &EventChannel) -> Res<CmEvent> {
     let ev = ch.get_event().map_err(s)?;
     if o.debug {
-        println!("cma_event type {} status {}", ev.kind(), ev.status());
+        out!("cma_event type {} status {}", ev.kind(), ev.status());
     }
     check_error_event(&ev)?;
     Ok(ev)
@@ -277,7 +277,7 @@ impl Conn {
             Some(pd.alloc_mr(o.size, remote).map_err(s)?)
         };
         if o.debug {
-            println!(
+            out!(
                 "created pd, cq, qp {:#x}; allocated & registered buffers",
                 qp.qp_num()
             );
@@ -312,7 +312,7 @@ impl Conn {
             };
             self.send_mr.write(0, &info.encode()).map_err(s)?;
             if o.debug {
-                println!(
+                out!(
                     "RDMA addr {:x} rkey {:x} len {}",
                     mr.addr(),
                     mr.rkey(),
@@ -369,7 +369,7 @@ fn wait(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<Got> {
             match wc.opcode {
                 WcOpcode::SEND => {
                     if o.debug {
-                        println!("send completion");
+                        out!("send completion");
                     }
                     continue;
                 }
@@ -378,7 +378,7 @@ fn wait(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<Got> {
                         return Err(format!("Received bogus data, size {}", wc.byte_len));
                     }
                     if o.debug {
-                        println!("recv completion");
+                        out!("recv completion");
                     }
                     // The next message is received into the same buffer only
                     // after the caller read it: it is the protocol's turn.
@@ -389,7 +389,7 @@ fn wait(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<Got> {
         }
         if let Some(ev) = ch.try_get_event().map_err(s)? {
             if o.debug {
-                println!("cma_event type {} status {}", ev.kind(), ev.status());
+                out!("cma_event type {} status {}", ev.kind(), ev.status());
             }
             check_error_event(&ev)?;
             if ev.kind() == CmEventKind::Disconnected && ev.is_for(id) {
@@ -470,7 +470,7 @@ fn serve_one(o: &Opts, ch: &EventChannel, child: &CmId, req: &ConnParam) -> Res<
         ..ConnParam::default()
     };
     if o.debug {
-        println!("accepting client connection request");
+        out!("accepting client connection request");
     }
     child
         .accept_qp(&conn.qp, &param)
@@ -501,7 +501,7 @@ fn server_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, child: &CmId) -> Re
         } = read_info(conn)?;
         conn.post_recv()?;
         if o.debug {
-            println!("Received rkey {rkey:x} addr {addr:x} len {len} from peer");
+            out!("Received rkey {rkey:x} addr {addr:x} len {len} from peer");
         }
         let len = len.min(conn.size as u32);
         conn.post_rdma(
@@ -517,7 +517,7 @@ fn server_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, child: &CmId) -> Re
         }
         let data = conn.rdma_data()?;
         if o.verbose {
-            println!("server ping data: {}", String::from_utf8_lossy(&data));
+            out!("server ping data: {}", String::from_utf8_lossy(&data));
         }
         conn.post_send_info(None, o)?;
         // The client's RDMA buffer.
@@ -602,7 +602,7 @@ fn run_client(o: &Opts) -> Res<()> {
         k => return Err(format!("wait for CONNECTED: got {k}")),
     }
     if o.debug {
-        println!("rdma_connect successful");
+        out!("rdma_connect successful");
     }
     let result = client_loop(o, &mut conn, &ch, &id);
     if let Err(e) = &result {
@@ -644,7 +644,7 @@ fn client_loop(o: &Opts, conn: &mut Conn, ch: &EventChannel, id: &CmId) -> Res<(
             return Err("data mismatch".into());
         }
         if o.verbose {
-            println!("ping data: {}", String::from_utf8_lossy(&conn.rdma_data()?));
+            out!("ping data: {}", String::from_utf8_lossy(&conn.rdma_data()?));
         }
         ping += 1;
     }

@@ -64,24 +64,24 @@ pub fn run(o: &Opts, s: Setup) -> Res<()> {
     let t_recv = med.saturating_sub(t_clock / n) * k;
     let hz = clock.hz();
     let ns = |t: u64, n: u64| t as f64 / n.max(1) as f64 / hz * 1e9;
-    println!(" operation                        calls    ns/call");
-    println!(
+    out!(" operation                        calls    ns/call");
+    out!(
         " clock.now() (rdtsc)             {n:>7}    {:>8.1}",
         ns(t_clock, n)
     );
-    println!(
+    out!(
         " CompletionQueue::poll (empty)   {n:>7}    {:>8.1}",
         ns(t_poll, n)
     );
-    println!(
+    out!(
         " MemoryRegion::read 1 byte       {n:>7}    {:>8.1}",
         ns(t_read, n)
     );
-    println!(
+    out!(
         " MemoryRegion::read_u8           {n:>7}    {:>8.1}",
         ns(t_read_u8, n)
     );
-    println!(
+    out!(
         " QueuePair::post_recv 1 WR (med){k:>7}    {:>8.1}",
         ns(t_recv, k)
     );

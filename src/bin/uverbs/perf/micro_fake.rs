@@ -181,10 +181,10 @@ pub fn run(o: &Opts) -> Res<()> {
         std::hint::black_box(clock.now());
         Ok(())
     })?;
-    println!(" fake rxe kernel: {n} calls each, size {size}");
-    println!(" key           operation                                 ns/call");
+    out!(" fake rxe kernel: {n} calls each, size {size}");
+    out!(" key           operation                                 ns/call");
     for (key, name, ns) in rows {
-        println!(" {key:<13} {name:<40} {ns:>8.1}");
+        out!(" {key:<13} {name:<40} {ns:>8.1}");
     }
     drop(qp);
     Ok(())

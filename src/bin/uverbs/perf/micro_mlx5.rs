@@ -357,16 +357,16 @@ pub fn run(o: &Opts) -> Res<()> {
 
     for (w, batch) in writes.iter_mut().zip([1, 8, 64]) {
         let ns = timed(&mut b, &mut qp, iters, w)?;
-        println!("write_batch{batch} {ns:.2}");
+        out!("write_batch{batch} {ns:.2}");
     }
     let ns = timed(&mut b, &mut qp, iters, &mut inline)?;
-    println!("inline_send {ns:.2}");
+    out!("inline_send {ns:.2}");
     for (w, batch) in batched.iter_mut().zip([1, 8, 64]) {
         let ns = timed(&mut b, &mut qp, iters, w)?;
-        println!("wr_write_batch{batch} {ns:.2}");
+        out!("wr_write_batch{batch} {ns:.2}");
     }
     let ns = timed(&mut b, &mut qp, iters, &mut batch_inline)?;
-    println!("wr_inline_send {ns:.2}");
+    out!("wr_inline_send {ns:.2}");
 
     // Polling: CQEs written for WQEs of a posted chunk, then polled in
     // batches of 16 as the C baseline does.
@@ -396,6 +396,6 @@ pub fn run(o: &Opts) -> Res<()> {
         ns += t0.elapsed().as_nanos();
         done += NCQE as u64;
     }
-    println!("poll_cqe {:.2}", ns as f64 / done as f64);
+    out!("poll_cqe {:.2}", ns as f64 / done as f64);
     Ok(())
 }

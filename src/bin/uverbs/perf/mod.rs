@@ -298,28 +298,29 @@ impl Setup {
 }
 
 fn print_header(o: &Opts, s: &Header) {
-    println!("{}", report::LINE);
-    println!("                    {}", o.test.name());
-    println!(
+    out!("{}", report::LINE);
+    out!("                    {}", o.test.name());
+    out!(
         " Device         : {}\t\tConnection type : RC",
         o.device.as_deref().unwrap_or("(first)")
     );
-    println!(" Number of qps   : 1\t\tTX depth        : {}", o.tx_depth);
+    out!(" Number of qps   : 1\t\tTX depth        : {}", o.tx_depth);
     if o.test.is_bw() {
-        println!(
+        out!(
             " CQ Moderation   : {}\t\tPost List       : {}",
-            o.cq_mod, o.post_list
+            o.cq_mod,
+            o.post_list
         );
     }
     if o.test == Test::SendLat {
-        println!(" RX depth        : {}", o.rx_depth);
+        out!(" RX depth        : {}", o.rx_depth);
     }
-    println!(
+    out!(
         " Mtu             : {}[B]\t\tGID index       : {}",
         s.mtu.bytes().unwrap_or(0),
         o.gid_index
     );
-    println!(
+    out!(
         " Max inline data : {}[B]\t\tClock           : {:?}{}",
         s.inline,
         o.clock,
@@ -329,11 +330,13 @@ fn print_header(o: &Opts, s: &Header) {
             ""
         }
     );
-    println!(
+    out!(
         " local QPN {:#06x}  remote QPN {:#06x}  ({}, loopback)",
-        s.local_qpn, s.remote_qpn, s.how
+        s.local_qpn,
+        s.remote_qpn,
+        s.how
     );
-    println!("{}", report::LINE);
+    out!("{}", report::LINE);
 }
 
 fn run(o: &Opts) -> Res<()> {
@@ -373,23 +376,23 @@ fn run(o: &Opts) -> Res<()> {
         }
         Test::Micro => {
             micro::run(o, s)?;
-            println!("{}", report::LINE);
+            out!("{}", report::LINE);
         }
         Test::WriteBw => {
             let r = bw::run(o, s)?;
-            println!("{}", report::bw_header());
-            println!("{}", report::bw_row(&r));
-            println!("{}", report::LINE);
+            out!("{}", report::bw_header());
+            out!("{}", report::bw_row(&r));
+            out!("{}", report::LINE);
         }
     }
     Ok(())
 }
 
 fn print_lat(o: &Opts, a: &report::Lat, b: &report::Lat) {
-    println!("{}", report::lat_header());
-    println!("{}", report::lat_row(a));
+    out!("{}", report::lat_header());
+    out!("{}", report::lat_row(a));
     if o.both {
-        println!("{}", report::lat_row(b));
+        out!("{}", report::lat_row(b));
     }
-    println!("{}", report::LINE);
+    out!("{}", report::LINE);
 }

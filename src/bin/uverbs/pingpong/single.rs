@@ -217,7 +217,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         "can't read sgid of index"
     };
     my.gid = local_gid(&ctx, port, o.gidx, gid_err).ok_or(())?;
-    println!("{}", address_line(false, &my, is_ud));
+    out!("{}", address_line(false, &my, is_ud));
 
     let peer = |dest: &Dest| Peer {
         dest: *dest,
@@ -235,7 +235,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     }
     .ok_or(())?;
     let rem = rem[0];
-    println!("{}", address_line(true, &rem, false));
+    out!("{}", address_line(true, &rem, false));
     if o.servername.is_some() && !connect(t, &pp.qp, &pd, &peer(&rem), &mut pp.ah) {
         return Err(());
     }
@@ -272,14 +272,14 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     }
     let end = Instant::now();
     for line in summary(o.size, o.iters, start, end) {
-        println!("{line}");
+        out!("{line}");
     }
     if o.servername.is_none() && o.validate {
         let off = pp.send_offset();
         for i in validation_offsets(o.size) {
             let mut b = [0u8];
             if pp.mr.read(off + i, &mut b).is_err() || b[0] != 0 {
-                println!("invalid data in page {}", i / super::PAGE_SIZE);
+                out!("invalid data in page {}", i / super::PAGE_SIZE);
             }
         }
     }

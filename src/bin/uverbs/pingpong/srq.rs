@@ -196,7 +196,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
             return Err(());
         }
         d.gid = local_gid(&ctx, port, o.gidx, "Could not get local gid for gid index").ok_or(())?;
-        println!("{}", address_line(false, d, false));
+        out!("{}", address_line(false, d, false));
     }
 
     let rem = match &o.servername {
@@ -205,7 +205,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     }
     .ok_or(())?;
     for d in &rem[..num_qp] {
-        println!("{}", address_line(true, d, false));
+        out!("{}", address_line(true, d, false));
     }
     if o.servername.is_some() && !connect_all(&pp.qps, o, port, &my, &rem) {
         return Err(());
@@ -279,13 +279,13 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     }
     let end = Instant::now();
     for line in summary(o.size, o.iters, start, end) {
-        println!("{line}");
+        out!("{line}");
     }
     if o.servername.is_none() && o.validate {
         for i in validation_offsets(o.size) {
             let mut b = [0u8];
             if pp.mr.read(i, &mut b).is_err() || b[0] != 0 {
-                println!("invalid data in page {}", i / super::PAGE_SIZE);
+                out!("invalid data in page {}", i / super::PAGE_SIZE);
             }
         }
     }
