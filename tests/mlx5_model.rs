@@ -53,7 +53,18 @@ fn rc_send_and_receive() {
 
 #[test]
 fn every_opcode_moves_the_right_bytes_and_completes_as_rdma_core_reports() {
-    let mut p = pair(QpType::Rc, 32);
+    // Both CQE versions: v1 CQEs name the QP by user index, v0 by QP number
+    // (the requester completions after the first take the poll's fast path).
+    for cqe_version in [1, 0] {
+        let model = fake_mlx5_with(Options {
+            cqe_version,
+            ..Options::default()
+        });
+        every_opcode_on(pair_with(model, QpType::Rc, 32, 7));
+    }
+}
+
+fn every_opcode_on(mut p: Pair) {
     let (a, b) = (&p.mr_a, &p.mr_b);
     a.write(0, &[0xa1; 32]).unwrap();
     b.write(1024, &[0xb2; 32]).unwrap();
@@ -119,6 +130,8 @@ fn every_opcode_moves_the_right_bytes_and_completes_as_rdma_core_reports() {
     ])
     .unwrap();
     let ca = run_and_poll(&p.model, &mut p.cq_a, 6);
+    let qpns: Vec<u32> = ca.iter().map(|w| w.qp_num).collect();
+    assert_eq!(qpns, [p.a.qp_num(); 6]);
     let got: Vec<(u64, WcStatus, WcOpcode, u32)> = ca
         .iter()
         .map(|w| (w.wr_id, w.status, w.opcode, w.byte_len))
@@ -878,6 +891,28 @@ fn the_hardware_variants_all_move_data() {
             wcs.iter().all(|w| w.status == WcStatus::SUCCESS),
             "{opts:?}: {wcs:?}"
         );
+        // Each completion names its work request and its QP (with CQE
+        // version 0 the QP is found by QP number, not user index).
+        for (i, (a, b)) in qps.iter().enumerate() {
+            let sent = |w: &&WorkCompletion| w.opcode == WcOpcode::SEND && w.wr_id == i as u64;
+            let recvd = |w: &&WorkCompletion| w.opcode == WcOpcode::RECV && w.wr_id == i as u64;
+            assert_eq!(
+                wcs.iter()
+                    .filter(sent)
+                    .map(|w| w.qp_num)
+                    .collect::<Vec<_>>(),
+                [a.qp_num()],
+                "{opts:?}: {wcs:?}"
+            );
+            assert_eq!(
+                wcs.iter()
+                    .filter(recvd)
+                    .map(|w| (w.qp_num, w.byte_len))
+                    .collect::<Vec<_>>(),
+                [(b.qp_num(), 20)],
+                "{opts:?}: {wcs:?}"
+            );
+        }
         for i in 0..10 {
             let mut got = [0u8; 20];
             mr.read(64 * i, &mut got).unwrap();

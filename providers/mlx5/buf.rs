@@ -237,18 +237,40 @@ pub(crate) struct CqeRing<'a> {
     _buf: PhantomData<&'a QueueBuf>,
 }
 
-impl QueueBuf {
-    /// The buffer as `ncqe` CQEs of `cqe_size` bytes; `None` if they do not
-    /// fit or the geometry is not one a CQ has.
-    #[inline(always)]
-    pub(crate) fn cqes(&self, ncqe: u32, cqe_size: usize) -> Option<CqeRing<'_>> {
-        let fits = ncqe.is_power_of_two()
-            && (cqe_size == 64 || cqe_size == 128)
-            && (ncqe as usize).checked_mul(cqe_size)? <= self.len;
-        fits.then(|| CqeRing {
-            first: self.dma.as_ptr().wrapping_add(cqe_size - 64),
-            mask: ncqe - 1,
+/// The shape of a CQ: `ncqe` (a power of two) entries of 64 or 128 bytes,
+/// checked once when the CQ is made ([`CqeGeometry::new`]) so a poll checks
+/// only that the buffer holds it ([`QueueBuf::cqes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CqeGeometry {
+    /// Entries, minus one.
+    mask: u32,
+    /// log2 of the entry size.
+    shift: u32,
+    /// Bytes of all entries.
+    bytes: usize,
+}
+
+impl CqeGeometry {
+    /// `ncqe` CQEs of `cqe_size` bytes; `None` if that is not a CQ's shape.
+    pub(crate) fn new(ncqe: u32, cqe_size: usize) -> Option<Self> {
+        let ok = ncqe.is_power_of_two() && (cqe_size == 64 || cqe_size == 128);
+        Some(CqeGeometry {
+            mask: ncqe.checked_sub(1).filter(|_| ok)?,
             shift: cqe_size.trailing_zeros(),
+            bytes: (ncqe as usize).checked_mul(cqe_size)?,
+        })
+    }
+}
+
+impl QueueBuf {
+    /// The buffer as the CQEs of `g`; `None` if they do not fit.
+    #[inline(always)]
+    pub(crate) fn cqes(&self, g: CqeGeometry) -> Option<CqeRing<'_>> {
+        (g.bytes <= self.len).then(|| CqeRing {
+            // Entries are 64 or 128 bytes (`CqeGeometry::new`).
+            first: self.dma.as_ptr().wrapping_add((1 << g.shift) - 64),
+            mask: g.mask,
+            shift: g.shift,
             _buf: PhantomData,
         })
     }
@@ -502,7 +524,7 @@ mod tests {
             for i in 0..8 {
                 assert!(b.fill(i * cqe_size + cqe_size - 1, 1, i as u8));
             }
-            let ring = b.cqes(8, cqe_size).unwrap();
+            let ring = b.cqes(CqeGeometry::new(8, cqe_size).unwrap()).unwrap();
             let own = |run: CqeRun<'_>, from, to| -> Vec<u8> {
                 run.iter(from, to).map(|c| c.op_own()).collect()
             };
@@ -517,7 +539,12 @@ mod tests {
             assert_eq!(ring.run(0, 2).len(), 2, "bounded by max");
             assert_eq!(own(ring.run(16, 8), 0, 8), [0, 1, 2, 3, 4, 5, 6, 7]);
         }
-        assert!(QueueBuf::new(4096, "test").unwrap().cqes(8, 96).is_none());
+        assert!(CqeGeometry::new(8, 96).is_none());
+        assert!(CqeGeometry::new(12, 64).is_none());
+        assert!(CqeGeometry::new(0, 64).is_none());
+        let small = QueueBuf::new(4096, "test").unwrap();
+        assert!(small.cqes(CqeGeometry::new(64, 64).unwrap()).is_some());
+        assert!(small.cqes(CqeGeometry::new(64, 128).unwrap()).is_none());
     }
 
     #[test]

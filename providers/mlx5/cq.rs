@@ -41,13 +41,14 @@ use std::sync::{
 };
 
 use super::{
-    buf::{CqeRun, QueueBuf},
+    buf::{CqeGeometry, CqeRun, QueueBuf},
     cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,
 };
 use crate::{
+    error::{Error, ErrorKind},
     providers::barrier,
     wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion},
 };
@@ -118,6 +119,8 @@ pub(crate) struct CqCore {
     pub(crate) buf: QueueBuf,
     pub(crate) ncqe: u32,
     pub(crate) cqe_size: usize,
+    /// `ncqe` and `cqe_size`, checked.
+    geometry: CqeGeometry,
     pub(crate) cqn: AtomicU32,
     /// The arm sequence number (`arm_sn`).
     pub(crate) arm_sn: AtomicU32,
@@ -131,6 +134,16 @@ impl CqCore {
     /// A CQ of `ncqe` (a power of two) CQEs of `cqe_size` bytes, each
     /// marked invalid (`op_own = 0xF0`).
     pub(crate) fn new(ncqe: u32, cqe_size: usize) -> crate::Result<Self> {
+        let geometry = CqeGeometry::new(ncqe, cqe_size).ok_or_else(|| {
+            Error::new(
+                "ibv_create_cq",
+                ErrorKind::InvalidArgument,
+                format!(
+                    "{ncqe} CQEs of {cqe_size} bytes: an mlx5 CQ has a power of two \
+                     of 64- or 128-byte CQEs"
+                ),
+            )
+        })?;
         let buf = QueueBuf::new(ncqe as usize * cqe_size, "allocate mlx5 CQ buffer")?;
         for i in 0..ncqe as usize {
             buf.fill(i * cqe_size + cqe_size - 1, 1, 0xf0);
@@ -139,6 +152,7 @@ impl CqCore {
             buf,
             ncqe,
             cqe_size,
+            geometry,
             cqn: AtomicU32::new(0),
             arm_sn: AtomicU32::new(0),
             ci: AtomicU32::new(0),
@@ -223,7 +237,7 @@ impl Mlx5Cq {
             self.take_clean();
         }
         let core = &*self.core;
-        let Some(ring) = core.buf.cqes(core.ncqe, core.cqe_size) else {
+        let Some(ring) = core.buf.cqes(core.geometry) else {
             return 0;
         };
         let start = self.ci;
@@ -252,9 +266,16 @@ impl Mlx5Cq {
             barrier::udma_from_device_barrier();
             let mut k = 0;
             while k < ready {
-                // The common case in a tight loop, then one CQE of any
-                // kind (which may change the cached QP).
-                k = self.parser.requester_run(run, k, ready, out, &mut n);
+                // The common case in a tight loop (one copy per CQE
+                // format, so the loop does not test it), then one CQE of
+                // any kind (which may change the cached QP).
+                k = if self.parser.cqe_v1 {
+                    self.parser
+                        .requester_run::<true>(run, k, ready, out, &mut n)
+                } else {
+                    self.parser
+                        .requester_run::<false>(run, k, ready, out, &mut n)
+                };
                 if k >= ready {
                     break;
                 }
@@ -317,7 +338,7 @@ impl Parser {
     /// last `wr_id` was read (one release store per run: a release store
     /// makes the compiler reload what it holds in registers).
     #[inline(always)]
-    fn requester_run(
+    fn requester_run<const CQE_V1: bool>(
         &self,
         run: CqeRun<'_>,
         mut k: u32,
@@ -332,6 +353,9 @@ impl Parser {
             return k;
         }
         let sq = &*qp.sq;
+        let Some(slots) = sq.slots() else {
+            return k;
+        };
         let mut freed = None;
         for cqe in run.iter(k, ready) {
             let Some(wc) = out.get_mut(*n) else {
@@ -339,15 +363,13 @@ impl Parser {
             };
             let tail = CqeTail::new(|i| cqe.word(i));
             let qp_num = tail.qpn();
-            let rsn = if self.cqe_v1 {
-                tail.srqn_uidx()
-            } else {
-                qp_num
-            };
+            let rsn = if CQE_V1 { tail.srqn_uidx() } else { qp_num };
             if tail.opcode() != cqe_opcode::REQ || rsn != qp.rsn {
                 break;
             }
-            let (wr_id, to) = sq.take(tail.wqe_counter());
+            let Some((wr_id, to)) = slots.take(tail.wqe_counter()) else {
+                break;
+            };
             requester_wc(wc, wr_id, qp_num, tail.wqe_opcode(), || tail.byte_cnt());
             freed = Some(to);
             *n += 1;
@@ -464,6 +486,20 @@ mod tests {
                 let expected = op_own >> 4 != 15 && op_own & 1 == owner;
                 assert_eq!(cqe_is_valid(op_own, owner), expected, "{op_own:#x} {owner}");
             }
+        }
+    }
+
+    /// A CQ's shape is checked when it is made (a poll then checks only
+    /// that the buffer holds it).
+    #[test]
+    fn a_cq_of_a_shape_no_cq_has_is_refused() {
+        for (ncqe, size) in [(12, 64), (0, 64), (16, 96), (16, 32)] {
+            let e = CqCore::new(ncqe, size).expect_err("not a CQ's shape");
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{ncqe} x {size}: {e}");
+        }
+        for (ncqe, size) in [(1, 64), (16, 64), (16, 128)] {
+            let core = CqCore::new(ncqe, size).expect("a CQ's shape");
+            assert!(core.buf.cqes(core.geometry).is_some(), "{ncqe} x {size}");
         }
     }
 }

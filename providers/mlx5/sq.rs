@@ -62,6 +62,30 @@ pub(crate) struct SqTrack {
     pub(crate) epoch: AtomicU32,
 }
 
+/// The slots of a [`SqTrack`], `mask + 1` of them: the compiler sees that
+/// a WQE counter masked with `mask` indexes one, and checks no bound per
+/// CQE (with the slice's own length, it checks one per CQE).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slots<'a> {
+    slots: &'a [SqSlot],
+    mask: u32,
+}
+
+impl Slots<'_> {
+    /// As [`SqTrack::take`], but without the tail when there is no slot
+    /// (which does not happen: every masked counter indexes one).
+    #[inline(always)]
+    pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32)> {
+        let slot = self
+            .slots
+            .get((u32::from(wqe_counter) & self.mask) as usize)?;
+        Some((
+            slot.wrid.load(Ordering::Relaxed),
+            slot.head.load(Ordering::Relaxed).wrapping_add(1),
+        ))
+    }
+}
+
 /// What the poller needs of one WQE (by its first WQEBB).
 #[derive(Debug, Default)]
 struct SqSlot {
@@ -106,6 +130,16 @@ impl SqTrack {
             ),
             None => (0, self.tail.load(Ordering::Relaxed)),
         }
+    }
+
+    /// The slots, for looking up the WQEs of a run of CQEs with no bounds
+    /// check per CQE (`None` never happens: there are `mask + 1` of them).
+    #[inline(always)]
+    pub(crate) fn slots(&self) -> Option<Slots<'_>> {
+        Some(Slots {
+            slots: self.slots.get(..self.mask as usize + 1)?,
+            mask: self.mask,
+        })
     }
 
     /// Frees the queue up to `tail`, the latest [`SqTrack::take`] gave.
