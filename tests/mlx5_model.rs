@@ -12,7 +12,7 @@
 //! PCIe ordering, write-combining) is the hardware suite's part
 //! (`UVERBS_TEST_DEVICE=mlx5_0 scripts/guest-test.sh --host`).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::{
@@ -923,4 +923,66 @@ fn the_hardware_variants_all_move_data() {
         }
         assert_clean(&model);
     }
+}
+
+/// A poster and a poller on two threads, the HCA on a third (the device
+/// model's background thread): the poller hands the send queue's slots
+/// back (a release store of the queue's tail after reading each `wr_id`)
+/// and the poster reuses them (an acquire load of the tail). Every
+/// signaled request completes once, in order, with its own `wr_id`; the
+/// poster's "queue full" refusals always end.
+#[test]
+fn a_poster_and_a_poller_on_two_threads_lose_and_repeat_nothing() {
+    const N: u64 = 50_000;
+    const EVERY: u64 = 4;
+    let mut p = pair(QpType::Rc, 8);
+    let hca = p.model.spawn_hca();
+    let (addr, rkey) = (p.mr_b.addr(), p.mr_b.rkey());
+    let sge = [p.mr_a.sge(0, 8).unwrap()];
+    let (a, cq) = (&mut p.a, &mut p.cq_a);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let mut id = 0;
+            while id < N {
+                let op = SendOp::RdmaWrite {
+                    remote_addr: addr,
+                    rkey,
+                };
+                let wr = SendWr::new(id, op, &sge);
+                let wr = if (id + 1) % EVERY == 0 {
+                    wr
+                } else {
+                    wr.unsignaled()
+                };
+                match a.post_send(&[wr]) {
+                    Ok(()) => id += 1,
+                    Err(e) if e.kind == PostErrorKind::QueueFull => {
+                        assert!(Instant::now() < deadline, "the queue stayed full at {id}");
+                        std::thread::yield_now();
+                    }
+                    Err(e) => panic!("request {id}: {e}"),
+                }
+            }
+        });
+        s.spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            let mut wc = [WorkCompletion::default(); 16];
+            let mut next = EVERY - 1;
+            while next < N {
+                let n = cq.poll(&mut wc);
+                for w in &wc[..n] {
+                    assert_eq!((w.wr_id, w.status), (next, WcStatus::SUCCESS));
+                    next += EVERY;
+                }
+                if n == 0 {
+                    assert!(Instant::now() < deadline, "no completion after {next}");
+                    std::thread::yield_now();
+                }
+            }
+        });
+    });
+    drop(hca);
+    assert_eq!(p.cq_a.poll(&mut [WorkCompletion::default(); 4]), 0);
+    assert_clean(&p.model);
 }
