@@ -260,6 +260,18 @@ impl CqeGeometry {
             bytes: (ncqe as usize).checked_mul(cqe_size)?,
         })
     }
+
+    /// How many CQEs (a power of two).
+    #[inline(always)]
+    pub(crate) fn ncqe(self) -> u32 {
+        self.mask + 1
+    }
+
+    /// Bytes per CQE (64 or 128).
+    #[inline(always)]
+    pub(crate) fn cqe_size(self) -> usize {
+        1 << self.shift
+    }
 }
 
 impl QueueBuf {
@@ -539,6 +551,8 @@ mod tests {
             assert_eq!(ring.run(0, 2).len(), 2, "bounded by max");
             assert_eq!(own(ring.run(16, 8), 0, 8), [0, 1, 2, 3, 4, 5, 6, 7]);
         }
+        let g = CqeGeometry::new(256, 128).unwrap();
+        assert_eq!((g.ncqe(), g.cqe_size()), (256, 128));
         assert!(CqeGeometry::new(8, 96).is_none());
         assert!(CqeGeometry::new(12, 64).is_none());
         assert!(CqeGeometry::new(0, 64).is_none());

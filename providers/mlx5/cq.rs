@@ -117,9 +117,7 @@ struct Clean {
 #[derive(Debug)]
 pub(crate) struct CqCore {
     pub(crate) buf: QueueBuf,
-    pub(crate) ncqe: u32,
-    pub(crate) cqe_size: usize,
-    /// `ncqe` and `cqe_size`, checked.
+    /// How many CQEs of what size, checked.
     geometry: CqeGeometry,
     pub(crate) cqn: AtomicU32,
     /// The arm sequence number (`arm_sn`).
@@ -150,8 +148,6 @@ impl CqCore {
         }
         Ok(CqCore {
             buf,
-            ncqe,
-            cqe_size,
             geometry,
             cqn: AtomicU32::new(0),
             arm_sn: AtomicU32::new(0),
@@ -164,7 +160,8 @@ impl CqCore {
     /// Offset of the 64-byte CQE of consumer index `ci`.
     #[inline(always)]
     fn cqe64_at(&self, ci: u32) -> usize {
-        (ci & (self.ncqe - 1)) as usize * self.cqe_size + self.cqe_size - 64
+        let g = self.geometry;
+        (ci & (g.ncqe() - 1)) as usize * g.cqe_size() + g.cqe_size() - 64
     }
 
     /// Whether the CQE at `ci` has been written by the device.
@@ -172,14 +169,14 @@ impl CqCore {
     fn owned(&self, ci: u32) -> Option<usize> {
         let at = self.cqe64_at(ci);
         let op_own = self.buf.load_u8(at + 63)?;
-        cqe_is_valid(op_own, u8::from(ci & self.ncqe != 0)).then_some(at)
+        cqe_is_valid(op_own, u8::from(ci & self.geometry.ncqe() != 0)).then_some(at)
     }
 
     /// Marks the CQEs of QP `rsn` now in the CQ for dropping (a QP was
     /// destroyed or reset: the device writes no more of them).
     pub(crate) fn clean(&self, rsn: u32) {
         let mut ci = self.ci.load(Ordering::Acquire);
-        let end = ci.wrapping_add(self.ncqe);
+        let end = ci.wrapping_add(self.geometry.ncqe());
         while ci != end && self.owned(ci).is_some() {
             ci = ci.wrapping_add(1);
         }
@@ -240,6 +237,7 @@ impl Mlx5Cq {
         let Some(ring) = core.buf.cqes(core.geometry) else {
             return 0;
         };
+        let ncqe = core.geometry.ncqe();
         let start = self.ci;
         let mut ci = start;
         let mut n = 0;
@@ -251,8 +249,8 @@ impl Mlx5Cq {
             // body load follows the barrier, which follows its own CQE's
             // ownership load: the ordering rdma-core gets with a barrier
             // per CQE (`mlx5_get_next_cqe`), at the cost of one per run.
-            let run = ring.run(ci, (out.len() - n).min(core.ncqe as usize) as u32);
-            let owner = u8::from(ci & core.ncqe != 0);
+            let run = ring.run(ci, (out.len() - n).min(ncqe as usize) as u32);
+            let owner = u8::from(ci & ncqe != 0);
             let mut ready = 0;
             for cqe in run.iter(0, run.len()) {
                 if !cqe_is_valid(cqe.op_own(), owner) {

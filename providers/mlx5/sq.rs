@@ -62,9 +62,11 @@ pub(crate) struct SqTrack {
     pub(crate) epoch: AtomicU32,
 }
 
-/// The slots of a [`SqTrack`], `mask + 1` of them: the compiler sees that
-/// a WQE counter masked with `mask` indexes one, and checks no bound per
-/// CQE (with the slice's own length, it checks one per CQE).
+/// The slots of a [`SqTrack`], `mask + 1` of them, as the poller indexes
+/// them: a WQE counter masked with `mask`. Through a slice of
+/// exactly `mask + 1` slots the compiler sees that every masked counter is
+/// in bounds and checks none (with the slice's own `len - 1` as the mask
+/// it narrows the mask to 32 bits and keeps the check).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Slots<'a> {
     slots: &'a [SqSlot],
@@ -72,8 +74,11 @@ pub(crate) struct Slots<'a> {
 }
 
 impl Slots<'_> {
-    /// As [`SqTrack::take`], but without the tail when there is no slot
-    /// (which does not happen: every masked counter indexes one).
+    /// The work request of the WQE at `wqe_counter`, and the tail that
+    /// frees the queue up to it, for [`SqTrack::free`] (the poller). The
+    /// `wr_id` is read first: a poster that sees the new tail (acquire, in
+    /// `room`) may write the slot again. `None` does not happen (every
+    /// masked counter indexes a slot).
     #[inline(always)]
     pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32)> {
         let slot = self
@@ -114,26 +119,16 @@ impl SqTrack {
         wr_id
     }
 
-    /// The work request of the WQE at `wqe_counter`, and the tail that
-    /// frees the queue up to it, for [`SqTrack::free`]. The `wr_id` is read
-    /// first: a poster that sees the new tail (acquire, in `room`) may
-    /// write the slot again.
+    /// [`Slots::take`] of one WQE; with no slot (which does not happen)
+    /// no work request and the tail unchanged.
     #[inline(always)]
     pub(crate) fn take(&self, wqe_counter: u16) -> (u64, u32) {
-        match self
-            .slots
-            .get((u32::from(wqe_counter) & self.mask) as usize)
-        {
-            Some(slot) => (
-                slot.wrid.load(Ordering::Relaxed),
-                slot.head.load(Ordering::Relaxed).wrapping_add(1),
-            ),
-            None => (0, self.tail.load(Ordering::Relaxed)),
-        }
+        self.slots()
+            .and_then(|s| s.take(wqe_counter))
+            .unwrap_or_else(|| (0, self.tail.load(Ordering::Relaxed)))
     }
 
-    /// The slots, for looking up the WQEs of a run of CQEs with no bounds
-    /// check per CQE (`None` never happens: there are `mask + 1` of them).
+    /// The slots (`None` never happens: `new` makes `mask + 1` of them).
     #[inline(always)]
     pub(crate) fn slots(&self) -> Option<Slots<'_>> {
         Some(Slots {
@@ -253,7 +248,9 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    /// Records the work request of the WQE at WQEBB counter `at`.
+    /// Records the work request of the WQE at WQEBB counter `at`. (Not
+    /// through [`Slots`]: making one per batch costs a batch of one six
+    /// instructions, and the poster's check per request stays anyway.)
     #[inline(always)]
     fn record(&self, at: u32, wr_id: u64, head: u32) {
         if let Some(slot) = self.slots.get((at & self.slot_mask) as usize) {
