@@ -354,11 +354,13 @@ impl Parser {
         let Some(slots) = sq.slots() else {
             return k;
         };
-        let mut freed = None;
-        for cqe in run.iter(k, ready) {
-            let Some(wc) = out.get_mut(*n) else {
-                break;
-            };
+        // The tail to free to, valid once `k` moved: as an `Option` it made
+        // the compiler peel the loop's first CQE (the call's fixed part
+        // grew by about 60 instructions).
+        let mut freed = 0;
+        let from = k;
+        let room = out.get_mut(*n..).unwrap_or_default();
+        for (cqe, wc) in run.iter(k, ready).zip(room) {
             let tail = CqeTail::new(|i| cqe.word(i));
             let qp_num = tail.qpn();
             let rsn = if CQE_V1 { tail.srqn_uidx() } else { qp_num };
@@ -369,12 +371,12 @@ impl Parser {
                 break;
             };
             requester_wc(wc, wr_id, qp_num, tail.wqe_opcode(), || tail.byte_cnt());
-            freed = Some(to);
-            *n += 1;
+            freed = to;
             k += 1;
         }
-        if let Some(to) = freed {
-            sq.free(to);
+        *n += (k - from) as usize;
+        if k != from {
+            sq.free(freed);
         }
         k
     }
