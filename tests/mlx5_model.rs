@@ -601,6 +601,7 @@ fn bad_requests_are_refused_at_post_time_and_reach_nothing() {
         )])
         .unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::OpNotSupported(_)), "{e}");
+    assert!(e.to_string().contains("UC QPs support no RDMA read"), "{e}");
     // A full send queue: the request that does not fit is refused whole.
     let mut wrs = Vec::new();
     for i in 0..16 {

@@ -261,8 +261,8 @@ impl Writer<'_> {
 
     /// Checks a request (RC `_mlx5_post_send`'s checks) and writes its WQE
     /// at WQEBB counter `at`, as work request number `head`, in one pass;
-    /// returns its size in 16-byte units. Publishes nothing (the doorbell
-    /// record does).
+    /// returns what the doorbell needs of it. Publishes nothing (the
+    /// doorbell record does).
     #[inline(always)]
     fn write_wqe(
         &self,
@@ -270,7 +270,7 @@ impl Writer<'_> {
         av_of: &impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
         at: u32,
         head: u32,
-    ) -> Result<u32, PostErrorKind> {
+    ) -> Result<Last, PostErrorKind> {
         let q = self.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
@@ -293,27 +293,44 @@ impl Writer<'_> {
                 "a UD destination was given for a connected (RC/UC) QP",
             ));
         }
+        // Whether the QP type carries the opcode, checked in each arm
+        // before its segments are written (checked after them, the
+        // compiler merged it with the SGE count's check into one branch and
+        // chose the error before it, on every request).
+        let carried = |op: u8| {
+            if self.rules.allowed & (1 << op) == 0 {
+                return Err(PostErrorKind::OpNotSupported(if self.rules.ud {
+                    "UD QPs support only SEND and SEND_WITH_IMM"
+                } else {
+                    "UC QPs support no RDMA read and no atomics"
+                }));
+            }
+            Ok(op)
+        };
         let (opcode, imm) = match wr.op {
-            SendOp::Send => (opcode::SEND, 0),
-            SendOp::SendWithImm { imm } => (opcode::SEND_IMM, imm),
+            SendOp::Send => (carried(opcode::SEND)?, 0),
+            SendOp::SendWithImm { imm } => (carried(opcode::SEND_IMM)?, imm),
             SendOp::RdmaWrite { remote_addr, rkey } => {
+                let op = carried(opcode::RDMA_WRITE)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
-                (opcode::RDMA_WRITE, 0)
+                (op, 0)
             }
             SendOp::RdmaWriteWithImm {
                 remote_addr,
                 rkey,
                 imm,
             } => {
+                let op = carried(opcode::RDMA_WRITE_IMM)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
-                (opcode::RDMA_WRITE_IMM, imm)
+                (op, imm)
             }
             SendOp::RdmaRead { remote_addr, rkey } => {
+                let op = carried(opcode::RDMA_READ)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
-                (opcode::RDMA_READ, 0)
+                (op, 0)
             }
             SendOp::CompareSwap {
                 remote_addr,
@@ -321,29 +338,24 @@ impl Writer<'_> {
                 compare,
                 swap,
             } => {
+                let op = carried(opcode::ATOMIC_CS)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(swap, compare));
                 u += 2;
-                (opcode::ATOMIC_CS, 0)
+                (op, 0)
             }
             SendOp::FetchAdd {
                 remote_addr,
                 rkey,
                 add,
             } => {
+                let op = carried(opcode::ATOMIC_FA)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(add, 0));
                 u += 2;
-                (opcode::ATOMIC_FA, 0)
+                (op, 0)
             }
         };
-        if self.rules.allowed & (1 << opcode) == 0 {
-            return Err(PostErrorKind::OpNotSupported(if self.rules.ud {
-                "UD QPs support only SEND and SEND_WITH_IMM"
-            } else {
-                "UC QPs support no RDMA read and no atomics"
-            }));
-        }
         let atomic = matches!(opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA);
         match wr.payload {
             Payload::Inline(data) => {
@@ -399,20 +411,23 @@ impl Writer<'_> {
         let ds = u.wrapping_sub(first);
         let fm_ce_se = (self.rules.fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
         let pi = (at & 0xffff) as u16;
-        q.put(
-            first,
-            wqe::ctrl(
-                pi,
-                opcode,
-                0,
-                self.rules.qpn,
-                ds as u8,
-                fm_ce_se,
-                imm.to_be_bytes(),
-            ),
+        let ctrl = wqe::ctrl(
+            pi,
+            opcode,
+            0,
+            self.rules.qpn,
+            ds as u8,
+            fm_ce_se,
+            imm.to_be_bytes(),
         );
+        q.put(first, ctrl);
         self.record(at, wr.wr_id, head);
-        Ok(ds)
+        Ok(Last {
+            at,
+            ds,
+            head: ctrl.head(),
+            inline: matches!(wr.payload, Payload::Inline(_)),
+        })
     }
 }
 
@@ -425,13 +440,17 @@ fn wqebbs(ds: u32) -> u32 {
     (ds + UNITS_PER_BB - 1) / UNITS_PER_BB
 }
 
-/// The last WQE of a batch, for the doorbell.
+/// What the doorbell needs of the last WQE of a batch, kept from its
+/// writing (read back from the queue, it cost a batch of one five more
+/// instructions).
 #[derive(Debug, Clone, Copy)]
 struct Last {
     /// WQEBB counter of its ctrl segment.
     at: u32,
     /// 16-byte units.
     ds: u32,
+    /// The first 8 bytes of its ctrl segment, as written.
+    head: [u8; 8],
     inline: bool,
 }
 
@@ -464,18 +483,6 @@ impl SqShape {
         self.max_post.saturating_sub(outstanding)
     }
 
-    /// The doorbell's view of the WQE at WQEBB counter `at`: its size from
-    /// its ctrl segment (`qpn_ds`, byte 7), as written.
-    #[inline]
-    fn last(&self, at: u32, inline: bool) -> Last {
-        let ctrl = self.units.get(at.wrapping_mul(UNITS_PER_BB));
-        Last {
-            at,
-            ds: u32::from(ctrl.head()[7] & 0x3f),
-            inline,
-        }
-    }
-
     /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`,
     /// the queue posted up to WQEBB counter `cur_post`.
     #[inline(always)]
@@ -491,9 +498,8 @@ impl SqShape {
         if last.inline && nreq == 1 && last.ds > 1 && bytes <= bf.buf_size {
             self.blueflame(last.at, bytes, reg);
         } else {
-            // The first 8 bytes of the last WQE's ctrl segment, as written.
-            let ctrl = self.units.get(last.at.wrapping_mul(UNITS_PER_BB));
-            bf.page.store64(reg, ctrl.head());
+            // The first 8 bytes of the last WQE's ctrl segment.
+            bf.page.store64(reg, last.head);
         }
         barrier::mmio_flush_writes();
         bf.toggle(&guard);

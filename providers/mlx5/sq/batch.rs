@@ -2,8 +2,8 @@
 //! counters and its view of the ring held by the batch, so that over a
 //! batch written in one function they stay in registers.
 
-use super::{wqebbs, Av, Mlx5Sq, Posted, SqShape, Writer};
-use crate::wr::{Payload, PostErrorKind, SendWr};
+use super::{wqebbs, Av, Last, Mlx5Sq, Posted, SqShape, Writer};
+use crate::wr::{PostErrorKind, SendWr};
 
 impl Mlx5Sq {
     /// Starts a send batch (`ibv_wr_start`). The batch keeps the queue's
@@ -21,8 +21,12 @@ impl Mlx5Sq {
             cur: posted.cur_post,
             head: posted.head,
             room: shape.room(posted.head),
-            last_at: posted.cur_post,
-            last_inline: false,
+            last: Last {
+                at: posted.cur_post,
+                ds: 0,
+                head: [0; 8],
+                inline: false,
+            },
             posted,
         }
     }
@@ -41,9 +45,8 @@ pub(crate) struct SqBatch<'q> {
     head: u32,
     /// Requests the queue takes before the poller's tail is read again.
     room: u32,
-    /// WQEBB counter of the last WQE, and whether it is inline.
-    last_at: u32,
-    last_inline: bool,
+    /// The last WQE written.
+    last: Last,
     /// The queue's counters: what the device was given, updated at
     /// complete.
     posted: &'q mut Posted,
@@ -68,12 +71,11 @@ impl SqBatch<'_> {
                 return Err(PostErrorKind::QueueFull);
             }
         }
-        let ds = self.w.write_wqe(wr, &av_of, self.cur, self.head)?;
-        self.last_at = self.cur;
-        self.last_inline = matches!(wr.payload, Payload::Inline(_));
+        let last = self.w.write_wqe(wr, &av_of, self.cur, self.head)?;
+        self.last = last;
         self.room -= 1;
         self.head = self.head.wrapping_add(1);
-        self.cur = self.cur.wrapping_add(wqebbs(ds));
+        self.cur = self.cur.wrapping_add(wqebbs(last.ds));
         Ok(())
     }
 
@@ -90,8 +92,7 @@ impl SqBatch<'_> {
                 cur_post: self.cur,
                 head: self.head,
             };
-            let last = self.shape.last(self.last_at, self.last_inline);
-            self.shape.ring(self.cur, last, nreq);
+            self.shape.ring(self.cur, self.last, nreq);
         }
     }
 }
