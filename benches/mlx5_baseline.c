@@ -157,6 +157,53 @@ static inline int poll_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 	return 1;
 }
 
+/* The receive queue: its work-request ids, completed in order. */
+#define RQ_WQE 512u
+static uint64_t rq_wrid[RQ_WQE];
+static uint32_t rq_tail;
+
+/*
+ * One receive CQE (RESP_SEND) of the QP's own receive queue: the fields
+ * rdma-core's handle_responder gives an ibv_wc.
+ */
+static inline int poll_recv_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
+{
+	struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
+	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
+	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
+		return 0;
+	lfence();
+	wc->wr_id = rq_wrid[rq_tail++ & (RQ_WQE - 1)];
+	wc->status = 0;
+	wc->opcode = 128; /* IBV_WC_RECV */
+	wc->byte_len = be32toh(c->byte_cnt);
+	wc->imm = 0;
+	wc->qp_num = be32toh(c->sop_drop_qpn) & 0xffffff;
+	uint32_t fr = be32toh(c->flags_rqpn);
+	wc->src_qp = fr & 0xffffff;
+	wc->sl = (fr >> 24) & 0xf;
+	wc->flags = (fr >> 28) & 3 ? 1 : 0; /* IBV_WC_GRH */
+	wc->pkey = be32toh(c->imm_inval_pkey) & 0xffff;
+	wc->slid = be16toh(c->slid);
+	wc->path = c->ml_path & 0x7f;
+	(*ci)++;
+	return 1;
+}
+
+/* n receive CQEs (RESP_SEND of 64 bytes) from consumer index ci. */
+static void fill_recv_cqes(uint8_t *cq, uint32_t ci, uint32_t n, uint32_t uidx)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t k = ci + i;
+		struct mlx5_cqe64 *c = (void *)(cq + (k & (NCQE - 1)) * 64);
+		memset(c, 0, 64);
+		c->byte_cnt = htobe32(64);
+		c->srqn_uidx = htobe32(uidx);
+		c->sop_drop_qpn = htobe32(qpn);
+		c->op_own = (MLX5_CQE_RESP_SEND << 4) | !!(k & NCQE);
+	}
+}
+
 static void fill_cqes(uint8_t *cq, uint32_t ci, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
@@ -315,7 +362,11 @@ out:
 }
 
 /* A user-index table as rdma-core's (two levels, mlx5_find_uidx). */
-struct g_qp { uint64_t *wrid; uint32_t *wqe_head; uint32_t *tail; uint32_t wqe_cnt; };
+struct g_qp {
+	uint64_t *wrid; uint32_t *wqe_head; uint32_t *tail; uint32_t wqe_cnt;
+	uint64_t *rq_wrid; uint32_t *rq_tail; uint32_t rq_wqe_cnt;
+	void *srq; /* an SRQ's receives name their WQE (not in this benchmark) */
+};
 static struct g_qp g_the_qp;
 static struct g_qp **uidx_table[1 << 12];
 
@@ -363,13 +414,55 @@ __attribute__((noipa)) static int poll_generic(uint8_t *cq, uint32_t *ci, int ne
 			wc->wr_id = qp->wrid[idx];
 			*qp->tail = qp->wqe_head[idx] + 1;
 			wc->status = 0;
+			wc->flags = 0;
 			break;
 		}
-		default: /* responder and error CQEs: not in this benchmark */
+		case MLX5_CQE_RESP_WR_IMM:
+		case MLX5_CQE_RESP_SEND:
+		case MLX5_CQE_RESP_SEND_IMM:
+		case MLX5_CQE_RESP_SEND_INV: {
+			/* get_resp_ctx_v1, then handle_responder for a QP's own RQ */
+			if (qp->srq)
+				break;
+			wc->flags = 0;
+			wc->byte_len = be32toh(c->byte_cnt);
+			uint32_t idx = *qp->rq_tail & (qp->rq_wqe_cnt - 1);
+			wc->wr_id = qp->rq_wrid[idx];
+			++*qp->rq_tail;
+			switch (opcode) {
+			case MLX5_CQE_RESP_WR_IMM:
+				wc->opcode = 129; /* IBV_WC_RECV_RDMA_WITH_IMM */
+				wc->flags |= 2;   /* IBV_WC_WITH_IMM */
+				wc->imm = c->imm_inval_pkey;
+				break;
+			case MLX5_CQE_RESP_SEND:
+				wc->opcode = 128; /* IBV_WC_RECV */
+				break;
+			case MLX5_CQE_RESP_SEND_IMM:
+				wc->opcode = 128;
+				wc->flags |= 2;
+				wc->imm = c->imm_inval_pkey;
+				break;
+			case MLX5_CQE_RESP_SEND_INV:
+				wc->opcode = 128;
+				wc->flags |= 4; /* IBV_WC_WITH_INV */
+				wc->imm = be32toh(c->imm_inval_pkey);
+				break;
+			}
+			wc->slid = be16toh(c->slid);
+			wc->sl = (be32toh(c->flags_rqpn) >> 24) & 0xf;
+			wc->src_qp = be32toh(c->flags_rqpn) & 0xffffff;
+			wc->path = c->ml_path & 0x7f;
+			wc->flags |= (be32toh(c->flags_rqpn) >> 28) & 3 ? 1 : 0; /* IBV_WC_GRH */
+			wc->pkey = be32toh(c->imm_inval_pkey) & 0xffff;
+			wc->status = 0;
+			break;
+		}
+		default: /* error CQEs: not in this benchmark */
 			wc->status = 1;
+			wc->flags = 0;
 			break;
 		}
-		wc->flags = 0;
 	}
 	dbrec[0] = htobe32(*ci & 0xffffff);
 	pthread_spin_unlock(&cq_lock);
@@ -429,7 +522,7 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 	}
 	{
 		static struct g_qp *level0[1 << 12];
-		g_the_qp = (struct g_qp){ wrid, wqe_head, &tail, SQ_WQEBB };
+		g_the_qp = (struct g_qp){ wrid, wqe_head, &tail, SQ_WQEBB, rq_wrid, &rq_tail, RQ_WQE, NULL };
 		level0[5] = &g_the_qp;
 		uidx_table[0] = level0;
 		struct wc wcs[16];
@@ -448,6 +541,18 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 			done += NCQE;
 		}
 		printf("rc_poll_cqe %.2f\n", t / done);
+		t = 0;
+		done = 0;
+		while (done < iters) {
+			fill_recv_cqes(cq, ci, RQ_WQE, 5);
+			double t0 = now_ns();
+			uint32_t got = 0;
+			while (got < RQ_WQE)
+				got += poll_generic(cq, &ci, 16, wcs);
+			t += now_ns() - t0;
+			done += RQ_WQE;
+		}
+		printf("rc_poll_recv_cqe %.2f\n", t / done);
 	}
 }
 
@@ -518,6 +623,23 @@ int main(int argc, char **argv)
 			done += NCQE;
 		}
 		printf("poll_cqe %.2f\n", t / done);
+		t = 0;
+		done = 0;
+		while (done < iters) {
+			fill_recv_cqes(cq, ci, RQ_WQE, 0);
+			double t0 = now_ns();
+			uint32_t got = 0;
+			while (got < RQ_WQE) {
+				int n = 0;
+				while (n < 16 && poll_recv_one(cq, &ci, &wcs[n]))
+					n++;
+				dbrec[0] = htobe32(ci & 0xffffff);
+				got += n;
+			}
+			t += now_ns() - t0;
+			done += RQ_WQE;
+		}
+		printf("poll_recv_cqe %.2f\n", t / done);
 	}
 	g_cfg.max_gs = 1;
 	g_cfg.max_inline = 44;

@@ -92,6 +92,45 @@ fn requester_wc(
     };
 }
 
+/// The completion opcode and flags of a successful responder CQE by its
+/// opcode, and the mask of its `imm_inval_pkey` that is the completion's
+/// immediate (`handle_responder`; the invalidated rkey for
+/// `RESP_SEND_INV`): a table, so the poll loop does not branch on it.
+const RESP_COMPLETION: [(WcOpcode, WcFlags, u32); 16] = {
+    let mut t = [(WcOpcode::RECV, WcFlags::empty(), 0u32); 16];
+    t[cqe_opcode::RESP_WR_IMM as usize] = (WcOpcode::RECV_RDMA_WITH_IMM, WcFlags::WITH_IMM, !0);
+    t[cqe_opcode::RESP_SEND_IMM as usize] = (WcOpcode::RECV, WcFlags::WITH_IMM, !0);
+    t[cqe_opcode::RESP_SEND_INV as usize] = (WcOpcode::RECV, WcFlags::WITH_INVALIDATE, !0);
+    t
+};
+
+/// Writes the work completion of a successful responder CQE (opcodes
+/// `RESP_WR_IMM` to `RESP_SEND_INV`, of either view of it) of work request
+/// `wr_id` into `wc`, as rdma-core's `handle_responder` fills it.
+#[inline(always)]
+fn responder_wc(wc: &mut WorkCompletion, wr_id: u64, qp_num: u32, op: u8, cqe: &impl CqeView) {
+    let imm = cqe.imm_inval_pkey();
+    let (opcode, mut wc_flags, imm_mask) = RESP_COMPLETION[usize::from(op & 15)];
+    if cqe.grh() {
+        wc_flags |= WcFlags::GRH;
+    }
+    *wc = WorkCompletion {
+        wr_id,
+        status: WcStatus::SUCCESS,
+        opcode,
+        vendor_err: 0,
+        byte_len: cqe.byte_cnt(),
+        imm_data: imm & imm_mask,
+        qp_num,
+        src_qp: cqe.src_qp(),
+        wc_flags,
+        pkey_index: (imm & 0xffff) as u16,
+        slid: cqe.slid(),
+        sl: cqe.sl(),
+        dlid_path_bits: cqe.ml_path(),
+    };
+}
+
 /// Whether a CQE whose `op_own` byte is `op_own` was handed over by the
 /// device, which writes `owner` (0 or 1) as its owner bit in this pass over
 /// the ring: its opcode is not `INVALID` (15) and its owner bit is
@@ -277,6 +316,16 @@ impl Mlx5Cq {
                 if k >= ready {
                     break;
                 }
+                k = if self.parser.cqe_v1 {
+                    self.parser
+                        .responder_run::<true>(run, k, ready, out, &mut n)
+                } else {
+                    self.parser
+                        .responder_run::<false>(run, k, ready, out, &mut n)
+                };
+                if k >= ready {
+                    break;
+                }
                 let (Some(cqe), Some(wc)) = (run.get(k), out.get_mut(n)) else {
                     break;
                 };
@@ -381,6 +430,64 @@ impl Parser {
         k
     }
 
+    /// The fast path over entries `k..ready` of a run whose ownership was
+    /// checked, for receives: successful responder CQEs of the cached QP,
+    /// which has a receive queue of its own (an SRQ's CQEs name their WQE
+    /// and go through [`Parser::parse`]), none of them cleaned, each into
+    /// `out[n]` (`n` advanced), as [`Parser::parse`] would; stops at the
+    /// first other CQE and returns its index. Receives complete in order, so
+    /// each takes the `wr_id` at the queue's tail; the queue is freed once,
+    /// after the last `wr_id` was read.
+    #[inline(always)]
+    fn responder_run<const CQE_V1: bool>(
+        &self,
+        run: CqeRun<'_>,
+        mut k: u32,
+        ready: u32,
+        out: &mut [WorkCompletion],
+        n: &mut usize,
+    ) -> u32 {
+        let Some(qp) = self.last.as_deref() else {
+            return k;
+        };
+        if !self.cleaning.is_empty() || !qp.is_alive() || qp.srq.is_some() {
+            return k;
+        }
+        let Some(rq) = qp.rq.as_deref() else {
+            return k;
+        };
+        let Some(slots) = rq.slots() else {
+            return k;
+        };
+        let mut tail = rq.tail.load(Ordering::Relaxed);
+        let from = k;
+        let room = out.get_mut(*n..).unwrap_or_default();
+        for (cqe, wc) in run.iter(k, ready).zip(room) {
+            // Words 2 to 5 loaded once each (a field's word is otherwise
+            // loaded per field: the loads are volatile).
+            let head = [cqe.word(2), cqe.word(3), cqe.word(4), cqe.word(5)];
+            let view = CqeTail::new(|i| match i {
+                2..=5 => head[i - 2],
+                _ => cqe.word(i),
+            });
+            let op = view.opcode();
+            let qp_num = view.qpn();
+            let rsn = if CQE_V1 { view.srqn_uidx() } else { qp_num };
+            if !(cqe_opcode::RESP_WR_IMM..=cqe_opcode::RESP_SEND_INV).contains(&op) || rsn != qp.rsn
+            {
+                break;
+            }
+            responder_wc(wc, slots.wr_id(tail), qp_num, op, &view);
+            tail = tail.wrapping_add(1);
+            k += 1;
+        }
+        *n += (k - from) as usize;
+        if k != from {
+            rq.free(tail);
+        }
+        k
+    }
+
     /// Turns a CQE into the work completion `wc` (every field written);
     /// false, with `wc` untouched, for a CQE that does not surface (a
     /// cleaned QP's, one naming no known QP, or a kind this library never
@@ -409,33 +516,8 @@ impl Parser {
             | cqe_opcode::RESP_SEND
             | cqe_opcode::RESP_SEND_IMM
             | cqe_opcode::RESP_SEND_INV) => {
-                let imm = u32::from_be_bytes(cqe.imm_raw());
-                let (opcode, mut wc_flags, imm_data) = match op {
-                    cqe_opcode::RESP_WR_IMM => {
-                        (WcOpcode::RECV_RDMA_WITH_IMM, WcFlags::WITH_IMM, imm)
-                    }
-                    cqe_opcode::RESP_SEND_IMM => (WcOpcode::RECV, WcFlags::WITH_IMM, imm),
-                    cqe_opcode::RESP_SEND_INV => (WcOpcode::RECV, WcFlags::WITH_INVALIDATE, imm),
-                    _ => (WcOpcode::RECV, WcFlags::empty(), 0),
-                };
-                if cqe.grh() {
-                    wc_flags |= WcFlags::GRH;
-                }
-                *wc = WorkCompletion {
-                    wr_id: qp.complete_recv(cqe.wqe_counter()),
-                    status: WcStatus::SUCCESS,
-                    opcode,
-                    vendor_err: 0,
-                    byte_len: cqe.byte_cnt(),
-                    imm_data,
-                    qp_num,
-                    src_qp: cqe.src_qp(),
-                    wc_flags,
-                    pkey_index: (cqe.imm_inval_pkey() & 0xffff) as u16,
-                    slid: cqe.slid(),
-                    sl: cqe.sl(),
-                    dlid_path_bits: cqe.ml_path(),
-                };
+                let wr_id = qp.complete_recv(cqe.wqe_counter());
+                responder_wc(wc, wr_id, qp_num, op, cqe);
             }
             op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
                 let wr_id = if op == cqe_opcode::REQ_ERR {
@@ -485,6 +567,74 @@ mod tests {
             for op_own in 0..=u8::MAX {
                 let expected = op_own >> 4 != 15 && op_own & 1 == owner;
                 assert_eq!(cqe_is_valid(op_own, owner), expected, "{op_own:#x} {owner}");
+            }
+        }
+    }
+
+    /// A receive's completion, by CQE opcode, as rdma-core's
+    /// `handle_responder` fills it (expected values written by hand from
+    /// it), through both views of the CQE.
+    #[test]
+    fn responder_completions_carry_what_handle_responder_reports() {
+        use super::super::cqe::tail_of;
+        let cases = [
+            (
+                cqe_opcode::RESP_WR_IMM,
+                WcOpcode::RECV_RDMA_WITH_IMM,
+                WcFlags::WITH_IMM,
+                true,
+            ),
+            (
+                cqe_opcode::RESP_SEND,
+                WcOpcode::RECV,
+                WcFlags::empty(),
+                false,
+            ),
+            (
+                cqe_opcode::RESP_SEND_IMM,
+                WcOpcode::RECV,
+                WcFlags::WITH_IMM,
+                true,
+            ),
+            (
+                cqe_opcode::RESP_SEND_INV,
+                WcOpcode::RECV,
+                WcFlags::WITH_INVALIDATE,
+                true,
+            ),
+        ];
+        for (op, opcode, flags, has_imm) in cases {
+            for grh in [false, true] {
+                let mut b = [0u8; 64];
+                b[17] = 0x85; // ml_path: bits 0..7 are the path bits
+                b[22..24].copy_from_slice(&0x1234u16.to_be_bytes()); // slid
+                let flags_rqpn = u32::from(grh) << 28 | 0x7 << 24 | 0x00ab_cdef;
+                b[24..28].copy_from_slice(&flags_rqpn.to_be_bytes());
+                b[36..40].copy_from_slice(&0xdead_beefu32.to_be_bytes());
+                b[44..48].copy_from_slice(&77u32.to_be_bytes());
+                b[63] = op << 4;
+                let cqe = Cqe64(b);
+                let expected = WorkCompletion {
+                    wr_id: 9,
+                    status: WcStatus::SUCCESS,
+                    opcode,
+                    vendor_err: 0,
+                    byte_len: 77,
+                    imm_data: if has_imm { 0xdead_beef } else { 0 },
+                    qp_num: 0x42,
+                    src_qp: 0x00ab_cdef,
+                    wc_flags: if grh { flags | WcFlags::GRH } else { flags },
+                    pkey_index: 0xbeef,
+                    slid: 0x1234,
+                    sl: 7,
+                    dlid_path_bits: 5,
+                };
+                let mut wc = WorkCompletion::default();
+                responder_wc(&mut wc, 9, 0x42, op, &cqe);
+                assert_eq!(wc, expected, "op {op}, grh {grh}");
+                let mut wc = WorkCompletion::default();
+                responder_wc(&mut wc, 9, 0x42, op, &tail_of(&cqe));
+                assert_eq!(wc, expected, "op {op}, grh {grh}, tail view");
             }
         }
     }

@@ -45,10 +45,6 @@ impl Cqe64 {
         u32::from_be_bytes([self.0[at], self.0[at + 1], self.0[at + 2], self.0[at + 3]])
     }
     #[inline(always)]
-    fn be16(&self, at: usize) -> u16 {
-        u16::from_be_bytes([self.0[at], self.0[at + 1]])
-    }
-    #[inline(always)]
     pub(crate) fn owner(&self) -> u8 {
         self.op_own() & 1
     }
@@ -61,32 +57,8 @@ impl Cqe64 {
         (self.op_own() >> 2) & 3
     }
     #[inline(always)]
-    pub(crate) fn imm_inval_pkey(&self) -> u32 {
-        self.be32(36)
-    }
-    #[inline(always)]
     pub(crate) fn imm_raw(&self) -> [u8; 4] {
         [self.0[36], self.0[37], self.0[38], self.0[39]]
-    }
-    #[inline(always)]
-    pub(crate) fn sl(&self) -> u8 {
-        ((self.be32(24) >> 24) & 0xf) as u8
-    }
-    #[inline(always)]
-    pub(crate) fn src_qp(&self) -> u32 {
-        self.be32(24) & 0x00ff_ffff
-    }
-    #[inline(always)]
-    pub(crate) fn grh(&self) -> bool {
-        (self.be32(24) >> 28) & 3 != 0
-    }
-    #[inline(always)]
-    pub(crate) fn ml_path(&self) -> u8 {
-        self.0[17] & 0x7f
-    }
-    #[inline(always)]
-    pub(crate) fn slid(&self) -> u16 {
-        self.be16(22)
     }
     #[inline(always)]
     pub(crate) fn syndrome(&self) -> u8 {
@@ -102,7 +74,7 @@ impl Cqe64 {
 /// a CQE read ([`Cqe64`], the whole CQE; [`CqeTail`], the poll loop's
 /// requester view), at their offsets written once here.
 pub(crate) trait CqeView {
-    /// The big-endian 32-bit field at byte `at` (32 <= at < 64, 4-aligned).
+    /// The big-endian 32-bit field at byte `at` (16 <= at < 64, 4-aligned).
     fn be32(&self, at: usize) -> u32;
 
     /// `op_own` (byte 63).
@@ -134,6 +106,33 @@ pub(crate) trait CqeView {
     fn wqe_counter(&self) -> u16 {
         (self.be32(60) >> 16) as u16
     }
+    // A responder's fields.
+    /// `ml_path` (byte 17), the path bits.
+    #[inline(always)]
+    fn ml_path(&self) -> u8 {
+        (self.be32(16) >> 16) as u8 & 0x7f
+    }
+    /// `slid` (bytes 22..24).
+    #[inline(always)]
+    fn slid(&self) -> u16 {
+        self.be32(20) as u16
+    }
+    #[inline(always)]
+    fn sl(&self) -> u8 {
+        ((self.be32(24) >> 24) & 0xf) as u8
+    }
+    #[inline(always)]
+    fn src_qp(&self) -> u32 {
+        self.be32(24) & 0x00ff_ffff
+    }
+    #[inline(always)]
+    fn grh(&self) -> bool {
+        (self.be32(24) >> 28) & 3 != 0
+    }
+    #[inline(always)]
+    fn imm_inval_pkey(&self) -> u32 {
+        self.be32(36)
+    }
 }
 
 impl CqeView for Cqe64 {
@@ -143,13 +142,14 @@ impl CqeView for Cqe64 {
     }
 }
 
-/// Bytes 32..64 of a CQE read in place, for the poll loop's fast path: a
-/// requester completion needs only word 7 (`sop_drop_qpn`, `wqe_counter`,
-/// `op_own`), loaded once here, word 4 (`srqn_uidx`) with CQE v1 and word 5
-/// (`byte_cnt`) for an RDMA read, which `word` loads when a field asks for
-/// them (words are 8 bytes, native byte order, numbered from the CQE's
-/// start). Its fields are [`CqeView`]'s, as for [`Cqe64`]; the golden test
-/// checks both against mlx5dv.h.
+/// Bytes 16..64 of a CQE read in place, for the poll loop's fast paths:
+/// word 7 (`sop_drop_qpn`, `wqe_counter`, `op_own`), which every CQE kind
+/// needs, is loaded once here; the others when a field asks for them (a
+/// requester completion needs word 4, `srqn_uidx`, with CQE v1 and word 5,
+/// `byte_cnt`, for an RDMA read; a receive words 2 to 5). Words are 8
+/// bytes, native byte order, numbered from the CQE's start. Its fields are
+/// [`CqeView`]'s, as for [`Cqe64`]; the golden test checks both against
+/// mlx5dv.h.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CqeTail<F> {
     w7: u64,

@@ -476,6 +476,12 @@ fn the_cqe_decoder_reads_what_mlx5dv_writes() {
         assert_eq!(t.qpn(), v[6] & 0x00ff_ffff);
         assert_eq!(u32::from(t.wqe_opcode()), v[6] >> 24);
         assert_eq!(u32::from(t.wqe_counter()), v[7]);
+        assert_eq!(u32::from(t.ml_path()), v[0] & 0x7f);
+        assert_eq!(u32::from(t.slid()), v[1]);
+        assert_eq!(t.src_qp(), v[2] & 0x00ff_ffff);
+        assert_eq!(u32::from(t.sl()), (v[2] >> 24) & 0xf);
+        assert_eq!(t.grh(), (v[2] >> 28) & 3 != 0);
+        assert_eq!(t.imm_inval_pkey(), v[4]);
         // The error CQE view of the same 64 bytes.
         let e = fields[2 * i + 1];
         let err = Cqe64(unhex(&pair[1]).try_into().expect("64 bytes"));

@@ -63,6 +63,23 @@ impl RqTrack {
         }
     }
 
+    /// The slots, for taking a run of completions ([`RqSlots`]); `None`
+    /// never happens (`new` makes `mask + 1` of them).
+    #[inline(always)]
+    pub(crate) fn slots(&self) -> Option<RqSlots<'_>> {
+        Some(RqSlots {
+            wrid: self.wrid.get(..self.mask as usize + 1)?,
+            mask: self.mask,
+        })
+    }
+
+    /// Frees the queue up to receive `tail` (the poller, after reading the
+    /// `wr_id`s of the receives before it from [`RqSlots`]).
+    #[inline(always)]
+    pub(crate) fn free(&self, tail: u32) {
+        self.tail.store(tail, Ordering::Release);
+    }
+
     /// The work request of the oldest outstanding receive, now completed.
     /// Its `wr_id` is read before the slot is freed: once the release store
     /// of the tail is seen (acquire, in `post`), the poster may write the
@@ -76,6 +93,25 @@ impl RqTrack {
             .map_or(0, |w| w.load(Ordering::Relaxed));
         self.tail.store(t.wrapping_add(1), Ordering::Release);
         wr_id
+    }
+}
+
+/// The `wr_id` slots of a receive queue, as one slice of `mask + 1`, so that
+/// a masked counter needs no bounds check ([`RqTrack::slots`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RqSlots<'a> {
+    wrid: &'a [AtomicU64],
+    mask: u32,
+}
+
+impl RqSlots<'_> {
+    /// The `wr_id` of receive number `n` (0 does not happen: every masked
+    /// counter indexes a slot).
+    #[inline(always)]
+    pub(crate) fn wr_id(self, n: u32) -> u64 {
+        self.wrid
+            .get((n & self.mask) as usize)
+            .map_or(0, |w| w.load(Ordering::Relaxed))
     }
 }
 

@@ -10,7 +10,10 @@
 //! (`Mlx5Model::inject_cqe`), polled outside the timed loop. So the times
 //! are the library's alone, with the same memory traffic as the C baseline:
 //! WQE building, the doorbell record and the 8-byte doorbell (BlueFlame for
-//! one inline WQE) per post; the ownership check and parsing per CQE.
+//! one inline WQE) per post; the ownership check and parsing per CQE, of
+//! requester CQEs (`poll_cqe`) and of receives (`poll_recv_cqe`: `RESP_SEND`
+//! CQEs of the QP's own receive queue, the receives reposted between
+//! rounds, untimed).
 //! `benches/mlx5.sh` runs it beside the C baseline written with rdma-core's
 //! mlx5dv.h helpers and prints both in one table.
 //!
@@ -21,7 +24,7 @@ use std::time::Instant;
 use uverbs::{
     testing::mlx5::{fake_mlx5, Mlx5Model},
     AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
-    RecvWr, SendOp, SendWr, WcStatus, WorkCompletion,
+    RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use super::{err, Opts, Res};
@@ -31,8 +34,10 @@ use super::{err, Opts, Res};
 const CHUNK: usize = 512;
 /// CQEs per timed poll round (the CQ's size, as the C baseline's `NCQE`).
 const NCQE: usize = 4096;
-/// `MLX5_CQE_REQ` and `MLX5_OPCODE_RDMA_WRITE` (mlx5dv.h).
+/// `MLX5_CQE_REQ`, `MLX5_CQE_RESP_SEND` and `MLX5_OPCODE_RDMA_WRITE`
+/// (mlx5dv.h).
 const CQE_REQ: u8 = 0;
+const CQE_RESP_SEND: u8 = 2;
 const OPCODE_RDMA_WRITE: u8 = 0x08;
 
 /// The QP under test and what completes its work.
@@ -59,6 +64,19 @@ impl Bench {
         c[56..60].copy_from_slice(&(u32::from(OPCODE_RDMA_WRITE) << 24 | self.qpn).to_be_bytes());
         c[60..62].copy_from_slice(&(counter as u16).to_be_bytes());
         c[63] = CQE_REQ << 4;
+        c
+    }
+
+    /// A receive's CQE (`RESP_SEND`) of `len` bytes, as the device writes
+    /// it (the model sets the owner bit).
+    fn resp_cqe(&self, len: u32) -> [u8; 64] {
+        let mut c = [0u8; 64];
+        if let Some(u) = self.uidx {
+            c[32..36].copy_from_slice(&u.to_be_bytes());
+        }
+        c[44..48].copy_from_slice(&len.to_be_bytes());
+        c[56..60].copy_from_slice(&self.qpn.to_be_bytes());
+        c[63] = CQE_RESP_SEND << 4;
         c
     }
 
@@ -232,6 +250,14 @@ fn op_poll(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
     cq.poll(wc)
 }
 
+/// One poll of up to 16 receive completions (the same call as `op_poll`,
+/// a function of its own so it is counted apart).
+#[inline(never)]
+fn op_poll_recv(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    std::hint::black_box(6);
+    cq.poll(wc)
+}
+
 pub fn run(o: &Opts) -> Res<()> {
     let iters = o.iters.max(CHUNK) as u64;
     let model = fake_mlx5();
@@ -397,5 +423,36 @@ pub fn run(o: &Opts) -> Res<()> {
         done += NCQE as u64;
     }
     out!("poll_cqe {:.2}", ns as f64 / done as f64);
+
+    // Receive completions: CHUNK receives posted, a RESP_SEND CQE written
+    // for each (receives complete in order), polled in batches of 16.
+    let cqe = b.resp_cqe(64);
+    let (mut ns, mut done) = (0u128, 0u64);
+    while done < iters {
+        qp.post_recv(&recvs).map_err(err("post receives"))?;
+        for _ in 0..CHUNK {
+            if !b.model.inject_cqe(b.cqn, cqe) {
+                return Err("the model refused a completion (CQ full)".into());
+            }
+        }
+        let t0 = Instant::now();
+        let (mut got, mut last) = (0, 0);
+        while got < CHUNK {
+            last = op_poll_recv(&mut b.cq, &mut b.wc);
+            if last == 0 {
+                return Err(format!("{got} of {CHUNK} receive completions polled"));
+            }
+            got += last;
+        }
+        ns += t0.elapsed().as_nanos();
+        done += CHUNK as u64;
+        let w = &b.wc[last - 1];
+        if (w.wr_id, w.status, w.opcode, w.byte_len)
+            != (CHUNK as u64 - 1, WcStatus::SUCCESS, WcOpcode::RECV, 64)
+        {
+            return Err(format!("the last receive completed as {w:?}"));
+        }
+    }
+    out!("poll_recv_cqe {:.2}", ns as f64 / done as f64);
     Ok(())
 }
