@@ -495,12 +495,54 @@ impl UnitsView<'_> {
         unsafe {
             let at = base.add(first * UNIT);
             std::ptr::copy_nonoverlapping(head.as_ptr(), at, head.len());
-            std::ptr::copy_nonoverlapping(data.as_ptr(), at.add(head.len()), to_end);
+            copy_short(data.as_ptr(), at.add(head.len()), to_end);
             if to_end < data.len() {
-                std::ptr::copy_nonoverlapping(data.as_ptr().add(to_end), base, data.len() - to_end);
+                copy_short(data.as_ptr().add(to_end), base, data.len() - to_end);
             }
         }
         units
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` as `copy_nonoverlapping` does,
+/// without a call for the short payloads inline sends carry: up to 32
+/// bytes as two overlapping loads and stores of the widest size that fits
+/// (a call of the C library's `memcpy` costs a short copy about 20
+/// instructions more), longer ones through `copy_nonoverlapping`.
+///
+/// # Safety
+///
+/// As for `copy_nonoverlapping`: `src` valid for reading and `dst` for
+/// writing `len` bytes, the two not overlapping (alignment is not needed).
+#[inline(always)]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
+    // SAFETY (every block): each pair of accesses covers bytes `0..w` and
+    // `len - w..len` with `w <= len` for the branch taken, so every access
+    // is inside the `len` bytes the caller vouches for; unaligned accesses
+    // are used, and the two ranges do not overlap (caller).
+    unsafe {
+        if (16..=32).contains(&len) {
+            let a = src.cast::<[u8; 16]>().read_unaligned();
+            let b = src.add(len - 16).cast::<[u8; 16]>().read_unaligned();
+            dst.cast::<[u8; 16]>().write_unaligned(a);
+            dst.add(len - 16).cast::<[u8; 16]>().write_unaligned(b);
+        } else if (8..16).contains(&len) {
+            let a = src.cast::<u64>().read_unaligned();
+            let b = src.add(len - 8).cast::<u64>().read_unaligned();
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(len - 8).cast::<u64>().write_unaligned(b);
+        } else if (4..8).contains(&len) {
+            let a = src.cast::<u32>().read_unaligned();
+            let b = src.add(len - 4).cast::<u32>().read_unaligned();
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(len - 4).cast::<u32>().write_unaligned(b);
+        } else if len < 4 {
+            for i in 0..len {
+                *dst.add(i) = *src.add(i);
+            }
+        } else {
+            std::ptr::copy_nonoverlapping(src, dst, len);
+        }
     }
 }
 
@@ -602,5 +644,35 @@ mod tests {
             0,
             "longer than the ring"
         );
+    }
+
+    /// A short copy moves exactly its bytes, for every length a copy takes
+    /// a different branch for and every misalignment, and touches nothing
+    /// around them.
+    #[test]
+    fn short_copies_move_exactly_their_bytes() {
+        let src: Vec<u8> = (0..100).map(|i| i as u8 ^ 0x5a).collect();
+        for len in 0..=70 {
+            for (s_off, d_off) in [(0, 0), (1, 3), (7, 9), (13, 2)] {
+                let mut dst = [0xeeu8; 120];
+                // SAFETY: `src[s_off..s_off + len]` and
+                // `dst[16 + d_off..16 + d_off + len]` are inside their
+                // buffers (len <= 70), which are distinct.
+                unsafe {
+                    copy_short(
+                        src.as_ptr().add(s_off),
+                        dst.as_mut_ptr().add(16 + d_off),
+                        len,
+                    )
+                };
+                let at = 16 + d_off;
+                assert_eq!(dst[at..at + len], src[s_off..s_off + len], "len {len}");
+                assert!(dst[..at].iter().all(|&b| b == 0xee), "before, len {len}");
+                assert!(
+                    dst[at + len..].iter().all(|&b| b == 0xee),
+                    "after, len {len}"
+                );
+            }
+        }
     }
 }
