@@ -34,7 +34,7 @@ pub(crate) use batch::SqBatch;
 
 use super::{
     buf::{QueueBuf, Units, UnitsView},
-    uar::Bfreg,
+    uar::{Bfreg, Ring},
     wqe::{self, opcode, Av, DS, SEND_WQE_BB},
 };
 use crate::{
@@ -489,33 +489,32 @@ impl SqShape {
     fn ring(&self, cur_post: u32, last: Last, nreq: usize) {
         barrier::udma_to_device_barrier();
         self.units.buf().set_dbrec(1, cur_post & 0xffff);
-        let bf = &*self.bfreg;
-        let (guard, reg) = bf.begin();
+        let ring = self.bfreg.begin();
         barrier::mmio_wc_start();
         // BlueFlame only for one inline WQE that fits half the register;
         // the common case (not inline) decided by the first test.
         let bytes = (last.ds as usize * DS).next_multiple_of(SEND_WQE_BB);
-        if last.inline && nreq == 1 && last.ds > 1 && bytes <= bf.buf_size {
-            self.blueflame(last.at, bytes, reg);
+        if last.inline && nreq == 1 && last.ds > 1 && bytes <= ring.bf_size() {
+            self.blueflame(last.at, bytes, &ring);
         } else {
             // The first 8 bytes of the last WQE's ctrl segment.
-            bf.page.store64(reg, last.head);
+            ring.doorbell(last.head);
         }
         barrier::mmio_flush_writes();
-        bf.toggle(&guard);
+        ring.end();
     }
 
     /// Copies the WQE at WQEBB counter `at` to the BlueFlame register:
     /// ascending 64-bit stores, 64 bytes at a time, wrapping the source at
     /// the end of the queue (`mlx5_bf_copy`).
     #[inline(always)]
-    fn blueflame(&self, at: u32, bytes: usize, reg: usize) {
+    fn blueflame(&self, at: u32, bytes: usize, ring: &Ring<'_>) {
         for bb in 0..bytes / SEND_WQE_BB {
             let unit = at.wrapping_add(bb as u32).wrapping_mul(UNITS_PER_BB);
             let Some(block) = self.units.read_block(unit) else {
                 return;
             };
-            self.bfreg.page.store_block(reg + bb * SEND_WQE_BB, &block);
+            ring.bf_block(bb, &block);
         }
     }
 }

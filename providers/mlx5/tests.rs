@@ -25,7 +25,8 @@ struct Rig {
 fn rig(wqe_cnt: u32, bf_half: usize, shared: bool) -> Rig {
     let buf = Arc::new(QueueBuf::new(wqe_cnt as usize * 64, "test SQ").unwrap());
     let page = Arc::new(UarPage::anonymous(4096));
-    let bf = Arc::new(Bfreg::new(page.clone(), 0x800, bf_half, shared, 7));
+    let bf =
+        Arc::new(Bfreg::new(page.clone(), 0x800, bf_half, shared, 7).expect("inside the page"));
     let g = SqGeometry {
         offset: 0,
         wqe_cnt,

@@ -88,30 +88,6 @@ impl UarPage {
         reg.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
     }
 
-    /// Stores a 64-byte block at `offset` (a BlueFlame copy) as eight
-    /// ascending 64-bit stores, never a `memcpy` (which could use wider or
-    /// narrower stores, or go backwards). The range is checked once; an
-    /// offset outside the page is a bug, and nothing is stored.
-    #[inline(always)]
-    pub(crate) fn store_block(&self, offset: usize, block: &[u64; 8]) {
-        if offset % 64 != 0 || offset > self.map.len() || 64 > self.map.len() - offset {
-            debug_assert!(false, "BlueFlame copy at {offset:#x} outside the page");
-            return;
-        }
-        let base = self.map.as_mut_ptr().wrapping_add(offset).cast::<u64>();
-        for (i, &word) in block.iter().enumerate() {
-            // SAFETY: `offset..offset + 64` is inside the live mapping and
-            // 64-aligned (checked above), so word `i < 8` is an aligned u64
-            // inside it; UAR memory is only accessed through atomics.
-            let reg = unsafe { AtomicU64::from_ptr(base.add(i)) };
-            reg.store(word, Ordering::Relaxed);
-            // Keeps the stores in ascending order in the generated code
-            // (relaxed stores to different addresses may otherwise be
-            // reordered by the compiler); no instruction is emitted.
-            compiler_fence(Ordering::Release);
-        }
-    }
-
     /// The page's length in bytes.
     pub(crate) fn len(&self) -> usize {
         self.map.len()
@@ -162,25 +138,43 @@ pub(crate) struct Bfreg {
     pub(crate) index: u32,
 }
 
-/// What ringing a bfreg holds: the lock of a shared bfreg, if any.
-pub(crate) struct RingGuard<'a>(#[allow(dead_code)] Option<MutexGuard<'a, ()>>);
+/// A ring in progress on a bfreg ([`Bfreg::begin`]): the lock of a shared
+/// bfreg, if any, and the half of the register this ring uses.
+pub(crate) struct Ring<'a> {
+    bf: &'a Bfreg,
+    /// The half's offset in the page: `reg` or `reg + buf_size`, inside
+    /// the page with all its `buf_size` bytes ([`Bfreg::new`]).
+    at: usize,
+    _lock: Option<MutexGuard<'a, ()>>,
+}
 
 impl Bfreg {
+    /// The bfreg at offset `reg` of `page`, with BlueFlame halves of
+    /// `buf_size` bytes (0: doorbells only); `None` unless `reg` is
+    /// 64-aligned, `buf_size` a multiple of 64, and the register (both
+    /// halves, or the 8-byte doorbell) inside the page. Checked once here,
+    /// so a ring stores without a check ([`Ring`]).
     pub(crate) fn new(
         page: Arc<UarPage>,
         reg: usize,
         buf_size: usize,
         shared: bool,
         index: u32,
-    ) -> Self {
-        Bfreg {
+    ) -> Option<Self> {
+        let span = if buf_size == 0 {
+            8
+        } else {
+            buf_size.checked_mul(2)?
+        };
+        let fits = reg % 64 == 0 && buf_size % 64 == 0 && reg.checked_add(span)? <= page.len();
+        fits.then(|| Bfreg {
             page,
             reg,
             buf_size,
             lock: shared.then(|| Mutex::new(())),
             offset: AtomicUsize::new(0),
             index,
-        }
+        })
     }
 
     /// Whether several QPs ring this bfreg.
@@ -189,25 +183,101 @@ impl Bfreg {
     }
 
     /// Starts a ring: takes the shared bfreg's lock (a dedicated one has
-    /// none) and returns the register offset to use.
+    /// none) and picks the register half.
     #[inline(always)]
-    pub(crate) fn begin(&self) -> (RingGuard<'_>, usize) {
-        let guard = self
+    pub(crate) fn begin(&self) -> Ring<'_> {
+        let lock = self
             .lock
             .as_ref()
             .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()));
-        (
-            RingGuard(guard),
-            self.reg + self.offset.load(Ordering::Relaxed),
-        )
+        Ring {
+            bf: self,
+            // `offset` is 0 or `buf_size`: it starts at 0 and is only ever
+            // stored by `Ring::end`, as the XOR of a value it loaded with
+            // `buf_size` (whatever the interleaving of rings).
+            at: self.reg + self.offset.load(Ordering::Relaxed),
+            _lock: lock,
+        }
+    }
+}
+
+impl Ring<'_> {
+    /// The largest BlueFlame copy, in bytes (0: doorbells only).
+    #[inline(always)]
+    pub(crate) fn bf_size(&self) -> usize {
+        self.bf.buf_size
     }
 
-    /// Ends a ring (under the guard): the next ring uses the other half.
+    /// Stores the 8-byte doorbell `bytes` (in memory order) as one 64-bit
+    /// store.
     #[inline(always)]
-    pub(crate) fn toggle(&self, _guard: &RingGuard<'_>) {
-        let cur = self.offset.load(Ordering::Relaxed);
-        self.offset.store(cur ^ self.buf_size, Ordering::Relaxed);
+    pub(crate) fn doorbell(&self, bytes: [u8; 8]) {
+        // SAFETY: `at` is `reg` or `reg + buf_size` (`Bfreg::begin`);
+        // `Bfreg::new` checked that `reg` and `buf_size` are multiples of
+        // 64 and that the 8 bytes at `reg` (no BlueFlame) or the
+        // `2 * buf_size >= 128` bytes from it are inside the page, so the 8
+        // bytes at `at` are an aligned u64 inside the mapping, which the
+        // bfreg's `Arc` keeps alive. UAR memory is only ever accessed
+        // through atomics, by this library and (in tests) the device model.
+        let reg = unsafe { AtomicU64::from_ptr(self.bf.page.map.as_mut_ptr().add(self.at).cast()) };
+        reg.store(u64::from_ne_bytes(bytes), Ordering::Relaxed);
     }
+
+    /// Stores 64-byte block `bb` of a BlueFlame copy as eight ascending
+    /// 64-bit stores, never a `memcpy` (which could use wider or narrower
+    /// stores, or go backwards). A block past the half's `buf_size` bytes
+    /// is a bug, and nothing is stored.
+    #[inline(always)]
+    pub(crate) fn bf_block(&self, bb: usize, block: &[u64; 8]) {
+        if bb >= self.bf.buf_size / 64 {
+            debug_assert!(false, "BlueFlame block {bb} past the register half");
+            return;
+        }
+        let base = self
+            .bf
+            .page
+            .map
+            .as_mut_ptr()
+            .wrapping_add(self.at + bb * 64)
+            .cast::<u64>();
+        for (i, &word) in block.iter().enumerate() {
+            // SAFETY: block `bb < buf_size / 64` of the half at `at` lies in
+            // `at..at + buf_size`, inside the page and 64-aligned
+            // (`Bfreg::new`, as for `doorbell`), so word `i < 8` is an
+            // aligned u64 inside the live mapping; UAR memory is only
+            // accessed through atomics.
+            let reg = unsafe { AtomicU64::from_ptr(base.add(i)) };
+            reg.store(word, Ordering::Relaxed);
+            // Keeps the stores in ascending order in the generated code
+            // (relaxed stores to different addresses may otherwise be
+            // reordered by the compiler); no instruction is emitted.
+            compiler_fence(Ordering::Release);
+        }
+    }
+
+    /// Ends the ring (releasing a shared bfreg's lock): the next one uses
+    /// the other half.
+    #[inline(always)]
+    pub(crate) fn end(self) {
+        let cur = self.bf.offset.load(Ordering::Relaxed);
+        self.bf
+            .offset
+            .store(cur ^ self.bf.buf_size, Ordering::Relaxed);
+    }
+}
+
+/// The error for a bfreg the context's UAR geometry puts (partly) outside
+/// its page.
+fn outside_page(reg: usize, buf_size: usize, page: usize) -> Error {
+    Error::new(
+        "mlx5 UAR",
+        ErrorKind::Malformed,
+        format!(
+            "the context's UAR geometry puts a doorbell register at {reg:#x} with \
+             BlueFlame halves of {buf_size} bytes, not 64-byte aligned inside its \
+             {page}-byte page"
+        ),
+    )
 }
 
 /// Which kind of UARs the kernel gives this context.
@@ -328,7 +398,10 @@ impl Uars {
                 Err(e) => return Err(e),
             };
             let nc = Arc::new(nc);
-            let nc_bfreg = Arc::new(Bfreg::new(nc.clone(), BF_OFFSET, 0, false, nc.page_id));
+            let nc_bfreg = Arc::new(
+                Bfreg::new(nc.clone(), BF_OFFSET, 0, false, nc.page_id)
+                    .ok_or_else(|| outside_page(BF_OFFSET, 0, nc.len()))?,
+            );
             return Ok(Uars {
                 mode: Mode::Dynamic,
                 cq_page: nc,
@@ -347,7 +420,8 @@ impl Uars {
             pages.push(Arc::new(page));
         }
         let cq_page = pages[0].clone();
-        let nc_bfreg = Bfreg::new(cq_page.clone(), BF_OFFSET, 0, false, 0);
+        let nc_bfreg = Bfreg::new(cq_page.clone(), BF_OFFSET, 0, false, 0)
+            .ok_or_else(|| outside_page(BF_OFFSET, 0, cq_page.len()))?;
         Ok(Uars {
             mode: Mode::Static {
                 pages,
@@ -430,13 +504,10 @@ impl Uars {
         for j in 0..subs {
             for k in 0..BFREGS_PER_UAR as usize {
                 let reg = j * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
-                out.push(Arc::new(Bfreg::new(
-                    page.clone(),
-                    reg,
-                    self.bf_reg_size / 2,
-                    shared,
-                    page.page_id + j as u32,
-                )));
+                let half = self.bf_reg_size / 2;
+                let bf = Bfreg::new(page.clone(), reg, half, shared, page.page_id + j as u32)
+                    .ok_or_else(|| outside_page(reg, half, page.len()))?;
+                out.push(Arc::new(bf));
             }
         }
         Ok(out)
@@ -472,7 +543,7 @@ impl Uars {
             buf_size,
             needs_lock(gross, low_latency, total),
             gross,
-        ));
+        )?);
         made.insert(gross, b.clone());
         Some(b)
     }
@@ -508,5 +579,30 @@ mod tests {
         assert!(!needs_lock(24, 4, 16));
         assert!(!needs_lock(29, 4, 16));
         assert!(needs_lock(21, 4, 16));
+    }
+
+    /// A bfreg is made only where its whole register fits its page,
+    /// aligned, so rings store without a check; its rings alternate
+    /// halves and land where rdma-core's would.
+    #[test]
+    fn a_bfreg_is_made_only_inside_its_page() {
+        let page = Arc::new(UarPage::anonymous(4096));
+        let make = |reg, half| Bfreg::new(page.clone(), reg, half, false, 0).is_some();
+        assert!(make(0x800, 256), "rdma-core's first bfreg of a sub-UAR");
+        assert!(make(0xa00, 256), "its second");
+        assert!(make(0xe00, 256), "both halves end at the page's end");
+        assert!(!make(0xf00, 256), "the second half past the page");
+        assert!(!make(0x820, 256), "not 64-aligned");
+        assert!(!make(0x800, 100), "halves not a multiple of 64");
+        assert!(make(0xfc0, 0), "a doorbell-only register's 8 bytes");
+        assert!(!make(4096, 0), "past the page");
+        assert!(!make(usize::MAX - 63, 256), "overflow");
+        let bf = Bfreg::new(page.clone(), 0xa00, 256, false, 0).unwrap();
+        for (i, at) in [0xa00, 0xb00, 0xa00].into_iter().enumerate() {
+            let ring = bf.begin();
+            ring.doorbell([i as u8 + 1; 8]);
+            ring.end();
+            assert_eq!(page.load64(at), Some([i as u8 + 1; 8]), "ring {i}");
+        }
     }
 }
