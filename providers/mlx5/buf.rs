@@ -516,7 +516,7 @@ impl UnitsView<'_> {
 /// writing `len` bytes, the two not overlapping (alignment is not needed).
 #[inline(always)]
 unsafe fn copy_short(src: *const u8, dst: *mut u8, len: usize) {
-    // SAFETY (every block): each pair of accesses covers bytes `0..w` and
+    // SAFETY: each pair of accesses covers bytes `0..w` and
     // `len - w..len` with `w <= len` for the branch taken, so every access
     // is inside the `len` bytes the caller vouches for; unaligned accesses
     // are used, and the two ranges do not overlap (caller).
