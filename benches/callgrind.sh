@@ -17,7 +17,8 @@
 # data path on the device model, as benches/mlx5.sh times it) and prints the
 # instructions per posted work request (`write_batchN`: N RDMA writes per
 # post_send; `inline_send`: one inline SEND per call, BlueFlame) and per
-# polled CQE (`poll`: requester CQEs, `poll_recv`: receives; 16 per call).
+# polled CQE (`poll`: requester CQEs, `poll_recv`: receives, `poll_srq`:
+# receives through an SRQ; 16 per call).
 # OPS is rounded up to a multiple of 4096.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,8 +58,15 @@ count() {
 if [[ $MLX5 == 1 ]]; then
   N=$(( (N + 4095) / 4096 * 4096 ))
   # Each post section posts N work requests timed plus 512 through the
-  # model first; the polls take N CQEs (requester and receive).
-  ops_of() { if [[ $1 == poll* ]]; then echo "$N"; else echo $((N + 512)); fi; }
+  # model first; the polls take N CQEs (requester and receive), the SRQ's
+  # rounds of 511 receives enough rounds for N.
+  ops_of() {
+    case $1 in
+      poll | poll_recv) echo "$N" ;;
+      poll_srq) echo $(((N + 510) / 511 * 511)) ;;
+      *) echo $((N + 512)) ;;
+    esac
+  }
   printf '%-28s %10s\n' "operation ($N each)" "Ir/op"
   count micro_mlx5 --mlx5-model -n "$N"
 else

@@ -29,7 +29,8 @@
 # `wr_inline_send` through a send batch (`start_send`, `push`, `complete`:
 # the `ibv_wr_*` shape); each wr_ row is compared with the C rows of the
 # same work. `poll_cqe` polls requester CQEs, `poll_recv_cqe` receives
-# (RESP_SEND CQEs of the QP's own receive queue), 16 per call.
+# (RESP_SEND CQEs of the QP's own receive queue), `poll_srq_cqe` receives
+# through an SRQ, 16 per call.
 # Both work in host memory: the UAR is ordinary memory, so the doorbell
 # costs a cached store, not a PCIe write; the numbers are the software's
 # own cost. A benchmark: it asserts nothing.

@@ -190,8 +190,55 @@ static inline int poll_recv_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 	return 1;
 }
 
-/* n receive CQEs (RESP_SEND of 64 bytes) from consumer index ci. */
-static void fill_recv_cqes(uint8_t *cq, uint32_t ci, uint32_t n, uint32_t uidx)
+/*
+ * The SRQ: its work-request ids by WQE, and its WQEs of a next segment and
+ * one data segment, linked into a free list through next_wqe_index.
+ */
+#define SRQ_WQE 512u
+static uint64_t srq_wrid[SRQ_WQE];
+static uint8_t srq_buf[SRQ_WQE * 32];
+static uint32_t srq_tail = SRQ_WQE - 1;
+
+/* mlx5_free_srq_wqe without the lock: WQE ind goes after the tail. */
+static inline void free_srq_wqe(uint32_t ind)
+{
+	struct mlx5_wqe_srq_next_seg *next = (void *)(srq_buf + srq_tail * 32);
+	next->next_wqe_index = htobe16(ind);
+	srq_tail = ind;
+}
+
+/* One receive CQE (RESP_SEND) of an SRQ: as poll_recv_one, the WQE named. */
+static inline int poll_srq_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
+{
+	struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
+	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
+	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
+		return 0;
+	lfence();
+	uint16_t ctr = be16toh(c->wqe_counter);
+	wc->wr_id = srq_wrid[ctr & (SRQ_WQE - 1)];
+	free_srq_wqe(ctr & (SRQ_WQE - 1));
+	wc->status = 0;
+	wc->opcode = 128; /* IBV_WC_RECV */
+	wc->byte_len = be32toh(c->byte_cnt);
+	wc->imm = 0;
+	wc->qp_num = be32toh(c->sop_drop_qpn) & 0xffffff;
+	uint32_t fr = be32toh(c->flags_rqpn);
+	wc->src_qp = fr & 0xffffff;
+	wc->sl = (fr >> 24) & 0xf;
+	wc->flags = (fr >> 28) & 3 ? 1 : 0;
+	wc->pkey = be32toh(c->imm_inval_pkey) & 0xffff;
+	wc->slid = be16toh(c->slid);
+	wc->path = c->ml_path & 0x7f;
+	(*ci)++;
+	return 1;
+}
+
+/*
+ * n receive CQEs (RESP_SEND of 64 bytes) from consumer index ci, naming
+ * WQEs from *wqe on (an SRQ's; an RQ's CQEs name none that is read).
+ */
+static void fill_recv_cqes(uint8_t *cq, uint32_t ci, uint32_t n, uint32_t uidx, uint32_t *wqe)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t k = ci + i;
@@ -200,6 +247,7 @@ static void fill_recv_cqes(uint8_t *cq, uint32_t ci, uint32_t n, uint32_t uidx)
 		c->byte_cnt = htobe32(64);
 		c->srqn_uidx = htobe32(uidx);
 		c->sop_drop_qpn = htobe32(qpn);
+		c->wqe_counter = htobe16((*wqe)++ & (SRQ_WQE - 1));
 		c->op_own = (MLX5_CQE_RESP_SEND << 4) | !!(k & NCQE);
 	}
 }
@@ -362,10 +410,11 @@ out:
 }
 
 /* A user-index table as rdma-core's (two levels, mlx5_find_uidx). */
+struct g_srq { uint64_t *wrid; uint32_t wqe_cnt; pthread_spinlock_t lock; };
 struct g_qp {
 	uint64_t *wrid; uint32_t *wqe_head; uint32_t *tail; uint32_t wqe_cnt;
 	uint64_t *rq_wrid; uint32_t *rq_tail; uint32_t rq_wqe_cnt;
-	void *srq; /* an SRQ's receives name their WQE (not in this benchmark) */
+	struct g_srq *srq; /* an SRQ's receives name their WQE */
 };
 static struct g_qp g_the_qp;
 static struct g_qp **uidx_table[1 << 12];
@@ -421,14 +470,21 @@ __attribute__((noipa)) static int poll_generic(uint8_t *cq, uint32_t *ci, int ne
 		case MLX5_CQE_RESP_SEND:
 		case MLX5_CQE_RESP_SEND_IMM:
 		case MLX5_CQE_RESP_SEND_INV: {
-			/* get_resp_ctx_v1, then handle_responder for a QP's own RQ */
-			if (qp->srq)
-				break;
+			/* get_resp_ctx_v1, then handle_responder */
 			wc->flags = 0;
 			wc->byte_len = be32toh(c->byte_cnt);
-			uint32_t idx = *qp->rq_tail & (qp->rq_wqe_cnt - 1);
-			wc->wr_id = qp->rq_wrid[idx];
-			++*qp->rq_tail;
+			if (qp->srq) {
+				/* mlx5_free_srq_wqe takes the SRQ's lock per WQE */
+				uint16_t ctr = be16toh(c->wqe_counter);
+				wc->wr_id = qp->srq->wrid[ctr];
+				pthread_spin_lock(&qp->srq->lock);
+				free_srq_wqe(ctr & (qp->srq->wqe_cnt - 1));
+				pthread_spin_unlock(&qp->srq->lock);
+			} else {
+				uint32_t idx = *qp->rq_tail & (qp->rq_wqe_cnt - 1);
+				wc->wr_id = qp->rq_wrid[idx];
+				++*qp->rq_tail;
+			}
 			switch (opcode) {
 			case MLX5_CQE_RESP_WR_IMM:
 				wc->opcode = 129; /* IBV_WC_RECV_RDMA_WITH_IMM */
@@ -522,8 +578,14 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 	}
 	{
 		static struct g_qp *level0[1 << 12];
+		static struct g_srq the_srq;
+		static struct g_qp qp_on_srq;
+		the_srq = (struct g_srq){ srq_wrid, SRQ_WQE };
+		pthread_spin_init(&the_srq.lock, 0);
 		g_the_qp = (struct g_qp){ wrid, wqe_head, &tail, SQ_WQEBB, rq_wrid, &rq_tail, RQ_WQE, NULL };
+		qp_on_srq = (struct g_qp){ wrid, wqe_head, &tail, SQ_WQEBB, NULL, NULL, 0, &the_srq };
 		level0[5] = &g_the_qp;
+		level0[6] = &qp_on_srq;
 		uidx_table[0] = level0;
 		struct wc wcs[16];
 		uint32_t ci = 0;
@@ -543,8 +605,9 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 		printf("rc_poll_cqe %.2f\n", t / done);
 		t = 0;
 		done = 0;
+		uint32_t wqe = 0;
 		while (done < iters) {
-			fill_recv_cqes(cq, ci, RQ_WQE, 5);
+			fill_recv_cqes(cq, ci, RQ_WQE, 5, &wqe);
 			double t0 = now_ns();
 			uint32_t got = 0;
 			while (got < RQ_WQE)
@@ -553,6 +616,19 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 			done += RQ_WQE;
 		}
 		printf("rc_poll_recv_cqe %.2f\n", t / done);
+		t = 0;
+		done = 0;
+		wqe = 0;
+		while (done < iters) {
+			fill_recv_cqes(cq, ci, SRQ_WQE - 1, 6, &wqe);
+			double t0 = now_ns();
+			uint32_t got = 0;
+			while (got < SRQ_WQE - 1)
+				got += poll_generic(cq, &ci, 16, wcs);
+			t += now_ns() - t0;
+			done += SRQ_WQE - 1;
+		}
+		printf("rc_poll_srq_cqe %.2f\n", t / done);
 	}
 }
 
@@ -625,8 +701,9 @@ int main(int argc, char **argv)
 		printf("poll_cqe %.2f\n", t / done);
 		t = 0;
 		done = 0;
+		uint32_t wqe = 0;
 		while (done < iters) {
-			fill_recv_cqes(cq, ci, RQ_WQE, 0);
+			fill_recv_cqes(cq, ci, RQ_WQE, 0, &wqe);
 			double t0 = now_ns();
 			uint32_t got = 0;
 			while (got < RQ_WQE) {
@@ -640,6 +717,24 @@ int main(int argc, char **argv)
 			done += RQ_WQE;
 		}
 		printf("poll_recv_cqe %.2f\n", t / done);
+		t = 0;
+		done = 0;
+		wqe = 0;
+		while (done < iters) {
+			fill_recv_cqes(cq, ci, SRQ_WQE - 1, 0, &wqe);
+			double t0 = now_ns();
+			uint32_t got = 0;
+			while (got < SRQ_WQE - 1) {
+				int n = 0;
+				while (n < 16 && poll_srq_one(cq, &ci, &wcs[n]))
+					n++;
+				dbrec[0] = htobe32(ci & 0xffffff);
+				got += n;
+			}
+			t += now_ns() - t0;
+			done += SRQ_WQE - 1;
+		}
+		printf("poll_srq_cqe %.2f\n", t / done);
 	}
 	g_cfg.max_gs = 1;
 	g_cfg.max_inline = 44;

@@ -447,16 +447,21 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
     connect(&b, a.qp_num(), g, 7);
     connect(&d, c.qp_num(), g, 7);
     connect(&c, d.qp_num(), g, 7);
+    // Each receive has a buffer of its own (its id modulo 16; at most 7
+    // are outstanding), cleared when posted, so a completion's wr_id can be
+    // checked against where the message landed.
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    let buf_of = |id: u64| (id % 16) as usize * 64;
     let mut wc = [WorkCompletion::default(); 16];
     let mut received = Vec::new();
     let mut posted = Vec::new();
-    let sge = [mr.sge(0, 64).unwrap()];
     let mut next_id = 0u64;
     for round in 0..20u64 {
         // Refill until full: max_wr 4 gives 8 WQEs, 7 usable (the sentinel
         // is never posted).
         loop {
+            mr.fill(buf_of(next_id), 64, 0).unwrap();
+            let sge = [mr.sge(buf_of(next_id), 64).unwrap()];
             match srq.post_recv(&[RecvWr::new(next_id, &sge)]) {
                 Ok(()) => {
                     posted.push(next_id);
@@ -490,7 +495,15 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
                 assert_eq!(w.status, WcStatus::SUCCESS, "{w:?}");
                 if w.opcode == WcOpcode::RECV {
                     received.push(w.wr_id);
-                    assert!(w.qp_num == b.qp_num() || w.qp_num == c.qp_num());
+                    let sent: &[u8] = if w.qp_num == b.qp_num() {
+                        b"ab"
+                    } else {
+                        assert_eq!(w.qp_num, c.qp_num(), "{w:?}");
+                        b"dc"
+                    };
+                    let mut got = [0u8; 2];
+                    mr.read(buf_of(w.wr_id), &mut got).unwrap();
+                    assert_eq!(&got, sent, "receive {} holds its message", w.wr_id);
                 }
             }
             n += k;

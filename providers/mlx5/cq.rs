@@ -44,6 +44,7 @@ use super::{
     buf::{CqeGeometry, CqeRun, QueueBuf},
     cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
+    rq::{RecvRun, SrqTrack},
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,
 };
@@ -129,6 +130,58 @@ fn responder_wc(wc: &mut WorkCompletion, wr_id: u64, qp_num: u32, op: u8, cqe: &
         sl: cqe.sl(),
         dlid_path_bits: cqe.ml_path(),
     };
+}
+
+/// Entries `k..ready` of a checked run that are successful responder CQEs
+/// of the QP whose resource number is `rsn`, each into `out[n]` (`n`
+/// advanced) with the work request `recv` gives; stops at the first other
+/// CQE and returns its index.
+#[inline(always)]
+fn responder_loop<const CQE_V1: bool, R: RecvRun>(
+    rsn: u32,
+    mut recv: R,
+    run: CqeRun<'_>,
+    mut k: u32,
+    ready: u32,
+    out: &mut [WorkCompletion],
+    n: &mut usize,
+) -> u32 {
+    let from = k;
+    let room = out.get_mut(*n..).unwrap_or_default();
+    for (cqe, wc) in run.iter(k, ready).zip(room) {
+        // Words 2 to 5 loaded once each (a field's word is otherwise
+        // loaded per field: the loads are volatile).
+        let head = [cqe.word(2), cqe.word(3), cqe.word(4), cqe.word(5)];
+        let view = CqeTail::new(|i| match i {
+            2..=5 => head[i - 2],
+            _ => cqe.word(i),
+        });
+        let op = view.opcode();
+        let qp_num = view.qpn();
+        let owner = if CQE_V1 { view.srqn_uidx() } else { qp_num };
+        if !(cqe_opcode::RESP_WR_IMM..=cqe_opcode::RESP_SEND_INV).contains(&op) || owner != rsn {
+            break;
+        }
+        responder_wc(wc, recv.take(view.wqe_counter()), qp_num, op, &view);
+        k += 1;
+    }
+    recv.finish();
+    *n += (k - from) as usize;
+    k
+}
+
+/// [`responder_loop`] for a QP on an SRQ.
+#[inline(never)]
+fn srq_loop<const CQE_V1: bool>(
+    rsn: u32,
+    srq: &SrqTrack,
+    run: CqeRun<'_>,
+    k: u32,
+    ready: u32,
+    out: &mut [WorkCompletion],
+    n: &mut usize,
+) -> u32 {
+    responder_loop::<CQE_V1, _>(rsn, srq.run(), run, k, ready, out, n)
 }
 
 /// Whether a CQE whose `op_own` byte is `op_own` was handed over by the
@@ -432,17 +485,16 @@ impl Parser {
 
     /// The fast path over entries `k..ready` of a run whose ownership was
     /// checked, for receives: successful responder CQEs of the cached QP,
-    /// which has a receive queue of its own (an SRQ's CQEs name their WQE
-    /// and go through [`Parser::parse`]), none of them cleaned, each into
-    /// `out[n]` (`n` advanced), as [`Parser::parse`] would; stops at the
-    /// first other CQE and returns its index. Receives complete in order, so
-    /// each takes the `wr_id` at the queue's tail; the queue is freed once,
-    /// after the last `wr_id` was read.
+    /// none of them cleaned, each into `out[n]` (`n` advanced), as
+    /// [`Parser::parse`] would; stops at the first other CQE and returns
+    /// its index. The receives come from the QP's receive queue, in order,
+    /// or from its SRQ, by the WQE each CQE names (under the SRQ's lock,
+    /// taken once for the run; out of line, as SRQs are the rarer case).
     #[inline(always)]
     fn responder_run<const CQE_V1: bool>(
         &self,
         run: CqeRun<'_>,
-        mut k: u32,
+        k: u32,
         ready: u32,
         out: &mut [WorkCompletion],
         n: &mut usize,
@@ -450,42 +502,17 @@ impl Parser {
         let Some(qp) = self.last.as_deref() else {
             return k;
         };
-        if !self.cleaning.is_empty() || !qp.is_alive() || qp.srq.is_some() {
+        if !self.cleaning.is_empty() || !qp.is_alive() {
             return k;
         }
-        let Some(rq) = qp.rq.as_deref() else {
-            return k;
-        };
-        let Some(slots) = rq.slots() else {
-            return k;
-        };
-        let mut tail = rq.tail.load(Ordering::Relaxed);
-        let from = k;
-        let room = out.get_mut(*n..).unwrap_or_default();
-        for (cqe, wc) in run.iter(k, ready).zip(room) {
-            // Words 2 to 5 loaded once each (a field's word is otherwise
-            // loaded per field: the loads are volatile).
-            let head = [cqe.word(2), cqe.word(3), cqe.word(4), cqe.word(5)];
-            let view = CqeTail::new(|i| match i {
-                2..=5 => head[i - 2],
-                _ => cqe.word(i),
-            });
-            let op = view.opcode();
-            let qp_num = view.qpn();
-            let rsn = if CQE_V1 { view.srqn_uidx() } else { qp_num };
-            if !(cqe_opcode::RESP_WR_IMM..=cqe_opcode::RESP_SEND_INV).contains(&op) || rsn != qp.rsn
-            {
-                break;
-            }
-            responder_wc(wc, slots.wr_id(tail), qp_num, op, &view);
-            tail = tail.wrapping_add(1);
-            k += 1;
+        match (&qp.srq, &qp.rq) {
+            (None, Some(rq)) => match rq.run() {
+                Some(rq) => responder_loop::<CQE_V1, _>(qp.rsn, rq, run, k, ready, out, n),
+                None => k,
+            },
+            (Some(srq), _) => srq_loop::<CQE_V1>(qp.rsn, srq, run, k, ready, out, n),
+            (None, None) => k,
         }
-        *n += (k - from) as usize;
-        if k != from {
-            rq.free(tail);
-        }
-        k
     }
 
     /// Turns a CQE into the work completion `wc` (every field written);

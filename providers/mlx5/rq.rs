@@ -17,7 +17,7 @@
 
 use std::sync::{
     atomic::{AtomicU32, AtomicU64, Ordering},
-    Arc, Mutex,
+    Arc, Mutex, MutexGuard,
 };
 
 use super::{
@@ -234,19 +234,113 @@ impl SrqTrack {
         u32::from(u16::from_be_bytes([seg[2], seg[3]])) & (self.wqe_cnt - 1)
     }
 
+    fn lock(&self) -> MutexGuard<'_, FreeList> {
+        self.list.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// The work request of completed WQE `wqe_counter`, whose WQE goes
     /// back on the free list (`mlx5_free_srq_wqe`).
     #[inline]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
+        self.complete_locked(&mut self.lock(), wqe_counter)
+    }
+
+    /// [`SrqTrack::complete`] under the free list's lock, held by the
+    /// caller.
+    #[inline(always)]
+    fn complete_locked(&self, list: &mut FreeList, wqe_counter: u16) -> u64 {
         let idx = u32::from(wqe_counter) & (self.wqe_cnt - 1);
-        let wr_id = self.wrid[idx as usize].load(Ordering::Relaxed);
-        let mut list = self.list.lock().unwrap_or_else(|p| p.into_inner());
-        let tail = list.tail;
+        let wr_id = self
+            .wrid
+            .get(idx as usize)
+            .map_or(0, |w| w.load(Ordering::Relaxed));
         self.units
-            .put(tail << (self.wqe_shift - 4), wqe::srq_next(idx as u16));
+            .put(list.tail << (self.wqe_shift - 4), wqe::srq_next(idx as u16));
         list.tail = idx;
         wr_id
     }
+
+    /// Completes a run of receives ([`RecvRun`]): the free list's lock is
+    /// taken at the first and held until the run ends (rdma-core takes the
+    /// SRQ's lock per completion).
+    #[inline(always)]
+    pub(crate) fn run(&self) -> SrqRun<'_> {
+        SrqRun {
+            srq: self,
+            list: None,
+        }
+    }
+}
+
+/// Where a run of receive completions the poller takes in a row gets their
+/// work requests from, and what it gives back when the run ends.
+pub(crate) trait RecvRun {
+    /// The `wr_id` of the receive a CQE naming WQE `wqe_counter` completes
+    /// (an RQ's completions come in order and do not need it).
+    fn take(&mut self, wqe_counter: u16) -> u64;
+    /// Hands the completed receives' WQEs back to the poster.
+    fn finish(self);
+}
+
+/// A run of an RQ's completions: `wr_id`s from its tail, the tail
+/// published once at the end, after the last was read (as in
+/// [`RqTrack::complete`]).
+#[derive(Debug)]
+pub(crate) struct RqRun<'a> {
+    track: &'a RqTrack,
+    slots: RqSlots<'a>,
+    start: u32,
+    tail: u32,
+}
+
+impl RqTrack {
+    /// Completes a run of receives ([`RecvRun`]); `None` never happens.
+    #[inline(always)]
+    pub(crate) fn run(&self) -> Option<RqRun<'_>> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        Some(RqRun {
+            track: self,
+            slots: self.slots()?,
+            start: tail,
+            tail,
+        })
+    }
+}
+
+impl RecvRun for RqRun<'_> {
+    #[inline(always)]
+    fn take(&mut self, _wqe_counter: u16) -> u64 {
+        let wr_id = self.slots.wr_id(self.tail);
+        self.tail = self.tail.wrapping_add(1);
+        wr_id
+    }
+
+    #[inline(always)]
+    fn finish(self) {
+        if self.tail != self.start {
+            self.track.free(self.tail);
+        }
+    }
+}
+
+/// A run of an SRQ's completions, under its free list's lock from the
+/// first.
+#[derive(Debug)]
+pub(crate) struct SrqRun<'a> {
+    srq: &'a SrqTrack,
+    list: Option<MutexGuard<'a, FreeList>>,
+}
+
+impl RecvRun for SrqRun<'_> {
+    #[inline(always)]
+    fn take(&mut self, wqe_counter: u16) -> u64 {
+        let srq = self.srq;
+        let list = self.list.get_or_insert_with(|| srq.lock());
+        srq.complete_locked(list, wqe_counter)
+    }
+
+    #[inline(always)]
+    fn finish(self) {}
 }
 
 /// An mlx5 SRQ (the poster's side).
@@ -274,7 +368,7 @@ impl Mlx5Srq {
         let mut result = Ok(());
         let start = self.counter;
         {
-            let mut list = t.list.lock().unwrap_or_else(|p| p.into_inner());
+            let mut list = t.lock();
             for (index, wr) in wrs.iter().enumerate() {
                 if wr.sges.len() > self.max_gs as usize {
                     result = Err(PostError {

@@ -11,9 +11,9 @@
 //! are the library's alone, with the same memory traffic as the C baseline:
 //! WQE building, the doorbell record and the 8-byte doorbell (BlueFlame for
 //! one inline WQE) per post; the ownership check and parsing per CQE, of
-//! requester CQEs (`poll_cqe`) and of receives (`poll_recv_cqe`: `RESP_SEND`
-//! CQEs of the QP's own receive queue, the receives reposted between
-//! rounds, untimed).
+//! requester CQEs (`poll_cqe`) and of receives (`RESP_SEND` CQEs; the
+//! receives reposted between rounds, untimed): of the QP's own receive
+//! queue (`poll_recv_cqe`) and of an SRQ (`poll_srq_cqe`).
 //! `benches/mlx5.sh` runs it beside the C baseline written with rdma-core's
 //! mlx5dv.h helpers and prints both in one table.
 //!
@@ -24,7 +24,7 @@ use std::time::Instant;
 use uverbs::{
     testing::mlx5::{fake_mlx5, Mlx5Model},
     AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
-    RecvWr, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    RecvWr, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use super::{err, Opts, Res};
@@ -34,6 +34,8 @@ use super::{err, Opts, Res};
 const CHUNK: usize = 512;
 /// CQEs per timed poll round (the CQ's size, as the C baseline's `NCQE`).
 const NCQE: usize = 4096;
+/// WQEs of the SRQ (as the C baseline's `SRQ_WQE`); one fewer receives fit.
+const SRQ_WQES: u32 = 512;
 /// `MLX5_CQE_REQ`, `MLX5_CQE_RESP_SEND` and `MLX5_OPCODE_RDMA_WRITE`
 /// (mlx5dv.h).
 const CQE_REQ: u8 = 0;
@@ -67,15 +69,17 @@ impl Bench {
         c
     }
 
-    /// A receive's CQE (`RESP_SEND`) of `len` bytes, as the device writes
-    /// it (the model sets the owner bit).
-    fn resp_cqe(&self, len: u32) -> [u8; 64] {
+    /// A receive's CQE (`RESP_SEND`, 64 bytes) for QP `qpn` (user index
+    /// `uidx`), naming WQE `wqe` (an SRQ's), as the device writes it (the
+    /// model sets the owner bit).
+    fn resp_cqe(&self, qpn: u32, uidx: Option<u32>, wqe: u32) -> [u8; 64] {
         let mut c = [0u8; 64];
-        if let Some(u) = self.uidx {
+        if let Some(u) = uidx {
             c[32..36].copy_from_slice(&u.to_be_bytes());
         }
-        c[44..48].copy_from_slice(&len.to_be_bytes());
-        c[56..60].copy_from_slice(&self.qpn.to_be_bytes());
+        c[44..48].copy_from_slice(&64u32.to_be_bytes());
+        c[56..60].copy_from_slice(&qpn.to_be_bytes());
+        c[60..62].copy_from_slice(&(wqe as u16).to_be_bytes());
         c[63] = CQE_RESP_SEND << 4;
         c
     }
@@ -128,6 +132,47 @@ impl Bench {
         }
         Ok(total)
     }
+}
+
+/// Times polls of receive completions until `iters` are taken: per round,
+/// `post` posts `per_round` receives (the first `per_round` of `recvs`,
+/// ids from 0), `cqe` gives the CQE of each, and `poll` takes them, 16 per
+/// call; the last must be the round's last receive, 64 bytes, a success.
+fn timed_recv(
+    b: &mut Bench,
+    iters: u64,
+    per_round: usize,
+    poll: fn(&mut CompletionQueue, &mut [WorkCompletion; 16]) -> usize,
+    mut cqe: impl FnMut(&Bench) -> [u8; 64],
+    mut post: impl FnMut(&mut Bench) -> Res<()>,
+) -> Res<f64> {
+    let (mut ns, mut done) = (0u128, 0u64);
+    while done < iters {
+        post(b)?;
+        for _ in 0..per_round {
+            if !b.model.inject_cqe(b.cqn, cqe(b)) {
+                return Err("the model refused a completion (CQ full)".into());
+            }
+        }
+        let t0 = Instant::now();
+        let (mut got, mut last) = (0, 0);
+        while got < per_round {
+            last = poll(&mut b.cq, &mut b.wc);
+            if last == 0 {
+                return Err(format!("{got} of {per_round} receive completions polled"));
+            }
+            got += last;
+        }
+        ns += t0.elapsed().as_nanos();
+        done += per_round as u64;
+        let w = &b.wc[last - 1];
+        if (w.wr_id, w.status, w.opcode, w.byte_len)
+            != (per_round as u64 - 1, WcStatus::SUCCESS, WcOpcode::RECV, 64)
+        {
+            return Err(format!("the last receive completed as {w:?}"));
+        }
+    }
+    Ok(ns as f64 / done as f64)
 }
 
 /// Runs `chunk` (which posts `CHUNK` WQEs) once through the model.
@@ -255,6 +300,13 @@ fn op_poll(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
 #[inline(never)]
 fn op_poll_recv(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
     std::hint::black_box(6);
+    cq.poll(wc)
+}
+
+/// One poll of up to 16 receive completions of a QP on an SRQ.
+#[inline(never)]
+fn op_poll_srq(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    std::hint::black_box(7);
     cq.poll(wc)
 }
 
@@ -426,33 +478,60 @@ pub fn run(o: &Opts) -> Res<()> {
 
     // Receive completions: CHUNK receives posted, a RESP_SEND CQE written
     // for each (receives complete in order), polled in batches of 16.
-    let cqe = b.resp_cqe(64);
-    let (mut ns, mut done) = (0u128, 0u64);
-    while done < iters {
-        qp.post_recv(&recvs).map_err(err("post receives"))?;
-        for _ in 0..CHUNK {
-            if !b.model.inject_cqe(b.cqn, cqe) {
-                return Err("the model refused a completion (CQ full)".into());
-            }
-        }
-        let t0 = Instant::now();
-        let (mut got, mut last) = (0, 0);
-        while got < CHUNK {
-            last = op_poll_recv(&mut b.cq, &mut b.wc);
-            if last == 0 {
-                return Err(format!("{got} of {CHUNK} receive completions polled"));
-            }
-            got += last;
-        }
-        ns += t0.elapsed().as_nanos();
-        done += CHUNK as u64;
-        let w = &b.wc[last - 1];
-        if (w.wr_id, w.status, w.opcode, w.byte_len)
-            != (CHUNK as u64 - 1, WcStatus::SUCCESS, WcOpcode::RECV, 64)
-        {
-            return Err(format!("the last receive completed as {w:?}"));
-        }
-    }
-    out!("poll_recv_cqe {:.2}", ns as f64 / done as f64);
+    let cqe = b.resp_cqe(b.qpn, b.uidx, 0);
+    let ns = timed_recv(
+        &mut b,
+        iters,
+        CHUNK,
+        op_poll_recv,
+        |_| cqe,
+        |_| qp.post_recv(&recvs).map_err(err("post receives")),
+    )?;
+    out!("poll_recv_cqe {ns:.2}");
+
+    // The same through an SRQ: its WQEs are reused in the order they are
+    // freed, so with completions in order receive number j of the run is
+    // in WQE j modulo the SRQ's size, which the CQE names.
+    let mut srq = pd
+        .create_srq(SrqAttr {
+            max_wr: SRQ_WQES - 1,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .map_err(err("create SRQ"))?;
+    let on_srq = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &b.cq,
+            recv_cq: &b.cq,
+            srq: Some(&srq),
+            cap: QpCap {
+                max_send_wr: 16,
+                max_recv_wr: 0,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        })
+        .map_err(err("create a QP on the SRQ"))?;
+    let info = model
+        .qp(on_srq.qp_num())
+        .ok_or("the model does not know the QP on the SRQ")?;
+    let per_round = SRQ_WQES as usize - 1;
+    let srq_recvs = &recvs[..per_round];
+    let mut j = 0u32;
+    let ns = timed_recv(
+        &mut b,
+        iters,
+        per_round,
+        op_poll_srq,
+        |b| {
+            j = j.wrapping_add(1);
+            b.resp_cqe(info.qpn, info.uidx, j.wrapping_sub(1) % SRQ_WQES)
+        },
+        |_| srq.post_recv(srq_recvs).map_err(err("post SRQ receives")),
+    )?;
+    out!("poll_srq_cqe {ns:.2}");
     Ok(())
 }
