@@ -44,7 +44,7 @@ use super::{
     buf::{CqeGeometry, CqeRun, QueueBuf},
     cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
-    rq::{RecvRun, SrqTrack},
+    rq::RecvRun,
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,
 };
@@ -168,20 +168,6 @@ fn responder_loop<const CQE_V1: bool, R: RecvRun>(
     recv.finish();
     *n += (k - from) as usize;
     k
-}
-
-/// [`responder_loop`] for a QP on an SRQ.
-#[inline(never)]
-fn srq_loop<const CQE_V1: bool>(
-    rsn: u32,
-    srq: &SrqTrack,
-    run: CqeRun<'_>,
-    k: u32,
-    ready: u32,
-    out: &mut [WorkCompletion],
-    n: &mut usize,
-) -> u32 {
-    responder_loop::<CQE_V1, _>(rsn, srq.run(), run, k, ready, out, n)
 }
 
 /// Whether a CQE whose `op_own` byte is `op_own` was handed over by the
@@ -379,6 +365,14 @@ impl Mlx5Cq {
                 if k >= ready {
                     break;
                 }
+                k = if self.parser.cqe_v1 {
+                    self.parser.srq_run::<true>(run, k, ready, out, &mut n)
+                } else {
+                    self.parser.srq_run::<false>(run, k, ready, out, &mut n)
+                };
+                if k >= ready {
+                    break;
+                }
                 let (Some(cqe), Some(wc)) = (run.get(k), out.get_mut(n)) else {
                     break;
                 };
@@ -510,8 +504,31 @@ impl Parser {
                 Some(rq) => responder_loop::<CQE_V1, _>(qp.rsn, rq, run, k, ready, out, n),
                 None => k,
             },
-            (Some(srq), _) => srq_loop::<CQE_V1>(qp.rsn, srq, run, k, ready, out, n),
-            (None, None) => k,
+            _ => k,
+        }
+    }
+
+    /// [`Parser::responder_run`] for a QP on an SRQ (out of line: SRQs are
+    /// the rarer case, and a loop for them in the poll made the others'
+    /// register allocation worse).
+    #[inline(never)]
+    fn srq_run<const CQE_V1: bool>(
+        &self,
+        run: CqeRun<'_>,
+        k: u32,
+        ready: u32,
+        out: &mut [WorkCompletion],
+        n: &mut usize,
+    ) -> u32 {
+        let Some(qp) = self.last.as_deref() else {
+            return k;
+        };
+        if !self.cleaning.is_empty() || !qp.is_alive() {
+            return k;
+        }
+        match &qp.srq {
+            Some(srq) => responder_loop::<CQE_V1, _>(qp.rsn, srq.run(), run, k, ready, out, n),
+            None => k,
         }
     }
 
