@@ -13,7 +13,7 @@ use std::{
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
-    RecvWr, SendWr, WorkCompletion,
+    QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
 };
 
 /// Counts the allocations of the current thread.
@@ -178,22 +178,26 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         .unwrap();
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let gid = ctx.query_gid(1, 1).unwrap().unwrap().gid;
-    let mut attr = QpAttr::with_state(QpState::Init);
-    attr.port_num = 1;
-    attr.qp_access_flags = AccessFlags::LOCAL_WRITE;
-    qp.modify_to(&attr).unwrap();
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = uverbs::Mtu(3);
-    attr.dest_qp_num = qp.qp_num();
-    attr.ah_attr.port_num = 1;
-    attr.ah_attr.grh = Some(uverbs::GlobalRoute {
-        dgid: gid,
-        sgid_index: 1,
-        ..Default::default()
-    });
-    qp.modify_to(&attr).unwrap();
-    attr.qp_state = QpState::Rts;
-    qp.modify_to(&attr).unwrap();
+    // Connects a QP to itself.
+    let loop_back = |qp: &mut QueuePair| {
+        let mut attr = QpAttr::with_state(QpState::Init);
+        attr.port_num = 1;
+        attr.qp_access_flags = AccessFlags::LOCAL_WRITE;
+        qp.modify_to(&attr).unwrap();
+        attr.qp_state = QpState::Rtr;
+        attr.path_mtu = uverbs::Mtu(3);
+        attr.dest_qp_num = qp.qp_num();
+        attr.ah_attr.port_num = 1;
+        attr.ah_attr.grh = Some(uverbs::GlobalRoute {
+            dgid: gid,
+            sgid_index: 1,
+            ..Default::default()
+        });
+        qp.modify_to(&attr).unwrap();
+        attr.qp_state = QpState::Rts;
+        qp.modify_to(&attr).unwrap();
+    };
+    loop_back(&mut qp);
 
     let sge = [mr.sge(0, 64).unwrap()];
     let recvs = [RecvWr::new(1, &sge), RecvWr::new(2, &sge)];
@@ -230,5 +234,75 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     assert!(model.kernel.calls().is_empty(), "polling made a call");
     assert_eq!(after_post - before, 0, "posting allocated");
     assert_eq!(after_poll - before_poll, 0, "polling allocated");
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+
+    // A QP on an SRQ: its receives complete through the SRQ's free list,
+    // under its lock.
+    let mut srq = pd
+        .create_srq(SrqAttr {
+            max_wr: 4,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let mut on_srq = pd
+        .create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: Some(&srq),
+            cap: QpCap {
+                max_send_wr: 8,
+                max_recv_wr: 0,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 16,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    loop_back(&mut on_srq);
+    // Warm up: the CQ caches this QP.
+    srq.post_recv(&recvs[..1]).unwrap();
+    on_srq.post_send(&sends[1..]).unwrap();
+    model.process();
+    assert_eq!(cq.poll(&mut wc), 2);
+    model.kernel.clear_calls();
+
+    let before = allocations();
+    srq.post_recv(&recvs).unwrap();
+    on_srq
+        .post_send(&[
+            SendWr::send(20, &[]).inline(b"a"),
+            SendWr::send(21, &[]).inline(b"b"),
+        ])
+        .unwrap();
+    let after_post = allocations();
+    assert!(
+        model.kernel.calls().is_empty(),
+        "posting on an SRQ made a call"
+    );
+    model.process();
+    let before_poll = allocations();
+    let mut n = 0;
+    for _ in 0..4 {
+        n += cq.poll(&mut wc[n..]);
+    }
+    let after_poll = allocations();
+    // Two receives and two sends.
+    assert_eq!(n, 4, "{:?}", &wc[..n]);
+    let mut ids: Vec<u64> = wc[..n].iter().map(|w| w.wr_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 20, 21]);
+    assert!(
+        model.kernel.calls().is_empty(),
+        "polling an SRQ's receives made a call"
+    );
+    assert_eq!(after_post - before, 0, "posting on an SRQ allocated");
+    assert_eq!(
+        after_poll - before_poll,
+        0,
+        "polling an SRQ's receives allocated"
+    );
     assert!(model.violations().is_empty(), "{:?}", model.violations());
 }
