@@ -127,13 +127,22 @@ static inline void ring(struct mlx5_wqe_ctrl_seg *last, int nreq, int inl)
 /* The consumer side: everything posted completed. */
 static void drain(void) { tail = head; }
 
+/* The CQE at consumer index ci if the device handed it over, then lfence. */
+static inline struct mlx5_cqe64 *next_cqe(uint8_t *cq, uint32_t ci)
+{
+	struct mlx5_cqe64 *c = (void *)(cq + (ci & (NCQE - 1)) * 64);
+	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
+	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(ci & NCQE))
+		return NULL;
+	lfence();
+	return c;
+}
+
 static inline int poll_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 {
-	struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
-	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
-	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
+	struct mlx5_cqe64 *c = next_cqe(cq, *ci);
+	if (!c)
 		return 0;
-	lfence();
 	uint16_t ctr = be16toh(c->wqe_counter);
 	uint32_t idx = ctr & (SQ_WQEBB - 1);
 	wc->wr_id = wrid[idx];
@@ -162,18 +171,9 @@ static inline int poll_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 static uint64_t rq_wrid[RQ_WQE];
 static uint32_t rq_tail;
 
-/*
- * One receive CQE (RESP_SEND) of the QP's own receive queue: the fields
- * rdma-core's handle_responder gives an ibv_wc.
- */
-static inline int poll_recv_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
+/* The fields rdma-core's handle_responder gives an ibv_wc for a RESP_SEND. */
+static inline void recv_fields(const struct mlx5_cqe64 *c, struct wc *wc)
 {
-	struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
-	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
-	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
-		return 0;
-	lfence();
-	wc->wr_id = rq_wrid[rq_tail++ & (RQ_WQE - 1)];
 	wc->status = 0;
 	wc->opcode = 128; /* IBV_WC_RECV */
 	wc->byte_len = be32toh(c->byte_cnt);
@@ -186,6 +186,16 @@ static inline int poll_recv_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 	wc->pkey = be32toh(c->imm_inval_pkey) & 0xffff;
 	wc->slid = be16toh(c->slid);
 	wc->path = c->ml_path & 0x7f;
+}
+
+/* One receive CQE (RESP_SEND) of the QP's own receive queue. */
+static inline int poll_recv_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
+{
+	struct mlx5_cqe64 *c = next_cqe(cq, *ci);
+	if (!c)
+		return 0;
+	wc->wr_id = rq_wrid[rq_tail++ & (RQ_WQE - 1)];
+	recv_fields(c, wc);
 	(*ci)++;
 	return 1;
 }
@@ -210,26 +220,13 @@ static inline void free_srq_wqe(uint32_t ind)
 /* One receive CQE (RESP_SEND) of an SRQ: as poll_recv_one, the WQE named. */
 static inline int poll_srq_one(uint8_t *cq, uint32_t *ci, struct wc *wc)
 {
-	struct mlx5_cqe64 *c = (void *)(cq + (*ci & (NCQE - 1)) * 64);
-	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
-	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(*ci & NCQE))
+	struct mlx5_cqe64 *c = next_cqe(cq, *ci);
+	if (!c)
 		return 0;
-	lfence();
 	uint16_t ctr = be16toh(c->wqe_counter);
 	wc->wr_id = srq_wrid[ctr & (SRQ_WQE - 1)];
 	free_srq_wqe(ctr & (SRQ_WQE - 1));
-	wc->status = 0;
-	wc->opcode = 128; /* IBV_WC_RECV */
-	wc->byte_len = be32toh(c->byte_cnt);
-	wc->imm = 0;
-	wc->qp_num = be32toh(c->sop_drop_qpn) & 0xffffff;
-	uint32_t fr = be32toh(c->flags_rqpn);
-	wc->src_qp = fr & 0xffffff;
-	wc->sl = (fr >> 24) & 0xf;
-	wc->flags = (fr >> 28) & 3 ? 1 : 0;
-	wc->pkey = be32toh(c->imm_inval_pkey) & 0xffff;
-	wc->slid = be16toh(c->slid);
-	wc->path = c->ml_path & 0x7f;
+	recv_fields(c, wc);
 	(*ci)++;
 	return 1;
 }
@@ -632,6 +629,33 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 	}
 }
 
+/*
+ * ns per CQE polling iters CQEs (C min's loops): per round, FILL writes PER
+ * CQEs (untimed), then POLL_ONE takes them, up to 16 per call, the consumer
+ * index record written after each call. A macro (a GNU statement
+ * expression), so that POLL_ONE is inlined as in a loop written out.
+ */
+#define TIME_POLLS(PER, FILL, POLL_ONE)                                          \
+	({                                                                       \
+		double t_ = 0;                                                   \
+		long done_ = 0;                                                  \
+		while (done_ < iters) {                                          \
+			FILL;                                                    \
+			double t0_ = now_ns();                                   \
+			uint32_t got_ = 0;                                       \
+			while (got_ < (PER)) {                                   \
+				int n_ = 0;                                      \
+				while (n_ < 16 && POLL_ONE(cq, &ci, &wcs[n_]))   \
+					n_++;                                    \
+				dbrec[0] = htobe32(ci & 0xffffff);               \
+				got_ += n_;                                      \
+			}                                                        \
+			t_ += now_ns() - t0_;                                    \
+			done_ += (PER);                                          \
+		}                                                                \
+		t_ / done_;                                                      \
+	})
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 2000000;
@@ -681,60 +705,14 @@ int main(int argc, char **argv)
 	}
 	{
 		struct wc wcs[16];
-		uint32_t ci = 0;
-		double t = 0;
-		long done = 0;
-		while (done < iters) {
-			fill_cqes(cq, ci, NCQE);
-			double t0 = now_ns();
-			uint32_t got = 0;
-			while (got < NCQE) {
-				int n = 0;
-				while (n < 16 && poll_one(cq, &ci, &wcs[n]))
-					n++;
-				dbrec[0] = htobe32(ci & 0xffffff);
-				got += n;
-			}
-			t += now_ns() - t0;
-			done += NCQE;
-		}
-		printf("poll_cqe %.2f\n", t / done);
-		t = 0;
-		done = 0;
-		uint32_t wqe = 0;
-		while (done < iters) {
-			fill_recv_cqes(cq, ci, RQ_WQE, 0, &wqe);
-			double t0 = now_ns();
-			uint32_t got = 0;
-			while (got < RQ_WQE) {
-				int n = 0;
-				while (n < 16 && poll_recv_one(cq, &ci, &wcs[n]))
-					n++;
-				dbrec[0] = htobe32(ci & 0xffffff);
-				got += n;
-			}
-			t += now_ns() - t0;
-			done += RQ_WQE;
-		}
-		printf("poll_recv_cqe %.2f\n", t / done);
-		t = 0;
-		done = 0;
+		uint32_t ci = 0, wqe = 0;
+		printf("poll_cqe %.2f\n", TIME_POLLS(NCQE, fill_cqes(cq, ci, NCQE), poll_one));
+		printf("poll_recv_cqe %.2f\n",
+		       TIME_POLLS(RQ_WQE, fill_recv_cqes(cq, ci, RQ_WQE, 0, &wqe), poll_recv_one));
 		wqe = 0;
-		while (done < iters) {
-			fill_recv_cqes(cq, ci, SRQ_WQE - 1, 0, &wqe);
-			double t0 = now_ns();
-			uint32_t got = 0;
-			while (got < SRQ_WQE - 1) {
-				int n = 0;
-				while (n < 16 && poll_srq_one(cq, &ci, &wcs[n]))
-					n++;
-				dbrec[0] = htobe32(ci & 0xffffff);
-				got += n;
-			}
-			t += now_ns() - t0;
-			done += SRQ_WQE - 1;
-		}
-		printf("poll_srq_cqe %.2f\n", t / done);
+		printf("poll_srq_cqe %.2f\n",
+		       TIME_POLLS(SRQ_WQE - 1, fill_recv_cqes(cq, ci, SRQ_WQE - 1, 0, &wqe),
+				  poll_srq_one));
 	}
 	g_cfg.max_gs = 1;
 	g_cfg.max_inline = 44;

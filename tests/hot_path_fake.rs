@@ -12,8 +12,8 @@ use std::{
 
 use uverbs::testing::rxe::*;
 use uverbs::{
-    sys::fake::Call, AccessFlags, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
-    QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
+    sys::fake::Call, testing::mlx5::Mlx5Model, AccessFlags, CompletionQueue, Context, CqOptions,
+    QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
 };
 
 /// Counts the allocations of the current thread.
@@ -213,28 +213,16 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     assert_eq!(cq.poll(&mut wc), 2);
     model.kernel.clear_calls();
 
-    let before = allocations();
-    qp.post_recv(&recvs).unwrap();
-    qp.post_send(&sends).unwrap();
-    qp.post_recv(&recvs[..1]).unwrap();
-    let mut batch = qp.start_send().unwrap();
-    batch.push(&sends[0]).unwrap();
-    batch.complete().unwrap();
-    let after_post = allocations();
-    assert!(model.kernel.calls().is_empty(), "posting made a call");
-    model.process();
-    let before_poll = allocations();
-    let mut n = 0;
-    for _ in 0..4 {
-        n += cq.poll(&mut wc[n..]);
-    }
-    let after_poll = allocations();
+    let n = mlx5_quiet_round(&model, &mut cq, &mut wc, "a QP", || {
+        qp.post_recv(&recvs).unwrap();
+        qp.post_send(&sends).unwrap();
+        qp.post_recv(&recvs[..1]).unwrap();
+        let mut batch = qp.start_send().unwrap();
+        batch.push(&sends[0]).unwrap();
+        batch.complete().unwrap();
+    });
     // Three receives and the inline send (the batch's send is unsignaled).
     assert_eq!(n, 4, "{:?}", &wc[..n]);
-    assert!(model.kernel.calls().is_empty(), "polling made a call");
-    assert_eq!(after_post - before, 0, "posting allocated");
-    assert_eq!(after_poll - before_poll, 0, "polling allocated");
-    assert!(model.violations().is_empty(), "{:?}", model.violations());
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,
     // under its lock.
@@ -269,18 +257,39 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     assert_eq!(cq.poll(&mut wc), 2);
     model.kernel.clear_calls();
 
+    let n = mlx5_quiet_round(&model, &mut cq, &mut wc, "a QP on an SRQ", || {
+        srq.post_recv(&recvs).unwrap();
+        on_srq
+            .post_send(&[
+                SendWr::send(20, &[]).inline(b"a"),
+                SendWr::send(21, &[]).inline(b"b"),
+            ])
+            .unwrap();
+    });
+    // Two receives and two sends.
+    assert_eq!(n, 4, "{:?}", &wc[..n]);
+    let mut ids: Vec<u64> = wc[..n].iter().map(|w| w.wr_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, [1, 2, 20, 21]);
+}
+
+/// One round on the mlx5 model: `post` posts, the model runs, and four
+/// polls take what completed into `wc`; neither posting nor polling may
+/// make a call or allocate (`what` names the round in failures). Returns
+/// how many completions were taken.
+fn mlx5_quiet_round(
+    model: &Mlx5Model,
+    cq: &mut CompletionQueue,
+    wc: &mut [WorkCompletion],
+    what: &str,
+    post: impl FnOnce(),
+) -> usize {
     let before = allocations();
-    srq.post_recv(&recvs).unwrap();
-    on_srq
-        .post_send(&[
-            SendWr::send(20, &[]).inline(b"a"),
-            SendWr::send(21, &[]).inline(b"b"),
-        ])
-        .unwrap();
+    post();
     let after_post = allocations();
     assert!(
         model.kernel.calls().is_empty(),
-        "posting on an SRQ made a call"
+        "{what}: posting made a call"
     );
     model.process();
     let before_poll = allocations();
@@ -289,20 +298,16 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         n += cq.poll(&mut wc[n..]);
     }
     let after_poll = allocations();
-    // Two receives and two sends.
-    assert_eq!(n, 4, "{:?}", &wc[..n]);
-    let mut ids: Vec<u64> = wc[..n].iter().map(|w| w.wr_id).collect();
-    ids.sort_unstable();
-    assert_eq!(ids, [1, 2, 20, 21]);
     assert!(
         model.kernel.calls().is_empty(),
-        "polling an SRQ's receives made a call"
+        "{what}: polling made a call"
     );
-    assert_eq!(after_post - before, 0, "posting on an SRQ allocated");
-    assert_eq!(
-        after_poll - before_poll,
-        0,
-        "polling an SRQ's receives allocated"
+    assert_eq!(after_post - before, 0, "{what}: posting allocated");
+    assert_eq!(after_poll - before_poll, 0, "{what}: polling allocated");
+    assert!(
+        model.violations().is_empty(),
+        "{what}: {:?}",
+        model.violations()
     );
-    assert!(model.violations().is_empty(), "{:?}", model.violations());
+    n
 }

@@ -342,33 +342,13 @@ impl Mlx5Cq {
             barrier::udma_from_device_barrier();
             let mut k = 0;
             while k < ready {
-                // The common case in a tight loop (one copy per CQE
+                // The common cases in tight loops (one copy per CQE
                 // format, so the loop does not test it), then one CQE of
                 // any kind (which may change the cached QP).
                 k = if self.parser.cqe_v1 {
-                    self.parser
-                        .requester_run::<true>(run, k, ready, out, &mut n)
+                    self.parser.fast_runs::<true>(run, k, ready, out, &mut n)
                 } else {
-                    self.parser
-                        .requester_run::<false>(run, k, ready, out, &mut n)
-                };
-                if k >= ready {
-                    break;
-                }
-                k = if self.parser.cqe_v1 {
-                    self.parser
-                        .responder_run::<true>(run, k, ready, out, &mut n)
-                } else {
-                    self.parser
-                        .responder_run::<false>(run, k, ready, out, &mut n)
-                };
-                if k >= ready {
-                    break;
-                }
-                k = if self.parser.cqe_v1 {
-                    self.parser.srq_run::<true>(run, k, ready, out, &mut n)
-                } else {
-                    self.parser.srq_run::<false>(run, k, ready, out, &mut n)
+                    self.parser.fast_runs::<false>(run, k, ready, out, &mut n)
                 };
                 if k >= ready {
                     break;
@@ -424,6 +404,37 @@ impl Parser {
         self.last.as_deref()
     }
 
+    /// The cached QP, if the fast paths may take its CQEs: no QP's CQEs
+    /// are being cleaned, and it is still alive.
+    #[inline(always)]
+    fn fast_qp(&self) -> Option<&QpTrack> {
+        let qp = self.last.as_deref()?;
+        (self.cleaning.is_empty() && qp.is_alive()).then_some(qp)
+    }
+
+    /// The fast paths, one after the other, from entry `k` of a run whose
+    /// ownership was checked: requester CQEs, then receives of a receive
+    /// queue, then of an SRQ; returns the index of the first CQE none of
+    /// them took (`ready` if they took all).
+    #[inline(always)]
+    fn fast_runs<const CQE_V1: bool>(
+        &self,
+        run: CqeRun<'_>,
+        mut k: u32,
+        ready: u32,
+        out: &mut [WorkCompletion],
+        n: &mut usize,
+    ) -> u32 {
+        k = self.requester_run::<CQE_V1>(run, k, ready, out, n);
+        if k < ready {
+            k = self.responder_run::<CQE_V1>(run, k, ready, out, n);
+        }
+        if k < ready {
+            k = self.srq_run::<CQE_V1>(run, k, ready, out, n);
+        }
+        k
+    }
+
     /// The fast path over entries `k..ready` of a run whose ownership was
     /// checked: successful requester CQEs of the cached QP, none of them
     /// cleaned, each into `out[n]` (`n` advanced), read from their words 4,
@@ -440,12 +451,9 @@ impl Parser {
         out: &mut [WorkCompletion],
         n: &mut usize,
     ) -> u32 {
-        let Some(qp) = self.last.as_deref() else {
+        let Some(qp) = self.fast_qp() else {
             return k;
         };
-        if !self.cleaning.is_empty() || !qp.is_alive() {
-            return k;
-        }
         let sq = &*qp.sq;
         let Some(slots) = sq.slots() else {
             return k;
@@ -493,12 +501,9 @@ impl Parser {
         out: &mut [WorkCompletion],
         n: &mut usize,
     ) -> u32 {
-        let Some(qp) = self.last.as_deref() else {
+        let Some(qp) = self.fast_qp() else {
             return k;
         };
-        if !self.cleaning.is_empty() || !qp.is_alive() {
-            return k;
-        }
         match (&qp.srq, &qp.rq) {
             (None, Some(rq)) => match rq.run() {
                 Some(rq) => responder_loop::<CQE_V1, _>(qp.rsn, rq, run, k, ready, out, n),
@@ -520,12 +525,9 @@ impl Parser {
         out: &mut [WorkCompletion],
         n: &mut usize,
     ) -> u32 {
-        let Some(qp) = self.last.as_deref() else {
+        let Some(qp) = self.fast_qp() else {
             return k;
         };
-        if !self.cleaning.is_empty() || !qp.is_alive() {
-            return k;
-        }
         match &qp.srq {
             Some(srq) => responder_loop::<CQE_V1, _>(qp.rsn, srq.run(), run, k, ready, out, n),
             None => k,

@@ -86,13 +86,24 @@ impl RqTrack {
     /// slot again.
     #[inline]
     pub(crate) fn complete(&self) -> u64 {
-        let t = self.tail.load(Ordering::Relaxed);
-        let wr_id = self
-            .wrid
-            .get((t & self.mask) as usize)
-            .map_or(0, |w| w.load(Ordering::Relaxed));
-        self.tail.store(t.wrapping_add(1), Ordering::Release);
+        let Some(mut run) = self.run() else {
+            return 0;
+        };
+        let wr_id = run.take(0);
+        run.finish();
         wr_id
+    }
+
+    /// Completes a run of receives ([`RecvRun`]); `None` never happens.
+    #[inline(always)]
+    pub(crate) fn run(&self) -> Option<RqRun<'_>> {
+        let tail = self.tail.load(Ordering::Relaxed);
+        Some(RqRun {
+            track: self,
+            slots: self.slots()?,
+            start: tail,
+            tail,
+        })
     }
 }
 
@@ -105,8 +116,8 @@ pub(crate) struct RqSlots<'a> {
 }
 
 impl RqSlots<'_> {
-    /// The `wr_id` of receive number `n` (0 does not happen: every masked
-    /// counter indexes a slot).
+    /// The `wr_id` of receive number `n` (every masked counter indexes a
+    /// slot, so the 0 for a missing one does not happen).
     #[inline(always)]
     pub(crate) fn wr_id(self, n: u32) -> u64 {
         self.wrid
@@ -291,20 +302,6 @@ pub(crate) struct RqRun<'a> {
     slots: RqSlots<'a>,
     start: u32,
     tail: u32,
-}
-
-impl RqTrack {
-    /// Completes a run of receives ([`RecvRun`]); `None` never happens.
-    #[inline(always)]
-    pub(crate) fn run(&self) -> Option<RqRun<'_>> {
-        let tail = self.tail.load(Ordering::Relaxed);
-        Some(RqRun {
-            track: self,
-            slots: self.slots()?,
-            start: tail,
-            tail,
-        })
-    }
 }
 
 impl RecvRun for RqRun<'_> {
