@@ -16,8 +16,9 @@ use std::time::{Duration, Instant};
 
 use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::{
-    AccessFlags, AsyncEventType, CqOptions, PostErrorKind, QpAttr, QpState, QpType, RecvWr,
-    SendFlags, SendOp, SendWr, SrqAttr, UdDest, WcFlags, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, AsyncEventType, CqOptions, ErrorKind, PostErrorKind, QpAttr, QpInitAttr, QpState,
+    QpType, RecvWr, SendFlags, SendOp, SendWr, SrqAttr, UdDest, WcFlags, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -861,6 +862,36 @@ fn polls_of_any_size_take_every_completion_once_around_cleaned_ones() {
 /// The paths hardware varies on: no write-combining, static UARs (kernels
 /// without dynamic UARs), CQE version 0, 64 KiB pages (16 UARs per page),
 /// and more QPs than dedicated bfregs (shared bfregs, with their lock).
+/// A context whose UAR geometry puts the BlueFlame halves where a 64-byte
+/// copy cannot go (a `bf_reg_size` of 96: halves of 48 bytes) gets no QP:
+/// the QP create fails with `Malformed` instead of the QP dropping its
+/// doorbells, with dynamic and with static UARs.
+#[test]
+fn a_bfreg_outside_the_rules_fails_the_qp_create() {
+    for static_uars in [false, true] {
+        let model = fake_mlx5_with(Options {
+            bf_reg_size: 96,
+            static_uars,
+            ..Options::default()
+        });
+        let ctx = open(&model);
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
+        let e = pd
+            .create_qp(&QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: &cq,
+                recv_cq: &cq,
+                srq: None,
+                cap: cap(4, 1, 16),
+                sq_sig_all: false,
+            })
+            .map(|qp| qp.qp_num())
+            .expect_err("a bfreg with 48-byte halves");
+        assert_eq!(e.kind(), ErrorKind::Malformed, "static {static_uars}: {e}");
+    }
+}
+
 #[test]
 fn the_hardware_variants_all_move_data() {
     let variants = [

@@ -437,12 +437,19 @@ impl Provider for Mlx5 {
                     let gross = plan.output.bfreg_index;
                     let b = ctx
                         .uars
-                        .static_bfreg(gross, context::LOW_LATENCY_BFREGS, ctx.state.resp.tot_bfregs)
+                        .static_bfreg(
+                            gross,
+                            context::LOW_LATENCY_BFREGS,
+                            ctx.state.resp.tot_bfregs,
+                        )
                         .ok_or_else(|| {
                             Error::new(
                                 "ibv_create_qp",
                                 ErrorKind::Malformed,
-                                format!("the kernel gave the QP bfreg {gross}, outside the context's UARs"),
+                                format!(
+                                    "the kernel gave the QP bfreg {gross}, not a register \
+                                     inside the context's UAR pages"
+                                ),
                             )
                         })?;
                     *slot = Some(b.clone());
