@@ -132,6 +132,17 @@ fn responder_wc(wc: &mut WorkCompletion, wr_id: u64, qp_num: u32, op: u8, cqe: &
     };
 }
 
+/// The opcode and QP number of `cqe` if it is a successful responder CQE
+/// of the QP whose resource number is `rsn`.
+#[inline(always)]
+fn responder_of<const CQE_V1: bool>(cqe: &impl CqeView, rsn: u32) -> Option<(u8, u32)> {
+    let op = cqe.opcode();
+    let qp_num = cqe.qpn();
+    let owner = if CQE_V1 { cqe.srqn_uidx() } else { qp_num };
+    ((cqe_opcode::RESP_WR_IMM..=cqe_opcode::RESP_SEND_INV).contains(&op) && owner == rsn)
+        .then_some((op, qp_num))
+}
+
 /// Entries `k..ready` of a checked run that are successful responder CQEs
 /// of the QP whose resource number is `rsn`, each into `out[n]` (`n`
 /// advanced) with the work request `recv` gives; stops at the first other
@@ -156,12 +167,9 @@ fn responder_loop<const CQE_V1: bool, R: RecvRun>(
             2..=5 => head[i - 2],
             _ => cqe.word(i),
         });
-        let op = view.opcode();
-        let qp_num = view.qpn();
-        let owner = if CQE_V1 { view.srqn_uidx() } else { qp_num };
-        if !(cqe_opcode::RESP_WR_IMM..=cqe_opcode::RESP_SEND_INV).contains(&op) || owner != rsn {
+        let Some((op, qp_num)) = responder_of::<CQE_V1>(&view, rsn) else {
             break;
-        }
+        };
         responder_wc(wc, recv.take(view.wqe_counter()), qp_num, op, &view);
         k += 1;
     }
@@ -528,8 +536,19 @@ impl Parser {
         let Some(qp) = self.fast_qp() else {
             return k;
         };
-        match &qp.srq {
-            Some(srq) => responder_loop::<CQE_V1, _>(qp.rsn, srq.run(), run, k, ready, out, n),
+        let Some(srq) = &qp.srq else {
+            return k;
+        };
+        // The SRQ's lock only for a run that starts with one of its
+        // receives (a CQ shared by QPs may alternate between them).
+        let starts = run.get(k).is_some_and(|c| {
+            responder_of::<CQE_V1>(&CqeTail::new(|i| c.word(i)), qp.rsn).is_some()
+        });
+        if !starts {
+            return k;
+        }
+        match srq.run() {
+            Some(recv) => responder_loop::<CQE_V1, _>(qp.rsn, recv, run, k, ready, out, n),
             None => k,
         }
     }

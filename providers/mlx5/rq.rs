@@ -21,7 +21,7 @@ use std::sync::{
 };
 
 use super::{
-    buf::{QueueBuf, Units},
+    buf::{QueueBuf, Units, UnitsView},
     wqe::{self, DS},
 };
 use crate::{
@@ -253,33 +253,33 @@ impl SrqTrack {
     /// back on the free list (`mlx5_free_srq_wqe`).
     #[inline]
     pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        self.complete_locked(&mut self.lock(), wqe_counter)
-    }
-
-    /// [`SrqTrack::complete`] under the free list's lock, held by the
-    /// caller.
-    #[inline(always)]
-    fn complete_locked(&self, list: &mut FreeList, wqe_counter: u16) -> u64 {
-        let idx = u32::from(wqe_counter) & (self.wqe_cnt - 1);
-        let wr_id = self
-            .wrid
-            .get(idx as usize)
-            .map_or(0, |w| w.load(Ordering::Relaxed));
-        self.units
-            .put(list.tail << (self.wqe_shift - 4), wqe::srq_next(idx as u16));
-        list.tail = idx;
+        let Some(mut run) = self.run() else {
+            return 0;
+        };
+        let wr_id = run.take(wqe_counter);
+        run.finish();
         wr_id
     }
 
-    /// Completes a run of receives ([`RecvRun`]): the free list's lock is
-    /// taken at the first and held until the run ends (rdma-core takes the
-    /// SRQ's lock per completion).
+    /// Completes a run of receives ([`RecvRun`]), under the free list's
+    /// lock, taken here and held until the run ends (rdma-core takes the
+    /// SRQ's lock per completion); `None` never happens (`new` makes
+    /// `wqe_cnt` slots).
     #[inline(always)]
-    pub(crate) fn run(&self) -> SrqRun<'_> {
-        SrqRun {
-            srq: self,
-            list: None,
-        }
+    pub(crate) fn run(&self) -> Option<SrqRun<'_>> {
+        let mask = self.wqe_cnt - 1;
+        let wrid = RqSlots {
+            wrid: self.wrid.get(..mask as usize + 1)?,
+            mask,
+        };
+        let list = self.lock();
+        Some(SrqRun {
+            tail: list.tail,
+            list,
+            units: self.units.view(),
+            wrid,
+            unit_shift: self.wqe_shift - 4,
+        })
     }
 }
 
@@ -320,24 +320,37 @@ impl RecvRun for RqRun<'_> {
     }
 }
 
-/// A run of an SRQ's completions, under its free list's lock from the
-/// first.
+/// A run of an SRQ's completions ([`SrqTrack::run`]): each completed WQE
+/// linked after the free list's tail, whose value the run keeps in a local
+/// (in a register over a poll's loop, where read and written through the
+/// lock's guard it would be loaded and stored per completion) and stores
+/// back at the end, before the lock is released.
 #[derive(Debug)]
 pub(crate) struct SrqRun<'a> {
-    srq: &'a SrqTrack,
-    list: Option<MutexGuard<'a, FreeList>>,
+    list: MutexGuard<'a, FreeList>,
+    tail: u32,
+    units: UnitsView<'a>,
+    wrid: RqSlots<'a>,
+    /// log2 of the 16-byte units of a WQE.
+    unit_shift: u32,
 }
 
 impl RecvRun for SrqRun<'_> {
     #[inline(always)]
     fn take(&mut self, wqe_counter: u16) -> u64 {
-        let srq = self.srq;
-        let list = self.list.get_or_insert_with(|| srq.lock());
-        srq.complete_locked(list, wqe_counter)
+        let idx = u32::from(wqe_counter);
+        let wr_id = self.wrid.wr_id(idx);
+        let idx = idx & self.wrid.mask;
+        self.units
+            .put(self.tail << self.unit_shift, wqe::srq_next(idx as u16));
+        self.tail = idx;
+        wr_id
     }
 
     #[inline(always)]
-    fn finish(self) {}
+    fn finish(mut self) {
+        self.list.tail = self.tail;
+    }
 }
 
 /// An mlx5 SRQ (the poster's side).
