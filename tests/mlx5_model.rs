@@ -627,6 +627,87 @@ fn bad_requests_are_refused_at_post_time_and_reach_nothing() {
     assert_clean(&p.model);
 }
 
+/// Which operations each QP type carries, as the verbs define them: every
+/// one on RC; sends and RDMA writes on UC; sends alone on UD. A refused
+/// request is `OpNotSupported` naming the QP type and takes nothing of the
+/// queue: the next request that is carried completes as the first.
+#[test]
+fn each_qp_type_carries_exactly_its_operations() {
+    let UdPair {
+        model,
+        _ctx: ctx,
+        pd,
+        mut cq_a,
+        mut a,
+        ah,
+        b,
+        mr,
+        ..
+    } = ud_pair();
+    let one = [mr.sge(0, 8).unwrap()];
+    let ops = [
+        SendOp::Send,
+        SendOp::SendWithImm { imm: 1 },
+        SendOp::RdmaWrite {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+        },
+        SendOp::RdmaWriteWithImm {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+            imm: 2,
+        },
+        SendOp::RdmaRead {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+        },
+        SendOp::CompareSwap {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+            compare: 0,
+            swap: 1,
+        },
+        SendOp::FetchAdd {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+            add: 1,
+        },
+    ];
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp_num(),
+        remote_qkey: QKEY,
+    };
+    let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
+    let mut rc = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
+    connect(&rc, rc.qp_num(), gid(&ctx), 7);
+    let mut uc = create_qp(&pd, QpType::Uc, &cq, None, cap(16, 1, 0));
+    connect(&uc, uc.qp_num(), gid(&ctx), 7);
+    for (qp, name, carried) in [(&mut rc, "RC", 7), (&mut uc, "UC", 4), (&mut a, "UD", 2)] {
+        for (i, op) in ops.iter().enumerate() {
+            let mut wr = SendWr::new(i as u64, *op, &one).unsignaled();
+            if name == "UD" {
+                wr = wr.to(dest);
+            }
+            match qp.post_send(&[wr]) {
+                Ok(()) => assert!(i < carried, "{name} took operation {i}: {op:?}"),
+                Err(e) => {
+                    assert!(i >= carried, "{name} refused operation {i}: {e}");
+                    assert_eq!(e.index, 0);
+                    assert!(matches!(e.kind, PostErrorKind::OpNotSupported(_)), "{e}");
+                    assert!(e.to_string().contains(name), "{name}: {e}");
+                }
+            }
+        }
+    }
+    // Nothing of the refused requests reached UD's queue: the device sees
+    // the two unsignaled sends and this one, which completes.
+    a.post_send(&[SendWr::send(99, &one).to(dest)]).unwrap();
+    let ca = run_and_poll(&model, &mut cq_a, 1);
+    assert_eq!((ca[0].wr_id, ca[0].status), (99, WcStatus::SUCCESS));
+    assert_clean(&model);
+}
+
 #[test]
 fn an_overrun_cq_is_not_overwritten_and_raises_cq_err() {
     let model = fake_mlx5();

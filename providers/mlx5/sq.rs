@@ -23,9 +23,12 @@
 //! [`mmio_wc_start`]: crate::providers::barrier::mmio_wc_start
 //! [`mmio_flush_writes`]: crate::providers::barrier::mmio_flush_writes
 
-use std::sync::{
-    atomic::{AtomicU32, AtomicU64, Ordering},
-    Arc,
+use std::{
+    borrow::Borrow,
+    sync::{
+        atomic::{AtomicU32, AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 mod batch;
@@ -39,7 +42,7 @@ use super::{
 };
 use crate::{
     providers::barrier,
-    wr::{Payload, PostErrorKind, SendFlags, SendOp, SendWr},
+    wr::{Payload, PostErrorKind, SendFlags, SendOp, SendWr, Sge},
     QpType,
 };
 
@@ -182,36 +185,47 @@ struct SqShape {
 }
 
 /// The queue's settings a WQE is checked against and written with, copied
-/// into each [`Writer`]: in a local they stay in registers over a batch,
-/// where read through a reference they are reloaded after every store to
-/// the queue (the compiler must assume the store may change them).
+/// into a send batch's [`Writer`]: in a local they stay in registers over a
+/// batch, where read through a reference they are reloaded after every
+/// store to the queue (the compiler must assume the store may change
+/// them). `post_send`'s writer reads them by reference (see [`Writer`]).
 #[derive(Debug, Clone, Copy)]
-struct SqRules {
+pub(crate) struct SqRules {
     max_gs: u32,
     max_inline: u32,
     qpn: u32,
     /// A UD QP (an address vector per request).
     ud: bool,
-    /// The WQE opcodes the QP type carries, a bit per opcode.
-    allowed: u32,
+    /// The widest class of operation the QP type carries ([`OpClass`]).
+    carries: OpClass,
     /// The ctrl segment's `fm_ce_se` byte for each combination of the
     /// FENCE, SIGNALED and SOLICITED flags (`sq_sig_all` folded in), byte
     /// `flags & 7` of the word (a shift, no memory access).
     fm_ce_se: u64,
 }
 
-/// The WQE opcodes a QP type carries, a bit per opcode: sends on every
-/// type, RDMA writes on RC and UC, reads and atomics on RC only.
-fn allowed_opcodes(qp_type: QpType) -> u32 {
-    let bit = |op: u8| 1u32 << op;
-    let sends = bit(opcode::SEND) | bit(opcode::SEND_IMM);
-    let writes = bit(opcode::RDMA_WRITE) | bit(opcode::RDMA_WRITE_IMM);
-    let rc_only = bit(opcode::RDMA_READ) | bit(opcode::ATOMIC_CS) | bit(opcode::ATOMIC_FA);
-    match qp_type {
-        QpType::Rc => sends | writes | rc_only,
-        QpType::Uc => sends | writes,
-        // UD (the only other type an mlx5 send queue is made for).
-        _ => sends,
+/// The classes of send operations, each carried by fewer QP types than
+/// the one before: sends by every type, RDMA writes by RC and UC, reads and
+/// atomics by RC only. A QP type carries the classes up to its widest, so
+/// whether it carries an operation is one comparison with a constant (the
+/// compiler hoists it out of a loop of requests as one flag per class,
+/// where a bit mask of opcodes became a vector test of every opcode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum OpClass {
+    Send,
+    Write,
+    ReadAtomic,
+}
+
+impl OpClass {
+    /// The widest class QP type `qp_type` carries.
+    fn widest(qp_type: QpType) -> Self {
+        match qp_type {
+            QpType::Rc => OpClass::ReadAtomic,
+            QpType::Uc => OpClass::Write,
+            // UD (the only other type an mlx5 send queue is made for).
+            _ => OpClass::Send,
+        }
     }
 }
 
@@ -238,16 +252,25 @@ fn fm_ce_se_table(sig_all: bool) -> u64 {
 /// of the queue's structures, so they stay in registers over a batch (the
 /// compiler cannot keep fields read through a reference there across
 /// writes to the queue, which it must assume may alias them; see
-/// [`UnitsView`]), and a copy of the queue's settings, for the same reason.
+/// [`UnitsView`]), and the queue's settings, `R`: either a copy
+/// ([`SqRules`]), for the same reason, or a reference (`&SqRules`).
+///
+/// Which one is a trade (`benches/callgrind.sh --mlx5`, `benches/mlx5.sh`):
+/// a copy is loaded whole when the batch starts, which a loop of requests
+/// repays (a send batch of 64 RDMA writes: 45 instructions per request
+/// against 57 by reference, 3.1 against 3.9 ns), but one request alone
+/// pays for it in registers spilled to the stack. `post_send` reads them
+/// by reference: its requests are decoded one by one, whatever their
+/// number, and by reference it was faster at 1, 8 and 64 requests.
 #[derive(Debug, Clone, Copy)]
-struct Writer<'a> {
+struct Writer<'a, R> {
     q: UnitsView<'a>,
     slots: &'a [SqSlot],
     slot_mask: u32,
-    rules: SqRules,
+    rules: R,
 }
 
-impl Writer<'_> {
+impl<R: Borrow<SqRules>> Writer<'_, R> {
     /// Records the work request of the WQE at WQEBB counter `at`. (Not
     /// through [`Slots`]: making one per batch costs a batch of one six
     /// instructions, and the poster's check per request stays anyway.)
@@ -271,10 +294,11 @@ impl Writer<'_> {
         at: u32,
         head: u32,
     ) -> Result<Last, PostErrorKind> {
+        let rules: &SqRules = self.rules.borrow();
         let q = self.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if self.rules.ud {
+        if rules.ud {
             let Some(dest) = wr.ud else {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",
@@ -297,9 +321,9 @@ impl Writer<'_> {
         // before its segments are written (checked after them, the
         // compiler merged it with the SGE count's check into one branch and
         // chose the error before it, on every request).
-        let carried = |op: u8| {
-            if self.rules.allowed & (1 << op) == 0 {
-                return Err(PostErrorKind::OpNotSupported(if self.rules.ud {
+        let carried = |class: OpClass, op: u8| {
+            if class > rules.carries {
+                return Err(PostErrorKind::OpNotSupported(if rules.ud {
                     "UD QPs support only SEND and SEND_WITH_IMM"
                 } else {
                     "UC QPs support no RDMA read and no atomics"
@@ -308,10 +332,10 @@ impl Writer<'_> {
             Ok(op)
         };
         let (opcode, imm) = match wr.op {
-            SendOp::Send => (carried(opcode::SEND)?, 0),
-            SendOp::SendWithImm { imm } => (carried(opcode::SEND_IMM)?, imm),
+            SendOp::Send => (carried(OpClass::Send, opcode::SEND)?, 0),
+            SendOp::SendWithImm { imm } => (carried(OpClass::Send, opcode::SEND_IMM)?, imm),
             SendOp::RdmaWrite { remote_addr, rkey } => {
-                let op = carried(opcode::RDMA_WRITE)?;
+                let op = carried(OpClass::Write, opcode::RDMA_WRITE)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
                 (op, 0)
@@ -321,13 +345,13 @@ impl Writer<'_> {
                 rkey,
                 imm,
             } => {
-                let op = carried(opcode::RDMA_WRITE_IMM)?;
+                let op = carried(OpClass::Write, opcode::RDMA_WRITE_IMM)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
                 (op, imm)
             }
             SendOp::RdmaRead { remote_addr, rkey } => {
-                let op = carried(opcode::RDMA_READ)?;
+                let op = carried(OpClass::ReadAtomic, opcode::RDMA_READ)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 u += 1;
                 (op, 0)
@@ -338,7 +362,7 @@ impl Writer<'_> {
                 compare,
                 swap,
             } => {
-                let op = carried(opcode::ATOMIC_CS)?;
+                let op = carried(OpClass::ReadAtomic, opcode::ATOMIC_CS)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(swap, compare));
                 u += 2;
@@ -349,7 +373,7 @@ impl Writer<'_> {
                 rkey,
                 add,
             } => {
-                let op = carried(opcode::ATOMIC_FA)?;
+                let op = carried(OpClass::ReadAtomic, opcode::ATOMIC_FA)?;
                 q.put(u, wqe::raddr(remote_addr, rkey));
                 q.put(u + 1, wqe::atomic(add, 0));
                 u += 2;
@@ -364,10 +388,10 @@ impl Writer<'_> {
                         "inline data is for sends and RDMA writes, not reads or atomics",
                     ));
                 }
-                if data.len() > self.rules.max_inline as usize {
+                if data.len() > rules.max_inline as usize {
                     return Err(PostErrorKind::InlineTooLong {
                         given: data.len(),
-                        max: self.rules.max_inline,
+                        max: rules.max_inline,
                     });
                 }
                 if !data.is_empty() {
@@ -375,10 +399,10 @@ impl Writer<'_> {
                 }
             }
             Payload::Sges(sges) => {
-                if sges.len() > self.rules.max_gs as usize {
+                if sges.len() > rules.max_gs as usize {
                     return Err(PostErrorKind::TooManySges {
                         given: sges.len(),
-                        max: self.rules.max_gs,
+                        max: rules.max_gs,
                     });
                 }
                 if atomic {
@@ -401,21 +425,29 @@ impl Writer<'_> {
                     // checked above, and the room check keeps that many
                     // blocks free from `at` (`max_post` WQEs of that size
                     // fit the ring), so no WQE the device may read is hit.
-                    for s in sges {
-                        q.put(u, wqe::data(s.length, s.lkey, s.addr));
-                        u += u32::from(s.length != 0);
+                    let put = |u: &mut u32, s: &Sge| {
+                        q.put(*u, wqe::data(s.length, s.lkey, s.addr));
+                        *u += u32::from(s.length != 0);
+                    };
+                    // One SGE, the common case, without the loop's setup.
+                    if let [s] = sges {
+                        put(&mut u, s);
+                    } else {
+                        for s in sges {
+                            put(&mut u, s);
+                        }
                     }
                 }
             }
         }
         let ds = u.wrapping_sub(first);
-        let fm_ce_se = (self.rules.fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
+        let fm_ce_se = (rules.fm_ce_se >> ((wr.flags.bits() & 7) * 8)) as u8;
         let pi = (at & 0xffff) as u16;
         let ctrl = wqe::ctrl(
             pi,
             opcode,
             0,
-            self.rules.qpn,
+            rules.qpn,
             ds as u8,
             fm_ce_se,
             imm.to_be_bytes(),
@@ -465,14 +497,15 @@ pub(crate) struct SqGeometry {
 }
 
 impl SqShape {
-    /// The writer of this queue's WQEs.
+    /// The writer of this queue's WQEs, with the queue's settings as
+    /// `rules` gives them (a copy or a reference: see [`Writer`]).
     #[inline(always)]
-    fn writer(&self) -> Writer<'_> {
+    fn writer<'a, R>(&'a self, rules: impl FnOnce(&'a SqRules) -> R) -> Writer<'a, R> {
         Writer {
             q: self.units.view(),
             slots: &self.track.slots,
             slot_mask: self.track.mask,
-            rules: self.rules,
+            rules: rules(&self.rules),
         }
     }
 
@@ -542,7 +575,7 @@ impl Mlx5Sq {
                     max_inline: g.max_inline,
                     qpn,
                     ud: qp_type == QpType::Ud,
-                    allowed: allowed_opcodes(qp_type),
+                    carries: OpClass::widest(qp_type),
                     fm_ce_se: fm_ce_se_table(sig_all),
                 },
                 bfreg,
@@ -570,16 +603,17 @@ impl Mlx5Sq {
     /// not read: the doorbell record stops before it).
     ///
     /// Through the batch's push, not a loop of its own: the batch holds the
-    /// queue's settings and counters in registers (`benches/callgrind.sh
-    /// --mlx5`: 265 instructions instead of 287 for one RDMA write, 327
-    /// instead of 355 for an inline SEND, the same per request in 64).
+    /// queue's counters in registers (`benches/callgrind.sh --mlx5`: 265
+    /// instructions instead of 287 for one RDMA write, 327 instead of 355
+    /// for an inline SEND, the same per request in 64). Its settings it
+    /// reads by reference ([`Writer`]).
     #[inline]
     pub(crate) fn post(
         &mut self,
         wrs: &[SendWr<'_>],
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
     ) -> Result<(), (usize, PostErrorKind)> {
-        let mut batch = self.start_batch();
+        let mut batch = self.start_batch_with(|rules| rules);
         for (i, wr) in wrs.iter().enumerate() {
             if let Err(kind) = batch.push(wr, &av_of) {
                 batch.complete(i);

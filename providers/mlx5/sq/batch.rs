@@ -2,7 +2,9 @@
 //! counters and its view of the ring held by the batch, so that over a
 //! batch written in one function they stay in registers.
 
-use super::{wqebbs, Av, Last, Mlx5Sq, Posted, SqShape, Writer};
+use std::borrow::Borrow;
+
+use super::{wqebbs, Av, Last, Mlx5Sq, Posted, SqRules, SqShape, Writer};
 use crate::wr::{PostErrorKind, SendWr};
 
 impl Mlx5Sq {
@@ -14,9 +16,19 @@ impl Mlx5Sq {
     /// doorbell record, are overwritten by the next ones.
     #[inline(always)]
     pub(crate) fn start_batch(&mut self) -> SqBatch<'_> {
+        self.start_batch_with(|rules| *rules)
+    }
+
+    /// [`Mlx5Sq::start_batch`] with the queue's settings held as `rules`
+    /// gives them: copied or by reference (see [`Writer`]).
+    #[inline(always)]
+    pub(super) fn start_batch_with<'q, R>(
+        &'q mut self,
+        rules: impl FnOnce(&'q SqRules) -> R,
+    ) -> SqBatch<'q, R> {
         let Mlx5Sq { shape, posted } = self;
         SqBatch {
-            w: shape.writer(),
+            w: shape.writer(rules),
             shape,
             cur: posted.cur_post,
             head: posted.head,
@@ -36,8 +48,8 @@ impl Mlx5Sq {
 /// written past the doorbell record, invisible to the device until
 /// [`SqBatch::complete`].
 #[derive(Debug)]
-pub(crate) struct SqBatch<'q> {
-    w: Writer<'q>,
+pub(crate) struct SqBatch<'q, R = SqRules> {
+    w: Writer<'q, R>,
     shape: &'q SqShape,
     /// WQEBB counter of the next WQE.
     cur: u32,
@@ -52,7 +64,7 @@ pub(crate) struct SqBatch<'q> {
     posted: &'q mut Posted,
 }
 
-impl SqBatch<'_> {
+impl<R: Borrow<SqRules>> SqBatch<'_, R> {
     /// Checks and writes one WQE, as [`Mlx5Sq::post`] does for each of its
     /// requests; the doorbell record stays where it was, so the device
     /// does not see it before [`SqBatch::complete`]. On an error nothing of
