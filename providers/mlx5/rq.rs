@@ -324,7 +324,9 @@ impl RecvRun for RqRun<'_> {
 /// linked after the free list's tail, whose value the run keeps in a local
 /// (in a register over a poll's loop, where read and written through the
 /// lock's guard it would be loaded and stored per completion) and stores
-/// back at the end, before the lock is released.
+/// back when it ends, before the lock is released: in `Drop`, so that no
+/// way out of a run (an early return, a panic) leaves the list's tail
+/// behind the WQEs linked after it.
 #[derive(Debug)]
 pub(crate) struct SrqRun<'a> {
     list: MutexGuard<'a, FreeList>,
@@ -347,8 +349,14 @@ impl RecvRun for SrqRun<'_> {
         wr_id
     }
 
+    /// Ends the run (its `Drop`).
     #[inline(always)]
-    fn finish(mut self) {
+    fn finish(self) {}
+}
+
+impl Drop for SrqRun<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
         self.list.tail = self.tail;
     }
 }
@@ -410,5 +418,30 @@ impl Mlx5Srq {
             t.units.buf().set_dbrec(0, u32::from(self.counter));
         }
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A completed SRQ WQE goes after the free list's tail, and the tail
+    /// follows it, whether the run ends by `finish` or is dropped.
+    #[test]
+    fn an_srq_run_links_its_wqes_and_moves_the_tail_however_it_ends() {
+        let buf = Arc::new(QueueBuf::new(8 * 64, "test SRQ").unwrap());
+        let track = SrqTrack::new(buf, 8, 6).unwrap();
+        track.wrid[3].store(33, Ordering::Relaxed);
+        track.wrid[5].store(55, Ordering::Relaxed);
+        let mut run = track.run().unwrap();
+        assert_eq!(run.take(3), 33);
+        assert_eq!(run.take(8 + 5), 55, "the WQE counter is masked");
+        drop(run);
+        assert_eq!(track.lock().tail, 5);
+        // The sentinel (7) links to 3, 3 to 5.
+        assert_eq!((track.next_of(7), track.next_of(3)), (3, 5));
+        assert_eq!(track.complete(1), 0);
+        assert_eq!(track.lock().tail, 1);
+        assert_eq!(track.next_of(5), 1);
     }
 }
