@@ -497,9 +497,8 @@ impl Parser {
     /// checked, for receives: successful responder CQEs of the cached QP,
     /// none of them cleaned, each into `out[n]` (`n` advanced), as
     /// [`Parser::parse`] would; stops at the first other CQE and returns
-    /// its index. The receives come from the QP's receive queue, in order,
-    /// or from its SRQ, by the WQE each CQE names (under the SRQ's lock,
-    /// taken once for the run; out of line, as SRQs are the rarer case).
+    /// its index. The receives come from the QP's receive queue, in order
+    /// (a QP on an SRQ: [`Parser::srq_run`]).
     #[inline(always)]
     fn responder_run<const CQE_V1: bool>(
         &self,
@@ -521,9 +520,11 @@ impl Parser {
         }
     }
 
-    /// [`Parser::responder_run`] for a QP on an SRQ (out of line: SRQs are
-    /// the rarer case, and a loop for them in the poll made the others'
-    /// register allocation worse).
+    /// [`Parser::responder_run`] for a QP on an SRQ: each CQE's receive is
+    /// the WQE it names, linked back onto the SRQ's free list under its
+    /// lock, taken once for the run (out of line: SRQs are the rarer case,
+    /// and a loop for them in the poll made the others' register
+    /// allocation worse).
     #[inline(never)]
     fn srq_run<const CQE_V1: bool>(
         &self,

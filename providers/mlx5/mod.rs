@@ -62,6 +62,7 @@ mod golden;
 pub mod model;
 mod qp;
 mod rq;
+mod slots;
 mod sq;
 #[cfg(test)]
 mod tests;

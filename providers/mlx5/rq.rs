@@ -22,6 +22,7 @@ use std::sync::{
 
 use super::{
     buf::{QueueBuf, Units, UnitsView},
+    slots::MaskedSlots,
     wqe::{self, DS},
 };
 use crate::{
@@ -67,10 +68,7 @@ impl RqTrack {
     /// never happens (`new` makes `mask + 1` of them).
     #[inline(always)]
     pub(crate) fn slots(&self) -> Option<RqSlots<'_>> {
-        Some(RqSlots {
-            wrid: self.wrid.get(..self.mask as usize + 1)?,
-            mask: self.mask,
-        })
+        MaskedSlots::new(&self.wrid, self.mask)
     }
 
     /// Frees the queue up to receive `tail` (the poller, after reading the
@@ -107,22 +105,15 @@ impl RqTrack {
     }
 }
 
-/// The `wr_id` slots of a receive queue, as one slice of `mask + 1`, so that
-/// a masked counter needs no bounds check ([`RqTrack::slots`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RqSlots<'a> {
-    wrid: &'a [AtomicU64],
-    mask: u32,
-}
+/// The `wr_id` slots of a receive queue or an SRQ ([`MaskedSlots`]).
+pub(crate) type RqSlots<'a> = MaskedSlots<'a, AtomicU64>;
 
 impl RqSlots<'_> {
     /// The `wr_id` of receive number `n` (every masked counter indexes a
     /// slot, so the 0 for a missing one does not happen).
     #[inline(always)]
     pub(crate) fn wr_id(self, n: u32) -> u64 {
-        self.wrid
-            .get((n & self.mask) as usize)
-            .map_or(0, |w| w.load(Ordering::Relaxed))
+        self.at(n).map_or(0, |w| w.load(Ordering::Relaxed))
     }
 }
 
@@ -267,11 +258,7 @@ impl SrqTrack {
     /// `wqe_cnt` slots).
     #[inline(always)]
     pub(crate) fn run(&self) -> Option<SrqRun<'_>> {
-        let mask = self.wqe_cnt - 1;
-        let wrid = RqSlots {
-            wrid: self.wrid.get(..mask as usize + 1)?,
-            mask,
-        };
+        let wrid = MaskedSlots::new(&self.wrid, self.wqe_cnt - 1)?;
         let list = self.lock();
         Some(SrqRun {
             tail: list.tail,
@@ -342,7 +329,7 @@ impl RecvRun for SrqRun<'_> {
     fn take(&mut self, wqe_counter: u16) -> u64 {
         let idx = u32::from(wqe_counter);
         let wr_id = self.wrid.wr_id(idx);
-        let idx = idx & self.wrid.mask;
+        let idx = idx & self.wrid.mask();
         self.units
             .put(self.tail << self.unit_shift, wqe::srq_next(idx as u16));
         self.tail = idx;

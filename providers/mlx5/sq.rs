@@ -37,6 +37,7 @@ pub(crate) use batch::SqBatch;
 
 use super::{
     buf::{QueueBuf, Units, UnitsView},
+    slots::MaskedSlots,
     uar::{Bfreg, Ring},
     wqe::{self, opcode, Av, DS, SEND_WQE_BB},
 };
@@ -65,16 +66,8 @@ pub(crate) struct SqTrack {
     pub(crate) epoch: AtomicU32,
 }
 
-/// The slots of a [`SqTrack`], `mask + 1` of them, as the poller indexes
-/// them: a WQE counter masked with `mask`. Through a slice of
-/// exactly `mask + 1` slots the compiler sees that every masked counter is
-/// in bounds and checks none (with the slice's own `len - 1` as the mask
-/// it narrows the mask to 32 bits and keeps the check).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Slots<'a> {
-    slots: &'a [SqSlot],
-    mask: u32,
-}
+/// The slots of a [`SqTrack`] ([`MaskedSlots`]), as the poller takes them.
+pub(crate) type Slots<'a> = MaskedSlots<'a, SqSlot>;
 
 impl Slots<'_> {
     /// The work request of the WQE at `wqe_counter`, and the tail that
@@ -84,9 +77,7 @@ impl Slots<'_> {
     /// masked counter indexes a slot).
     #[inline(always)]
     pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32)> {
-        let slot = self
-            .slots
-            .get((u32::from(wqe_counter) & self.mask) as usize)?;
+        let slot = self.at(u32::from(wqe_counter))?;
         Some((
             slot.wrid.load(Ordering::Relaxed),
             slot.head.load(Ordering::Relaxed).wrapping_add(1),
@@ -96,7 +87,7 @@ impl Slots<'_> {
 
 /// What the poller needs of one WQE (by its first WQEBB).
 #[derive(Debug, Default)]
-struct SqSlot {
+pub(crate) struct SqSlot {
     wrid: AtomicU64,
     /// The poster's work-request counter when it wrote the WQE.
     head: AtomicU32,
@@ -134,10 +125,7 @@ impl SqTrack {
     /// The slots (`None` never happens: `new` makes `mask + 1` of them).
     #[inline(always)]
     pub(crate) fn slots(&self) -> Option<Slots<'_>> {
-        Some(Slots {
-            slots: self.slots.get(..self.mask as usize + 1)?,
-            mask: self.mask,
-        })
+        MaskedSlots::new(&self.slots, self.mask)
     }
 
     /// Frees the queue up to `tail`, the latest [`SqTrack::take`] gave.
