@@ -14,10 +14,17 @@
 # is taken within one round, so drift of the machine's speed between rounds
 # cancels out), then the best round of each (this shared machine sometimes
 # runs a whole phase of a process slower; the best round is the code's own
-# cost). The C program has two baselines:
+# cost). The C program has three baselines:
 #   C min      one fixed operation written straight into the queue with the
 #              mlx5dv.h helpers, no checks, no bookkeeping beyond the WQE
-#              ids (the floor of any implementation);
+#              ids and the queue-full check, inlined into the timing loop
+#              with the queue's geometry, QP number and arrays' addresses
+#              as compile-time constants (the floor of any code; no library
+#              serving QPs made at run time can fold those);
+#   C call     C min's work as a library does it: the same helpers and
+#              nothing more, but the queue's state set at run time and
+#              reached through a pointer (read into locals), and each post
+#              or poll one call (noipa), as uverbs' measured calls are;
 #   rdma-core  the same WQEs and CQEs reached the way rdma-core's
 #              providers/mlx5 does from the generic verbs: a list of
 #              ibv_send_wr-shaped requests checked one by one, a switch on
@@ -78,32 +85,41 @@ import sys, statistics
 runs = {}  # (who, round) -> {name: ns}
 for line in open(sys.argv[1]):
     who, r, name, ns = line.split()
-    if name.startswith("rc_"):
-        who, name = "rdma-core", name[3:]
+    for prefix, base in (("rc_", "rdma-core"), ("call_", "call")):
+        if name.startswith(prefix):
+            who, name = base, name[len(prefix):]
     runs.setdefault((who, r), {})[name] = float(ns)
 rounds = sorted({r for _, r in runs}, key=int)
 names = list(runs[("uverbs", rounds[0])])
+bases = (("c", 9), ("call", 10), ("rdma-core", 13))
 med = statistics.median
 def col(who, name):
     # A send-batch row (wr_*) does the work of the C row of the same name.
     if who != "uverbs":
         name = name.removeprefix("wr_")
     return [runs[(who, r)][name] for r in rounds]
-def ratio(name, base):
-    return med([u / c for u, c in zip(col("uverbs", name), col(base, name))])
+head = (f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'C call ns':>10} "
+        f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
 print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios")
-print(f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
+print(head)
 for name in names:
-    u, c, g = med(col("uverbs", name)), med(col("c", name)), med(col("rdma-core", name))
-    extra = f"   {1e3 / u:.0f} M msg/s" if "write_batch" in name else ""
-    print(f"{name:<17} {u:>10.2f} {c:>9.2f} {ratio(name, 'c'):>6.2f} {g:>13.2f} "
-          f"{ratio(name, 'rdma-core'):>6.2f}{extra}")
+    us = col("uverbs", name)
+    cells = ""
+    for base, w in bases:
+        cs = col(base, name)
+        cells += f" {med(cs):>{w}.2f} {med([u / c for u, c in zip(us, cs)]):>6.2f}"
+    extra = f"   {1e3 / med(us):.0f} M msg/s" if "write_batch" in name else ""
+    print(f"{name:<17} {med(us):>10.2f}{cells}{extra}")
 # The fastest round of each: a process of this shared machine sometimes runs
 # a whole phase at a lower speed; the best round is the code's own cost.
 print()
 print("best round of each; ratio = best uverbs / best C")
-print(f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
+print(head)
 for name in names:
-    u, c, g = min(col("uverbs", name)), min(col("c", name)), min(col("rdma-core", name))
-    print(f"{name:<17} {u:>10.2f} {c:>9.2f} {u / c:>6.2f} {g:>13.2f} {u / g:>6.2f}")
+    u = min(col("uverbs", name))
+    cells = ""
+    for base, w in bases:
+        c = min(col(base, name))
+        cells += f" {c:>{w}.2f} {u / c:>6.2f}"
+    print(f"{name:<17} {u:>10.2f}{cells}")
 PY

@@ -656,6 +656,311 @@ static void run_generic(long iters, uint8_t *cq, uint8_t *buf)
 		t_ / done_;                                                      \
 	})
 
+/*
+ * C min as a library call ("C call" rows). C min's loops are inlined into
+ * the timing loop with the queue's geometry, its QP number and its arrays'
+ * addresses as compile-time constants (gcc folds the QP number into the
+ * ctrl segment and the masks into immediates), which no library serving
+ * QPs made at run time can have, and uverbs' measured calls are calls.
+ * These rows do C min's work, with its helpers and nothing more, but with
+ * the queue's state in a struct set at run time and reached through a
+ * pointer, and each post or poll one call the caller's loop cannot
+ * specialize (noipa), as a library's post and poll are.
+ */
+struct lq {
+	uint8_t *buf;
+	uint32_t bb_mask, max_post, qpn;
+	uint32_t cur_post, head, tail, bf_offset;
+	uint64_t *wrid;
+	uint32_t *wqe_head;
+	volatile uint32_t *dbrec;
+	uint8_t *bf;
+	uint64_t *rq_wrid;
+	uint32_t rq_mask, rq_tail;
+};
+/* An SRQ: its work-request ids and WQEs (next segment, one data segment). */
+struct lsrq {
+	uint64_t *wrid;
+	uint8_t *buf;
+	uint32_t mask, tail;
+};
+struct lcq {
+	uint8_t *buf;
+	uint32_t mask, ci;
+	volatile uint32_t *dbrec;
+};
+
+static inline void lq_ring(struct lq *q, struct mlx5_wqe_ctrl_seg *last, int bf)
+{
+	compiler_barrier();
+	q->dbrec[1] = htobe32(q->cur_post & 0xffff);
+	sfence();
+	volatile uint64_t *reg = (volatile uint64_t *)(q->bf + q->bf_offset);
+	if (bf) {
+		for (int i = 0; i < 8; i++) {
+			uint64_t v;
+			memcpy(&v, (const uint8_t *)last + 8 * i, 8);
+			reg[i] = v;
+		}
+	} else {
+		uint64_t v;
+		memcpy(&v, last, 8);
+		*reg = v;
+	}
+	sfence();
+	q->bf_offset ^= 256;
+}
+
+/*
+ * n RDMA writes of one SGE, the last signaled, one doorbell; -1 if they do
+ * not fit. The geometry and the counters are read into locals first and the
+ * counters stored back at the end, as a careful C library would: read
+ * through q after each store to the queue (a char buffer, which may alias
+ * anything), gcc reloads them for every WQE.
+ */
+__attribute__((noipa)) static int lq_post_writes(struct lq *q, uint64_t id, int n,
+						 const struct g_sge *sge, uint64_t raddr, uint32_t rkey)
+{
+	uint8_t *buf = q->buf;
+	uint64_t *wr_ids = q->wrid;
+	uint32_t *heads = q->wqe_head;
+	uint32_t mask = q->bb_mask, qp_num = q->qpn;
+	uint32_t cur = q->cur_post, hd = q->head;
+	if (hd - q->tail + n > q->max_post)
+		return -1;
+	struct mlx5_wqe_ctrl_seg *ctrl = NULL;
+	for (int j = 0; j < n; j++) {
+		uint32_t idx = cur & mask;
+		uint8_t *w = buf + idx * 64;
+		ctrl = (void *)w;
+		struct mlx5_wqe_raddr_seg *rs = (void *)(w + 16);
+		rs->raddr = htobe64(raddr);
+		rs->rkey = htobe32(rkey);
+		rs->reserved = 0;
+		mlx5dv_set_data_seg((void *)(w + 32), sge->length, sge->lkey, sge->addr);
+		*(uint32_t *)(w + 8) = 0;
+		mlx5dv_set_ctrl_seg(ctrl, cur & 0xffff, MLX5_OPCODE_RDMA_WRITE, 0, qp_num,
+				    j + 1 == n ? MLX5_WQE_CTRL_CQ_UPDATE : 0, 3, 0, 0);
+		wr_ids[idx] = id + j;
+		heads[idx] = hd;
+		hd++;
+		cur += 1;
+	}
+	q->cur_post = cur;
+	q->head = hd;
+	lq_ring(q, ctrl, 0);
+	return 0;
+}
+
+/* One inline SEND of len bytes (len <= 44), rung by BlueFlame. */
+__attribute__((noipa)) static int lq_post_inline_send(struct lq *q, uint64_t id, const uint8_t *data,
+						      uint32_t len)
+{
+	uint32_t cur = q->cur_post, hd = q->head;
+	if (hd - q->tail >= q->max_post)
+		return -1;
+	uint32_t idx = cur & q->bb_mask;
+	uint8_t *w = q->buf + idx * 64;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)w;
+	struct mlx5_wqe_inl_data_seg *inl = (void *)(w + 16);
+	uint32_t qp_num = q->qpn;
+	uint64_t *wr_ids = q->wrid;
+	uint32_t *heads = q->wqe_head;
+	inl->byte_count = htobe32(len | MLX5_INLINE_SEG);
+	memcpy(w + 20, data, len);
+	uint32_t ds = 1 + (4 + len + 15) / 16;
+	*(uint32_t *)(w + 8) = 0;
+	mlx5dv_set_ctrl_seg(ctrl, cur & 0xffff, MLX5_OPCODE_SEND, 0, qp_num,
+			    MLX5_WQE_CTRL_CQ_UPDATE, ds, 0, 0);
+	wr_ids[idx] = id;
+	heads[idx] = hd;
+	q->head = hd + 1;
+	q->cur_post = cur + 1;
+	lq_ring(q, ctrl, 1);
+	return 0;
+}
+
+/* The CQE at consumer index ci of a CQ of mask + 1 entries, then lfence. */
+static inline struct mlx5_cqe64 *lcq_next(uint8_t *buf, uint32_t mask, uint32_t ci)
+{
+	struct mlx5_cqe64 *c = (void *)(buf + (ci & mask) * 64);
+	uint8_t opcode = mlx5dv_get_cqe_opcode(c);
+	if (opcode == MLX5_CQE_INVALID || mlx5dv_get_cqe_owner(c) != !!(ci & (mask + 1)))
+		return NULL;
+	lfence();
+	return c;
+}
+
+/*
+ * Up to ne requester CQEs (poll_one's parse), then the consumer index
+ * record; the CQ's and the queue's fields in locals, as above.
+ */
+__attribute__((noipa)) static int lcq_poll(struct lcq *cq, struct lq *q, int ne, struct wc *wcs)
+{
+	uint8_t *buf = cq->buf;
+	uint32_t mask = cq->mask, ci = cq->ci, bb_mask = q->bb_mask, tl = q->tail;
+	uint64_t *wr_ids = q->wrid;
+	uint32_t *heads = q->wqe_head;
+	int n = 0;
+	for (; n < ne; n++) {
+		struct mlx5_cqe64 *c = lcq_next(buf, mask, ci);
+		if (!c)
+			break;
+		struct wc *wc = &wcs[n];
+		uint32_t idx = be16toh(c->wqe_counter) & bb_mask;
+		wc->wr_id = wr_ids[idx];
+		tl = heads[idx] + 1;
+		wc->status = 0;
+		wc->qp_num = be32toh(c->sop_drop_qpn) & 0xffffff;
+		switch (be32toh(c->sop_drop_qpn) >> 24) {
+		case MLX5_OPCODE_RDMA_READ:
+			wc->opcode = 2;
+			wc->byte_len = be32toh(c->byte_cnt);
+			break;
+		case MLX5_OPCODE_RDMA_WRITE:
+			wc->opcode = 1;
+			wc->byte_len = 0;
+			break;
+		default:
+			wc->opcode = 0;
+			wc->byte_len = 0;
+		}
+		ci++;
+	}
+	cq->ci = ci;
+	q->tail = tl;
+	*cq->dbrec = htobe32(ci & 0xffffff);
+	return n;
+}
+
+/* Up to ne receive CQEs of the QP's own receive queue (poll_recv_one's). */
+__attribute__((noipa)) static int lcq_poll_recv(struct lcq *cq, struct lq *q, int ne, struct wc *wcs)
+{
+	uint8_t *buf = cq->buf;
+	uint32_t mask = cq->mask, ci = cq->ci, rq_mask = q->rq_mask, rt = q->rq_tail;
+	uint64_t *wr_ids = q->rq_wrid;
+	int n = 0;
+	for (; n < ne; n++) {
+		struct mlx5_cqe64 *c = lcq_next(buf, mask, ci);
+		if (!c)
+			break;
+		wcs[n].wr_id = wr_ids[rt++ & rq_mask];
+		recv_fields(c, &wcs[n]);
+		ci++;
+	}
+	cq->ci = ci;
+	q->rq_tail = rt;
+	*cq->dbrec = htobe32(ci & 0xffffff);
+	return n;
+}
+
+/* Up to ne receive CQEs of an SRQ (poll_srq_one's), each WQE freed. */
+__attribute__((noipa)) static int lcq_poll_srq(struct lcq *cq, struct lsrq *srq, int ne, struct wc *wcs)
+{
+	uint8_t *buf = cq->buf, *wqes = srq->buf;
+	uint32_t mask = cq->mask, ci = cq->ci, srq_mask = srq->mask, st = srq->tail;
+	uint64_t *wr_ids = srq->wrid;
+	int n = 0;
+	for (; n < ne; n++) {
+		struct mlx5_cqe64 *c = lcq_next(buf, mask, ci);
+		if (!c)
+			break;
+		uint32_t ind = be16toh(c->wqe_counter) & srq_mask;
+		wcs[n].wr_id = wr_ids[ind];
+		struct mlx5_wqe_srq_next_seg *next = (void *)(wqes + st * 32);
+		next->next_wqe_index = htobe16(ind);
+		st = ind;
+		recv_fields(c, &wcs[n]);
+		ci++;
+	}
+	cq->ci = ci;
+	srq->tail = st;
+	*cq->dbrec = htobe32(ci & 0xffffff);
+	return n;
+}
+
+static void run_called(long iters, uint8_t *cq_buf, uint8_t *buf)
+{
+	static const int batches[] = {1, 8, 64};
+	struct lq q = { .buf = sq, .bb_mask = SQ_WQEBB - 1, .max_post = MAX_POST, .qpn = qpn,
+			.wrid = wrid, .wqe_head = wqe_head, .dbrec = dbrec, .bf = uar + 0x800,
+			.rq_wrid = rq_wrid, .rq_mask = RQ_WQE - 1 };
+	struct lcq cq = { .buf = cq_buf, .mask = NCQE - 1, .dbrec = dbrec };
+	struct g_sge sge = { (uint64_t)(uintptr_t)buf, 64, 0x100 };
+	for (unsigned b = 0; b < sizeof batches / sizeof batches[0]; b++) {
+		int batch = batches[b];
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (int k = 0; k + batch <= (int)MAX_POST; k += batch) {
+				if (lq_post_writes(&q, done, batch, &sge, 0x7f0000000000ull, 0x200))
+					abort();
+				done += batch;
+			}
+			t += now_ns() - t0;
+			q.tail = q.head;
+		}
+		printf("call_write_batch%d %.2f\n", batch, t / done);
+	}
+	{
+		uint8_t data[16] = {0};
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (uint32_t k = 0; k < MAX_POST; k++) {
+				if (lq_post_inline_send(&q, done, data, sizeof data))
+					abort();
+				done++;
+			}
+			t += now_ns() - t0;
+			q.tail = q.head;
+		}
+		printf("call_inline_send %.2f\n", t / done);
+	}
+	struct wc wcs[16];
+	double t = 0;
+	long done = 0;
+	while (done < iters) {
+		fill_cqes(cq.buf, cq.ci, NCQE);
+		double t0 = now_ns();
+		uint32_t got = 0;
+		while (got < NCQE)
+			got += lcq_poll(&cq, &q, 16, wcs);
+		t += now_ns() - t0;
+		done += NCQE;
+	}
+	printf("call_poll_cqe %.2f\n", t / done);
+	t = 0;
+	done = 0;
+	uint32_t wqe = 0;
+	while (done < iters) {
+		fill_recv_cqes(cq.buf, cq.ci, RQ_WQE, 0, &wqe);
+		double t0 = now_ns();
+		uint32_t got = 0;
+		while (got < RQ_WQE)
+			got += lcq_poll_recv(&cq, &q, 16, wcs);
+		t += now_ns() - t0;
+		done += RQ_WQE;
+	}
+	printf("call_poll_recv_cqe %.2f\n", t / done);
+	struct lsrq srq = { .wrid = srq_wrid, .buf = srq_buf, .mask = SRQ_WQE - 1, .tail = SRQ_WQE - 1 };
+	t = 0;
+	done = 0;
+	wqe = 0;
+	while (done < iters) {
+		fill_recv_cqes(cq.buf, cq.ci, SRQ_WQE - 1, 0, &wqe);
+		double t0 = now_ns();
+		uint32_t got = 0;
+		while (got < SRQ_WQE - 1)
+			got += lcq_poll_srq(&cq, &srq, 16, wcs);
+		t += now_ns() - t0;
+		done += SRQ_WQE - 1;
+	}
+	printf("call_poll_srq_cqe %.2f\n", t / done);
+}
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 2000000;
@@ -718,5 +1023,6 @@ int main(int argc, char **argv)
 	g_cfg.max_inline = 44;
 	g_cfg.qpn = qpn;
 	run_generic(iters, cq, buf);
+	run_called(iters, cq, buf);
 	return 0;
 }
