@@ -343,6 +343,12 @@ macro_rules! providers {
                 match self { $(AnyQp::$v(qp) => <$p>::post_send(qp, dev, wrs)),+ }
             }
 
+            /// Restarts the poster's side of the queues after a reset.
+            #[inline]
+            pub(crate) fn restart(&mut self) {
+                match self { $(AnyQp::$v(qp) => <$p>::restart_queues(qp)),+ }
+            }
+
             /// Starts a send batch.
             #[inline(always)]
             pub(crate) fn start_send_batch<'q>(&'q mut self, dev: Device<'q>) -> AnySendBatch<'q> {

@@ -286,9 +286,16 @@ pub(crate) trait Provider: Sized + 'static {
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
 
-    /// Runs after a successful modify that set the QP's state (mlx5 cleans
-    /// its CQs of the QP's completions and restarts its queues on RESET).
+    /// Runs after a successful modify that set the QP's state, before the
+    /// state is published to posts (mlx5 cleans its CQs of the QP's
+    /// completions and resets its queues' tails on RESET).
     fn on_qp_state(_shared: &Self::QpShared, _state: QpState) {}
+
+    /// Restarts the poster's side of the queues: the first post after a
+    /// modify set RESET calls it (after that modify's
+    /// [`Provider::on_qp_state`]), before anything is posted (mlx5's
+    /// producer counters go back to 0).
+    fn restart_queues(_qp: &mut Self::Qp) {}
 
     /// Runs after the kernel destroyed the QP, before its shared state is
     /// dropped (mlx5 cleans its CQs of the QP's completions).

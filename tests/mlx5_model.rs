@@ -842,6 +842,94 @@ fn destroying_or_resetting_a_qp_cleans_its_cqes_from_a_shared_cq() {
     assert_clean(&model);
 }
 
+/// A post checks the state the last modify set, through every transition
+/// and across resets: nothing in RESET, receives from INIT on, sends from
+/// RTS on (and in ERR, where the device flushes them); refused again after
+/// a reset, and once the QP is back in RTS its queues start over (the
+/// model checks the doorbell records and executes what is posted).
+#[test]
+fn posts_follow_the_qp_state_through_every_transition_and_reset() {
+    let mut p = pair(QpType::Rc, 8);
+    let g = gid(&p._ctx);
+    let all = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    let refused = |r: Result<(), uverbs::PostError>, what: &str| match r {
+        Err(e) => assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{what}: {e}"),
+        Ok(()) => panic!("{what}: posted"),
+    };
+    let send = |id| [SendWr::send(id, &[]).inline(b"state")];
+    let (sge_a, sge_b) = ([p.mr_a.sge(0, 64).unwrap()], [p.mr_b.sge(0, 64).unwrap()]);
+    let recv = |id| [RecvWr::new(id, &sge_a)];
+    let peer_recv = |id| [RecvWr::new(id, &sge_b)];
+    // Posted in RTS, completed: the queues have moved on from 0.
+    for id in 1..=3 {
+        p.b.post_recv(&peer_recv(id)).unwrap();
+        p.a.post_send(&send(id)).unwrap();
+    }
+    assert!(run_and_poll(&p.model, &mut p.cq_a, 3)
+        .iter()
+        .all(|w| w.status == WcStatus::SUCCESS));
+    run_and_poll(&p.model, &mut p.cq_b, 3);
+    for round in 0..2 {
+        p.a.modify_to(&QpAttr::with_state(QpState::Reset)).unwrap();
+        refused(p.a.post_send(&send(10)), "a send in RESET");
+        refused(p.a.post_recv(&recv(10)), "a receive in RESET");
+        refused(p.a.start_send().map(drop), "a send batch in RESET");
+        // In INIT: receives, no sends.
+        p.a.modify_to(&QpAttr {
+            qp_state: QpState::Init,
+            port_num: 1,
+            qp_access_flags: all,
+            ..QpAttr::default()
+        })
+        .unwrap();
+        p.a.post_recv(&recv(11)).unwrap();
+        refused(p.a.post_send(&send(11)), "a send in INIT");
+        // INIT again, then RTR.
+        let mut attr = qp_connect::to_rtr(&p.a, p.b.qp_num(), g, 1, all);
+        // In RTR (after INIT): receives, no sends.
+        p.a.post_recv(&recv(20)).unwrap();
+        refused(p.a.post_send(&send(20)), "a send in RTR");
+        refused(p.a.start_send().map(drop), "a send batch in RTR");
+        attr.qp_state = QpState::Rts;
+        (
+            attr.timeout,
+            attr.retry_cnt,
+            attr.rnr_retry,
+            attr.max_rd_atomic,
+        ) = (14, 7, 7, 4);
+        p.a.modify_to(&attr).unwrap();
+        // Back in RTS: the send queue starts over at WQE 0, as the model
+        // (which reset its side with the QP) expects.
+        p.b.post_recv(&peer_recv(30)).unwrap();
+        p.a.post_send(&send(30 + round)).unwrap();
+        let wa = run_and_poll(&p.model, &mut p.cq_a, 1);
+        assert_eq!(
+            (wa[0].wr_id, wa[0].status),
+            (30 + round, WcStatus::SUCCESS),
+            "round {round}"
+        );
+        run_and_poll(&p.model, &mut p.cq_b, 1);
+    }
+    // In ERR sends are still taken; the device flushes them, with the
+    // receives the last round posted in INIT and RTR.
+    p.a.modify_to(&QpAttr::with_state(QpState::Err)).unwrap();
+    p.a.post_send(&send(40)).unwrap();
+    let mut batch = p.a.start_send().unwrap();
+    batch.push(&send(41)[0]).unwrap();
+    batch.complete().unwrap();
+    let mut flushed = run_and_poll(&p.model, &mut p.cq_a, 4);
+    assert!(
+        flushed.iter().all(|w| w.status == WcStatus::WR_FLUSH_ERR),
+        "{flushed:?}"
+    );
+    flushed.sort_by_key(|w| w.wr_id);
+    assert_eq!(
+        flushed.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+        [11, 20, 40, 41]
+    );
+    assert_clean(&p.model);
+}
+
 /// `pd_number` gives the PD number the kernel reported in ALLOC_PD's driver
 /// response (the model's mlx5_ib answers `0x10 + handle`), and refuses a PD
 /// of another context.

@@ -176,23 +176,6 @@ impl Drop for Mlx5SrqShared {
 pub(crate) struct Mlx5Qp {
     sq: Mlx5Sq,
     rq: Option<Mlx5Rq>,
-    /// The reset count these queues were restarted for.
-    epoch: u32,
-}
-
-impl Mlx5Qp {
-    /// Restarts the queues if the QP went through RESET since the last post.
-    #[inline(always)]
-    fn sync_reset(&mut self) {
-        let epoch = self.sq.track().epoch.load(Ordering::Acquire);
-        if epoch != self.epoch {
-            self.epoch = epoch;
-            self.sq.reset();
-            if let Some(rq) = &mut self.rq {
-                rq.reset();
-            }
-        }
-    }
 }
 
 /// The mlx5 address vector of a UD request's address handle.
@@ -488,7 +471,7 @@ impl Provider for Mlx5 {
             None => None,
         };
         ctx.resources.insert(track);
-        Ok(Mlx5Qp { sq, rq, epoch: 0 })
+        Ok(Mlx5Qp { sq, rq })
     }
 
     fn on_qp_state(shared: &Mlx5QpShared, state: QpState) {
@@ -500,7 +483,15 @@ impl Provider for Mlx5 {
             }
             shared.buf.set_dbrec(0, 0);
             shared.buf.set_dbrec(1, 0);
-            shared.sq.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// The producer counters back to 0, as the tails and doorbell records
+    /// [`Provider::on_qp_state`] reset.
+    fn restart_queues(qp: &mut Mlx5Qp) {
+        qp.sq.reset();
+        if let Some(rq) = &mut qp.rq {
+            rq.reset();
         }
     }
 
@@ -513,7 +504,6 @@ impl Provider for Mlx5 {
 
     #[inline]
     fn post_send(qp: &mut Mlx5Qp, _: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
-        qp.sync_reset();
         qp.sq
             .post(wrs, av_of)
             .map_err(|(index, kind)| PostError { index, kind })
@@ -521,7 +511,6 @@ impl Provider for Mlx5 {
 
     #[inline(always)]
     fn start_send_batch<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqBatch<'q> {
-        qp.sync_reset();
         qp.sq.start_batch()
     }
 
@@ -541,7 +530,6 @@ impl Provider for Mlx5 {
 
     #[inline]
     fn post_recv(qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
-        qp.sync_reset();
         match &mut qp.rq {
             Some(rq) => rq.post(wrs),
             None => Err(PostError {
