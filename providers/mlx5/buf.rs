@@ -195,32 +195,6 @@ impl Units {
         // SAFETY: inside the ring, aligned, as in `put`; a raw read.
         Seg(unsafe { self.buf.dma.as_ptr().add(at).cast::<[u64; 2]>().read() })
     }
-
-    /// Reads the 64 bytes of units `u..u + 4` (a send WQE basic block; `u`
-    /// a multiple of 4), or `None` if they would run past the end of the
-    /// ring.
-    #[inline(always)]
-    pub(crate) fn read_block(&self, u: u32) -> Option<[u64; 8]> {
-        let first = u & self.mask;
-        if first.checked_add(4)? > self.mask + 1 {
-            return None;
-        }
-        let src = self
-            .buf
-            .dma
-            .as_ptr()
-            .wrapping_add(self.offset + first as usize * UNIT)
-            .cast::<u64>();
-        let mut block = [0u64; 8];
-        for (i, w) in block.iter_mut().enumerate() {
-            // SAFETY: units `first..first + 4` are inside the ring (checked
-            // above), which is inside the queue (`new`); 16-byte units of a
-            // page-aligned buffer are 8-aligned. A raw read: the device
-            // only reads this queue.
-            *w = unsafe { src.add(i).read() };
-        }
-        Some(block)
-    }
 }
 
 /// The CQEs of a CQ buffer, checked against it once per poll: `ncqe` (a
@@ -465,6 +439,31 @@ impl UnitsView<'_> {
         unsafe { self.base.add(at).cast::<[u64; 2]>().write(seg.0) };
     }
 
+    /// Reads the 64 bytes of basic block `bb` (a counter of 64-byte blocks,
+    /// masked here: units `4 * bb .. 4 * bb + 4` of the ring), or `None`
+    /// if the ring is smaller than a block.
+    #[inline(always)]
+    pub(crate) fn read_bb(self, bb: u32) -> Option<[u64; 8]> {
+        if self.mask < 3 {
+            return None;
+        }
+        // `mask + 1` is a power of two (`Units::new`) of at least 4 units,
+        // so `mask`'s two low bits are set and a unit index with its two
+        // low bits clear is at most `mask - 3`: the block's four units are
+        // inside the ring.
+        let first = bb.wrapping_mul(4) & self.mask & !3;
+        let src = self.base.wrapping_add(first as usize * UNIT).cast::<u64>();
+        let mut block = [0u64; 8];
+        for (i, w) in block.iter_mut().enumerate() {
+            // SAFETY: units `first..first + 4` are inside the ring (above),
+            // which the view borrows, inside its queue buffer (`Units::new`);
+            // `base` is 16-aligned, so word `i < 8` is 8-aligned. A raw
+            // read: the device only reads this queue.
+            *w = unsafe { src.add(i).read() };
+        }
+        Some(block)
+    }
+
     /// Writes `head` and then `data` as one byte stream from the start of
     /// unit `u`, wrapping from the ring's end to its start as the device
     /// reads it, the last unit padded with zeros; returns the units used.
@@ -624,11 +623,20 @@ mod tests {
         assert_eq!(b.read::<16>(0), Some([0; 16]), "nothing before the ring");
         let byte = |x: [u64; 8], i: usize| x[i / 8].to_ne_bytes()[i % 8];
         assert_eq!(
-            r.read_block(252).map(|x| (byte(x, 0), byte(x, 48))),
-            Some((0, 1))
+            r.view().read_bb(63).map(|x| (byte(x, 0), byte(x, 48))),
+            Some((0, 1)),
+            "the last block: units 252 to 255"
         );
-        assert!(r.read_block(254).is_none(), "a block past the end");
-        assert_eq!(r.read_block(0).map(|x| byte(x, 48)), Some(2));
+        assert_eq!(
+            r.view().read_bb(64).map(|x| byte(x, 48)),
+            Some(2),
+            "block 64 is block 0"
+        );
+        let tiny = Units::new(b.clone(), PAGE, 2).unwrap();
+        assert!(
+            tiny.view().read_bb(0).is_none(),
+            "a ring smaller than a block"
+        );
         // A stream that wraps: 4 header bytes and 40 data bytes from unit 254
         // (two units to the end) take three units, the last padded.
         let data: Vec<u8> = (1..=40).collect();

@@ -501,9 +501,11 @@ impl SqShape {
     }
 
     /// Rings the doorbell for a batch of `nreq` WQEs ending with `last`,
-    /// the queue posted up to WQEBB counter `cur_post`.
+    /// the queue posted up to WQEBB counter `cur_post`; a BlueFlame copy
+    /// reads the WQE through `q`, the batch's view of the ring (its base
+    /// and mask already in registers).
     #[inline(always)]
-    fn ring(&self, cur_post: u32, last: Last, nreq: usize) {
+    fn ring(&self, cur_post: u32, last: Last, nreq: usize, q: UnitsView<'_>) {
         barrier::udma_to_device_barrier();
         self.units.buf().set_dbrec(1, cur_post & 0xffff);
         let ring = self.bfreg.begin();
@@ -512,7 +514,7 @@ impl SqShape {
         // the common case (not inline) decided by the first test.
         let bytes = (last.ds as usize * DS).next_multiple_of(SEND_WQE_BB);
         if last.inline && nreq == 1 && last.ds > 1 && bytes <= ring.bf_size() {
-            self.blueflame(last.at, bytes, &ring);
+            Self::blueflame(q, last.at, bytes, &ring);
         } else {
             // The first 8 bytes of the last WQE's ctrl segment.
             ring.doorbell(last.head);
@@ -525,10 +527,9 @@ impl SqShape {
     /// ascending 64-bit stores, 64 bytes at a time, wrapping the source at
     /// the end of the queue (`mlx5_bf_copy`).
     #[inline(always)]
-    fn blueflame(&self, at: u32, bytes: usize, ring: &Ring<'_>) {
+    fn blueflame(q: UnitsView<'_>, at: u32, bytes: usize, ring: &Ring<'_>) {
         for bb in 0..bytes / SEND_WQE_BB {
-            let unit = at.wrapping_add(bb as u32).wrapping_mul(UNITS_PER_BB);
-            let Some(block) = self.units.read_block(unit) else {
+            let Some(block) = q.read_bb(at.wrapping_add(bb as u32)) else {
                 return;
             };
             ring.bf_block(bb, &block);

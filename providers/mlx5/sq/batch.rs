@@ -104,7 +104,7 @@ impl<R: Borrow<SqRules>> SqBatch<'_, R> {
                 cur_post: self.cur,
                 head: self.head,
             };
-            self.shape.ring(self.cur, self.last, nreq);
+            self.shape.ring(self.cur, self.last, nreq, self.w.q);
         }
     }
 }
