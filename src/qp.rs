@@ -71,11 +71,6 @@ pub(crate) struct QpInner {
     pub(crate) user_handle: u64,
     pub(crate) qp_num: u32,
     pub(crate) qp_type: QpType,
-    /// The state after the last modify (low byte) and how many modifies
-    /// set RESET (the 56 bits above, which do not wrap): one word, so that
-    /// a post checks both with one load and one comparison
-    /// ([`QueuePair::pass_gate`]).
-    gate: AtomicU64,
     /// The port set at RESET->INIT (0 before).
     port: AtomicU8,
     pub(crate) events: Arc<EventCounts>,
@@ -84,18 +79,12 @@ pub(crate) struct QpInner {
     _shared: AnyQpShared,
 }
 
-impl QpInner {
-    fn state(&self) -> QpState {
-        gate_state(self.gate.load(Ordering::Acquire))
-    }
-}
-
-/// The state a [`QpInner::gate`] word holds.
+/// The state a [`QueuePair::gate`] word holds.
 fn gate_state(gate: u64) -> QpState {
     QpState::from_raw(gate as u8)
 }
 
-/// The [`QpInner::gate`] word after a modify to `next` from `gate`: the
+/// The [`QueuePair::gate`] word after a modify to `next` from `gate`: the
 /// new state, and one more reset if `next` is RESET.
 fn next_gate(gate: u64, next: QpState) -> u64 {
     let resets = (gate >> 8) + u64::from(next == QpState::Reset);
@@ -158,10 +147,17 @@ pub struct QueuePair {
     pub(crate) inner: Arc<Owned<QpInner>>,
     queues: AnyQp,
     cap: QpCap,
-    /// The gate word ([`QpInner::gate`]) the last post that found the QP
+    /// The state after the last modify (low byte) and how many modifies
+    /// set RESET (the 56 bits above, which do not wrap): one word, so that
+    /// a post checks both with one load and one comparison
+    /// ([`QueuePair::pass_gate`]). Here rather than in the shared
+    /// [`QpInner`]: only this handle's `modify` writes it and only its
+    /// posts and `state` read it, and a post then needs no pointer to it.
+    gate: AtomicU64,
+    /// The gate word ([`QueuePair::gate`]) the last post that found the QP
     /// in a sending state passed with ([`GATE_NEVER`] before one did).
     gate_passed: u64,
-    /// The resets ([`QpInner::gate`]'s upper bits) the queues were
+    /// The resets ([`QueuePair::gate`]'s upper bits) the queues were
     /// restarted for.
     resets_seen: u64,
 }
@@ -317,7 +313,6 @@ impl ProtectionDomain {
             user_handle,
             qp_num,
             qp_type: init.qp_type,
-            gate: AtomicU64::new(u64::from(QpState::Reset.raw())),
             port: AtomicU8::new(0),
             events: events.clone(),
             _shared: shared,
@@ -351,6 +346,7 @@ impl ProtectionDomain {
             inner,
             queues,
             cap,
+            gate: AtomicU64::new(u64::from(QpState::Reset.raw())),
             gate_passed: GATE_NEVER,
             resets_seen: 0,
         })
@@ -381,7 +377,7 @@ impl QueuePair {
     /// The state after the last successful [`QueuePair::modify`] (the device
     /// may since have moved it to an error state; [`QueuePair::query`] asks it).
     pub fn state(&self) -> QpState {
-        self.inner.state()
+        gate_state(self.gate.load(Ordering::Acquire))
     }
 
     /// Modifies the QP, like `ibv_modify_qp`: the `mask` says which fields of
@@ -393,7 +389,7 @@ impl QueuePair {
         let current = if mask.contains(QpAttrMask::CUR_STATE) {
             attr.cur_qp_state
         } else {
-            inner.state()
+            self.state()
         };
         let next = check_modify(inner.qp_type, current, attr, mask)?;
         let port = inner.port.load(Ordering::Acquire);
@@ -445,7 +441,7 @@ impl QueuePair {
         // what the hook did (mlx5's queue tails and doorbell records reset).
         // An update, not a store: modifies on other threads (`&self`) must
         // not lose a reset.
-        let _ = inner
+        let _ = self
             .gate
             .fetch_update(Ordering::Release, Ordering::Relaxed, |g| {
                 Some(next_gate(g, next))
@@ -532,7 +528,7 @@ impl QueuePair {
         // The gate's slow path inlined here: a call to it anywhere in this
         // function cost the loop below registers (`benches/callgrind.sh
         // --mlx5`: 4 more instructions per request in 64).
-        let gate = self.inner.gate.load(Ordering::Acquire);
+        let gate = self.gate.load(Ordering::Acquire);
         if gate != self.gate_passed {
             self.cross_gate(gate, Posting::Sends)?;
         }
@@ -551,7 +547,7 @@ impl QueuePair {
     /// Inlined into callers in other crates (`start_send`).
     #[inline(always)]
     fn pass_gate(&mut self, posting: Posting) -> Result<(), PostError> {
-        let gate = self.inner.gate.load(Ordering::Acquire);
+        let gate = self.gate.load(Ordering::Acquire);
         if gate == self.gate_passed {
             return Ok(());
         }
