@@ -23,8 +23,10 @@
 #              serving QPs made at run time can fold those);
 #   C call     C min's work as a library does it: the same helpers and
 #              nothing more, but the queue's state set at run time and
-#              reached through a pointer (read into locals), and each post
-#              or poll one call (noipa), as uverbs' measured calls are;
+#              reached through a pointer, and each post or poll one call
+#              (noipa), as uverbs' measured calls are; its posts are
+#              written two ways (the state read into locals, or through
+#              the pointer where used) and the faster of the two counts;
 #   rdma-core  the same WQEs and CQEs reached the way rdma-core's
 #              providers/mlx5 does from the generic verbs: a list of
 #              ibv_send_wr-shaped requests checked one by one, a switch on
@@ -85,10 +87,12 @@ import sys, statistics
 runs = {}  # (who, round) -> {name: ns}
 for line in open(sys.argv[1]):
     who, r, name, ns = line.split()
-    for prefix, base in (("rc_", "rdma-core"), ("call_", "call")):
+    for prefix, base in (("rc_", "rdma-core"), ("call_", "call"), ("callp_", "call")):
         if name.startswith(prefix):
             who, name = base, name[len(prefix):]
-    runs.setdefault((who, r), {})[name] = float(ns)
+    row = runs.setdefault((who, r), {})
+    # C call's posts are written two ways (call_, callp_): the faster counts.
+    row[name] = min(row.get(name, float("inf")), float(ns))
 rounds = sorted({r for _, r in runs}, key=int)
 names = list(runs[("uverbs", rounds[0])])
 bases = (("c", 9), ("call", 10), ("rdma-core", 13))

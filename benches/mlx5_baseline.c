@@ -780,6 +780,65 @@ __attribute__((noipa)) static int lq_post_inline_send(struct lq *q, uint64_t id,
 	return 0;
 }
 
+/*
+ * The same two posts written the other way: every field read through q
+ * where it is used. gcc then reloads the counters after each store to the
+ * queue, which costs a loop of requests, but holds nothing across the
+ * inline SEND's memcpy call and saves callee-saved registers, which a
+ * lone request gains from (11.4 against 12.1 ns for one RDMA write, 12.0
+ * against 13.2 for the inline SEND, 4.6 against 4.0 per request in 64;
+ * best of 20 rounds). C call is the faster of the two, per row.
+ */
+__attribute__((noipa)) static int lq_post_writes_p(struct lq *q, uint64_t id, int n,
+						   const struct g_sge *sge, uint64_t raddr, uint32_t rkey)
+{
+	struct mlx5_wqe_ctrl_seg *ctrl = NULL;
+	for (int j = 0; j < n; j++) {
+		if (q->head - q->tail >= q->max_post)
+			return -1;
+		uint32_t idx = q->cur_post & q->bb_mask;
+		uint8_t *w = q->buf + idx * 64;
+		ctrl = (void *)w;
+		struct mlx5_wqe_raddr_seg *rs = (void *)(w + 16);
+		rs->raddr = htobe64(raddr);
+		rs->rkey = htobe32(rkey);
+		rs->reserved = 0;
+		mlx5dv_set_data_seg((void *)(w + 32), sge->length, sge->lkey, sge->addr);
+		*(uint32_t *)(w + 8) = 0;
+		mlx5dv_set_ctrl_seg(ctrl, q->cur_post & 0xffff, MLX5_OPCODE_RDMA_WRITE, 0, q->qpn,
+				    j + 1 == n ? MLX5_WQE_CTRL_CQ_UPDATE : 0, 3, 0, 0);
+		q->wrid[idx] = id + j;
+		q->wqe_head[idx] = q->head;
+		q->head++;
+		q->cur_post += 1;
+	}
+	lq_ring(q, ctrl, 0);
+	return 0;
+}
+
+__attribute__((noipa)) static int lq_post_inline_send_p(struct lq *q, uint64_t id,
+							const uint8_t *data, uint32_t len)
+{
+	if (q->head - q->tail >= q->max_post)
+		return -1;
+	uint32_t idx = q->cur_post & q->bb_mask;
+	uint8_t *w = q->buf + idx * 64;
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)w;
+	struct mlx5_wqe_inl_data_seg *inl = (void *)(w + 16);
+	inl->byte_count = htobe32(len | MLX5_INLINE_SEG);
+	memcpy(w + 20, data, len);
+	uint32_t ds = 1 + (4 + len + 15) / 16;
+	*(uint32_t *)(w + 8) = 0;
+	mlx5dv_set_ctrl_seg(ctrl, q->cur_post & 0xffff, MLX5_OPCODE_SEND, 0, q->qpn,
+			    MLX5_WQE_CTRL_CQ_UPDATE, ds, 0, 0);
+	q->wrid[idx] = id;
+	q->wqe_head[idx] = q->head;
+	q->head++;
+	q->cur_post += 1;
+	lq_ring(q, ctrl, 1);
+	return 0;
+}
+
 /* The CQE at consumer index ci of a CQ of mask + 1 entries, then lfence. */
 static inline struct mlx5_cqe64 *lcq_next(uint8_t *buf, uint32_t mask, uint32_t ci)
 {
@@ -902,6 +961,19 @@ static void run_called(long iters, uint8_t *cq_buf, uint8_t *buf)
 			q.tail = q.head;
 		}
 		printf("call_write_batch%d %.2f\n", batch, t / done);
+		t = 0;
+		done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (int k = 0; k + batch <= (int)MAX_POST; k += batch) {
+				if (lq_post_writes_p(&q, done, batch, &sge, 0x7f0000000000ull, 0x200))
+					abort();
+				done += batch;
+			}
+			t += now_ns() - t0;
+			q.tail = q.head;
+		}
+		printf("callp_write_batch%d %.2f\n", batch, t / done);
 	}
 	{
 		uint8_t data[16] = {0};
@@ -918,6 +990,19 @@ static void run_called(long iters, uint8_t *cq_buf, uint8_t *buf)
 			q.tail = q.head;
 		}
 		printf("call_inline_send %.2f\n", t / done);
+		t = 0;
+		done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (uint32_t k = 0; k < MAX_POST; k++) {
+				if (lq_post_inline_send_p(&q, done, data, sizeof data))
+					abort();
+				done++;
+			}
+			t += now_ns() - t0;
+			q.tail = q.head;
+		}
+		printf("callp_inline_send %.2f\n", t / done);
 	}
 	struct wc wcs[16];
 	double t = 0;
