@@ -84,10 +84,10 @@ fn gate_state(gate: u64) -> QpState {
     QpState::from_raw(gate as u8)
 }
 
-/// The [`QueuePair::gate`] word after a modify to `next` from `gate`: the
-/// new state, and one more reset if `next` is RESET.
-fn next_gate(gate: u64, next: QpState) -> u64 {
-    let resets = (gate >> 8) + u64::from(next == QpState::Reset);
+/// The [`QueuePair::gate`] word after a modify from `gate` that left the
+/// QP in `next`, one more reset if it `set` the state to RESET.
+fn next_gate(gate: u64, next: QpState, set: bool) -> u64 {
+    let resets = (gate >> 8) + u64::from(set && next == QpState::Reset);
     (resets << 8) | u64::from(next.raw())
 }
 
@@ -434,7 +434,8 @@ impl QueuePair {
         if mask.contains(QpAttrMask::PORT) {
             inner.port.store(attr.port_num, Ordering::Release);
         }
-        if mask.contains(QpAttrMask::STATE) {
+        let set = mask.contains(QpAttrMask::STATE);
+        if set {
             inner._shared.on_state(next);
         }
         // After the provider's hook: a post that sees the new word sees
@@ -444,7 +445,7 @@ impl QueuePair {
         let _ = self
             .gate
             .fetch_update(Ordering::Release, Ordering::Relaxed, |g| {
-                Some(next_gate(g, next))
+                Some(next_gate(g, next, set))
             });
         Ok(())
     }
@@ -537,7 +538,7 @@ impl QueuePair {
 
     /// Checks, before a post, that the QP's state allows it, and restarts
     /// the queues if a modify set RESET since the last post (mlx5's
-    /// counters; the kernel's rings for rxe). While no modify happens, one
+    /// producer counters; rxe has none to restart). While no modify happens, one
     /// load and one comparison: the gate word is the one the last post in
     /// a sending state passed ([`QueuePair::gate_passed`]).
     ///
