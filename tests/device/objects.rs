@@ -235,6 +235,69 @@ fn posting_in_the_wrong_state_is_refused_before_the_kernel() {
     );
 }
 
+/// A post follows the state the kernel accepted, through every transition
+/// and a reset: sends refused in INIT and RTR (receives taken), taken in
+/// RTS and in ERR (where the kernel flushes them), both refused again after
+/// RESET, and after both sides reconnect the QP carries messages again.
+#[test]
+fn posts_follow_the_qp_state_through_a_reset() {
+    let mut p = pair(QpType::Rc, 8, 7);
+    let m = mr(&p.pd, 4096);
+    let sge = [m.sge(0, 64).unwrap()];
+    let gid = local_gid(&p.ctx);
+    let refused = |r: Result<(), uverbs::PostError>, what: &str| match r {
+        Err(e) => assert!(
+            matches!(e.kind, uverbs::PostErrorKind::BadState(_)),
+            "{what}: {e}"
+        ),
+        Ok(()) => panic!("{what}: posted"),
+    };
+    let exchange = |p: &mut Pair, id: u64| {
+        p.b.post_recv(&[RecvWr::new(id, &sge)]).unwrap();
+        p.a.post_send(&[SendWr::send(id, &[]).inline(b"gate")])
+            .unwrap();
+        let wa = wait(&mut p.cq_a, 1);
+        let wb = wait(&mut p.cq_b, 1);
+        assert_eq!(
+            [(wa[0].wr_id, wa[0].status), (wb[0].wr_id, wb[0].status)],
+            [(id, WcStatus::SUCCESS); 2]
+        );
+    };
+    exchange(&mut p, 1);
+    // Both sides start over (the peer's expected PSN went on).
+    p.b.modify_to(&QpAttr::with_state(QpState::Reset)).unwrap();
+    connect(&p.b, p.a.qp_num(), gid, access_all(), 7);
+    p.a.modify_to(&QpAttr::with_state(QpState::Reset)).unwrap();
+    refused(p.a.post_send(&[SendWr::send(2, &sge)]), "a send in RESET");
+    refused(p.a.post_recv(&[RecvWr::new(2, &sge)]), "a receive in RESET");
+    let mut attr = crate::qp_connect::to_rtr(&p.a, p.b.qp_num(), gid, gid_index(), access_all());
+    refused(p.a.post_send(&[SendWr::send(3, &sge)]), "a send in RTR");
+    refused(p.a.start_send().map(drop), "a send batch in RTR");
+    p.a.post_recv(&[RecvWr::new(3, &sge)]).unwrap();
+    attr.qp_state = QpState::Rts;
+    (
+        attr.timeout,
+        attr.retry_cnt,
+        attr.rnr_retry,
+        attr.max_rd_atomic,
+    ) = (14, 7, 7, 4);
+    p.a.modify_to(&attr).unwrap();
+    exchange(&mut p, 4);
+    // In ERR the kernel flushes what is posted, with the receive posted in
+    // RTR.
+    p.a.modify_to(&QpAttr::with_state(QpState::Err)).unwrap();
+    p.a.post_send(&[SendWr::send(5, &sge)]).unwrap();
+    let mut flushed: Vec<_> = wait(&mut p.cq_a, 2)
+        .iter()
+        .map(|w| (w.wr_id, w.status))
+        .collect();
+    flushed.sort_unstable_by_key(|&(id, _)| id);
+    assert_eq!(
+        flushed,
+        [(3, WcStatus::WR_FLUSH_ERR), (5, WcStatus::WR_FLUSH_ERR)]
+    );
+}
+
 #[test]
 fn memory_region_bounds_and_access_rules() {
     let ctx = open();
