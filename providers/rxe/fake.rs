@@ -930,19 +930,24 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
     // A ring: rxe's mmap offsets name queues; the fake keeps a view of each.
     let rings = Arc::new(Mutex::new(HashMap::new()));
     let (b, r) = (behaviour.clone(), rings.clone());
-    kernel.on_mmap(move |offset, len| {
-        if b.removed.load(Ordering::Relaxed) {
-            return Err(Errno::EIO);
-        }
-        if len != RING_LEN as usize {
-            return Err(Errno::EINVAL);
-        }
-        let (library, view) = RxeRing::new(RING_LOG2_STRIDE, RING_SLOTS)?;
-        r.lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(offset, view);
-        Ok(library)
-    });
+    // SAFETY: each mapping is a fresh anonymous read-write `RxeRing` of
+    // `RING_LEN` bytes (`len` is checked), unmapped only when dropped; the
+    // fake keeps a raw view of it and forms no reference into it.
+    unsafe {
+        kernel.on_mmap(move |offset, len| {
+            if b.removed.load(Ordering::Relaxed) {
+                return Err(Errno::EIO);
+            }
+            if len != RING_LEN as usize {
+                return Err(Errno::EINVAL);
+            }
+            let (library, view) = RxeRing::new(RING_LOG2_STRIDE, RING_SLOTS)?;
+            r.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(offset, view);
+            Ok(library)
+        })
+    };
     Arc::new(FakeRxe {
         kernel,
         behaviour,
@@ -958,7 +963,9 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
 #[derive(Debug)]
 pub struct FastDoorbell(pub Arc<FakeRxe>);
 
-impl Kernel for FastDoorbell {
+// SAFETY: every mapping comes from the wrapped `FakeKernel`, whose
+// implementation keeps the contract.
+unsafe impl Kernel for FastDoorbell {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         self.0.kernel.open_rdwr(path)
     }

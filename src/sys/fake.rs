@@ -223,8 +223,18 @@ impl FakeKernel {
 
     /// Makes the mappings: the handler gets the mmap offset and length and
     /// returns the memory (e.g. a driver's queue, with the header its mmap
-    /// provides). Without it, mappings are zeroed anonymous memory.
-    pub fn on_mmap(
+    /// provides). Without it, mappings are zeroed anonymous memory. A
+    /// mapping shorter than asked for is refused with `EINVAL`.
+    ///
+    /// # Safety
+    ///
+    /// The providers store into what `mmap` returns, so every mapping the
+    /// handler returns must keep [`Kernel`]'s contract: readable and
+    /// writable (the fake has no read-only mappings to make), mapped until
+    /// the `Mapping` is dropped (no truncated file behind it, no
+    /// `mprotect`), and never accessed through Rust references.
+    #[allow(unsafe_code)] // the handler's mappings are what `unsafe impl Kernel` promises
+    pub unsafe fn on_mmap(
         &self,
         f: impl FnMut(u64, usize) -> Result<Mapping, Errno> + Send + 'static,
     ) -> &Self {
@@ -438,8 +448,12 @@ pub fn dummy_fd() -> OwnedFd {
     }
 }
 
-#[allow(unsafe_code)] // implements the `unsafe fn`s of `Kernel`; no unsafe operation
-impl Kernel for FakeKernel {
+#[allow(unsafe_code)] // implements the `unsafe` trait `Kernel`
+                      // SAFETY: `mmap` returns either a fresh anonymous read-write mapping of
+                      // `len` bytes or what the `on_mmap` handler made, which that `unsafe`
+                      // method's caller promised keeps the trait's contract and which is checked
+                      // to be at least `len` bytes long.
+unsafe impl Kernel for FakeKernel {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         self.log(Call::Open(path.to_path_buf()));
         match self.with(|s| s.open_error) {
@@ -565,7 +579,13 @@ impl Kernel for FakeKernel {
     ) -> Result<Mapping, Errno> {
         self.log(Call::Mmap(len, offset));
         match self.with(|s| s.mmap.clone()) {
-            Some(h) => call(&h, |f| f(offset, len)),
+            Some(h) => call(&h, |f| f(offset, len)).and_then(|m| {
+                if m.len() >= len {
+                    Ok(m)
+                } else {
+                    Err(Errno::EINVAL)
+                }
+            }),
             None => memmap2::MmapOptions::new()
                 .len(len)
                 .map_anon()

@@ -48,7 +48,14 @@ nix::ioctl_readwrite!(
     abi::IbUverbsIoctlHdr
 );
 
-impl Kernel for Linux {
+// SAFETY: `mmap` is `mmap(2)` of the device's fd for exactly `len` bytes
+// with the protection asked for (memmap2 fails rather than map less), and
+// the mapping lives until the returned `MmapRaw` unmaps it. The kernel does
+// not take a uverbs mapping away while it is mapped: after a device is
+// removed it backs the range with zeroed pages instead of letting accesses
+// fault (`rdma_umap_fault`, drivers/infiniband/core/uverbs_main.c). A char
+// device cannot be truncated.
+unsafe impl Kernel for Linux {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         let fd = fcntl::open(path, OFlag::O_RDWR | OFlag::O_CLOEXEC, Mode::empty())?;
         // SAFETY: `open` returned a new descriptor that nothing else owns.
@@ -312,6 +319,7 @@ fn write_legacy(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno>
         resp_heap.resize(out_len, 0);
         &mut resp_heap
     };
+    seed_response(resp, cmd);
     req[hdr_len..hdr_len + 8].copy_from_slice(&(resp.as_mut_ptr() as u64).to_ne_bytes());
     raw_write(fd, req)?;
     let (core, driver) = resp.split_at(cmd.core_out.len());
@@ -327,6 +335,7 @@ fn write_ex(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     let total = hdr_len + cmd.core_in.len() + cmd.driver_in.len();
     let out_len = cmd.core_out.len() + cmd.driver_out.len();
     let mut resp_buf = vec![0u8; out_len];
+    seed_response(&mut resp_buf, cmd);
     let hdr = abi::IbUverbsCmdHdr {
         command: cmd.command,
         in_words: words(cmd.core_in.len(), 8)?,
@@ -352,6 +361,19 @@ fn write_ex(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     cmd.core_out.copy_from_slice(core);
     cmd.driver_out.copy_from_slice(driver);
     Ok(())
+}
+
+/// Fills the bounce buffer of a command's response (`core_out` then
+/// `driver_out`, `resp` as long as both) with what the caller's buffers
+/// hold, so that a field the kernel does not write (it copies only as much
+/// of its response as it has, and a driver may leave fields alone) keeps
+/// its initial value after the copy back, as it does when the kernel
+/// writes into `core_out` directly: above all the `-1` that `write_cmd`
+/// put at `fd_at`, which a zeroed buffer would turn into fd 0.
+fn seed_response(resp: &mut [u8], cmd: &WriteCmd<'_>) {
+    let (core, driver) = resp.split_at_mut(cmd.core_out.len());
+    core.copy_from_slice(cmd.core_out);
+    driver.copy_from_slice(cmd.driver_out);
 }
 
 /// `write()` of a command whose response pointer (if any) addresses memory
@@ -436,6 +458,69 @@ mod tests {
         cmd.optional();
         assert_eq!(cmd.attrs()[0].to_raw().data as i64, -1);
         assert!(cmd.take_fd(at).is_none());
+    }
+
+    /// Item 9 of issue 27: a command with driver output goes through a
+    /// bounce buffer; one the kernel answers without writing the fd field
+    /// (here /dev/null, which takes the write and writes nothing) leaves
+    /// the `-1` sentinel there, so no descriptor is adopted. A zeroed
+    /// buffer made it fd 0, which the command then owned (and closed).
+    #[test]
+    fn an_unwritten_response_fd_stays_minus_one_behind_driver_output() {
+        let f = dev_null();
+        for (command, core_in, out) in [
+            // Legacy GET_CONTEXT: the response address slot, `async_fd` at 4.
+            (abi::IB_USER_VERBS_CMD_GET_CONTEXT, &[0u8; 8][..], 8),
+            // An extended command, sizes in 8-byte words.
+            (
+                abi::IB_USER_VERBS_CMD_FLAG_EXTENDED | abi::IB_USER_VERBS_EX_CMD_CREATE_QP,
+                &[0u8; 16][..],
+                16,
+            ),
+        ] {
+            let mut core_out = vec![0x5au8; out];
+            let mut driver_out = [0xa5u8; 24];
+            let mut cmd = WriteCmd {
+                command,
+                core_in,
+                driver_in: &[0u8; 8],
+                core_out: &mut core_out,
+                driver_out: &mut driver_out,
+                fd_at: Some(4),
+                ..WriteCmd::default()
+            };
+            // SAFETY: /dev/null reads nothing of the request and writes
+            // nothing to the response address; the bounce buffer lives
+            // across the write anyway.
+            let r = unsafe { Linux.write_cmd(f.as_fd(), &mut cmd) };
+            // Never close a descriptor this test does not own (fd 0 when
+            // the sentinel was lost).
+            let adopted = cmd.new_fd.take().map(std::os::fd::IntoRawFd::into_raw_fd);
+            assert_eq!(r, Ok(()), "{command:#x}");
+            assert_eq!(
+                adopted, None,
+                "{command:#x}: a descriptor from an unwritten field"
+            );
+            assert_eq!(core_out[4..8], (-1i32).to_ne_bytes(), "{command:#x}");
+            // The other bytes the kernel left alone are the caller's too.
+            assert!(core_out[..4].iter().all(|&b| b == 0x5a), "{command:#x}");
+            assert!(core_out[8..].iter().all(|&b| b == 0x5a), "{command:#x}");
+            assert_eq!(driver_out, [0xa5; 24], "{command:#x}");
+        }
+    }
+
+    /// The bounce buffer starts as the caller's buffers, core then driver.
+    #[test]
+    fn a_response_bounce_buffer_starts_as_the_callers_buffers() {
+        let (mut core, mut driver) = ([1u8, 2, 3, 4], [5u8, 6]);
+        let cmd = WriteCmd {
+            core_out: &mut core,
+            driver_out: &mut driver,
+            ..WriteCmd::default()
+        };
+        let mut resp = [0u8; 6];
+        seed_response(&mut resp, &cmd);
+        assert_eq!(resp, [1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

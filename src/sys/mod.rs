@@ -169,8 +169,53 @@ pub enum Readiness {
 /// command entry points are `unsafe` to call (see the module documentation);
 /// an implementation may rely on their contracts, and a fake that answers
 /// from its own state needs none of them.
-#[allow(unsafe_code)] // the pointer-carrying methods are `unsafe fn`
-pub trait Kernel: Send + Sync + fmt::Debug {
+///
+/// # Safety
+///
+/// The providers' unsafe code stores into and loads from what an
+/// implementation returns (rxe's rings, mlx5's doorbell and BlueFlame
+/// registers and clock page), so implementing the trait is a promise that
+/// [`Kernel::mmap`] keeps:
+///
+/// - on success the [`Mapping`] is at least `len` bytes long, readable,
+///   and also writable when [`Protection::ReadWrite`] was asked for;
+/// - it stays mapped, with that protection, until the `Mapping` is
+///   dropped: nothing the implementation controls unmaps it, changes its
+///   protection, or makes accesses to it fault (a file it later truncates
+///   breaks the promise);
+/// - it is not memory that the program accesses through Rust references
+///   (a fresh mapping is; a view of a `Vec` is not).
+///
+/// [`Linux`] keeps this promise with `mmap(2)` of the device's fd. A fake
+/// that returns its own memory must keep it too, which is why
+/// `fake::FakeKernel::on_mmap` is `unsafe`.
+///
+/// Implementing the trait without `unsafe` does not compile:
+///
+/// ```compile_fail,E0200
+/// # use std::{ffi::OsString, os::fd::{BorrowedFd, OwnedFd}, path::Path, time::Duration};
+/// # use uverbs::sys::{Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, WriteCmd};
+/// #[derive(Debug)]
+/// struct Mine;
+/// impl Kernel for Mine {
+/// #   fn open_rdwr(&self, _: &Path) -> Result<OwnedFd, Errno> { Err(Errno::ENOSYS) }
+/// #   fn char_dev(&self, _: BorrowedFd<'_>) -> Result<u64, Errno> { Err(Errno::ENOSYS) }
+/// #   unsafe fn ioctl(&self, _: BorrowedFd<'_>, _: &mut IoctlCmd<'_>) -> Result<(), Errno> { Err(Errno::ENOSYS) }
+/// #   unsafe fn write_cmd(&self, _: BorrowedFd<'_>, _: &mut WriteCmd<'_>) -> Result<(), Errno> { Err(Errno::ENOSYS) }
+/// #   unsafe fn write(&self, _: BorrowedFd<'_>, _: &[u8]) -> Result<usize, Errno> { Err(Errno::ENOSYS) }
+/// #   fn read(&self, _: BorrowedFd<'_>, _: &mut [u8]) -> Result<usize, Errno> { Err(Errno::ENOSYS) }
+/// #   fn wait_readable(&self, _: BorrowedFd<'_>, _: Option<Duration>) -> Result<Readiness, Errno> { Err(Errno::ENOSYS) }
+/// #   fn set_nonblocking(&self, _: BorrowedFd<'_>, _: bool) -> Result<(), Errno> { Err(Errno::ENOSYS) }
+///     fn mmap(&self, _: BorrowedFd<'_>, _: usize, _: u64, _: Protection) -> Result<Mapping, Errno> {
+///         Err(Errno::ENOSYS)
+///     }
+/// #   fn netlink_rdma(&self, _: &[u8], _: &mut dyn FnMut(&[u8])) -> Result<(), Errno> { Err(Errno::ENOSYS) }
+/// #   fn read_to_string(&self, _: &Path) -> std::io::Result<String> { Ok(String::new()) }
+/// #   fn read_dir(&self, _: &Path) -> std::io::Result<Vec<OsString>> { Ok(Vec::new()) }
+/// }
+/// ```
+#[allow(unsafe_code)] // an `unsafe trait` whose pointer-carrying methods are `unsafe fn`
+pub unsafe trait Kernel: Send + Sync + fmt::Debug {
     /// `open(path, O_RDWR | O_CLOEXEC)` of a character device.
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno>;
 
@@ -247,7 +292,8 @@ pub trait Kernel: Send + Sync + fmt::Debug {
     /// Sets or clears `O_NONBLOCK`.
     fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno>;
 
-    /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`.
+    /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`: a mapping as the
+    /// trait's safety section promises.
     fn mmap(
         &self,
         fd: BorrowedFd<'_>,

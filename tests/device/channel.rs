@@ -122,7 +122,8 @@ struct CountingKernel {
 }
 
 #[allow(unsafe_code)] // forwards the transport's `unsafe fn`s
-impl Kernel for CountingKernel {
+                      // SAFETY: every mapping comes from `Linux`, which keeps the contract.
+unsafe impl Kernel for CountingKernel {
     fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
         Linux.open_rdwr(path)
     }

@@ -182,7 +182,15 @@ pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -
         r
     });
     let s2 = s.clone();
-    k.on_mmap(move |offset, len| mmap(&s2, offset, len));
+    // SAFETY: `mmap` maps a memfd of exactly `len` bytes read-write (UAR
+    // and clock pages, `uar::map`); the memfds are sized once when made
+    // (`uar::memfd`) and never truncated, and the mapping lives until the
+    // returned `Mapping` is dropped. The model's own views of the same
+    // pages are raw mappings too, read with volatile accesses.
+    #[allow(unsafe_code)]
+    unsafe {
+        k.on_mmap(move |offset, len| mmap(&s2, offset, len));
+    }
     s
 }
 
