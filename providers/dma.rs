@@ -6,10 +6,11 @@
 //! time: providers read and write it through raw pointers with volatile or
 //! atomic accesses. Providers keep it in their per-object *shared* state,
 //! which the core drops only after the kernel object is destroyed, so the
-//! device never writes memory that was given back. (Should a destroy fail
-//! and the object be dropped anyway, unmapping is still sound: the kernel
-//! pinned the pages when the object was created and keeps them until it
-//! goes, and a later mapping of the same addresses gets new pages.)
+//! device never writes memory that was given back. Should the destroy
+//! fail, the core leaks the object, this memory with it (`object.rs`):
+//! pinning is no argument for unmapping it, since mlx5_ib caches doorbell
+//! pages by virtual address (a later buffer at the same address would share
+//! the stale pinned page) and the device model pins nothing.
 //!
 //! Fork safety (`MADV_DONTFORK`, libibverbs' `ibv_dontfork_range`) is not
 //! applied: kernels since 5.13 keep pinned pages in the parent on fork, and

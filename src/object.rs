@@ -9,8 +9,26 @@
 //! reference is dropped (best effort: `Drop` never panics and ignores errors).
 //! CQs, QPs and SRQs, which receive events, follow the protocol of
 //! [`crate::event_count`] instead of [`destroy`].
+//!
+//! # A destroy the kernel refuses
+//!
+//! When the last attempt to destroy the kernel object fails (the drop's),
+//! the object is *leaked*: none of its fields is dropped. They hold what the
+//! kernel object may still use: memory the device reads and writes (mlx5's
+//! queue buffers and doorbell records, an MR's own mapping), the mlx5 user
+//! index its completions are attributed by and its dedicated bfreg, and the
+//! references to its parents and its context. Giving any of them back while
+//! the kernel object lives would let the device write memory the process
+//! reuses (an on-demand MR pins nothing; the device model pins nothing;
+//! mlx5_ib caches doorbell pages by virtual address), or attribute its
+//! completions to the next object given the same user index. The kernel
+//! releases everything when the context's fd is closed, which the leaked
+//! reference to the context keeps open until the process exits. This is
+//! what `UmemInner::drop` does for a DevX UMEM.
+#![allow(unsafe_code)] // `Owned::drop` drops its `ManuallyDrop` field once
 
 use std::{
+    mem::ManuallyDrop,
     ops::Deref,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -31,17 +49,19 @@ pub(crate) trait Destroy {
     fn destroy_kernel(&self) -> Result<()>;
 }
 
-/// A kernel object with destroy-once semantics.
+/// A kernel object with destroy-once semantics; leaked when its kernel
+/// object outlives it (see the module documentation).
 #[derive(Debug)]
 pub(crate) struct Owned<T: Destroy> {
-    obj: T,
+    /// Dropped only after the kernel object is gone.
+    obj: ManuallyDrop<T>,
     destroyed: AtomicBool,
 }
 
 impl<T: Destroy> Owned<T> {
     pub(crate) fn new(obj: T) -> Arc<Self> {
         Arc::new(Owned {
-            obj,
+            obj: ManuallyDrop::new(obj),
             destroyed: AtomicBool::new(false),
         })
     }
@@ -64,14 +84,27 @@ impl<T: Destroy> Drop for Owned<T> {
     fn drop(&mut self) {
         if !*self.destroyed.get_mut() {
             *self.destroyed.get_mut() = true;
-            let _ = self.obj.destroy_kernel();
+            if self.obj.destroy_kernel().is_err() {
+                // The kernel object lives on: so does everything it may use.
+                #[cfg(any(test, feature = "test-utils"))]
+                LEAKED.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
         }
+        // SAFETY: `drop` runs once and nothing uses `obj` after it; the
+        // early return above is the only path that leaves it undropped.
+        unsafe { ManuallyDrop::drop(&mut self.obj) }
     }
 }
 
+/// Objects leaked because their kernel destroy failed (tests read it).
+#[cfg(any(test, feature = "test-utils"))]
+pub(crate) static LEAKED: AtomicUsize = AtomicUsize::new(0);
+
 /// Destroys the object behind the last reference now; `EBUSY` otherwise
 /// (the object is then destroyed when its last reference is dropped). A
-/// failed kernel destroy is reported, and tried once more by that drop.
+/// failed kernel destroy is reported, and tried once more by that drop,
+/// which leaks the object if it fails again (see the module documentation).
 pub(crate) fn destroy<T: Destroy>(arc: Arc<Owned<T>>, op: &'static str) -> Result<()> {
     match Arc::try_unwrap(arc) {
         Ok(owned) => {

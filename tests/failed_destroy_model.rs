@@ -1,0 +1,269 @@
+//! A destroy the kernel refuses, on the mlx5 device model: whatever the
+//! kernel object may still use stays the library's, so the device never
+//! writes memory the process gave back and its completions are never
+//! attributed to another object (issue 27, item 1).
+//!
+//! The refusals come from a transport in front of the model that answers
+//! the destroy commands with `EBUSY` while told to, as the kernel does for
+//! an object something else still uses (a DevX QP on a verbs CQ, a flow on
+//! a QP); the model itself then still has the object and keeps using it.
+
+use std::{
+    ffi::OsString,
+    os::fd::{BorrowedFd, OwnedFd},
+    path::Path,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use uverbs::abi;
+use uverbs::sys::{Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, UcmaCmd, WriteCmd};
+use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
+use uverbs::{
+    AccessFlags, Context, CqOptions, QpType, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus,
+    WorkCompletion,
+};
+
+#[path = "shared/mlx5_pair.rs"]
+mod mlx5_pair;
+#[path = "shared/qp_connect.rs"]
+mod qp_connect;
+#[allow(unused_imports)]
+use mlx5_pair::{cap, connect, create_qp, gid, QKEY as _};
+
+/// The model's transport, refusing the CQ, QP, SRQ and MR destroys while
+/// `refuse` is set.
+#[derive(Debug)]
+struct Refusing {
+    inner: Arc<dyn Kernel>,
+    refuse: AtomicBool,
+}
+
+impl Refusing {
+    fn refused_ioctl(&self, cmd: &IoctlCmd<'_>) -> bool {
+        self.refuse.load(Ordering::SeqCst)
+            && matches!(
+                (cmd.object_id, cmd.method_id),
+                (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY)
+                    | (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY)
+                    | (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY)
+                    | (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY)
+            )
+    }
+
+    fn refused_write(&self, cmd: &WriteCmd<'_>) -> bool {
+        self.refuse.load(Ordering::SeqCst)
+            && matches!(
+                cmd.command,
+                abi::IB_USER_VERBS_CMD_DESTROY_CQ
+                    | abi::IB_USER_VERBS_CMD_DESTROY_QP
+                    | abi::IB_USER_VERBS_CMD_DESTROY_SRQ
+                    | abi::IB_USER_VERBS_CMD_DEREG_MR
+            )
+    }
+}
+
+#[allow(unsafe_code)] // forwards the transport's `unsafe fn`s
+                      // SAFETY: every mapping comes from the model's transport, which keeps the
+                      // contract.
+unsafe impl Kernel for Refusing {
+    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
+        self.inner.open_rdwr(path)
+    }
+    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
+        self.inner.char_dev(fd)
+    }
+    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
+        if self.refused_ioctl(cmd) {
+            return Err(Errno::EBUSY);
+        }
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.inner.ioctl(fd, cmd) }
+    }
+    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
+        if self.refused_write(cmd) {
+            return Err(Errno::EBUSY);
+        }
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.inner.write_cmd(fd, cmd) }
+    }
+    unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.inner.write(fd, buf) }
+    }
+    unsafe fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's contract.
+        unsafe { self.inner.ucma(fd, cmd) }
+    }
+    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.inner.read(fd, buf)
+    }
+    fn wait_readable(
+        &self,
+        fd: BorrowedFd<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<Readiness, Errno> {
+        self.inner.wait_readable(fd, timeout)
+    }
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+        self.inner.set_nonblocking(fd, nonblocking)
+    }
+    fn mmap(
+        &self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        prot: Protection,
+    ) -> Result<Mapping, Errno> {
+        self.inner.mmap(fd, len, offset, prot)
+    }
+    fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
+        self.inner.netlink_rdma(request, on_message)
+    }
+    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
+        self.inner.read_to_string(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
+        self.inner.read_dir(path)
+    }
+}
+
+fn open_refusing(model: &Mlx5Model) -> (Context, Arc<Refusing>) {
+    let k = Arc::new(Refusing {
+        inner: model.dyn_kernel(),
+        refuse: AtomicBool::new(false),
+    });
+    let ctx = Context::open_with(k.clone(), None).unwrap_or_else(|e| panic!("open: {e}"));
+    (ctx, k)
+}
+
+/// Whether `addr` lies in one of this process's mappings.
+fn mapped(addr: u64) -> bool {
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    maps.lines().any(|line| {
+        let range = line.split_whitespace().next().unwrap_or("");
+        let (lo, hi) = range.split_once('-').unwrap_or(("0", "0"));
+        let lo = u64::from_str_radix(lo, 16).unwrap_or(0);
+        let hi = u64::from_str_radix(hi, 16).unwrap_or(0);
+        (lo..hi).contains(&addr)
+    })
+}
+
+fn poll_one(model: &Mlx5Model, cq: &mut uverbs::CompletionQueue) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default(); 1];
+    for _ in 0..1000 {
+        model.process();
+        if cq.poll(&mut wc) == 1 {
+            return wc[0];
+        }
+    }
+    panic!("no completion");
+}
+
+/// A QP, an SRQ, a CQ and an MR whose destroys are refused: their queue
+/// buffers, doorbell records and the MR's memory stay mapped, and the
+/// device keeps using them; the QP's work still executes from its buffer
+/// and completes under its own number on the CQ the program still polls.
+#[test]
+fn a_refused_destroy_leaves_the_device_memory_mapped_and_in_use() {
+    let model = fake_mlx5();
+    let (ctx, refusing) = open_refusing(&model);
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let lone_cq = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let srq = pd
+        .create_srq(SrqAttr {
+            max_wr: 8,
+            max_sge: 1,
+            srq_limit: 0,
+        })
+        .unwrap();
+    let all = AccessFlags::LOCAL_WRITE
+        | AccessFlags::REMOTE_WRITE
+        | AccessFlags::REMOTE_READ
+        | AccessFlags::REMOTE_ATOMIC;
+    let mr = pd.alloc_mr(4096, all).unwrap();
+    let target = pd.alloc_mr(4096, all).unwrap();
+    let mut a = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 0));
+    let b = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 0));
+    let g = gid(&ctx);
+    connect(&a, b.qp_num(), g, 7);
+    connect(&b, a.qp_num(), g, 7);
+
+    let qp_info = model.qp(a.qp_num()).expect("QP a in the model");
+    let cq_info = model
+        .cq(model.cqn_of_handle(lone_cq.handle()).unwrap())
+        .unwrap();
+    let srq_info = model.srq(srq.srq_num()).expect("SRQ in the model");
+    let mr_addr = mr.addr();
+
+    // Work the device has not executed yet when the QP's handle goes.
+    mr.write(0, b"still here").unwrap();
+    let qp_num = a.qp_num();
+    let sge = [mr.sge(0, 10).unwrap()];
+    let mut wr = SendWr::new(
+        42,
+        SendOp::RdmaWrite {
+            remote_addr: target.addr(),
+            rkey: target.rkey(),
+        },
+        &sge,
+    );
+    wr.flags = uverbs::SendFlags::SIGNALED;
+    a.post_send(&[wr]).unwrap();
+
+    refusing.refuse.store(true, Ordering::SeqCst);
+    drop(a);
+    assert!(
+        srq.destroy().is_err(),
+        "the transport refuses the SRQ's destroy"
+    );
+    drop(lone_cq);
+    drop(mr);
+    refusing.refuse.store(false, Ordering::SeqCst);
+
+    for (what, addr) in [
+        ("QP buffer", qp_info.buf),
+        ("QP doorbell record", qp_info.db),
+        ("CQ buffer", cq_info.buf),
+        ("CQ doorbell record", cq_info.db),
+        ("SRQ buffer", srq_info.buf),
+        ("SRQ doorbell record", srq_info.db),
+        ("MR memory", mr_addr),
+    ] {
+        assert!(mapped(addr), "the {what} at {addr:#x} was unmapped");
+    }
+
+    // The device still runs the QP from its buffer and completes the work
+    // under the QP's number (its user index was not given back).
+    let wc = poll_one(&model, &mut cq);
+    assert_eq!(
+        (wc.wr_id, wc.status, wc.opcode, wc.qp_num),
+        (42, WcStatus::SUCCESS, WcOpcode::RDMA_WRITE, qp_num)
+    );
+    let mut got = [0u8; 10];
+    target.read(0, &mut got).unwrap();
+    assert_eq!(&got, b"still here");
+
+    // The device writes the refused CQ: into memory the library kept.
+    let mut cqe = [0u8; 64];
+    cqe[63] = 0xf0; // an invalid CQE's opcode: nothing else reads it
+    assert!(
+        model.inject_cqe(cq_info.cqn, cqe),
+        "the CQ lives on in the model"
+    );
+
+    // A QP made now gets neither the leaked QP's user index nor its bfreg.
+    let c = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 0));
+    let c_info = model.qp(c.qp_num()).unwrap();
+    assert_ne!(c_info.uidx, qp_info.uidx, "user index reused");
+    assert!(
+        c_info.bfreg_index.is_none() || c_info.bfreg_index != qp_info.bfreg_index,
+        "bfreg reused"
+    );
+    drop(c);
+    drop(b);
+}
