@@ -109,15 +109,46 @@ impl Destroy for MrInner {
 /// # Concurrent access
 ///
 /// A region is `Clone + Send + Sync`: several threads may read and write
-/// it, and the device writes it when it likes. Every access the region
-/// offers is therefore atomic (relaxed 8-byte and byte accesses for the
-/// copies, acquire/release for [`MemoryRegion::read_u8`] and
-/// [`MemoryRegion::write_u8`]), so overlapping accesses are never undefined
-/// behaviour: a copy racing a writer may see some words old and some new,
-/// and programs order their accesses as with any shared buffer (a
-/// completion, a flag byte, a lock). Through [`MemoryRegion::as_ptr`] the
-/// same rule is the caller's: atomics, or accesses it knows do not overlap
-/// any other.
+/// it, and the device writes it when it likes. Rust's memory model (the
+/// [`std::sync::atomic`] module documentation, "Memory model for atomic
+/// accesses") makes two kinds of unordered overlapping access undefined
+/// behaviour: a data race (one of the accesses non-atomic), and a
+/// mixed-size race (atomic accesses of different sizes to overlapping
+/// bytes, unless both are reads).
+///
+/// Every access the crate makes to region memory ([`MemoryRegion::write`],
+/// [`MemoryRegion::read`], [`MemoryRegion::fill`],
+/// [`MemoryRegion::read_u8`], [`MemoryRegion::write_u8`], and the in-process
+/// test device) is therefore of one kind: an atomic access of 8 bytes to
+/// the aligned word that contains the bytes concerned (the region starts
+/// page-aligned, so these are the words at offsets that are multiples of
+/// 8). The copies use relaxed loads and stores, and a compare-exchange for a
+/// word they cover only partly, which changes only the bytes in the range.
+/// `read_u8` is an acquire load of the word and `write_u8` a release
+/// compare-exchange. Two such accesses either access exactly the same 8
+/// bytes or are disjoint, and neither is non-atomic, so neither kind of
+/// race can occur between these methods on any threads, whatever the
+/// offsets and lengths. What is promised is exactly that, plus:
+///
+/// - each 8-byte word is read and written whole, so a copy racing a
+///   writer of the same bytes may see some words old and some new;
+/// - a write to part of a word never undoes a concurrent write to the
+///   word's other bytes, by another thread or (with cache-coherent DMA)
+///   the device;
+/// - programs order their accesses as with any shared buffer (a
+///   completion, a flag byte, a lock).
+///
+/// The device's DMA is outside the Rust abstract machine, as before: its
+/// writes cannot make these accesses undefined, and what a copy sees of
+/// them is ordered as the methods' "Ordering with the device" notes say.
+///
+/// Through [`MemoryRegion::as_ptr`] the rule is the caller's. Unless it is
+/// ordered with every method call that may touch the same bytes, an access
+/// must be an aligned 8-byte atomic access to a whole word (such as
+/// [`AtomicU64::from_ptr`](std::sync::atomic::AtomicU64::from_ptr) at a
+/// multiple of 8). A byte or `u32` atomic is not enough, even to bytes
+/// outside the ranges the methods are given: `write` of bytes 5..9 also
+/// accesses bytes 0..16.
 #[derive(Debug, Clone)]
 pub struct MemoryRegion {
     inner: Arc<Owned<MrInner>>,
@@ -168,7 +199,17 @@ impl ProtectionDomain {
     /// accessed through Rust references (`&`/`&mut`, slices, `Vec`s) while the
     /// region exists, because the device may read and (with write access)
     /// write it at any time. Access it through raw pointers only, or keep it
-    /// for the device alone.
+    /// for the device alone. The region exists until its deregistration
+    /// succeeds: if the kernel refuses it (at `destroy` and again at the
+    /// drop), the region lives on with the context, and so does this
+    /// promise (memory the library allocated is leaked in that case).
+    ///
+    /// Under the mlx5 device model (feature `test-utils`), which plays the
+    /// device in this process, the same holds for the aligned 8-byte words
+    /// that contain the range's first and last bytes: the model writes
+    /// memory with whole-word atomics (`MemoryRegion`'s copies), so a byte
+    /// of such a word outside the range must not be accessed concurrently
+    /// except by 8-byte atomics. A real device's DMA has no such rule.
     #[doc(alias = "ibv_reg_mr")]
     pub unsafe fn register_raw(
         &self,
@@ -330,10 +371,11 @@ impl MemoryRegion {
     }
 
     /// A pointer to the first byte of memory the crate allocated
-    /// ([`ProtectionDomain::alloc_mr`]); `None` for other regions. Accesses
-    /// through it must keep the rule of "Concurrent access" on
-    /// [`MemoryRegion`]: no reference into the region, and no plain access
-    /// that may overlap another thread's or the device's.
+    /// ([`ProtectionDomain::alloc_mr`]; page-aligned); `None` for other
+    /// regions. Accesses through it must keep the rule of "Concurrent
+    /// access" on [`MemoryRegion`]: no reference into the region, and
+    /// nothing but aligned 8-byte atomic accesses to whole words that
+    /// another thread or the device may access at the same time.
     pub fn as_ptr(&self) -> Option<*mut u8> {
         match &self.inner.backing {
             Backing::Owned(map) => Some(map.as_mut_ptr()),
@@ -402,20 +444,24 @@ impl MemoryRegion {
 
     /// Copies `data` into the region at `offset`.
     ///
-    /// The copy is made of relaxed atomic accesses (see "Concurrent access"
-    /// on [`MemoryRegion`]): clones of this handle on other threads
-    /// and the device may use the same bytes meanwhile without undefined
-    /// behaviour; ordering them is the program's protocol. Ordering with
-    /// the device: write before posting the work request that sends it
-    /// (posting publishes it with release ordering).
+    /// The copy is made of relaxed atomic accesses to the 8-byte words the
+    /// bytes are in (see "Concurrent access" on [`MemoryRegion`]): clones
+    /// of this handle on other threads and the device may use the same
+    /// bytes meanwhile without undefined behaviour; ordering them is the
+    /// program's protocol. Ordering with the device: write before posting
+    /// the work request that sends it (posting publishes it with release
+    /// ordering).
     #[inline]
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<()> {
         let op = "MemoryRegion::write";
         self.check_range(op, offset, data.len())?;
         let base = self.owned_ptr(op)?;
         // SAFETY: `offset..offset + data.len()` is inside the mapping this
-        // region owns (checked above), which stays mapped while `self` lives;
-        // every access the crate makes to it is atomic (`shared_memory`).
+        // region owns (checked above), which stays mapped while `self` lives.
+        // The mapping is page-aligned, so the range's containing 8-byte
+        // words are inside its pages too, and the crate accesses them only
+        // through `shared_memory` (the program, through `as_ptr`, only with
+        // aligned 8-byte atomics: "Concurrent access").
         unsafe { shared_memory::copy_in(base.add(offset), data) };
         Ok(())
     }
@@ -443,24 +489,26 @@ impl MemoryRegion {
         Ok(u64::from_ne_bytes(b))
     }
 
-    /// Reads the byte at `offset` with one acquire load: the cheap way to
-    /// busy-poll for a byte the device writes (perftest's write-lat spin).
-    /// Reads made after it are not performed before it, so data that was
-    /// complete when the flag was written (a peer's RDMA write lands in
-    /// order, flag last) is seen complete; between threads it pairs with
-    /// [`MemoryRegion::write_u8`].
+    /// Reads the byte at `offset` with one acquire load (of its 8-byte
+    /// word): the cheap way to busy-poll for a byte the device writes
+    /// (perftest's write-lat spin). Reads made after it are not performed
+    /// before it, so data that was complete when the flag was written (a
+    /// peer's RDMA write lands in order, flag last) is seen complete;
+    /// between threads it pairs with [`MemoryRegion::write_u8`].
     #[inline]
     pub fn read_u8(&self, offset: usize) -> Result<u8> {
         match self.owned_byte(offset) {
             // SAFETY: `p` is inside the live mapping this region owns
-            // (`owned_byte`); the access is atomic (`shared_memory`).
+            // (`owned_byte`), and so is its containing 8-byte word (the
+            // mapping is page-aligned); accessed as in `write`.
             Some(p) => Ok(unsafe { shared_memory::load_u8(p) }),
             None => Err(self.byte_error("MemoryRegion::read_u8", offset)),
         }
     }
 
-    /// Writes the byte at `offset` with one release store: what was
-    /// written before it is visible to a thread whose
+    /// Writes the byte at `offset` with release ordering (a
+    /// compare-exchange of its 8-byte word that changes only this byte):
+    /// what was written before it is visible to a thread whose
     /// [`MemoryRegion::read_u8`] sees it.
     ///
     /// Ordering with the device: as [`MemoryRegion::write`].
@@ -482,8 +530,8 @@ impl MemoryRegion {
         let op = "MemoryRegion::fill";
         self.check_range(op, offset, len)?;
         let base = self.owned_ptr(op)?;
-        // SAFETY: in bounds of the live mapping (checked above); atomic
-        // accesses (`shared_memory`).
+        // SAFETY: in bounds of the live mapping (checked above), with the
+        // containing words; as in `write`.
         unsafe { shared_memory::fill(base.add(offset), len, byte) };
         Ok(())
     }

@@ -61,8 +61,15 @@ impl Hca {
         // create time (live until the CQ is destroyed, which removes it
         // here first). The body is written first, then `op_own` with a
         // release store: the library reads `op_own` first, with acquire.
+        // The library polls `op_own` with 1-byte atomic loads while this
+        // runs, so no access here spans it: the words before byte 56 are
+        // written whole (`memory::write`, 8-byte atomics), the 7 bytes that
+        // share `op_own`'s word one byte at a time.
         unsafe {
-            memory::write(at, &bytes[..63]);
+            memory::write(at, &bytes[..56]);
+            for (i, &b) in bytes[56..63].iter().enumerate() {
+                memory::store_u8(at + 56 + i as u64, b);
+            }
             memory::store_release_u8(at + 63, (bytes[63] & !1) | owner);
         }
         cq.pi = cq.pi.wrapping_add(1);

@@ -45,6 +45,17 @@ pub(crate) unsafe fn write(addr: u64, bytes: &[u8]) {
     unsafe { crate::shared_memory::copy_in(addr as *mut u8, bytes) };
 }
 
+/// Stores one byte with a relaxed 1-byte atomic store (the bytes of a
+/// CQE's last word, beside `op_own`, which the library polls byte-wide).
+///
+/// # Safety
+/// As [`write`]; every concurrent access to the byte is 1 byte wide.
+pub(crate) unsafe fn store_u8(addr: u64, v: u8) {
+    // SAFETY: the caller guarantees the byte is live and writable and
+    // accessed byte-wide by whoever races on it.
+    unsafe { AtomicU8::from_ptr(addr as *mut u8) }.store(v, Ordering::Relaxed);
+}
+
 /// Stores one byte with release ordering (a CQE's `op_own`, written last).
 ///
 /// # Safety
