@@ -45,6 +45,8 @@ fn open_devx(model: &Mlx5Model) -> Context {
 
 #[path = "shared/devx_overrun.rs"]
 mod devx_overrun;
+#[path = "shared/devx_umem.rs"]
+mod devx_umem;
 
 /// The hardware suite's DevX scenario (rdma-core's
 /// `test_mlx5_devx_async_events.py`) on the device model, whose firmware
@@ -72,6 +74,168 @@ fn a_devx_cq_overrun_on_purpose_reports_cq_error_by_cookie_and_by_eventfd() {
     assert_eq!(model.violations(), Vec::<String>::new());
 }
 
+/// How many `UMEM_DEREG` commands the model received.
+fn umem_deregs(model: &Mlx5Model) -> usize {
+    model
+        .kernel
+        .ioctls()
+        .iter()
+        .filter(|s| {
+            (s.object, s.method)
+                == (
+                    abi::MLX5_IB_OBJECT_DEVX_UMEM,
+                    abi::MLX5_IB_METHOD_DEVX_UMEM_DEREG,
+                )
+        })
+        .count()
+}
+
+/// The safe API keeps a DevX CQ's memory for as long as the CQ: a CQ made
+/// with `obj_create`, whose command names its buffer and doorbell UMEMs by
+/// id only, keeps both although their handles are dropped first (no
+/// deregistration reaches the kernel while it lives), the device's CQEs
+/// land in that memory, and the UMEMs go once the CQ is destroyed
+/// (`tests/shared/devx_umem.rs`, also in the hardware suite).
+#[test]
+fn a_devx_cq_keeps_the_umems_its_command_names() {
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let mlx5 = ctx.mlx5().unwrap();
+    let devx = mlx5.devx().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let pdn = mlx5.pd_number(&pd).unwrap();
+    devx_umem::cq_keeps_the_umems_its_command_names(
+        &devx,
+        pdn,
+        &|| assert_eq!(model.process(), 4, "the 4 NOPs"),
+        &|| {
+            assert_eq!(umem_deregs(&model), 0, "no deregistration yet");
+            assert_eq!(
+                model.devx_counts(),
+                (2, 4),
+                "the CQ and the QP, the 4 UMEMs they name"
+            );
+        },
+    );
+    assert_eq!(model.devx_counts(), (0, 0), "destroyed, then deregistered");
+    assert_eq!(umem_deregs(&model), 4, "each UMEM once, after its object");
+    assert_eq!(model.violations(), Vec::<String>::new());
+}
+
+/// The model's firmware refuses `DESTROY_UMEM` while a DevX object's create
+/// command names the UMEM (`EINVAL`: `BAD_RES_STATE` through
+/// `mlx5_cmd_exec`), and the library's deregistration that fails that way
+/// leaks the memory instead of giving it back: a CQ created by a raw
+/// `OBJ_CREATE` the library never sees still receives its CQEs in the
+/// memory of a UMEM whose handle was dropped (`tests/shared/devx_umem.rs`,
+/// also in the hardware suite, where it reports the firmware's answer).
+#[test]
+fn a_refused_umem_deregistration_leaks_the_memory_the_device_still_writes() {
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let mlx5 = ctx.mlx5().unwrap();
+    let devx = mlx5.devx().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let pdn = mlx5.pd_number(&pd).unwrap();
+    let k = model.dyn_kernel();
+    let refused = devx_umem::umem_dereg_while_a_cq_uses_it(&devx, &*k, pdn, &|| {
+        assert_eq!(model.process(), 4, "the 4 NOPs")
+    });
+    assert_eq!(
+        refused,
+        Errno::EINVAL,
+        "BAD_RES_STATE, as cmd_status_to_err maps it"
+    );
+    // The hand-made UMEM's refused and final deregistrations, the library
+    // UMEM's refused one, the QP's two.
+    assert_eq!(umem_deregs(&model), 5);
+    assert_eq!(
+        model.devx_counts(),
+        (0, 1),
+        "the library UMEM stays registered, its memory leaked, until the context goes"
+    );
+    assert_eq!(model.violations(), Vec::<String>::new());
+}
+
+/// A UAR is freed under a DevX QP that rings it, without refusal: the
+/// kernel's `UAR_OBJ_DESTROY` cannot fail (`main.c` `mmap_obj_cleanup`
+/// returns 0; the firmware's `DEALLOC_UAR` waits for the page's last
+/// mapping, `mlx5_ib_mmap_free`, and its answer is ignored). A QP made with
+/// `obj_create` names its UAR by page id only, and the library frees a
+/// dropped `DevxUar` at once: the page holds the CPU's doorbell registers,
+/// which the device never writes, so no memory is at stake
+/// (`obj_create_using` keeps a UAR for as long as the object, for a program
+/// that rings it).
+#[test]
+#[allow(unsafe_code)] // a UAR object allocated and destroyed by hand
+fn a_uar_freed_under_a_devx_qp_is_never_refused() {
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let mlx5 = ctx.mlx5().unwrap();
+    let devx = mlx5.devx().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let pdn = mlx5.pd_number(&pd).unwrap();
+    let (buf, dbr) = (
+        devx.umem_reg(64 << 4, UmemAccess::LOCAL_WRITE).unwrap(),
+        devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap(),
+    );
+    let cq_uar = devx.alloc_uar(UarKind::NonCached).unwrap();
+    let eqn = devx.query_eqn(0).unwrap();
+    let cmd = devx_overrun::create_cq_in(4, buf.id(), dbr.id(), cq_uar.page_id(), eqn);
+    let mut out = vec![0u8; 16];
+    let cq = devx.obj_create_using(&cmd, &mut out, &[&cq_uar]).unwrap();
+    let cqn = CmdOut::read(&out).unwrap().obj_id & 0x00ff_ffff;
+    let sq = devx
+        .umem_reg(64 << devx_overrun::LOG_SQ_WQEBB, UmemAccess::LOCAL_WRITE)
+        .unwrap();
+    let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
+    let k = model.dyn_kernel();
+    let uar_cmd = |method| {
+        uverbs::ioctl::IoctlCmd::new(abi::MLX5_IB_OBJECT_UAR, method, abi::RDMA_DRIVER_MLX5)
+    };
+
+    // The kernel's answer, on a UAR object of the test's own.
+    let (mut offset, mut length, mut page) = ([0u8; 8], [0u8; 4], [0u8; 4]);
+    let mut alloc = uar_cmd(abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC);
+    let at = alloc.new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE);
+    alloc.const_in(
+        abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_TYPE,
+        u64::from(abi::MLX5_IB_UAPI_UAR_ALLOC_TYPE_NC),
+    );
+    alloc.output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET, &mut offset);
+    alloc.output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH, &mut length);
+    alloc.output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &mut page);
+    // SAFETY: no address; the new UAR object is the test's own.
+    unsafe { k.ioctl(ctx.cmd_fd(), &mut alloc) }.unwrap();
+    let handle = alloc.new_handle(at);
+    drop(alloc);
+    let page = u32::from_ne_bytes(page);
+    let cmd = devx_overrun::create_qp_in(pdn, cqn, sq.id(), qp_dbr.id(), page);
+    let qp = devx.obj_create(&cmd, &mut out).unwrap();
+    let mut destroy = uar_cmd(abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY);
+    destroy.object(abi::MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, handle);
+    // SAFETY: no address; the handle is the test's own UAR object.
+    let destroyed = unsafe { k.ioctl(ctx.cmd_fd(), &mut destroy) };
+    assert_eq!(destroyed, Ok(()), "UAR_OBJ_DESTROY under a live QP");
+    qp.destroy().unwrap();
+
+    // The library's: a DevxUar a QP names by page id only goes at once.
+    let uar = devx.alloc_uar(UarKind::NonCached).unwrap();
+    let cmd = devx_overrun::create_qp_in(pdn, cqn, sq.id(), qp_dbr.id(), uar.page_id());
+    let qp = devx.obj_create(&cmd, &mut out).unwrap();
+    drop(uar);
+    let last = last_ioctl(&model);
+    assert_eq!(
+        (last.object, last.method),
+        (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY),
+        "freed while the QP lives"
+    );
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    drop((buf, dbr, sq, qp_dbr));
+    assert_eq!(model.devx_counts(), (0, 0));
+}
+
 /// The model's firmware refuses a QP context with a field out of place
 /// (here `pm_state` left 0): BAD_PARAM, its syndrome naming the field's bit
 /// offset, so a wrong offset in the scenario above cannot pass unseen.
@@ -80,8 +244,8 @@ fn the_models_firmware_refuses_a_qp_context_field_out_of_place() {
     let model = fake_mlx5();
     let ctx = open_devx(&model);
     let devx = ctx.mlx5().unwrap().devx().unwrap();
-    let mut cmd = mailbox(CmdIn::new(0x500), 0x780 / 8);
-    devx_overrun::set(&mut cmd, 0x760, 1, 1); // wq_umem_valid
+    let mut cmd = mailbox(CmdIn::new(0x500), 0x880 / 8);
+    devx_overrun::set(&mut cmd, 0x860, 1, 1); // wq_umem_valid
     let mut out = vec![0u8; 16];
     let err = devx.obj_create(&cmd, &mut out).unwrap_err();
     let fw = err.firmware_status().expect("a firmware failure");

@@ -58,7 +58,11 @@ mod op {
 
 /// Bit offsets in `create_qp_in` and in the QP modify commands: the QP
 /// context starts at 0xc0, and its fields (`qpc`, with the primary address
-/// path `ads` at 0xc0 of it) follow.
+/// path `ads` at 0xc0 of it) follow. Each address path is 0x160 bits (its
+/// 128-bit `rgid_rip` comes before `vhca_port_num`), so the fields after
+/// the two paths start at 0x380 of the context, and the WQ UMEM follows the
+/// 0x740-bit context (rdma-core `mlx5_ifc.h` `create_qp_in`, `qpc`, `ads`;
+/// `tests/mlx5_prm_structs.py` `SwAds`, `CreateQpIn`).
 mod qpc {
     pub const AT: usize = 0xc0;
     pub const ST: usize = AT + 0x08;
@@ -70,19 +74,19 @@ mod qpc {
     pub const TS_FORMAT: usize = AT + 0x58;
     pub const UAR_PAGE: usize = AT + 0x68;
     pub const PKEY_INDEX: usize = AT + 0xc0 + 0x10;
-    pub const VHCA_PORT_NUM: usize = AT + 0xc0 + 0xa8;
-    pub const NEXT_SEND_PSN: usize = AT + 0x2c8;
-    pub const CQN_SND: usize = AT + 0x2e8;
-    pub const CQN_RCV: usize = AT + 0x3e8;
-    pub const Q_KEY: usize = AT + 0x440;
-    pub const RQ_TYPE: usize = AT + 0x465;
-    pub const DBR_UMEM_VALID: usize = AT + 0x583;
-    pub const DBR_UMEM_ID: usize = AT + 0x620;
-    /// `create_qp_in` after the context.
-    pub const WQ_UMEM_ID: usize = 0x740;
-    pub const WQ_UMEM_VALID: usize = 0x760;
-    /// Bytes of `create_qp_in` and of the modify commands (0x780 bits).
-    pub const CMD_LEN: usize = 0x780 / 8;
+    pub const VHCA_PORT_NUM: usize = AT + 0xc0 + 0x128;
+    pub const NEXT_SEND_PSN: usize = AT + 0x3c8;
+    pub const CQN_SND: usize = AT + 0x3e8;
+    pub const CQN_RCV: usize = AT + 0x4e8;
+    pub const Q_KEY: usize = AT + 0x540;
+    pub const RQ_TYPE: usize = AT + 0x565;
+    pub const DBR_UMEM_VALID: usize = AT + 0x683;
+    pub const DBR_UMEM_ID: usize = AT + 0x720;
+    /// `create_qp_in` after the context (and `wq_umem_offset`).
+    pub const WQ_UMEM_ID: usize = 0x840;
+    pub const WQ_UMEM_VALID: usize = 0x860;
+    /// Bytes of `create_qp_in` and of the modify commands (0x880 bits).
+    pub const CMD_LEN: usize = 0x880 / 8;
     /// `MLX5_QPC_ST_UD`, `MLX5_QPC_PM_STATE_MIGRATED`,
     /// `MLX5_QPC_RQ_TYPE_ZERO_SIZE_RQ`, the default timestamp format.
     pub const ST_UD: u64 = 0x2;
@@ -94,7 +98,7 @@ mod qpc {
 /// CQEs of the DevX CQ (log 6) and send WQE basic blocks of the DevX QP
 /// (log 8); the overrun posts twice as many NOPs as the CQ holds.
 const LOG_NCQE: u32 = 6;
-const LOG_SQ_WQEBB: u32 = 8;
+pub const LOG_SQ_WQEBB: u32 = 8;
 const NOPS: u32 = 2 << LOG_NCQE;
 /// The send doorbell register of a UAR page (`MLX5_BF_OFFSET`), and the
 /// send counter's word in the doorbell record (`MLX5_SND_DBR`).
@@ -102,67 +106,74 @@ const UAR_DB: usize = 0x800;
 const SND_DBR: usize = 1;
 const CQ_OVERRUN: u8 = 1;
 
-/// A DevX CQ on UMEM + EQN + UAR and a DevX UD QP in RTS whose send
-/// completions go to it; the UMEMs and UARs stay alive with the objects.
-pub struct DevxCqQp {
-    qp: DevxObj,
-    qpn: u32,
-    cq: DevxObj,
-    cqn: u32,
-    sq: DevxUmem,
-    qp_dbr: DevxUmem,
-    qp_uar: DevxUar,
+/// The `CREATE_CQ` mailbox (`create_cq_in`: the CQ context at 0x80; `cqc`
+/// fields) of a CQ of `2^log_ncqe` 64-byte CQEs in UMEM `buf_umem`, its
+/// doorbell record in UMEM `dbr_umem`, armed on UAR page `uar_page`, its
+/// events to EQ `eqn`.
+pub fn create_cq_in(
+    log_ncqe: u32,
+    buf_umem: u32,
+    dbr_umem: u32,
+    uar_page: u32,
+    eqn: u32,
+) -> Vec<u8> {
+    let mut cmd = vec![0u8; 272];
+    CmdIn::new(op::CREATE_CQ).write(&mut cmd);
+    let cqc = 0x80;
+    set(&mut cmd, cqc + 0x06, 1, 1); // dbr_umem_valid
+    set(&mut cmd, cqc + 0x20, 32, u64::from(dbr_umem));
+    set(&mut cmd, cqc + 0x63, 5, u64::from(log_ncqe));
+    set(&mut cmd, cqc + 0x68, 24, u64::from(uar_page));
+    set(&mut cmd, cqc + 0xb8, 8, u64::from(eqn));
+    set(&mut cmd, 0x2c0, 32, u64::from(buf_umem)); // cq_umem_id
+    set(&mut cmd, 0x2e0, 1, 1); // cq_umem_valid
+    cmd
 }
 
-impl DevxCqQp {
-    pub fn new(devx: &Devx, pdn: u32) -> Self {
-        // The CQ (`create_cq_in`: the CQ context at 0x80; `cqc` fields).
-        let buf = devx
-            .umem_reg(64 << LOG_NCQE, UmemAccess::LOCAL_WRITE)
-            .unwrap();
-        let dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
-        let uar = devx.alloc_uar(UarKind::NonCached).unwrap();
-        let eqn = devx.query_eqn(0).unwrap();
-        let mut cmd = vec![0u8; 272];
-        CmdIn::new(op::CREATE_CQ).write(&mut cmd);
-        let cqc = 0x80;
-        set(&mut cmd, cqc + 0x06, 1, 1); // dbr_umem_valid
-        set(&mut cmd, cqc + 0x20, 32, u64::from(dbr.id()));
-        set(&mut cmd, cqc + 0x63, 5, u64::from(LOG_NCQE));
-        set(&mut cmd, cqc + 0x68, 24, u64::from(uar.page_id()));
-        set(&mut cmd, cqc + 0xb8, 8, u64::from(eqn));
-        set(&mut cmd, 0x2c0, 32, u64::from(buf.id())); // cq_umem_id
-        set(&mut cmd, 0x2e0, 1, 1); // cq_umem_valid
-        let mut out = vec![0u8; 16];
-        let cq = devx
-            .obj_create_using(&cmd, &mut out, &[&buf, &dbr, &uar])
-            .unwrap_or_else(|e| panic!("DevX CREATE_CQ: {e}"));
-        let cqn = CmdOut::read(&out).unwrap().obj_id & 0x00ff_ffff;
+/// The `CREATE_QP` mailbox of a UD QP with a send queue of
+/// `2^LOG_SQ_WQEBB` basic blocks in UMEM `sq_umem` (no receive queue), its
+/// doorbell record in UMEM `dbr_umem`, rung on UAR page `uar_page`, on PD
+/// `pdn`, completing to CQ `cqn`.
+pub fn create_qp_in(pdn: u32, cqn: u32, sq_umem: u32, dbr_umem: u32, uar_page: u32) -> Vec<u8> {
+    let mut cmd = vec![0u8; qpc::CMD_LEN];
+    CmdIn::new(op::CREATE_QP).write(&mut cmd);
+    set(&mut cmd, qpc::ST, 8, qpc::ST_UD);
+    set(&mut cmd, qpc::PM_STATE, 2, qpc::PM_MIGRATED);
+    set(&mut cmd, qpc::PD, 24, u64::from(pdn));
+    set(&mut cmd, qpc::LOG_SQ_SIZE, 4, u64::from(LOG_SQ_WQEBB));
+    set(&mut cmd, qpc::TS_FORMAT, 2, qpc::TS_DEFAULT);
+    set(&mut cmd, qpc::UAR_PAGE, 24, u64::from(uar_page));
+    set(&mut cmd, qpc::CQN_SND, 24, u64::from(cqn));
+    set(&mut cmd, qpc::CQN_RCV, 24, u64::from(cqn));
+    set(&mut cmd, qpc::RQ_TYPE, 3, qpc::RQ_ZERO_SIZE);
+    set(&mut cmd, qpc::DBR_UMEM_VALID, 1, 1);
+    set(&mut cmd, qpc::DBR_UMEM_ID, 32, u64::from(dbr_umem));
+    set(&mut cmd, qpc::WQ_UMEM_ID, 32, u64::from(sq_umem));
+    set(&mut cmd, qpc::WQ_UMEM_VALID, 1, 1);
+    cmd
+}
 
-        // The UD QP: a send queue only, its completions to the CQ.
+/// A DevX UD QP in RTS (a send queue only) on a verbs PD, whose send
+/// completions go to CQ `cqn`; its UMEMs and UAR stay alive with it.
+pub struct DevxQp {
+    qp: DevxObj,
+    pub qpn: u32,
+    sq: DevxUmem,
+    dbr: DevxUmem,
+    uar: DevxUar,
+}
+
+impl DevxQp {
+    pub fn new(devx: &Devx, pdn: u32, cqn: u32) -> Self {
         let sq = devx
             .umem_reg(64 << LOG_SQ_WQEBB, UmemAccess::LOCAL_WRITE)
             .unwrap();
-        let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
-        let qp_uar = devx.alloc_uar(UarKind::NonCached).unwrap();
-        let mut cmd = vec![0u8; qpc::CMD_LEN];
-        CmdIn::new(op::CREATE_QP).write(&mut cmd);
-        set(&mut cmd, qpc::ST, 8, qpc::ST_UD);
-        set(&mut cmd, qpc::PM_STATE, 2, qpc::PM_MIGRATED);
-        set(&mut cmd, qpc::PD, 24, u64::from(pdn));
-        set(&mut cmd, qpc::LOG_SQ_SIZE, 4, u64::from(LOG_SQ_WQEBB));
-        set(&mut cmd, qpc::TS_FORMAT, 2, qpc::TS_DEFAULT);
-        set(&mut cmd, qpc::UAR_PAGE, 24, u64::from(qp_uar.page_id()));
-        set(&mut cmd, qpc::CQN_SND, 24, u64::from(cqn));
-        set(&mut cmd, qpc::CQN_RCV, 24, u64::from(cqn));
-        set(&mut cmd, qpc::RQ_TYPE, 3, qpc::RQ_ZERO_SIZE);
-        set(&mut cmd, qpc::DBR_UMEM_VALID, 1, 1);
-        set(&mut cmd, qpc::DBR_UMEM_ID, 32, u64::from(qp_dbr.id()));
-        set(&mut cmd, qpc::WQ_UMEM_ID, 32, u64::from(sq.id()));
-        set(&mut cmd, qpc::WQ_UMEM_VALID, 1, 1);
+        let dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
+        let uar = devx.alloc_uar(UarKind::NonCached).unwrap();
+        let cmd = create_qp_in(pdn, cqn, sq.id(), dbr.id(), uar.page_id());
         let mut out = vec![0u8; 16];
         let qp = devx
-            .obj_create_using(&cmd, &mut out, &[&sq, &qp_dbr, &qp_uar])
+            .obj_create_using(&cmd, &mut out, &[&sq, &dbr, &uar])
             .unwrap_or_else(|e| panic!("DevX CREATE_QP: {e}"));
         let qpn = CmdOut::read(&out).unwrap().obj_id & 0x00ff_ffff;
 
@@ -190,14 +201,12 @@ impl DevxCqQp {
             qp.modify(&cmd, &mut out)
                 .unwrap_or_else(|e| panic!("DevX modify QP {opcode:#x}: {e}"));
         }
-        DevxCqQp {
+        DevxQp {
             qp,
             qpn,
-            cq,
-            cqn,
             sq,
-            qp_dbr,
-            qp_uar,
+            dbr,
+            uar,
         }
     }
 
@@ -228,7 +237,7 @@ impl DevxCqQp {
             last.copy_from_slice(&wqe[..8]);
         }
         uverbs::barrier::udma_to_device_barrier();
-        let dbr = self.qp_dbr.as_ptr().expect("the UMEM's own memory");
+        let dbr = self.dbr.as_ptr().expect("the UMEM's own memory");
         // SAFETY: word `SND_DBR` of the doorbell record is inside the
         // 4096-byte UMEM this struct keeps; the device reads it.
         unsafe {
@@ -237,12 +246,47 @@ impl DevxCqQp {
                 .write_volatile((n & 0xffff).to_be_bytes())
         };
         uverbs::barrier::udma_to_device_barrier();
-        self.qp_uar.write64(UAR_DB, last).unwrap();
+        self.uar.write64(UAR_DB, last).unwrap();
         uverbs::barrier::mmio_flush_writes();
     }
 
     pub fn destroy(self) {
         self.qp.destroy().unwrap();
+    }
+}
+
+/// A DevX CQ on UMEM + EQN + UAR and a DevX UD QP in RTS whose send
+/// completions go to it; the UMEMs and UARs stay alive with the objects.
+pub struct DevxCqQp {
+    qp: DevxQp,
+    cq: DevxObj,
+    cqn: u32,
+}
+
+impl DevxCqQp {
+    pub fn new(devx: &Devx, pdn: u32) -> Self {
+        let buf = devx
+            .umem_reg(64 << LOG_NCQE, UmemAccess::LOCAL_WRITE)
+            .unwrap();
+        let dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
+        let uar = devx.alloc_uar(UarKind::NonCached).unwrap();
+        let eqn = devx.query_eqn(0).unwrap();
+        let cmd = create_cq_in(LOG_NCQE, buf.id(), dbr.id(), uar.page_id(), eqn);
+        let mut out = vec![0u8; 16];
+        let cq = devx
+            .obj_create_using(&cmd, &mut out, &[&buf, &dbr, &uar])
+            .unwrap_or_else(|e| panic!("DevX CREATE_CQ: {e}"));
+        let cqn = CmdOut::read(&out).unwrap().obj_id & 0x00ff_ffff;
+        let qp = DevxQp::new(devx, pdn, cqn);
+        DevxCqQp { qp, cq, cqn }
+    }
+
+    pub fn post_nops(&self, n: u32) {
+        self.qp.post_nops(n);
+    }
+
+    pub fn destroy(self) {
+        self.qp.destroy();
         self.cq.destroy().unwrap();
     }
 }

@@ -75,6 +75,10 @@ impl Devx {
     }
 }
 
+/// The fd, to `poll`/`epoll` for readiness before reading an answer.
+///
+/// Never `read` it yourself: an answer read that way is gone for the
+/// library, and the query that asked for it never gets its result.
 impl AsFd for DevxCmdComp {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

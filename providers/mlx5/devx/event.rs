@@ -195,6 +195,12 @@ impl Devx {
     }
 }
 
+/// The channel's fd, to `poll`/`epoll` for readiness before getting an
+/// event.
+///
+/// Never `read` it yourself: an event read that way is gone for the
+/// library (the kernel hands each record to one reader). DevX events need
+/// no acknowledgement, so no destroy waits for it.
 impl AsFd for DevxEventChannel {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

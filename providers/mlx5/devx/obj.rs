@@ -12,11 +12,15 @@
 //! create time and replays it when the object is destroyed, or when the
 //! context goes.
 
-use std::{any::Any, sync::Arc};
+use std::{
+    any::Any,
+    sync::{Arc, Mutex, PoisonError},
+};
 
 use super::{
     async_cmd::DevxCmdComp,
     cmd::{check_mailboxes, firmware_result},
+    umem::named_by,
     Devx,
 };
 use crate::{
@@ -55,10 +59,13 @@ pub struct DevxObj {
     devx: Devx,
     handle: u32,
     destroyed: bool,
-    _uses: Uses,
+    /// Held until the object is dropped, after its destruction.
+    uses: Mutex<Uses>,
 }
 
-/// The resources an object keeps alive.
+/// The resources an object keeps alive: those passed to
+/// [`Devx::obj_create_using`], and the UMEMs its create and modify commands
+/// name (`umem.rs`).
 struct Uses(Vec<Arc<dyn Any + Send + Sync>>);
 
 impl std::fmt::Debug for Uses {
@@ -72,6 +79,12 @@ impl Devx {
     /// `mlx5dv_devx_obj_create`: `cmd_in` is the command, `cmd_out` gets the
     /// firmware's answer (its header says the new object's id; see
     /// [`CmdOut`](super::CmdOut)).
+    ///
+    /// The object keeps registered every [`DevxUmem`](super::DevxUmem) of
+    /// this context whose id the command names (a CQ's `cq_umem_id` and
+    /// `dbr_umem_id`, a QP's `wq_umem_id`, ...: any big-endian 32-bit word
+    /// of `cmd_in` past its header equal to a live UMEM's id), so dropping
+    /// the UMEM's handle first never gives back memory the device writes.
     #[doc(alias = "mlx5dv_devx_obj_create")]
     pub fn obj_create(&self, cmd_in: &[u8], cmd_out: &mut [u8]) -> Result<DevxObj> {
         self.obj_create_using(cmd_in, cmd_out, &[])
@@ -90,6 +103,10 @@ impl Devx {
         const OP: &str = "MLX5_IB_METHOD_DEVX_OBJ_CREATE";
         check_mailboxes(OP, cmd_in, cmd_out)?;
         let dev = self.device();
+        // Taken before the command: a UMEM it names cannot be deregistered
+        // while the firmware creates the object.
+        let mut uses = named_by(self, cmd_in);
+        uses.extend(resources.iter().map(|r| r.keep_alive()));
         let mut cmd = dev.ioctl_cmd(
             abi::MLX5_IB_OBJECT_DEVX_OBJ,
             abi::MLX5_IB_METHOD_DEVX_OBJ_CREATE,
@@ -105,7 +122,7 @@ impl Devx {
             devx: self.clone(),
             handle,
             destroyed: false,
-            _uses: Uses(resources.iter().map(|r| r.keep_alive()).collect()),
+            uses: Mutex::new(Uses(uses)),
         })
     }
 
@@ -236,10 +253,19 @@ impl DevxObj {
     }
 
     /// Runs a PRM modify command on the object, like `mlx5dv_devx_obj_modify`.
+    /// A UMEM of this context the command names (a CQ moved to a new buffer
+    /// by `MODIFY_CQ`) stays registered until the object is destroyed, as
+    /// for [`Devx::obj_create`].
     #[doc(alias = "mlx5dv_devx_obj_modify")]
     pub fn modify(&self, cmd_in: &[u8], cmd_out: &mut [u8]) -> Result<()> {
+        let named = named_by(&self.devx, cmd_in);
         self.devx
-            .run_on(self.handle, Method::Modify, cmd_in, cmd_out)
+            .run_on(self.handle, Method::Modify, cmd_in, cmd_out)?;
+        if !named.is_empty() {
+            let mut uses = self.uses.lock().unwrap_or_else(PoisonError::into_inner);
+            uses.0.extend(named);
+        }
+        Ok(())
     }
 
     /// Starts a PRM query whose answer (`out_len` bytes of output mailbox,

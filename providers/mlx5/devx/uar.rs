@@ -34,7 +34,10 @@ pub enum UarKind {
 
 /// A UAR page for DevX objects (`struct mlx5dv_devx_uar`). Clones share
 /// it; it is freed when the last clone and the last object created with it
-/// ([`Devx::obj_create_using`]) are gone.
+/// ([`Devx::obj_create_using`]) are gone. An object whose command only
+/// names its page id ([`Devx::obj_create`]) does not keep it: the kernel
+/// frees a UAR under the objects that ring it, and the device never writes
+/// the page.
 #[derive(Debug, Clone)]
 pub struct DevxUar {
     inner: Arc<UarInner>,
@@ -165,7 +168,13 @@ impl Drop for UarInner {
         let dev = self.devx.device();
         let mut cmd = dev.ioctl_cmd(abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY);
         cmd.object(abi::MLX5_IB_ATTR_UAR_OBJ_DESTROY_HANDLE, self.handle);
-        // Best effort: the kernel frees it with the context otherwise.
+        // The kernel never refuses it, objects on the page or not (`main.c`
+        // `mmap_obj_cleanup` returns 0; the firmware's DEALLOC_UAR waits
+        // for the page's last mapping, `mlx5_ib_mmap_free`, its answer
+        // ignored): only a removed device fails it, and then the kernel
+        // has freed it already. The page is the CPU's doorbell registers,
+        // which the device never writes, so nothing is at stake once the
+        // mapping below goes.
         let _ = dev.ioctl(&mut cmd);
     }
 }

@@ -13,12 +13,31 @@
 //! registers the caller's memory under that contract (the one `unsafe`
 //! function of this module, hence its `allow(unsafe_code)`; it has no
 //! `unsafe` block).
+//!
+//! Who keeps the memory while an object uses it. The kernel counts no
+//! users of a UMEM: `UMEM_DEREG` is the firmware's `DESTROY_UMEM`, and the
+//! pages are unpinned as soon as firmware accepts it (`devx.c`
+//! `devx_umem_cleanup`: `mlx5_cmd_exec` of the destroy command built at
+//! registration, then `ib_umem_release`). Whether firmware refuses while a
+//! CQ or QP still names the UMEM is not in any public source (the kernel's
+//! teardown retries refused destroys, `rdma_core.c`
+//! `uverbs_destroy_ufile_hw`, and rdma-core's DevX tests destroy objects
+//! before their UMEMs, `tests/mlx5_base.py`, but neither says what firmware
+//! does with the other order). So the library does not rely on it: an
+//! object keeps alive every UMEM of its context its create command names
+//! (`named_by`, used by [`Devx::obj_create`] and
+//! [`Devx::obj_create_using`]) or that was passed to `obj_create_using`,
+//! and a UMEM is deregistered only after them. When a deregistration fails
+//! anyway (an object made outside this library names the UMEM, and
+//! firmware refused), the memory is leaked, never given back while the
+//! device may still write it.
 #![allow(unsafe_code)]
 
 use std::{
     any::Any,
+    collections::BTreeMap,
     os::fd::{AsRawFd, BorrowedFd},
-    sync::Arc,
+    sync::{Arc, Mutex, MutexGuard, PoisonError, Weak},
 };
 
 use bitflags::bitflags;
@@ -49,8 +68,9 @@ bitflags! {
 }
 
 /// Registered DevX memory (`struct mlx5dv_devx_umem`). Clones share it; it
-/// is deregistered when the last clone and the last object created with it
-/// ([`Devx::obj_create_using`]) are gone.
+/// is deregistered when the last clone and the last object using it are
+/// gone: the objects created with it ([`Devx::obj_create_using`]) and the
+/// objects whose command names its [`id`](DevxUmem::id) ([`Devx::obj_create`]).
 #[derive(Debug, Clone)]
 pub struct DevxUmem {
     inner: Arc<UmemInner>,
@@ -66,6 +86,51 @@ struct UmemInner {
     /// The memory, when this library allocated it (dropped after the
     /// deregistration, in `Drop`).
     memory: Option<DmaBuf>,
+}
+
+/// The UMEMs alive, by context (its address) and UMEM id: what
+/// [`named_by`] finds an object's UMEMs in. An entry whose UMEM is alive
+/// keeps its context alive (through the UMEM's [`Devx`]), so a context's
+/// address is not reused while it has entries that upgrade.
+static LIVE: Mutex<BTreeMap<(usize, u32), Weak<UmemInner>>> = Mutex::new(BTreeMap::new());
+
+fn live() -> MutexGuard<'static, BTreeMap<(usize, u32), Weak<UmemInner>>> {
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The key of `devx`'s context in [`LIVE`].
+fn context_key(devx: &Devx) -> usize {
+    Arc::as_ptr(&devx.ctx.inner) as usize
+}
+
+/// The UMEMs of `devx`'s context that a PRM command names, as references
+/// that keep them registered: every live UMEM whose id is one of the
+/// command's big-endian 32-bit words past the 8-byte header. PRM layouts
+/// give UMEM ids whole aligned words (`cq_umem_id`, `dbr_umem_id`,
+/// `wq_umem_id` and the others of `mlx5_ifc.h`), so no layout is needed
+/// here; a word that equals a UMEM's id by chance only keeps that UMEM
+/// registered until the object is destroyed.
+pub(super) fn named_by(devx: &Devx, cmd: &[u8]) -> Vec<Arc<dyn Any + Send + Sync>> {
+    let key = context_key(devx);
+    let mut found: Vec<Arc<UmemInner>> = Vec::new();
+    {
+        let live = live();
+        for word in cmd.get(8..).unwrap_or_default().chunks_exact(4) {
+            let id = u32::from_be_bytes([word[0], word[1], word[2], word[3]]);
+            found.extend(live.get(&(key, id)).and_then(Weak::upgrade));
+        }
+        // The lock is released before duplicates are dropped: dropping the
+        // last reference deregisters, which takes the lock.
+    }
+    let mut uses: Vec<Arc<UmemInner>> = Vec::with_capacity(found.len());
+    for u in found {
+        if !uses.iter().any(|k| Arc::ptr_eq(k, &u)) {
+            uses.push(u);
+        }
+    }
+    uses.into_iter()
+        .map(|u| u as Arc<dyn Any + Send + Sync>)
+        .collect()
 }
 
 impl Devx {
@@ -170,16 +235,16 @@ impl Devx {
             })?;
             (cmd.new_handle(at), addr)
         };
-        Ok(DevxUmem {
-            inner: Arc::new(UmemInner {
-                devx: self.clone(),
-                handle,
-                id,
-                addr,
-                len,
-                memory,
-            }),
-        })
+        let inner = Arc::new(UmemInner {
+            devx: self.clone(),
+            handle,
+            id,
+            addr,
+            len,
+            memory,
+        });
+        live().insert((context_key(self), id), Arc::downgrade(&inner));
+        Ok(DevxUmem { inner })
     }
 }
 
@@ -234,6 +299,16 @@ impl DevxResource for DevxUmem {
 
 impl Drop for UmemInner {
     fn drop(&mut self) {
+        {
+            let mut live = live();
+            let key = (context_key(&self.devx), self.id);
+            if live
+                .get(&key)
+                .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
+            {
+                live.remove(&key);
+            }
+        }
         let dev = self.devx.device();
         let mut cmd = dev.ioctl_cmd(
             abi::MLX5_IB_OBJECT_DEVX_UMEM,
@@ -241,10 +316,12 @@ impl Drop for UmemInner {
         );
         cmd.object(abi::MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE, self.handle);
         if dev.ioctl(&mut cmd).is_err() {
-            // Still registered (an object the caller created without
-            // naming the UMEM uses it): the device may still write the
-            // memory, so it is leaked rather than given back. The kernel
-            // releases the registration when the context is closed.
+            // Still registered: firmware refused DESTROY_UMEM (an object
+            // made outside this library names the UMEM), and the kernel
+            // keeps the pages pinned (`devx_umem_cleanup`). The device may
+            // still write the memory, so it is leaked rather than given
+            // back; the kernel releases the registration when the context
+            // is closed.
             if let Some(m) = self.memory.take() {
                 std::mem::forget(m);
             }

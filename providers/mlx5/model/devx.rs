@@ -27,7 +27,30 @@
 //! - the firmware answers the commands below, and fails others with
 //!   `BAD_OP_ERR`; a failed command is `EREMOTEIO` with the output mailbox
 //!   copied back, or (`Options::legacy_devx_errors`, kernels before 5.19)
-//!   an errno translated from the status and no mailbox.
+//!   an errno translated from the status and no mailbox;
+//! - `UMEM_DEREG` is the firmware's `DESTROY_UMEM` and nothing else: the
+//!   kernel keeps no count of a UMEM's users and unpins its pages only when
+//!   firmware accepts (`devx_umem_cleanup` returns `mlx5_cmd_exec`'s error
+//!   and leaves the UMEM registered), so the firmware's own reference is
+//!   what keeps memory an object uses pinned. The model's firmware refuses
+//!   to destroy a UMEM a DevX object's create command named (the UMEM ids
+//!   of `CREATE_CQ` and `CREATE_QP`, `devx_fw::umem_ids`) until that object
+//!   is destroyed, with `BAD_RES_STATE`, which `mlx5_cmd_exec` turns into
+//!   `EINVAL` (`mlx5_cmd_check`, `cmd_status_to_err`; the deregistration
+//!   has no output mailbox, so no kernel version returns `EREMOTEIO` here).
+//!   The kernel's teardown is written for destroys firmware refuses while
+//!   other objects depend on them (`rdma_core.c` `uverbs_destroy_ufile_hw`
+//!   retries the context's objects until a pass makes no progress), and
+//!   rdma-core's DevX tests destroy in dependency order ("Objects closure
+//!   order is important, and must be done manually in DevX",
+//!   `tests/mlx5_base.py`), but no public source shows `DESTROY_UMEM`
+//!   refused or gives its status (see `devx_fw::BAD_RES_STATE`; the
+//!   hardware suite reports the real answer, and the library does not rely
+//!   on it: `providers/mlx5/devx/umem.rs`);
+//! - a UAR object (`kernel.rs`, `UAR_OBJ_DESTROY`) is never refused, a
+//!   DevX QP or CQ on it or not: `mmap_obj_cleanup` returns 0, and the
+//!   firmware's `DEALLOC_UAR` waits for the last mapping of the page
+//!   (`mlx5_ib_mmap_free`), its answer ignored.
 //!
 //! The fds handed out (command completion fds, event channels) are the read
 //! ends of real pipes: the model writes a byte per queued record and closes
@@ -52,7 +75,7 @@ use std::{
 };
 
 use super::{
-    devx_fw::{self, BAD_PARAM, BAD_QP_STATE},
+    devx_fw::{self, BAD_PARAM, BAD_QP_STATE, BAD_RES_STATE},
     kernel::{lock, Shared},
 };
 use crate::{
@@ -141,12 +164,15 @@ pub(crate) struct Devx {
     fail_allocs: u32,
 }
 
-/// A DevX object: the PRM create opcode that made it and its id.
-#[derive(Debug, Clone, Copy)]
+/// A DevX object: the PRM create opcode that made it, its id, and the
+/// UMEMs (by id) its create command named, which firmware will not destroy
+/// before it.
+#[derive(Debug, Clone)]
 struct Obj {
     create: u16,
     obj_type: u16,
     id: u32,
+    umems: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -520,7 +546,15 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             let h = cmd
                 .input_value(abi::MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE)
                 .ok_or(Errno::EINVAL)? as u32;
-            s.devx().umems.remove(&h).map(|_| ()).ok_or(Errno::EINVAL)
+            let mut d = s.devx();
+            let id = d.umems.get(&h).ok_or(Errno::EINVAL)?.id;
+            if d.objs.values().any(|o| o.umems.contains(&id)) {
+                // DESTROY_UMEM refused: the UMEM stays registered, its
+                // pages pinned (`devx_umem_cleanup`).
+                return Err(status_errno(BAD_RES_STATE));
+            }
+            d.umems.remove(&h);
+            Ok(())
         }
         (abi::MLX5_IB_OBJECT_DEVX_ASYNC_CMD_FD, abi::MLX5_IB_METHOD_DEVX_ASYNC_CMD_FD_ALLOC) => {
             check_attrs(
@@ -635,6 +669,24 @@ fn class_of(opcode: u16) -> Option<(Class, u16)> {
     })
 }
 
+/// The errno the kernel makes of a firmware status when it translates one
+/// (`mlx5_core` `cmd.c` `cmd_status_to_err`, through `mlx5_cmd_check`;
+/// statuses `MLX5_CMD_STAT_*` of `include/linux/mlx5/device.h`).
+fn status_errno(status: u8) -> Errno {
+    match status {
+        // BAD_OP, BAD_PARAM, BAD_RES, BAD_RES_STATE, IX, BAD_QP_STATE,
+        // BAD_PKT, BAD_SIZE_OUTS_CQES.
+        BAD_OP | BAD_PARAM | 0x05 | BAD_RES_STATE | 0x0a | BAD_QP_STATE | 0x30 | 0x40 => {
+            Errno::EINVAL
+        }
+        0x06 => Errno::EBUSY,  // RES_BUSY
+        0x08 => Errno::ENOMEM, // LIM
+        0x0f => Errno::EAGAIN, // NO_RES
+        // INT_ERR, BAD_SYS_STATE, BAD_INP_LEN, BAD_OUTP_LEN, unknown.
+        _ => Errno::EIO,
+    }
+}
+
 /// Answers a command the firmware fails: `EREMOTEIO` and the mailbox, or
 /// (legacy kernels) a translated errno alone.
 fn firmware_fail(
@@ -645,10 +697,7 @@ fn firmware_fail(
     syndrome: u32,
 ) -> Result<(), Errno> {
     if s.options.legacy_devx_errors {
-        return Err(match status {
-            BAD_OP | BAD_PARAM => Errno::EINVAL,
-            _ => Errno::EIO,
-        });
+        return Err(status_errno(status));
     }
     let mut out = vec![0u8; out_len(cmd, out_id)];
     out[0] = status;
@@ -700,6 +749,13 @@ fn obj_create(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     } else {
         0x100 + d.next_id
     };
+    // The UMEMs the command names (firmware reads the ids whatever the
+    // caller set in the valid bits: `devx_set_umem_valid`).
+    let mut umems: Vec<u32> = devx_fw::umem_ids(opcode, &cmd_in)
+        .into_iter()
+        .filter(|id| d.umems.values().any(|u| u.id == *id))
+        .collect();
+    umems.dedup();
     let mut books = lock(&s.books);
     let h = books.new_handle();
     if executed {
@@ -735,6 +791,7 @@ fn obj_create(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             create: opcode,
             obj_type,
             id,
+            umems,
         },
     );
     drop(d);

@@ -15,6 +15,10 @@
 //! the library's `devx_get`, and each field a wrong offset would garble is
 //! checked as firmware checks it: a failure is `BAD_PARAM` (or
 //! `BAD_QP_STATE`) with a syndrome naming the field.
+//!
+//! The UMEMs a create command names ([`umem_ids`]) are the firmware's
+//! references: `DESTROY_UMEM` of one an object still names is refused
+//! (`devx.rs`, `UMEM_DEREG`).
 
 use super::{
     devx::{op, EQN},
@@ -24,6 +28,12 @@ use super::{
 /// `MLX5_CMD_STAT_BAD_PARAM_ERR`, `MLX5_CMD_STAT_BAD_QP_STATE_ERR`.
 pub(crate) const BAD_PARAM: u8 = 0x03;
 pub(crate) const BAD_QP_STATE: u8 = 0x10;
+/// `MLX5_CMD_STAT_BAD_RES_STATE_ERR`: the model's answer to a
+/// `DESTROY_UMEM` of a UMEM an object still names. No public source gives
+/// the status ConnectX firmware uses there (the public PRM predates UMEMs;
+/// `RES_BUSY`, 0x06, would read as `EBUSY` instead of `EINVAL`); the
+/// hardware suite's `tests/shared/devx_umem.rs` reports the real one.
+pub(crate) const BAD_RES_STATE: u8 = 0x09;
 /// `IB_QPS_INIT` (the model keeps IB state numbers).
 const INIT: u8 = 1;
 
@@ -48,6 +58,12 @@ pub(crate) fn get(buf: &[u8], bit: usize, width: u32) -> u32 {
 }
 
 /// Bit offsets (`mlx5_ifc.h`).
+///
+/// A QP context holds two address paths (`ads`, 0x160 bits each: the
+/// 128-bit `rgid_rip` sits before `vhca_port_num`), so `create_qp_in` and
+/// the QP modify commands are 0x880 bits, their QP context at 0xc0..0x800,
+/// the WQ UMEM fields after it (`wq_umem_id` at 0x840, as rdma-core's
+/// `mlx5_ifc.h` and `tests/mlx5_prm_structs.py` `CreateQpIn` place it).
 mod at {
     /// `create_cq_in`: the CQ context, the CQ's UMEM.
     pub(super) const CQC: usize = 0x80;
@@ -62,8 +78,8 @@ mod at {
     pub(super) const CQC_C_EQN: usize = 0xb8;
     /// `create_qp_in` and the modify commands: the QP context; the WQ UMEM.
     pub(super) const QPC: usize = 0xc0;
-    pub(super) const WQ_UMEM_ID: usize = 0x740;
-    pub(super) const WQ_UMEM_VALID: usize = 0x760;
+    pub(super) const WQ_UMEM_ID: usize = 0x840;
+    pub(super) const WQ_UMEM_VALID: usize = 0x860;
     /// `qpc`.
     pub(super) const ST: usize = 0x08;
     pub(super) const PM_STATE: usize = 0x13;
@@ -75,16 +91,18 @@ mod at {
     pub(super) const LOG_SQ_SIZE: usize = 0x51;
     pub(super) const UAR_PAGE: usize = 0x68;
     pub(super) const REMOTE_QPN: usize = 0xa8;
-    /// `ads` (the primary address path at 0xc0 of `qpc`).
-    pub(super) const PKEY_INDEX: usize = 0xc0 + 0x10;
-    pub(super) const VHCA_PORT_NUM: usize = 0xc0 + 0xa8;
-    pub(super) const CQN_SND: usize = 0x2e8;
-    pub(super) const RRE: usize = 0x390;
-    pub(super) const CQN_RCV: usize = 0x3e8;
-    pub(super) const Q_KEY: usize = 0x440;
-    pub(super) const RQ_TYPE: usize = 0x465;
-    pub(super) const DBR_UMEM_VALID: usize = 0x583;
-    pub(super) const DBR_UMEM_ID: usize = 0x620;
+    /// `ads` (the primary address path at 0xc0 of `qpc`, 0x160 bits).
+    pub(super) const ADS: usize = 0xc0;
+    pub(super) const PKEY_INDEX: usize = ADS + 0x10;
+    pub(super) const VHCA_PORT_NUM: usize = ADS + 0x128;
+    /// After both address paths (0xc0 + 2 * 0x160 = 0x380).
+    pub(super) const CQN_SND: usize = 0x3e8;
+    pub(super) const RRE: usize = 0x490;
+    pub(super) const CQN_RCV: usize = 0x4e8;
+    pub(super) const Q_KEY: usize = 0x540;
+    pub(super) const RQ_TYPE: usize = 0x565;
+    pub(super) const DBR_UMEM_VALID: usize = 0x683;
+    pub(super) const DBR_UMEM_ID: usize = 0x720;
 }
 
 /// Whether the model runs the object a create command makes: a CQ or a QP
@@ -94,6 +112,27 @@ pub(crate) fn executes(opcode: u16, cmd: &[u8]) -> bool {
         op::CREATE_CQ => get(cmd, at::CQ_UMEM_VALID, 1) == 1,
         op::CREATE_QP => get(cmd, at::WQ_UMEM_VALID, 1) == 1,
         _ => false,
+    }
+}
+
+/// The UMEM ids a create command names, as firmware reads them: a CQ's
+/// buffer and doorbell record (`cq_umem_id`, `cqc.dbr_umem_id`), a QP's
+/// work queue and doorbell record (`wq_umem_id`, `qpc.dbr_umem_id`). The
+/// kernel sets the matching `*_umem_valid` bits of these commands itself
+/// (`devx.c` `devx_set_umem_valid`, called by `OBJ_CREATE`), so firmware
+/// reads the ids whatever the caller set; ids naming no UMEM are the
+/// caller's to filter out.
+pub(crate) fn umem_ids(opcode: u16, cmd: &[u8]) -> Vec<u32> {
+    match opcode {
+        op::CREATE_CQ => vec![
+            get(cmd, at::CQ_UMEM_ID, 32),
+            get(cmd, at::CQC + at::CQC_DBR_UMEM_ID, 32),
+        ],
+        op::CREATE_QP => vec![
+            get(cmd, at::WQ_UMEM_ID, 32),
+            get(cmd, at::QPC + at::DBR_UMEM_ID, 32),
+        ],
+        _ => Vec::new(),
     }
 }
 
@@ -278,6 +317,49 @@ pub(crate) fn cq_overrun_eqe(cqn: u32) -> [u8; 64] {
 #[cfg(test)]
 mod tests {
     use super::get;
+
+    /// The QP offsets against the layout arithmetic of `mlx5_ifc.h`: two
+    /// address paths of 0x160 bits (`ads` with its 128-bit `rgid_rip`)
+    /// between `remote_qpn`'s word and `next_send_psn`'s, and the WQ UMEM
+    /// after the 0x740-bit QP context.
+    #[test]
+    fn qp_offsets_follow_the_ifc_layout() {
+        use super::at::*;
+        const ADS_BITS: usize = 0x160;
+        assert_eq!(
+            ADS_BITS,
+            0x20 * 4 + 0x80 + 0x20 * 3,
+            "4 words, rgid_rip, 3 words"
+        );
+        assert_eq!(VHCA_PORT_NUM - ADS, 0x80 + 0x80 + 0x20 + 0x08);
+        let after_paths = ADS + 2 * ADS_BITS;
+        assert_eq!(after_paths, 0x380);
+        // The retry counts' word, a reserved one, next_send_psn's, then
+        // cqn_snd's.
+        assert_eq!(CQN_SND, after_paths + 0x60 + 0x08);
+        assert_eq!(QPC + 0x740, 0x800, "the QP context ends at 0x800");
+        assert_eq!(WQ_UMEM_ID, 0x800 + 0x40, "after wq_umem_offset");
+        assert_eq!(WQ_UMEM_VALID, WQ_UMEM_ID + 0x20);
+    }
+
+    /// The UMEM ids of a CQ and a QP command, where their layouts put them.
+    #[test]
+    fn umem_ids_are_read_where_the_layouts_put_them() {
+        use super::{at, umem_ids};
+        use crate::providers::mlx5::model::devx::op;
+        let put = |b: &mut [u8], bit: usize, v: u32| {
+            b[bit / 8..bit / 8 + 4].copy_from_slice(&v.to_be_bytes());
+        };
+        let mut cq = vec![0u8; 0x110];
+        put(&mut cq, at::CQ_UMEM_ID, 0x201);
+        put(&mut cq, at::CQC + at::CQC_DBR_UMEM_ID, 0x202);
+        assert_eq!(umem_ids(op::CREATE_CQ, &cq), [0x201, 0x202]);
+        let mut qp = vec![0u8; 0x880 / 8];
+        put(&mut qp, at::WQ_UMEM_ID, 0x203);
+        put(&mut qp, at::QPC + at::DBR_UMEM_ID, 0x204);
+        assert_eq!(umem_ids(op::CREATE_QP, &qp), [0x203, 0x204]);
+        assert!(umem_ids(op::ALLOC_PD, &qp).is_empty());
+    }
 
     /// The reader against fields set by hand (byte and bit positions from
     /// the layouts, big-endian, bit 0 the most significant).
