@@ -181,6 +181,16 @@ impl ProtectionDomain {
                 ));
             }
         }
+        // A foreign SRQ's handle would name another object (or none) in
+        // this context, while a provider links the QP's receive completions
+        // to the foreign SRQ's queue (mlx5: its free list).
+        if init.srq.is_some_and(|s| !Arc::ptr_eq(&s.inner.ctx, ctx)) {
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::InvalidArgument,
+                "the SRQ belongs to another context",
+            ));
+        }
         let user_handle = ctx.events.new_handle();
         let srq_handle = init.srq.map(|s| s.inner.handle);
         let mut cap = abi::IbUverbsQpCap::new_zeroed();
@@ -439,7 +449,8 @@ impl QueuePair {
             inner._shared.on_state(next);
         }
         // After the provider's hook: a post that sees the new word sees
-        // what the hook did (mlx5's queue tails and doorbell records reset).
+        // what the hook did (mlx5: a new receive-queue epoch, the CQs'
+        // clean and restart requests, the doorbell records reset).
         // An update, not a store: modifies on other threads (`&self`) must
         // not lose a reset.
         let _ = self

@@ -54,6 +54,20 @@ const BFREGS_PER_UAR: u32 = 2;
 const GROSS_PER_UAR: u32 = 4;
 /// Doorbell spacing on an NC page.
 const NC_DB_STRIDE: usize = 0x100;
+/// The most 4 KiB UARs a page holds. mlx5_ib reports the firmware's
+/// `num_of_uars_per_page` when mlx5_core enabled 4 KiB UARs and 1
+/// otherwise (`mlx5_ib_alloc_ucontext`); mlx5_core sets `log_uar_page_sz`
+/// to `PAGE_SHIFT - 12` and enables `uar_4k` only for pages above 4 KiB
+/// (`handle_hca_cap`), so the count is a power of two, 16 on the largest
+/// (64 KiB) pages of the hosts mlx5 runs on. A kernel before 4 KiB UARs
+/// leaves the field 0, which means 1 (rdma-core's `adjust_uar_info`).
+const MAX_UARS_PER_PAGE: u32 = 16;
+/// The most static bfregs a context has (`MLX5_MAX_BFREGS`: 256 UARs of
+/// 2). mlx5_ib's `calc_total_bfregs` refuses a request above it and rounds
+/// the one it takes up to a whole number of pages' bfregs, which divides
+/// it; so static pages are numbered below 256, inside the 8 bits the mmap
+/// offset gives the index ([`map_static`]).
+const MAX_BFREGS: u32 = 512;
 /// Dedicated (lock-free) bfregs a context hands out before sharing
 /// (rdma-core's default `MLX5_NUM_LOW_LAT_UUARS`).
 pub(crate) const DEDICATED_BFREGS: usize = 4;
@@ -280,6 +294,11 @@ fn outside_page(reg: usize, buf_size: usize, page: usize) -> Error {
     )
 }
 
+/// The error for a UAR geometry or page id mlx5_ib never answers with.
+fn malformed(what: String) -> Error {
+    Error::new("mlx5 UAR", ErrorKind::Malformed, what)
+}
+
 /// Which kind of UARs the kernel gives this context.
 #[derive(Debug)]
 enum Mode {
@@ -315,6 +334,7 @@ pub(crate) struct Uars {
     /// The NC doorbell QPs use when there is no write-combining.
     nc_bfreg: Arc<Bfreg>,
     bf_reg_size: usize,
+    /// 4 KiB UARs per page, 1 to [`MAX_UARS_PER_PAGE`].
     uars_per_page: usize,
     pool: Mutex<Pool>,
 }
@@ -325,6 +345,31 @@ pub(crate) struct UarGeometry {
     pub(crate) tot_bfregs: u32,
     pub(crate) bf_reg_size: u32,
     pub(crate) num_uars_per_page: u32,
+}
+
+impl UarGeometry {
+    /// The 4 KiB UARs per page, 1 to [`MAX_UARS_PER_PAGE`] (0 is 1), after
+    /// checking the numbers against what mlx5_ib answers: `Malformed` for
+    /// a count that is not a power of two or above 16, or for more static
+    /// bfregs than [`MAX_BFREGS`]. Every page length, page count and
+    /// register offset `Uars` computes from them then fits its type.
+    fn uars_per_page(&self) -> Result<usize> {
+        let n = self.num_uars_per_page.max(1);
+        if n > MAX_UARS_PER_PAGE || !n.is_power_of_two() {
+            return Err(malformed(format!(
+                "the kernel reports {} 4 KiB UARs per page (mlx5_ib reports a power of \
+                 two up to {MAX_UARS_PER_PAGE})",
+                self.num_uars_per_page
+            )));
+        }
+        if self.tot_bfregs > MAX_BFREGS {
+            return Err(malformed(format!(
+                "the kernel reports {} static bfregs (mlx5_ib gives at most {MAX_BFREGS})",
+                self.tot_bfregs
+            )));
+        }
+        Ok(n as usize)
+    }
 }
 
 /// Allocates a dynamic UAR (`MLX5_IB_METHOD_UAR_OBJ_ALLOC`) and maps it;
@@ -373,8 +418,12 @@ pub(crate) fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<(UarPage, u32, 
 }
 
 /// Maps static UAR page `index` (`MLX5_IB_MMAP_REGULAR_PAGE`).
+/// `index` is below 256 and `len` at most 64 KiB ([`UarGeometry::uars_per_page`]);
+/// an offset that does not fit is `EOVERFLOW`, never a wrapped one.
 fn map_static(dev: Device<'_>, index: u32, len: usize) -> Result<UarPage, Errno> {
-    let offset = (u64::from(abi::MLX5_IB_MMAP_REGULAR_PAGE) << 8 | u64::from(index)) * len as u64;
+    let offset = (u64::from(abi::MLX5_IB_MMAP_REGULAR_PAGE) << 8 | u64::from(index))
+        .checked_mul(len as u64)
+        .ok_or(Errno::EOVERFLOW)?;
     let map = dev.mmap(len, offset, Protection::ReadWrite)?;
     Ok(UarPage {
         map,
@@ -384,8 +433,10 @@ fn map_static(dev: Device<'_>, index: u32, len: usize) -> Result<UarPage, Errno>
 
 impl Uars {
     /// Sets up the context's UARs as rdma-core's `mlx5_init_context` does.
+    /// The kernel's numbers are checked first
+    /// ([`UarGeometry::uars_per_page`]).
     pub(crate) fn open(dev: Device<'_>, g: UarGeometry) -> Result<Self> {
-        let uars_per_page = g.num_uars_per_page.max(1) as usize;
+        let uars_per_page = g.uars_per_page()?;
         let page_len = uars_per_page * ADAPTER_PAGE;
         let bf_reg_size = g.bf_reg_size as usize;
         if g.tot_bfregs == 0 {
@@ -411,9 +462,11 @@ impl Uars {
                 pool: Mutex::default(),
             });
         }
-        let count = (g.tot_bfregs / (g.num_uars_per_page.max(1) * BFREGS_PER_UAR)).max(1);
-        let mut pages = Vec::with_capacity(count as usize);
-        for i in 0..count {
+        // At most 512 / 2 = 256 pages: `tot_bfregs` and `uars_per_page`
+        // were checked.
+        let count = (g.tot_bfregs as usize / (uars_per_page * BFREGS_PER_UAR as usize)).max(1);
+        let mut pages = Vec::with_capacity(count);
+        for i in 0..count as u32 {
             let page = map_static(dev, i, page_len).map_err(|e| {
                 Error::sys("mmap mlx5 static UAR", e).with_detail(format!("page {i}"))
             })?;
@@ -496,16 +549,34 @@ impl Uars {
         pool.free_dedicated.push(bfreg.clone());
     }
 
-    /// A new BF page's bfregs (2 per sub-UAR).
+    /// A new BF page's bfregs (2 per sub-UAR). Sub-UAR `j` is page id
+    /// `page_id + j`: a page id the kernel gave so close to `u32::MAX` that
+    /// its sub-UARs' ids do not fit is `Malformed`.
     fn alloc_bf_page(&self, dev: Device<'_>, shared: bool) -> Result<Vec<Arc<Bfreg>>> {
         let page = Arc::new(alloc_dynamic(dev, false)?.0);
-        let subs = (page.len() / ADAPTER_PAGE).min(self.uars_per_page.max(1));
+        let subs = (page.len() / ADAPTER_PAGE).min(self.uars_per_page);
         let mut out = Vec::with_capacity(subs * 2);
+        let half = self.bf_reg_size / 2;
         for j in 0..subs {
+            let id = u32::try_from(j)
+                .ok()
+                .and_then(|j| page.page_id.checked_add(j))
+                .ok_or_else(|| {
+                    malformed(format!(
+                        "the kernel gave a UAR page id {:#x} with {subs} 4 KiB UARs: \
+                         UAR {j}'s id is past u32::MAX",
+                        page.page_id
+                    ))
+                })?;
             for k in 0..BFREGS_PER_UAR as usize {
-                let reg = j * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
-                let half = self.bf_reg_size / 2;
-                let bf = Bfreg::new(page.clone(), reg, half, shared, page.page_id + j as u32)
+                let reg = bf_reg_offset(j, k, self.bf_reg_size).ok_or_else(|| {
+                    malformed(format!(
+                        "the context's BlueFlame register size {} puts bfreg {k} of \
+                         UAR {j} past the address space",
+                        self.bf_reg_size
+                    ))
+                })?;
+                let bf = Bfreg::new(page.clone(), reg, half, shared, id)
                     .ok_or_else(|| outside_page(reg, half, page.len()))?;
                 out.push(Arc::new(bf));
             }
@@ -535,7 +606,7 @@ impl Uars {
             return None;
         }
         let page = pages.get(uar / self.uars_per_page)?.clone();
-        let reg = (uar % self.uars_per_page) * ADAPTER_PAGE + BF_OFFSET + k * self.bf_reg_size;
+        let reg = bf_reg_offset(uar % self.uars_per_page, k, self.bf_reg_size)?;
         let buf_size = if gross == 0 { 0 } else { self.bf_reg_size / 2 };
         let b = Arc::new(Bfreg::new(
             page,
@@ -555,6 +626,15 @@ impl Uars {
     }
 }
 
+/// The offset in its page of bfreg `k` of sub-UAR `sub`
+/// (`sub * 4096 + 0x800 + k * bf_reg_size`), `None` when it overflows
+/// (`bf_reg_size` is the kernel's).
+fn bf_reg_offset(sub: usize, k: usize, bf_reg_size: usize) -> Option<usize> {
+    sub.checked_mul(ADAPTER_PAGE)?
+        .checked_add(BF_OFFSET)?
+        .checked_add(k.checked_mul(bf_reg_size)?)
+}
+
 /// rdma-core's `need_uuar_lock`: bfreg 0 needs none (8-byte doorbells
 /// only), the low-latency ones are dedicated, the rest are shared.
 fn needs_lock(gross: u32, low_latency: u32, total: u32) -> bool {
@@ -567,7 +647,168 @@ fn needs_lock(gross: u32, low_latency: u32, total: u32) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
+    use crate::{
+        providers::Transport,
+        sys::fake::{dummy_fd, FakeKernel},
+    };
+
+    /// A kernel that answers `UAR_OBJ_ALLOC` with `(page id, mmap length)`
+    /// from `answers`, in turn (`ENOMEM` once they run out), and maps every
+    /// offset as anonymous memory; static UARs need no answers.
+    fn uar_kernel(answers: &[(u32, u32)]) -> Transport {
+        let fake = Arc::new(FakeKernel::new());
+        let mut answers: VecDeque<(u32, u32)> = answers.iter().copied().collect();
+        let mut handle = 0u32;
+        fake.on_ioctl(move |cmd| {
+            if (cmd.object_id, cmd.method_id)
+                != (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC)
+            {
+                return Err(Errno::EPROTONOSUPPORT);
+            }
+            let (page_id, length) = answers.pop_front().ok_or(Errno::ENOMEM)?;
+            handle += 1;
+            cmd.set_new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, handle);
+            let offset = u64::from(handle) << 16;
+            cmd.write_output(
+                abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+                &offset.to_ne_bytes(),
+            );
+            cmd.write_output(
+                abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+                &length.to_ne_bytes(),
+            );
+            cmd.write_output(
+                abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID,
+                &page_id.to_ne_bytes(),
+            );
+            Ok(())
+        });
+        Transport::new(fake, dummy_fd(), abi::RDMA_DRIVER_MLX5)
+    }
+
+    fn geometry(tot_bfregs: u32, num_uars_per_page: u32) -> UarGeometry {
+        UarGeometry {
+            tot_bfregs,
+            bf_reg_size: 512,
+            num_uars_per_page,
+        }
+    }
+
+    fn malformed_kind(r: Result<Uars>) -> ErrorKind {
+        match r {
+            Ok(u) => panic!("accepted: {u:?}"),
+            Err(e) => e.kind(),
+        }
+    }
+
+    /// Item 6 of issue 27: a `num_uars_per_page` mlx5_ib never reports
+    /// (not a power of two, or above 16) is `Malformed`, with static and
+    /// with dynamic UARs, where `tot_bfregs / (n * 2)` overflowed u32 from
+    /// 2^31 on (a panic, or a division by zero in release).
+    #[test]
+    fn uars_per_page_mlx5_ib_never_reports_are_malformed() {
+        for n in [1 << 31, 3, 32, u32::MAX, 17, 6, 1 << 16] {
+            for tot in [0, 16] {
+                let t = uar_kernel(&[(1, 4096)]);
+                let r = Uars::open(t.device(), geometry(tot, n));
+                assert_eq!(
+                    malformed_kind(r),
+                    ErrorKind::Malformed,
+                    "{n} per page, {tot}"
+                );
+            }
+        }
+        for n in [0, 1, 2, 4, 8, 16] {
+            let page = n.max(1) * 4096;
+            let t = uar_kernel(&[(1, page)]);
+            let u = Uars::open(t.device(), geometry(0, n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert_eq!(
+                (u.uars_per_page, u.cq_page.len()),
+                (n.max(1) as usize, page as usize)
+            );
+            let t = uar_kernel(&[]);
+            let u = Uars::open(t.device(), geometry(32, n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+            let Mode::Static { pages, .. } = &u.mode else {
+                panic!("static UARs expected");
+            };
+            assert_eq!(pages.len(), (32 / (2 * n.max(1)) as usize).max(1), "{n}");
+        }
+    }
+
+    /// More static bfregs than mlx5_ib ever gives (512) are `Malformed`,
+    /// not a loop over 2^31 page mappings.
+    #[test]
+    fn more_static_bfregs_than_mlx5_ib_gives_are_malformed() {
+        for tot in [513, 1 << 20, u32::MAX] {
+            let t = uar_kernel(&[]);
+            let r = Uars::open(t.device(), geometry(tot, 1));
+            assert_eq!(malformed_kind(r), ErrorKind::Malformed, "{tot}");
+        }
+        let t = uar_kernel(&[]);
+        let u = Uars::open(t.device(), geometry(512, 1)).unwrap_or_else(|e| panic!("{e}"));
+        let Mode::Static { pages, .. } = &u.mode else {
+            panic!("static UARs expected");
+        };
+        assert_eq!(pages.len(), 256);
+        assert!(
+            u.static_bfreg(255 * 4 + 1, 4, 512).is_some(),
+            "the last page's bfreg"
+        );
+        assert!(
+            u.static_bfreg(256 * 4 + 1, 4, 512).is_none(),
+            "past the pages"
+        );
+        assert!(u.static_bfreg(u32::MAX, 4, 512).is_none());
+        assert!(u.static_bfreg(u32::MAX - 2, 4, 512).is_none());
+    }
+
+    /// A BF page whose id leaves no room for its sub-UARs' ids
+    /// (`page_id + j` past `u32::MAX`) is `Malformed` when a QP asks for a
+    /// bfreg on it; one whose ids fit gives each sub-UAR its own id.
+    #[test]
+    fn a_page_id_whose_sub_uar_ids_overflow_is_malformed() {
+        for (id, ok) in [
+            (u32::MAX, false),
+            (u32::MAX - 1, false),
+            (u32::MAX - 3, true),
+        ] {
+            // The NC page, then a BF page of 4 sub-UARs.
+            let t = uar_kernel(&[(7, 4 * 4096), (id, 4 * 4096)]);
+            let u = Uars::open(t.device(), geometry(0, 4)).unwrap_or_else(|e| panic!("{e}"));
+            match u.qp_bfreg(t.device()) {
+                Ok(Some(b)) if ok => {
+                    assert_eq!((b.index, b.reg, b.buf_size), (id, BF_OFFSET, 256));
+                    let pool = u.pool();
+                    let ids: Vec<u32> = pool.free_dedicated.iter().map(|b| b.index).collect();
+                    assert_eq!(ids, [id, id + 1, id + 1, id + 2, id + 2, id + 3, id + 3]);
+                }
+                Err(e) if !ok => assert_eq!(e.kind(), ErrorKind::Malformed, "{e}"),
+                other => panic!("page id {id:#x}: {other:?}"),
+            }
+        }
+    }
+
+    /// A UAR page longer than `num_uars_per_page` sub-UARs gets bfregs on
+    /// the first `num_uars_per_page` only; a BlueFlame register size that
+    /// puts a bfreg outside its page is `Malformed`.
+    #[test]
+    fn bfregs_stay_inside_the_sub_uars_the_geometry_names() {
+        let t = uar_kernel(&[(7, 4096), (100, 64 * 4096)]);
+        let u = Uars::open(t.device(), geometry(0, 2)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(u.qp_bfreg(t.device()).is_ok_and(|b| b.is_some()));
+        assert_eq!(u.pool().free_dedicated.len(), 3, "2 sub-UARs of 2 bfregs");
+        let t = uar_kernel(&[(7, 4096), (100, 4096)]);
+        let g = UarGeometry {
+            bf_reg_size: u32::MAX,
+            ..geometry(0, 1)
+        };
+        let u = Uars::open(t.device(), g).unwrap_or_else(|e| panic!("{e}"));
+        let e = u.qp_bfreg(t.device()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
+    }
 
     #[test]
     fn static_lock_rule_matches_rdma_core() {

@@ -9,16 +9,21 @@ use std::{
 
 use uverbs::{
     abi, fuzzing,
+    ioctl::AttrBuf,
     mlx5::{
         devx_get, devx_set, status_name, CmdIn, CmdOut, DevxEvent, DATA_RECORD_LEN, EQE_LEN,
         HEADER_LEN,
     },
-    sys::Errno,
+    netlink::{self, Request},
+    sys::{
+        fake::{dummy_fd, FakeKernel},
+        Errno, Kernel,
+    },
     testing::mlx5::{fake_mlx5, Mlx5Model},
     CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType,
     QueuePair, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
 };
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 /// `MLX5_CQE_*` opcodes the provider turns into completions.
 const REQ: u8 = 0;
@@ -229,8 +234,10 @@ pub fn mlx5_cqe_seeds() -> Vec<(&'static str, Vec<u8>)> {
 
 // ------------------------------------------------------------- context
 
-/// The provider's decoding of `GET_CONTEXT`'s driver response
-/// (`mlx5_ib_alloc_ucontext_resp`): first byte bit 0 is the DevX request.
+/// `GET_CONTEXT`'s driver response (`mlx5_ib_alloc_ucontext_resp`) as the
+/// provider decodes it, then as a context opens with it: the input is a
+/// mode byte (bit 0: the DevX request), the response, and a script for the
+/// UAR part ([`mlx5_context_uars`]).
 pub fn mlx5_context(data: &[u8]) {
     let Some((&mode, resp)) = data.split_first() else {
         return;
@@ -255,11 +262,238 @@ pub fn mlx5_context(data: &[u8]) {
             "a zero divisor kept"
         );
         assert_eq!(g.tot_bfregs, r.tot_bfregs);
+        mlx5_context_uars(&r, &resp[need..]);
     }
 }
 
+/// What the fake mlx5_ib of [`mlx5_context_uars`] answered and saw.
+#[derive(Debug, Default)]
+struct UarScript {
+    /// Script words still to answer with: a page id and a length per
+    /// `UAR_OBJ_ALLOC`, a bfreg index per QP create (static UARs).
+    words: VecDeque<u32>,
+    /// The next page id, bfreg index and handle once `words` ran out.
+    next: u32,
+    /// 4 KiB UARs per page the default length has.
+    uars_per_page: u32,
+    /// Each `UAR_OBJ_ALLOC` answered: (page id, length).
+    pages: Vec<(u32, u32)>,
+    /// Each QP create's `mlx5_ib_create_qp`: (flags, bfreg index).
+    qps: Vec<(u32, u32)>,
+}
+
+impl UarScript {
+    fn word(&mut self, default: u32) -> u32 {
+        self.words.pop_front().unwrap_or(default)
+    }
+
+    fn next(&mut self) -> u32 {
+        self.next = self.next.wrapping_add(1);
+        self.next
+    }
+}
+
+fn netlink_mlx5(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
+    let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
+    let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
+        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
+        m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
+            .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
+            .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
+            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42_a103_0012_3456)
+            .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
+        m
+    } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
+        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET_CHARDEV, 0, 2);
+        m.u64(abi::RDMA_NLDEV_ATTR_CHARDEV, (231 << 8) | 192)
+            .u64(abi::RDMA_NLDEV_ATTR_CHARDEV_ABI, 1)
+            .string(abi::RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0")
+            .u32(abi::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, abi::RDMA_DRIVER_MLX5);
+        m
+    } else {
+        return Err(Errno::EOPNOTSUPP);
+    };
+    Ok(vec![m.finish().to_vec()])
+}
+
+/// A fake mlx5_ib that answers `GET_CONTEXT` with `resp`, `UAR_OBJ_ALLOC`
+/// and QP creates from `script`, and every other method (PD, CQ, QP
+/// destroy) with new handles and zeroed outputs.
+fn uar_kernel(
+    resp: abi::Mlx5IbAllocUcontextResp,
+    script: Arc<Mutex<UarScript>>,
+) -> Arc<FakeKernel> {
+    let k = Arc::new(FakeKernel::new());
+    k.char_dev((231 << 8) | 192);
+    k.on_netlink(netlink_mlx5);
+    k.on_ioctl(move |cmd| {
+        let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
+        match (cmd.object_id, cmd.method_id) {
+            (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_GET_CONTEXT) => {
+                cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+                cmd.write_output(
+                    abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
+                    &1u32.to_ne_bytes(),
+                );
+            }
+            (abi::UVERBS_OBJECT_ASYNC_EVENT, abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC) => {
+                cmd.set_new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, dummy_fd());
+            }
+            (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC) => {
+                let id = s.next();
+                let id = s.word(id);
+                let len = s.uars_per_page.saturating_mul(4096);
+                let len = s.word(len);
+                s.pages.push((id, len));
+                let handle = s.next();
+                cmd.set_new_object(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_HANDLE, handle);
+                let offset = u64::from(handle) << 16;
+                cmd.write_output(
+                    abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_OFFSET,
+                    &offset.to_ne_bytes(),
+                );
+                cmd.write_output(
+                    abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_MMAP_LENGTH,
+                    &len.to_ne_bytes(),
+                );
+                cmd.write_output(abi::MLX5_IB_ATTR_UAR_OBJ_ALLOC_PAGE_ID, &id.to_ne_bytes());
+            }
+            (object, method) => {
+                if (object, method) == (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE) {
+                    let input = cmd
+                        .input_bytes(abi::UVERBS_ATTR_UHW_IN)
+                        .ok_or(Errno::EINVAL)?;
+                    let req = abi::Mlx5IbCreateQp::read_from_prefix(&input)
+                        .map_err(|_| Errno::EINVAL)?
+                        .0;
+                    s.qps.push((req.flags, req.bfreg_index));
+                    let mut out = abi::Mlx5IbCreateQpResp::new_zeroed();
+                    if req.flags & abi::MLX5_QP_FLAG_UAR_PAGE_INDEX == 0 {
+                        // Static UARs: the kernel chooses the bfreg.
+                        let gross = s.next();
+                        out.bfreg_index = s.word(gross);
+                    }
+                    let qpn = s.next() & 0x00ff_ffff;
+                    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, out.as_bytes());
+                    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
+                }
+                let new: Vec<u16> = cmd
+                    .attrs()
+                    .iter()
+                    .filter(|a| matches!(a.buf, AttrBuf::NewObject))
+                    .map(|a| a.id)
+                    .collect();
+                for id in new {
+                    let handle = s.next();
+                    cmd.set_new_object(id, handle);
+                }
+            }
+        }
+        Ok(())
+    });
+    k.on_write(|cmd| {
+        // ALLOC_PD has no ioctl method in libibverbs' choice: the handle
+        // is the response's first word.
+        if cmd.command != abi::IB_USER_VERBS_CMD_ALLOC_PD || cmd.core_out.len() < 4 {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        cmd.core_out[..4].copy_from_slice(&1u32.to_ne_bytes());
+        Ok(())
+    });
+    k
+}
+
+/// The context's UARs (item 6 of issue 27): a context opens on a fake
+/// mlx5_ib answering `resp`, whose `UAR_OBJ_ALLOC` answers (page id,
+/// length) and static bfreg choices come from `script` (a QP count byte,
+/// then native-endian u32 words, each answer taking the next ones; counters
+/// and whole pages once they run out), and that many QPs are created.
+///
+/// A `num_uars_per_page` mlx5_ib never sends (not 0 or a power of two up
+/// to 16) or more than 512 static bfregs opens nothing: `Malformed`,
+/// never an overflow. Nothing panics on a page id or a bfreg index, and
+/// every QP on dynamic UARs names a 4 KiB UAR of a page the kernel gave
+/// (`page id + j`, without wrapping, `j` below the UARs the page has).
+fn mlx5_context_uars(r: &abi::Mlx5IbAllocUcontextResp, script: &[u8]) {
+    let (qps, words) = match script.split_first() {
+        Some((&n, words)) => (usize::from(n % 24), words),
+        None => (2, script),
+    };
+    let s = Arc::new(Mutex::new(UarScript {
+        words: words
+            .chunks_exact(4)
+            .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+            .collect(),
+        uars_per_page: r.num_uars_per_page.clamp(1, 16),
+        ..UarScript::default()
+    }));
+    let kernel: Arc<dyn Kernel> = uar_kernel(*r, s.clone());
+    let n = r.num_uars_per_page;
+    let sane = (n == 0 || (n.is_power_of_two() && n <= 16)) && r.tot_bfregs <= 512;
+    let ctx = match Context::open_with(kernel, None) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            if !sane || r.cqe_version > 1 {
+                assert_eq!(e.kind(), ErrorKind::Malformed, "{e}");
+            }
+            return;
+        }
+    };
+    assert!(
+        sane,
+        "a context opened with {n} UARs per page and {} static bfregs",
+        r.tot_bfregs
+    );
+    let pd = ctx.alloc_pd().expect("the fake allocates PDs");
+    let cq = ctx
+        .create_cq(4, CqOptions::default())
+        .expect("the fake creates CQs");
+    let mut made = Vec::new();
+    for _ in 0..qps {
+        let qp = pd.create_qp(&QpInitAttr {
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 1,
+                max_recv_wr: 1,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        });
+        // Refusals are fine (the response's queue limits, a bfreg the
+        // kernel chose outside the pages, a page id without room for its
+        // UARs): what matters is that none panics.
+        if let Ok(qp) = qp {
+            made.push(qp);
+        }
+    }
+    let s = s.lock().unwrap_or_else(|p| p.into_inner());
+    let per_page = n.max(1);
+    for &(flags, index) in &s.qps {
+        if flags & abi::MLX5_QP_FLAG_UAR_PAGE_INDEX == 0 {
+            continue;
+        }
+        let on_a_page = s.pages.iter().any(|&(id, len)| {
+            index
+                .checked_sub(id)
+                .is_some_and(|j| j < per_page && j < len / 4096)
+        });
+        assert!(
+            on_a_page,
+            "a QP names UAR {index:#x}, on none of the pages {:x?}",
+            s.pages
+        );
+    }
+    drop(s);
+    drop(made);
+}
+
 pub fn mlx5_context_seeds() -> Vec<(&'static str, Vec<u8>)> {
-    let mut r = abi::Mlx5IbAllocUcontextResp {
+    let base = abi::Mlx5IbAllocUcontextResp {
         qp_tab_size: 1 << 18,
         bf_reg_size: 512,
         cache_line_size: 64,
@@ -270,15 +504,83 @@ pub fn mlx5_context_seeds() -> Vec<(&'static str, Vec<u8>)> {
         num_dyn_bfregs: 32,
         ..Default::default()
     };
-    let mut devx = vec![1u8];
-    devx.extend_from_slice(r.as_bytes());
-    r.num_uars_per_page = 0;
-    r.tot_bfregs = 16;
-    let mut stat = vec![0u8];
-    stat.extend_from_slice(r.as_bytes());
+    let seed = |mode: u8, r: &abi::Mlx5IbAllocUcontextResp, qps: Option<u8>, words: &[u32]| {
+        let mut v = vec![mode];
+        v.extend_from_slice(r.as_bytes());
+        if let Some(n) = qps {
+            v.push(n);
+            for w in words {
+                v.extend_from_slice(&w.to_ne_bytes());
+            }
+        }
+        v
+    };
+    let with = |f: &dyn Fn(&mut abi::Mlx5IbAllocUcontextResp)| {
+        let mut r = base;
+        f(&mut r);
+        r
+    };
+    let stat = with(&|r| {
+        r.num_uars_per_page = 0;
+        r.tot_bfregs = 16;
+    });
+    let per_page = |n: u32, tot: u32| {
+        with(&|r| {
+            r.num_uars_per_page = n;
+            r.tot_bfregs = tot;
+        })
+    };
     vec![
-        ("devx-dynamic-uars", devx),
-        ("static-uars-zero-per-page", stat),
+        ("devx-dynamic-uars", seed(1, &base, None, &[])),
+        ("static-uars-zero-per-page", seed(0, &stat, None, &[])),
+        // 17 QPs: 4 dedicated bfregs (2 pages), then 12 shared (6 more
+        // pages) and around again; 4 KiB UARs on 64 KiB pages.
+        (
+            "dynamic-16-per-page-17-qps",
+            seed(1, &per_page(16, 0), Some(17), &[]),
+        ),
+        // Static bfregs the kernel chose: 1 (page 0), 5 (UAR 1), 2 (not a
+        // usable one), past the pages, u32::MAX.
+        (
+            "static-bfreg-choices",
+            seed(0, &stat, Some(5), &[1, 5, 2, 64, u32::MAX]),
+        ),
+        // Issue 27 item 6: 2^31 UARs per page overflowed `n * 2`.
+        (
+            "regress-uars-per-page-2-31",
+            seed(1, &per_page(1 << 31, 16), Some(1), &[]),
+        ),
+        (
+            "regress-uars-per-page-2-31-dynamic",
+            seed(1, &per_page(1 << 31, 0), Some(1), &[]),
+        ),
+        (
+            "regress-uars-per-page-u32-max",
+            seed(0, &per_page(u32::MAX, 16), Some(1), &[]),
+        ),
+        (
+            "regress-uars-per-page-3",
+            seed(0, &per_page(3, 16), Some(1), &[]),
+        ),
+        (
+            "regress-uars-per-page-32",
+            seed(1, &per_page(32, 0), Some(1), &[]),
+        ),
+        // More static bfregs than mlx5_ib gives: 2^31 page mappings.
+        (
+            "regress-static-bfregs-u32-max",
+            seed(0, &per_page(1, u32::MAX), Some(1), &[]),
+        ),
+        // A BF page id whose 4 sub-UARs' ids pass u32::MAX (`page_id + j`).
+        (
+            "regress-page-id-near-u32-max",
+            seed(
+                1,
+                &per_page(4, 0),
+                Some(1),
+                &[7, 4 * 4096, u32::MAX - 1, 4 * 4096],
+            ),
+        ),
     ]
 }
 
