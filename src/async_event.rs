@@ -388,7 +388,7 @@ impl Context {
         if matches!(hold, Hold::None) {
             // The object is being destroyed: count the event as acknowledged
             // so its destroy can finish.
-            counts.ack(Stream::Async, 1, None);
+            ctx.events.ack_detached(element, &counts, Stream::Async);
             return plain(elem);
         }
         counts.delivered();

@@ -84,6 +84,14 @@ impl Context {
     }
 }
 
+/// The channel's fd, to `poll`/`epoll` for readiness before
+/// [`CompletionChannel::try_get_event`].
+///
+/// Never `read` it yourself: a record read that way is an event the kernel
+/// counts as delivered and the library never sees, so nobody can
+/// acknowledge it. An explicit `destroy()` of its CQ then waits for it
+/// forever (as `ibv_destroy_cq` does for an event never acknowledged);
+/// `try_destroy()` and dropping the CQ do not wait.
 impl AsFd for CompletionChannel {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.inner.fd.as_fd()
@@ -141,7 +149,10 @@ impl CompletionChannel {
                 })
             }
             Err(counts) => {
-                counts.ack(Stream::Completion, 1, None);
+                self.inner
+                    .ctx
+                    .events
+                    .ack_detached(user_handle, &counts, Stream::Completion);
                 None
             }
         }

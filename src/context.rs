@@ -453,9 +453,26 @@ impl Context {
         }
     }
 
-    /// The async event fd, allocated when the context was opened.
+    /// The async event fd, allocated when the context was opened: to
+    /// `poll`/`epoll` it, then call [`Context::get_async_event`] or
+    /// [`Context::try_get_async_event`].
+    ///
+    /// Never `read` it yourself: a record read that way is an event the
+    /// kernel counts as delivered and the library never sees, so nobody can
+    /// acknowledge it. An explicit `destroy()` of its CQ, QP or SRQ then
+    /// waits for it forever, as `ibv_destroy_qp` does for an event never
+    /// acknowledged; `try_destroy()` and dropping the object do not wait.
     pub fn async_fd(&self) -> BorrowedFd<'_> {
         self.inner.async_fd.as_fd()
+    }
+
+    /// How many objects the context's event map holds: live CQs, QPs and
+    /// SRQs, and destroyed ones whose reported events are not all
+    /// acknowledged yet (feature `test-utils`).
+    #[cfg(feature = "test-utils")]
+    #[doc(hidden)]
+    pub fn event_map_len(&self) -> usize {
+        self.inner.events.len()
     }
 }
 

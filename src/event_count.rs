@@ -15,17 +15,30 @@
 //! that calls `destroy` while it holds an unacknowledged event of that object
 //! gets `EBUSY` instead of waiting for itself: a destroy can only wait for
 //! acknowledgements that other threads will make.
+//!
+//! # Events read behind the library's back
+//!
+//! A program that reads a record from an event fd itself (through `AsFd`)
+//! takes an event the kernel counts as reported and the library never sees,
+//! so nobody will ever acknowledge it. Only an explicit `destroy()` waits
+//! for acknowledgements after the destroy command (as libibverbs does), and
+//! it then waits forever. The last drop and `try_destroy` never wait there:
+//! when the counts do not match yet they *park* the object's entry
+//! ([`EventCounts::settle`]), detached, and the reader that acknowledges the
+//! last outstanding event removes it ([`Registry::ack_detached`]). An event
+//! stolen that way leaves its parked entry until the context (for rdma_cm
+//! ids, the process) goes. Nothing is lost by not waiting: no event value
+//! of a destroyed object is made any more, so an event a thread reads
+//! meanwhile is acknowledged by that thread without reaching the program.
 
 #[cfg(doc)]
 use crate::object::ParentLink;
 use crate::object::{busy, Destroy, Owned};
+use crate::sync::{fence, AtomicU32, Condvar, Mutex, MutexGuard};
 use std::{
     collections::HashMap,
     hash::{BuildHasherDefault, Hasher},
-    sync::{
-        atomic::{fence, AtomicU32, AtomicU64, Ordering},
-        Arc, Condvar, Mutex, MutexGuard, Weak,
-    },
+    sync::{atomic::AtomicU64, atomic::Ordering, Arc, Weak},
     thread::{self, ThreadId},
 };
 
@@ -53,6 +66,10 @@ struct Counts {
     acked: [u32; 2],
     /// Events delivered and not yet acknowledged, by the thread holding them.
     held: Vec<(ThreadId, u32)>,
+    /// The counts the kernel reported at a destroy that did not wait for
+    /// them ([`EventCounts::settle`]); `None` once reached, or when no
+    /// such destroy happened.
+    parked: Option<[u32; 2]>,
 }
 
 /// Per-object event counts; see the module documentation.
@@ -100,6 +117,7 @@ impl EventCounts {
     /// Acknowledges `n` events of `stream` held by `holder` (`None`: events
     /// that were read but never delivered, e.g. for an object being destroyed),
     /// and wakes waiters.
+    #[cfg(test)]
     pub(crate) fn ack(&self, stream: Stream, n: u32, holder: Option<ThreadId>) {
         if self.ack_quiet(stream, n, holder) {
             self.changed.notify_all();
@@ -110,6 +128,13 @@ impl EventCounts {
     /// still has to release its reference and then calls [`EventCounts::notify`].
     /// Returns whether a destroy is waiting.
     pub(crate) fn ack_quiet(&self, stream: Stream, n: u32, holder: Option<ThreadId>) -> bool {
+        self.ack_counting(stream, n, holder).0
+    }
+
+    /// Acknowledges `n` events as [`EventCounts::ack_quiet`] does; returns
+    /// whether a destroy is waiting, and whether this acknowledgement
+    /// reached the counts of a parked destroy ([`EventCounts::settle`]).
+    fn ack_counting(&self, stream: Stream, n: u32, holder: Option<ThreadId>) -> (bool, bool) {
         let mut c = self.lock();
         let i = index(stream);
         c.acked[i] = c.acked[i].wrapping_add(n);
@@ -123,7 +148,25 @@ impl EventCounts {
                 }
             }
         }
-        self.waiters.load(Ordering::Relaxed) > 0
+        let settled = c.parked.is_some_and(|p| p == c.acked);
+        if settled {
+            c.parked = None;
+        }
+        (self.waiters.load(Ordering::Relaxed) > 0, settled)
+    }
+
+    /// After a destroy command that reported `reported` events, instead of
+    /// waiting for them: true when every one is acknowledged already;
+    /// otherwise parks `reported`, and the acknowledgement that reaches it
+    /// says so ([`Registry::ack_detached`]). Exactly one of the two sees the
+    /// counts settled (both decide under the lock).
+    pub(crate) fn settle(&self, reported: [u32; 2]) -> bool {
+        let mut c = self.lock();
+        if c.acked == reported {
+            return true;
+        }
+        c.parked = Some(reported);
+        false
     }
 
     /// How many delivered events the current thread holds.
@@ -212,15 +255,18 @@ pub(crate) trait EventObject: Destroy {
 /// reference is being dropped): `Destroy::destroy_kernel` of CQs, QPs, SRQs
 /// and CM ids.
 ///
-/// No event value of it exists (they hold it), so after the destroy command
-/// this waits only for events other threads read and have not looked up
-/// yet: they find the object gone and acknowledge at once. It never waits
-/// for the program.
+/// No event value of it exists (they hold it), and it waits for nothing:
+/// events other threads read and have not looked up yet find the object
+/// gone and are acknowledged by those threads, which remove the parked
+/// entry ([`EventCounts::settle`]). An event the program read from the fd
+/// itself is never acknowledged, and never waited for.
 pub(crate) fn destroy_unreachable<T: EventObject>(obj: &T) -> crate::Result<()> {
     let (registry, key) = obj.registry();
     let result = obj.destroy_reporting();
     if let Ok(Some(reported)) = result {
-        obj.counts().wait_acked(reported);
+        if !obj.counts().settle(reported) {
+            return Ok(());
+        }
     }
     registry.remove(key);
     result.map(|_| ())
@@ -247,9 +293,11 @@ pub(crate) enum Pending {
 ///   new event value can be made meanwhile, the destroy command runs; if it
 ///   succeeds the object's entry stops resolving (events read later are
 ///   acknowledged at once, as for a gone object) and, after the lock,
-///   events read concurrently are waited for (the only wait left: other
-///   threads finishing a read, never the program). If it fails, nothing
-///   changed.
+///   [`Pending::Wait`] waits until every event the kernel reported is
+///   acknowledged (other threads finishing a read; forever if the program
+///   read one from the fd itself), while [`Pending::Refuse`] parks the
+///   entry instead ([`EventCounts::settle`]) and returns. If it fails,
+///   nothing changed.
 ///
 /// Every reference to the object besides its handle is an event value or a
 /// child's [`ParentLink`](crate::object::ParentLink), made only under that
@@ -292,7 +340,13 @@ pub(crate) fn destroy_reachable<T: EventObject>(
                 }
                 drop(map);
                 if let Some(reported) = reported {
-                    counts.wait_acked(reported);
+                    if pending == Pending::Refuse {
+                        if !counts.settle(reported) {
+                            return Ok(());
+                        }
+                    } else {
+                        counts.wait_acked(reported);
+                    }
                 }
                 registry.remove(key);
                 return Ok(());
@@ -397,6 +451,26 @@ impl Registry {
     pub(crate) fn remove(&self, user_handle: u64) {
         self.lock().remove(&user_handle);
     }
+
+    /// Acknowledges one event of `stream` read for the destroyed object
+    /// `user_handle` (found detached, or gone), waking a destroy that waits,
+    /// and removes the object's parked entry when this was the last event
+    /// its destroy was told of.
+    pub(crate) fn ack_detached(&self, user_handle: u64, counts: &EventCounts, stream: Stream) {
+        let (waiting, settled) = counts.ack_counting(stream, 1, None);
+        if waiting {
+            counts.changed.notify_all();
+        }
+        if settled {
+            self.remove(user_handle);
+        }
+    }
+
+    /// How many objects the map holds (tests).
+    #[cfg(any(test, feature = "test-utils"))]
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
 }
 
 #[cfg(test)]
@@ -443,5 +517,81 @@ mod tests {
         let (a, b) = (r.new_handle(), r.new_handle());
         assert!(a != 0 && b != 0 && a != b);
         assert!(r.with(a, |t| t.is_none()));
+    }
+}
+
+/// The protocol under loom (`scripts/loom.sh`: `--cfg loom`), every
+/// interleaving of the threads each test starts.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc as LoomArc;
+
+    /// A destroy waits while an event value holds its object
+    /// (`destroy_reachable`'s `wait_while`); the value's drop acknowledges,
+    /// releases its reference and then notifies, as `CqEvent::drop` does.
+    /// A lost wake-up (the waiter registered after the notifier looked, and
+    /// checked before the release) would leave the destroy asleep, which
+    /// loom reports as a deadlock.
+    #[test]
+    fn loom_a_destroy_waiting_for_an_event_value_is_woken_by_its_drop() {
+        loom::model(|| {
+            let counts = Arc::new(EventCounts::default());
+            let object = LoomArc::new(());
+            let event = object.clone();
+            let c = counts.clone();
+            let holder = loom::thread::spawn(move || {
+                c.ack_quiet(Stream::Completion, 1, None);
+                drop(event);
+                c.notify();
+            });
+            counts.wait_while(|| LoomArc::strong_count(&object) > 1);
+            assert_eq!(LoomArc::strong_count(&object), 1);
+            assert_eq!(counts.acked(), [1, 0]);
+            holder.join().unwrap();
+        });
+    }
+
+    /// An explicit destroy waits for the events the kernel reported, which
+    /// two readers acknowledge on their own threads (one per stream).
+    #[test]
+    fn loom_wait_acked_returns_once_both_streams_are_acknowledged() {
+        loom::model(|| {
+            let counts = Arc::new(EventCounts::default());
+            let readers: Vec<_> = [Stream::Completion, Stream::Async]
+                .into_iter()
+                .map(|stream| {
+                    let c = counts.clone();
+                    loom::thread::spawn(move || c.ack(stream, 1, None))
+                })
+                .collect();
+            counts.wait_acked([1, 1]);
+            assert_eq!(counts.acked(), [1, 1]);
+            for r in readers {
+                r.join().unwrap();
+            }
+        });
+    }
+
+    /// A destroy that does not wait parks the reported counts; of it and
+    /// the two readers acknowledging the events it was told of, exactly
+    /// one sees the counts settled (and so removes the object's entry).
+    #[test]
+    fn loom_a_parked_destroy_and_the_last_acknowledgement_settle_once() {
+        loom::model(|| {
+            let counts = Arc::new(EventCounts::default());
+            let readers: Vec<_> = (0..2)
+                .map(|_| {
+                    let c = counts.clone();
+                    loom::thread::spawn(move || c.ack_counting(Stream::Completion, 1, None).1)
+                })
+                .collect();
+            let mut settled = usize::from(counts.settle([2, 0]));
+            for r in readers {
+                settled += usize::from(r.join().unwrap());
+            }
+            assert_eq!(settled, 1, "the entry is removed exactly once");
+            assert_eq!(counts.acked(), [2, 0]);
+        });
     }
 }

@@ -124,6 +124,7 @@ mod query_types;
 mod send_batch;
 mod shared_memory;
 mod srq;
+mod sync;
 pub mod sys;
 #[cfg(feature = "tokio")]
 pub mod tokio;

@@ -5,8 +5,11 @@
 //! - a destroy that fails gives the object back, usable and accounted for;
 //! - a QP dropped while its CQ is destroyed never leaves the destroy asleep;
 //! - an event read while its object is being destroyed is acknowledged by
-//!   the reader, which lets the destroy finish (explicit and last-drop
-//!   destroys, completion channel and async fd);
+//!   the reader: an explicit destroy waits for that, the last drop does not
+//!   (completion channel and async fd), and the object's entry goes once
+//!   the reader acknowledged;
+//! - an event the program read from the fd itself never makes
+//!   `try_destroy` or the last drop wait;
 //! - `try_destroy` never waits for events other threads hold;
 //! - completion channels: events, acknowledgements, arming, `cq_context`.
 
@@ -178,10 +181,12 @@ fn a_qp_the_kernel_refuses_to_destroy_stays_whole() {
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
 }
 
-/// Dropped instead, a QP whose destroy the kernel refused stops counting as
-/// its CQ's child (the kernel QP is gone from this process's view).
+/// Dropped instead, a QP whose destroy the kernel refused is leaked with
+/// everything it uses (the kernel QP lives on and still completes to its
+/// CQ): it keeps counting as its CQ's child, so the CQ's destroy is refused
+/// (and the CQ given back) instead of giving back memory the device writes.
 #[test]
-fn a_dropped_qp_releases_its_cq_even_when_the_kernel_refused() {
+fn a_dropped_qp_the_kernel_refused_to_destroy_keeps_its_cq() {
     let r = rig();
     let cq = r.cq(0);
     let qp = r.qp(&cq, None);
@@ -191,7 +196,11 @@ fn a_dropped_qp_releases_its_cq_even_when_the_kernel_refused() {
         .store(libc::EBUSY, Ordering::Relaxed);
     drop(qp);
     r.fake.behaviour.fail_destroy.store(0, Ordering::Relaxed);
-    cq.destroy().unwrap();
+    let err = cq.destroy().unwrap_err();
+    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert!(err.to_string().contains("child object"), "{err}");
+    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    assert!(r.fake.destroyed(Kind::Qp).is_empty());
 }
 
 /// Defect 3: one thread drops a QP while another destroys its CQ. The CQ's
@@ -266,14 +275,15 @@ impl Gate {
     }
 }
 
-/// A completion event read while its CQ is destroyed: the destroy (which
-/// the kernel tells of one event read) waits for it; the reader, finding
-/// the CQ destroyed, acknowledges it and gets no event; the destroy then
-/// returns. Explicit destroy and last drop alike.
+/// A completion event read while its CQ is destroyed: an explicit destroy
+/// (which the kernel tells of one event read) waits for it, the last drop
+/// does not; the reader, finding the CQ destroyed, acknowledges it and gets
+/// no event; the explicit destroy then returns, and the CQ's entry is gone.
 #[test]
 fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
     for explicit in [true, false] {
         let r = rig();
+        let entries = r.ctx.event_map_len();
         let gate = Gate::install(&r.fake);
         let cq = r.cq(0);
         cq.req_notify(false).unwrap();
@@ -292,21 +302,70 @@ fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
             };
             done_tx.send(ok).unwrap();
         });
-        // The kernel reported one event read: the destroy waits for it.
-        assert!(
-            done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
-            "the destroy returned before the event read meanwhile was acknowledged"
-        );
+        if explicit {
+            // The kernel reported one event read: the destroy waits for it.
+            assert!(
+                done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+                "the destroy returned before the event read meanwhile was acknowledged"
+            );
+        } else {
+            assert!(
+                done_rx.recv_timeout(PATIENCE).expect("the drop finished"),
+                "the last drop does not wait for the reader"
+            );
+            assert_eq!(r.ctx.event_map_len(), entries + 1, "the entry is parked");
+        }
         gate.release();
         assert!(
             !reader.join().unwrap().unwrap(),
             "no event for a destroyed CQ"
         );
-        assert!(done_rx
-            .recv_timeout(PATIENCE)
-            .expect("the destroy finished"));
+        if explicit {
+            assert!(done_rx
+                .recv_timeout(PATIENCE)
+                .expect("the destroy finished"));
+        }
         destroyer.join().unwrap();
         assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+        assert_eq!(r.ctx.event_map_len(), entries, "the entry is gone");
+    }
+}
+
+/// An event the program read from the channel's fd or the async fd itself
+/// (through `AsFd`), which the kernel counts as reported and nobody can
+/// acknowledge: `try_destroy` and the last drop return at once, for a CQ
+/// and a QP; an explicit `destroy` would wait for it forever.
+#[test]
+fn an_event_read_from_the_fd_directly_never_blocks_try_destroy_or_drop() {
+    use std::os::fd::AsFd;
+    for try_destroy in [true, false] {
+        let r = rig();
+        let kernel = r.fake.dyn_kernel();
+        let cq = r.cq(0);
+        cq.req_notify(false).unwrap();
+        assert!(r.fake.push_comp_event(cq.handle()));
+        let mut record = [0u8; 16];
+        assert_eq!(kernel.read(r.ch.as_fd(), &mut record[..8]), Ok(8));
+        let qp = r.qp(&r.cq(0), None);
+        r.fake
+            .push_event(T::QP_FATAL.0, r.uh(Kind::Qp, qp.handle()));
+        assert_eq!(kernel.read(r.ctx.async_fd(), &mut record), Ok(16));
+        // Both move to the destroying thread, so that a destroy asleep there
+        // fails the test instead of hanging the drops of its unwinding.
+        within(
+            "destroying objects with events read behind the library",
+            move || {
+                if try_destroy {
+                    qp.try_destroy().unwrap();
+                    cq.try_destroy().unwrap();
+                } else {
+                    drop(qp);
+                    drop(cq);
+                }
+            },
+        );
+        assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2);
+        assert_eq!(r.fake.destroyed(Kind::Qp).len(), 1);
     }
 }
 
@@ -315,6 +374,7 @@ fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
 fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
     for explicit in [true, false] {
         let r = rig();
+        let entries = r.ctx.event_map_len();
         let gate = Gate::install(&r.fake);
         let cq = r.cq(0);
         let qp = r.qp(&cq, None);
@@ -335,7 +395,11 @@ fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
             };
             done_tx.send(ok).unwrap();
         });
-        assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        if explicit {
+            assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
+        } else {
+            assert!(done_rx.recv_timeout(PATIENCE).expect("the drop finished"));
+        }
         gate.release();
         let element = reader
             .join()
@@ -343,11 +407,14 @@ fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
             .unwrap()
             .expect("the event is returned");
         assert_eq!(element, AsyncElement::Gone(uh));
-        assert!(done_rx
-            .recv_timeout(PATIENCE)
-            .expect("the destroy finished"));
+        if explicit {
+            assert!(done_rx
+                .recv_timeout(PATIENCE)
+                .expect("the destroy finished"));
+        }
         destroyer.join().unwrap();
         cq.destroy().unwrap();
+        assert_eq!(r.ctx.event_map_len(), entries, "the entries are gone");
     }
 }
 

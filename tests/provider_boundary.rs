@@ -29,6 +29,8 @@ const VOCABULARY: &[&str] = &[
     "ioctl",
     "netlink",
     "shared_memory",
+    // The synchronisation primitives, std's or loom's (`--cfg loom`).
+    "sync",
     "sys",
     "wc",
     "wr",

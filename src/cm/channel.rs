@@ -153,6 +153,14 @@ pub struct EventChannel {
     pub(crate) inner: Arc<ChannelInner>,
 }
 
+/// The channel's fd, to `poll`/`epoll` for readiness before getting an
+/// event.
+///
+/// Never `read` it yourself: a record read that way is an event the kernel
+/// counts as delivered and the library never sees, so nobody can
+/// acknowledge it. An explicit `destroy()` of its id then waits for it
+/// forever (as `rdma_destroy_id` does for an event never acknowledged);
+/// `try_destroy()` and dropping the id do not wait.
 impl AsFd for EventChannel {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.inner.fd.as_fd()
@@ -269,7 +277,7 @@ impl EventChannel {
             None => {
                 // Its id is being destroyed or gone: acknowledged at once
                 // (a connection request's new id is destroyed with it).
-                counts.ack(Stream::Async, 1, None);
+                registry().ack_detached(resp.uid, &counts, Stream::Async);
                 drop(new_id);
                 None
             }
