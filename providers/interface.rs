@@ -287,8 +287,9 @@ pub(crate) trait Provider: Sized + 'static {
     ) -> Result<Self::Qp>;
 
     /// Runs after a successful modify that set the QP's state, before the
-    /// state is published to posts (mlx5 cleans its CQs of the QP's
-    /// completions and resets its queues' tails on RESET).
+    /// state is published to posts (on RESET, mlx5 starts a new epoch of
+    /// its receive queue's tail and asks its CQs to drop the QP's
+    /// completions and restart that tail).
     fn on_qp_state(_shared: &Self::QpShared, _state: QpState) {}
 
     /// Restarts the poster's side of the queues: the first post after a

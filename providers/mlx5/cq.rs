@@ -31,7 +31,14 @@
 //!   destroying thread records "skip CQEs of this QP before index X" (X: the
 //!   first CQE not yet written) and the poller, which owns the consumer
 //!   side, drops them as it meets them: the same result without a lock on
-//!   the poll path (one relaxed load per poll).
+//!   the poll path (one relaxed load per run of CQEs). A reset's request
+//!   also restarts the tail of the QP's receive queue if it completes on
+//!   this CQ (rdma-core resets the tails under the CQ's lock): the poller,
+//!   its only writer, does it when it takes the request, before it takes
+//!   any CQE of the QP's new epoch (see `Tail` in `qp.rs` and
+//!   [`Mlx5Cq::poll`]). The send queue's tail needs no restart: its
+//!   counter runs on across resets and the tail only moves forward
+//!   ("Resets" in `sq.rs`).
 //!
 //! [`udma_from_device_barrier`]: crate::providers::barrier::udma_from_device_barrier
 
@@ -44,7 +51,7 @@ use super::{
     buf::{CqeGeometry, CqeRun, QueueBuf},
     cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
-    rq::RecvRun,
+    rq::{RecvRun, RqTrack},
     uar::{UarPage, CQ_DOORBELL},
     wqe::opcode,
 };
@@ -198,6 +205,25 @@ struct Clean {
     before: u32,
 }
 
+/// The receive queue of a reset QP, which completes on this CQ, whose
+/// tail the CQ's poller restarts ([`Tail::restart`](super::qp::Tail::restart))
+/// in the epoch the reset began for it. The track itself, not a resource
+/// number, which a QP created after this one was destroyed could have.
+/// (Only receive queues: a send queue's tail only moves forward, "Resets"
+/// in `sq.rs`.)
+#[derive(Debug)]
+pub(crate) struct Restart {
+    pub(crate) rq: Arc<RqTrack>,
+    pub(crate) epoch: u32,
+}
+
+/// A [`Clean`] as a QP's destroyer or resetter hands it over.
+#[derive(Debug)]
+struct CleanRequest {
+    clean: Clean,
+    restart: Option<Restart>,
+}
+
 /// A CQ's state shared by its poller, the event reader and QPs (kept until
 /// the kernel CQ is destroyed).
 #[derive(Debug)]
@@ -210,7 +236,8 @@ pub(crate) struct CqCore {
     pub(crate) arm_sn: AtomicU32,
     /// The consumer index the poller last published.
     ci: AtomicU32,
-    clean: Mutex<Vec<Clean>>,
+    clean: Mutex<Vec<CleanRequest>>,
+    /// Whether `clean` has requests (set under its lock, with release).
     clean_pending: AtomicBool,
 }
 
@@ -259,15 +286,23 @@ impl CqCore {
     }
 
     /// Marks the CQEs of QP `rsn` now in the CQ for dropping (a QP was
-    /// destroyed or reset: the device writes no more of them).
-    pub(crate) fn clean(&self, rsn: u32) {
+    /// destroyed or reset: the device writes no more of them), and after a
+    /// reset has the poller `restart` the tail of the QP's receive queue,
+    /// if it completes here, before it takes any CQE after them. Called
+    /// before the reset is published to posts (so before the device can
+    /// complete a WQE of the new epoch): the release store here is what
+    /// the poller's check in [`Mlx5Cq::poll`] sees.
+    pub(crate) fn clean(&self, rsn: u32, restart: Option<Restart>) {
         let mut ci = self.ci.load(Ordering::Acquire);
         let end = ci.wrapping_add(self.geometry.ncqe());
         while ci != end && self.owned(ci).is_some() {
             ci = ci.wrapping_add(1);
         }
         let mut list = self.clean.lock().unwrap_or_else(|p| p.into_inner());
-        list.push(Clean { rsn, before: ci });
+        list.push(CleanRequest {
+            clean: Clean { rsn, before: ci },
+            restart,
+        });
         self.clean_pending.store(true, Ordering::Release);
     }
 }
@@ -314,11 +349,30 @@ impl Mlx5Cq {
     }
 
     /// Moves up to `out.len()` completions into `out`.
+    ///
+    /// Clean requests ([`CqCore::clean`]) are taken after each run's
+    /// barrier, before any of its CQEs is read, not once when the poll
+    /// starts: a poll that began before a QP was reset may meet the CQEs of
+    /// the QP's new epoch, and must restart its receive queue's tail first
+    /// (else it frees the new epoch's receives from the old epoch's tail).
+    /// The chain that makes the check see the request: the resetter stores
+    /// `clean_pending` with release, then publishes the reset to posts
+    /// with release (the QP's gate word, `src/qp.rs`); the poster loads the
+    /// gate with acquire before it writes any WQE of the new epoch, and
+    /// rings its doorbell after `udma_to_device_barrier` and
+    /// `mmio_wc_start` (cumulative barriers: every store the poster has
+    /// seen, the request included, is visible before the doorbell); the
+    /// device writes the CQE after it executed the WQE; the poller loads
+    /// the CQE's ownership byte (acquire) and then
+    /// `udma_from_device_barrier` (`providers/barrier.rs`: `lfence` on
+    /// x86_64, `dmb oshld` on aarch64, orders the loads before it, the
+    /// ownership bytes, before the loads after it) before loading
+    /// `clean_pending`, which so cannot be older than the request. A relaxed
+    /// load, one per run: the lock is taken only when it is set (cold).
+    /// (A run whose check came before a reset may still read a slot the
+    /// restarted poster wrote again: see "Resets" in `sq.rs`.)
     #[inline]
     pub(crate) fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
-        if self.core.clean_pending.load(Ordering::Relaxed) {
-            self.take_clean();
-        }
         let core = &*self.core;
         let Some(ring) = core.buf.cqes(core.geometry) else {
             return 0;
@@ -348,6 +402,10 @@ impl Mlx5Cq {
                 break;
             }
             barrier::udma_from_device_barrier();
+            // After the barrier: see the function's comment.
+            if core.clean_pending.load(Ordering::Relaxed) {
+                take_clean(core, &mut self.parser);
+            }
             let mut k = 0;
             while k < ready {
                 // The common cases in tight loops (one copy per CQE
@@ -387,14 +445,21 @@ impl Mlx5Cq {
         }
         n
     }
+}
 
-    #[cold]
-    fn take_clean(&mut self) {
-        let mut list = self.core.clean.lock().unwrap_or_else(|p| p.into_inner());
-        self.parser.cleaning.append(&mut list);
-        self.core.clean_pending.store(false, Ordering::Relaxed);
-        self.parser.last = None;
+/// Takes the CQ's clean requests into the poller's list, restarting the
+/// tails of reset QPs' receive queues in the epochs the requests carry.
+#[cold]
+fn take_clean(core: &CqCore, parser: &mut Parser) {
+    let mut list = core.clean.lock().unwrap_or_else(|p| p.into_inner());
+    for req in list.drain(..) {
+        if let Some(r) = req.restart {
+            r.rq.tail.restart(r.epoch);
+        }
+        parser.cleaning.push(req.clean);
     }
+    core.clean_pending.store(false, Ordering::Relaxed);
+    parser.last = None;
 }
 
 impl Parser {
@@ -448,8 +513,9 @@ impl Parser {
     /// cleaned, each into `out[n]` (`n` advanced), read from their words 4,
     /// 5 and 7 alone, as [`Parser::parse`] would; stops at the first other
     /// CQE and returns its index. The send queue is freed once, after the
-    /// last `wr_id` was read (one release store per run: a release store
-    /// makes the compiler reload what it holds in registers).
+    /// last `wr_id` was read (one compare-exchange with release per run,
+    /// [`SqTrack::free`](super::sq::SqTrack::free): a release makes the
+    /// compiler reload what it holds in registers).
     #[inline(always)]
     fn requester_run<const CQE_V1: bool>(
         &self,

@@ -58,9 +58,13 @@ pub mod devx;
 pub mod dv;
 #[cfg(test)]
 mod golden;
+#[cfg(all(test, loom))]
+mod loom_tests;
 #[cfg(any(test, feature = "test-utils"))]
 pub mod model;
 mod qp;
+#[cfg(test)]
+mod reset_tests;
 mod rq;
 mod slots;
 mod sq;
@@ -73,7 +77,7 @@ pub(crate) use context::Mlx5State;
 
 use ah::build_av;
 use buf::QueueBuf;
-use cq::{CqCore, Mlx5Cq};
+use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
 use sq::{Mlx5Sq, SqBatch, SqTrack};
@@ -130,14 +134,45 @@ pub(crate) struct Mlx5QpShared {
 }
 
 impl Mlx5QpShared {
+    /// Has the QP's CQs drop its CQEs now in them (it was destroyed).
     fn clean_cqs(&self) {
         if let (Some(track), Some(cqs)) = (self.track.get(), self.cqs.get()) {
-            cqs[0].clean(track.rsn);
-            if !Arc::ptr_eq(&cqs[0], &cqs[1]) {
-                cqs[1].clean(track.rsn);
-            }
+            clean_cqs(track, cqs, None);
         }
     }
+}
+
+/// Has `cqs` (the send CQ, the receive CQ) drop the CQEs of QP `track` now
+/// in them; after a reset, `rq_epoch` is the epoch it began for the
+/// receive queue, whose tail the receive CQ restarts.
+fn clean_cqs(track: &QpTrack, [send, recv]: &[Arc<CqCore>; 2], rq_epoch: Option<u32>) {
+    let restart = rq_epoch.and_then(|epoch| {
+        let rq = track.rq.clone()?;
+        Some(Restart { rq, epoch })
+    });
+    if Arc::ptr_eq(send, recv) {
+        send.clean(track.rsn, restart);
+    } else {
+        send.clean(track.rsn, None);
+        recv.clean(track.rsn, restart);
+    }
+}
+
+/// What a RESET does to the completion side of QP `track`, which completes
+/// on `cqs`: its receive queue's tail enters a new epoch (the poster
+/// restarts in it once the reset is published,
+/// [`Provider::restart_queues`]), and its CQs drop its CQEs, the receive
+/// CQ restarting that tail in the epoch when its poller takes the request.
+/// The tail is not stored here: a poller inside a run of the QP's old
+/// CQEs could store the tail it computed after this store; the poller
+/// stores it (see `Tail` in `qp.rs`). The send queue's tail is left
+/// alone, neither stored nor restarted here: its work-request counter runs
+/// on across resets and its tail only moves forward, up to the counter
+/// when the poster restarts, so a tail stored late cannot take it back
+/// ("Resets" in `sq.rs`).
+fn reset_completions(track: &QpTrack, cqs: &[Arc<CqCore>; 2]) {
+    let rq = track.rq.as_ref().map(|rq| rq.tail.begin_reset());
+    clean_cqs(track, cqs, rq);
 }
 
 impl Drop for Mlx5QpShared {
@@ -474,20 +509,33 @@ impl Provider for Mlx5 {
         Ok(Mlx5Qp { sq, rq })
     }
 
+    /// After the kernel moved the QP to RESET (the device executes and
+    /// completes nothing of it any more), and before the new state is
+    /// published to posts: the CQs drop the QP's CQEs still in them and
+    /// the receive queue's tail enters a new epoch, restarted by the
+    /// receive CQ's poller ([`reset_completions`]); the doorbell records
+    /// back to 0, as the device's counters. No tail is stored here (a
+    /// poller inside a run of the QP's CQEs could store an older one after
+    /// it): the receive queue's is tagged with its epoch (`Tail` in
+    /// `qp.rs`); the send queue's work-request counter runs on across
+    /// resets, only its ring position restarting, and its tail only moves
+    /// forward ("Resets" in `sq.rs`).
     fn on_qp_state(shared: &Mlx5QpShared, state: QpState) {
         if state == QpState::Reset {
-            shared.clean_cqs();
-            shared.sq.tail.store(0, Ordering::Release);
-            if let Some(rq) = &shared.rq {
-                rq.tail.store(0, Ordering::Release);
+            if let (Some(track), Some(cqs)) = (shared.track.get(), shared.cqs.get()) {
+                reset_completions(track, cqs);
             }
             shared.buf.set_dbrec(0, 0);
             shared.buf.set_dbrec(1, 0);
         }
     }
 
-    /// The producer counters back to 0, as the tails and doorbell records
-    /// [`Provider::on_qp_state`] reset.
+    /// The producer counters back to 0, as the doorbell records
+    /// [`Provider::on_qp_state`] reset: the receive queue's in its new
+    /// epoch (its tail restarts when the receive CQ's poller takes the
+    /// reset's request; until then the epoch before's counts as nothing
+    /// freed), the send queue's WQEBB counter alone (its work-request
+    /// counter runs on, and its tail moves up to it: "Resets" in `sq.rs`).
     fn restart_queues(qp: &mut Mlx5Qp) {
         qp.sq.reset();
         if let Some(rq) = &mut qp.rq {

@@ -16,12 +16,13 @@
 //! under a mutex, as rdma-core takes the SRQ's spinlock.
 
 use std::sync::{
-    atomic::{AtomicU32, AtomicU64, Ordering},
+    atomic::{AtomicU64, Ordering},
     Arc, Mutex, MutexGuard,
 };
 
 use super::{
     buf::{QueueBuf, Units, UnitsView},
+    qp::{Tail, TailReader},
     slots::MaskedSlots,
     wqe::{self, DS},
 };
@@ -51,8 +52,8 @@ fn put_scatter(q: &Units, u: u32, max_gs: u32, wr: &RecvWr<'_>) {
 pub(crate) struct RqTrack {
     mask: u32,
     wrid: Box<[AtomicU64]>,
-    /// Receives completed.
-    pub(crate) tail: AtomicU32,
+    /// Receives completed, tagged with the epoch ([`Tail`]).
+    pub(crate) tail: Tail,
 }
 
 impl RqTrack {
@@ -60,7 +61,7 @@ impl RqTrack {
         RqTrack {
             mask: wqe_cnt.max(1) - 1,
             wrid: (0..wqe_cnt.max(1)).map(|_| AtomicU64::new(0)).collect(),
-            tail: AtomicU32::new(0),
+            tail: Tail::default(),
         }
     }
 
@@ -71,11 +72,11 @@ impl RqTrack {
         MaskedSlots::new(&self.wrid, self.mask)
     }
 
-    /// Frees the queue up to receive `tail` (the poller, after reading the
-    /// `wr_id`s of the receives before it from [`RqSlots`]).
+    /// Frees the queue up to the tagged tail `tail` (the poller, after
+    /// reading the `wr_id`s of the receives before it from [`RqSlots`]).
     #[inline(always)]
-    pub(crate) fn free(&self, tail: u32) {
-        self.tail.store(tail, Ordering::Release);
+    pub(crate) fn free(&self, tail: u64) {
+        self.tail.store(tail);
     }
 
     /// The work request of the oldest outstanding receive, now completed.
@@ -93,14 +94,15 @@ impl RqTrack {
     }
 
     /// Completes a run of receives ([`RecvRun`]); `None` never happens.
+    /// The run counts in the tail's lower half and keeps its tag.
     #[inline(always)]
     pub(crate) fn run(&self) -> Option<RqRun<'_>> {
-        let tail = self.tail.load(Ordering::Relaxed);
+        let tagged = self.tail.load();
         Some(RqRun {
             track: self,
             slots: self.slots()?,
-            start: tail,
-            tail,
+            tagged,
+            tail: tagged as u32,
         })
     }
 }
@@ -126,6 +128,8 @@ pub(crate) struct Mlx5Rq {
     wqe_shift: u32,
     max_gs: u32,
     head: u32,
+    /// The poster's view of the tail: the epoch `head` counts in.
+    freed: TailReader,
     pub(crate) track: Arc<RqTrack>,
 }
 
@@ -145,28 +149,45 @@ impl Mlx5Rq {
             wqe_shift,
             max_gs: (1u32 << wqe_shift) / DS as u32,
             head: 0,
+            freed: TailReader::new(&track.tail),
             track,
         })
     }
 
-    /// Restarts the queue (the QP went through RESET).
+    /// Restarts the queue (the QP went through RESET) in the QP's current
+    /// epoch: until the poller restarts the tail in it, the tail of the
+    /// epoch before counts as nothing freed ([`Tail`]).
     pub(crate) fn reset(&mut self) {
         self.head = 0;
+        self.freed.restart(&self.track.tail);
     }
 
-    /// Writes receive WQEs and updates the doorbell record once.
+    /// How many more receives fit: a tail of another epoch frees nothing
+    /// of this one ([`TailReader`]).
+    #[inline(always)]
+    fn room(&self) -> u32 {
+        let outstanding = self.head.wrapping_sub(self.freed.freed(&self.track.tail));
+        self.wqe_cnt.saturating_sub(outstanding)
+    }
+
+    /// Writes receive WQEs and updates the doorbell record once. The tail
+    /// is read again only when the room last read is used up (the poller
+    /// only frees more).
     #[inline]
     pub(crate) fn post(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         let mut result = Ok(());
         let start = self.head;
+        let mut room = self.room();
         for (index, wr) in wrs.iter().enumerate() {
-            let tail = self.track.tail.load(Ordering::Acquire);
-            if self.head.wrapping_sub(tail) >= self.wqe_cnt {
-                result = Err(PostError {
-                    index,
-                    kind: PostErrorKind::QueueFull,
-                });
-                break;
+            if room == 0 {
+                room = self.room();
+                if room == 0 {
+                    result = Err(PostError {
+                        index,
+                        kind: PostErrorKind::QueueFull,
+                    });
+                    break;
+                }
             }
             if wr.sges.len() > self.max_gs as usize {
                 result = Err(PostError {
@@ -182,6 +203,7 @@ impl Mlx5Rq {
             put_scatter(&self.units, idx << (self.wqe_shift - 4), self.max_gs, wr);
             self.track.wrid[idx as usize].store(wr.wr_id, Ordering::Relaxed);
             self.head = self.head.wrapping_add(1);
+            room -= 1;
         }
         if self.head != start {
             barrier::udma_to_device_barrier();
@@ -282,12 +304,15 @@ pub(crate) trait RecvRun {
 
 /// A run of an RQ's completions: `wr_id`s from its tail, the tail
 /// published once at the end, after the last was read (as in
-/// [`RqTrack::complete`]).
+/// [`RqTrack::complete`]), in the epoch it was read in: the count advances
+/// in the lower half, without carrying into the tag ([`Tail`]).
 #[derive(Debug)]
 pub(crate) struct RqRun<'a> {
     track: &'a RqTrack,
     slots: RqSlots<'a>,
-    start: u32,
+    /// The tagged tail the run started from.
+    tagged: u64,
+    /// The count so far.
     tail: u32,
 }
 
@@ -301,8 +326,8 @@ impl RecvRun for RqRun<'_> {
 
     #[inline(always)]
     fn finish(self) {
-        if self.tail != self.start {
-            self.track.free(self.tail);
+        if self.tail != self.tagged as u32 {
+            self.track.free(Tail::with_count(self.tagged, self.tail));
         }
     }
 }

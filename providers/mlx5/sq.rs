@@ -19,6 +19,77 @@
 //! store of the first 8 bytes of the **last** WQE's ctrl segment, then
 //! [`mmio_flush_writes`], and the register half toggled on every ring.
 //!
+//! # Resets
+//!
+//! A RESET restarts the ring: the device takes WQEs from WQEBB 0 again and
+//! `on_qp_state` zeroes the doorbell record, so the poster's WQEBB counter
+//! (`cur_post`) goes back to 0. Its work-request counter (`head`, recorded
+//! in each WQE's slot; the poller's tail is the slot's value plus one) does
+//! not: it runs on across resets. rdma-core restarts both counters and the
+//! tail under the CQ's lock; here the poller takes no lock, so a poller
+//! inside a run of the QP's CQEs when the QP is reset may store the tail it
+//! computed from them after the poster restarted (the CQ's clean request
+//! drops the QP's CQEs still in it, but that run was under way). With the
+//! counters back at 0, that stale tail was ahead of the restarted counter
+//! (the queue looked full for good) or behind it (WQEs the device had not
+//! executed looked free).
+//!
+//! With a counter that runs on, the tail only has to move forward
+//! ([`SqTrack::free`]: a compare-exchange that stores a tail only ahead of
+//! the one there), and the restart moves it up to the counter: every WQE
+//! posted before it is dead (the device dropped them at the reset, their
+//! CQEs are cleaned), none is outstanding. A stale tail is that of a WQE
+//! posted before the restart, so at most the counter there. Each store is
+//! a compare-exchange, which reads the latest value in the tail's
+//! modification order: if the restart's comes first, the stale one finds
+//! the tail ahead and stores nothing; if the stale one comes first, the
+//! restart's moves the tail past it. (A tail read that is not the latest is
+//! at most the latest: the word only grows.) Tails of the WQEs posted since
+//! lie ahead and move it on. From the restart on, the tail is exact,
+//! whatever the poller stores late: the send path's room is what it was
+//! before resets were looked at (one acquire load, one subtraction, no
+//! epoch, no check), and no reset or clean request stores or restarts this
+//! tail. (The receive queue's tail is tagged with an epoch instead, `Tail`
+//! in `qp.rs`: a receive's CQE does not name its WQE, the poller finds it
+//! at the tail, whose counter so restarts with the ring.)
+//!
+//! Forward is in wrapping order: `new` is ahead of `cur` if `new - cur` is
+//! in `1..2^31`. A valid tail is at most `max_post` ahead of the tail there
+//! (the poster keeps at most `max_post` outstanding). A stale tail meets
+//! the restart's tail or an older one (the poller stores tails in CQE
+//! order, and there is one poller at a time: polling takes the CQ's
+//! `&mut`; so it stores a stale tail before any of the new epoch), and it
+//! lies less than `max_post` behind the restart's: it follows a WQE whose
+//! completion was not yet stored at the reset, one of the at most
+//! `max_post` the poster had outstanding. Only a poller stalled inside one
+//! run across several resets holds an older one, each reset moving the
+//! counter at most `max_post` on (while the poller stores nothing, the
+//! poster posts at most `max_post` after a restart). To be taken for ahead
+//! it would have to fall 2^31 behind: with `max_post` at most 2^16 (a CQE
+//! names its WQE by a 16-bit WQEBB counter), 2^15 resets, each four
+//! commands to the kernel, during one run.
+//!
+//! The cost is the poller's: its one release store per run of completions
+//! became a compare-exchange loop (`lock cmpxchg` on x86_64, `casl` on
+//! aarch64; about as many instructions, one locked instruction more). On
+//! the poster's side, correcting a late stale tail instead (counting a
+//! tail behind the restart's counter as that counter, out of line, only
+//! once the room it read ran out) cost the one-request send batches 5 to
+//! 16 instructions in every form tried (`benches/callgrind.sh --mlx5`:
+//! with a call there, LLVM keeps fewer of the batch's values in
+//! registers), and with a 32-bit counter it would misread a valid tail
+//! once the counter had gone 2^32 past the restart.
+//!
+//! What the counter does not cover: the slots are indexed by the WQEBB
+//! counter, which does restart. A poller that checked the CQ's clean
+//! requests before the reset and reads the slot of an old CQE only after
+//! the poster, past a whole RESET..RTS cycle, wrote it again in the new
+//! epoch, reads a value of the new epoch: the wrong `wr_id`, and a tail up
+//! to a WQE that may not have executed. That window is the poller's
+//! (between its check and its read of the slot), shared with the receive
+//! queue's `wr_id`s, and only the poller can close it (a check after its
+//! reads).
+//!
 //! [`udma_to_device_barrier`]: crate::providers::barrier::udma_to_device_barrier
 //! [`mmio_wc_start`]: crate::providers::barrier::mmio_wc_start
 //! [`mmio_flush_writes`]: crate::providers::barrier::mmio_flush_writes
@@ -59,7 +130,9 @@ const UNITS_PER_BB: u32 = (SEND_WQE_BB / DS) as u32;
 pub(crate) struct SqTrack {
     mask: u32,
     slots: Box<[SqSlot]>,
-    /// Work requests completed (freed) so far.
+    /// Work requests completed (freed) so far: the poster's counter of the
+    /// WQE completed last, plus one. It only moves forward ("Resets" in the
+    /// module's documentation).
     pub(crate) tail: AtomicU32,
 }
 
@@ -124,10 +197,20 @@ impl SqTrack {
         MaskedSlots::new(&self.slots, self.mask)
     }
 
-    /// Frees the queue up to `tail`, the latest [`SqTrack::take`] gave.
+    /// Frees the queue up to `tail` (the poller: the latest
+    /// [`SqTrack::take`] gave; the poster at a restart: its counter), if
+    /// that is ahead of the tail: a compare-exchange, so that a tail the
+    /// poller computed before a reset and stores after the restart never
+    /// takes the tail back ("Resets" in the module's documentation). Release:
+    /// a poster that sees the tail may write the slots it frees (the poller
+    /// read them before).
     #[inline(always)]
     pub(crate) fn free(&self, tail: u32) {
-        self.tail.store(tail, Ordering::Release);
+        let _ = self
+            .tail
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |t| {
+                ((tail.wrapping_sub(t) as i32) > 0).then_some(tail)
+            });
     }
 
     /// Every WQE index from `from` (a counter) to `to`, for flushing.
@@ -149,9 +232,11 @@ pub(crate) struct Mlx5Sq {
 /// A send queue's counters: what was handed to the device.
 #[derive(Debug, Clone, Copy, Default)]
 struct Posted {
-    /// WQEBB counter of the next WQE.
+    /// WQEBB counter of the next WQE (back to 0 at a restart, as the
+    /// device's).
     cur_post: u32,
-    /// Work requests posted.
+    /// Work requests posted since the queue was made: it runs on across
+    /// restarts ("Resets" in the module's documentation).
     head: u32,
 }
 
@@ -576,9 +661,22 @@ impl Mlx5Sq {
         &self.shape.track
     }
 
-    /// Restarts the queue (the QP went through RESET).
+    /// Moves the work-request counter on to `head`, as if that many
+    /// requests had been posted and completed (tests reach the counter's
+    /// wrap this way).
+    #[cfg(test)]
+    pub(crate) fn skip_to(&mut self, head: u32) {
+        self.posted.head = head;
+        self.shape.track.tail.store(head, Ordering::Release);
+    }
+
+    /// Restarts the queue (the QP went through RESET): the WQEBB counter
+    /// back to 0, as the device's; the work-request counter runs on, and
+    /// the tail moves up to it, every WQE posted before being dead ("Resets"
+    /// in the module's documentation).
     pub(crate) fn reset(&mut self) {
-        self.posted = Posted::default();
+        self.posted.cur_post = 0;
+        self.shape.track.free(self.posted.head);
     }
 
     /// Writes one WQE per request and rings the doorbell once for those
