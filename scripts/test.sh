@@ -10,7 +10,8 @@
 #      static-binary check;
 #   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
 #      the ABI layout test against the kernel's own headers, the dependency
-#      policy and static-binary tests);
+#      policy and static-binary tests), then the loom models
+#      (scripts/loom.sh: the `loom_*` unit tests built with --cfg loom);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
 #      kernel 6.12 with musl builds (scripts/guest-test.sh);
 #   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
@@ -26,18 +27,20 @@
 # Prints cargo's `test result:` lines (steps 5 and 7 print their own in that
 # shape) and a final total line.
 #
-# Options: --quick (steps 1 and 3 only), --no-musl, --no-guest (no step 4),
-# --no-two-host (no step 5), --no-package (no step 6), --no-fuzz (no step 7).
+# Options: --quick (steps 1 and 3 only, without the loom models), --no-musl,
+# --no-loom, --no-guest (no step 4), --no-two-host (no step 5), --no-package
+# (no step 6), --no-fuzz (no step 7).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-QUICK=0 MUSL=1 GUEST=1 TWO_HOST=1 PACKAGE=1 FUZZ=1
+QUICK=0 MUSL=1 LOOM=1 GUEST=1 TWO_HOST=1 PACKAGE=1 FUZZ=1
 for arg in "$@"; do
   case $arg in
-    --quick) QUICK=1 MUSL=0 GUEST=0 TWO_HOST=0 PACKAGE=0 FUZZ=0 ;;
+    --quick) QUICK=1 MUSL=0 LOOM=0 GUEST=0 TWO_HOST=0 PACKAGE=0 FUZZ=0 ;;
     --no-musl) MUSL=0 ;;
+    --no-loom) LOOM=0 ;;
     --no-guest) GUEST=0 ;;
     --no-two-host) TWO_HOST=0 ;;
     --no-package) PACKAGE=0 ;;
@@ -100,6 +103,11 @@ fi
 
 step "host tests"
 cargo test --workspace --features uverbs/tokio 2>&1 | tee "$LOGS/host.log"
+
+if [[ $LOOM == 1 ]]; then
+  step "loom models (the loom_* unit tests under --cfg loom)"
+  scripts/loom.sh 2>&1 | tee "$LOGS/loom.log"
+fi
 
 # Runs one guest step, `NAME COMMAND...`: stdout to $LOGS/NAME.log (and the
 # terminal), stderr (the guests' consoles) to $LOGS/NAME.console.log. When a
