@@ -499,3 +499,40 @@ fn timed_gets_on_every_event_fd_end_at_their_deadline() {
         });
     }
 }
+
+/// An event the program reads from the channel's fd itself (through
+/// `AsFd`): the real kernel counts it in the CQ's `comp_events_reported`,
+/// and nobody can acknowledge it. `try_destroy` and the last drop of the CQ
+/// still return (issue 27 item 5; before, both waited for it forever).
+#[test]
+fn an_event_read_from_the_channel_fd_directly_never_blocks_try_destroy_or_drop() {
+    for try_destroy in [true, false] {
+        let mut s = signalled();
+        s.recv_cq.req_notify(false).unwrap();
+        s.send(1);
+        // The read(2) a program would make, behind the library's back.
+        let fd = s.channel.as_fd();
+        assert_eq!(
+            Linux.wait_readable(fd, Some(Duration::from_secs(10))),
+            Ok(uverbs::sys::Readiness::Readable)
+        );
+        let mut record = [0u8; 8];
+        assert_eq!(Linux.read(fd, &mut record), Ok(8), "one completion event");
+        let Signalled { rx, recv_cq, .. } = s;
+        rx.destroy().unwrap();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            let r = if try_destroy {
+                recv_cq.try_destroy().map_err(|e| e.to_string())
+            } else {
+                drop(recv_cq);
+                Ok(())
+            };
+            let _ = done_tx.send(r);
+        });
+        done_rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the CQ's destroy is asleep on an event read from its channel's fd")
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
