@@ -3,24 +3,11 @@
 //! writes memory the process gave back and its completions are never
 //! attributed to another object (issue 27, item 1).
 //!
-//! The refusals come from a transport in front of the model that answers
-//! the destroy commands with `EBUSY` while told to, as the kernel does for
-//! an object something else still uses (a DevX QP on a verbs CQ, a flow on
-//! a QP); the model itself then still has the object and keeps using it.
+//! The model answers the destroy commands with `EBUSY` while told to
+//! (`Mlx5Model::refuse_destroys`), as the kernel does for an object
+//! something else still uses (a DevX QP on a verbs CQ, a flow on a QP),
+//! and keeps using the objects.
 
-use std::{
-    ffi::OsString,
-    os::fd::{BorrowedFd, OwnedFd},
-    path::Path,
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
-    time::Duration,
-};
-
-use uverbs::abi;
-use uverbs::sys::{Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, UcmaCmd, WriteCmd};
 use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
 use uverbs::{
     AccessFlags, Context, CqOptions, QpType, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus,
@@ -32,113 +19,7 @@ mod mlx5_pair;
 #[path = "shared/qp_connect.rs"]
 mod qp_connect;
 #[allow(unused_imports)]
-use mlx5_pair::{cap, connect, create_qp, gid, QKEY as _};
-
-/// The model's transport, refusing the CQ, QP, SRQ and MR destroys while
-/// `refuse` is set.
-#[derive(Debug)]
-struct Refusing {
-    inner: Arc<dyn Kernel>,
-    refuse: AtomicBool,
-}
-
-impl Refusing {
-    fn refused_ioctl(&self, cmd: &IoctlCmd<'_>) -> bool {
-        self.refuse.load(Ordering::SeqCst)
-            && matches!(
-                (cmd.object_id, cmd.method_id),
-                (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY)
-                    | (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY)
-                    | (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY)
-                    | (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY)
-            )
-    }
-
-    fn refused_write(&self, cmd: &WriteCmd<'_>) -> bool {
-        self.refuse.load(Ordering::SeqCst)
-            && matches!(
-                cmd.command,
-                abi::IB_USER_VERBS_CMD_DESTROY_CQ
-                    | abi::IB_USER_VERBS_CMD_DESTROY_QP
-                    | abi::IB_USER_VERBS_CMD_DESTROY_SRQ
-                    | abi::IB_USER_VERBS_CMD_DEREG_MR
-            )
-    }
-}
-
-#[allow(unsafe_code)] // forwards the transport's `unsafe fn`s
-                      // SAFETY: every mapping comes from the model's transport, which keeps the
-                      // contract.
-unsafe impl Kernel for Refusing {
-    fn open_rdwr(&self, path: &Path) -> Result<OwnedFd, Errno> {
-        self.inner.open_rdwr(path)
-    }
-    fn char_dev(&self, fd: BorrowedFd<'_>) -> Result<u64, Errno> {
-        self.inner.char_dev(fd)
-    }
-    unsafe fn ioctl(&self, fd: BorrowedFd<'_>, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        if self.refused_ioctl(cmd) {
-            return Err(Errno::EBUSY);
-        }
-        // SAFETY: forwarded with the caller's contract.
-        unsafe { self.inner.ioctl(fd, cmd) }
-    }
-    unsafe fn write_cmd(&self, fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        if self.refused_write(cmd) {
-            return Err(Errno::EBUSY);
-        }
-        // SAFETY: forwarded with the caller's contract.
-        unsafe { self.inner.write_cmd(fd, cmd) }
-    }
-    unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
-        // SAFETY: forwarded with the caller's contract.
-        unsafe { self.inner.write(fd, buf) }
-    }
-    unsafe fn ucma(&self, fd: BorrowedFd<'_>, cmd: &mut UcmaCmd<'_>) -> Result<(), Errno> {
-        // SAFETY: forwarded with the caller's contract.
-        unsafe { self.inner.ucma(fd, cmd) }
-    }
-    fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        self.inner.read(fd, buf)
-    }
-    fn wait_readable(
-        &self,
-        fd: BorrowedFd<'_>,
-        timeout: Option<Duration>,
-    ) -> Result<Readiness, Errno> {
-        self.inner.wait_readable(fd, timeout)
-    }
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
-        self.inner.set_nonblocking(fd, nonblocking)
-    }
-    fn mmap(
-        &self,
-        fd: BorrowedFd<'_>,
-        len: usize,
-        offset: u64,
-        prot: Protection,
-    ) -> Result<Mapping, Errno> {
-        self.inner.mmap(fd, len, offset, prot)
-    }
-    fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno> {
-        self.inner.netlink_rdma(request, on_message)
-    }
-    fn read_to_string(&self, path: &Path) -> std::io::Result<String> {
-        self.inner.read_to_string(path)
-    }
-    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>> {
-        self.inner.read_dir(path)
-    }
-}
-
-fn open_refusing(model: &Mlx5Model) -> (Context, Arc<Refusing>) {
-    let k = Arc::new(Refusing {
-        inner: model.dyn_kernel(),
-        refuse: AtomicBool::new(false),
-    });
-    let ctx = Context::open_with(k.clone(), None).unwrap_or_else(|e| panic!("open: {e}"));
-    (ctx, k)
-}
+use mlx5_pair::{cap, connect, create_qp, gid, open, QKEY as _};
 
 /// Whether `addr` lies in one of this process's mappings.
 fn mapped(addr: u64) -> bool {
@@ -170,7 +51,7 @@ fn poll_one(model: &Mlx5Model, cq: &mut uverbs::CompletionQueue) -> WorkCompleti
 #[test]
 fn a_refused_destroy_leaves_the_device_memory_mapped_and_in_use() {
     let model = fake_mlx5();
-    let (ctx, refusing) = open_refusing(&model);
+    let ctx: Context = open(&model);
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let lone_cq = ctx.create_cq(16, CqOptions::default()).unwrap();
@@ -215,15 +96,15 @@ fn a_refused_destroy_leaves_the_device_memory_mapped_and_in_use() {
     wr.flags = uverbs::SendFlags::SIGNALED;
     a.post_send(&[wr]).unwrap();
 
-    refusing.refuse.store(true, Ordering::SeqCst);
+    model.refuse_destroys(true);
     drop(a);
     assert!(
         srq.destroy().is_err(),
-        "the transport refuses the SRQ's destroy"
+        "the model refuses the SRQ's destroy"
     );
     drop(lone_cq);
     drop(mr);
-    refusing.refuse.store(false, Ordering::SeqCst);
+    model.refuse_destroys(false);
 
     for (what, addr) in [
         ("QP buffer", qp_info.buf),

@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 
 use uverbs::{
     abi,
-    netlink::{self, Request},
     sys::{
         fake::{dummy_fd, Call, FakeKernel},
         Errno, Kernel,
@@ -27,29 +26,6 @@ use uverbs::{
     Context,
 };
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
-
-fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
-    let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
-    let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
-        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
-        m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
-            .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
-            .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
-            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42_a103_0012_3456)
-            .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
-        m
-    } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
-        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET_CHARDEV, 0, 2);
-        m.u64(abi::RDMA_NLDEV_ATTR_CHARDEV, (231 << 8) | 192)
-            .u64(abi::RDMA_NLDEV_ATTR_CHARDEV_ABI, 1)
-            .string(abi::RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0")
-            .u32(abi::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, abi::RDMA_DRIVER_MLX5);
-        m
-    } else {
-        return Err(Errno::EOPNOTSUPP);
-    };
-    Ok(vec![m.finish().to_vec()])
-}
 
 /// How the fake kernel gives out UARs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,7 +60,7 @@ fn fake_mlx5_uars(
 ) -> (Arc<FakeKernel>, Arc<Mutex<Vec<Seen>>>, UarLog) {
     let k = Arc::new(FakeKernel::new());
     k.char_dev(libc::makedev(231, 192));
-    k.on_netlink(netlink_reply);
+    k.on_netlink(uverbs::testing::mlx5::netlink_reply);
     let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
     let log = seen.clone();
     let uar_log: UarLog = Arc::default();

@@ -14,12 +14,11 @@ use uverbs::{
         devx_get, devx_set, status_name, CmdIn, CmdOut, DevxEvent, DATA_RECORD_LEN, EQE_LEN,
         HEADER_LEN,
     },
-    netlink::{self, Request},
     sys::{
         fake::{dummy_fd, FakeKernel},
         Errno, Kernel,
     },
-    testing::mlx5::{fake_mlx5, Mlx5Model},
+    testing::mlx5::{fake_mlx5, netlink_reply, Mlx5Model},
     CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType,
     QueuePair, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
 };
@@ -293,29 +292,6 @@ impl UarScript {
     }
 }
 
-fn netlink_mlx5(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
-    let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
-    let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
-        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
-        m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
-            .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, "mlx5_0")
-            .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
-            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, 0x0c42_a103_0012_3456)
-            .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
-        m
-    } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
-        let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET_CHARDEV, 0, 2);
-        m.u64(abi::RDMA_NLDEV_ATTR_CHARDEV, (231 << 8) | 192)
-            .u64(abi::RDMA_NLDEV_ATTR_CHARDEV_ABI, 1)
-            .string(abi::RDMA_NLDEV_ATTR_CHARDEV_NAME, "uverbs0")
-            .u32(abi::RDMA_NLDEV_ATTR_UVERBS_DRIVER_ID, abi::RDMA_DRIVER_MLX5);
-        m
-    } else {
-        return Err(Errno::EOPNOTSUPP);
-    };
-    Ok(vec![m.finish().to_vec()])
-}
-
 /// A fake mlx5_ib that answers `GET_CONTEXT` with `resp`, `UAR_OBJ_ALLOC`
 /// and QP creates from `script`, and every other method (PD, CQ, QP
 /// destroy) with new handles and zeroed outputs.
@@ -325,7 +301,7 @@ fn uar_kernel(
 ) -> Arc<FakeKernel> {
     let k = Arc::new(FakeKernel::new());
     k.char_dev((231 << 8) | 192);
-    k.on_netlink(netlink_mlx5);
+    k.on_netlink(netlink_reply);
     k.on_ioctl(move |cmd| {
         let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
         match (cmd.object_id, cmd.method_id) {

@@ -18,7 +18,10 @@
 
 use std::{
     os::fd::{AsRawFd, RawFd},
-    sync::{Arc, Mutex, MutexGuard, Weak},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex, MutexGuard, Weak,
+    },
 };
 
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -80,6 +83,36 @@ pub(crate) struct Shared {
     /// `PAGE_SIZE` of the host the model plays (UARs per page × 4 KiB).
     pub(crate) page_len: usize,
     pub(crate) kernel: Weak<FakeKernel>,
+    /// Answer the CQ, QP, SRQ and MR destroys with `EBUSY`, leaving the
+    /// objects in place, as the kernel does for an object something else
+    /// still uses ([`super::Mlx5Model::refuse_destroys`]).
+    pub(crate) refuse_destroys: AtomicBool,
+}
+
+impl Shared {
+    /// Whether `cmd` is a destroy [`Shared::refuse_destroys`] refuses.
+    fn refused_ioctl(&self, cmd: &IoctlCmd<'_>) -> bool {
+        self.refuse_destroys.load(Ordering::Relaxed)
+            && matches!(
+                (cmd.object_id, cmd.method_id),
+                (abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_DESTROY)
+                    | (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY)
+                    | (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY)
+                    | (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY)
+            )
+    }
+
+    /// The same for the legacy write commands.
+    fn refused_write(&self, cmd: &WriteCmd<'_>) -> bool {
+        self.refuse_destroys.load(Ordering::Relaxed)
+            && matches!(
+                cmd.command,
+                abi::IB_USER_VERBS_CMD_DESTROY_CQ
+                    | abi::IB_USER_VERBS_CMD_DESTROY_QP
+                    | abi::IB_USER_VERBS_CMD_DESTROY_SRQ
+                    | abi::IB_USER_VERBS_CMD_DEREG_MR
+            )
+    }
 }
 
 /// The PD number ALLOC_PD reports for PD handle `h`.
@@ -112,7 +145,10 @@ impl Shared {
     }
 }
 
-fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
+/// The model's answers to `RDMA_NLDEV_CMD_GET` and `GET_CHARDEV`: one
+/// device, `mlx5_0` (uverbs0, driver id mlx5, port 1); for fakes of mlx5_ib
+/// that need discovery without the rest of the model.
+pub fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
     let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
     let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
         let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
@@ -164,6 +200,7 @@ pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -
         options: o.clone(),
         page_len: o.num_uars_per_page.max(1) as usize * 4096,
         kernel: Arc::downgrade(k),
+        refuse_destroys: AtomicBool::new(false),
     });
     lock(hca).gids = GIDS.to_vec();
     let s2 = s.clone();
@@ -171,12 +208,18 @@ pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -
         if cmd.driver_id != abi::RDMA_DRIVER_MLX5 {
             return Err(Errno::EINVAL);
         }
+        if s2.refused_ioctl(cmd) {
+            return Err(Errno::EBUSY);
+        }
         let r = ioctl(&s2, cmd);
         s2.push_events();
         r
     });
     let s2 = s.clone();
     k.on_write(move |cmd| {
+        if s2.refused_write(cmd) {
+            return Err(Errno::EBUSY);
+        }
         let r = write(&s2, cmd);
         s2.push_events();
         r

@@ -78,6 +78,7 @@ mod tests;
 mod uar;
 
 pub use hca::Arm;
+pub use kernel::netlink_reply;
 
 /// The device's name.
 pub const DEV: &str = "mlx5_0";
@@ -466,6 +467,16 @@ impl Mlx5Model {
     /// channel's next read is `EOVERFLOW`.
     pub fn devx_fail_event_allocs(&self, n: u32) {
         kernel::lock(&self.shared.devx).fail_allocs(n);
+    }
+
+    /// While `on`, CQ, QP, SRQ and MR destroys (ioctl and write) fail with
+    /// `EBUSY` and leave the objects in place, as the kernel answers for an
+    /// object something else still uses (a DevX QP on a verbs CQ): the
+    /// device keeps using them.
+    pub fn refuse_destroys(&self, on: bool) {
+        self.shared
+            .refuse_destroys
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Destroys every DevX command fd and event channel, as device removal
