@@ -24,16 +24,18 @@
 //!   followed by a direct call: no virtual call on the hot path.
 //!
 //! Providers import only the crate's vocabulary (`abi`, `error`, `sys`, `wc`,
-//! `wr`) and this module; the core imports only this module's dispatch
-//! types. `tests/provider_boundary.rs` enforces both directions.
+//! `wr`) and this module (their unit tests also the test doubles,
+//! `crate::testing`); the core imports only this module's dispatch types.
+//! `tests/provider_boundary.rs` enforces both directions.
 //!
 //! Adding a provider (siw, efa, ...) is a new folder with a type that
 //! implements [`Provider`], one line in the `providers!` list in
 //! `dispatch.rs`, and its driver id in [`ProviderKind::for_driver`]. The
-//! provider's kernel (or device) side, faked for tests, lives in the same
-//! folder behind the `test-utils` feature, as `rxe/fake.rs` does
-//! (`uverbs::testing::rxe`): one simulation shared by unit tests, host tests
-//! and `uverbs perf micro --fake`.
+//! provider's kernel (or device) side, faked for tests, lives with the other
+//! test doubles in `src/testing/` behind the `test-utils` feature, as rxe's
+//! does (`src/testing/rxe/`, `uverbs::testing::rxe`): one simulation shared
+//! by unit tests, host tests and `uverbs perf micro --fake`, written without
+//! importing the provider (the boundary test checks that too).
 //!
 //! The source lives in the workspace's `providers/` directory, next to
 //! `src/`, as the project's layout asks; it is compiled as modules of the
@@ -48,7 +50,7 @@ pub(crate) mod dma;
 pub(crate) mod fuzzing;
 mod interface;
 pub mod mlx5;
-pub(crate) mod rxe;
+mod rxe;
 
 pub(crate) use device::{ioctl_on, write_cmd_on, Device, Transport};
 pub(crate) use dispatch::*;

@@ -627,7 +627,7 @@ mod tests {
     fn a_descriptor_number_the_transport_did_not_hand_over_is_not_taken() {
         use std::os::fd::AsRawFd;
 
-        use crate::sys::fake::{dummy_fd, FakeKernel};
+        use crate::testing::kernel::{dummy_fd, FakeKernel};
 
         let (read_end, theirs) = nix::unistd::pipe().unwrap();
         let number = theirs.as_raw_fd() as u32;

@@ -282,7 +282,7 @@ mod tests {
     /// other threads take every record first): the deadline must still hold.
     #[test]
     fn the_deadline_holds_across_spurious_wakeups() {
-        let k = Arc::new(crate::sys::fake::FakeKernel::new());
+        let k = Arc::new(crate::testing::kernel::FakeKernel::new());
         let polls = Arc::new(AtomicU32::new(0));
         let p = polls.clone();
         k.on_wait_readable(move |t| {
@@ -290,7 +290,7 @@ mod tests {
             thread::sleep(t.unwrap_or(Duration::MAX).min(Duration::from_millis(7)));
             Ok(Readiness::Readable)
         });
-        let ev = EventFd::new(k, crate::sys::fake::dummy_fd(), "test fd");
+        let ev = EventFd::new(k, crate::testing::kernel::dummy_fd(), "test fd");
         let t = Duration::from_millis(60);
         let start = Instant::now();
         let got = ev.next(Wait::timeout(Some(t)), "read", read_u64, Some);

@@ -214,14 +214,8 @@ pub mod examples {
     );
 }
 
-/// The kernel's side, faked, for tests, benchmarks and `uverbs perf micro
-/// --fake` (feature `test-utils`, which this crate's own tests turn on).
-/// The generic scripted kernel is [`sys::fake`].
 #[cfg(any(test, feature = "test-utils"))]
-pub mod testing {
-    pub use crate::providers::mlx5::model as mlx5;
-    pub use crate::providers::rxe::fake as rxe;
-}
+pub mod testing;
 pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;

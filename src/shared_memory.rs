@@ -90,7 +90,7 @@
 //!   Nothing else in the crate accesses region memory; through
 //!   `MemoryRegion::as_ptr` the rule above is the program's, as its
 //!   documentation says.
-//! - The mlx5 device model (`providers/mlx5/model/memory.rs`) passes
+//! - The mlx5 device model (`src/testing/mlx5/memory.rs`) passes
 //!   ranges of memory regions and of queue buffers (page-aligned
 //!   allocations) and must vouch for their containing words too. Two cases
 //!   need care there: a region registered with `register_raw` may start or

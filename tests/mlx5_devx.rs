@@ -1,5 +1,5 @@
 //! mlx5 DevX through the public API (`uverbs::mlx5`), against the device
-//! model's DevX kernel side (`providers/mlx5/model/devx.rs`, which plays
+//! model's DevX kernel side (`src/testing/mlx5/devx.rs`, which plays
 //! `drivers/infiniband/hw/mlx5/devx.c`: attribute specs, uid and opcode
 //! class checks, the read paths of command completion fds and event
 //! channels byte for byte, subscriptions, removal).
@@ -11,7 +11,7 @@
 //! hardware suite's DevX scenario (`tests/shared/devx_overrun.rs`: a DevX
 //! CQ on UMEM, EQN and UAR, overrun on purpose by a DevX QP, its CQ_ERROR
 //! EQE through both paths) also runs here, against the model's firmware
-//! side (`providers/mlx5/model/devx_fw.rs`); there is no ConnectX here to
+//! side (`src/testing/mlx5/devx_fw.rs`); there is no ConnectX here to
 //! run it on.
 
 use std::{

@@ -9,6 +9,14 @@
 //!   `mlx5` module path, no `Rxe*`/`Mlx5*` identifier. It calls the `Any*`
 //!   enums of `providers/dispatch.rs`, the one file that matches on them.
 //!   The public `uverbs::mlx5` re-export in `src/lib.rs` is the exception.
+//! - **The test doubles** (`src/testing/`: the fake kernels and the mlx5
+//!   device model) never import the providers: no `crate::providers`, no
+//!   provider module re-exported at the root (`crate::mlx5`,
+//!   `crate::barrier`), no `super::` path climbing out of `testing`, no
+//!   `#[path]` into `providers/`. They play the other side of the ABI with
+//!   their own code, so that they check the providers instead of agreeing
+//!   with them by construction. They are not the core either: they name
+//!   rxe and mlx5 freely. The providers' unit tests may use them.
 //!
 //! The scan reads code only (comments and doc comments are skipped).
 
@@ -18,20 +26,19 @@ use std::{
 };
 
 /// Modules of the crate a provider may import.
-/// (`netlink`: the fake rxe kernel, `providers/rxe/fake.rs`, answers discovery;
-/// `event_fd`: the one reader of event fds, which mlx5's DevX channels use;
-/// `shared_memory`: atomic copies of memory others access, which the mlx5
-/// device model uses for its DMA.)
+/// (`event_fd`: the one reader of event fds, which mlx5's DevX channels use;
+/// `testing`: the test doubles, for the providers' unit tests; the module
+/// exists only in test and `test-utils` builds, so other code that names it
+/// does not build.)
 const VOCABULARY: &[&str] = &[
     "abi",
     "error",
     "event_fd",
     "ioctl",
-    "netlink",
-    "shared_memory",
     // The synchronisation primitives, std's or loom's (`--cfg loom`).
     "sync",
     "sys",
+    "testing",
     "wc",
     "wr",
     "providers",
@@ -146,18 +153,178 @@ fn core_violations(text: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// What names the providers from a test double: `crate::providers` and the
+/// provider modules the crate root re-exports (`uverbs::mlx5`,
+/// `uverbs::barrier`).
+const PROVIDER_PATHS: &[&str] = &["providers", "mlx5", "barrier"];
+
+/// How many `super::` a code line chains at most (`super::super::x` is 2).
+fn super_chain(code: &str) -> usize {
+    let mut most = 0;
+    let mut rest = code;
+    while let Some(at) = rest.find("super::") {
+        let starts_word = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        let mut n = 0;
+        let mut tail = &rest[at..];
+        while let Some(t) = tail.strip_prefix("super::") {
+            n += 1;
+            tail = t;
+        }
+        if starts_word {
+            most = most.max(n);
+        }
+        rest = tail;
+    }
+    most
+}
+
+/// A code line with its string and char literals emptied, so that braces
+/// and words in them (`format!("{sys}/ibdev")`, `'{'`) are not read as code.
+fn without_literals(code: &str) -> String {
+    let mut out = String::new();
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' => break,
+                        _ => {}
+                    }
+                }
+                out.push_str("\"\"");
+            }
+            // A char literal ('x', '\n', '\u{7b}'); a lifetime ('a) stays.
+            '\'' => {
+                let ahead: Vec<char> = chars.clone().take(3).collect();
+                if ahead.first() == Some(&'\\') {
+                    chars.next();
+                    chars.next();
+                    for c in chars.by_ref() {
+                        if c == '\'' {
+                            break;
+                        }
+                    }
+                    out.push_str("' '");
+                } else if ahead.get(1) == Some(&'\'') {
+                    chars.next();
+                    chars.next();
+                    out.push_str("' '");
+                } else {
+                    out.push('\'');
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Where a test-double file names the providers: `(line, what)`. `depth`
+/// is how deep the file's module is below `crate::testing` (`testing/mod.rs`
+/// 0, `testing/kernel.rs` and `testing/mlx5/mod.rs` 1, ...): a `super::`
+/// chain longer than that, plus the inline modules around the line, climbs
+/// out of `testing`.
+fn testing_violations(depth: usize, text: &str) -> Vec<(usize, String)> {
+    let mut bad = Vec::new();
+    let lines = code_lines(text);
+    // Inline modules (`mod tests { ... }`): the brace depth each opened at.
+    let mut braces = 0usize;
+    let mut inline_mods: Vec<usize> = Vec::new();
+    for (n, code) in &lines {
+        let plain = without_literals(code);
+        let words: Vec<&str> = plain
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let opens_mod = words
+            .iter()
+            .position(|w| *w == "mod")
+            .is_some_and(|i| words.get(i + 1).is_some() && plain.trim_end().ends_with('{'));
+        for name in crate_paths(&plain) {
+            if PROVIDER_PATHS.contains(&name.as_str()) {
+                bad.push((*n, format!("names crate::{name}")));
+            }
+        }
+        // `providers::` not after `crate::` (reported above) nor inside a
+        // longer name.
+        let bare = plain.match_indices("providers::").any(|(at, _)| {
+            let before = &plain[..at];
+            !before.ends_with("crate::")
+                && before
+                    .chars()
+                    .next_back()
+                    .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+        });
+        if bare {
+            bad.push((*n, "names providers::".to_string()));
+        }
+        let climbs = super_chain(&plain);
+        if climbs > depth + inline_mods.len() {
+            bad.push((*n, format!("climbs out of testing with {climbs} super::")));
+        }
+        let includes = ["#[path", "include!", "include_str!", "include_bytes!"]
+            .iter()
+            .any(|m| code.contains(m));
+        if includes && (code.contains("providers") || code.contains("..")) {
+            bad.push((*n, "reads a file outside src/testing".to_string()));
+        }
+        for c in plain.chars() {
+            match c {
+                '{' => braces += 1,
+                '}' => {
+                    braces = braces.saturating_sub(1);
+                    if inline_mods.last() == Some(&braces) {
+                        inline_mods.pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+        if opens_mod {
+            inline_mods.push(braces - 1);
+        }
+    }
+    // `use crate::{\n    providers,\n ...}` spans lines: read whole.
+    for name in crate_paths(&joined_code(text)) {
+        if PROVIDER_PATHS.contains(&name.as_str()) && !bad.iter().any(|(_, w)| w.contains(&name)) {
+            // The line of the group item (`    mlx5::Thing,`), else the
+            // first that has the word.
+            let word = |l: &str| {
+                l.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .any(|w| w == name)
+            };
+            let item = |l: &str| {
+                l.trim_start()
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|r| r.starts_with("::") || r.starts_with(',') || r.is_empty())
+            };
+            let n = lines
+                .iter()
+                .find(|(_, l)| item(l))
+                .or_else(|| lines.iter().find(|(_, l)| word(l)))
+                .map_or(0, |(n, _)| *n);
+            bad.push((n, format!("names crate::{name} (in a use group)")));
+        }
+    }
+    // One report a line (`crate::{abi, providers::x}` is both kinds).
+    bad.sort();
+    bad.dedup_by_key(|(n, _)| *n);
+    bad
+}
+
 /// Core lines that name a provider for a reason other than dispatch.
 const EXCEPTIONS: &[(&str, &str)] = &[
     // The public mlx5 API.
     ("src/lib.rs", "pub use providers::mlx5::dv as mlx5;"),
     // The kernel ABI re-exported as one namespace (abi::mlx5, abi::rxe).
     ("src/lib.rs", "mlx5_ioctl::*"),
-    // The fakes for tests (feature test-utils).
-    ("src/lib.rs", "pub use crate::providers::rxe::fake as rxe;"),
-    (
-        "src/lib.rs",
-        "pub use crate::providers::mlx5::model as mlx5;",
-    ),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
     // The async wrapper of the public DevX event channel: a user of the
@@ -179,6 +346,75 @@ fn the_scanners_catch_what_they_should() {
                 let ok = abi::RDMA_DRIVER_RXE;\n";
     let lines: Vec<usize> = core_violations(core).iter().map(|(n, _)| *n).collect();
     assert_eq!(lines, [2, 3]);
+}
+
+#[test]
+fn the_testing_scanner_catches_what_it_should() {
+    let double = "use crate::{abi, providers::rxe::fake::gid_entry};\n\
+                  use crate::providers;\n\
+                  let x = providers::rxe::X;\n\
+                  use crate::mlx5::DevxEventChannel;\n\
+                  use super::super::providers;\n\
+                  #[path = \"../../providers/mlx5/wqe.rs\"]\n\
+                  // crate::providers in a comment is fine\n\
+                  let s = \"providers::rxe in a string is fine\";\n\
+                  use super::{device::gid_entry, kernel::FakeKernel};\n\
+                  let f = format!(\"{sys}/ibdev {{\");\n\
+                  mod inner {\n    use super::super::X;\n}\n\
+                  use super::super::Y;\n\
+                  let ok = abi::RDMA_DRIVER_MLX5 + testing::mlx5::DEV;\n";
+    let lines: Vec<usize> = testing_violations(1, double)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(lines, [1, 2, 3, 4, 5, 6, 14]);
+    // Deeper files may climb as far as `testing`, and no further.
+    assert!(testing_violations(3, "use super::super::kernel::GIDS;").is_empty());
+    assert_eq!(testing_violations(0, "use super::sys::Kernel;").len(), 1);
+    // `use` groups over several lines.
+    let group = "use crate::{\n    abi,\n    providers::Device,\n};\n";
+    let lines: Vec<usize> = testing_violations(1, group)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(lines, [3]);
+    let group = "use crate::{\n    abi,\n    mlx5,\n    sys::Errno,\n};\n";
+    let lines: Vec<usize> = testing_violations(1, group)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(lines, [3]);
+}
+
+/// The test doubles (`src/testing/`) never name the providers; see the
+/// module documentation.
+#[test]
+fn the_test_doubles_never_import_the_providers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let testing = root.join("src/testing");
+    let mut files = Vec::new();
+    rust_files(&testing, &mut files);
+    assert!(files.len() > 10, "src/testing/ not found");
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&testing).unwrap_or(f);
+        // The depth of the file's module below `crate::testing`; a
+        // folder's `mod.rs` is the folder's module.
+        let depth = rel.components().count() - usize::from(rel.ends_with("mod.rs"));
+        let text = fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for (line, what) in testing_violations(depth, &text) {
+            bad.push(format!(
+                "{}:{line}: {what}",
+                f.strip_prefix(root).unwrap_or(f).display()
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "the test doubles name the providers (take what they need from crate::abi, \
+         or define it in the double with the source it follows):\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]
@@ -212,8 +448,10 @@ fn the_core_never_names_a_provider() {
     let mut bad = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(root).unwrap_or(f);
-        // The CLI is a user of the library, not part of it.
-        if rel.starts_with("src/bin") {
+        // The CLI is a user of the library, not part of it. The test
+        // doubles play the providers' devices, so they name rxe and mlx5;
+        // their rule is `the_test_doubles_never_import_the_providers`.
+        if rel.starts_with("src/bin") || rel.starts_with("src/testing") {
             continue;
         }
         let text = fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));

@@ -26,8 +26,9 @@
 //! of one PCIe write more for small messages.
 //!
 //! The public, mlx5-only API (the counterpart of `mlx5dv`) is [`dv`],
-//! exported as `uverbs::mlx5`; `model/` is a software ConnectX for tests
-//! (feature `test-utils`, `uverbs::testing::mlx5`).
+//! exported as `uverbs::mlx5`. A software ConnectX for tests lives with the
+//! other test doubles (`src/testing/mlx5/`, feature `test-utils`,
+//! `uverbs::testing::mlx5`).
 
 use std::{
     ops::RangeInclusive,
@@ -60,8 +61,6 @@ pub mod dv;
 mod golden;
 #[cfg(all(test, loom))]
 mod loom_tests;
-#[cfg(any(test, feature = "test-utils"))]
-pub mod model;
 mod qp;
 #[cfg(test)]
 mod reset_tests;

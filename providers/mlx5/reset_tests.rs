@@ -480,7 +480,7 @@ fn a_reset_qp_on_two_cqs_restarts_both_queues_through_the_public_api() {
         qp.modify_to(&a).unwrap();
     }
 
-    let model = super::model::fake_mlx5();
+    let model = crate::testing::mlx5::fake_mlx5();
     let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let mut send_cq = ctx.create_cq(16, CqOptions::default()).unwrap();

@@ -1,6 +1,6 @@
 //! Unit tests of the send doorbell: what reaches the doorbell record and the
 //! UAR for each kind of batch, observed on memory standing in for the UAR
-//! (the device model, `model/`, checks the WQEs themselves).
+//! (the device model, `src/testing/mlx5/`, checks the WQEs themselves).
 
 use std::sync::Arc;
 

@@ -652,7 +652,7 @@ mod tests {
     use super::*;
     use crate::{
         providers::Transport,
-        sys::fake::{dummy_fd, FakeKernel},
+        testing::kernel::{dummy_fd, FakeKernel},
     };
 
     /// A kernel that answers `UAR_OBJ_ALLOC` with `(page id, mmap length)`

@@ -27,8 +27,6 @@ use crate::{
 
 pub(crate) mod cq;
 mod doorbell;
-#[cfg(any(test, feature = "test-utils"))]
-pub mod fake;
 pub(crate) mod queue;
 mod recv;
 mod send;

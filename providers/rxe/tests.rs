@@ -1,6 +1,6 @@
 //! Host tests of the rxe rings, against the kernel's side played by the
-//! shared fake ([`RxeRing`] of `fake.rs`: code independent of `queue.rs`, so
-//! the two sides check each other).
+//! shared fake ([`RxeRing`] of `src/testing/rxe/ring.rs`: code independent
+//! of `queue.rs`, so the two sides check each other).
 
 use std::{
     sync::{atomic::Ordering, Arc},
@@ -12,7 +12,6 @@ use zerocopy::{FromBytes, IntoBytes};
 use super::{
     cq::RxeCq,
     doorbell,
-    fake::RxeRing,
     queue::Producer,
     recv::{RxeRq, RECV_WQE_LEN},
     send::{build_wqe, RxeSq, UdFields, SEND_WQE_LEN},
@@ -25,6 +24,7 @@ use crate::{
     },
     error::ErrorKind,
     sys::Mapping,
+    testing::rxe::RxeRing,
     wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion},
     wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge},
 };
@@ -45,7 +45,7 @@ fn mapping_with(len: usize, log2: u32, mask: u32) -> Mapping {
 }
 
 /// A well-formed ring of `slots` slots of `1 << log2` bytes, plus the
-/// kernel's view of it (the shared fake's, `fake.rs`).
+/// kernel's view of it (the shared fake's, `src/testing/rxe/ring.rs`).
 fn ring(log2: u32, slots: u32) -> (Mapping, RxeRing) {
     match RxeRing::new(log2, slots) {
         Ok(pair) => pair,
@@ -802,7 +802,7 @@ fn the_doorbell_is_one_prebuilt_post_send_write() {
     use crate::{
         abi::{IbUverbsCmdHdr, RDMA_DRIVER_RXE},
         providers::Transport,
-        sys::fake::{dummy_fd, Call, FakeKernel},
+        testing::kernel::{dummy_fd, Call, FakeKernel},
     };
 
     let fake = Arc::new(FakeKernel::new());

@@ -26,8 +26,11 @@
 //! a program that sends its own commands takes on the same contract. The
 //! other entry points (open, read, poll, mmap, netlink, sysfs) are safe.
 
+/// The scripted fake kernel ([`crate::testing::kernel`], where it lives
+/// with the other test doubles; feature `test-utils`), under the path
+/// tests, benchmarks, the fuzz targets and the CLI use.
 #[cfg(any(test, feature = "test-utils"))]
-pub mod fake;
+pub use crate::testing::kernel as fake;
 mod linux;
 mod raw_write;
 

@@ -2,7 +2,7 @@
 //! shared by the hardware suite (`tests/device/devx.rs`, on a ConnectX) and
 //! the host tests (`tests/mlx5_devx.rs`, on the device model, whose
 //! firmware side decodes the PRM mailboxes with its own reader,
-//! `providers/mlx5/model/devx_fw.rs`).
+//! `src/testing/mlx5/devx_fw.rs`).
 //!
 //! - A DevX CQ built from PRM commands on UMEM + EQN + UAR, fed by a DevX
 //!   UD QP (zero-size RQ) on a verbs PD (`pd_number`), and overrun on

@@ -11,11 +11,12 @@ use zerocopy::FromZeros;
 use super::{clock::Clock, err, Opts, Res};
 
 /// `uverbs perf micro --fake`: the data-path calls on rings in anonymous
-/// memory, with a fake kernel (`fake.rs`) whose doorbell `write` returns at
-/// once and whose ring side is played between the calls. Deterministic, so
-/// `valgrind --tool=callgrind` gives the instructions per call: each
-/// measured call is one `op_*` function, called exactly `n` times
-/// (`benches/callgrind.sh` divides their inclusive cost by `n`).
+/// memory, with a fake kernel (`uverbs::testing::rxe`) whose doorbell
+/// `write` returns at once and whose ring side is played between the
+/// calls. Deterministic, so `valgrind --tool=callgrind` gives the
+/// instructions per call: each measured call is one `op_*` function, called
+/// exactly `n` times (`benches/callgrind.sh` divides their inclusive cost by
+/// `n`).
 pub fn run(o: &Opts) -> Res<()> {
     use std::time::Instant;
 

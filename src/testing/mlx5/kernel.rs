@@ -35,10 +35,10 @@ use super::{
 use crate::{
     abi,
     netlink::{self, Request},
-    providers::rxe::fake::{device_attr as rxe_device_attr, gid_entry, port_attr, sysfs_gid},
-    sys::{
-        fake::{dummy_fd, FakeKernel},
-        Errno, IoctlCmd, Mapping, WriteCmd,
+    sys::{Errno, IoctlCmd, Mapping, WriteCmd},
+    testing::{
+        device::{device_attr as soft_roce_device_attr, gid_entry, port_attr, sysfs_gid},
+        kernel::{dummy_fd, FakeKernel},
     },
 };
 
@@ -579,11 +579,9 @@ fn destroy_ah(s: &Shared, h: u32) -> Result<(), Errno> {
 /// `log_max_cq_sz` 22, `log_max_srq_sz` 15; `max_send_sge` 30 from the
 /// 512-byte SQ descriptor clamp, `max_recv_sge` 32).
 fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
-    let mut d = rxe_device_attr();
+    let mut d = soft_roce_device_attr(NODE_GUID);
     let b = &mut d.base;
     b.fw_ver = (16 << 32) | (35 << 16) | 2000;
-    b.node_guid = NODE_GUID.to_be();
-    b.sys_image_guid = NODE_GUID.to_be();
     b.vendor_id = 0x02c9;
     b.vendor_part_id = 4119;
     b.max_qp = 1 << 18;

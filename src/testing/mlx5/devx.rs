@@ -61,7 +61,7 @@
 //! Tests drive the firmware side with [`Mlx5Model::devx_raise_event`],
 //! [`Mlx5Model::devx_fail_event_allocs`] and [`Mlx5Model::devx_destroy_fds`].
 //!
-//! [`FakeKernel::on_read_fd`]: crate::sys::fake::FakeKernel::on_read_fd
+//! [`FakeKernel::on_read_fd`]: crate::testing::kernel::FakeKernel::on_read_fd
 //! [`Mlx5Model::devx_raise_event`]: super::Mlx5Model::devx_raise_event
 //! [`Mlx5Model::devx_fail_event_allocs`]: super::Mlx5Model::devx_fail_event_allocs
 //! [`Mlx5Model::devx_destroy_fds`]: super::Mlx5Model::devx_destroy_fds
@@ -81,7 +81,8 @@ use super::{
 use crate::{
     abi,
     ioctl::{AttrBuf, IoctlCmd},
-    sys::{fake::FakeKernel, Errno},
+    sys::Errno,
+    testing::kernel::FakeKernel,
 };
 
 /// Most answer bytes an async command fd holds (`MAX_ASYNC_BYTES_IN_USE`).

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::{aseg, assert_clean, av, connect, dseg, inl, op, pair, raddr, Rig, ALL, CE, QKEY, SE};
-use crate::{providers::mlx5::model::Options, QpType, SrqAttr};
+use crate::{testing::mlx5::Options, QpType, SrqAttr};
 
 /// CQE opcodes (`MLX5_CQE_*`).
 const REQ: u8 = 0;

@@ -346,7 +346,7 @@ mod tests {
     #[test]
     fn umem_ids_are_read_where_the_layouts_put_them() {
         use super::{at, umem_ids};
-        use crate::providers::mlx5::model::devx::op;
+        use crate::testing::mlx5::devx::op;
         let put = |b: &mut [u8], bit: usize, v: u32| {
             b[bit / 8..bit / 8 + 4].copy_from_slice(&v.to_be_bytes());
         };

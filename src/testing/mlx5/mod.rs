@@ -62,7 +62,7 @@ use std::{
     time::Duration,
 };
 
-use crate::sys::{fake::FakeKernel, Kernel};
+use crate::{sys::Kernel, testing::kernel::FakeKernel};
 
 mod cq;
 mod devx;

@@ -18,7 +18,8 @@ use std::{
 
 use super::{fake_mlx5_with, memory, Mlx5Model, Options};
 use crate::{
-    sys::{fake::dummy_fd, Errno, Kernel},
+    sys::{Errno, Kernel},
+    testing::kernel::dummy_fd,
     AccessFlags, AhAttr, CompletionChannel, CompletionQueue, Context, CqOptions, GlobalRoute,
     MemoryRegion, Mtu, ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
     SharedReceiveQueue,

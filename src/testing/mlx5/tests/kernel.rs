@@ -9,8 +9,11 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 use super::{connect, Rig};
 use crate::{
     abi,
-    providers::mlx5::model::{fake_mlx5_with, Mlx5Model, Options},
-    sys::{fake::dummy_fd, Errno, IoctlCmd, Kernel, Mapping, Protection},
+    sys::{Errno, IoctlCmd, Kernel, Mapping, Protection},
+    testing::{
+        kernel::dummy_fd,
+        mlx5::{fake_mlx5_with, Mlx5Model, Options},
+    },
     QpType,
 };
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{assert_clean, connect, dseg, inl, op, pair, raddr, set_dbrec, Rig, CE, SE};
-use crate::{providers::mlx5::model::Options, AsyncEventType, QpAttr, QpState, QpType};
+use crate::{testing::mlx5::Options, AsyncEventType, QpAttr, QpState, QpType};
 
 const REQ: u8 = 0;
 const REQ_ERR: u8 = 13;

@@ -19,7 +19,9 @@ use std::{
     time::Duration,
 };
 
-use super::{Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, UcmaCmd, WriteCmd};
+use crate::sys::{
+    AttrBuf, Errno, IoctlCmd, Kernel, Mapping, Protection, Readiness, UcmaCmd, WriteCmd,
+};
 
 /// A call the fake kernel received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -402,7 +404,7 @@ impl FakeKernel {
         timeout: Option<Duration>,
     ) -> Result<Readiness, Errno> {
         if self.reader_of(raw).is_some() {
-            return super::Linux.wait_readable(fd, timeout);
+            return crate::sys::Linux.wait_readable(fd, timeout);
         }
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         let mut guard = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -484,12 +486,12 @@ unsafe impl Kernel for FakeKernel {
                 .iter()
                 .map(|a| {
                     let kind = match a.buf {
-                        super::AttrBuf::Inline => AttrKind::Inline,
-                        super::AttrBuf::In(_) => AttrKind::In,
-                        super::AttrBuf::Out(_) => AttrKind::Out,
-                        super::AttrBuf::Fd(_) => AttrKind::Fd,
-                        super::AttrBuf::NewFd(_) => AttrKind::NewFd,
-                        super::AttrBuf::NewObject => AttrKind::NewObject,
+                        AttrBuf::Inline => AttrKind::Inline,
+                        AttrBuf::In(_) => AttrKind::In,
+                        AttrBuf::Out(_) => AttrKind::Out,
+                        AttrBuf::Fd(_) => AttrKind::Fd,
+                        AttrBuf::NewFd(_) => AttrKind::NewFd,
+                        AttrBuf::NewObject => AttrKind::NewObject,
                     };
                     (a.id, kind, a.len, a.flags)
                 })
