@@ -31,11 +31,24 @@ impl Hca {
         let bytes = cqe.encode();
         let fires_solicited =
             cqe.solicited || matches!(cqe.opcode, cqe_op::REQ_ERR | cqe_op::RESP_ERR);
-        self.write_cqe(cqn, &bytes, fires_solicited)
+        let front = cqe.in_cqe.as_ref().and_then(layout::InCqe::front);
+        self.write_cqe_with(cqn, front, &bytes, fires_solicited)
     }
 
     /// Writes 64 CQE bytes at the CQ's next slot with the right owner bit.
     pub(crate) fn write_cqe(&mut self, cqn: u32, bytes: &[u8; 64], solicited: bool) -> bool {
+        self.write_cqe_with(cqn, None, bytes, solicited)
+    }
+
+    /// [`write_cqe`](Self::write_cqe), and `front` (data scattered to a
+    /// 128-byte CQE) into the slot's first 64 bytes.
+    fn write_cqe_with(
+        &mut self,
+        cqn: u32,
+        front: Option<&[u8; 64]>,
+        bytes: &[u8; 64],
+        solicited: bool,
+    ) -> bool {
         let Some(cq) = self.cqs.get_mut(&cqn) else {
             return false;
         };
@@ -64,8 +77,12 @@ impl Hca {
         // The library polls `op_own` with 1-byte atomic loads while this
         // runs, so no access here spans it: the words before byte 56 are
         // written whole (`memory::write`, 8-byte atomics), the 7 bytes that
-        // share `op_own`'s word one byte at a time.
+        // share `op_own`'s word one byte at a time. In a 128-byte CQE the
+        // slot's first half (`at - 64`) is inside the slot too.
         unsafe {
+            if let (Some(f), 128) = (front, cq.cqe_size) {
+                memory::write(at - 64, f);
+            }
             memory::write(at, &bytes[..56]);
             for (i, &b) in bytes[56..63].iter().enumerate() {
                 memory::store_u8(at + 56 + i as u64, b);

@@ -13,9 +13,26 @@
 
 use super::{
     hca::{Fail, Hca, Transport, RTR, RTS},
-    layout::{self, be32, be64, cqe_op, op, synd, Cqe, Ctrl, Data},
+    layout::{self, be32, be64, cqe_op, op, synd, Cqe, Ctrl, Data, InCqe},
     memory::{self, dbrec, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
 };
+
+/// What an executed WQE's CQE reports.
+pub(crate) struct Done {
+    /// The byte count.
+    pub(crate) bytes: u32,
+    /// A read or atomic response scattered to the CQE.
+    pub(crate) in_cqe: Option<InCqe>,
+}
+
+impl Done {
+    fn bytes(bytes: u32) -> Done {
+        Done {
+            bytes,
+            in_cqe: None,
+        }
+    }
+}
 
 /// A receive WQE taken by the responder.
 struct Recv {
@@ -45,8 +62,8 @@ struct Message<'a> {
 }
 
 impl Hca {
-    /// Executes one WQE; returns the byte count its CQE reports.
-    pub(crate) fn execute(&mut self, qpn: u32, at: u32, c: &Ctrl) -> Result<u32, Fail> {
+    /// Executes one WQE; returns what its CQE reports.
+    pub(crate) fn execute(&mut self, qpn: u32, at: u32, c: &Ctrl) -> Result<Done, Fail> {
         let transport = self.qps[&qpn].transport;
         if c.ds == 0 {
             return Err(Fail::Violation("a WQE with ds 0".into()));
@@ -65,7 +82,7 @@ impl Hca {
             }
         };
         match c.opcode {
-            op::NOP => Ok(0),
+            op::NOP => Ok(Done::bytes(0)),
             op::SEND | op::SEND_IMM | op::SEND_INVAL => {
                 let av = if transport == Transport::Ud {
                     let mut b = self.units(qpn, u, 3);
@@ -90,7 +107,7 @@ impl Hca {
                     None => self.resolve(qpn)?,
                 };
                 let Dest::Qp(peer) = dest else {
-                    return Ok(data.len() as u32);
+                    return Ok(Done::bytes(data.len() as u32));
                 };
                 let grh = av.map(|av| self.grh(&av, data.len()));
                 let msg = Message {
@@ -103,7 +120,7 @@ impl Hca {
                     grh,
                 };
                 self.deliver(peer, &msg)?;
-                Ok(data.len() as u32)
+                Ok(Done::bytes(data.len() as u32))
             }
             op::RDMA_WRITE | op::RDMA_WRITE_IMM => {
                 needs(transport != Transport::Ud, "no RDMA on UD")?;
@@ -111,18 +128,18 @@ impl Hca {
                 u = u.wrapping_add(1);
                 let data = self.gather(qpn, u, end)?;
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(data.len() as u32);
+                    return Ok(Done::bytes(data.len() as u32));
                 };
                 let len = data.len() as u64;
                 let target = match self.remote(peer, rkey, raddr, len, REMOTE_WRITE) {
                     Ok(t) => t,
-                    Err(_) if transport == Transport::Uc => return Ok(len as u32),
+                    Err(_) if transport == Transport::Uc => return Ok(Done::bytes(len as u32)),
                     Err(e) => return Err(e),
                 };
                 let recv = if c.opcode == op::RDMA_WRITE_IMM {
                     match self.take_recv(qpn, peer)? {
                         Some(r) => Some(r),
-                        None => return Ok(len as u32), // UC: dropped
+                        None => return Ok(Done::bytes(len as u32)), // UC: dropped
                     }
                 } else {
                     None
@@ -144,7 +161,7 @@ impl Hca {
                     };
                     self.complete_recv(peer, r, &msg)?;
                 }
-                Ok(len as u32)
+                Ok(Done::bytes(len as u32))
             }
             op::RDMA_READ => {
                 needs(transport == Transport::Rc, "RC only")?;
@@ -153,15 +170,14 @@ impl Hca {
                 let sges = self.local_sges(qpn, u, end)?;
                 let len: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(0);
+                    return Ok(Done::bytes(0));
                 };
                 let bytes = match self.remote(peer, rkey, raddr, len, REMOTE_READ)? {
                     // SAFETY: translated through the MR table just above.
                     Some(src) => unsafe { memory::read(src, len as usize) },
                     None => Vec::new(),
                 };
-                self.scatter_local(&sges, &bytes)?;
-                Ok(len as u32)
+                self.respond_local(qpn, c, &sges, &bytes)
             }
             op::ATOMIC_CS | op::ATOMIC_FA => {
                 needs(transport == Transport::Rc, "RC only")?;
@@ -176,26 +192,51 @@ impl Hca {
                     ));
                 }
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(8);
+                    return Ok(Done::bytes(8));
                 };
                 if raddr % 8 != 0 {
                     return Err(Fail::Req(synd::REMOTE_INVAL_REQ_ERR));
                 }
                 let Some(target) = self.remote(peer, rkey, raddr, 8, REMOTE_ATOMIC)? else {
-                    return Ok(8);
+                    return Ok(Done::bytes(8));
                 };
                 let compare = (c.opcode == op::ATOMIC_CS).then_some(compare);
                 // SAFETY: translated through the MR table (8 bytes, rkey,
                 // REMOTE_ATOMIC) and 8-aligned (MRs start at a host address
                 // with the iova's alignment in the model's use).
                 let old = unsafe { memory::atomic(target, compare, swap_add) };
-                self.scatter_local(&sges, &old.to_ne_bytes())?;
-                Ok(8)
+                self.respond_local(qpn, c, &sges, &old.to_ne_bytes())
             }
             other => Err(Fail::Violation(format!(
                 "WQE opcode {other:#x}, which the model does not execute"
             ))),
         }
+    }
+
+    /// Puts a read or atomic response where the requester's QP context
+    /// says: in the CQE of a signaled WQE when it fits the QP's `cs_req`
+    /// room (the library copies it to the WQE's scatter list), else into
+    /// the local scatter list.
+    fn respond_local(
+        &self,
+        qpn: u32,
+        c: &Ctrl,
+        sges: &[Data],
+        bytes: &[u8],
+    ) -> Result<Done, Fail> {
+        let room = self.qps[&qpn].scatter_req;
+        let in_cqe = if c.fm_ce_se & layout::CQ_UPDATE != 0 {
+            InCqe::of(room, bytes)
+        } else {
+            None
+        };
+        if in_cqe.is_none() {
+            self.scatter_local(sges, bytes)?;
+        }
+        Ok(Done {
+            bytes: bytes.len() as u32,
+            in_cqe,
+        })
     }
 
     /// `n` 16-byte units of the QP's send queue from unit `u`, wrapped.
@@ -425,7 +466,15 @@ impl Hca {
     fn complete_recv(&mut self, peer: u32, r: Recv, msg: &Message<'_>) -> Result<(), Fail> {
         let mut byte_cnt = msg.byte_cnt;
         let mut failed = None;
-        if let Some(data) = msg.data {
+        // A message that fits the responder's `cs_res` room goes in the
+        // CQE, and the receive's buffers are not written (the library
+        // copies it there when it polls, and checks the length).
+        let room = self.qps[&peer].scatter_res;
+        let in_cqe = match msg.data {
+            Some(data) if msg.grh.is_none() => InCqe::of(room, data),
+            _ => None,
+        };
+        if let (Some(data), None) = (msg.data, in_cqe) {
             let mut bytes = Vec::with_capacity(data.len() + 40);
             if let Some((grh, _)) = &msg.grh {
                 bytes.extend_from_slice(grh);
@@ -503,6 +552,7 @@ impl Hca {
                 imm: msg.imm,
                 flags_rqpn,
                 l3_type,
+                in_cqe,
                 ..q
             },
         );

@@ -151,6 +151,10 @@ pub(crate) struct Qp {
     pub(crate) send_cq: u32,
     pub(crate) recv_cq: u32,
     pub(crate) srq: Option<u32>,
+    /// Scatter-to-CQE room of its responder (`cs_res`: 0, 32 or 64 bytes)
+    /// and of its requester's read and atomic responses (`cs_req`).
+    pub(crate) scatter_res: u8,
+    pub(crate) scatter_req: u8,
     /// `IB_QPS_*`.
     pub(crate) state: u8,
     pub(crate) dest_qpn: u32,
@@ -242,6 +246,8 @@ impl Qp {
             send_cq: 0,
             recv_cq: 0,
             srq: None,
+            scatter_res: 0,
+            scatter_req: 0,
             state: RESET,
             dest_qpn: 0,
             qkey: 0,
@@ -521,9 +527,9 @@ impl Hca {
                 self.req_cqe(qpn, &c, Err(synd::WR_FLUSH_ERR), 0);
             } else {
                 match self.execute(qpn, at, &c) {
-                    Ok(bytes) => {
+                    Ok(done) => {
                         if c.fm_ce_se & layout::CQ_UPDATE != 0 {
-                            self.req_cqe(qpn, &c, Ok(()), bytes);
+                            self.req_cqe(qpn, &c, Ok(done.in_cqe), done.bytes);
                         }
                     }
                     Err(Fail::Rnr) => {
@@ -612,17 +618,18 @@ impl Hca {
         &mut self,
         qpn: u32,
         c: &layout::Ctrl,
-        result: Result<(), u8>,
+        result: Result<Option<layout::InCqe>, u8>,
         bytes: u32,
     ) {
         let q = self.resp_fields(qpn);
         let cqn = self.qps[&qpn].send_cq;
         let cqe = match result {
-            Ok(()) => layout::Cqe {
+            Ok(in_cqe) => layout::Cqe {
                 opcode: layout::cqe_op::REQ,
                 wqe_counter: c.wqe_index,
                 wqe_opcode: c.opcode,
                 byte_cnt: bytes,
+                in_cqe,
                 ..q
             },
             Err(s) => layout::Cqe {

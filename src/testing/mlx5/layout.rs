@@ -144,6 +144,43 @@ pub(crate) fn av(b: &[u8]) -> Av {
     }
 }
 
+/// Message data the device puts in a CQE instead of memory
+/// (scatter-to-CQE, `cs_res`/`cs_req` of the QP context): up to 32 bytes at
+/// the start of the 64-byte CQE, flagged `MLX5_INLINE_SCATTER_32` in
+/// `op_own`, or up to 64 bytes in the 64 bytes before it (the first half of
+/// a 128-byte CQE), flagged `MLX5_INLINE_SCATTER_64`. rdma-core copies it
+/// out on poll (`providers/mlx5/cq.c` `handle_responder`: `cqe` for 32,
+/// `cqe - 1` for 64; `mlx5_copy_to_recv_wqe`, `mlx5_copy_to_send_wqe`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InCqe {
+    /// 64: the bytes go into the slot's first half; 32: into the CQE64.
+    pub(crate) room: u8,
+    /// The data, zero-padded.
+    pub(crate) bytes: [u8; 64],
+}
+
+/// `MLX5_INLINE_SCATTER_32` and `MLX5_INLINE_SCATTER_64` (mlx5dv.h), in
+/// `op_own`.
+pub(crate) const INLINE_SCATTER_32: u8 = 0x04;
+pub(crate) const INLINE_SCATTER_64: u8 = 0x08;
+
+impl InCqe {
+    /// `data` in a CQE with `room` (32 or 64) bytes for it, if it fits.
+    pub(crate) fn of(room: u8, data: &[u8]) -> Option<InCqe> {
+        if room == 0 || data.len() > usize::from(room) {
+            return None;
+        }
+        let mut bytes = [0u8; 64];
+        bytes[..data.len()].copy_from_slice(data);
+        Some(InCqe { room, bytes })
+    }
+
+    /// The 64 bytes that precede the CQE64 in its slot (128-byte CQEs).
+    pub(crate) fn front(&self) -> Option<&[u8; 64]> {
+        (self.room == 64).then_some(&self.bytes)
+    }
+}
+
 /// What a CQE says, before encoding.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Cqe {
@@ -162,6 +199,8 @@ pub(crate) struct Cqe {
     pub(crate) l3_type: u8,
     pub(crate) syndrome: u8,
     pub(crate) vendor_syndrome: u8,
+    /// Data scattered to the CQE.
+    pub(crate) in_cqe: Option<InCqe>,
 }
 
 impl Cqe {
@@ -182,6 +221,15 @@ impl Cqe {
         b[56..60].copy_from_slice(&sop.to_be_bytes());
         b[60..62].copy_from_slice(&self.wqe_counter.to_be_bytes());
         b[63] = self.opcode << 4 | u8::from(self.solicited) << 1;
+        match self.in_cqe {
+            // The data takes the CQE64's first 32 bytes, fields included.
+            Some(d) if d.room == 32 => {
+                b[..32].copy_from_slice(&d.bytes[..32]);
+                b[63] |= INLINE_SCATTER_32;
+            }
+            Some(_) => b[63] |= INLINE_SCATTER_64,
+            None => {}
+        }
         b
     }
 }

@@ -43,7 +43,11 @@
 //!   (it cannot tell a copy still being written from a wrong one).
 //! - One user context: the fake kernel does not say which file a command
 //!   came on, so the last GET_CONTEXT's settings apply to all.
-//! - Not modelled: CQE compression, scatter-to-CQE, WQE signatures, XRC,
+//! - Scatter-to-CQE for QPs created with `MLX5_QP_FLAG_SCATTER_CQE`
+//!   (libmlx5's default): messages and read/atomic answers that fit go in
+//!   the CQE, as mlx5_ib configures the QP context (`objects.rs`
+//!   `scatter_rooms`); DevX QPs' own `cs_res`/`cs_req` are not read.
+//! - Not modelled: CQE compression, WQE signatures, XRC,
 //!   raw packet QPs, memory windows and UMR, SRQ limits, QP async events
 //!   (a responder's access errors raise none; tests would have to
 //!   acknowledge them before destroying the QP).

@@ -29,6 +29,7 @@ mod data;
 mod errors;
 mod kernel;
 mod library;
+mod scatter;
 
 pub(super) const QKEY: u32 = 0x1111_1111;
 pub(super) const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
@@ -119,6 +120,8 @@ pub(super) struct Cqe {
     pub(super) srqn_uidx: u32,
     pub(super) flags_rqpn: u32,
     pub(super) l3: u8,
+    /// The 64 bytes as written.
+    pub(super) raw: [u8; 64],
 }
 
 pub(super) struct Rig {
@@ -405,6 +408,7 @@ impl HCq {
             srqn_uidx: be32(32) & 0xff_ffff,
             flags_rqpn: be32(24),
             l3: (b[29] >> 2) & 3,
+            raw: b[..].try_into().expect("64"),
         })
     }
 
