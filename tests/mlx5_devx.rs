@@ -502,10 +502,16 @@ fn the_general_command_eqn_and_uar_queries() {
     let model = fake_mlx5();
     let ctx = open_devx(&model);
     let devx = ctx.mlx5().unwrap().devx().unwrap();
-    let mut out = vec![0u8; 64];
+    let mut out = vec![0u8; 16 + 256];
     devx.general_cmd(&mailbox(CmdIn::new(QUERY_HCA_CAP), 16), &mut out)
         .unwrap();
-    assert_eq!(out[20], 20, "the model's capability page");
+    // The general page (`cmd_hca_cap` from byte 16): port_type (bits
+    // 0x1b6..0x1b8) Ethernet, one port (num_ports, bits 0x1b8..0x1c0).
+    assert_eq!(
+        (out[16 + 0x36] & 3, out[16 + 0x37]),
+        (1, 1),
+        "port_type, num_ports"
+    );
     let s = last_ioctl(&model);
     assert_eq!(
         (s.object, s.method),

@@ -76,7 +76,9 @@ use std::{
 
 use super::{
     devx_fw::{self, BAD_PARAM, BAD_QP_STATE, BAD_RES_STATE},
+    hca_cap,
     kernel::{lock, Shared},
+    objects,
 };
 use crate::{
     abi,
@@ -431,6 +433,17 @@ impl Shared {
     fn fake(&self) -> Option<Arc<FakeKernel>> {
         self.kernel.upgrade()
     }
+
+    /// What the capability pages describe.
+    fn caps(&self) -> hca_cap::Caps {
+        hca_cap::Caps {
+            max_cqe_version: u32::from(self.options.cqe_version),
+            bf_reg_size: self.options.bf_reg_size,
+            log_max_qp_sz: objects::LOG_MAX_QP_SZ,
+            log_max_cq_sz: objects::LOG_MAX_CQ_SZ,
+            log_max_srq_sz: objects::LOG_MAX_SRQ_SZ,
+        }
+    }
 }
 
 /// Handles the DevX objects' methods.
@@ -456,10 +469,9 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
                 return Err(Errno::EINVAL); // not a general command
             }
             let mut out = vec![0u8; out_len(cmd, abi::MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT)];
-            // A recognizable capability page: bytes 16.. count up.
-            for (i, b) in out.iter_mut().enumerate().skip(16) {
-                *b = i as u8;
-            }
+            // `query_hca_cap_in`'s op_mod: bits 0x30..0x40 (`mlx5_ifc.h`).
+            let op_mod = u16::from_be_bytes([cmd_in[6], cmd_in[7]]);
+            hca_cap::answer(&s.caps(), op_mod, &mut out);
             cmd.write_output(abi::MLX5_IB_ATTR_DEVX_OTHER_CMD_OUT, &out);
             Ok(())
         }

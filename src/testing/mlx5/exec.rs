@@ -217,13 +217,7 @@ impl Hca {
     /// says: in the CQE of a signaled WQE when it fits the QP's `cs_req`
     /// room (the library copies it to the WQE's scatter list), else into
     /// the local scatter list.
-    fn respond_local(
-        &self,
-        qpn: u32,
-        c: &Ctrl,
-        sges: &[Data],
-        bytes: &[u8],
-    ) -> Result<Done, Fail> {
+    fn respond_local(&self, qpn: u32, c: &Ctrl, sges: &[Data], bytes: &[u8]) -> Result<Done, Fail> {
         let room = self.qps[&qpn].scatter_req;
         let in_cqe = if c.fm_ce_se & layout::CQ_UPDATE != 0 {
             InCqe::of(room, bytes)

@@ -73,6 +73,7 @@ mod devx;
 mod devx_fw;
 mod exec;
 mod hca;
+mod hca_cap;
 mod kernel;
 mod layout;
 mod memory;

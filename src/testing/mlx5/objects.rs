@@ -30,9 +30,9 @@ use super::{
 };
 use crate::{abi, sys::Errno, sys::IoctlCmd, QpAttrMask};
 
-const LOG_MAX_QP_SZ: u32 = 15;
-const LOG_MAX_CQ_SZ: u32 = 22;
-const LOG_MAX_SRQ_SZ: u32 = 15;
+pub(super) const LOG_MAX_QP_SZ: u32 = 15;
+pub(super) const LOG_MAX_CQ_SZ: u32 = 22;
+pub(super) const LOG_MAX_SRQ_SZ: u32 = 15;
 /// `max_wqe_sz_rq / 16`.
 const MAX_RQ_SGE: u32 = 32;
 

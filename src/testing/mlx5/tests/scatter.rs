@@ -32,7 +32,10 @@ fn rooms_follow_mlx5_ib() {
     assert_eq!(scatter_rooms(Transport::Ud, sc, true, 64, 64), (0, 0));
     // Requester: RC only, and only with every WQE signaled or ALLOW.
     assert_eq!(scatter_rooms(Transport::Rc, sc, true, 64, 128), (32, 64));
-    assert_eq!(scatter_rooms(Transport::Rc, sc | allow, false, 64, 64), (32, 32));
+    assert_eq!(
+        scatter_rooms(Transport::Rc, sc | allow, false, 64, 64),
+        (32, 32)
+    );
     // ALLOW alone turns nothing on; no flag, nothing.
     assert_eq!(scatter_rooms(Transport::Rc, allow, true, 64, 64), (0, 0));
     assert_eq!(scatter_rooms(Transport::Rc, 0, true, 128, 128), (0, 0));
@@ -103,7 +106,11 @@ fn a_signaled_read_and_atomic_answer_in_the_requesters_cqe() {
     assert_eq!(c[1].raw[..8], 41u64.to_ne_bytes());
     let mut local = [0u8; 64];
     p.mr.read(0, &mut local).unwrap();
-    assert_eq!(local[..40], [0xee; 40], "the device wrote a CQE-scattered answer");
+    assert_eq!(
+        local[..40],
+        [0xee; 40],
+        "the device wrote a CQE-scattered answer"
+    );
     assert_eq!(&local[40..58], b"remote bytes, 20 b");
     let mut v = [0u8; 8];
     p.mr.read(8192 + 64, &mut v).unwrap();
