@@ -529,7 +529,18 @@ impl QueuePair {
                 &mut [],
             )
             .map_err(|e| Error::sys("IB_USER_VERBS_CMD_QUERY_QP", e))?;
-        Ok(decode_query(&resp))
+        let (mut attr, mut init) = decode_query(&resp);
+        // mlx5_ib reports a user QP's send capacities as 0: the send queue
+        // is the library's, and libmlx5's `mlx5_query_qp` reports its own
+        // (max_post, max_gs, max_inline_data). rxe's kernel reports the
+        // ones the QP was created with, which are the ones it got.
+        if resp.max_send_wr == 0 {
+            init.cap.max_send_wr = self.cap.max_send_wr;
+            init.cap.max_send_sge = self.cap.max_send_sge;
+            init.cap.max_inline_data = self.cap.max_inline_data;
+            attr.cap = init.cap;
+        }
+        Ok((attr, init))
     }
 
     /// Posts send work requests, like `ibv_post_send`, and rings the doorbell

@@ -6,7 +6,7 @@
 //! parses. Every test ends by asserting the model saw no protocol violation
 //! (a doorbell record not updated before its doorbell, a BlueFlame copy that
 //! differs from the WQE, a doorbell on a UAR the queue was not created with,
-//! scatter-to-CQE requested, ...).
+//! WQE signatures requested, ...).
 //!
 //! There is no ConnectX here: what hardware does beyond the model (timing,
 //! PCIe ordering, write-combining) is the hardware suite's part
@@ -1198,5 +1198,30 @@ fn a_poster_and_a_poller_on_two_threads_lose_and_repeat_nothing() {
     });
     drop(hca);
     assert_eq!(p.cq_a.poll(&mut [WorkCompletion::default(); 4]), 0);
+    assert_clean(&p.model);
+}
+
+#[test]
+fn a_query_reports_every_attribute_as_mlx5_ib_and_libmlx5_do() {
+    let p = pair(QpType::Rc, 16);
+    let (attr, init) = p.a.query(uverbs::QpAttrMask::all()).unwrap();
+    assert_eq!(
+        (attr.qp_state, attr.cur_qp_state),
+        (QpState::Rts, QpState::Rts)
+    );
+    // What the pair's connect set (tests/shared/qp_connect.rs), read back
+    // from the model's QP context.
+    assert_eq!(attr.dest_qp_num, p.b.qp_num());
+    assert_eq!(attr.ah_attr.port_num, 1);
+    assert!(attr.ah_attr.grh.is_some(), "RoCE: a GRH");
+    assert_eq!((attr.timeout, attr.retry_cnt), (14, 7));
+    assert_eq!((attr.max_rd_atomic, attr.max_dest_rd_atomic), (4, 4));
+    assert!(attr.qp_access_flags.contains(AccessFlags::REMOTE_WRITE));
+    // mlx5_ib reports the send capacities of a user QP as 0; the library
+    // reports the ones the QP got, as libmlx5's mlx5_query_qp does.
+    assert_eq!(init.cap.max_send_wr, p.a.cap().max_send_wr);
+    assert_eq!(init.cap.max_send_sge, p.a.cap().max_send_sge);
+    assert_eq!(attr.cap, init.cap);
+    assert!(init.cap.max_recv_wr >= 16 && !init.sq_sig_all);
     assert_clean(&p.model);
 }

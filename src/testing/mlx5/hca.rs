@@ -21,7 +21,9 @@ use super::{
     layout::{self, be16, be32, synd},
     memory::{self, dbrec, Mrs},
 };
-use crate::sys::Mapping;
+use zerocopy::FromZeros;
+
+use crate::{abi, sys::Mapping};
 
 /// The CQ arm doorbell in a 4 KiB UAR (`MLX5_CQ_DOORBELL`).
 pub(crate) const CQ_DOORBELL: usize = 0x20;
@@ -173,6 +175,9 @@ pub(crate) struct Qp {
     /// Reported for WQEs no doorbell named (once, until it runs again).
     pub(crate) unrung: bool,
     pub(crate) events: u32,
+    /// What QUERY_QP reports besides the state: the attributes last
+    /// modified, and the capacities and signaling the QP was created with.
+    pub(crate) attrs: abi::IbUverbsQueryQpResp,
 }
 
 /// Everything the device and its kernel driver know.
@@ -259,6 +264,7 @@ impl Qp {
             db_pending: false,
             unrung: false,
             events: 0,
+            attrs: FromZeros::new_zeroed(),
         }
     }
 }

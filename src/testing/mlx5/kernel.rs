@@ -653,19 +653,25 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
             lock(&s.hca).mrs.remove(h).map(|_| ()).ok_or(Errno::EINVAL)
         }
         c if c == abi::IB_USER_VERBS_CMD_QUERY_QP => {
-            // The state as the device has it (DevX may have moved it).
+            // The state as the device has it (DevX may have moved it), and
+            // the attributes as created and modified.
             let q = abi::IbUverbsQueryQp::read_from_prefix(cmd.core_in)
                 .map_err(|_| Errno::EINVAL)?
                 .0;
-            let state = lock(&s.hca)
+            let mut resp = lock(&s.hca)
                 .qps
                 .values()
                 .find(|qp| qp.handle == q.qp_handle)
-                .map(|qp| qp.state)
+                .map(|qp| {
+                    let mut a = qp.attrs;
+                    a.qp_state = qp.state;
+                    a.cur_qp_state = qp.state;
+                    a
+                })
                 .ok_or(Errno::EINVAL)?;
-            let mut resp = abi::IbUverbsQueryQpResp::new_zeroed();
-            resp.qp_state = state;
-            resp.cur_qp_state = state;
+            // Every attribute, whatever the mask asked (mlx5_ib answers
+            // them all; the mask only tells the library what to copy).
+            resp.reserved = [0; 5];
             copy_out(cmd.core_out, resp.as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => {

@@ -369,6 +369,7 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             srq,
             scatter_res,
             scatter_req,
+            attrs: created_attrs(&cap, rq_cnt, rq_shift, sig_all),
             ..Qp::new(h, transport, uar)
         },
     );
@@ -380,6 +381,25 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     resp.bfreg_index = bfreg.map_or(uar::INVALID_BFREG, uar::gross);
     cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
     Ok(())
+}
+
+/// What QUERY_QP reports of a new user QP, as `mlx5_ib_query_qp` (6.1
+/// qp.c) does: the send capacities 0 (the library fills in its own), the
+/// receive queue's WQE count and the SGEs its stride holds
+/// (`set_rq_size`: `(1 << wqe_shift) / 16`), the inline size asked for,
+/// and whether every WQE is signaled.
+fn created_attrs(
+    cap: &abi::IbUverbsQpCap,
+    rq_cnt: u32,
+    rq_shift: u32,
+    sig_all: bool,
+) -> abi::IbUverbsQueryQpResp {
+    let mut a = abi::IbUverbsQueryQpResp::new_zeroed();
+    a.max_recv_wr = rq_cnt;
+    a.max_recv_sge = if rq_cnt == 0 { 0 } else { (1 << rq_shift) / 16 };
+    a.max_inline_data = cap.max_inline_data;
+    a.sq_sig_all = u8::from(sig_all);
+    a
 }
 
 /// The scatter-to-CQE rooms of a QP's responder and requester (bytes;
@@ -475,6 +495,69 @@ fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
 
 /// MODIFY_QP: the attributes the device uses; RESET forgets the queues'
 /// positions (the library zeroes its doorbell records), ERR flushes.
+/// Keeps the attributes a modify sets, for QUERY_QP (the firmware's QP
+/// context holds them; `mlx5_ib_query_qp` reads them back).
+fn remember(
+    a: &mut abi::IbUverbsQueryQpResp,
+    m: &abi::IbUverbsModifyQp,
+    has: impl Fn(QpAttrMask) -> bool,
+) {
+    if has(QpAttrMask::ACCESS_FLAGS) {
+        a.qp_access_flags = m.qp_access_flags;
+    }
+    if has(QpAttrMask::PKEY_INDEX) {
+        a.pkey_index = m.pkey_index;
+    }
+    if has(QpAttrMask::PORT) {
+        a.port_num = m.port_num;
+    }
+    if has(QpAttrMask::QKEY) {
+        a.qkey = m.qkey;
+    }
+    if has(QpAttrMask::AV) {
+        a.dest = m.dest;
+    }
+    if has(QpAttrMask::PATH_MTU) {
+        a.path_mtu = m.path_mtu;
+    }
+    if has(QpAttrMask::TIMEOUT) {
+        a.timeout = m.timeout;
+    }
+    if has(QpAttrMask::RETRY_CNT) {
+        a.retry_cnt = m.retry_cnt;
+    }
+    if has(QpAttrMask::RNR_RETRY) {
+        a.rnr_retry = m.rnr_retry;
+    }
+    if has(QpAttrMask::RQ_PSN) {
+        a.rq_psn = m.rq_psn;
+    }
+    if has(QpAttrMask::MAX_QP_RD_ATOMIC) {
+        a.max_rd_atomic = m.max_rd_atomic;
+    }
+    if has(QpAttrMask::ALT_PATH) {
+        a.alt_dest = m.alt_dest;
+        a.alt_pkey_index = m.alt_pkey_index;
+        a.alt_port_num = m.alt_port_num;
+        a.alt_timeout = m.alt_timeout;
+    }
+    if has(QpAttrMask::MIN_RNR_TIMER) {
+        a.min_rnr_timer = m.min_rnr_timer;
+    }
+    if has(QpAttrMask::SQ_PSN) {
+        a.sq_psn = m.sq_psn;
+    }
+    if has(QpAttrMask::MAX_DEST_RD_ATOMIC) {
+        a.max_dest_rd_atomic = m.max_dest_rd_atomic;
+    }
+    if has(QpAttrMask::PATH_MIG_STATE) {
+        a.path_mig_state = m.path_mig_state;
+    }
+    if has(QpAttrMask::DEST_QPN) {
+        a.dest_qp_num = m.dest_qp_num;
+    }
+}
+
 pub(crate) fn modify_qp(s: &Shared, m: &abi::IbUverbsModifyQp) -> Result<(), Errno> {
     let mut g = lock(&s.hca);
     let qpn = g
@@ -485,6 +568,7 @@ pub(crate) fn modify_qp(s: &Shared, m: &abi::IbUverbsModifyQp) -> Result<(), Err
         .ok_or(Errno::EINVAL)?;
     let qp = g.qps.get_mut(&qpn).ok_or(Errno::EINVAL)?;
     let has = |bit: QpAttrMask| m.attr_mask & bit.bits() != 0;
+    remember(&mut qp.attrs, m, has);
     if has(QpAttrMask::ACCESS_FLAGS) {
         qp.access = m.qp_access_flags;
     }
