@@ -21,10 +21,40 @@ use crate::{
     sys::{self, Kernel},
 };
 
-/// Where sysfs and the device nodes live.
-const SYSFS_VERBS: &str = "/sys/class/infiniband_verbs";
-const SYSFS_IB: &str = "/sys/class/infiniband";
+/// Where the device nodes live (`RDMA_CDEV_DIR`, compiled into
+/// libibverbs too).
 const DEV_DIR: &str = "/dev/infiniband";
+
+/// Where sysfs is, as libibverbs decides it (`ibv_get_sysfs_path`,
+/// `libibverbs/sysfs.c`): `SYSFS_PATH` from the environment, trailing
+/// slashes dropped, unless the program runs set-user-ID (real and
+/// effective user differ); `/sys` otherwise. Read at every call. Every
+/// sysfs read of this crate goes below it, so a program can be pointed at
+/// a sysfs tree that describes another device, as rdma-core's own test
+/// harnesses do.
+#[doc(alias = "ibv_get_sysfs_path")]
+pub fn sysfs_path() -> PathBuf {
+    let from_env = (nix::unistd::getuid() == nix::unistd::geteuid())
+        .then(|| std::env::var_os("SYSFS_PATH"))
+        .flatten()
+        .map(PathBuf::from)
+        .map(|p| {
+            let t = p.to_string_lossy().trim_end_matches('/').to_string();
+            PathBuf::from(t)
+        })
+        .filter(|p| !p.as_os_str().is_empty());
+    from_env.unwrap_or_else(|| PathBuf::from("/sys"))
+}
+
+/// `<sysfs>/class/infiniband_verbs`.
+fn sysfs_verbs() -> PathBuf {
+    sysfs_path().join("class/infiniband_verbs")
+}
+
+/// `<sysfs>/class/infiniband`.
+pub(crate) fn sysfs_ib() -> PathBuf {
+    sysfs_path().join("class/infiniband")
+}
 
 /// The kind of RDMA node (`enum rdma_node_type` in `include/rdma/ib_verbs.h`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,9 +218,7 @@ fn from_netlink(kernel: &dyn Kernel) -> Result<Vec<DeviceInfo>> {
             Some(v) => v,
             None => read_u32(
                 kernel,
-                &Path::new(SYSFS_VERBS)
-                    .join(&uverbs_name)
-                    .join("abi_version"),
+                &sysfs_verbs().join(&uverbs_name).join("abi_version"),
             )
             .unwrap_or(0),
         };
@@ -252,9 +280,10 @@ fn decode_huge_dev(v: u64) -> u64 {
 }
 
 fn from_sysfs(kernel: &dyn Kernel) -> Result<Vec<DeviceInfo>> {
-    let entries = kernel.read_dir(Path::new(SYSFS_VERBS)).map_err(|e| {
+    let verbs = sysfs_verbs();
+    let entries = kernel.read_dir(&verbs).map_err(|e| {
         Error::sys(
-            "read /sys/class/infiniband_verbs",
+            "read the sysfs class infiniband_verbs",
             crate::sys::Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOENT)),
         )
         .with_detail("no uverbs devices: is the ib_uverbs module loaded?")
@@ -264,12 +293,12 @@ fn from_sysfs(kernel: &dyn Kernel) -> Result<Vec<DeviceInfo>> {
         let Some(uverbs_name) = entry.to_str().filter(|n| n.starts_with("uverbs")) else {
             continue;
         };
-        let dir = Path::new(SYSFS_VERBS).join(uverbs_name);
+        let dir = verbs.join(uverbs_name);
         let Ok(name) = kernel.read_to_string(&dir.join("ibdev")) else {
             continue;
         };
         let name = name.trim().to_string();
-        let ib = Path::new(SYSFS_IB).join(&name);
+        let ib = sysfs_ib().join(&name);
         let node_type = kernel
             .read_to_string(&ib.join("node_type"))
             .ok()
@@ -307,7 +336,7 @@ fn from_sysfs(kernel: &dyn Kernel) -> Result<Vec<DeviceInfo>> {
 /// name, and whether the device has a `parent` network device).
 fn driver_id_by_name(kernel: &dyn Kernel, name: &str) -> Option<u32> {
     let has_parent = kernel
-        .read_to_string(&Path::new(SYSFS_IB).join(name).join("parent"))
+        .read_to_string(&sysfs_ib().join(name).join("parent"))
         .is_ok();
     crate::providers::ProviderKind::from_sysfs(name, has_parent).map(|k| k.driver_id())
 }

@@ -223,7 +223,7 @@ pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType};
 pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
-pub use device_list::{devices, devices_with, find_device, DeviceInfo, NodeType};
+pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
 pub use mr::{AccessFlags, MemoryRegion};
 pub use pd::ProtectionDomain;

@@ -8,8 +8,6 @@
 //! - GIDs: `UVERBS_METHOD_QUERY_GID_TABLE` / `QUERY_GID_ENTRY`, falling back
 //!   to sysfs (`ports/N/gids/I`, `gid_attrs/types/I`) as libibverbs does.
 
-use std::path::Path;
-
 use crate::abi;
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -214,7 +212,7 @@ impl Context {
     /// The sysfs view of one GID: `ports/N/gids/I` and its type and netdev.
     fn gid_from_sysfs(&self, port: u8, index: u32) -> Result<Option<GidEntry>> {
         let k = &self.inner.kernel;
-        let base = Path::new("/sys/class/infiniband")
+        let base = crate::device_list::sysfs_ib()
             .join(&self.device().name)
             .join("ports")
             .join(port.to_string());
@@ -250,7 +248,8 @@ impl Context {
             .ok()
             .and_then(|name| {
                 k.read_to_string(
-                    &Path::new("/sys/class/net")
+                    &crate::sysfs_path()
+                        .join("class/net")
                         .join(name.trim())
                         .join("ifindex"),
                 )

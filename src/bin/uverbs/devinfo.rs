@@ -129,10 +129,12 @@ pub(super) fn open_and_print(
     print_hca_cap(out, err, &id, &hca, port, verbose).unwrap_or(1)
 }
 
-/// `/sys/class/infiniband/DEV/board_id` without its trailing newline, as
-/// `ibv_read_sysfs_file` returns it; `None` when absent or empty.
+/// `<sysfs>/class/infiniband/DEV/board_id` ([`uverbs::sysfs_path`])
+/// without its trailing newline, as `ibv_read_sysfs_file` returns it;
+/// `None` when absent or empty.
 pub(super) fn read_board_id(name: &str) -> Option<String> {
-    let mut s = std::fs::read_to_string(format!("/sys/class/infiniband/{name}/board_id")).ok()?;
+    let path = uverbs::sysfs_path().join(format!("class/infiniband/{name}/board_id"));
+    let mut s = std::fs::read_to_string(path).ok()?;
     if s.ends_with('\n') {
         s.pop();
     }
