@@ -1,0 +1,600 @@
+//! `LD_PRELOAD` shim: unmodified rdma-core userspace (libibverbs, libmlx5,
+//! ibverbs-utils, pyverbs) against uverbs' mlx5 device model
+//! (`uverbs::testing::mlx5`), in the program's own process.
+//!
+//! - An ELF constructor builds the model, writes its sysfs tree into a
+//!   temporary directory and points `SYSFS_PATH` at it, before libibverbs
+//!   looks for devices. `socket(AF_NETLINK, *, NETLINK_RDMA)` is refused
+//!   with `EPROTONOSUPPORT`, so libibverbs discovers through sysfs.
+//! - `open`/`stat` of `/dev/infiniband/uverbs0` get `/dev/null`: the
+//!   command fd is `open("/dev/null", O_PATH)`, so any call the shim does
+//!   not catch fails with `EBADF`, and `fstat` reports the character device
+//!   1:3 that sysfs `dev` names.
+//! - `ioctl(RDMA_VERBS_IOCTL)` on a command fd is decoded with the 6.1
+//!   attribute specs (`decode.rs`, `specs.rs`) into the model's typed
+//!   commands; `mmap` of it maps what the model maps; `read`, `fcntl`
+//!   and `close` of the fds the model handed out (completion channels,
+//!   the async event fd, DevX channels) go to the model.
+//! - At exit the model's violations are appended to the file named by
+//!   `UVERBS_MODEL_REPORT` (stderr when unset), one per line, so a harness
+//!   can fail a run; a plain `write()` command on the uverbs fd, which the
+//!   shim does not decode, is reported there too.
+//!
+//! `UVERBS_PRELOAD_TRACE=1` logs every command on stderr.
+//!
+//! Variadic C functions (`open`, `openat`, `ioctl`, `fcntl`) are defined
+//! with their optional argument as a fixed one: on x86-64 SysV the
+//! variadic and the fixed argument travel in the same register, and a
+//! caller that passes none leaves garbage the shim never reads.
+#![allow(unsafe_code)] // exported C symbols (`no_mangle`), the ELF constructor, raw fds
+
+mod decode;
+mod real;
+mod specs;
+mod sysfs;
+
+use std::{
+    collections::HashMap,
+    ffi::CStr,
+    io::Write,
+    os::fd::{BorrowedFd, RawFd},
+    path::PathBuf,
+    sync::{Arc, Mutex, MutexGuard, OnceLock},
+};
+
+use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
+use uverbs::{
+    sys::{Errno, Kernel, Protection},
+    testing::mlx5::{self as model, HcaThread, Mlx5Model},
+};
+
+use real::{in_shim, Guard};
+
+/// A file descriptor the shim handed out.
+#[derive(Debug, Clone, Copy)]
+enum Fd {
+    /// A uverbs command fd (one user context each).
+    Cmd,
+    /// An fd the model created (completion channel, async events, DevX
+    /// channel): reads are the model's; `O_NONBLOCK` as the program set it.
+    Event { nonblocking: bool },
+}
+
+#[derive(Debug)]
+struct Shim {
+    model: Arc<Mlx5Model>,
+    kernel: Arc<dyn Kernel>,
+    sysfs: PathBuf,
+    hca: Mutex<Option<HcaThread>>,
+    fds: Mutex<HashMap<RawFd, Fd>>,
+    /// What the shim itself could not serve (reported like violations).
+    gaps: Mutex<Vec<String>>,
+    trace: bool,
+}
+
+static SHIM: OnceLock<Shim> = OnceLock::new();
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn shim() -> Option<&'static Shim> {
+    SHIM.get()
+}
+
+fn set_errno(e: Errno) {
+    // SAFETY: errno is this thread's.
+    unsafe { *libc::__errno_location() = e as c_int };
+}
+
+impl Shim {
+    fn kind(&self, fd: RawFd) -> Option<Fd> {
+        lock(&self.fds).get(&fd).copied()
+    }
+
+    fn gap(&self, what: String) {
+        eprintln!("uverbs-model-preload: {what}");
+        lock(&self.gaps).push(what);
+    }
+
+    /// Starts the HCA at the first device open.
+    fn start_hca(&self) {
+        let mut h = lock(&self.hca);
+        if h.is_none() {
+            *h = Some(self.model.spawn_hca());
+        }
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static INIT: extern "C" fn() = init;
+
+#[used]
+#[link_section = ".fini_array"]
+static FINI: extern "C" fn() = fini;
+
+extern "C" fn init() {
+    let _g = Guard::enter();
+    let model = model::fake_mlx5();
+    let kernel = model.dyn_kernel();
+    let dir = std::env::temp_dir().join(format!("uverbs-model-sysfs.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = sysfs::write_tree(&*kernel, &dir) {
+        eprintln!("uverbs-model-preload: writing the sysfs tree to {}: {e}", dir.display());
+        return;
+    }
+    // The constructor runs before the program's threads exist.
+    std::env::set_var("SYSFS_PATH", &dir);
+    let trace = std::env::var_os("UVERBS_PRELOAD_TRACE").is_some_and(|v| v == "1");
+    let _ = SHIM.set(Shim {
+        model,
+        kernel,
+        sysfs: dir,
+        hca: Mutex::new(None),
+        fds: Mutex::new(HashMap::new()),
+        gaps: Mutex::new(Vec::new()),
+        trace,
+    });
+}
+
+extern "C" fn fini() {
+    let _g = Guard::enter();
+    let Some(s) = shim() else { return };
+    let _ = std::fs::remove_dir_all(&s.sysfs);
+    // Only a process that opened the device reports (its children that
+    // did not, such as a shell, have nothing to say).
+    let Some(hca) = lock(&s.hca).take() else {
+        return;
+    };
+    drop(hca); // a last pass, then the thread stops
+    let pid = std::process::id();
+    let mut lines: Vec<String> = s
+        .model
+        .violations()
+        .into_iter()
+        .map(|v| format!("pid {pid}: violation: {v}"))
+        .collect();
+    lines.extend(lock(&s.gaps).iter().map(|g| format!("pid {pid}: shim: {g}")));
+    for d in s.model.ignored_doorbells() {
+        eprintln!("uverbs-model-preload: pid {pid}: ignored doorbell: {d}");
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    match std::env::var_os("UVERBS_MODEL_REPORT") {
+        Some(path) => {
+            let f = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+            if let Ok(mut f) = f {
+                let _ = f.write_all(text.as_bytes());
+            } else {
+                eprint!("{text}");
+            }
+        }
+        None => eprint!("{text}"),
+    }
+}
+
+/// Whether `path` is a uverbs device node; `Some(true)` for the model's
+/// `uverbs0`, `Some(false)` for another one (which does not exist).
+fn uverbs_path(path: *const c_char) -> Option<bool> {
+    if path.is_null() || in_shim() {
+        return None;
+    }
+    // SAFETY: the program passed a NUL-terminated path.
+    let p = unsafe { CStr::from_ptr(path) }.to_bytes();
+    let rest = p.strip_prefix(b"/dev/infiniband/uverbs")?;
+    shim()?;
+    Some(rest == b"0")
+}
+
+const DEV_NULL: &CStr = c"/dev/null";
+
+/// Opens a command fd.
+fn open_device(flags: c_int) -> c_int {
+    let Some(s) = shim() else { return -1 };
+    let _g = Guard::enter();
+    // SAFETY: a static path.
+    let fd = unsafe { real::open(DEV_NULL.as_ptr(), libc::O_PATH | (flags & libc::O_CLOEXEC), 0) };
+    if fd >= 0 {
+        lock(&s.fds).insert(fd, Fd::Cmd);
+        s.start_hca();
+        if s.trace {
+            eprintln!("uverbs-model-preload: open uverbs0 -> fd {fd}");
+        }
+    }
+    fd
+}
+
+fn no_such_device() -> c_int {
+    set_errno(Errno::ENOENT);
+    -1
+}
+
+/// # Safety
+///
+/// `open(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::open(path, flags, mode) },
+    }
+}
+
+/// # Safety
+///
+/// `open64(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::open64(path, flags, mode) },
+    }
+}
+
+/// # Safety
+///
+/// `openat(2)` (the device path is absolute, so `dirfd` does not matter).
+#[no_mangle]
+pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::openat(dirfd, path, flags, mode) },
+    }
+}
+
+/// # Safety
+///
+/// `openat64(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::openat64(dirfd, path, flags, mode) },
+    }
+}
+
+/// # Safety
+///
+/// glibc's fortified `open` (`-D_FORTIFY_SOURCE`).
+#[no_mangle]
+pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::__open_2(path, flags) },
+    }
+}
+
+/// # Safety
+///
+/// glibc's fortified `open64`.
+#[no_mangle]
+pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
+    match uverbs_path(path) {
+        Some(true) => open_device(flags),
+        Some(false) => no_such_device(),
+        // SAFETY: the program's arguments.
+        None => unsafe { real::__open64_2(path, flags) },
+    }
+}
+
+/// The path `stat` looks at: `/dev/null` for the device.
+fn stat_path(path: *const c_char) -> Result<*const c_char, c_int> {
+    match uverbs_path(path) {
+        Some(true) => Ok(DEV_NULL.as_ptr()),
+        Some(false) => Err(no_such_device()),
+        None => Ok(path),
+    }
+}
+
+macro_rules! stat_fn {
+    ($name:ident($($pre:ident: $pty:ty),*; $buf:ty; $($post:ident: $qty:ty),*)) => {
+        /// # Safety
+        ///
+        /// The libc function of this name.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($pre: $pty,)* path: *const c_char, buf: $buf $(, $post: $qty)*) -> c_int {
+            match stat_path(path) {
+                // SAFETY: the program's arguments, or a static path.
+                Ok(p) => unsafe { real::$name($($pre,)* p, buf $(, $post)*) },
+                Err(r) => r,
+            }
+        }
+    };
+}
+
+stat_fn!(stat(; *mut libc::stat;));
+stat_fn!(stat64(; *mut libc::stat64;));
+stat_fn!(lstat(; *mut libc::stat;));
+stat_fn!(lstat64(; *mut libc::stat64;));
+stat_fn!(fstatat(dirfd: c_int; *mut libc::stat; flags: c_int));
+stat_fn!(fstatat64(dirfd: c_int; *mut libc::stat64; flags: c_int));
+stat_fn!(__xstat(ver: c_int; *mut libc::stat;));
+stat_fn!(__xstat64(ver: c_int; *mut libc::stat64;));
+
+/// `NETLINK_RDMA` (`include/uapi/linux/netlink.h`).
+const NETLINK_RDMA: c_int = 20;
+
+/// # Safety
+///
+/// `socket(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int {
+    if domain == libc::AF_NETLINK && protocol == NETLINK_RDMA && !in_shim() && shim().is_some() {
+        // As a kernel without ib_core: libibverbs then reads sysfs.
+        set_errno(Errno::EPROTONOSUPPORT);
+        return -1;
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::socket(domain, ty, protocol) }
+}
+
+/// The shim and the kind of `fd`, unless the call is the shim's own.
+fn tracked(fd: c_int) -> Option<(&'static Shim, Fd)> {
+    if in_shim() {
+        return None;
+    }
+    let s = shim()?;
+    Some((s, s.kind(fd)?))
+}
+
+/// # Safety
+///
+/// `ioctl(2)`; for `RDMA_VERBS_IOCTL` on a command fd, `arg` is an
+/// `ib_uverbs_ioctl_hdr` as the kernel reads it.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => {
+            let _g = Guard::enter();
+            if request != decode::RDMA_VERBS_IOCTL {
+                set_errno(Errno::ENOTTY);
+                return -1;
+            }
+            // SAFETY: the fd is open (tracked until closed); `arg` is the
+            // program's command, read as the kernel reads it.
+            let r = unsafe {
+                decode::ioctl(&*s.kernel, BorrowedFd::borrow_raw(fd), arg.cast::<u8>())
+            };
+            if s.trace {
+                // SAFETY: the header's object and method ids, when present.
+                let (o, m) = unsafe {
+                    if arg.is_null() {
+                        (0, 0)
+                    } else {
+                        (
+                            std::ptr::read_unaligned(arg.cast::<u8>().add(2).cast::<u16>()),
+                            std::ptr::read_unaligned(arg.cast::<u8>().add(4).cast::<u16>()),
+                        )
+                    }
+                };
+                eprintln!("uverbs-model-preload: ioctl fd {fd} object {o:#x} method {m:#x} -> {r:?}");
+            }
+            match r {
+                Ok(fds) => {
+                    let mut t = lock(&s.fds);
+                    for f in fds {
+                        t.insert(f, Fd::Event { nonblocking: false });
+                    }
+                    0
+                }
+                Err(e) => {
+                    set_errno(e);
+                    -1
+                }
+            }
+        }
+        // SAFETY: the program's arguments.
+        _ => unsafe { real::ioctl(fd, request, arg) },
+    }
+}
+
+/// # Safety
+///
+/// `write(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
+    if let Some((s, Fd::Cmd)) = tracked(fd) {
+        let _g = Guard::enter();
+        // libibverbs sends write commands through INVOKE_WRITE, which the
+        // shim answers; a plain write() would need the legacy framing
+        // decoded, which the shim does not do.
+        let cmd = if buf.is_null() || n < 4 {
+            0
+        } else {
+            // SAFETY: the program's buffer of `n` bytes.
+            unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
+        };
+        s.gap(format!("a plain write() command {cmd:#x} on the uverbs fd (not decoded)"));
+        set_errno(Errno::ENOSYS);
+        return -1;
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::write(fd, buf, n) }
+}
+
+/// # Safety
+///
+/// `read(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t {
+    match tracked(fd) {
+        Some((_, Fd::Cmd)) => {
+            set_errno(Errno::EINVAL);
+            -1
+        }
+        Some((s, Fd::Event { nonblocking })) => {
+            let _g = Guard::enter();
+            if buf.is_null() && n > 0 {
+                set_errno(Errno::EFAULT);
+                return -1;
+            }
+            // SAFETY: the program's buffer of `n` bytes.
+            let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
+            // SAFETY: the fd is open (tracked until closed).
+            let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
+            let r = loop {
+                if !nonblocking {
+                    // A blocking read sleeps until a record is queued, as
+                    // the kernel's event files do.
+                    if let Err(e) = s.kernel.wait_readable(bfd, None) {
+                        break Err(e);
+                    }
+                }
+                match s.kernel.read(bfd, out) {
+                    // Another reader took it first: sleep again.
+                    Err(Errno::EAGAIN) if !nonblocking => continue,
+                    r => break r,
+                }
+            };
+            match r {
+                Ok(n) => n as ssize_t,
+                Err(e) => {
+                    set_errno(e);
+                    -1
+                }
+            }
+        }
+        // SAFETY: the program's arguments.
+        None => unsafe { real::read(fd, buf, n) },
+    }
+}
+
+/// # Safety
+///
+/// `close(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if let Some((s, kind)) = tracked(fd) {
+        let _g = Guard::enter();
+        lock(&s.fds).remove(&fd);
+        if let Fd::Event { .. } = kind {
+            s.model.kernel.forget_fd(fd);
+        }
+    }
+    // SAFETY: the program's argument.
+    unsafe { real::close(fd) }
+}
+
+/// `fcntl` on the shim's fds: `O_NONBLOCK` of a model fd is the model's
+/// business (its reads), the real fd keeps the flags the model gave it.
+fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Option<c_int> {
+    let _g = Guard::enter();
+    match (kind, cmd) {
+        (Fd::Event { .. }, libc::F_SETFL) => {
+            let nb = arg & libc::O_NONBLOCK as c_ulong != 0;
+            lock(&s.fds).insert(fd, Fd::Event { nonblocking: nb });
+            // SAFETY: the fd is open.
+            let _ = s.kernel.set_nonblocking(unsafe { BorrowedFd::borrow_raw(fd) }, nb);
+            Some(0)
+        }
+        (Fd::Event { nonblocking }, libc::F_GETFL) => {
+            // SAFETY: F_GETFL takes no argument.
+            let fl = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+            if fl < 0 {
+                return Some(fl);
+            }
+            let fl = fl & !libc::O_NONBLOCK;
+            Some(if nonblocking { fl | libc::O_NONBLOCK } else { fl })
+        }
+        // An O_PATH fd refuses F_SETFL; a uverbs fd takes it.
+        (Fd::Cmd, libc::F_SETFL) => Some(0),
+        _ => None,
+    }
+}
+
+/// # Safety
+///
+/// `fcntl(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if let Some((s, kind)) = tracked(fd) {
+        if let Some(r) = fcntl_tracked(s, fd, kind, cmd, arg) {
+            return r;
+        }
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::fcntl(fd, cmd, arg) }
+}
+
+/// # Safety
+///
+/// glibc's `fcntl64` (what `fcntl` is with 64-bit `off_t`).
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    if let Some((s, kind)) = tracked(fd) {
+        if let Some(r) = fcntl_tracked(s, fd, kind, cmd, arg) {
+            return r;
+        }
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::fcntl64(fd, cmd, arg) }
+}
+
+/// `mmap` of a command fd: what the model maps at `offset` (UAR pages, the
+/// clock page). The mapping is handed over; `munmap` is libc's own.
+fn mmap_device(s: &Shim, fd: c_int, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, off: off_t) -> *mut c_void {
+    let _g = Guard::enter();
+    if !addr.is_null() && flags & libc::MAP_FIXED != 0 || flags & libc::MAP_SHARED == 0 || off < 0 {
+        set_errno(Errno::EINVAL);
+        return libc::MAP_FAILED;
+    }
+    let p = if prot & libc::PROT_WRITE != 0 {
+        Protection::ReadWrite
+    } else {
+        Protection::ReadOnly
+    };
+    // SAFETY: the fd is open (tracked until closed).
+    let r = s.kernel.mmap(unsafe { BorrowedFd::borrow_raw(fd) }, len, off as u64, p);
+    if s.trace {
+        eprintln!("uverbs-model-preload: mmap fd {fd} len {len} offset {off:#x} -> {:?}", r.as_ref().map(|m| m.as_ptr()));
+    }
+    match r {
+        Ok(m) => {
+            let ptr = m.as_mut_ptr().cast::<c_void>();
+            // The program owns the mapping now and unmaps it with munmap.
+            std::mem::forget(m);
+            ptr
+        }
+        Err(e) => {
+            set_errno(e);
+            libc::MAP_FAILED
+        }
+    }
+}
+
+/// # Safety
+///
+/// `mmap(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+    if let Some((s, Fd::Cmd)) = tracked(fd) {
+        return mmap_device(s, fd, addr, len, prot, flags, off);
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::mmap(addr, len, prot, flags, fd, off) }
+}
+
+/// # Safety
+///
+/// `mmap64` (the same as `mmap` on x86-64).
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+    if let Some((s, Fd::Cmd)) = tracked(fd) {
+        return mmap_device(s, fd, addr, len, prot, flags, off);
+    }
+    // SAFETY: the program's arguments.
+    unsafe { real::mmap64(addr, len, prot, flags, fd, off) }
+}
