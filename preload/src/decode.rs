@@ -13,7 +13,7 @@
 //! four parts.
 #![allow(unsafe_code)] // reads and writes the caller's command buffers
 
-use std::os::fd::{AsRawFd, BorrowedFd, IntoRawFd, RawFd};
+use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
 
 use uverbs::ioctl::AttrIndex;
 use uverbs::sys::{Errno, IoctlCmd, Kernel, WriteCmd};
@@ -32,8 +32,14 @@ const F_VALID_OUTPUT: u16 = 2;
 const CMD_GET_CONTEXT: u32 = 0;
 const CMD_CREATE_COMP_CHANNEL: u32 = 17;
 
+/// `RDMA_DRIVER_MLX5` (`include/uapi/rdma/ib_user_ioctl_verbs.h`,
+/// `enum rdma_driver_id`: UNKNOWN, MLX5, ...); `uverbs_ioctl.c:562` refuses
+/// another driver's id with `EINVAL`.
+const RDMA_DRIVER_MLX5: u32 = 1;
+
 /// `RDMA_VERBS_IOCTL` = `_IOWR(0x1b, 1, struct ib_uverbs_ioctl_hdr)`.
-pub(crate) const RDMA_VERBS_IOCTL: libc::c_ulong = (3 << 30) | ((HDR_LEN as libc::c_ulong) << 16) | (0x1b << 8) | 1;
+pub(crate) const RDMA_VERBS_IOCTL: libc::c_ulong =
+    (3 << 30) | ((HDR_LEN as libc::c_ulong) << 16) | (0x1b << 8) | 1;
 
 /// One raw attribute, read from the caller.
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +125,10 @@ pub(crate) unsafe fn ioctl(
     let reserved1 = rd64(arg.wrapping_add(8));
     let driver_id = rd32(arg.wrapping_add(16));
     let reserved2 = rd32(arg.wrapping_add(20));
+    // ib_uverbs_cmd_verbs: the driver must be the device's.
+    if driver_id != RDMA_DRIVER_MLX5 {
+        return Err(Errno::EINVAL);
+    }
     // ib_uverbs_ioctl: the length must match, the reserved fields be zero.
     if length != HDR_LEN + ATTR_LEN * num_attrs || length > 4096 {
         return Err(Errno::EINVAL);
@@ -172,14 +182,14 @@ pub(crate) unsafe fn ioctl(
     }
     if object == specs::OBJECT_DEVICE && method == specs::METHOD_INVOKE_WRITE {
         // SAFETY: the caller's attributes, as for the kernel.
-        return unsafe { invoke_write(k, fd, driver_id, &known) };
+        return unsafe { invoke_write(k, fd, &known) };
     }
     let mut cmd = IoctlCmd::new(object, method, driver_id);
     let mut back: Vec<(AttrIndex, RawAttr, Kind)> = Vec::with_capacity(known.len());
     for (a, s) in &known {
         let at = match s.kind {
-            // SAFETY: the caller's buffers, valid for this call.
             Kind::PtrIn | Kind::ConstIn | Kind::FlagsIn | Kind::EnumIn | Kind::RawFd => {
+                // SAFETY: the caller's buffers, valid for this call.
                 cmd.input(a.id, unsafe { in_bytes(a) })
             }
             // SAFETY: as above; distinct outputs do not overlap.
@@ -211,7 +221,9 @@ pub(crate) unsafe fn ioctl(
         match kind {
             Kind::PtrOut if cmd.is_valid_output(at) => {
                 // SAFETY: `flags` at offset 4 of the caller's attribute.
-                unsafe { std::ptr::write_unaligned(a.at.add(4).cast::<u16>(), a.flags | F_VALID_OUTPUT) };
+                unsafe {
+                    std::ptr::write_unaligned(a.at.add(4).cast::<u16>(), a.flags | F_VALID_OUTPUT)
+                };
             }
             Kind::IdrNew => {
                 let h = u64::from(cmd.new_handle(at));
@@ -240,10 +252,8 @@ pub(crate) unsafe fn ioctl(
 unsafe fn invoke_write(
     k: &dyn Kernel,
     fd: BorrowedFd<'_>,
-    driver_id: u32,
     known: &[(RawAttr, Spec)],
 ) -> Result<NewFds, Errno> {
-    let _ = driver_id; // the write path carries none
     let find = |id| known.iter().find(|(a, _)| a.id == id).map(|(a, _)| *a);
     let command = find(specs::ATTR_WRITE_CMD).ok_or(Errno::EINVAL)?.data;
     let command = u32::try_from(command).map_err(|_| Errno::EINVAL)?;
@@ -260,8 +270,8 @@ unsafe fn invoke_write(
     let core_out_attr = find(specs::ATTR_CORE_OUT);
     // SAFETY: the caller's buffers, valid for this call.
     let core_in: &[u8] = core_in_attr.map_or(&[], |a| unsafe { in_bytes(&a) });
-    // SAFETY: as above.
     let core_out: &mut [u8] = match core_out_attr {
+        // SAFETY: as above.
         Some(a) => unsafe { out_bytes(&a) },
         None => &mut [],
     };
@@ -271,8 +281,8 @@ unsafe fn invoke_write(
     // SAFETY: as above.
     let driver_in: &[u8] = find(specs::ATTR_UHW_IN).map_or(&[], |a| unsafe { in_bytes(&a) });
     let uhw_out = find(specs::ATTR_UHW_OUT);
-    // SAFETY: as above.
     let driver_out: &mut [u8] = match uhw_out {
+        // SAFETY: as above.
         Some(a) => unsafe { out_bytes(&a) },
         None => &mut [],
     };
@@ -301,6 +311,5 @@ unsafe fn invoke_write(
         // SAFETY: `flags` at offset 4 of the caller's attribute.
         unsafe { std::ptr::write_unaligned(a.at.add(4).cast::<u16>(), a.flags | F_VALID_OUTPUT) };
     }
-    let _ = fd.as_raw_fd();
     Ok(fds)
 }

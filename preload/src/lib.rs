@@ -121,7 +121,10 @@ extern "C" fn init() {
     let dir = std::env::temp_dir().join(format!("uverbs-model-sysfs.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     if let Err(e) = sysfs::write_tree(&*kernel, &dir) {
-        eprintln!("uverbs-model-preload: writing the sysfs tree to {}: {e}", dir.display());
+        eprintln!(
+            "uverbs-model-preload: writing the sysfs tree to {}: {e}",
+            dir.display()
+        );
         return;
     }
     // The constructor runs before the program's threads exist.
@@ -155,7 +158,11 @@ extern "C" fn fini() {
         .into_iter()
         .map(|v| format!("pid {pid}: violation: {v}"))
         .collect();
-    lines.extend(lock(&s.gaps).iter().map(|g| format!("pid {pid}: shim: {g}")));
+    lines.extend(
+        lock(&s.gaps)
+            .iter()
+            .map(|g| format!("pid {pid}: shim: {g}")),
+    );
     for d in s.model.ignored_doorbells() {
         eprintln!("uverbs-model-preload: pid {pid}: ignored doorbell: {d}");
     }
@@ -165,7 +172,10 @@ extern "C" fn fini() {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     match std::env::var_os("UVERBS_MODEL_REPORT") {
         Some(path) => {
-            let f = std::fs::OpenOptions::new().create(true).append(true).open(&path);
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path);
             if let Ok(mut f) = f {
                 let _ = f.write_all(text.as_bytes());
             } else {
@@ -196,7 +206,13 @@ fn open_device(flags: c_int) -> c_int {
     let Some(s) = shim() else { return -1 };
     let _g = Guard::enter();
     // SAFETY: a static path.
-    let fd = unsafe { real::open(DEV_NULL.as_ptr(), libc::O_PATH | (flags & libc::O_CLOEXEC), 0) };
+    let fd = unsafe {
+        real::open(
+            DEV_NULL.as_ptr(),
+            libc::O_PATH | (flags & libc::O_CLOEXEC),
+            0,
+        )
+    };
     if fd >= 0 {
         lock(&s.fds).insert(fd, Fd::Cmd);
         s.start_hca();
@@ -242,7 +258,12 @@ pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: mode_t)
 ///
 /// `openat(2)` (the device path is absolute, so `dirfd` does not matter).
 #[no_mangle]
-pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+pub unsafe extern "C" fn openat(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: mode_t,
+) -> c_int {
     match uverbs_path(path) {
         Some(true) => open_device(flags),
         Some(false) => no_such_device(),
@@ -255,7 +276,12 @@ pub unsafe extern "C" fn openat(dirfd: c_int, path: *const c_char, flags: c_int,
 ///
 /// `openat64(2)`.
 #[no_mangle]
-pub unsafe extern "C" fn openat64(dirfd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
+pub unsafe extern "C" fn openat64(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: mode_t,
+) -> c_int {
     match uverbs_path(path) {
         Some(true) => open_device(flags),
         Some(false) => no_such_device(),
@@ -365,9 +391,8 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
             }
             // SAFETY: the fd is open (tracked until closed); `arg` is the
             // program's command, read as the kernel reads it.
-            let r = unsafe {
-                decode::ioctl(&*s.kernel, BorrowedFd::borrow_raw(fd), arg.cast::<u8>())
-            };
+            let r =
+                unsafe { decode::ioctl(&*s.kernel, BorrowedFd::borrow_raw(fd), arg.cast::<u8>()) };
             if s.trace {
                 // SAFETY: the header's object and method ids, when present.
                 let (o, m) = unsafe {
@@ -380,7 +405,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
                         )
                     }
                 };
-                eprintln!("uverbs-model-preload: ioctl fd {fd} object {o:#x} method {m:#x} -> {r:?}");
+                eprintln!(
+                    "uverbs-model-preload: ioctl fd {fd} object {o:#x} method {m:#x} -> {r:?}"
+                );
             }
             match r {
                 Ok(fds) => {
@@ -417,7 +444,9 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
             // SAFETY: the program's buffer of `n` bytes.
             unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
         };
-        s.gap(format!("a plain write() command {cmd:#x} on the uverbs fd (not decoded)"));
+        s.gap(format!(
+            "a plain write() command {cmd:#x} on the uverbs fd (not decoded)"
+        ));
         set_errno(Errno::ENOSYS);
         return -1;
     }
@@ -497,7 +526,9 @@ fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Opt
             let nb = arg & libc::O_NONBLOCK as c_ulong != 0;
             lock(&s.fds).insert(fd, Fd::Event { nonblocking: nb });
             // SAFETY: the fd is open.
-            let _ = s.kernel.set_nonblocking(unsafe { BorrowedFd::borrow_raw(fd) }, nb);
+            let _ = s
+                .kernel
+                .set_nonblocking(unsafe { BorrowedFd::borrow_raw(fd) }, nb);
             Some(0)
         }
         (Fd::Event { nonblocking }, libc::F_GETFL) => {
@@ -507,7 +538,11 @@ fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Opt
                 return Some(fl);
             }
             let fl = fl & !libc::O_NONBLOCK;
-            Some(if nonblocking { fl | libc::O_NONBLOCK } else { fl })
+            Some(if nonblocking {
+                fl | libc::O_NONBLOCK
+            } else {
+                fl
+            })
         }
         // An O_PATH fd refuses F_SETFL; a uverbs fd takes it.
         (Fd::Cmd, libc::F_SETFL) => Some(0),
@@ -545,7 +580,15 @@ pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
 
 /// `mmap` of a command fd: what the model maps at `offset` (UAR pages, the
 /// clock page). The mapping is handed over; `munmap` is libc's own.
-fn mmap_device(s: &Shim, fd: c_int, addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, off: off_t) -> *mut c_void {
+fn mmap_device(
+    s: &Shim,
+    fd: c_int,
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    off: off_t,
+) -> *mut c_void {
     let _g = Guard::enter();
     if !addr.is_null() && flags & libc::MAP_FIXED != 0 || flags & libc::MAP_SHARED == 0 || off < 0 {
         set_errno(Errno::EINVAL);
@@ -557,9 +600,14 @@ fn mmap_device(s: &Shim, fd: c_int, addr: *mut c_void, len: size_t, prot: c_int,
         Protection::ReadOnly
     };
     // SAFETY: the fd is open (tracked until closed).
-    let r = s.kernel.mmap(unsafe { BorrowedFd::borrow_raw(fd) }, len, off as u64, p);
+    let r = s
+        .kernel
+        .mmap(unsafe { BorrowedFd::borrow_raw(fd) }, len, off as u64, p);
     if s.trace {
-        eprintln!("uverbs-model-preload: mmap fd {fd} len {len} offset {off:#x} -> {:?}", r.as_ref().map(|m| m.as_ptr()));
+        eprintln!(
+            "uverbs-model-preload: mmap fd {fd} len {len} offset {off:#x} -> {:?}",
+            r.as_ref().map(|m| m.as_ptr())
+        );
     }
     match r {
         Ok(m) => {
@@ -579,7 +627,14 @@ fn mmap_device(s: &Shim, fd: c_int, addr: *mut c_void, len: size_t, prot: c_int,
 ///
 /// `mmap(2)`.
 #[no_mangle]
-pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     if let Some((s, Fd::Cmd)) = tracked(fd) {
         return mmap_device(s, fd, addr, len, prot, flags, off);
     }
@@ -591,7 +646,14 @@ pub unsafe extern "C" fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags
 ///
 /// `mmap64` (the same as `mmap` on x86-64).
 #[no_mangle]
-pub unsafe extern "C" fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void {
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
     if let Some((s, Fd::Cmd)) = tracked(fd) {
         return mmap_device(s, fd, addr, len, prot, flags, off);
     }

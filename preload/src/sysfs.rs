@@ -24,7 +24,10 @@ const MISSING: &[(&str, &str)] = &[
     ),
     ("/sys/class/infiniband/mlx5_0/ports/1/pkeys/0", "0xffff\n"),
     ("/sys/class/infiniband/mlx5_0/fw_ver", "16.35.2000\n"),
-    ("/sys/class/infiniband/mlx5_0/sys_image_guid", "0c42:a103:0012:3456\n"),
+    (
+        "/sys/class/infiniband/mlx5_0/sys_image_guid",
+        "0c42:a103:0012:3456\n",
+    ),
     ("/sys/class/infiniband/mlx5_0/board_id", "MT_0000000008\n"),
 ];
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Debian bookworm's unmodified rdma-core 44.0-2 against uverbs' mlx5 device
+# model (issue 26): the checks scripts/test.sh runs. Fails when any fails.
+#
+#   scripts/rdma-core-on-model.sh [PYVERBS_MODULE...]
+#
+# a. ibv_devices and ibv_devinfo -v list the model's device, port and GIDs;
+# b. preload/tests/rc_probe.c, built against Debian's headers, runs an RDMA
+#    WRITE on an RC QP the model executes, waits for the completion event,
+#    polls the CQ and compares the bytes;
+# c. rdma-core's pyverbs tests (python3-pyverbs' tests/, gunzipped into a
+#    temporary copy), one module at a time, on mlx5_0 port 1 with the
+#    model's RoCE v2 GID (index 1). Every skip is listed with its reason.
+# Every run also fails when the model reports a protocol violation
+# (scripts/on-model.sh exits 3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ON=$ROOT/scripts/on-model.sh
+MODULES=("$@")
+[[ ${#MODULES[@]} -gt 0 ]] || MODULES=(test_device test_pd test_cq test_mr test_qp test_qpex test_cqex test_addr test_mlx5_uar)
+GID=1 # the model's RoCE v2 GID (::ffff:192.0.2.1)
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-rdma-core.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+failed=()
+step() { echo "== $*"; }
+fail() { echo "FAILED: $*"; failed+=("$1"); }
+
+eval "$("$ON" --print-env)"
+
+step "a. ibv_devices, ibv_devinfo -v"
+if "$ON" -- ibv_devices >"$WORK/devices" 2>&1 && grep -q 'mlx5_0.*0c42a10300123456' "$WORK/devices"; then
+  cat "$WORK/devices"
+else
+  cat "$WORK/devices"; fail "ibv_devices"
+fi
+if "$ON" -- ibv_devinfo -v >"$WORK/devinfo" 2>&1 \
+  && grep -q 'hca_id:.*mlx5_0' "$WORK/devinfo" \
+  && grep -q 'state:.*PORT_ACTIVE' "$WORK/devinfo" \
+  && grep -q 'link_layer:.*Ethernet' "$WORK/devinfo" \
+  && grep -q 'GID\[  1\]:.*::ffff:192.0.2.1, RoCE v2' "$WORK/devinfo"; then
+  grep -E 'hca_id|fw_ver|vendor_part_id|state:|link_layer|GID' "$WORK/devinfo"
+else
+  cat "$WORK/devinfo"; fail "ibv_devinfo"
+fi
+
+step "b. RC probe (RDMA WRITE executed by the model)"
+# shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
+if cc $CFLAGS -Wall -Werror -o "$WORK/rc_probe" "$ROOT/preload/tests/rc_probe.c" $LDFLAGS -libverbs \
+  && "$ON" -- "$WORK/rc_probe"; then :; else fail "rc_probe"; fi
+
+step "c. pyverbs: ${MODULES[*]}"
+cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
+gunzip -f "$WORK"/tests/*.gz
+for m in "${MODULES[@]}"; do
+  log=$WORK/$m.log
+  status=0
+  (cd "$WORK/tests" && "$ON" -- python3 run_tests.py --dev mlx5_0 --port 1 --gid "$GID" -v -k "$m") >"$log" 2>&1 || status=$?
+  summary=$(grep -E '^(Ran |OK|FAILED)' "$log" | tr '\n' ' ')
+  echo "-- $m: $summary(exit $status)"
+  grep -E " \.\.\. skipped " "$log" | sed 's/^/   skip: /' || true
+  if [[ $status -ne 0 ]] || ! grep -q '^Ran [1-9]' "$log"; then
+    grep -E " \.\.\. (FAIL|ERROR)$|^(FAIL|ERROR): |Error: |violation|shim:" "$log" | sed 's/^/   /' || true
+    fail "pyverbs $m"
+  fi
+done
+
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "rdma-core on the model: ${#failed[@]} failed: ${failed[*]}"
+  exit 1
+fi
+echo "rdma-core on the model: all passed"
