@@ -13,6 +13,7 @@ use std::{
     ffi::OsString,
     fmt,
     fs::File,
+    io::{Read, Write},
     os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd},
     path::{Path, PathBuf},
     sync::{Arc, Condvar, Mutex},
@@ -90,6 +91,11 @@ struct State {
     fd_readers: HashMap<RawFd, (FileId, Handler<ReadFn>)>,
     /// Fds set `O_NONBLOCK`.
     nonblocking: HashSet<RawFd>,
+    /// Event fds made by [`FakeKernel::event_fd`]: the pipe's write end and
+    /// a second handle on its read end, keyed by the read end handed out.
+    /// A byte stands in the pipe for every record queued for the fd, so
+    /// `poll` and `epoll` of the fd itself see what a read would find.
+    readiness: HashMap<RawFd, (File, File)>,
     /// Told of every queued record a read takes, under the state lock.
     record_read: Option<Arc<RecordReadFn>>,
     /// Told of every queued record a read took, after the lock (may block).
@@ -317,7 +323,28 @@ impl FakeKernel {
             s.fd_readers.remove(&fd);
             s.reads_for.remove(&fd);
             s.nonblocking.remove(&fd);
+            s.readiness.remove(&fd);
         });
+    }
+
+    /// A new event fd with real readiness: the read end of a pipe that
+    /// holds a byte for every record queued for it with
+    /// [`FakeKernel::push_read_to`] (and taken back when a read takes the
+    /// record or [`FakeKernel::discard_reads`] drops it), so `poll`,
+    /// `epoll` and `O_NONBLOCK` readers of the fd itself see what the
+    /// kernel's event files would show. Reads still go through
+    /// [`Kernel::read`]; [`FakeKernel::forget_fd`] ends it.
+    pub fn event_fd(&self) -> Result<OwnedFd, Errno> {
+        let (r, w) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
+        let second = File::from(r.try_clone().map_err(|_| Errno::EMFILE)?);
+        let raw = r.as_raw_fd();
+        self.with(|s| {
+            // A number reused after a close the fake was not told of.
+            s.reads_for.remove(&raw);
+            s.readiness.insert(raw, (File::from(w), second));
+        });
+        Ok(r)
     }
 
     /// Whether `fd` was set `O_NONBLOCK` through [`Kernel::set_nonblocking`].
@@ -329,7 +356,10 @@ impl FakeKernel {
     /// completion channel when a process has several); reads of `fd` take
     /// these first.
     pub fn push_read_to(&self, fd: RawFd, result: Result<Vec<u8>, Errno>) -> &Self {
-        self.with(|s| s.reads_for.entry(fd).or_default().push_back(result));
+        self.with(|s| {
+            s.reads_for.entry(fd).or_default().push_back(result);
+            signal(s, fd);
+        });
         self.queued.notify_all();
         self
     }
@@ -345,7 +375,11 @@ impl FakeKernel {
             };
             let before = queue.len();
             queue.retain(|r| !r.as_ref().is_ok_and(|bytes| matches(bytes)));
-            before - queue.len()
+            let n = before - queue.len();
+            if let Some(fd) = fd {
+                drain(s, fd, n);
+            }
+            n
         })
     }
 
@@ -375,6 +409,18 @@ impl FakeKernel {
     /// A record longer than the buffer is refused and stays queued.
     fn take_record(s: &mut State, raw: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
         let observer = s.record_read.clone();
+        let own = s.reads_for.get(&raw).is_some_and(|q| !q.is_empty());
+        if own
+            && s.reads_for
+                .get(&raw)
+                .and_then(|q| q.front())
+                .is_some_and(|r| match r {
+                    Ok(bytes) => bytes.len() <= buf.len(),
+                    Err(_) => true,
+                })
+        {
+            drain(s, raw, 1);
+        }
         let queue = match s.reads_for.get_mut(&raw).filter(|q| !q.is_empty()) {
             Some(q) => q,
             None => &mut s.reads,
@@ -427,6 +473,27 @@ impl FakeKernel {
                         .0
                 }
             };
+        }
+    }
+}
+
+/// One readiness byte in the pipe of `fd`, if it has one.
+fn signal(s: &State, fd: RawFd) {
+    if let Some((w, _)) = s.readiness.get(&fd) {
+        let _ = (&*w).write(&[1]);
+    }
+}
+
+/// Takes `n` readiness bytes back from the pipe of `fd`, if it has one.
+fn drain(s: &State, fd: RawFd, n: usize) {
+    if let Some((_, r)) = s.readiness.get(&fd) {
+        let mut buf = [0u8; 64];
+        let mut left = n;
+        while left > 0 {
+            match (&*r).read(&mut buf[..left.min(64)]) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => left -= k,
+            }
         }
     }
 }

@@ -38,7 +38,7 @@ use crate::{
     sys::{Errno, IoctlCmd, Mapping, WriteCmd},
     testing::{
         device::{device_attr as soft_roce_device_attr, gid_entry, port_attr, sysfs_gid},
-        kernel::{dummy_fd, FakeKernel},
+        kernel::FakeKernel,
     },
 };
 
@@ -171,10 +171,25 @@ pub fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
     Ok(vec![m.finish().to_vec()])
 }
 
-/// The sysfs files of `mlx5_0` (uverbs0, ABI version 1) on a RoCE port.
+/// The sysfs files of `mlx5_0` (uverbs0, ABI version 1) on a RoCE port,
+/// with what libibverbs 44 reads when netlink is missing: the global
+/// uverbs ABI, 3..6 (`libibverbs/init.c:467-491`); `device/modalias`,
+/// the only way it matches libmlx5 then (`init.c:277-298`,
+/// `providers/mlx5/mlx5.c:67-90`; a ConnectX-5, 15b3:1017); P_Key 0
+/// (`ibv_query_pkey`); firmware version, system image GUID and board id
+/// (`ibv_devinfo`).
 fn sysfs(k: &FakeKernel) {
     let sys = "/sys/class/infiniband_verbs/uverbs0";
     let ib = "/sys/class/infiniband/mlx5_0";
+    k.file("/sys/class/infiniband_verbs/abi_version", "6\n")
+        .file(
+            format!("{ib}/device/modalias"),
+            "pci:v000015B3d00001017sv000015B3sd00000020bc02sc00i00\n",
+        )
+        .file(format!("{ib}/ports/1/pkeys/0"), "0xffff\n")
+        .file(format!("{ib}/fw_ver"), "16.35.2000\n")
+        .file(format!("{ib}/sys_image_guid"), "0c42:a103:0012:3456\n")
+        .file(format!("{ib}/board_id"), "MT_0000000008\n");
     k.file(format!("{sys}/ibdev"), "mlx5_0\n")
         .file(format!("{sys}/abi_version"), "1\n")
         .file(format!("{sys}/dev"), "231:192\n")
@@ -242,7 +257,8 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     match (cmd.object_id, cmd.method_id) {
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_GET_CONTEXT) => get_context(s, cmd),
         (abi::UVERBS_OBJECT_ASYNC_EVENT, abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC) => {
-            cmd.set_new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, dummy_fd());
+            let fd = event_fd(s)?;
+            cmd.set_new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE, fd);
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_PORT) => {
@@ -546,6 +562,16 @@ fn mmap(s: &Shared, offset: u64, len: usize) -> Result<Mapping, Errno> {
     uar::map(&fd, len)
 }
 
+/// A completion channel's or the async event queue's fd: readable (to
+/// `poll`, `epoll` and reads) exactly while an event is queued for it, as
+/// the kernel's `ib_uverbs_event_poll` reports (`uverbs_main.c`).
+fn event_fd(s: &Shared) -> Result<std::os::fd::OwnedFd, Errno> {
+    match s.kernel.upgrade() {
+        Some(k) => k.event_fd(),
+        None => Err(Errno::ENODEV),
+    }
+}
+
 fn copy_out(out: &mut [u8], bytes: &[u8]) -> Result<(), Errno> {
     if out.len() < bytes.len() {
         return Err(Errno::ENOSPC);
@@ -609,6 +635,13 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     match cmd.command {
         c if c == ex | abi::IB_USER_VERBS_EX_CMD_QUERY_DEVICE => {
             copy_out(cmd.core_out, device_attr().as_bytes())
+        }
+        // The legacy command `ibv_query_device()` sends (libibverbs
+        // `verbs.c:163-172`, `cmd_device.c`): Linux 6.1 `ib_uverbs_query_device`
+        // answers `ib_uverbs_query_device_resp`, the same fields as the
+        // extended response's `base` (`copy_query_dev_fields`).
+        c if c == abi::IB_USER_VERBS_CMD_QUERY_DEVICE => {
+            copy_out(cmd.core_out, device_attr().base.as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_QUERY_PORT => {
             copy_out(cmd.core_out, port_attr().as_bytes())
@@ -712,7 +745,7 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
         }
         c if c == abi::IB_USER_VERBS_CMD_DESTROY_AH => destroy_ah(s, handle_in(cmd.core_in)?),
         c if c == abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL => {
-            let fd = dummy_fd();
+            let fd = event_fd(s)?;
             let mut resp = abi::IbUverbsCreateCompChannelResp::new_zeroed();
             resp.fd = fd.as_raw_fd() as u32;
             copy_out(cmd.core_out, resp.as_bytes())?;

@@ -430,3 +430,124 @@ fn create_commands_check_their_driver_data() {
     e.flags |= abi::MLX5_QP_FLAG_ALLOW_SCATTER_CQE;
     assert_eq!(rooms(qp(&e).unwrap()), (32, 32));
 }
+
+fn write_cmd(model: &Mlx5Model, cmd: &mut crate::sys::WriteCmd<'_>) -> Result<(), Errno> {
+    let fd = dummy_fd();
+    // SAFETY: the commands of these tests carry no addresses.
+    #[allow(unsafe_code)]
+    unsafe {
+        Kernel::write_cmd(&*model.kernel, fd.as_fd(), cmd)
+    }
+}
+
+/// `ibv_query_device()` sends the legacy write command 1; Linux 6.1
+/// answers the fields of the extended response's `base`.
+#[test]
+fn the_legacy_query_device_answers_the_extended_base() {
+    let model = fake_mlx5_with(Options::default());
+    let query = |command: u32, out: &mut [u8]| {
+        let core_in = [0u8; 8];
+        write_cmd(
+            &model,
+            &mut crate::sys::WriteCmd {
+                command,
+                core_in: &core_in,
+                core_out: out,
+                ..Default::default()
+            },
+        )
+    };
+    let mut legacy = [0u8; size_of::<abi::IbUverbsQueryDeviceResp>()];
+    query(abi::IB_USER_VERBS_CMD_QUERY_DEVICE, &mut legacy).unwrap();
+    let mut ex = [0u8; size_of::<abi::IbUverbsExQueryDeviceResp>()];
+    query(
+        abi::IB_USER_VERBS_CMD_FLAG_EXTENDED | abi::IB_USER_VERBS_EX_CMD_QUERY_DEVICE,
+        &mut ex,
+    )
+    .unwrap();
+    let base = abi::IbUverbsExQueryDeviceResp::read_from_bytes(&ex)
+        .unwrap()
+        .base;
+    assert_eq!(legacy, base.as_bytes());
+    assert_eq!(base.vendor_part_id, 4119);
+    let mut short = [0u8; 100];
+    assert_eq!(
+        query(abi::IB_USER_VERBS_CMD_QUERY_DEVICE, &mut short).unwrap_err(),
+        Errno::ENOSPC
+    );
+}
+
+fn readable(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    let mut fds = [nix::poll::PollFd::new(fd, nix::poll::PollFlags::POLLIN)];
+    let n = nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).unwrap();
+    n == 1
+        && fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLIN))
+}
+
+/// A completion channel's fd and the async event fd are readable to
+/// `poll` exactly while an event is queued for them (the kernel's
+/// `ib_uverbs_event_poll`), not always, as `/dev/null` was.
+#[test]
+fn event_fds_poll_readable_exactly_while_an_event_is_queued() {
+    let model = fake_mlx5_with(Options::default());
+    let mut resp = [0u8; 4];
+    let core_in = [0u8; 8];
+    let mut cmd = crate::sys::WriteCmd {
+        command: abi::IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL,
+        core_in: &core_in,
+        core_out: &mut resp,
+        fd_at: Some(0),
+        ..Default::default()
+    };
+    write_cmd(&model, &mut cmd).unwrap();
+    let channel = cmd.new_fd.take().unwrap();
+    let mut alloc = IoctlCmd::new(
+        abi::UVERBS_OBJECT_ASYNC_EVENT,
+        abi::UVERBS_METHOD_ASYNC_EVENT_ALLOC,
+        abi::RDMA_DRIVER_MLX5,
+    );
+    let at = alloc.new_fd(abi::UVERBS_ATTR_ASYNC_EVENT_ALLOC_FD_HANDLE);
+    ioctl(&model, &mut alloc).unwrap();
+    let async_fd = alloc.take_fd(at).unwrap();
+    for fd in [channel.as_fd(), async_fd.as_fd()] {
+        use std::os::fd::AsRawFd;
+        assert!(!readable(fd), "nothing queued yet");
+        model.kernel.push_read_to(fd.as_raw_fd(), Ok(vec![1; 8]));
+        model.kernel.push_read_to(fd.as_raw_fd(), Ok(vec![2; 8]));
+        assert!(readable(fd));
+        let mut buf = [0u8; 8];
+        assert_eq!(model.kernel.read(fd, &mut buf), Ok(8));
+        assert_eq!(buf, [1; 8]);
+        assert!(readable(fd), "one still queued");
+        assert_eq!(model.kernel.read(fd, &mut buf), Ok(8));
+        assert!(!readable(fd), "both taken");
+        model.kernel.push_read_to(fd.as_raw_fd(), Ok(vec![3; 8]));
+        assert_eq!(
+            model
+                .kernel
+                .discard_reads(Some(fd.as_raw_fd()), |b| b[0] == 3),
+            1
+        );
+        assert!(!readable(fd), "a discarded event leaves no readiness");
+        assert_eq!(model.kernel.read(fd, &mut buf), Err(Errno::EAGAIN));
+    }
+}
+
+/// The sysfs files libibverbs needs to find and match the device without
+/// netlink.
+#[test]
+fn sysfs_has_what_libibverbs_reads_without_netlink() {
+    let model = fake_mlx5_with(Options::default());
+    let read = |p: &str| Kernel::read_to_string(&*model.kernel, std::path::Path::new(p)).unwrap();
+    assert_eq!(read("/sys/class/infiniband_verbs/abi_version"), "6\n");
+    assert!(
+        read("/sys/class/infiniband/mlx5_0/device/modalias").starts_with("pci:v000015B3d00001017")
+    );
+    assert_eq!(
+        read("/sys/class/infiniband/mlx5_0/ports/1/pkeys/0"),
+        "0xffff\n"
+    );
+    assert_eq!(read("/sys/class/infiniband/mlx5_0/fw_ver"), "16.35.2000\n");
+}
