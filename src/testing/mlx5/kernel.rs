@@ -271,16 +271,30 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_GID_TABLE) => {
-            let entries: Vec<_> = (0..GIDS.len())
-                .map(|i| gid_entry(i as u32, GIDS[i]))
-                .collect();
-            cmd.write_output(
-                abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES,
-                entries.as_slice().as_bytes(),
-            );
+            // Linux 6.1 uverbs_std_types_device.c:312-360: the caller's
+            // entry size (0 is EINVAL) divides the buffer into entries
+            // (uverbs_attr_ptr_get_array_size: a remainder or none is
+            // EINVAL); a table with more entries than fit is EINVAL
+            // (rdma_query_gid_table, cache.c:1273); each entry is copied
+            // at the caller's stride (copy_gid_entries_to_user).
+            let size = value(cmd, abi::UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE)? as usize;
+            let len = cmd
+                .find(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES)
+                .map_or(0, |a| usize::from(a.len));
+            if size == 0 || len % size != 0 || len / size < GIDS.len() {
+                return Err(Errno::EINVAL);
+            }
+            let mut out = vec![0u8; GIDS.len() * size];
+            for (i, g) in GIDS.iter().enumerate() {
+                let e = gid_entry(i as u32, *g);
+                let b = e.as_bytes();
+                let n = b.len().min(size);
+                out[i * size..i * size + n].copy_from_slice(&b[..n]);
+            }
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, &out);
             cmd.write_output(
                 abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
-                &(entries.len() as u64).to_ne_bytes(),
+                &(GIDS.len() as u64).to_ne_bytes(),
             );
             Ok(())
         }

@@ -551,3 +551,33 @@ fn sysfs_has_what_libibverbs_reads_without_netlink() {
     );
     assert_eq!(read("/sys/class/infiniband/mlx5_0/fw_ver"), "16.35.2000\n");
 }
+
+/// QUERY_GID_TABLE as Linux 6.1 answers it: entries at the caller's
+/// stride, EINVAL for a buffer too small for the table.
+#[test]
+fn the_gid_table_needs_room_for_every_entry() {
+    let model = fake_mlx5_with(Options::default());
+    let query = |entry_size: u64, out: &mut [u8]| {
+        let mut n = [0u8; 8];
+        let mut cmd = IoctlCmd::new(
+            abi::UVERBS_OBJECT_DEVICE,
+            abi::UVERBS_METHOD_QUERY_GID_TABLE,
+            abi::RDMA_DRIVER_MLX5,
+        );
+        cmd.const_in(abi::UVERBS_ATTR_QUERY_GID_TABLE_ENTRY_SIZE, entry_size);
+        cmd.output(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, out);
+        cmd.output(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES, &mut n);
+        ioctl(&model, &mut cmd).map(|()| u64::from_ne_bytes(n))
+    };
+    let mut two = [0u8; 64];
+    assert_eq!(query(32, &mut two), Ok(2));
+    let mut one = [0u8; 32];
+    assert_eq!(query(32, &mut one), Err(Errno::EINVAL), "one entry of two");
+    assert_eq!(query(32, &mut []), Err(Errno::EINVAL), "no room");
+    assert_eq!(query(0, &mut two), Err(Errno::EINVAL), "entry size 0");
+    let mut wide = [0xffu8; 80];
+    assert_eq!(query(40, &mut wide), Ok(2));
+    let second = abi::IbUverbsGidEntry::read_from_bytes(&wide[40..72]).unwrap();
+    assert_eq!(second.gid_index, 1);
+    assert_eq!(&wide[32..40], &[0; 8], "the stride's tail zeroed");
+}
