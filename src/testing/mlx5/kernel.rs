@@ -51,6 +51,8 @@ pub(crate) const GIDS: [[u8; 16]; 2] = [
     [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 0, 2, 1],
 ];
 const NODE_GUID: u64 = 0x0c42_a103_0012_3456;
+/// The completion vectors the device has (GET_CONTEXT's answer).
+pub(crate) const NUM_COMP_VECTORS: u32 = 4;
 /// The MAC every address handle resolves to.
 pub(crate) const DMAC: [u8; 6] = [0x0c, 0x42, 0xa1, 0x12, 0x34, 0x56];
 
@@ -434,7 +436,7 @@ fn get_context(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, r.as_bytes());
     cmd.write_output(
         abi::UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS,
-        &4u32.to_ne_bytes(),
+        &NUM_COMP_VECTORS.to_ne_bytes(),
     );
     cmd.write_output(
         abi::UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT,
@@ -644,6 +646,21 @@ fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
     d
 }
 
+/// Linux 6.1 `ib_check_mr_access` (`include/rdma/ib_verbs.h:4289-4307`),
+/// which `ib_uverbs_reg_mr` runs first: remote write or remote atomic
+/// access needs local write; on-demand paging needs a device that has it
+/// (this one has not).
+fn check_mr_access(access: u32) -> Result<(), Errno> {
+    let remote = abi::IB_UVERBS_ACCESS_REMOTE_WRITE | abi::IB_UVERBS_ACCESS_REMOTE_ATOMIC;
+    if access & remote != 0 && access & abi::IB_UVERBS_ACCESS_LOCAL_WRITE == 0 {
+        return Err(Errno::EINVAL);
+    }
+    if access & abi::IB_UVERBS_ACCESS_ON_DEMAND != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(())
+}
+
 fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     let ex = abi::IB_USER_VERBS_CMD_FLAG_EXTENDED;
     match cmd.command {
@@ -679,6 +696,7 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
             let req = abi::IbUverbsRegMr::read_from_prefix(cmd.core_in)
                 .map_err(|_| Errno::EINVAL)?
                 .0;
+            check_mr_access(req.access_flags)?;
             let h = lock(&s.books).new_handle();
             let mr = super::memory::Mr {
                 start: req.start,

@@ -153,6 +153,14 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         return Err(Errno::EINVAL); // shorter than offsetof(flags)
     }
     let d = abi::Mlx5IbCreateCq::read_from_bytes(&padded::<32>(&drv)).map_err(|_| Errno::EINVAL)?;
+    // The uverbs core refuses a completion vector the device does not have
+    // (Linux 6.1 uverbs_std_types_cq.c:107, uverbs_cmd.c:1021).
+    let vector = cmd
+        .input_value(abi::UVERBS_ATTR_CREATE_CQ_COMP_VECTOR)
+        .ok_or(Errno::EINVAL)?;
+    if vector >= u64::from(super::kernel::NUM_COMP_VECTORS) {
+        return Err(Errno::EINVAL);
+    }
     if cqe > 1 << LOG_MAX_CQ_SZ {
         return Err(Errno::EINVAL);
     }

@@ -581,3 +581,40 @@ fn the_gid_table_needs_room_for_every_entry() {
     assert_eq!(second.gid_index, 1);
     assert_eq!(&wide[32..40], &[0; 8], "the stride's tail zeroed");
 }
+
+/// REG_MR runs `ib_check_mr_access` first: remote write or atomic without
+/// local write is EINVAL, as is on-demand paging on this device.
+#[test]
+fn reg_mr_checks_the_access_flags_as_the_core_does() {
+    let model = fake_mlx5_with(Options::default());
+    let reg = |access: u32| {
+        let mut req = abi::IbUverbsRegMr::new_zeroed();
+        req.start = 0x10000;
+        req.length = 4096;
+        req.hca_va = 0x10000;
+        req.access_flags = access;
+        let mut out = [0u8; 12];
+        write_cmd(
+            &model,
+            &mut crate::sys::WriteCmd {
+                command: abi::IB_USER_VERBS_CMD_REG_MR,
+                core_in: req.as_bytes(),
+                core_out: &mut out,
+                ..Default::default()
+            },
+        )
+    };
+    let (lw, rw, ra) = (
+        abi::IB_UVERBS_ACCESS_LOCAL_WRITE,
+        abi::IB_UVERBS_ACCESS_REMOTE_WRITE,
+        abi::IB_UVERBS_ACCESS_REMOTE_ATOMIC,
+    );
+    assert_eq!(reg(rw), Err(Errno::EINVAL));
+    assert_eq!(reg(ra), Err(Errno::EINVAL));
+    assert_eq!(
+        reg(lw | abi::IB_UVERBS_ACCESS_ON_DEMAND),
+        Err(Errno::EINVAL)
+    );
+    assert_eq!(reg(lw | rw | ra), Ok(()));
+    assert_eq!(reg(abi::IB_UVERBS_ACCESS_REMOTE_READ), Ok(()));
+}
