@@ -56,7 +56,7 @@ gunzip -f "$WORK"/tests/*.gz
 for m in "${MODULES[@]}"; do
   log=$WORK/$m.log
   status=0
-  (cd "$WORK/tests" && "$ON" -- python3 run_tests.py --dev mlx5_0 --port 1 --gid "$GID" -v -k "$m") >"$log" 2>&1 || status=$?
+  (cd "$WORK/tests" && "$ON" -- python3 run_tests.py --dev mlx5_0 --port 1 --gid "$GID" -v -k "tests.$m.") >"$log" 2>&1 || status=$?
   summary=$(grep -E '^(Ran |OK|FAILED)' "$log" | tr '\n' ' ')
   echo "-- $m: $summary(exit $status)"
   grep -E " \.\.\. skipped " "$log" | sed 's/^/   skip: /' || true
