@@ -3,7 +3,10 @@
  * open the model's device, create a PD, an MR, a CQ (with a completion
  * channel) and an RC QP connected to itself over RoCE v2 (GID 1), post a
  * signalled RDMA WRITE, wait for the completion event on the channel, poll
- * the CQ and compare the bytes. Exits 0 when the write landed.
+ * the CQ and compare the bytes. Exits 0 when the write landed. The
+ * channel's fd is checked as the kernel's: O_NONBLOCK reads EAGAIN while
+ * nothing is queued, poll() and epoll report it readable exactly while an
+ * event is queued (waits have no timeout: only the event ends them).
  *
  *   eval "$(scripts/on-model.sh --print-env)"
  *   cc $CFLAGS preload/tests/rc_probe.c $LDFLAGS -libverbs -o rc_probe
@@ -12,6 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define LEN 64
@@ -81,6 +89,21 @@ int main(void)
 		FAIL("modify to RTS: %m");
 	if (ibv_req_notify_cq(cq, 0))
 		FAIL("ibv_req_notify_cq: %m");
+	/* Nothing queued yet: not readable, and a non-blocking read fails. */
+	int fl = fcntl(ch->fd, F_GETFL);
+	if (fl < 0 || fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK))
+		FAIL("O_NONBLOCK on the channel: %m");
+	if (!(fcntl(ch->fd, F_GETFL) & O_NONBLOCK))
+		FAIL("F_GETFL does not show O_NONBLOCK");
+	struct pollfd idle = { .fd = ch->fd, .events = POLLIN };
+	if (poll(&idle, 1, 0) != 0)
+		FAIL("the channel polls readable with no event queued (%#x)", idle.revents);
+	{
+		struct ibv_cq *c0;
+		void *x0;
+		if (ibv_get_cq_event(ch, &c0, &x0) == 0 || errno != EAGAIN)
+			FAIL("a non-blocking read with nothing queued: %m (expected EAGAIN)");
+	}
 
 	struct ibv_sge s = { (uintptr_t)buf, LEN, mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &s, .num_sge = 1,
@@ -90,15 +113,32 @@ int main(void)
 		FAIL("ibv_post_send: %m");
 	printf("qpn %#x: RDMA WRITE of %d bytes posted\n", qp->qp_num, LEN);
 
-	/* Blocks until the model's HCA raises the completion event. */
+	/* Waits, with no timeout, until the model's HCA raises the event. */
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	if (poll(&pfd, 1, -1) != 1 || !(pfd.revents & POLLIN))
+		FAIL("poll of the channel: %d %m", pfd.revents);
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ee = { .events = EPOLLIN };
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ee))
+		FAIL("epoll of the channel: %m");
+	if (epoll_wait(ep, &ee, 1, 0) != 1)
+		FAIL("epoll does not see the queued event");
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx))
 		FAIL("ibv_get_cq_event: %m");
+	pfd.revents = 0;
+	if (poll(&pfd, 1, 0) != 0)
+		FAIL("the channel still polls readable after its only event was read");
+	if (epoll_wait(ep, &ee, 1, 0) != 0)
+		FAIL("epoll still reports the channel after its only event was read");
+	close(ep);
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 || errno != EAGAIN)
+		FAIL("a second non-blocking read: %m (expected EAGAIN)");
 	if (ev_cq != cq)
 		FAIL("event for another CQ");
 	ibv_ack_cq_events(cq, 1);
-	printf("completion event received\n");
+	printf("completion event received; the channel fd polled and epolled readable exactly while it was queued\n");
 
 	struct ibv_wc wc;
 	int got = ibv_poll_cq(cq, 1, &wc);
