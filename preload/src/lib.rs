@@ -70,6 +70,9 @@ struct Shim {
     /// What the shim itself could not serve (reported like violations).
     gaps: Mutex<Vec<String>>,
     trace: bool,
+    /// The process that built the model: a child forked without exec
+    /// inherits it (without the HCA thread) and leaves it alone at exit.
+    pid: u32,
 }
 
 static SHIM: OnceLock<Shim> = OnceLock::new();
@@ -138,12 +141,17 @@ extern "C" fn init() {
         fds: Mutex::new(HashMap::new()),
         gaps: Mutex::new(Vec::new()),
         trace,
+        pid: std::process::id(),
     });
 }
 
 extern "C" fn fini() {
     let _g = Guard::enter();
     let Some(s) = shim() else { return };
+    if s.pid != std::process::id() {
+        // A forked child: the tree and the HCA thread are the parent's.
+        return;
+    }
     let _ = std::fs::remove_dir_all(&s.sysfs);
     // Only a process that opened the device reports (its children that
     // did not, such as a shell, have nothing to say).
@@ -151,7 +159,7 @@ extern "C" fn fini() {
         return;
     };
     drop(hca); // a last pass, then the thread stops
-    let pid = std::process::id();
+    let pid = s.pid;
     let mut lines: Vec<String> = s
         .model
         .violations()
