@@ -525,6 +525,67 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     unsafe { real::close(fd) }
 }
 
+/// Tracks a duplicate of a tracked fd (`ibv_import_device` is given a
+/// `dup` of a command fd); `r` is what the real call returned.
+fn track_dup(s: &Shim, kind: Fd, r: c_int) -> c_int {
+    if r >= 0 {
+        lock(&s.fds).insert(r, kind);
+    }
+    r
+}
+
+/// A new number for `to` (closes what it was, as `dup2` does).
+fn retarget(s: &Shim, to: c_int) {
+    if let Some(Fd::Event { .. }) = lock(&s.fds).remove(&to) {
+        s.model.kernel.forget_fd(to);
+    }
+}
+
+/// # Safety
+///
+/// `dup(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: the program's argument.
+    let r = unsafe { real::dup(fd) };
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
+        _ => r,
+    }
+}
+
+/// # Safety
+///
+/// `dup2(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(fd: c_int, to: c_int) -> c_int {
+    if let Some(s) = shim().filter(|_| !in_shim() && fd != to) {
+        retarget(s, to);
+    }
+    // SAFETY: the program's arguments.
+    let r = unsafe { real::dup2(fd, to) };
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
+        _ => r,
+    }
+}
+
+/// # Safety
+///
+/// `dup3(2)`.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(fd: c_int, to: c_int, flags: c_int) -> c_int {
+    if let Some(s) = shim().filter(|_| !in_shim() && fd != to) {
+        retarget(s, to);
+    }
+    // SAFETY: the program's arguments.
+    let r = unsafe { real::dup3(fd, to, flags) };
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
+        _ => r,
+    }
+}
+
 /// `fcntl` on the shim's fds: `O_NONBLOCK` of a model fd is the model's
 /// business (its reads), the real fd keeps the flags the model gave it.
 fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Option<c_int> {
@@ -554,6 +615,11 @@ fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Opt
         }
         // An O_PATH fd refuses F_SETFL; a uverbs fd takes it.
         (Fd::Cmd, libc::F_SETFL) => Some(0),
+        (Fd::Cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
+            // SAFETY: duplicating the fd, as the program asked.
+            let r = unsafe { real::fcntl(fd, cmd, arg) };
+            Some(track_dup(s, Fd::Cmd, r))
+        }
         _ => None,
     }
 }

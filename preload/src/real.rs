@@ -104,6 +104,9 @@ real! {
     write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t;
     read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t;
     close(fd: c_int) -> c_int;
+    dup(fd: c_int) -> c_int;
+    dup2(fd: c_int, to: c_int) -> c_int;
+    dup3(fd: c_int, to: c_int, flags: c_int) -> c_int;
     fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
