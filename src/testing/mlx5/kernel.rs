@@ -63,6 +63,8 @@ pub(crate) struct Books {
     pub(crate) uars: Uars,
     pub(crate) pds: Vec<u32>,
     pub(crate) ahs: Vec<u32>,
+    /// The last GET_CONTEXT's driver response, which QUERY_CONTEXT repeats.
+    pub(crate) uctx_resp: Option<abi::Mlx5IbAllocUcontextResp>,
 }
 
 impl Books {
@@ -307,6 +309,50 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             cmd.write_output(abi::UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, e.as_bytes());
             Ok(())
         }
+        // What ibv_import_device, ibv_import_pd and ibv_import_mr ask.
+        // Linux 6.1 uverbs_std_types_device.c (QUERY_CONTEXT: the comp
+        // vectors, core support OPTIONAL_MR_ACCESS, then the driver's
+        // mlx5_ib_query_ucontext, main.c:1993-2010: the context response
+        // again, its response_length the attribute's), std_types.c
+        // (MLX5_IB_METHOD_PD_QUERY: the PD number), uverbs_std_types_mr.c
+        // (QUERY_MR: lkey, rkey, length, iova).
+        (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_CONTEXT) => {
+            let mut r = lock(&s.books).uctx_resp.ok_or(Errno::EINVAL)?;
+            let len = cmd
+                .find(abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX)
+                .map_or(0, |a| usize::from(a.len));
+            r.response_length = len.min(size_of::<abi::Mlx5IbAllocUcontextResp>()) as u32;
+            cmd.write_output(
+                abi::UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS,
+                &NUM_COMP_VECTORS.to_ne_bytes(),
+            );
+            cmd.write_output(
+                abi::UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT,
+                &u64::from(abi::IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS).to_ne_bytes(),
+            );
+            cmd.write_output(abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, r.as_bytes());
+            Ok(())
+        }
+        (abi::UVERBS_OBJECT_PD, abi::MLX5_IB_METHOD_PD_QUERY) => {
+            let h = value(cmd, abi::MLX5_IB_ATTR_QUERY_PD_HANDLE)? as u32;
+            if !lock(&s.books).pds.contains(&h) {
+                return Err(Errno::EINVAL);
+            }
+            cmd.write_output(
+                abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN,
+                &pdn_of(h).to_ne_bytes(),
+            );
+            Ok(())
+        }
+        (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_QUERY_MR) => {
+            let h = value(cmd, abi::UVERBS_ATTR_QUERY_MR_HANDLE)? as u32;
+            let mr = lock(&s.hca).mrs.get(h).ok_or(Errno::EINVAL)?;
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_LKEY, &mr.lkey.to_ne_bytes());
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_RKEY, &mr.rkey.to_ne_bytes());
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &mr.len.to_ne_bytes());
+            cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_IOVA, &mr.iova.to_ne_bytes());
+            Ok(())
+        }
         (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_ALLOC) => uar_alloc(s, cmd),
         (abi::MLX5_IB_OBJECT_UAR, abi::MLX5_IB_METHOD_UAR_OBJ_DESTROY) => {
             if s.options.static_uars {
@@ -432,6 +478,7 @@ fn get_context(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         .map_or(0, |a| usize::from(a.len));
     r.response_length = outlen.min(size_of::<abi::Mlx5IbAllocUcontextResp>()) as u32;
     books.uars.uctx = uctx;
+    books.uctx_resp = Some(r);
     drop(books);
     cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, r.as_bytes());
     cmd.write_output(

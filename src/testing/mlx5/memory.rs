@@ -114,6 +114,10 @@ impl Mrs {
         self.by_handle.remove(&handle)
     }
 
+    pub(crate) fn get(&self, handle: u32) -> Option<Mr> {
+        self.by_handle.get(&handle).copied()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.by_handle.len()
     }

@@ -618,3 +618,95 @@ fn reg_mr_checks_the_access_flags_as_the_core_does() {
     assert_eq!(reg(lw | rw | ra), Ok(()));
     assert_eq!(reg(abi::IB_UVERBS_ACCESS_REMOTE_READ), Ok(()));
 }
+
+/// QUERY_QP answers what MODIFY_QP set and the receive queue's size, as
+/// mlx5_ib_query_qp reads them back from the QPC.
+#[test]
+fn query_qp_reports_the_modified_attributes_and_the_receive_queue() {
+    let rig = Rig::new(Options::default());
+    let cq = rig.cq(16);
+    let a = rig.qp(QpType::Rc, &cq, None, 8);
+    connect(&a.qp, 0x77, 7);
+    let mut q = abi::IbUverbsQueryQp::new_zeroed();
+    q.qp_handle = a.qp.handle();
+    q.attr_mask = 0x1ff_ffff;
+    let mut out = [0u8; size_of::<abi::IbUverbsQueryQpResp>()];
+    write_cmd(
+        &rig.model,
+        &mut crate::sys::WriteCmd {
+            command: abi::IB_USER_VERBS_CMD_QUERY_QP,
+            core_in: q.as_bytes(),
+            core_out: &mut out,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = abi::IbUverbsQueryQpResp::read_from_bytes(&out).unwrap();
+    assert_eq!(r.qp_state, 3, "RTS");
+    assert_eq!(r.port_num, 1);
+    assert_eq!(r.dest_qp_num, 0x77);
+    assert_eq!(
+        (r.max_recv_wr, r.max_recv_sge),
+        (a.rq_cnt, (1 << a.rq_shift) / 16)
+    );
+    assert_eq!(r.max_inline_data, 64);
+    assert_eq!(
+        (r.max_send_wr, r.max_send_sge),
+        (0, 0),
+        "a user QP's send caps are the library's"
+    );
+}
+
+/// What the import verbs ask (`ibv_import_device`, `_pd`, `_mr`): the
+/// context response again, the PD number, the MR's keys and range.
+#[test]
+fn query_context_pd_and_mr_answer_what_the_import_verbs_ask() {
+    let rig = Rig::new(Options::default());
+    let mut vectors = [0u8; 4];
+    let mut support = [0u8; 8];
+    let mut uctx = [0u8; size_of::<abi::Mlx5IbAllocUcontextResp>()];
+    let mut cmd = IoctlCmd::new(
+        abi::UVERBS_OBJECT_DEVICE,
+        abi::UVERBS_METHOD_QUERY_CONTEXT,
+        abi::RDMA_DRIVER_MLX5,
+    );
+    cmd.output(
+        abi::UVERBS_ATTR_QUERY_CONTEXT_NUM_COMP_VECTORS,
+        &mut vectors,
+    );
+    cmd.output(abi::UVERBS_ATTR_QUERY_CONTEXT_CORE_SUPPORT, &mut support);
+    cmd.output(abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &mut uctx);
+    ioctl(&rig.model, &mut cmd).unwrap();
+    assert_eq!(u32::from_ne_bytes(vectors), 4);
+    let r = abi::Mlx5IbAllocUcontextResp::read_from_bytes(&uctx).unwrap();
+    assert_eq!(r.response_length as usize, uctx.len());
+    assert_eq!((r.cqe_version, r.num_ports), (1, 1));
+
+    let mut pdn = [0u8; 4];
+    let mut cmd = IoctlCmd::new(
+        abi::UVERBS_OBJECT_PD,
+        abi::MLX5_IB_METHOD_PD_QUERY,
+        abi::RDMA_DRIVER_MLX5,
+    );
+    cmd.object(abi::MLX5_IB_ATTR_QUERY_PD_HANDLE, rig.pd.handle());
+    cmd.output(abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN, &mut pdn);
+    ioctl(&rig.model, &mut cmd).unwrap();
+    assert_ne!(u32::from_ne_bytes(pdn), 0);
+
+    let mr = rig.mr(4096, crate::AccessFlags::LOCAL_WRITE);
+    let (mut l, mut r, mut len, mut iova) = ([0u8; 4], [0u8; 4], [0u8; 8], [0u8; 8]);
+    let mut cmd = IoctlCmd::new(
+        abi::UVERBS_OBJECT_MR,
+        abi::UVERBS_METHOD_QUERY_MR,
+        abi::RDMA_DRIVER_MLX5,
+    );
+    cmd.object(abi::UVERBS_ATTR_QUERY_MR_HANDLE, mr.handle());
+    cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_LKEY, &mut l);
+    cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_RKEY, &mut r);
+    cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &mut len);
+    cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_IOVA, &mut iova);
+    ioctl(&rig.model, &mut cmd).unwrap();
+    assert_eq!(u32::from_ne_bytes(l), mr.lkey());
+    assert_eq!(u32::from_ne_bytes(r), mr.rkey());
+    assert_eq!(u64::from_ne_bytes(len), 4096);
+}
