@@ -5,9 +5,12 @@
 #   scripts/rdma-core-on-model.sh [PYVERBS_MODULE...]
 #
 # a. ibv_devices and ibv_devinfo -v list the model's device, port and GIDs;
-# b. preload/tests/rc_probe.c, built against Debian's headers, runs an RDMA
-#    WRITE on an RC QP the model executes, waits for the completion event,
-#    polls the CQ and compares the bytes;
+# b. preload/tests/ioctl_probe.c sends raw uverbs ioctls and checks the
+#    shim's answers against the 6.1 core's (unknown attributes, missing
+#    ones, INVOKE_WRITE); preload/tests/rc_probe.c, built against Debian's
+#    headers, runs an RDMA WRITE on an RC QP the model executes, waits for
+#    the completion event (poll, epoll, O_NONBLOCK), polls the CQ and
+#    compares the bytes;
 # c. rdma-core's pyverbs tests (python3-pyverbs' tests/, gunzipped into a
 #    temporary copy), one module at a time, on mlx5_0 port 1 with the
 #    model's RoCE v2 GID (index 1). Every skip is listed with its reason.
@@ -46,7 +49,10 @@ else
   cat "$WORK/devinfo"; fail "ibv_devinfo"
 fi
 
-step "b. RC probe (RDMA WRITE executed by the model)"
+step "b. ioctl probe (the shim's decoder) and RC probe (RDMA WRITE executed by the model)"
+# shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
+if cc $CFLAGS -Wall -Werror -o "$WORK/ioctl_probe" "$ROOT/preload/tests/ioctl_probe.c" $LDFLAGS \
+  && "$ON" -- "$WORK/ioctl_probe"; then :; else fail "ioctl_probe"; fi
 # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
 if cc $CFLAGS -Wall -Werror -o "$WORK/rc_probe" "$ROOT/preload/tests/rc_probe.c" $LDFLAGS -libverbs \
   && "$ON" -- "$WORK/rc_probe"; then :; else fail "rc_probe"; fi
