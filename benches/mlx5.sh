@@ -33,6 +33,16 @@
 #              the opcode, the SGE loop, the QP found by user index when
 #              polling, and the queue's spinlock per call (rdma-core's
 #              default; uverbs needs none).
+# and one column of the real thing:
+#   libmlx5    Debian's unmodified libibverbs + libmlx5 (rdma-core 44.0-2)
+#              on the same device model, in one process through the
+#              preload (scripts/on-model.sh, UVERBS_MODEL_HCA=manual):
+#              ibv_post_send for the post rows, the ibv_wr_* builders
+#              (ibv_wr_start / ibv_wr_rdma_write / ibv_wr_set_sge /
+#              ibv_wr_complete) for the send-batch rows, ibv_poll_cq per
+#              requester CQE (benches/mlx5_libmlx5.c). Each kind of work
+#              first runs once through the model, checked; the timed
+#              chunks then complete as the C baseline's do.
 # uverbs rows: `write_batchN` and `inline_send` post through
 # `QueuePair::post_send` (a slice of `SendWr`), `wr_write_batchN` and
 # `wr_inline_send` through a send batch (`start_send`, `push`, `complete`:
@@ -74,12 +84,19 @@ fi
 OUT=$ROOT/target/bench-mlx5
 mkdir -p "$OUT"
 ${CC:-gcc} -O2 -Wall -I "$INC" -o "$OUT/mlx5_baseline" benches/mlx5_baseline.c -lpthread
+# The libmlx5 column: Debian's rdma-core on the model (fetched, and the
+# preload built, by scripts/on-model.sh on first use).
+ENV=$(scripts/on-model.sh --print-env)
+(eval "$ENV"
+ # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
+ ${CC:-gcc} -O2 -Wall $CFLAGS -o "$OUT/mlx5_libmlx5" benches/mlx5_libmlx5.c $LDFLAGS -libverbs -lmlx5 -ldl)
 cargo build --release --quiet --features test-utils --bin uverbs
 UVERBS=$ROOT/target/release/uverbs
 
 for r in $(seq 1 "$ROUNDS"); do
   "$UVERBS" perf micro --mlx5-model -n "$ITERS" | sed "s/^/uverbs $r /"
   "$OUT/mlx5_baseline" "$ITERS" | sed "s/^/c $r /"
+  UVERBS_MODEL_HCA=manual scripts/on-model.sh -- "$OUT/mlx5_libmlx5" "$ITERS" | sed "s/^/c $r /"
 done > "$OUT/raw.txt"
 
 python3 - "$OUT/raw.txt" "$ROUNDS" <<'PY'
@@ -87,7 +104,8 @@ import sys, statistics
 runs = {}  # (who, round) -> {name: ns}
 for line in open(sys.argv[1]):
     who, r, name, ns = line.split()
-    for prefix, base in (("rc_", "rdma-core"), ("call_", "call"), ("callp_", "call")):
+    for prefix, base in (("rc_", "rdma-core"), ("call_", "call"), ("callp_", "call"),
+                         ("lib_", "libmlx5")):
         if name.startswith(prefix):
             who, name = base, name[len(prefix):]
     row = runs.setdefault((who, r), {})
@@ -95,15 +113,19 @@ for line in open(sys.argv[1]):
     row[name] = min(row.get(name, float("inf")), float(ns))
 rounds = sorted({r for _, r in runs}, key=int)
 names = list(runs[("uverbs", rounds[0])])
-bases = (("c", 9), ("call", 10), ("rdma-core", 13))
+bases = (("c", 9), ("call", 10), ("rdma-core", 13), ("libmlx5", 11))
 med = statistics.median
 def col(who, name):
-    # A send-batch row (wr_*) does the work of the C row of the same name.
-    if who != "uverbs":
+    # A send-batch row (wr_*) does the work of the C row of the same name;
+    # libmlx5 has both (ibv_post_send, and its own ibv_wr_* builders), and
+    # no receive rows.
+    if who not in ("uverbs", "libmlx5"):
         name = name.removeprefix("wr_")
+    if any(name not in runs[(who, r)] for r in rounds):
+        return None
     return [runs[(who, r)][name] for r in rounds]
 head = (f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'C call ns':>10} "
-        f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6}")
+        f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6} {'libmlx5 ns':>11} {'ratio':>6}")
 print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios")
 print(head)
 for name in names:
@@ -111,6 +133,9 @@ for name in names:
     cells = ""
     for base, w in bases:
         cs = col(base, name)
+        if cs is None:
+            cells += f" {'-':>{w}} {'-':>6}"
+            continue
         cells += f" {med(cs):>{w}.2f} {med([u / c for u, c in zip(us, cs)]):>6.2f}"
     extra = f"   {1e3 / med(us):.0f} M msg/s" if "write_batch" in name else ""
     print(f"{name:<17} {med(us):>10.2f}{cells}{extra}")
@@ -123,7 +148,11 @@ for name in names:
     u = min(col("uverbs", name))
     cells = ""
     for base, w in bases:
-        c = min(col(base, name))
+        cs = col(base, name)
+        if cs is None:
+            cells += f" {'-':>{w}} {'-':>6}"
+            continue
+        c = min(cs)
         cells += f" {c:>{w}.2f} {u / c:>6.2f}"
     print(f"{name:<17} {u:>10.2f}{cells}")
 PY

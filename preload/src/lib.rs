@@ -70,6 +70,9 @@ struct Shim {
     /// What the shim itself could not serve (reported like violations).
     gaps: Mutex<Vec<String>>,
     trace: bool,
+    /// `UVERBS_MODEL_HCA=manual`: no HCA thread; the program calls
+    /// [`uverbs_model_process`].
+    manual_hca: bool,
     /// The process that built the model: a child forked without exec
     /// inherits it (without the HCA thread) and leaves it alone at exit.
     pid: u32,
@@ -100,13 +103,28 @@ impl Shim {
         lock(&self.gaps).push(what);
     }
 
-    /// Starts the HCA at the first device open.
+    /// Starts the HCA at the first device open, unless the program runs
+    /// the device itself (`UVERBS_MODEL_HCA=manual`, [`uverbs_model_process`]).
     fn start_hca(&self) {
+        if self.manual_hca {
+            return;
+        }
         let mut h = lock(&self.hca);
         if h.is_none() {
             *h = Some(self.model.spawn_hca());
         }
     }
+}
+
+/// Runs the device once over everything rung so far (WQEs, doorbells,
+/// arms) and returns the WQEs it executed: for programs that run the model
+/// without its HCA thread (`UVERBS_MODEL_HCA=manual`), such as the
+/// libmlx5 rows of `benches/mlx5.sh`, whose timed loops then have the
+/// machine to themselves. Found with `dlsym(RTLD_DEFAULT, ...)`.
+#[no_mangle]
+pub extern "C" fn uverbs_model_process() -> usize {
+    let _g = Guard::enter();
+    shim().map_or(0, |s| s.model.process())
 }
 
 #[used]
@@ -138,6 +156,7 @@ extern "C" fn init() {
         kernel,
         sysfs: dir,
         hca: Mutex::new(None),
+        manual_hca: std::env::var_os("UVERBS_MODEL_HCA").is_some_and(|v| v == "manual"),
         fds: Mutex::new(HashMap::new()),
         gaps: Mutex::new(Vec::new()),
         trace,

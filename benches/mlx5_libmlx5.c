@@ -1,0 +1,372 @@
+/*
+ * The real-libmlx5 rows of benches/mlx5.sh: Debian's unmodified libibverbs +
+ * libmlx5 (rdma-core 44.0-2) posting and polling on uverbs' mlx5 device
+ * model, which the preload library (preload/, `scripts/on-model.sh`)
+ * serves to this process. The same work as `uverbs perf micro --mlx5-model`
+ * and benches/mlx5_baseline.c, through rdma-core's public calls:
+ *
+ *   lib_write_batchN     ibv_post_send of a list of N RDMA writes (one SGE,
+ *                        64 bytes, unsignaled), N = 1, 8, 64;
+ *   lib_inline_send      ibv_post_send of one inline SEND (16 bytes);
+ *   lib_wr_write_batchN  the same writes through ibv_qp_ex: ibv_wr_start,
+ *                        N x (ibv_wr_rdma_write + ibv_wr_set_sge),
+ *                        ibv_wr_complete;
+ *   lib_wr_inline_send   ibv_wr_start, ibv_wr_send,
+ *                        ibv_wr_set_inline_data, ibv_wr_complete;
+ *   lib_poll_cqe         ibv_poll_cq, 16 at a time, of requester CQEs (a
+ *                        chunk of writes, each completed by a CQE).
+ *
+ * Before timing, every kind of work runs once through the model, which
+ * executes the WQEs libmlx5 built (the written bytes and each completion
+ * are checked; a failure aborts the run). The preload's manual mode
+ * (UVERBS_MODEL_HCA=manual) runs the device only when this program calls
+ * uverbs_model_process(), a function the preload exports; so during the
+ * timed loops the device does nothing behind the program's back, and, as
+ * in the C baseline, its part is a completion written into the CQ for the
+ * last WQE of each chunk (a copy of the model's own CQE for this QP with
+ * the WQE counter and owner bit set), polled outside the timing.
+ *
+ * Output: one line per measurement, "name ns_per_op". A benchmark: it
+ * asserts nothing about speed.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <endian.h>
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHUNK 512u /* work requests per timed chunk, as the other columns */
+#define NCQE 4096u /* the CQ's size, as the other columns */
+
+static struct ibv_context *ctx;
+static struct ibv_cq *cq;
+static struct ibv_qp *qp;
+static struct ibv_qp_ex *qpx;
+static struct ibv_mr *mr;
+static uint8_t *buf;
+static struct mlx5dv_cq dcq;
+static struct mlx5dv_qp dqp;
+static uint8_t cqe_template[64];
+static uint32_t ci;     /* CQEs consumed so far (libmlx5's consumer index) */
+static uint32_t posted; /* WQE basic blocks posted so far */
+static void (*model_process)(void);
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static double now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* The model executes what was posted; the completions are polled and checked. */
+static void settle(unsigned want)
+{
+	struct ibv_wc wc[16];
+	unsigned got = 0;
+	for (int tries = 0; got < want && tries < 1000; tries++) {
+		model_process();
+		int n = ibv_poll_cq(cq, 16, wc);
+		if (n < 0)
+			die("ibv_poll_cq");
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "the model completed wr %llu with %s\n",
+					(unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status));
+				exit(1);
+			}
+		got += n;
+	}
+	if (got != want) {
+		fprintf(stderr, "the model completed %u of %u requests\n", got, want);
+		exit(1);
+	}
+	ci += got;
+}
+
+/* The CQE slot of consumer index k. */
+static uint8_t *cqe_at(uint32_t k)
+{
+	uint8_t *b = dcq.buf;
+	return b + (size_t)(k & (dcq.cqe_cnt - 1)) * dcq.cqe_size + dcq.cqe_size - 64;
+}
+
+/*
+ * The device's part: a requester CQE for the WQE at basic block `counter`,
+ * in the slot of consumer index k.
+ */
+static void inject(uint32_t k, uint32_t counter)
+{
+	struct mlx5_cqe64 *c = (void *)cqe_at(k);
+	uint8_t own = !!(k & dcq.cqe_cnt);
+	memcpy(c, cqe_template, 63);
+	c->wqe_counter = htobe16(counter & 0xffff);
+	__atomic_store_n(&c->op_own, (uint8_t)((MLX5_CQE_REQ << 4) | own), __ATOMIC_RELEASE);
+}
+
+/* Completes everything posted: one CQE for the last WQE, polled. */
+static void drain(void)
+{
+	struct ibv_wc wc;
+	inject(ci, posted - 1);
+	if (ibv_poll_cq(cq, 1, &wc) != 1 || wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "draining: no successful completion\n");
+		exit(1);
+	}
+	ci++;
+}
+
+static int post_writes(int n, uint64_t id, int signaled)
+{
+	struct ibv_sge sge[64];
+	struct ibv_send_wr wr[64], *bad;
+	for (int j = 0; j < n; j++) {
+		sge[j] = (struct ibv_sge){(uintptr_t)buf, 64, mr->lkey};
+		wr[j] = (struct ibv_send_wr){
+			.wr_id = id + j,
+			.next = j + 1 < n ? &wr[j + 1] : NULL,
+			.sg_list = &sge[j],
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+			.wr.rdma = {(uintptr_t)buf + 8192 + 64 * (j % 64), mr->rkey},
+		};
+	}
+	posted += n;
+	return ibv_post_send(qp, wr, &bad);
+}
+
+static int post_inline(uint64_t id, int signaled)
+{
+	static const uint8_t data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	struct ibv_sge sge = {(uintptr_t)data, sizeof data, 0};
+	struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_INLINE | (signaled ? IBV_SEND_SIGNALED : 0)};
+	struct ibv_send_wr *bad;
+	posted++;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int wr_writes(int n, uint64_t id, int signaled)
+{
+	ibv_wr_start(qpx);
+	for (int j = 0; j < n; j++) {
+		qpx->wr_id = id + j;
+		qpx->wr_flags = signaled ? IBV_SEND_SIGNALED : 0;
+		ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)buf + 8192 + 64 * (j % 64));
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf, 64);
+	}
+	posted += n;
+	return ibv_wr_complete(qpx);
+}
+
+static int wr_inline(uint64_t id, int signaled)
+{
+	static const uint8_t data[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	ibv_wr_start(qpx);
+	qpx->wr_id = id;
+	qpx->wr_flags = IBV_SEND_INLINE | (signaled ? IBV_SEND_SIGNALED : 0);
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, (void *)data, sizeof data);
+	posted++;
+	return ibv_wr_complete(qpx);
+}
+
+static void post_recvs(int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {(uintptr_t)buf + 32768, 64, mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = 1000 + i, .sg_list = &sge, .num_sge = 1}, *bad;
+		if (ibv_post_recv(qp, &wr, &bad))
+			die("ibv_post_recv");
+	}
+}
+
+static void connect_to_self(int gid_index)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("modify to INIT");
+	union ibv_gid gid;
+	if (ibv_query_gid(ctx, 1, gid_index, &gid))
+		die("ibv_query_gid");
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("modify to RTR");
+	memset(&a, 0, sizeof a);
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		die("modify to RTS");
+}
+
+/* Every kind of work once through the model, checked. */
+static void check_through_the_model(void)
+{
+	memset(buf, 0xab, 64);
+	memset(buf + 8192, 0, 8192);
+	if (post_writes(8, 1, 1))
+		die("ibv_post_send");
+	settle(8);
+	for (int j = 0; j < 8; j++)
+		if (memcmp(buf + 8192 + 64 * j, buf, 64)) {
+			fprintf(stderr, "the model's RDMA write %d left other bytes\n", j);
+			exit(1);
+		}
+	/* The model's own requester CQE for this QP: the template. */
+	memcpy(cqe_template, cqe_at(ci - 1), 64);
+	if ((cqe_template[63] >> 4) != MLX5_CQE_REQ) {
+		fprintf(stderr, "the model's last CQE is not a requester CQE\n");
+		exit(1);
+	}
+	post_recvs(2);
+	if (post_inline(9, 1))
+		die("ibv_post_send inline");
+	settle(2); /* the SEND and its receive */
+	if (wr_writes(8, 10, 1))
+		die("ibv_wr_complete");
+	settle(8);
+	if (wr_inline(18, 1))
+		die("ibv_wr_complete inline");
+	settle(2);
+}
+
+int main(int argc, char **argv)
+{
+	long iters = argc > 1 ? atol(argv[1]) : 2000000;
+	const char *g = getenv("UVERBS_BENCH_GID");
+	int gid_index = g ? atoi(g) : 1;
+	model_process = (void (*)(void))dlsym(RTLD_DEFAULT, "uverbs_model_process");
+	if (!model_process) {
+		fprintf(stderr, "run me under scripts/on-model.sh with UVERBS_MODEL_HCA=manual\n");
+		return 2;
+	}
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	if (!list || n < 1)
+		die("ibv_get_device_list");
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		die("ibv_open_device");
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	buf = aligned_alloc(4096, 65536);
+	if (!pd || !buf)
+		die("ibv_alloc_pd");
+	mr = ibv_reg_mr(pd, buf, 65536,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	cq = ibv_create_cq(ctx, NCQE, NULL, NULL, 0);
+	if (!mr || !cq)
+		die("ibv_reg_mr / ibv_create_cq");
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 2 * CHUNK, .max_recv_wr = 16, .max_send_sge = 1,
+			.max_recv_sge = 1, .max_inline_data = 44},
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND,
+	};
+	qp = ibv_create_qp_ex(ctx, &ia);
+	if (!qp)
+		die("ibv_create_qp_ex");
+	qpx = ibv_qp_to_qp_ex(qp);
+	connect_to_self(gid_index);
+	struct mlx5dv_obj o = {.qp = {qp, &dqp}, .cq = {cq, &dcq}};
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ))
+		die("mlx5dv_init_obj");
+	check_through_the_model();
+
+	static const int batches[] = {1, 8, 64};
+	for (int post_kind = 0; post_kind < 2; post_kind++) {
+		const char *prefix = post_kind ? "lib_wr_" : "lib_";
+		for (unsigned b = 0; b < 3; b++) {
+			int batch = batches[b];
+			double t = 0;
+			long done = 0;
+			while (done < iters) {
+				double t0 = now_ns();
+				for (unsigned k = 0; k + batch <= CHUNK; k += batch) {
+					if (post_kind ? wr_writes(batch, done, 0) : post_writes(batch, done, 0))
+						die("post");
+					done += batch;
+				}
+				t += now_ns() - t0;
+				drain();
+			}
+			printf("%swrite_batch%d %.2f\n", prefix, batch, t / done);
+		}
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			double t0 = now_ns();
+			for (unsigned k = 0; k < CHUNK; k++) {
+				if (post_kind ? wr_inline(done, 0) : post_inline(done, 0))
+					die("post inline");
+				done++;
+			}
+			t += now_ns() - t0;
+			drain();
+		}
+		printf("%sinline_send %.2f\n", prefix, t / done);
+	}
+	{
+		struct ibv_wc wc[16];
+		double t = 0;
+		long done = 0;
+		while (done < iters) {
+			/* A chunk of writes, each completed by a CQE (untimed), then polled. */
+			for (unsigned k = 0; k < CHUNK; k += 64)
+				if (post_writes(64, 0, 0))
+					die("post");
+			for (unsigned j = 0; j < CHUNK; j++)
+				inject(ci + j, posted - CHUNK + j);
+			double t0 = now_ns();
+			unsigned got = 0;
+			while (got < CHUNK) {
+				int m = ibv_poll_cq(cq, 16, wc);
+				if (m < 0)
+					die("ibv_poll_cq");
+				got += m;
+			}
+			t += now_ns() - t0;
+			ci += CHUNK;
+			done += CHUNK;
+		}
+		printf("lib_poll_cqe %.2f\n", t / done);
+	}
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	return 0;
+}
