@@ -262,9 +262,9 @@ unsafe fn invoke_write(
     if command & !(specs::EXTENDED | 0xff) != 0 {
         return Err(Errno::EINVAL);
     }
-    let &(_, req_size, resp_size) = specs::WRITE_SIZES
+    let &(_, _, req_size, resp_size) = specs::WRITE_SIZES
         .iter()
-        .find(|(c, _, _)| *c == command)
+        .find(|(c, _, _, _)| *c == command)
         .ok_or(Errno::EOPNOTSUPP)?;
     let core_in_attr = find(specs::ATTR_CORE_IN);
     let core_out_attr = find(specs::ATTR_CORE_OUT);
@@ -292,11 +292,36 @@ unsafe fn invoke_write(
         driver_in,
         core_out,
         driver_out,
-        fd_at: matches!(command, CMD_GET_CONTEXT | CMD_CREATE_COMP_CHANNEL).then_some(0),
+        fd_at: None,
         new_fd: None,
     };
     // SAFETY: the addresses in the request are the program's own.
-    unsafe { k.write_cmd(fd, &mut cmd) }?;
+    let fds = unsafe { run_write(k, fd, &mut cmd) }?;
+    // The 6.1 core marks the responses it copied (uverbs_response,
+    // uverbs_copy_to_struct_or_zero; ib_copy_to_udata for UHW_OUT).
+    for a in [core_out_attr, uhw_out].into_iter().flatten() {
+        // SAFETY: `flags` at offset 4 of the caller's attribute.
+        unsafe { std::ptr::write_unaligned(a.at.add(4).cast::<u16>(), a.flags | F_VALID_OUTPUT) };
+    }
+    Ok(fds)
+}
+
+/// Runs a write command against the model; for the commands whose response
+/// starts with a new fd (`GET_CONTEXT`'s `async_fd`, `CREATE_COMP_CHANNEL`'s
+/// `fd`) the fd the model handed out is stored there and returned.
+///
+/// # Safety
+///
+/// The addresses in the request are the program's own, as for
+/// [`Kernel::write_cmd`].
+pub(crate) unsafe fn run_write(
+    k: &dyn Kernel,
+    fd: BorrowedFd<'_>,
+    cmd: &mut WriteCmd<'_>,
+) -> Result<NewFds, Errno> {
+    cmd.fd_at = matches!(cmd.command, CMD_GET_CONTEXT | CMD_CREATE_COMP_CHANNEL).then_some(0);
+    // SAFETY: the caller's promise.
+    unsafe { k.write_cmd(fd, cmd) }?;
     let mut fds = Vec::new();
     if let (Some(at), Some(new)) = (cmd.fd_at, cmd.new_fd.take()) {
         let raw = new.into_raw_fd();
@@ -304,12 +329,6 @@ unsafe fn invoke_write(
             slot.copy_from_slice(&(raw as u32).to_ne_bytes());
         }
         fds.push(raw);
-    }
-    // The 6.1 core marks the responses it copied (uverbs_response,
-    // uverbs_copy_to_struct_or_zero; ib_copy_to_udata for UHW_OUT).
-    for a in [core_out_attr, uhw_out].into_iter().flatten() {
-        // SAFETY: `flags` at offset 4 of the caller's attribute.
-        unsafe { std::ptr::write_unaligned(a.at.add(4).cast::<u16>(), a.flags | F_VALID_OUTPUT) };
     }
     Ok(fds)
 }

@@ -1,6 +1,7 @@
 //! The attribute kinds of every uverbs ioctl method Linux 6.1 serves on an
-//! mlx5 device, and the core request and response sizes of the write
-//! commands `UVERBS_METHOD_INVOKE_WRITE` checks.
+//! mlx5 device, and the definitions (core request and response sizes,
+//! response pointer, driver data) of the write commands that
+//! `UVERBS_METHOD_INVOKE_WRITE` and a plain `write()` check.
 //!
 //! Transcribed from the kernel sources, not from uverbs (a test oracle
 //! must not be the code under test): the methods from the
@@ -503,59 +504,95 @@ pub(crate) static METHODS: &[Method] = &[
     ] },
 ];
 
+/// How a write command's method is defined in Linux 6.1
+/// (`drivers/infiniband/core/uverbs_cmd.c:3708-3742`): which of the
+/// `uverbs_api_write_method` flags `has_resp` and `has_udata` it sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Def {
+    /// `UAPI_DEF_WRITE_IO`: `has_resp` (the request starts with
+    /// `__aligned_u64 response`), no driver data.
+    Io,
+    /// `UAPI_DEF_WRITE_I`: no response, no driver data.
+    I,
+    /// `UAPI_DEF_WRITE_UDATA_IO`: `has_resp` and `has_udata` (driver data
+    /// follows the core request and the core response).
+    UdataIo,
+    /// `UAPI_DEF_WRITE_UDATA_I`: `has_udata`, no response.
+    UdataI,
+    /// `UAPI_DEF_WRITE_IO_EX`: `has_resp`, sizes up to a named member.
+    IoEx,
+    /// `UAPI_DEF_WRITE_I_EX`: no response, size up to a named member.
+    IEx,
+}
+
+impl Def {
+    /// `uverbs_api_write_method.has_resp`.
+    pub(crate) fn has_resp(self) -> bool {
+        matches!(self, Def::Io | Def::UdataIo | Def::IoEx)
+    }
+
+    /// `uverbs_api_write_method.has_udata`.
+    pub(crate) fn has_udata(self) -> bool {
+        matches!(self, Def::UdataIo | Def::UdataI)
+    }
+}
+
 /// The write commands of Linux 6.1 (`drivers/infiniband/core/uverbs_cmd.c`,
-/// `uverbs_def_write_intf`): `(command, req_size, resp_size)`, the sizes
-/// `UVERBS_METHOD_INVOKE_WRITE` requires of `CORE_IN` and `CORE_OUT`
-/// (`uverbs_std_types_device.c`: shorter is `ENOSPC`). `UAPI_DEF_WRITE_IO`
-/// and `_I` take `sizeof` the structs, the `_EX` forms `offsetofend` of the
-/// named member; resolved by compiling against the 6.1 uapi headers.
+/// `uverbs_def_write_intf`): `(command, def, req_size, resp_size)`. The
+/// sizes are what `UVERBS_METHOD_INVOKE_WRITE` requires of `CORE_IN` and
+/// `CORE_OUT` (`uverbs_std_types_device.c`: shorter is `ENOSPC`) and what
+/// a plain `write()` is checked against (`uverbs_main.c:500-557`,
+/// `verify_hdr`). `UAPI_DEF_WRITE_IO` and `_I` take `sizeof` the structs,
+/// the `_EX` forms `offsetofend` of the named member; resolved by compiling
+/// against the 6.1 uapi headers. A command with `EXTENDED` is declared with
+/// `DECLARE_UVERBS_WRITE_EX` (`is_ex`), the others with `DECLARE_UVERBS_WRITE`.
 #[rustfmt::skip]
-pub(crate) static WRITE_SIZES: &[(u32, usize, usize)] = &[
-    (5, 56, 4), // IB_USER_VERBS_CMD_CREATE_AH: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_ah, struct ib_uverbs_create_ah_resp)
-    (8, 4, 0), // IB_USER_VERBS_CMD_DESTROY_AH: UAPI_DEF_WRITE_I(struct ib_uverbs_destroy_ah)
-    (17, 8, 4), // IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: UAPI_DEF_WRITE_IO(struct ib_uverbs_create_comp_channel, struct ib_uverbs_create_comp_channel_resp)
-    (18, 32, 8), // IB_USER_VERBS_CMD_CREATE_CQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_cq, struct ib_uverbs_create_cq_resp)
-    (20, 16, 8), // IB_USER_VERBS_CMD_DESTROY_CQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_cq, struct ib_uverbs_destroy_cq_resp)
-    (21, 16, 8), // IB_USER_VERBS_CMD_POLL_CQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_poll_cq, struct ib_uverbs_poll_cq_resp)
-    (23, 8, 0), // IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: UAPI_DEF_WRITE_I(struct ib_uverbs_req_notify_cq)
-    (19, 16, 8), // IB_USER_VERBS_CMD_RESIZE_CQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_resize_cq, struct ib_uverbs_resize_cq_resp)
-    (EXTENDED | 18, 32, 16), // IB_USER_VERBS_EX_CMD_CREATE_CQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_cq, reserved, struct ib_uverbs_ex_create_cq_resp, response_length)
-    (EXTENDED | 57, 16, 0), // IB_USER_VERBS_EX_CMD_MODIFY_CQ: UAPI_DEF_WRITE_I(struct ib_uverbs_ex_modify_cq)
-    (0, 8, 8), // IB_USER_VERBS_CMD_GET_CONTEXT: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_get_context, struct ib_uverbs_get_context_resp)
-    (1, 8, 176), // IB_USER_VERBS_CMD_QUERY_DEVICE: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_device, struct ib_uverbs_query_device_resp)
-    (2, 16, 40), // IB_USER_VERBS_CMD_QUERY_PORT: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_port, struct ib_uverbs_query_port_resp)
-    (EXTENDED | 1, 8, 184), // IB_USER_VERBS_EX_CMD_QUERY_DEVICE: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_query_device, reserved, struct ib_uverbs_ex_query_device_resp, response_length)
-    (EXTENDED | 50, 24, 8), // IB_USER_VERBS_EX_CMD_CREATE_FLOW: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_create_flow, flow_attr, struct ib_uverbs_create_flow_resp, flow_handle)
-    (EXTENDED | 51, 8, 0), // IB_USER_VERBS_EX_CMD_DESTROY_FLOW: UAPI_DEF_WRITE_I(struct ib_uverbs_destroy_flow)
-    (13, 4, 0), // IB_USER_VERBS_CMD_DEREG_MR: UAPI_DEF_WRITE_I(struct ib_uverbs_dereg_mr)
-    (9, 40, 12), // IB_USER_VERBS_CMD_REG_MR: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_reg_mr, struct ib_uverbs_reg_mr_resp)
-    (11, 48, 8), // IB_USER_VERBS_CMD_REREG_MR: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_rereg_mr, struct ib_uverbs_rereg_mr_resp)
-    (14, 16, 8), // IB_USER_VERBS_CMD_ALLOC_MW: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_alloc_mw, struct ib_uverbs_alloc_mw_resp)
-    (16, 4, 0), // IB_USER_VERBS_CMD_DEALLOC_MW: UAPI_DEF_WRITE_I(struct ib_uverbs_dealloc_mw)
-    (3, 8, 4), // IB_USER_VERBS_CMD_ALLOC_PD: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_alloc_pd, struct ib_uverbs_alloc_pd_resp)
-    (4, 4, 0), // IB_USER_VERBS_CMD_DEALLOC_PD: UAPI_DEF_WRITE_I(struct ib_uverbs_dealloc_pd)
-    (30, 24, 0), // IB_USER_VERBS_CMD_ATTACH_MCAST: UAPI_DEF_WRITE_I(struct ib_uverbs_attach_mcast)
-    (24, 56, 32), // IB_USER_VERBS_CMD_CREATE_QP: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_qp, struct ib_uverbs_create_qp_resp)
-    (27, 16, 4), // IB_USER_VERBS_CMD_DESTROY_QP: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_qp, struct ib_uverbs_destroy_qp_resp)
-    (31, 24, 0), // IB_USER_VERBS_CMD_DETACH_MCAST: UAPI_DEF_WRITE_I(struct ib_uverbs_detach_mcast)
-    (26, 112, 0), // IB_USER_VERBS_CMD_MODIFY_QP: UAPI_DEF_WRITE_I(struct ib_uverbs_modify_qp)
-    (29, 24, 4), // IB_USER_VERBS_CMD_POST_RECV: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_recv, struct ib_uverbs_post_recv_resp)
-    (28, 24, 4), // IB_USER_VERBS_CMD_POST_SEND: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_send, struct ib_uverbs_post_send_resp)
-    (25, 16, 128), // IB_USER_VERBS_CMD_QUERY_QP: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_qp, struct ib_uverbs_query_qp_resp)
-    (EXTENDED | 24, 52, 40), // IB_USER_VERBS_EX_CMD_CREATE_QP: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_qp, comp_mask, struct ib_uverbs_ex_create_qp_resp, response_length)
-    (EXTENDED | 26, 112, 8), // IB_USER_VERBS_EX_CMD_MODIFY_QP: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_modify_qp, base, struct ib_uverbs_ex_modify_qp_resp, response_length)
-    (EXTENDED | 55, 8, 16), // IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_rwq_ind_table, log_ind_tbl_size, struct ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_num)
-    (EXTENDED | 56, 8, 0), // IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL: UAPI_DEF_WRITE_I(struct ib_uverbs_ex_destroy_rwq_ind_table)
-    (EXTENDED | 52, 32, 24), // IB_USER_VERBS_EX_CMD_CREATE_WQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_wq, max_sge, struct ib_uverbs_ex_create_wq_resp, wqn)
-    (EXTENDED | 54, 8, 16), // IB_USER_VERBS_EX_CMD_DESTROY_WQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_destroy_wq, wq_handle, struct ib_uverbs_ex_destroy_wq_resp, reserved)
-    (EXTENDED | 53, 16, 0), // IB_USER_VERBS_EX_CMD_MODIFY_WQ: UAPI_DEF_WRITE_I_EX(struct ib_uverbs_ex_modify_wq, curr_wq_state)
-    (32, 32, 16), // IB_USER_VERBS_CMD_CREATE_SRQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_srq, struct ib_uverbs_create_srq_resp)
-    (39, 48, 16), // IB_USER_VERBS_CMD_CREATE_XSRQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_xsrq, struct ib_uverbs_create_srq_resp)
-    (35, 16, 4), // IB_USER_VERBS_CMD_DESTROY_SRQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_srq, struct ib_uverbs_destroy_srq_resp)
-    (33, 16, 0), // IB_USER_VERBS_CMD_MODIFY_SRQ: UAPI_DEF_WRITE_UDATA_I(struct ib_uverbs_modify_srq)
-    (36, 24, 4), // IB_USER_VERBS_CMD_POST_SRQ_RECV: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_srq_recv, struct ib_uverbs_post_srq_recv_resp)
-    (34, 16, 16), // IB_USER_VERBS_CMD_QUERY_SRQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_srq, struct ib_uverbs_query_srq_resp)
-    (38, 4, 0), // IB_USER_VERBS_CMD_CLOSE_XRCD: UAPI_DEF_WRITE_I(struct ib_uverbs_close_xrcd)
-    (40, 32, 32), // IB_USER_VERBS_CMD_OPEN_QP: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_open_qp, struct ib_uverbs_create_qp_resp)
-    (37, 16, 4), // IB_USER_VERBS_CMD_OPEN_XRCD: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_open_xrcd, struct ib_uverbs_open_xrcd_resp)
+pub(crate) static WRITE_SIZES: &[(u32, Def, usize, usize)] = &[
+    (5, Def::UdataIo, 56, 4), // IB_USER_VERBS_CMD_CREATE_AH: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_ah, struct ib_uverbs_create_ah_resp)
+    (8, Def::I, 4, 0), // IB_USER_VERBS_CMD_DESTROY_AH: UAPI_DEF_WRITE_I(struct ib_uverbs_destroy_ah)
+    (17, Def::Io, 8, 4), // IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL: UAPI_DEF_WRITE_IO(struct ib_uverbs_create_comp_channel, struct ib_uverbs_create_comp_channel_resp)
+    (18, Def::UdataIo, 32, 8), // IB_USER_VERBS_CMD_CREATE_CQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_cq, struct ib_uverbs_create_cq_resp)
+    (20, Def::Io, 16, 8), // IB_USER_VERBS_CMD_DESTROY_CQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_cq, struct ib_uverbs_destroy_cq_resp)
+    (21, Def::Io, 16, 8), // IB_USER_VERBS_CMD_POLL_CQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_poll_cq, struct ib_uverbs_poll_cq_resp)
+    (23, Def::I, 8, 0), // IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: UAPI_DEF_WRITE_I(struct ib_uverbs_req_notify_cq)
+    (19, Def::UdataIo, 16, 8), // IB_USER_VERBS_CMD_RESIZE_CQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_resize_cq, struct ib_uverbs_resize_cq_resp)
+    (EXTENDED | 18, Def::IoEx, 32, 16), // IB_USER_VERBS_EX_CMD_CREATE_CQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_cq, reserved, struct ib_uverbs_ex_create_cq_resp, response_length)
+    (EXTENDED | 57, Def::I, 16, 0), // IB_USER_VERBS_EX_CMD_MODIFY_CQ: UAPI_DEF_WRITE_I(struct ib_uverbs_ex_modify_cq)
+    (0, Def::UdataIo, 8, 8), // IB_USER_VERBS_CMD_GET_CONTEXT: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_get_context, struct ib_uverbs_get_context_resp)
+    (1, Def::Io, 8, 176), // IB_USER_VERBS_CMD_QUERY_DEVICE: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_device, struct ib_uverbs_query_device_resp)
+    (2, Def::Io, 16, 40), // IB_USER_VERBS_CMD_QUERY_PORT: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_port, struct ib_uverbs_query_port_resp)
+    (EXTENDED | 1, Def::IoEx, 8, 184), // IB_USER_VERBS_EX_CMD_QUERY_DEVICE: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_query_device, reserved, struct ib_uverbs_ex_query_device_resp, response_length)
+    (EXTENDED | 50, Def::IoEx, 24, 8), // IB_USER_VERBS_EX_CMD_CREATE_FLOW: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_create_flow, flow_attr, struct ib_uverbs_create_flow_resp, flow_handle)
+    (EXTENDED | 51, Def::I, 8, 0), // IB_USER_VERBS_EX_CMD_DESTROY_FLOW: UAPI_DEF_WRITE_I(struct ib_uverbs_destroy_flow)
+    (13, Def::I, 4, 0), // IB_USER_VERBS_CMD_DEREG_MR: UAPI_DEF_WRITE_I(struct ib_uverbs_dereg_mr)
+    (9, Def::UdataIo, 40, 12), // IB_USER_VERBS_CMD_REG_MR: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_reg_mr, struct ib_uverbs_reg_mr_resp)
+    (11, Def::UdataIo, 48, 8), // IB_USER_VERBS_CMD_REREG_MR: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_rereg_mr, struct ib_uverbs_rereg_mr_resp)
+    (14, Def::UdataIo, 16, 8), // IB_USER_VERBS_CMD_ALLOC_MW: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_alloc_mw, struct ib_uverbs_alloc_mw_resp)
+    (16, Def::I, 4, 0), // IB_USER_VERBS_CMD_DEALLOC_MW: UAPI_DEF_WRITE_I(struct ib_uverbs_dealloc_mw)
+    (3, Def::UdataIo, 8, 4), // IB_USER_VERBS_CMD_ALLOC_PD: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_alloc_pd, struct ib_uverbs_alloc_pd_resp)
+    (4, Def::I, 4, 0), // IB_USER_VERBS_CMD_DEALLOC_PD: UAPI_DEF_WRITE_I(struct ib_uverbs_dealloc_pd)
+    (30, Def::I, 24, 0), // IB_USER_VERBS_CMD_ATTACH_MCAST: UAPI_DEF_WRITE_I(struct ib_uverbs_attach_mcast)
+    (24, Def::UdataIo, 56, 32), // IB_USER_VERBS_CMD_CREATE_QP: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_qp, struct ib_uverbs_create_qp_resp)
+    (27, Def::Io, 16, 4), // IB_USER_VERBS_CMD_DESTROY_QP: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_qp, struct ib_uverbs_destroy_qp_resp)
+    (31, Def::I, 24, 0), // IB_USER_VERBS_CMD_DETACH_MCAST: UAPI_DEF_WRITE_I(struct ib_uverbs_detach_mcast)
+    (26, Def::I, 112, 0), // IB_USER_VERBS_CMD_MODIFY_QP: UAPI_DEF_WRITE_I(struct ib_uverbs_modify_qp)
+    (29, Def::Io, 24, 4), // IB_USER_VERBS_CMD_POST_RECV: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_recv, struct ib_uverbs_post_recv_resp)
+    (28, Def::Io, 24, 4), // IB_USER_VERBS_CMD_POST_SEND: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_send, struct ib_uverbs_post_send_resp)
+    (25, Def::Io, 16, 128), // IB_USER_VERBS_CMD_QUERY_QP: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_qp, struct ib_uverbs_query_qp_resp)
+    (EXTENDED | 24, Def::IoEx, 52, 40), // IB_USER_VERBS_EX_CMD_CREATE_QP: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_qp, comp_mask, struct ib_uverbs_ex_create_qp_resp, response_length)
+    (EXTENDED | 26, Def::IoEx, 112, 8), // IB_USER_VERBS_EX_CMD_MODIFY_QP: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_modify_qp, base, struct ib_uverbs_ex_modify_qp_resp, response_length)
+    (EXTENDED | 55, Def::IoEx, 8, 16), // IB_USER_VERBS_EX_CMD_CREATE_RWQ_IND_TBL: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_rwq_ind_table, log_ind_tbl_size, struct ib_uverbs_ex_create_rwq_ind_table_resp, ind_tbl_num)
+    (EXTENDED | 56, Def::I, 8, 0), // IB_USER_VERBS_EX_CMD_DESTROY_RWQ_IND_TBL: UAPI_DEF_WRITE_I(struct ib_uverbs_ex_destroy_rwq_ind_table)
+    (EXTENDED | 52, Def::IoEx, 32, 24), // IB_USER_VERBS_EX_CMD_CREATE_WQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_create_wq, max_sge, struct ib_uverbs_ex_create_wq_resp, wqn)
+    (EXTENDED | 54, Def::IoEx, 8, 16), // IB_USER_VERBS_EX_CMD_DESTROY_WQ: UAPI_DEF_WRITE_IO_EX(struct ib_uverbs_ex_destroy_wq, wq_handle, struct ib_uverbs_ex_destroy_wq_resp, reserved)
+    (EXTENDED | 53, Def::IEx, 16, 0), // IB_USER_VERBS_EX_CMD_MODIFY_WQ: UAPI_DEF_WRITE_I_EX(struct ib_uverbs_ex_modify_wq, curr_wq_state)
+    (32, Def::UdataIo, 32, 16), // IB_USER_VERBS_CMD_CREATE_SRQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_srq, struct ib_uverbs_create_srq_resp)
+    (39, Def::UdataIo, 48, 16), // IB_USER_VERBS_CMD_CREATE_XSRQ: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_create_xsrq, struct ib_uverbs_create_srq_resp)
+    (35, Def::Io, 16, 4), // IB_USER_VERBS_CMD_DESTROY_SRQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_destroy_srq, struct ib_uverbs_destroy_srq_resp)
+    (33, Def::UdataI, 16, 0), // IB_USER_VERBS_CMD_MODIFY_SRQ: UAPI_DEF_WRITE_UDATA_I(struct ib_uverbs_modify_srq)
+    (36, Def::Io, 24, 4), // IB_USER_VERBS_CMD_POST_SRQ_RECV: UAPI_DEF_WRITE_IO(struct ib_uverbs_post_srq_recv, struct ib_uverbs_post_srq_recv_resp)
+    (34, Def::Io, 16, 16), // IB_USER_VERBS_CMD_QUERY_SRQ: UAPI_DEF_WRITE_IO(struct ib_uverbs_query_srq, struct ib_uverbs_query_srq_resp)
+    (38, Def::I, 4, 0), // IB_USER_VERBS_CMD_CLOSE_XRCD: UAPI_DEF_WRITE_I(struct ib_uverbs_close_xrcd)
+    (40, Def::UdataIo, 32, 32), // IB_USER_VERBS_CMD_OPEN_QP: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_open_qp, struct ib_uverbs_create_qp_resp)
+    (37, Def::UdataIo, 16, 4), // IB_USER_VERBS_CMD_OPEN_XRCD: UAPI_DEF_WRITE_UDATA_IO(struct ib_uverbs_open_xrcd, struct ib_uverbs_open_xrcd_resp)
 ];

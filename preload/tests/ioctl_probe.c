@@ -1,8 +1,9 @@
 /*
  * Raw uverbs ioctls against the shim, checked against what Linux 6.1's
  * uverbs core answers (drivers/infiniband/core/uverbs_ioctl.c,
- * uverbs_std_types_device.c): the shim's decoder, not libibverbs, is under
- * test here. Run with scripts/on-model.sh; exits 0 when every case holds.
+ * uverbs_std_types_device.c), and plain write() commands against what
+ * its ib_uverbs_write (uverbs_main.c) answers: the shim's decoder, not
+ * libibverbs, is under test here. Run with scripts/on-model.sh; exits 0 when every case holds.
  *
  * The uapi structs are written out (include/uapi/rdma/rdma_user_ioctl_cmds.h)
  * so the probe needs no kernel headers.
@@ -141,6 +142,50 @@ int main(void)
 	int n;
 	r = ioctl(fd, FIONREAD, &n) ? errno : 0;
 	CHECK(r == ENOTTY, "a non-uverbs ioctl: ENOTTY (%d)", r);
+
+	/* A plain write() command (uverbs_main.c ib_uverbs_write): the legacy
+	 * ib_uverbs_cmd_hdr {command, in_words, out_words} counted in 4 bytes,
+	 * the request starting with the response pointer; the extended one with
+	 * ib_uverbs_ex_cmd_hdr {response, provider_in/out_words, reserved} and
+	 * sizes in words of 8. A successful write returns its count. */
+	struct { uint32_t command; uint16_t in_words, out_words; uint64_t response; } qd;
+	memset(dev, 0, sizeof dev);
+	qd = (typeof(qd)){ 1, sizeof qd / 4, sizeof dev / 4, (uintptr_t)dev };
+	ssize_t w = write(fd, &qd, sizeof qd);
+	memcpy(&part, dev + 44, 4);
+	CHECK(w == (ssize_t)sizeof qd && part == 4119,
+	      "write() QUERY_DEVICE: vendor_part_id %u (%zd)", part, w);
+	qd.out_words = sizeof dev / 4 - 1;
+	r = write(fd, &qd, sizeof qd) < 0 ? errno : 0;
+	CHECK(r == ENOSPC, "write() QUERY_DEVICE with a short response: ENOSPC (%d)", r);
+	qd.out_words = sizeof dev / 4;
+	qd.in_words = 3;
+	r = write(fd, &qd, sizeof qd) < 0 ? errno : 0;
+	CHECK(r == EINVAL, "write() with in_words not the count: EINVAL (%d)", r);
+	r = write(fd, &qd, 4) < 0 ? errno : 0;
+	CHECK(r == EINVAL, "write() shorter than the header: EINVAL (%d)", r);
+	qd = (typeof(qd)){ 0x99, sizeof qd / 4, 0, 0 };
+	r = write(fd, &qd, sizeof qd) < 0 ? errno : 0;
+	CHECK(r == EOPNOTSUPP, "write() of an unknown command: EOPNOTSUPP (%d)", r);
+	struct {
+		uint32_t command; uint16_t in_words, out_words;
+		uint64_t response; uint16_t provider_in_words, provider_out_words; uint32_t reserved;
+		uint32_t comp_mask, req_reserved;
+	} ex;
+	unsigned char exdev[304];
+	memset(exdev, 0, sizeof exdev);
+	ex = (typeof(ex)){ 0x80000001, 1, sizeof exdev / 8, (uintptr_t)exdev, 0, 0, 0, 0, 0 };
+	w = write(fd, &ex, sizeof ex);
+	memcpy(&part, exdev + 44, 4);
+	CHECK(w == (ssize_t)sizeof ex && part == 4119,
+	      "write() EX_QUERY_DEVICE: vendor_part_id %u (%zd)", part, w);
+	ex.reserved = 1;
+	r = write(fd, &ex, sizeof ex) < 0 ? errno : 0;
+	CHECK(r == EINVAL, "write() EX with cmd_hdr_reserved: EINVAL (%d)", r);
+	ex.reserved = 0;
+	ex.response = 0;
+	r = write(fd, &ex, sizeof ex) < 0 ? errno : 0;
+	CHECK(r == EINVAL, "write() EX with out_words but no response: EINVAL (%d)", r);
 
 	close(fd);
 	printf("ioctl_probe: %s\n", failures ? "FAILED" : "ok");
