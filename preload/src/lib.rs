@@ -12,13 +12,14 @@
 //!   1:3 that sysfs `dev` names.
 //! - `ioctl(RDMA_VERBS_IOCTL)` on a command fd is decoded with the 6.1
 //!   attribute specs (`decode.rs`, `specs.rs`) into the model's typed
-//!   commands; `mmap` of it maps what the model maps; `read`, `fcntl`
+//!   commands, and a plain `write()` command on it as the 6.1
+//!   `ib_uverbs_write` decodes it (`plain_write.rs`); `mmap` of it maps
+//!   what the model maps; `read`, `fcntl`
 //!   and `close` of the fds the model handed out (completion channels,
 //!   the async event fd, DevX channels) go to the model.
 //! - At exit the model's violations are appended to the file named by
 //!   `UVERBS_MODEL_REPORT` (stderr when unset), one per line, so a harness
-//!   can fail a run; a plain `write()` command on the uverbs fd, which the
-//!   shim does not decode, is reported there too.
+//!   can fail a run.
 //!
 //! `UVERBS_PRELOAD_TRACE=1` logs every command on stderr.
 //!
@@ -29,9 +30,11 @@
 #![allow(unsafe_code)] // exported C symbols (`no_mangle`), the ELF constructor, raw fds
 
 mod decode;
+mod plain_write;
 mod real;
 mod specs;
 mod sysfs;
+mod two_stacks;
 
 use std::{
     collections::HashMap,
@@ -67,8 +70,6 @@ struct Shim {
     sysfs: PathBuf,
     hca: Mutex<Option<HcaThread>>,
     fds: Mutex<HashMap<RawFd, Fd>>,
-    /// What the shim itself could not serve (reported like violations).
-    gaps: Mutex<Vec<String>>,
     trace: bool,
     /// `UVERBS_MODEL_HCA=manual`: no HCA thread; the program calls
     /// [`uverbs_model_process`].
@@ -96,11 +97,6 @@ fn set_errno(e: Errno) {
 impl Shim {
     fn kind(&self, fd: RawFd) -> Option<Fd> {
         lock(&self.fds).get(&fd).copied()
-    }
-
-    fn gap(&self, what: String) {
-        eprintln!("uverbs-model-preload: {what}");
-        lock(&self.gaps).push(what);
     }
 
     /// Starts the HCA at the first device open, unless the program runs
@@ -158,7 +154,6 @@ extern "C" fn init() {
         hca: Mutex::new(None),
         manual_hca: std::env::var_os("UVERBS_MODEL_HCA").is_some_and(|v| v == "manual"),
         fds: Mutex::new(HashMap::new()),
-        gaps: Mutex::new(Vec::new()),
         trace,
         pid: std::process::id(),
     });
@@ -179,17 +174,12 @@ extern "C" fn fini() {
     };
     drop(hca); // a last pass, then the thread stops
     let pid = s.pid;
-    let mut lines: Vec<String> = s
+    let lines: Vec<String> = s
         .model
         .violations()
         .into_iter()
         .map(|v| format!("pid {pid}: violation: {v}"))
         .collect();
-    lines.extend(
-        lock(&s.gaps)
-            .iter()
-            .map(|g| format!("pid {pid}: shim: {g}")),
-    );
     for d in s.model.ignored_doorbells() {
         eprintln!("uverbs-model-preload: pid {pid}: ignored doorbell: {d}");
     }
@@ -462,20 +452,33 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
     if let Some((s, Fd::Cmd)) = tracked(fd) {
         let _g = Guard::enter();
-        // libibverbs sends write commands through INVOKE_WRITE, which the
-        // shim answers; a plain write() would need the legacy framing
-        // decoded, which the shim does not do.
-        let cmd = if buf.is_null() || n < 4 {
-            0
-        } else {
-            // SAFETY: the program's buffer of `n` bytes.
-            unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
+        // SAFETY: the fd is open (tracked until closed); `buf` is the
+        // program's command of `n` bytes, read as the kernel reads it.
+        let r = unsafe {
+            plain_write::write(&*s.kernel, BorrowedFd::borrow_raw(fd), buf.cast::<u8>(), n)
         };
-        s.gap(format!(
-            "a plain write() command {cmd:#x} on the uverbs fd (not decoded)"
-        ));
-        set_errno(Errno::ENOSYS);
-        return -1;
+        if s.trace {
+            let cmd = if buf.is_null() || n < 4 {
+                0
+            } else {
+                // SAFETY: the program's buffer of `n` bytes.
+                unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
+            };
+            eprintln!("uverbs-model-preload: write fd {fd} command {cmd:#x} -> {r:?}");
+        }
+        return match r {
+            Ok(fds) => {
+                let mut t = lock(&s.fds);
+                for f in fds {
+                    t.insert(f, Fd::Event { nonblocking: false });
+                }
+                n as ssize_t
+            }
+            Err(e) => {
+                set_errno(e);
+                -1
+            }
+        };
     }
     // SAFETY: the program's arguments.
     unsafe { real::write(fd, buf, n) }
