@@ -26,13 +26,16 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-rdma-core-44
 DEB=$CACHE/root
 VERSION=44.0-2
 PKGS=(libibverbs1 ibverbs-providers ibverbs-utils libibverbs-dev python3-pyverbs librdmacm1)
-OTHER=(libnl-3-200 libnl-route-3-200)
+# python3-scapy (pure Python, bookworm's 2.5.0): test_mlx5_devx skips without it.
+OTHER=(libnl-3-200 libnl-route-3-200 python3-scapy)
+# .done records what was fetched; a changed list fetches again.
+STAMP="${PKGS[*]} $VERSION ${OTHER[*]}"
 
 log() { echo "on-model: $*" >&2; }
 die() { log "$*"; exit 2; }
 
 fetch() {
-  [[ -f $CACHE/.done ]] && return 0
+  [[ -f $CACHE/.done && $(<"$CACHE/.done") == "$STAMP" ]] && return 0
   local work
   work=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-rdma-core.XXXXXX")
   local pinned=()
@@ -50,7 +53,7 @@ fetch() {
   mv "$work/root" "$DEB"
   mkdir -p "$CACHE/debs" && mv "$work"/*.deb "$CACHE/debs/"
   rm -rf "$work"
-  touch "$CACHE/.done"
+  echo "$STAMP" >"$CACHE/.done"
 }
 
 fetch

@@ -4,7 +4,8 @@
 //!
 //! Kernel side (`devx.c` `devx_umem_get`, `UMEM_REG`): the address and
 //! length (mandatory), the access flags (`LOCAL_WRITE`, `REMOTE_WRITE`,
-//! `REMOTE_READ` only), an optional bitmap of the page sizes the object may
+//! `REMOTE_READ` and relaxed ordering only; remote write needs local write,
+//! `ib_check_mr_access`), an optional bitmap of the page sizes the object may
 //! use, and on newer kernels a dma-buf fd instead of an address; it answers
 //! the UMEM id. The memory stays pinned until the UMEM is deregistered, and
 //! the device may write it at any time: so the memory must stay valid for
@@ -224,7 +225,8 @@ impl Devx {
             dev.ioctl(&mut cmd).map_err(|e| match e {
                 Errno::EINVAL => Error::sys(OP, e).with_detail(
                     "the kernel refused the registration: the context has no DevX uid, or \
-                     the access flags are other than LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ",
+                     the access flags are other than LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, \
+                     or REMOTE_WRITE comes without LOCAL_WRITE",
                 ),
                 Errno::EPROTONOSUPPORT | Errno::EOPNOTSUPP
                     if matches!(source, Source::DmaBuf(..)) =>

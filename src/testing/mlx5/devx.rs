@@ -374,8 +374,14 @@ enum Kind {
     In(usize),
     /// `PTR_IN` of exactly this many bytes (`UVERBS_ATTR_TYPE`).
     InExact(usize),
-    /// `CONST_IN` / `FLAGS_IN`: 8 bytes inline.
+    /// `CONST_IN`: exactly 8 bytes inline.
     Const,
+    /// `FLAGS_IN`: 4 or 8 bytes inline. The kernel declares it a `PTR_IN` of
+    /// `UVERBS_ATTR_SIZE(sizeof(u32), sizeof(u64))`
+    /// (include/rdma/uverbs_ioctl.h:568) and `uverbs_get_flags64` reads
+    /// either width (core/uverbs_ioctl.c:655-665); libmlx5 sends a u32
+    /// (`fill_attr_in_uint32`, providers/mlx5/verbs.c:5561 at v44.0).
+    Flags,
     /// `PTR_OUT` of at least this many bytes.
     Out(usize),
 }
@@ -401,6 +407,7 @@ fn check_attrs(cmd: &IoctlCmd<'_>, spec: &[(u16, Kind, bool)]) -> Result<(), Err
             (Kind::In(min), AttrBuf::In(_) | AttrBuf::Inline) => len >= min && len > 0,
             (Kind::InExact(n), AttrBuf::In(_) | AttrBuf::Inline) => len == n,
             (Kind::Const, AttrBuf::Inline) => len == 8,
+            (Kind::Flags, AttrBuf::Inline) => len == 4 || len == 8,
             (Kind::Out(min), AttrBuf::Out(_)) => len >= min,
             _ => false,
         };
@@ -414,6 +421,13 @@ fn check_attrs(cmd: &IoctlCmd<'_>, spec: &[(u16, Kind, bool)]) -> Result<(), Err
         }
     }
     Ok(())
+}
+
+/// A `FLAGS_IN` attribute's value: a u32 or a u64 (`uverbs_get_flags64`).
+fn flags_value(cmd: &IoctlCmd<'_>, id: u16) -> Option<u64> {
+    let a = cmd.find(id)?;
+    let v = cmd.input_value(id)?;
+    Some(if a.len == 4 { v & 0xffff_ffff } else { v })
 }
 
 fn fd_of(cmd: &IoctlCmd<'_>, id: u16) -> Option<RawFd> {
@@ -603,13 +617,12 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
                     ),
                     (
                         abi::MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS,
-                        Const,
+                        Flags,
                         true,
                     ),
                 ],
             )?;
-            let flags = cmd
-                .input_value(abi::MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS)
+            let flags = flags_value(cmd, abi::MLX5_IB_ATTR_DEVX_ASYNC_EVENT_FD_ALLOC_FLAGS)
                 .ok_or(Errno::EINVAL)?;
             let omit = u64::from(abi::MLX5_IB_UAPI_DEVX_CR_EV_CH_FLAGS_OMIT_DATA);
             if flags & !omit != 0 {
@@ -969,7 +982,7 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_HANDLE, NewIdr, true),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR, InExact(8), true),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_LEN, InExact(8), true),
-            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS, Const, false),
+            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS, Flags, false),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID, Out(4), true),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, Const, false),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, InExact(4), false),
@@ -983,15 +996,19 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         v(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ADDR)?,
         v(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_LEN)?,
     );
-    let access = cmd
-        .input_value(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS)
-        .unwrap_or(0);
+    let access = flags_value(cmd, abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS).unwrap_or(0);
+    // `uverbs_get_flags32` with these bits (hw/mlx5/devx.c:2348-2353),
+    // then `ib_check_mr_access` (devx.c:2211, include/rdma/ib_verbs.h:4296):
+    // remote write needs local write.
     let allowed = u64::from(
         abi::IB_UVERBS_ACCESS_LOCAL_WRITE
             | abi::IB_UVERBS_ACCESS_REMOTE_WRITE
-            | abi::IB_UVERBS_ACCESS_REMOTE_READ,
+            | abi::IB_UVERBS_ACCESS_REMOTE_READ
+            | abi::IB_UVERBS_ACCESS_RELAXED_ORDERING,
     );
-    if access & !allowed != 0 || len == 0 {
+    let lw = u64::from(abi::IB_UVERBS_ACCESS_LOCAL_WRITE);
+    let rw = u64::from(abi::IB_UVERBS_ACCESS_REMOTE_WRITE);
+    if access & !allowed != 0 || (access & rw != 0 && access & lw == 0) || len == 0 {
         return Err(Errno::EINVAL);
     }
     if let Some(p) = cmd.input_value(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP) {
