@@ -5,37 +5,42 @@
 #   scripts/rdma-core-on-model.sh [PYVERBS_MODULE...]
 #
 # a. ibv_devices and ibv_devinfo -v list the model's device, port and GIDs;
+#    uverbs devinfo (-v, -l, -i) prints what ibv_devinfo prints, field by field;
 # b. preload/tests/ioctl_probe.c sends raw uverbs ioctls and checks the
 #    shim's answers against the 6.1 core's (unknown attributes, missing
-#    ones, INVOKE_WRITE); preload/tests/rc_probe.c, built against Debian's
-#    headers, runs an RDMA WRITE on an RC QP the model executes, waits for
-#    the completion event (poll, epoll, O_NONBLOCK), polls the CQ and
-#    compares the bytes;
+#    ones, INVOKE_WRITE, plain write() commands); preload/tests/rc_probe.c,
+#    built against Debian's headers, runs an RDMA WRITE on an RC QP the
+#    model executes, waits for the completion event (poll, epoll,
+#    O_NONBLOCK), polls the CQ and compares the bytes;
 # c. rdma-core's pyverbs tests (python3-pyverbs' tests/, gunzipped into a
 #    temporary copy), one module at a time, on mlx5_0 port 1 with the
 #    model's RoCE v2 GID (index 1). Every skip is listed with its reason.
 # Every run also fails when the model reports a protocol violation
-# (scripts/on-model.sh exits 3).
+# (scripts/on-model.sh exits 3). The last line is a summary in cargo's
+# shape (each check of a and b one test, pyverbs' tests counted as
+# unittest ran them, skips as ignored), which scripts/test.sh totals.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ON=$ROOT/scripts/on-model.sh
 MODULES=("$@")
 [[ ${#MODULES[@]} -gt 0 ]] || MODULES=(test_device test_pd test_cq test_mr test_qp test_qpex test_cqex test_addr test_mlx5_uar
-  test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd)
+  test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd test_mlx5_devx)
 GID=1 # the model's RoCE v2 GID (::ffff:192.0.2.1)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-rdma-core.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 failed=()
+passed=0 failures=0 skipped=0
 step() { echo "== $*"; }
-fail() { echo "FAILED: $*"; failed+=("$1"); }
+ok() { passed=$((passed + 1)); }
+fail() { echo "FAILED: $*"; failed+=("$1"); failures=$((failures + 1)); }
 
 eval "$("$ON" --print-env)"
 
 step "a. ibv_devices, ibv_devinfo -v"
 if "$ON" -- ibv_devices >"$WORK/devices" 2>&1 && grep -q 'mlx5_0.*0c42a10300123456' "$WORK/devices"; then
-  cat "$WORK/devices"
+  cat "$WORK/devices"; ok
 else
   cat "$WORK/devices"; fail "ibv_devices"
 fi
@@ -44,18 +49,47 @@ if "$ON" -- ibv_devinfo -v >"$WORK/devinfo" 2>&1 \
   && grep -q 'state:.*PORT_ACTIVE' "$WORK/devinfo" \
   && grep -q 'link_layer:.*Ethernet' "$WORK/devinfo" \
   && grep -q 'GID\[  1\]:.*::ffff:192.0.2.1, RoCE v2' "$WORK/devinfo"; then
-  grep -E 'hca_id|fw_ver|vendor_part_id|state:|link_layer|GID' "$WORK/devinfo"
+  grep -E 'hca_id|fw_ver|vendor_part_id|state:|link_layer|GID' "$WORK/devinfo"; ok
 else
   cat "$WORK/devinfo"; fail "ibv_devinfo"
+fi
+# uverbs' own CLI on the same model (its plain write() commands decoded by
+# the shim as ib_uverbs_write does) must print what rdma-core's ibv_devinfo
+# prints, field by field (preload/src/bin/devinfo-compare.rs, the comparer
+# of tests/device/devinfo.rs). DEVINFO_ALLOWED_MISSING names the keys
+# ibv_devinfo may print that uverbs does not, each with its reason; it is
+# empty: every difference is a bug.
+DEVINFO_ALLOWED_MISSING=()
+if (cd "$ROOT" && cargo build -q --bin uverbs && cargo build -q -p uverbs-model-preload --bin devinfo-compare); then
+  BIN=$(dirname "$UVERBS_PRELOAD")
+  for args in "-v" "" "-l" "-v -d mlx5_0 -i 1"; do
+    # shellcheck disable=SC2086 # args is a word list
+    if "$ON" -- ibv_devinfo $args >"$WORK/ibv.out" 2>"$WORK/ibv.err" \
+      && "$ON" -- "$BIN/uverbs" devinfo $args >"$WORK/uverbs.out" 2>"$WORK/uverbs.err" \
+      && "$BIN/devinfo-compare" "$WORK/ibv.out" "$WORK/uverbs.out" ${DEVINFO_ALLOWED_MISSING[@]+"${DEVINFO_ALLOWED_MISSING[@]}"}; then
+      echo "uverbs devinfo $args = ibv_devinfo $args ($(wc -l <"$WORK/ibv.out") lines)"; ok
+    else
+      cat "$WORK/ibv.err" "$WORK/uverbs.err"; fail "uverbs devinfo $args"
+    fi
+  done
+else
+  fail "building uverbs and devinfo-compare"
 fi
 
 step "b. ioctl probe (the shim's decoder) and RC probe (RDMA WRITE executed by the model)"
 # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
 if cc $CFLAGS -Wall -Werror -o "$WORK/ioctl_probe" "$ROOT/preload/tests/ioctl_probe.c" $LDFLAGS \
-  && "$ON" -- "$WORK/ioctl_probe"; then :; else fail "ioctl_probe"; fi
+  && "$ON" -- "$WORK/ioctl_probe"; then ok; else fail "ioctl_probe"; fi
 # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
 if cc $CFLAGS -Wall -Werror -o "$WORK/rc_probe" "$ROOT/preload/tests/rc_probe.c" $LDFLAGS -libverbs \
-  && "$ON" -- "$WORK/rc_probe"; then :; else fail "rc_probe"; fi
+  && "$ON" -- "$WORK/rc_probe"; then ok; else fail "rc_probe"; fi
+
+step "b2. two stacks in one process: uverbs and libmlx5 QPs trade RC and UD traffic, WQEs compared"
+# preload/tests/two_stacks.c: a uverbs Context on the shim's model (its
+# test-only C API, preload/src/two_stacks.rs) next to libibverbs + libmlx5.
+# shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
+if cc $CFLAGS -Wall -Werror -o "$WORK/two_stacks" "$ROOT/preload/tests/two_stacks.c" $LDFLAGS -libverbs -lmlx5 \
+  && "$ON" -- "$WORK/two_stacks"; then ok; else fail "two_stacks"; fi
 
 step "c. pyverbs: ${MODULES[*]}"
 cp -r "$RDMA_CORE_TESTS" "$WORK/tests"
@@ -67,11 +101,22 @@ for m in "${MODULES[@]}"; do
   summary=$(grep -E '^(Ran |OK|FAILED)' "$log" | tr '\n' ' ')
   echo "-- $m: $summary(exit $status)"
   grep -E " \.\.\. skipped " "$log" | sed 's/^/   skip: /' || true
+  ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$log" | tail -n 1)
+  skip=$({ grep -oE 'skipped=[0-9]+' "$log" || true; } | tail -n 1 | cut -d= -f2)
+  bad=$(($({ grep -oE '(failures|errors)=[0-9]+' "$log" || true; } | cut -d= -f2 | paste -sd+ -) + 0))
+  ran=${ran:-0} skip=${skip:-0} bad=${bad:-0}
+  passed=$((passed + ran - skip - bad)) skipped=$((skipped + skip)) failures=$((failures + bad))
   if [[ $status -ne 0 ]] || ! grep -q '^Ran [1-9]' "$log"; then
     grep -E " \.\.\. (FAIL|ERROR)$|^(FAIL|ERROR): |Error: |violation|shim:" "$log" | sed 's/^/   /' || true
-    fail "pyverbs $m"
+    failed+=("pyverbs $m")
+    echo "FAILED: pyverbs $m"
+    [[ $bad -gt 0 ]] || failures=$((failures + 1))
   fi
 done
+
+verdict=ok
+[[ ${#failed[@]} -eq 0 ]] || verdict=FAILED
+echo "test result: $verdict. $passed passed; $failures failed; $skipped ignored; 0 measured; 0 filtered out (rdma-core on the model)"
 
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "rdma-core on the model: ${#failed[@]} failed: ${failed[*]}"

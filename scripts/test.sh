@@ -11,7 +11,10 @@
 #   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
 #      the ABI layout test against the kernel's own headers, the dependency
 #      policy and static-binary tests), then the loom models
-#      (scripts/loom.sh: the `loom_*` unit tests built with --cfg loom);
+#      (scripts/loom.sh: the `loom_*` unit tests built with --cfg loom),
+#      then rdma-core on the mlx5 device model (scripts/rdma-core-on-model.sh:
+#      Debian's unmodified libibverbs + libmlx5, ibv_devinfo, C probes and
+#      rdma-core's pyverbs tests through the LD_PRELOAD shim of preload/);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
 #      kernel 6.12 with musl builds (scripts/guest-test.sh);
 #   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
@@ -27,20 +30,21 @@
 # Prints cargo's `test result:` lines (steps 5 and 7 print their own in that
 # shape) and a final total line.
 #
-# Options: --quick (steps 1 and 3 only, without the loom models), --no-musl,
-# --no-loom, --no-guest (no step 4), --no-two-host (no step 5), --no-package
-# (no step 6), --no-fuzz (no step 7).
+# Options: --quick (steps 1 and 3 only, without the loom models and
+# rdma-core), --no-musl, --no-loom, --no-rdma-core, --no-guest (no step 4),
+# --no-two-host (no step 5), --no-package (no step 6), --no-fuzz (no step 7).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-QUICK=0 MUSL=1 LOOM=1 GUEST=1 TWO_HOST=1 PACKAGE=1 FUZZ=1
+QUICK=0 MUSL=1 LOOM=1 RDMA_CORE=1 GUEST=1 TWO_HOST=1 PACKAGE=1 FUZZ=1
 for arg in "$@"; do
   case $arg in
-    --quick) QUICK=1 MUSL=0 LOOM=0 GUEST=0 TWO_HOST=0 PACKAGE=0 FUZZ=0 ;;
+    --quick) QUICK=1 MUSL=0 LOOM=0 RDMA_CORE=0 GUEST=0 TWO_HOST=0 PACKAGE=0 FUZZ=0 ;;
     --no-musl) MUSL=0 ;;
     --no-loom) LOOM=0 ;;
+    --no-rdma-core) RDMA_CORE=0 ;;
     --no-guest) GUEST=0 ;;
     --no-two-host) TWO_HOST=0 ;;
     --no-package) PACKAGE=0 ;;
@@ -109,6 +113,11 @@ if [[ $LOOM == 1 ]]; then
   scripts/loom.sh 2>&1 | tee "$LOGS/loom.log"
 fi
 
+if [[ $RDMA_CORE == 1 ]]; then
+  step "rdma-core 44 (libibverbs, libmlx5, ibv_devinfo, pyverbs tests) on the mlx5 device model"
+  scripts/rdma-core-on-model.sh 2>&1 | tee "$LOGS/rdma-core.log"
+fi
+
 # Runs one guest step, `NAME COMMAND...`: stdout to $LOGS/NAME.log (and the
 # terminal), stderr (the guests' consoles) to $LOGS/NAME.console.log. When a
 # guest's kernel died under it (the harness reports run-guest.sh's exit 125:
@@ -164,7 +173,7 @@ fi
 
 if [[ $PACKAGE == 1 ]]; then
   step "cargo package --workspace (uverbs-abi, then uverbs, each verified from its package)"
-  cargo package --workspace --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
+  cargo package --workspace --exclude uverbs-model-preload --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
   step "MSRV: the library and the CLI with rustc $(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
   scripts/msrv.sh 2>&1 | tail -n 3 >&2
 fi
