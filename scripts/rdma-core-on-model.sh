@@ -25,7 +25,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ON=$ROOT/scripts/on-model.sh
 MODULES=("$@")
 [[ ${#MODULES[@]} -gt 0 ]] || MODULES=(test_device test_pd test_cq test_mr test_qp test_qpex test_cqex test_addr test_mlx5_uar
-  test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd test_mlx5_devx)
+  test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd test_mlx5_devx
+  test_mlx5_raw_wqe test_mlx5_huge_page test_relaxed_ordering test_fork)
 GID=1 # the model's RoCE v2 GID (::ffff:192.0.2.1)
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-rdma-core.XXXXXX")
