@@ -28,6 +28,10 @@ MODULES=("$@")
   test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd test_mlx5_devx
   test_mlx5_raw_wqe test_mlx5_huge_page test_relaxed_ordering test_fork)
 GID=1 # the model's RoCE v2 GID (::ffff:192.0.2.1)
+# Debian's pyverbs 44.0-2 is built for CPython 3.11 (bookworm's): the
+# system's interpreter, whatever python3 comes first on PATH.
+PYTHON=python3
+[[ -x /usr/bin/python3.11 ]] && PYTHON=/usr/bin/python3.11
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-rdma-core.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -98,7 +102,7 @@ gunzip -f "$WORK"/tests/*.gz
 for m in "${MODULES[@]}"; do
   log=$WORK/$m.log
   status=0
-  (cd "$WORK/tests" && "$ON" -- python3 run_tests.py --dev mlx5_0 --port 1 --gid "$GID" -v -k "tests.$m.") >"$log" 2>&1 || status=$?
+  (cd "$WORK/tests" && "$ON" -- "$PYTHON" run_tests.py --dev mlx5_0 --port 1 --gid "$GID" -v -k "tests.$m.") >"$log" 2>&1 || status=$?
   summary=$(grep -E '^(Ran |OK|FAILED)' "$log" | tr '\n' ' ')
   echo "-- $m: $summary(exit $status)"
   grep -E " \.\.\. skipped " "$log" | sed 's/^/   skip: /' || true
