@@ -323,7 +323,7 @@ impl Context {
         let decode =
             |desc: abi::IbUverbsAsyncEventDesc| Some(self.decode(desc.element, desc.event_type));
         ctx.async_fd.next(wait, op, read, decode).inspect_err(|e| {
-            if e.errno() == Some(Errno::EIO) {
+            if e.kernel_errno() == Some(Errno::EIO) {
                 ctx.removed.store(true, Ordering::Release);
             }
         })

@@ -37,6 +37,36 @@ pub enum ErrorKind {
     EventsLost,
 }
 
+impl ErrorKind {
+    /// The errno libibverbs, librdmacm and libmlx5 report for a failure of
+    /// this kind when no system call gave one: what [`Error::errno`] says
+    /// for an error the library found itself.
+    ///
+    /// | kind | errno | as in rdma-core |
+    /// | --- | --- | --- |
+    /// | `Os` | `EIO` | (never used: such an error carries the call's errno) |
+    /// | `NoDevice` | `ENODEV` | librdmacm's "no device"; `ibv_open_device` of a gone device |
+    /// | `UnsupportedProvider` | `EOPNOTSUPP` | a verb the provider lacks |
+    /// | `AbiVersion` | `ENOSYS` | libibverbs `check_abi_version` (`init.c`) |
+    /// | `Malformed` | `EPROTO` | an answer the library cannot parse |
+    /// | `InvalidArgument` | `EINVAL` | bad input, checked before any call |
+    /// | `DeviceRemoved` | `EIO` | what the kernel answers after disassociation |
+    /// | `Firmware` | `EREMOTEIO` | mlx5 DevX commands since Linux 5.19 |
+    /// | `EventsLost` | `EOVERFLOW` | `mlx5dv_devx_get_event` |
+    pub const fn errno(self) -> Errno {
+        match self {
+            ErrorKind::Os | ErrorKind::DeviceRemoved => Errno::EIO,
+            ErrorKind::NoDevice => Errno::ENODEV,
+            ErrorKind::UnsupportedProvider => Errno::EOPNOTSUPP,
+            ErrorKind::AbiVersion => Errno::ENOSYS,
+            ErrorKind::Malformed => Errno::EPROTO,
+            ErrorKind::InvalidArgument => Errno::EINVAL,
+            ErrorKind::Firmware => Errno::EREMOTEIO,
+            ErrorKind::EventsLost => Errno::EOVERFLOW,
+        }
+    }
+}
+
 /// What the firmware answered to a command it failed (mlx5's PRM output
 /// mailbox: `status` at byte 0, `syndrome` big-endian at bytes 4..8).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,8 +154,18 @@ impl Error {
         self.kind
     }
 
-    /// The errno, when the kernel reported one.
-    pub fn errno(&self) -> Option<Errno> {
+    /// The errno a C program would see for this failure: the one the
+    /// kernel (or a system call) returned, else the one rdma-core reports
+    /// for the same kind of failure ([`ErrorKind::errno`]): `EINVAL` for
+    /// bad input, `EOVERFLOW` for lost DevX events, and so on. Every error
+    /// has one.
+    pub fn errno(&self) -> Errno {
+        self.errno.unwrap_or(self.kind.errno())
+    }
+
+    /// The errno the kernel or a system call returned, if this error came
+    /// from one (`None` for what the library found itself).
+    pub fn kernel_errno(&self) -> Option<Errno> {
         self.errno
     }
 
@@ -216,7 +256,7 @@ impl<T> DestroyError<T> {
 
     /// The errno, as [`Error::errno`] (`EBUSY`: still in use; `EAGAIN`:
     /// `try_destroy` found events other threads hold).
-    pub fn errno(&self) -> Option<Errno> {
+    pub fn errno(&self) -> Errno {
         self.error.errno()
     }
 
@@ -261,10 +301,7 @@ impl<T> From<DestroyError<T>> for Error {
 
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
-        let kind = match e.errno {
-            Some(errno) => std::io::Error::from_raw_os_error(errno as i32).kind(),
-            None => std::io::ErrorKind::Other,
-        };
+        let kind = std::io::Error::from_raw_os_error(e.errno() as i32).kind();
         std::io::Error::new(kind, e)
     }
 }
@@ -318,5 +355,37 @@ mod tests {
     fn converts_to_io_error_with_the_errno_kind() {
         let io: std::io::Error = Error::sys("read", Errno::EAGAIN).into();
         assert_eq!(io.kind(), std::io::ErrorKind::WouldBlock);
+        let io: std::io::Error =
+            Error::new("sge", ErrorKind::InvalidArgument, "past the end").into();
+        assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn every_error_has_the_errno_rdma_core_gives_its_kind() {
+        use ErrorKind as K;
+        for (kind, errno) in [
+            (K::NoDevice, Errno::ENODEV),
+            (K::UnsupportedProvider, Errno::EOPNOTSUPP),
+            (K::AbiVersion, Errno::ENOSYS),
+            (K::Malformed, Errno::EPROTO),
+            (K::InvalidArgument, Errno::EINVAL),
+            (K::DeviceRemoved, Errno::EIO),
+            (K::Firmware, Errno::EREMOTEIO),
+            (K::EventsLost, Errno::EOVERFLOW),
+        ] {
+            let e = Error::new("op", kind, "what");
+            assert_eq!((e.errno(), e.kernel_errno()), (errno, None), "{kind:?}");
+        }
+        // The kernel's errno wins over the kind's.
+        let e = Error::sys("DESTROY", Errno::EBUSY);
+        assert_eq!(
+            (e.errno(), e.kernel_errno()),
+            (Errno::EBUSY, Some(Errno::EBUSY))
+        );
+        // The text of a library-found error names no errno it was not given.
+        assert_eq!(
+            Error::new("sge", ErrorKind::InvalidArgument, "past the end").to_string(),
+            "sge failed: past the end"
+        );
     }
 }

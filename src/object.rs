@@ -243,7 +243,7 @@ mod tests {
         let obj = Owned::new(Counted(n.clone()));
         let child = obj.clone();
         let err = destroy(obj, "test").unwrap_err();
-        assert_eq!(err.errno(), Some(crate::sys::Errno::EBUSY));
+        assert_eq!(err.errno(), crate::sys::Errno::EBUSY);
         assert_eq!(n.load(Ordering::SeqCst), 0);
         drop(child);
         assert_eq!(n.load(Ordering::SeqCst), 1);

@@ -184,7 +184,7 @@ fn gid_queries() {
     assert_eq!(g.gid.to_string(), "::ffff:192.0.2.1");
     assert_eq!(ctx.query_gid(1, 7).unwrap(), None, "an empty slot is None");
     let err = ctx.query_gid(1, 5000).unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EINVAL));
+    assert_eq!(err.errno(), Errno::EINVAL);
     assert!(err.to_string().contains("port 1 index 5000"), "{err}");
 }
 
@@ -193,7 +193,7 @@ fn a_bad_port_number_is_explained() {
     let fake = fake_rxe();
     let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
     let err = ctx.query_port(2).unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EINVAL));
+    assert_eq!(err.errno(), Errno::EINVAL);
     let msg = err.to_string();
     assert!(
         msg.starts_with("UVERBS_METHOD_QUERY_PORT failed: EINVAL"),
@@ -215,7 +215,7 @@ fn open_errors_name_the_node_and_the_fix() {
     let fake = fake_rxe();
     fake.kernel.fail_open(Errno::EACCES);
     let err = Context::open_with(fake.dyn_kernel(), None).unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EACCES));
+    assert_eq!(err.errno(), Errno::EACCES);
     assert!(
         err.to_string()
             .contains("/dev/infiniband/uverbs0 needs read-write access"),

@@ -110,7 +110,7 @@ fn a_cq_in_use_comes_back_usable_from_a_refused_destroy() {
     let cq = r.cq(7);
     let qp = r.qp(&cq, None);
     let err = cq.destroy().unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     assert!(err.to_string().contains("child object"), "{err}");
     let mut cq = err.into_inner();
     // Still a working CQ: polled, armed, signalling its channel.
@@ -135,7 +135,7 @@ fn an_srq_in_use_comes_back_usable_from_a_refused_destroy() {
     let srq = r.srq();
     let qp = r.qp(&cq, Some(&srq));
     let err = srq.destroy().unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     let mut srq = err.into_inner();
     let mr =
         r.pd.alloc_mr(4096, uverbs::AccessFlags::LOCAL_WRITE)
@@ -163,7 +163,7 @@ fn a_qp_the_kernel_refuses_to_destroy_stays_whole() {
         .fail_destroy
         .store(libc::EBUSY, Ordering::Relaxed);
     let err = qp.destroy().unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     let qp = err.into_inner();
     assert!(r.fake.destroyed(Kind::Qp).is_empty());
     // Its async events still resolve to it.
@@ -197,7 +197,7 @@ fn a_dropped_qp_the_kernel_refused_to_destroy_keeps_its_cq() {
     drop(qp);
     r.fake.behaviour.fail_destroy.store(0, Ordering::Relaxed);
     let err = cq.destroy().unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EBUSY), "{err}");
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     assert!(err.to_string().contains("child object"), "{err}");
     assert!(r.fake.destroyed(Kind::Cq).is_empty());
     assert!(r.fake.destroyed(Kind::Qp).is_empty());
@@ -225,7 +225,7 @@ fn dropping_a_qp_while_its_cq_is_destroyed_never_hangs() {
                 match cq.destroy() {
                     Ok(()) => return refused,
                     Err(e) => {
-                        assert_eq!(e.errno(), Some(Errno::EBUSY), "{e}");
+                        assert_eq!(e.errno(), Errno::EBUSY, "{e}");
                         refused += 1;
                         cq = e.into_inner();
                         thread::yield_now();
@@ -437,7 +437,7 @@ fn try_destroy_refuses_instead_of_waiting() {
     });
     assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 3);
     let err = cq.try_destroy().unwrap_err();
-    assert_eq!(err.errno(), Some(Errno::EAGAIN), "{err}");
+    assert_eq!(err.errno(), Errno::EAGAIN, "{err}");
     assert!(err.to_string().contains("other threads"), "{err}");
     assert!(r.fake.destroyed(Kind::Cq).is_empty());
     go_tx.send(()).unwrap();
@@ -538,7 +538,7 @@ fn a_malformed_record_on_the_async_fd_counts_for_no_object() {
     let uh = r.uh(Kind::Cq, cq.handle());
     r.fake.kernel.push_read(Ok(uh.to_ne_bytes().to_vec()));
     let e = r.ctx.try_get_async_event().unwrap_err();
-    assert_eq!(e.errno(), Some(Errno::EBADMSG), "{e}");
+    assert_eq!(e.errno(), Errno::EBADMSG, "{e}");
     within("the CQ destroy", move || {
         cq.destroy().map_err(|e| e.to_string())
     })

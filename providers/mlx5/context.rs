@@ -88,7 +88,9 @@ impl Mlx5State {
                         )
                     })
                 }
-                Err(e) if e.errno() == Some(Errno::EINVAL) && devx == DevxRequest::Prefer => {
+                Err(e)
+                    if e.kernel_errno() == Some(Errno::EINVAL) && devx == DevxRequest::Prefer =>
+                {
                     last = Some(e);
                     req = r.fallback();
                 }

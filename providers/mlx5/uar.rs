@@ -445,7 +445,9 @@ impl Uars {
             // (it predates the type) gets a BF page, as rdma-core falls back.
             let nc = match alloc_dynamic(dev, true) {
                 Ok((p, _, _)) => p,
-                Err(e) if e.errno() == Some(Errno::EOPNOTSUPP) => alloc_dynamic(dev, false)?.0,
+                Err(e) if e.kernel_errno() == Some(Errno::EOPNOTSUPP) => {
+                    alloc_dynamic(dev, false)?.0
+                }
                 Err(e) => return Err(e),
             };
             let nc = Arc::new(nc);

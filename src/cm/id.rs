@@ -254,7 +254,7 @@ impl CmId {
         req.addr_size = size;
         req.addr = a;
         self.run(abi::RDMA_USER_CM_CMD_BIND, req.as_bytes())
-            .map_err(|e| match e.errno() {
+            .map_err(|e| match e.kernel_errno() {
                 Some(Errno::EADDRINUSE) => {
                     e.with_detail(format!("{local} is already bound by another id"))
                 }
@@ -329,7 +329,7 @@ impl CmId {
                 Some(0),
                 resp.as_mut_bytes(),
             )
-            .map_err(|e| match e.errno() {
+            .map_err(|e| match e.kernel_errno() {
                 Some(Errno::EINVAL) => e.with_detail(
                     "multicast needs a UD id (PortSpace::Udp) whose address is resolved or bound",
                 ),
@@ -490,7 +490,7 @@ impl CmId {
         req.optname = name;
         req.optlen = len;
         self.run(abi::RDMA_USER_CM_CMD_SET_OPTION, req.as_bytes())
-            .map_err(|e| match e.errno() {
+            .map_err(|e| match e.kernel_errno() {
                 Some(crate::sys::Errno::EINVAL) => e.with_detail(format!(
                     "the kernel refused {option:?} in the id's current state (e.g. \
                      REUSEADDR on a listening id, AF-only once the address is resolved)"
@@ -513,7 +513,7 @@ impl CmId {
         req.id = self.inner.kernel_id;
         req.event = event.0;
         self.run(abi::RDMA_USER_CM_CMD_NOTIFY, req.as_bytes())
-            .map_err(|e| match e.errno() {
+            .map_err(|e| match e.kernel_errno() {
                 Some(Errno::EINVAL) => e.with_detail(format!(
                     "the CM takes only COMM_EST and PATH_MIG ({event:?} given), and only once \
                      the id is connecting or connected"
@@ -539,7 +539,9 @@ impl CmId {
             return Ok(false);
         }
         match self.notify(kind) {
-            Err(e) if kind == AsyncEventType::COMM_EST && e.errno() == Some(Errno::EISCONN) => {
+            Err(e)
+                if kind == AsyncEventType::COMM_EST && e.kernel_errno() == Some(Errno::EISCONN) =>
+            {
                 Ok(true)
             }
             r => r.map(|()| true),

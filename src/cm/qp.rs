@@ -36,7 +36,7 @@ impl CmId {
                 resp.as_mut_bytes(),
             )
             .map_err(|e| {
-                if e.errno() == Some(crate::sys::Errno::EINVAL) {
+                if e.kernel_errno() == Some(crate::sys::Errno::EINVAL) {
                     e.with_detail(format!(
                         "the CM has no {state:?} attributes for this id in its current state \
                          (RTR/RTS need a connection request or response)"

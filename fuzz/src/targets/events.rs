@@ -186,7 +186,7 @@ pub fn async_event(data: &[u8]) {
                 } else {
                     Errno::EINVAL
                 };
-                assert_eq!(e.errno(), Some(want), "{e}");
+                assert_eq!(e.errno(), want, "{e}");
             }
         }
         if removed {
@@ -310,7 +310,7 @@ pub fn comp_event(data: &[u8]) {
                 } else {
                     Errno::EINVAL
                 };
-                assert_eq!(e.errno(), Some(want), "{e}");
+                assert_eq!(e.errno(), want, "{e}");
             }
         }
         assert!(matches!(c.channel.try_get_event(), Ok(None)));

@@ -180,7 +180,7 @@ impl DevxCmdComp {
         let needed = HDR + self.max_out.load(Ordering::Relaxed) as usize;
         let got = self.fd.next(wait, OP, |k, fd| k.read(fd, &mut *buf), Some);
         match got {
-            Err(e) if e.errno() == Some(Errno::ENOSPC) => Err(e.with_detail(format!(
+            Err(e) if e.kernel_errno() == Some(Errno::ENOSPC) => Err(e.with_detail(format!(
                 "a buffer of {} bytes is too small for the answer (8 bytes of wr_id and the \
                  output length the query asked for: up to {needed} on this fd); the answer \
                  stays queued",

@@ -364,7 +364,7 @@ mod tests {
         let e = firmware_result("DEVX_OTHER", Err(Errno::EINVAL), &[0; 16]).unwrap_err();
         assert_eq!(
             (e.kind(), e.errno(), e.firmware_status()),
-            (ErrorKind::Os, Some(Errno::EINVAL), None)
+            (ErrorKind::Os, Errno::EINVAL, None)
         );
         assert!(firmware_result("DEVX_OTHER", Ok(()), &[0; 16]).is_ok());
     }

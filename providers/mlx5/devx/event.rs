@@ -354,7 +354,7 @@ impl DevxEventChannel {
         const OP: &str = "read DevX event channel";
         self.fd
             .next(wait, OP, |k, fd| k.read(fd, &mut *buf), Some)
-            .map_err(|e| match e.errno() {
+            .map_err(|e| match e.kernel_errno() {
                 Some(Errno::EOVERFLOW) => Error::new(
                     OP,
                     ErrorKind::EventsLost,

@@ -620,7 +620,7 @@ pub(super) fn print_hca_cap(
             Err(e) => {
                 writeln!(err, "Failed to query port {port} props")?;
                 writeln!(err, "{PROG}: {}: {e}", id.name)?;
-                return Ok(e.errno().map_or(1, |n| n as i32));
+                return Ok(e.errno() as i32);
             }
         };
         write_port(out, port, &p, transport_ib, verbose)?;
