@@ -81,6 +81,7 @@ fn endpoint(id: &CmId) -> Res<(AsyncCq, QueuePair, MemoryRegion, uverbs::Protect
     let qp = id.create_qp(
         &pd,
         &QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: cq.cq(),
             recv_cq: cq.cq(),

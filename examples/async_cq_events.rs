@@ -64,6 +64,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     cq.set_busy_poll(BusyPoll::For(std::time::Duration::from_micros(20)));
     let pd = ctx.alloc_pd()?;
     let init = QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: cq.cq(),
         recv_cq: cq.cq(),

@@ -43,6 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut qp = id.create_qp(
         &pd,
         &QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -55,6 +55,7 @@ fn main() -> uverbs::Result<()> {
     let pd = ctx.alloc_pd()?;
     let mut cq = ctx.create_cq(16, CqOptions::default())?;
     let init = QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: &cq,
         recv_cq: &cq,

@@ -226,6 +226,21 @@ impl fmt::Debug for AsyncEvent {
 }
 
 impl AsyncEvent {
+    /// The context the program gave the event's object, as C programs
+    /// find their state through `event.element.qp->qp_context`: a CQ's
+    /// [`CqOptions::context`](crate::CqOptions::context), a QP's
+    /// [`QpInitAttr::context`](crate::QpInitAttr::context), an SRQ's
+    /// [`SrqOptions::context`](crate::SrqOptions::context). `None` for port
+    /// and device events, and for an object already destroyed.
+    pub fn context(&self) -> Option<u64> {
+        match &self.hold {
+            Hold::Cq(cq) => Some(cq.context),
+            Hold::Qp(qp) => Some(qp.context),
+            Hold::Srq(srq) => Some(srq.context),
+            Hold::None => None,
+        }
+    }
+
     /// The event type.
     pub fn event_type(&self) -> AsyncEventType {
         self.event_type

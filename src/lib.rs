@@ -232,7 +232,7 @@ pub use qp_attr::*;
 pub use qp_state::{check_modify, next_states, required_attrs};
 pub use query::*;
 pub use send_batch::SendBatch;
-pub use srq::{SharedReceiveQueue, SrqAttr};
+pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
 pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 

@@ -56,6 +56,11 @@ pub struct QpInitAttr<'a> {
     pub cap: QpCap,
     /// Generate a completion for every send, signaled or not.
     pub sq_sig_all: bool,
+    /// A value of the program's own that the QP's async events carry
+    /// ([`QueuePair::context`], [`crate::AsyncEvent::context`]):
+    /// `ibv_qp_init_attr`'s `qp_context`, e.g. an index into the program's
+    /// connection table.
+    pub context: u64,
 }
 
 /// A QP's kernel object; async events hold an `Arc` of it.
@@ -71,6 +76,8 @@ pub(crate) struct QpInner {
     pub(crate) user_handle: u64,
     pub(crate) qp_num: u32,
     pub(crate) qp_type: QpType,
+    /// `QpInitAttr::context`.
+    pub(crate) context: u64,
     /// The port set at RESET->INIT (0 before).
     port: AtomicU8,
     pub(crate) events: Arc<EventCounts>,
@@ -323,6 +330,7 @@ impl ProtectionDomain {
             user_handle,
             qp_num,
             qp_type: init.qp_type,
+            context: init.context,
             port: AtomicU8::new(0),
             events: events.clone(),
             _shared: shared,
@@ -367,6 +375,11 @@ impl QueuePair {
     /// The QP number peers address.
     pub fn qp_num(&self) -> u32 {
         self.inner.qp_num
+    }
+
+    /// The value given as [`QpInitAttr::context`] (`qp->qp_context`).
+    pub fn context(&self) -> u64 {
+        self.inner.context
     }
 
     /// The kernel handle.

@@ -53,6 +53,8 @@ pub(crate) struct SrqInner {
     _pd: Arc<Owned<PdInner>>,
     pub(crate) handle: u32,
     pub(crate) user_handle: u64,
+    /// `SrqOptions::context`.
+    pub(crate) context: u64,
     pub(crate) events: Arc<EventCounts>,
     /// QPs receiving from this SRQ.
     pub(crate) children: Arc<AtomicUsize>,
@@ -107,10 +109,25 @@ pub struct SharedReceiveQueue {
     srq_num: u32,
 }
 
+/// How to create an SRQ beyond its sizes ([`ProtectionDomain::create_srq_with`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SrqOptions {
+    /// A value of the program's own that the SRQ's async events carry
+    /// ([`SharedReceiveQueue::context`], [`crate::AsyncEvent::context`]):
+    /// `ibv_srq_init_attr`'s `srq_context`.
+    pub context: u64,
+}
+
 impl ProtectionDomain {
     /// Creates a shared receive queue, like `ibv_create_srq`.
     #[doc(alias = "ibv_create_srq")]
     pub fn create_srq(&self, attr: SrqAttr) -> Result<SharedReceiveQueue> {
+        self.create_srq_with(attr, SrqOptions::default())
+    }
+
+    /// [`create_srq`](Self::create_srq) with [`SrqOptions`]: the SRQ's
+    /// context (`ibv_srq_init_attr.srq_context`).
+    pub fn create_srq_with(&self, attr: SrqAttr, opts: SrqOptions) -> Result<SharedReceiveQueue> {
         let ctx = &self.inner.ctx;
         let (plan, shared) = ctx.provider.plan_srq(
             ctx.device(),
@@ -198,6 +215,7 @@ impl ProtectionDomain {
             _pd: self.inner.clone(),
             handle,
             user_handle,
+            context: opts.context,
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
             shared,
@@ -232,6 +250,11 @@ impl SharedReceiveQueue {
     /// The kernel handle.
     pub fn handle(&self) -> u32 {
         self.inner.handle
+    }
+
+    /// The value given as [`SrqOptions::context`] (`srq->srq_context`).
+    pub fn context(&self) -> u64 {
+        self.inner.context
     }
 
     /// The SRQ number (XRC peers address it).

@@ -16,6 +16,7 @@ use uverbs::testing::rxe::*;
 use uverbs::{
     abi, sys::Errno, AsyncElement, AsyncEventType as T, CompletionQueue, Context, CqOptions,
     ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
+    SrqOptions,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -38,20 +39,40 @@ fn cap() -> QpCap {
     }
 }
 
+/// The contexts the program gives its objects (`cq_context`,
+/// `qp_context`, `srq_context`).
+const CQ_CONTEXT: u64 = 0xc0;
+const QP_CONTEXT: u64 = 0x9b;
+const SRQ_CONTEXT: u64 = 0x5e;
+
 fn objects() -> Objs {
     let fake = fake_rxe();
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
-    let cq = ctx.create_cq(4, CqOptions::default()).unwrap();
+    let cq = ctx
+        .create_cq(
+            4,
+            CqOptions {
+                context: CQ_CONTEXT,
+                ..CqOptions::default()
+            },
+        )
+        .unwrap();
     let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 8,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq_with(
+            SrqAttr {
+                max_wr: 8,
+                max_sge: 1,
+                srq_limit: 0,
+            },
+            SrqOptions {
+                context: SRQ_CONTEXT,
+            },
+        )
         .unwrap();
     let qp = pd
         .create_qp(&QpInitAttr {
+            context: QP_CONTEXT,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -161,6 +182,14 @@ fn every_event_type_decodes_with_its_object() {
         assert_eq!(ev.is_for_cq(&o.cq), matches!(want, Want::Cq), "{name}");
         assert_eq!(ev.is_for_qp(&o.qp), matches!(want, Want::Qp), "{name}");
         assert_eq!(ev.is_for_srq(&o.srq), matches!(want, Want::Srq), "{name}");
+        // The object's context, as `event.element.qp->qp_context`.
+        let context = match want {
+            Want::Cq => Some(CQ_CONTEXT),
+            Want::Qp => Some(QP_CONTEXT),
+            Want::Srq => Some(SRQ_CONTEXT),
+            _ => None,
+        };
+        assert_eq!(ev.context(), context, "{name}");
         match (want, ev.element()) {
             (Want::Cq, AsyncElement::Cq(h)) => assert_eq!(*h, o.cq.handle()),
             (Want::Qp, AsyncElement::Qp(n)) => assert_eq!(*n, o.qp.qp_num()),

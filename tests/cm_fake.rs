@@ -1001,6 +1001,7 @@ fn notify_errors_explain_and_only_cm_events_of_the_qp_are_forwarded() {
         max_inline_data: 0,
     };
     let init = QpInitAttr {
+        context: 0,
         qp_type: uverbs::QpType::Rc,
         send_cq: &cq,
         recv_cq: &cq,

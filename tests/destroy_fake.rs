@@ -62,6 +62,7 @@ impl Rig {
     fn qp(&self, cq: &CompletionQueue, srq: Option<&SharedReceiveQueue>) -> QueuePair {
         self.pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: cq,
                 recv_cq: cq,

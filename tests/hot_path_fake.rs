@@ -60,6 +60,7 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -162,6 +163,7 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let mut cq = ctx.create_cq(32, CqOptions::default()).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -235,6 +237,7 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         .unwrap();
     let mut on_srq = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -1048,6 +1048,7 @@ fn a_bfreg_outside_the_rules_fails_the_qp_create() {
         let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
         let e = pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,

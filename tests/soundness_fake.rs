@@ -50,6 +50,7 @@ fn create_qp(
     srq: Option<&SharedReceiveQueue>,
 ) -> uverbs::Result<QueuePair> {
     pd.create_qp(&QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq,
         recv_cq,

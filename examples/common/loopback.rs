@@ -39,6 +39,7 @@ pub fn setup(dev: Option<&str>, messages: usize) -> uverbs::Result<Loopback> {
         max_inline_data: 0,
     };
     let init = QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: &cq,
         recv_cq: &cq,

@@ -186,6 +186,7 @@ pub extern "C" fn uverbs_ts_create_qp(qp_type: c_int, depth: u32, max_inline: u3
         }
     };
     let r = s.pd.create_qp(&QpInitAttr {
+        context: 0,
         qp_type,
         send_cq: &s.cq,
         recv_cq: &s.cq,

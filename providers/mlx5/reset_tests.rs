@@ -487,6 +487,7 @@ fn a_reset_qp_on_two_cqs_restarts_both_queues_through_the_public_api() {
     let mut recv_cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &send_cq,
             recv_cq: &recv_cq,

@@ -26,7 +26,8 @@ use std::{
 use uverbs::{
     AccessFlags, AsyncElement, AsyncEvent, AsyncEventType as T, CompletionQueue, Context,
     CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
-    QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
+    QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, SrqOptions, WcStatus,
+    WorkCompletion,
 };
 
 use crate::{example, support::*};
@@ -147,7 +148,19 @@ fn rc_qp(
     rcq: &CompletionQueue,
     srq: Option<&SharedReceiveQueue>,
 ) -> QueuePair {
+    rc_qp_with_context(pd, scq, rcq, srq, 0)
+}
+
+/// [`rc_qp`] whose events carry `context` (`qp_context`).
+fn rc_qp_with_context(
+    pd: &ProtectionDomain,
+    scq: &CompletionQueue,
+    rcq: &CompletionQueue,
+    srq: Option<&SharedReceiveQueue>,
+    context: u64,
+) -> QueuePair {
     pd.create_qp(&QpInitAttr {
+        context,
         qp_type: QpType::Rc,
         send_cq: scq,
         recv_cq: rcq,
@@ -264,10 +277,24 @@ struct Overrun {
     dst: uverbs::MemoryRegion,
 }
 
+/// The contexts the program gives its objects; the kernel's events lead
+/// back to them (`event.element.cq->cq_context` in C).
+const SMALL_CQ_CONTEXT: u64 = 0x5a11;
+const QP_CONTEXT: u64 = 0xa;
+const SRQ_CONTEXT: u64 = 0x5e;
+
 fn overrun_pair() -> Overrun {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
-    let small = ctx.create_cq(1, CqOptions::default()).unwrap();
+    let small = ctx
+        .create_cq(
+            1,
+            CqOptions {
+                context: SMALL_CQ_CONTEXT,
+                ..CqOptions::default()
+            },
+        )
+        .unwrap();
     let cq_b = ctx.create_cq(32, CqOptions::default()).unwrap();
     let a = rc_qp(&pd, &small, &cq_b, None);
     let b = rc_qp(&pd, &cq_b, &cq_b, None);
@@ -321,6 +348,7 @@ fn cq_err_when_a_cq_overruns() {
     assert!(ev.is_for_cq(&o.small), "{ev:?}");
     assert!(!ev.is_for_cq(&o.cq_b));
     assert!(matches!(ev.element(), AsyncElement::Cq(h) if *h == o.small.handle()));
+    assert_eq!(ev.context(), Some(SMALL_CQ_CONTEXT), "the CQ's context");
     assert_eq!(ev.port(), None);
     drop(ev);
     let more = drain(&o.ctx, Duration::from_millis(500));
@@ -492,7 +520,7 @@ fn sq_drained_after_rts_to_sqd() {
     let pd = ctx.alloc_pd().unwrap();
     let mut cq_a = ctx.create_cq(64, CqOptions::default()).unwrap();
     let cq_b = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let mut a = rc_qp(&pd, &cq_a, &cq_a, None);
+    let mut a = rc_qp_with_context(&pd, &cq_a, &cq_a, None, QP_CONTEXT);
     let b = rc_qp(&pd, &cq_b, &cq_b, None);
     let gid = local_gid(&ctx);
     connect(&a, b.qp_num(), gid, access_all(), 7);
@@ -525,6 +553,7 @@ fn sq_drained_after_rts_to_sqd() {
     assert!(ev.is_for_qp(&a), "{ev:?}");
     assert!(!ev.is_for_qp(&b));
     assert!(matches!(ev.element(), AsyncElement::Qp(n) if *n == a.qp_num()));
+    assert_eq!(ev.context(), Some(QP_CONTEXT), "the QP's context");
     drop(ev);
     let done = poll_all(&mut cq_a, Duration::from_millis(300));
     assert!(
@@ -545,11 +574,16 @@ fn srq_pair(
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: limit_wrs,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq_with(
+            SrqAttr {
+                max_wr: limit_wrs,
+                max_sge: 1,
+                srq_limit: 0,
+            },
+            SrqOptions {
+                context: SRQ_CONTEXT,
+            },
+        )
         .unwrap_or_else(|e| panic!("{e}"));
     (ctx, pd, cq, srq)
 }
@@ -595,6 +629,7 @@ fn srq_limit_reached_when_receives_drop_below_the_limit() {
     assert!(skipped.is_empty(), "{skipped:?}");
     assert!(ev.is_for_srq(&srq), "{ev:?}");
     assert!(matches!(ev.element(), AsyncElement::Srq(h) if *h == srq.handle()));
+    assert_eq!(ev.context(), Some(SRQ_CONTEXT), "the SRQ's context");
     drop(ev);
     wait(&mut cq, 2);
     // Fired once: the limit is disarmed.

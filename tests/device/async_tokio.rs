@@ -43,6 +43,7 @@ fn pair_on(ctx: &Context, depth: u32) -> Pair {
     let pd = ctx.alloc_pd().unwrap();
     let cq = AsyncCq::create(ctx, 4 * depth, 0).unwrap();
     let init = QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: cq.cq(),
         recv_cq: cq.cq(),
@@ -188,6 +189,7 @@ fn a_cancelled_wait_loses_no_completion() {
         );
         let pd = ctx.alloc_pd().unwrap();
         let init = QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -289,6 +291,7 @@ fn async_events_are_awaited() {
             })
             .unwrap();
         let init = |srq| QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -53,6 +53,7 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
         .unwrap();
     let tx = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &send_cq,
             recv_cq: &send_cq,
@@ -63,6 +64,7 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
         .unwrap();
     let rx = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &recv_cq,
             recv_cq: &recv_cq,

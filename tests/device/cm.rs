@@ -196,6 +196,7 @@ fn side(id: &CmId, qp_type: QpType, depth: u32) -> Side {
         .create_qp(
             &pd,
             &QpInitAttr {
+                context: 0,
                 qp_type,
                 send_cq: &cq,
                 recv_cq: &cq,

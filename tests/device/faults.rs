@@ -92,6 +92,7 @@ fn lane(ctx: &Context) -> Lane {
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let qp = || {
         pd.create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -35,6 +35,7 @@ fn srq_feeds_several_qps_and_reports_its_attributes() {
     let gid = local_gid(&ctx);
     let mk = |cq: &uverbs::CompletionQueue, srq: Option<&uverbs::SharedReceiveQueue>| {
         pd.create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: cq,
             recv_cq: cq,
@@ -85,6 +86,7 @@ fn destroying_parents_in_use_is_refused_and_order_is_kept() {
     let cq = ctx.create_cq(16, Default::default()).unwrap();
     let qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Ud,
             send_cq: &cq,
             recv_cq: &cq,
@@ -113,6 +115,7 @@ fn explicit_destroys_succeed_in_order() {
     let m = mr(&pd, 4096);
     let qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -141,6 +144,7 @@ fn modify_names_missing_attributes_and_query_reports_state() {
 
     let fresh =
         p.pd.create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &p.cq_a,
             recv_cq: &p.cq_a,
@@ -199,6 +203,7 @@ fn posting_in_the_wrong_state_is_refused_before_the_kernel() {
     let cq = ctx.create_cq(16, Default::default()).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

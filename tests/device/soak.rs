@@ -50,6 +50,7 @@ fn a_million_messages_over_sixteen_qps() {
     let mut qps: Vec<QueuePair> = (0..qps_n)
         .map(|_| {
             pd.create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &send_cq,
                 recv_cq: &recv_cq,

@@ -39,6 +39,7 @@ fn rc_qp(
     depth: u32,
 ) -> QueuePair {
     pd.create_qp(&QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: cq,
         recv_cq: cq,

@@ -64,6 +64,7 @@ pub fn pair(qp_type: QpType, depth: u32, rnr_retry: u8) -> Pair {
     let cq_b = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
     fn init(qp_type: QpType, cq: &CompletionQueue, depth: u32) -> QpInitAttr<'_> {
         QpInitAttr {
+            context: 0,
             qp_type,
             send_cq: cq,
             recv_cq: cq,

@@ -344,6 +344,7 @@ fn a_send_queue_without_sges_refuses_payload_but_sends_empty_messages() {
     let mut cq_a = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
     let mut cq_b = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
     let init = |cq, cap| uverbs::QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: cq,
         recv_cq: cq,

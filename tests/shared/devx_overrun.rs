@@ -382,6 +382,7 @@ pub fn verbs_qp_through_devx(ctx: &Context, pd: &ProtectionDomain, devx: &Devx) 
 /// A verbs RC QP of 4 WRs and 1 SGE each way on `cq`, in RESET.
 pub fn small_rc_qp(pd: &ProtectionDomain, cq: &uverbs::CompletionQueue) -> uverbs::QueuePair {
     pd.create_qp(&uverbs::QpInitAttr {
+        context: 0,
         qp_type: uverbs::QpType::Rc,
         send_cq: cq,
         recv_cq: cq,

@@ -40,6 +40,7 @@ pub fn create_qp<'a>(
     cap: QpCap,
 ) -> QueuePair {
     pd.create_qp(&QpInitAttr {
+        context: 0,
         qp_type,
         send_cq: cq,
         recv_cq: cq,

@@ -41,6 +41,7 @@ impl Objects {
             .expect("create_srq");
         let qp = pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,

@@ -63,6 +63,7 @@ impl Mlx5Cq {
             .expect("create_srq");
         let qp = |srq| {
             pd.create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,
@@ -427,6 +428,7 @@ fn mlx5_context_uars(r: &abi::Mlx5IbAllocUcontextResp, script: &[u8]) {
     let mut made = Vec::new();
     for _ in 0..qps {
         let qp = pd.create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -69,6 +69,7 @@ impl Scripted {
         let cq = ctx.create_cq(4, CqOptions::default()).expect("create_cq");
         let qp = pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,

@@ -251,6 +251,7 @@ impl Conn {
             .create_qp(
                 &pd,
                 &QpInitAttr {
+                    context: 0,
                     qp_type: QpType::Rc,
                     send_cq: &cq,
                     recv_cq: &cq,

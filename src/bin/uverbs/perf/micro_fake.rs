@@ -37,6 +37,7 @@ pub fn run(o: &Opts) -> Res<()> {
         .map_err(err("create receive CQ"))?;
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &send_cq,
             recv_cq: &recv_cq,

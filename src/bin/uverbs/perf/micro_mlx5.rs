@@ -321,6 +321,7 @@ pub fn run(o: &Opts) -> Res<()> {
         .map_err(err("create CQ"))?;
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,
@@ -509,6 +510,7 @@ pub fn run(o: &Opts) -> Res<()> {
         .map_err(err("create SRQ"))?;
     let on_srq = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &b.cq,
             recv_cq: &b.cq,

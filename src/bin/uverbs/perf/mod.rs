@@ -123,6 +123,7 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
         .create_cq(o.rx_depth as u32 + 1, CqOptions::default())
         .map_err(err("create receive CQ"))?;
     let init = QpInitAttr {
+        context: 0,
         qp_type: QpType::Rc,
         send_cq: &send_cq,
         recv_cq: &recv_cq,

@@ -155,6 +155,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     };
     let qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type,
             send_cq: &cq,
             recv_cq: &cq,

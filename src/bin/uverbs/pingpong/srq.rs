@@ -146,6 +146,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     for i in 0..num_qp {
         let qp = pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type: QpType::Rc,
                 send_cq: &cq,
                 recv_cq: &cq,

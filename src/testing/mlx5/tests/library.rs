@@ -44,6 +44,7 @@ fn looped(
     let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
+            context: 0,
             qp_type: QpType::Rc,
             send_cq: &cq,
             recv_cq: &cq,

@@ -207,6 +207,7 @@ impl Rig {
         let qp = self
             .pd
             .create_qp(&QpInitAttr {
+                context: 0,
                 qp_type,
                 send_cq: &cq.cq,
                 recv_cq: &cq.cq,
