@@ -14,9 +14,11 @@
 //! waits for events other threads hold, and fails with `EBUSY` for events the
 //! calling thread holds (see `event_count`).
 //!
-//! After the device is gone (a `DEVICE_FATAL` event, or `EIO`), reads fail
-//! with a `DeviceRemoved` error instead of blocking: the kernel never closes
-//! the async fd, so without this a waiting thread would sleep forever.
+//! After the device is gone (a `DEVICE_FATAL` event, or `EIO`), the events
+//! still queued are read, as libibverbs reads them; once none is left,
+//! reads fail with a `DeviceRemoved` error instead of blocking: after a
+//! fatal error that is no removal the kernel never closes the async fd, so
+//! without this a waiting thread would sleep forever.
 
 use std::{
     fmt,
@@ -36,7 +38,7 @@ use crate::{
     object::Owned,
     qp::QpInner,
     srq::SrqInner,
-    sys::{Errno, Kernel},
+    sys::{Errno, Kernel, Readiness},
 };
 
 /// The type of an async event (`enum ibv_event_type`); values the crate does
@@ -325,23 +327,31 @@ impl Context {
                  remaining objects and close the context",
             )
         };
-        if ctx.removed.load(Ordering::Acquire) {
-            return Err(removed());
-        }
+        // After DEVICE_FATAL the events still queued are read, as
+        // libibverbs reads them (the kernel answers EIO only once the queue
+        // is empty: `ib_uverbs_event_read`); then the removal is reported
+        // in every mode instead of a wait that may never end.
+        let removed_now = || ctx.removed.load(Ordering::Acquire);
+        let wait = if removed_now() { Wait::Never } else { wait };
         let read = |k: &dyn Kernel, fd: BorrowedFd<'_>| {
-            if ctx.removed.load(Ordering::Acquire) {
-                // A DEVICE_FATAL event was decoded meanwhile.
+            if removed_now() && k.wait_readable(fd, Some(Duration::ZERO)) != Ok(Readiness::Readable)
+            {
+                // A DEVICE_FATAL event was decoded meanwhile and nothing
+                // more is queued.
                 return Err(Errno::EIO);
             }
             read_record::<abi::IbUverbsAsyncEventDesc>(k, fd)
         };
         let decode =
             |desc: abi::IbUverbsAsyncEventDesc| Some(self.decode(desc.element, desc.event_type));
-        ctx.async_fd.next(wait, op, read, decode).inspect_err(|e| {
-            if e.kernel_errno() == Some(Errno::EIO) {
+        match ctx.async_fd.next(wait, op, read, decode) {
+            Ok(None) if removed_now() => Err(removed()),
+            Err(e) if e.kernel_errno() == Some(Errno::EIO) => {
                 ctx.removed.store(true, Ordering::Release);
+                Err(e)
             }
-        })
+            r => r,
+        }
     }
 
     /// Decodes one event record (also used by tests through the fake kernel).

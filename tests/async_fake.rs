@@ -404,21 +404,37 @@ fn each_event_goes_to_exactly_one_thread() {
 }
 
 /// The disassociate path (mlx5 after a device removal, or a fatal error):
-/// DEVICE_FATAL with element 0 is read, then every command fails with EIO;
-/// reads fail instead of blocking; every object can still be destroyed.
+/// DEVICE_FATAL with element 0 is read, and the events queued behind it
+/// still are, as libibverbs reads them (the kernel answers EIO only once
+/// its queue is empty); then every get reports the removal instead of
+/// blocking, every command fails with EIO, and every object can still be
+/// destroyed.
 #[test]
 fn device_fatal_then_eio_nothing_hangs_everything_destroys() {
     let o = objects();
+    let qp_uh = o.uh(Kind::Qp, o.qp.handle());
     o.fake.push_event(T::DEVICE_FATAL.0, 0);
+    o.fake.push_event(T::PORT_ERR.0, 1);
+    o.fake.push_event(T::QP_FATAL.0, qp_uh);
     o.fake.behaviour.removed.store(true, Ordering::Relaxed);
     let ev = o.ctx.get_async_event().unwrap();
     assert_eq!(ev.event_type(), T::DEVICE_FATAL);
     assert!(matches!(ev.element(), AsyncElement::Device));
     assert_eq!(ev.port(), None);
     ev.ack();
-    // Blocking reads return an error instead of waiting forever, and keep
-    // doing so (a record queued after the removal is not even read).
-    o.fake.push_event(T::PORT_ERR.0, 1);
+    // The queue drains first, through a blocking get and a try ...
+    let ev = o.ctx.get_async_event().unwrap();
+    assert_eq!((ev.event_type(), ev.port()), (T::PORT_ERR, Some(1)));
+    drop(ev);
+    let ev = o
+        .ctx
+        .try_get_async_event()
+        .unwrap()
+        .expect("QP_FATAL, queued");
+    assert!(ev.is_for_qp(&o.qp), "{ev:?}");
+    drop(ev);
+    // ... then blocking reads return an error instead of waiting forever,
+    // and keep doing so.
     for _ in 0..3 {
         let start = Instant::now();
         let err = o.ctx.get_async_event().unwrap_err();
@@ -457,7 +473,8 @@ fn device_fatal_then_eio_nothing_hangs_everything_destroys() {
 }
 
 /// A read failing with EIO (the device went away without a DEVICE_FATAL
-/// this context saw) also marks it removed: later reads fail at once.
+/// this context saw) also marks it removed: later reads with nothing
+/// queued fail at once, blocking or not.
 #[test]
 fn an_eio_read_marks_the_device_removed() {
     let o = objects();
@@ -465,9 +482,12 @@ fn an_eio_read_marks_the_device_removed() {
     let err = o.ctx.get_async_event().unwrap_err();
     assert_eq!(err.errno(), Errno::EIO);
     assert_eq!(err.kind(), ErrorKind::DeviceRemoved);
-    o.fake.push_event(T::PORT_ACTIVE.0, 1);
+    let start = Instant::now();
     let err = o.ctx.get_async_event().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
+    let err = o.ctx.try_get_async_event().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
+    assert!(start.elapsed() < Duration::from_secs(1), "no wait");
     o.fake.behaviour.removed.store(true, Ordering::Relaxed);
     let Objs {
         cq, qp, srq, pd, ..
