@@ -70,22 +70,44 @@ impl AsyncEventType {
     pub const WQ_FATAL: Self = Self(abi::IBV_EVENT_WQ_FATAL);
 }
 
-/// What an event type concerns (the affiliation libibverbs uses to decode
-/// the element, `libibverbs/device.c`).
+/// What an event type concerns: the affiliation libibverbs decodes the
+/// element by (`libibverbs/device.c`), as the event table of the RDMA
+/// programming guides lists it under `ibv_get_async_event`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Affiliation {
+#[non_exhaustive]
+pub enum EventAffiliation {
+    /// A CQ (`element.cq`).
     Cq,
+    /// A QP (`element.qp`).
     Qp,
+    /// An SRQ (`element.srq`).
     Srq,
+    /// A work queue (`element.wq`).
     Wq,
+    /// A port (`element.port_num`).
     Port,
+    /// The whole device (no element).
     Device,
 }
 
+/// Whether an event reports a failure or only news (the guides' table:
+/// "error" events put the object, port or device out of service until the
+/// program acts; "informational" ones need no recovery).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSeverity {
+    /// `*_FATAL`, `*_ERR`, `PATH_MIG_ERR`, `PORT_ERR`, `DEVICE_FATAL`.
+    Error,
+    /// `COMM_EST`, `SQ_DRAINED`, `PATH_MIG`, `QP_LAST_WQE_REACHED`,
+    /// `SRQ_LIMIT_REACHED`, `PORT_ACTIVE` and the port's changes.
+    Informational,
+}
+
 impl AsyncEventType {
-    fn affiliation(self) -> Affiliation {
+    /// What the event concerns. Types newer than this crate are port
+    /// events (the kernel adds new types only for ports and the device).
+    pub fn affiliation(self) -> EventAffiliation {
         match self {
-            Self::CQ_ERR => Affiliation::Cq,
+            Self::CQ_ERR => EventAffiliation::Cq,
             Self::QP_FATAL
             | Self::QP_REQ_ERR
             | Self::QP_ACCESS_ERR
@@ -93,14 +115,48 @@ impl AsyncEventType {
             | Self::SQ_DRAINED
             | Self::PATH_MIG
             | Self::PATH_MIG_ERR
-            | Self::QP_LAST_WQE_REACHED => Affiliation::Qp,
-            Self::SRQ_ERR | Self::SRQ_LIMIT_REACHED => Affiliation::Srq,
-            Self::WQ_FATAL => Affiliation::Wq,
-            Self::DEVICE_FATAL => Affiliation::Device,
+            | Self::QP_LAST_WQE_REACHED => EventAffiliation::Qp,
+            Self::SRQ_ERR | Self::SRQ_LIMIT_REACHED => EventAffiliation::Srq,
+            Self::WQ_FATAL => EventAffiliation::Wq,
+            Self::DEVICE_FATAL => EventAffiliation::Device,
             // Port events, and types newer than this crate (which the
             // kernel only adds as port or device events).
-            _ => Affiliation::Port,
+            _ => EventAffiliation::Port,
         }
+    }
+
+    /// Error or informational, as the guides' table has it; `None` for a
+    /// type newer than this crate.
+    pub fn severity(self) -> Option<EventSeverity> {
+        use EventSeverity::{Error, Informational};
+        Some(match self {
+            Self::CQ_ERR
+            | Self::QP_FATAL
+            | Self::QP_REQ_ERR
+            | Self::QP_ACCESS_ERR
+            | Self::PATH_MIG_ERR
+            | Self::DEVICE_FATAL
+            | Self::PORT_ERR
+            | Self::SRQ_ERR
+            | Self::WQ_FATAL => Error,
+            Self::COMM_EST
+            | Self::SQ_DRAINED
+            | Self::PATH_MIG
+            | Self::PORT_ACTIVE
+            | Self::LID_CHANGE
+            | Self::PKEY_CHANGE
+            | Self::SM_CHANGE
+            | Self::SRQ_LIMIT_REACHED
+            | Self::QP_LAST_WQE_REACHED
+            | Self::CLIENT_REREGISTER
+            | Self::GID_CHANGE => Informational,
+            _ => return None,
+        })
+    }
+
+    /// Whether the event reports a failure ([`EventSeverity::Error`]).
+    pub fn is_error(self) -> bool {
+        self.severity() == Some(EventSeverity::Error)
     }
 
     /// The `IBV_EVENT_*` name.
@@ -369,33 +425,34 @@ impl Context {
         };
         let affiliation = event_type.affiliation();
         match affiliation {
-            Affiliation::Port => return plain(AsyncElement::Port(element as u8)),
-            Affiliation::Device => {
+            EventAffiliation::Port => return plain(AsyncElement::Port(element as u8)),
+            EventAffiliation::Device => {
                 ctx.removed.store(true, Ordering::Release);
                 return plain(AsyncElement::Device);
             }
-            Affiliation::Wq => return plain(AsyncElement::Wq(element)),
-            Affiliation::Cq | Affiliation::Qp | Affiliation::Srq => {}
+            EventAffiliation::Wq => return plain(AsyncElement::Wq(element)),
+            EventAffiliation::Cq | EventAffiliation::Qp | EventAffiliation::Srq => {}
         }
         // Upgraded under the registry's lock (the destroy protocol of
         // `event_count`).
         let found = ctx.events.with(element, |target| {
             Some(match target? {
-                Target::Cq(counts, w) if affiliation == Affiliation::Cq => match w.upgrade() {
+                Target::Cq(counts, w) if affiliation == EventAffiliation::Cq => match w.upgrade() {
                     Some(cq) => {
                         let e = AsyncElement::Cq(cq.handle);
                         (counts.clone(), Hold::Cq(cq), e)
                     }
                     None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
                 },
-                Target::Qp(counts, w) if affiliation == Affiliation::Qp => match w.upgrade() {
+                Target::Qp(counts, w) if affiliation == EventAffiliation::Qp => match w.upgrade() {
                     Some(qp) => {
                         let e = AsyncElement::Qp(qp.qp_num);
                         (counts.clone(), Hold::Qp(qp), e)
                     }
                     None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
                 },
-                Target::Srq(counts, w) if affiliation == Affiliation::Srq => match w.upgrade() {
+                Target::Srq(counts, w) if affiliation == EventAffiliation::Srq => match w.upgrade()
+                {
                     Some(srq) => {
                         let e = AsyncElement::Srq(srq.handle);
                         (counts.clone(), Hold::Srq(srq), e)
@@ -438,17 +495,23 @@ mod tests {
         assert_eq!(AsyncEventType(99).name(), None);
         assert_eq!(AsyncEventType(99).description(), "unknown");
         assert_eq!(format!("{:?}", AsyncEventType(99)), "AsyncEventType(99)");
-        assert_eq!(AsyncEventType::SQ_DRAINED.affiliation(), Affiliation::Qp);
-        assert_eq!(AsyncEventType::CQ_ERR.affiliation(), Affiliation::Cq);
+        assert_eq!(
+            AsyncEventType::SQ_DRAINED.affiliation(),
+            EventAffiliation::Qp
+        );
+        assert_eq!(AsyncEventType::CQ_ERR.affiliation(), EventAffiliation::Cq);
         assert_eq!(
             AsyncEventType::SRQ_LIMIT_REACHED.affiliation(),
-            Affiliation::Srq
+            EventAffiliation::Srq
         );
-        assert_eq!(AsyncEventType::PORT_ERR.affiliation(), Affiliation::Port);
-        assert_eq!(AsyncEventType(20).affiliation(), Affiliation::Port);
+        assert_eq!(
+            AsyncEventType::PORT_ERR.affiliation(),
+            EventAffiliation::Port
+        );
+        assert_eq!(AsyncEventType(20).affiliation(), EventAffiliation::Port);
         assert_eq!(
             AsyncEventType::DEVICE_FATAL.affiliation(),
-            Affiliation::Device
+            EventAffiliation::Device
         );
     }
 }

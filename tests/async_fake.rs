@@ -15,8 +15,8 @@ use std::{
 use uverbs::testing::rxe::*;
 use uverbs::{
     abi, sys::Errno, AsyncElement, AsyncEventType as T, CompletionQueue, Context, CqOptions,
-    ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
-    SrqOptions,
+    ErrorKind, EventAffiliation, EventSeverity, ProtectionDomain, QpCap, QpInitAttr, QpType,
+    QueuePair, SharedReceiveQueue, SrqAttr, SrqOptions,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -109,6 +109,21 @@ fn the_record_is_sixteen_bytes_element_then_type() {
     assert_eq!(&b[12..], &[0; 4]);
 }
 
+/// The informational events of the guides' table; the rest are errors.
+const INFORMATIONAL: [&str; 11] = [
+    "COMM_EST",
+    "SQ_DRAINED",
+    "PATH_MIG",
+    "QP_LAST_WQE_REACHED",
+    "SRQ_LIMIT_REACHED",
+    "PORT_ACTIVE",
+    "LID_CHANGE",
+    "PKEY_CHANGE",
+    "SM_CHANGE",
+    "CLIENT_REREGISTER",
+    "GID_CHANGE",
+];
+
 /// Every `IBV_EVENT_*` type, plus an unknown one, from a hand-built record:
 /// typed, with its object, its name and description.
 #[test]
@@ -182,6 +197,24 @@ fn every_event_type_decodes_with_its_object() {
         assert_eq!(ev.is_for_cq(&o.cq), matches!(want, Want::Cq), "{name}");
         assert_eq!(ev.is_for_qp(&o.qp), matches!(want, Want::Qp), "{name}");
         assert_eq!(ev.is_for_srq(&o.srq), matches!(want, Want::Srq), "{name}");
+        // Affiliation and severity, as the guides' event table has them.
+        let affiliation = match want {
+            Want::Cq => EventAffiliation::Cq,
+            Want::Qp => EventAffiliation::Qp,
+            Want::Srq => EventAffiliation::Srq,
+            Want::Wq(_) => EventAffiliation::Wq,
+            Want::Port(_) => EventAffiliation::Port,
+            Want::Device => EventAffiliation::Device,
+        };
+        assert_eq!(t.affiliation(), affiliation, "{name}");
+        let informational = INFORMATIONAL.contains(&name);
+        let severity = if informational {
+            EventSeverity::Informational
+        } else {
+            EventSeverity::Error
+        };
+        assert_eq!(t.severity(), Some(severity), "{name}");
+        assert_eq!(t.is_error(), !informational, "{name}");
         // The object's context, as `event.element.qp->qp_context`.
         let context = match want {
             Want::Cq => Some(CQ_CONTEXT),
@@ -232,6 +265,9 @@ fn an_unknown_type_is_kept_as_its_number() {
     assert_eq!(ev.event_type().name(), None);
     assert_eq!(ev.event_type().description(), "unknown");
     assert_eq!(format!("{:?}", ev.event_type()), "AsyncEventType(77)");
+    assert_eq!(ev.event_type().affiliation(), EventAffiliation::Port);
+    assert_eq!(ev.event_type().severity(), None);
+    assert!(!ev.event_type().is_error());
     assert_eq!(ev.port(), Some(1));
     assert!(!ev.is_for_cq(&o.cq) && !ev.is_for_qp(&o.qp) && !ev.is_for_srq(&o.srq));
 }
