@@ -187,6 +187,7 @@ impl AsyncEventType {
     }
 
     /// The description `ibv_event_type_str` gives.
+    #[doc(alias = "ibv_event_type_str")]
     pub fn description(self) -> &'static str {
         const TEXT: [&str; 20] = [
             "CQ error",

@@ -271,8 +271,10 @@ pub(crate) fn disassociated_is_destroyed(result: Result<(), Errno>) -> Result<()
 
 /// An open RDMA device (`struct ibv_context`).
 ///
-/// Cloning is cheap and shares the context; it is closed when the last clone
-/// and the last object created from it are gone.
+/// Cloning is cheap and shares the context; it is closed, as
+/// `ibv_close_device` closes it, when the last clone and the last object
+/// created from it are gone.
+#[doc(alias = "ibv_close_device")]
 #[derive(Debug, Clone)]
 pub struct Context {
     pub(crate) inner: Arc<ContextInner>,

@@ -125,8 +125,11 @@ pub struct CqOptions<'a> {
 }
 
 impl Context {
-    /// Creates a CQ with room for at least `cqe` completions, like `ibv_create_cq`.
+    /// Creates a CQ with room for at least `cqe` completions, like
+    /// `ibv_create_cq` (and `ibv_create_cq_ex`: a uverbs CQ reports every
+    /// completion field through [`CompletionQueue::poll`]).
     #[doc(alias = "ibv_create_cq")]
+    #[doc(alias = "ibv_create_cq_ex")]
     pub fn create_cq(&self, cqe: u32, opts: CqOptions<'_>) -> Result<CompletionQueue> {
         let ctx = &self.inner;
         if opts.comp_vector >= ctx.num_comp_vectors.max(1) {

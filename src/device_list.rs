@@ -120,7 +120,9 @@ impl NodeType {
 
 /// One RDMA device with a uverbs node.
 ///
-/// libibverbs' `struct ibv_device` (an entry of `ibv_get_device_list`).
+/// libibverbs' `struct ibv_device` (an entry of `ibv_get_device_list`);
+/// its `name` is what `ibv_get_device_name` returns.
+#[doc(alias = "ibv_get_device_name")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceInfo {
     /// The RDMA device name (`rxe0`, `mlx5_0`).
@@ -145,7 +147,9 @@ pub struct DeviceInfo {
     pub port_count: Option<u32>,
 }
 
-/// Lists the RDMA devices that have a uverbs node, sorted by name.
+/// Lists the RDMA devices that have a uverbs node, sorted by name, like
+/// `ibv_get_device_list` (the list is owned: nothing to free).
+#[doc(alias = "ibv_get_device_list")]
 pub fn devices() -> Result<Vec<DeviceInfo>> {
     devices_with(&sys::linux())
 }

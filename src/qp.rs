@@ -627,9 +627,11 @@ impl QueuePair {
 
     /// Starts a [`SendBatch`]: send work requests pushed one at a time and
     /// rung with one doorbell by [`SendBatch::complete`], like
-    /// `ibv_wr_start` (see [`crate::SendBatch`]). Needs the QP in a state
-    /// that sends, as [`QueuePair::post_send`] does.
+    /// `ibv_wr_start` on an `ibv_qp_ex` (see [`crate::SendBatch`]); any QP
+    /// takes batches. Needs the QP in a state that sends, as
+    /// [`QueuePair::post_send`] does.
     #[doc(alias = "ibv_wr_start")]
+    #[doc(alias = "ibv_qp_ex")]
     #[inline(always)]
     pub fn start_send(&mut self) -> Result<SendBatch<'_>, PostError> {
         self.pass_gate(Posting::Sends)?;

@@ -64,6 +64,7 @@ impl WcStatus {
     }
 
     /// The name `ibv_wc_status_str` gives it.
+    #[doc(alias = "ibv_wc_status_str")]
     pub fn as_str(self) -> &'static str {
         const NAMES: [&str; 22] = [
             "success",

@@ -98,3 +98,80 @@ fn every_example_is_reachable_from_the_crate_docs() {
         "examples the crate docs do not show: {missing:?}"
     );
 }
+
+/// The C names of the crate root's "libibverbs names" table: each
+/// backticked `ibv_*`, `rdma_*` or `mlx5dv_*` name of the left column
+/// (`name(_ex)` is two names; `prefix_*` families and `struct` names are
+/// left out: they name many items or a type).
+fn table_names(lib: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_table = false;
+    for line in lib.lines() {
+        if line.starts_with("//! # libibverbs names") {
+            in_table = true;
+            continue;
+        }
+        if in_table && line.starts_with("//! #") {
+            break;
+        }
+        let Some(row) = line.strip_prefix("//! | ") else {
+            continue;
+        };
+        let left = row.split(" | ").next().unwrap_or("");
+        for cell in left.split('`').skip(1).step_by(2) {
+            let is_c = ["ibv_", "rdma_", "mlx5dv_"]
+                .iter()
+                .any(|p| cell.starts_with(p));
+            if !is_c || cell.contains('*') || cell.contains(' ') {
+                continue;
+            }
+            match cell.strip_suffix("(_ex)") {
+                Some(base) => {
+                    names.push(base.to_string());
+                    names.push(format!("{base}_ex"));
+                }
+                None => names.push(cell.to_string()),
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn every_c_name_of_the_names_table_is_a_doc_alias() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let names = table_names(&lib);
+    assert!(
+        names.len() > 40,
+        "only {} names: table parser broken?",
+        names.len()
+    );
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("providers"), &mut files);
+    let aliases: String = files
+        .iter()
+        .map(|f| fs::read_to_string(f).unwrap())
+        .collect();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !aliases.contains(&format!("doc(alias = \"{n}\")")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "C names of the table no item has as #[doc(alias)]: {missing:?}"
+    );
+}
+
+#[test]
+fn the_table_parser_reads_names_and_ex_forms() {
+    let lib = "//! # libibverbs names\n//!\n//! | C | uverbs |\n//! |---|---|\n\
+               //! | `ibv_query_device(_ex)`, `ibv_destroy_*`, `struct ibv_wc` | [`X`] |\n\
+               //! | `rdma_notify` | [`Y`], `ibv_not_this_column` |\n//!\n//! # Layout\n\
+               //! | `ibv_after` | x |\n";
+    assert_eq!(
+        table_names(lib),
+        ["ibv_query_device", "ibv_query_device_ex", "rdma_notify"]
+    );
+}
