@@ -223,6 +223,7 @@ impl Drop for CqEvent {
 /// Acknowledges a batch of events, like `ibv_ack_cq_events(cq, n)`: one
 /// lock of each CQ's counts for all its events in the batch (the events may
 /// come from several CQs), whether or not a destroy is waiting.
+#[doc(alias = "ibv_ack_cq_events")]
 pub fn ack_cq_events(events: impl IntoIterator<Item = CqEvent>) {
     let mut pending: Vec<CqEvent> = events.into_iter().collect();
     pending.sort_by_key(|e| Arc::as_ptr(e.cq()) as usize);
