@@ -750,9 +750,6 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    if let Some((s, Fd::Cmd)) = tracked(fd) {
-        return mmap_device(s, fd, addr, len, prot, flags, off);
-    }
-    // SAFETY: the program's arguments.
-    unsafe { real::mmap64(addr, len, prot, flags, fd, off) }
+    // SAFETY: the same call (`off_t` is 64 bits on x86-64).
+    unsafe { mmap(addr, len, prot, flags, fd, off) }
 }

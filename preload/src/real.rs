@@ -110,5 +110,4 @@ real! {
     fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
-    mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
 }

@@ -166,12 +166,21 @@ mod tests {
         answer(&CAPS, 0x1, &mut out);
         assert_eq!(out[..PAGE], [0; PAGE], "status and syndrome are zero");
         let page = &out[PAGE..];
-        let f = |(bit, width)| get(page, bit, width);
-        assert_eq!(f(general::PORT_TYPE), 1);
-        assert_eq!(f(general::CQE_VERSION), 1);
-        assert_eq!(f(general::LOG_MAX_QP_SZ), 15);
-        assert_eq!(f(general::LOG_BF_REG_SIZE), 9);
-        assert_eq!(f(general::SCTR_DATA_CQE), 1);
+        // Offsets written out from mlx5_ifc.h's `cmd_hca_cap` (not this
+        // module's constants): port_type 0x1b6/2, num_ports 0x1b8/8,
+        // cqe_version 0x1fc/4, log_max_qp_sz 0x88/8, log_bf_reg_size
+        // 0x26b/5, sctr_data_cqe 0x215/1, roce 0x21d/1, atomic 0x21e/1.
+        assert_eq!(get(page, 0x1b6, 2), 1, "port_type: Ethernet");
+        assert_eq!(get(page, 0x1b8, 8), 1, "num_ports");
+        assert_eq!(get(page, 0x1fc, 4), 1, "cqe_version");
+        assert_eq!(get(page, 0x88, 8), 15, "log_max_qp_sz");
+        assert_eq!(get(page, 0x26b, 5), 9, "log_bf_reg_size: 512 bytes");
+        assert_eq!(get(page, 0x215, 1), 1, "sctr_data_cqe");
+        assert_eq!(
+            (get(page, 0x21d, 1), get(page, 0x21e, 1)),
+            (1, 1),
+            "roce, atomic"
+        );
         // Features libmlx5 reads and would turn on from a stray bit stay
         // off (rdma-core v44 `providers/mlx5/mlx5_ifc.h`): hca_cap_2,
         // dma_mmo_sq, qpc_extension, sho, qos, general_obj_types, crypto,
