@@ -12,7 +12,10 @@
 //! allocates the memory itself (page-aligned anonymous pages), never lends it
 //! out as `&`/`&mut`, and offers copies in and out ([`MemoryRegion::write`],
 //! [`MemoryRegion::read`]); the pages are unmapped only after the region is
-//! deregistered. Registering memory you own elsewhere is
+//! deregistered. A buffer the program allocated (`Vec<u8>`, `Box<[u8]>`, a
+//! `memmap2::MmapMut`) is registered safely by handing it to the region
+//! ([`ProtectionDomain::register_owned`], `mr/owned.rs`), which gives it
+//! back only after deregistering it. Registering memory you keep is
 //! [`ProtectionDomain::register_raw`], which is `unsafe` for exactly that
 //! reason. Registered pages stay pinned until deregistration, so work
 //! requests still in flight when a region is dropped cannot reach memory
@@ -36,27 +39,54 @@ use crate::{
     wr::Sge,
 };
 
+mod owned;
+pub use owned::{OwnedMemoryRegion, RegionBuffer};
+
 bitflags! {
-    /// Access rights of a memory region or QP (`enum ibv_access_flags`).
+    /// Access rights of a memory region or QP (`enum ibv_access_flags`,
+    /// the kernel's `enum ib_uverbs_access_flags`).
+    ///
+    /// Bits this crate does not name are kept as they are.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct AccessFlags: u32 {
-        /// The local device may write (needed for receives, reads and atomics).
+        /// The local device may write (needed for receives, reads and
+        /// atomics): `IBV_ACCESS_LOCAL_WRITE`.
+        #[doc(alias = "IBV_ACCESS_LOCAL_WRITE")]
         const LOCAL_WRITE = 1;
-        /// Peers may RDMA-write (requires `LOCAL_WRITE`).
-        const REMOTE_WRITE = 2;
-        /// Peers may RDMA-read.
-        const REMOTE_READ = 4;
-        /// Peers may run atomics (requires `LOCAL_WRITE`).
-        const REMOTE_ATOMIC = 8;
-        /// Memory windows may be bound.
-        const MW_BIND = 16;
-        /// Addresses are offsets from 0 (`IBV_ACCESS_ZERO_BASED`).
-        const ZERO_BASED = 32;
-        /// On-demand paging.
-        const ON_DEMAND = 64;
-        /// Huge pages back the region.
-        const HUGETLB = 128;
-        /// Relaxed ordering (optional: ignored where unsupported).
+        /// Peers may RDMA-write (requires `LOCAL_WRITE`):
+        /// `IBV_ACCESS_REMOTE_WRITE`.
+        #[doc(alias = "IBV_ACCESS_REMOTE_WRITE")]
+        const REMOTE_WRITE = 1 << 1;
+        /// Peers may RDMA-read: `IBV_ACCESS_REMOTE_READ`.
+        #[doc(alias = "IBV_ACCESS_REMOTE_READ")]
+        const REMOTE_READ = 1 << 2;
+        /// Peers may run atomics (requires `LOCAL_WRITE`):
+        /// `IBV_ACCESS_REMOTE_ATOMIC`.
+        #[doc(alias = "IBV_ACCESS_REMOTE_ATOMIC")]
+        const REMOTE_ATOMIC = 1 << 3;
+        /// Memory windows may be bound: `IBV_ACCESS_MW_BIND`.
+        #[doc(alias = "IBV_ACCESS_MW_BIND")]
+        const MW_BIND = 1 << 4;
+        /// Addresses are offsets from 0: `IBV_ACCESS_ZERO_BASED`.
+        #[doc(alias = "IBV_ACCESS_ZERO_BASED")]
+        const ZERO_BASED = 1 << 5;
+        /// On-demand paging: `IBV_ACCESS_ON_DEMAND`.
+        #[doc(alias = "IBV_ACCESS_ON_DEMAND")]
+        const ON_DEMAND = 1 << 6;
+        /// Huge pages back the region: `IBV_ACCESS_HUGETLB`.
+        #[doc(alias = "IBV_ACCESS_HUGETLB")]
+        const HUGETLB = 1 << 7;
+        /// Peers may flush to the global visibility point
+        /// (`IBV_ACCESS_FLUSH_GLOBAL`; Linux 6.2+).
+        #[doc(alias = "IBV_ACCESS_FLUSH_GLOBAL")]
+        const FLUSH_GLOBAL = 1 << 8;
+        /// Peers may flush to persistence
+        /// (`IBV_ACCESS_FLUSH_PERSISTENT`; Linux 6.2+).
+        #[doc(alias = "IBV_ACCESS_FLUSH_PERSISTENT")]
+        const FLUSH_PERSISTENT = 1 << 9;
+        /// Relaxed ordering (optional: ignored where unsupported):
+        /// `IBV_ACCESS_RELAXED_ORDERING`.
+        #[doc(alias = "IBV_ACCESS_RELAXED_ORDERING")]
         const RELAXED_ORDERING = 1 << 20;
         const _ = !0;
     }
@@ -67,7 +97,8 @@ bitflags! {
 enum Backing {
     /// Pages the crate allocated; unmapped after deregistration.
     Owned(Mapping),
-    /// Memory the caller manages (`register_raw`).
+    /// Memory the caller manages (`register_raw`), or that an
+    /// `OwnedMemoryRegion` holds and frees itself (`register_owned`).
     Borrowed,
     /// A dma-buf: not mapped in this process.
     DmaBuf,
@@ -543,3 +574,6 @@ impl MemoryRegion {
         object::destroy(self.inner, "ibv_dereg_mr")
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,12 +2,17 @@
 //!
 //! Field names follow libibverbs' `ibv_device_attr_ex`, `ibv_port_attr` and
 //! `ibv_gid_entry`, so code and documentation written for rdma-core carry over.
-//! Values the kernel may extend (capability flags, states) stay as integers
-//! or as enums with an `Other` variant: nothing the kernel reports is lost.
+//! Values the kernel may extend keep what the crate does not know: capability
+//! flags are bitflags that retain unnamed bits (`query_types/flags.rs`), MTUs
+//! and states are integers with named constants or enums with an `Other`
+//! variant. Nothing the kernel reports is lost.
 
 use std::{fmt, net::Ipv4Addr};
 
 use crate::abi;
+
+mod flags;
+pub use flags::{DeviceCapFlags, DeviceCapFlagsEx, PortCapFlags, PortCapFlags2};
 
 /// Device attributes (`struct ibv_device_attr_ex`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,7 +32,7 @@ pub struct DeviceAttr {
     pub max_qp: u32,
     pub max_qp_wr: u32,
     /// `IBV_DEVICE_*` bits (the low 32 bits of the kernel's capability flags).
-    pub device_cap_flags: u32,
+    pub device_cap_flags: DeviceCapFlags,
     pub max_sge: u32,
     pub max_sge_rd: u32,
     pub max_cq: u32,
@@ -64,7 +69,7 @@ pub struct DeviceAttr {
     /// Core clock in kHz.
     pub hca_core_clock: u64,
     /// The full 64-bit capability flags (`IBV_DEVICE_RAW_SCATTER_FCS` and up live above bit 31).
-    pub device_cap_flags_ex: u64,
+    pub device_cap_flags_ex: DeviceCapFlagsEx,
     pub rss_caps: RssCaps,
     pub max_wq_type_rq: u32,
     pub raw_packet_caps: u32,
@@ -126,7 +131,7 @@ impl DeviceAttr {
             hw_ver: b.hw_ver,
             max_qp: b.max_qp,
             max_qp_wr: b.max_qp_wr,
-            device_cap_flags: b.device_cap_flags,
+            device_cap_flags: DeviceCapFlags::from_bits_retain(b.device_cap_flags),
             max_sge: b.max_sge,
             max_sge_rd: b.max_sge_rd,
             max_cq: b.max_cq,
@@ -166,7 +171,7 @@ impl DeviceAttr {
             hca_core_clock: r.hca_core_clock,
             // As libibverbs: the kernel's extended field as it is (0 when only
             // the legacy QUERY_DEVICE answered).
-            device_cap_flags_ex: r.device_cap_flags_ex,
+            device_cap_flags_ex: DeviceCapFlagsEx::from_bits_retain(r.device_cap_flags_ex),
             rss_caps: RssCaps {
                 supported_qpts: r.rss_caps.supported_qpts,
                 max_rwq_indirection_tables: r.rss_caps.max_rwq_indirection_tables,
@@ -239,11 +244,30 @@ impl PortState {
     }
 }
 
-/// Path MTU (`enum ibv_mtu`: 1 = 256 … 5 = 4096).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// Path MTU (`enum ibv_mtu`): [`Mtu::MTU_256`] … [`Mtu::MTU_4096`].
+///
+/// The kernel's value as it is (1 = 256 … 5 = 4096), so one the crate does
+/// not know survives; `Debug` shows the name (`MTU_1024`), or `Mtu(n)`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mtu(pub u8);
 
 impl Mtu {
+    /// 256 bytes (`IBV_MTU_256`).
+    #[doc(alias = "IBV_MTU_256")]
+    pub const MTU_256: Self = Self(1);
+    /// 512 bytes (`IBV_MTU_512`).
+    #[doc(alias = "IBV_MTU_512")]
+    pub const MTU_512: Self = Self(2);
+    /// 1024 bytes (`IBV_MTU_1024`).
+    #[doc(alias = "IBV_MTU_1024")]
+    pub const MTU_1024: Self = Self(3);
+    /// 2048 bytes (`IBV_MTU_2048`).
+    #[doc(alias = "IBV_MTU_2048")]
+    pub const MTU_2048: Self = Self(4);
+    /// 4096 bytes (`IBV_MTU_4096`).
+    #[doc(alias = "IBV_MTU_4096")]
+    pub const MTU_4096: Self = Self(5);
+
     /// The MTU in bytes, if the value is a valid `ibv_mtu`.
     pub fn bytes(self) -> Option<u32> {
         (1..=5).contains(&self.0).then(|| 128u32 << self.0)
@@ -252,12 +276,27 @@ impl Mtu {
     /// From a size in bytes (256, 512, 1024, 2048 or 4096).
     pub fn from_bytes(bytes: u32) -> Option<Self> {
         match bytes {
-            256 => Some(Mtu(1)),
-            512 => Some(Mtu(2)),
-            1024 => Some(Mtu(3)),
-            2048 => Some(Mtu(4)),
-            4096 => Some(Mtu(5)),
+            256 => Some(Mtu::MTU_256),
+            512 => Some(Mtu::MTU_512),
+            1024 => Some(Mtu::MTU_1024),
+            2048 => Some(Mtu::MTU_2048),
+            4096 => Some(Mtu::MTU_4096),
             _ => None,
+        }
+    }
+
+    /// The constant's name (`"MTU_1024"`), if the value has one.
+    pub fn name(self) -> Option<&'static str> {
+        const NAMES: [&str; 5] = ["MTU_256", "MTU_512", "MTU_1024", "MTU_2048", "MTU_4096"];
+        NAMES.get(usize::from(self.0).wrapping_sub(1)).copied()
+    }
+}
+
+impl fmt::Debug for Mtu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "Mtu({})", self.0),
         }
     }
 }
@@ -298,8 +337,8 @@ pub struct PortAttr {
     pub max_mtu: Mtu,
     pub active_mtu: Mtu,
     pub gid_tbl_len: u32,
-    /// `IBV_PORT_*` capability bits.
-    pub port_cap_flags: u32,
+    /// `IBV_PORT_*` capability bits (`enum ibv_port_cap_flags`).
+    pub port_cap_flags: PortCapFlags,
     pub max_msg_sz: u32,
     pub bad_pkey_cntr: u32,
     pub qkey_viol_cntr: u32,
@@ -317,7 +356,9 @@ pub struct PortAttr {
     pub link_layer: LinkLayer,
     /// `IB_UVERBS_QPF_GRH_REQUIRED` and friends.
     pub flags: u8,
-    pub port_cap_flags2: u16,
+    /// More `IBV_PORT_*` capability bits (`enum ibv_port_cap_flags2`; 0
+    /// where only the legacy `QUERY_PORT` answered).
+    pub port_cap_flags2: PortCapFlags2,
 }
 
 impl PortAttr {
@@ -327,7 +368,7 @@ impl PortAttr {
             max_mtu: Mtu(r.max_mtu),
             active_mtu: Mtu(r.active_mtu),
             gid_tbl_len: r.gid_tbl_len,
-            port_cap_flags: r.port_cap_flags,
+            port_cap_flags: PortCapFlags::from_bits_retain(r.port_cap_flags),
             max_msg_sz: r.max_msg_sz,
             bad_pkey_cntr: r.bad_pkey_cntr,
             qkey_viol_cntr: r.qkey_viol_cntr,
@@ -344,7 +385,7 @@ impl PortAttr {
             phys_state: r.phys_state,
             link_layer: LinkLayer::from_raw(r.link_layer),
             flags: r.flags,
-            port_cap_flags2,
+            port_cap_flags2: PortCapFlags2::from_bits_retain(port_cap_flags2),
         }
     }
 }
@@ -481,63 +522,4 @@ impl GidEntry {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gid_formats_like_inet_ntop() {
-        let mut g = [0u8; 16];
-        g[10] = 0xff;
-        g[11] = 0xff;
-        g[12..].copy_from_slice(&[192, 0, 2, 1]);
-        assert_eq!(Gid(g).to_string(), "::ffff:192.0.2.1");
-        assert!(!Gid(g).is_null());
-        assert!(Gid([0xfe; 8]
-            .into_iter()
-            .chain([0; 8])
-            .collect::<Vec<_>>()
-            .try_into()
-            .unwrap())
-        .is_null());
-    }
-
-    fn gid(text: &str) -> Gid {
-        Gid(text.parse::<std::net::Ipv6Addr>().unwrap().octets())
-    }
-
-    #[test]
-    fn gid_display_matches_glibc_inet_ntop() {
-        let cases = [
-            ("::", "::"),
-            ("::1", "::1"),
-            ("::ffff:192.0.2.1", "::ffff:192.0.2.1"),
-            ("::c000:201", "::192.0.2.1"),
-            ("::ffff:0:c000:201", "::ffff:0:c000:201"),
-            ("fe80::5054:ff:fe12:3456", "fe80::5054:ff:fe12:3456"),
-            ("1:0:0:2:0:0:0:3", "1:0:0:2::3"),
-            ("1:0:0:2:3:0:0:4", "1::2:3:0:0:4"),
-            ("1:0:2:0:3:0:4:0", "1:0:2:0:3:0:4:0"),
-            ("2001:db8::", "2001:db8::"),
-            ("0:0:1::", "0:0:1::"),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(gid(input).to_string(), expected, "{input}");
-        }
-    }
-
-    #[test]
-    fn mtu_round_trips() {
-        assert_eq!(Mtu(3).bytes(), Some(1024));
-        assert_eq!(Mtu::from_bytes(4096), Some(Mtu(5)));
-        assert_eq!(Mtu(0).bytes(), None);
-        assert_eq!(Mtu(9).bytes(), None);
-    }
-
-    #[test]
-    fn unknown_values_are_kept() {
-        assert_eq!(PortState::from_raw(9), PortState::Other(9));
-        assert_eq!(PortState::from_raw(9).raw(), 9);
-        assert_eq!(LinkLayer::from_raw(7), LinkLayer::Other(7));
-        assert_eq!(GidType::from_raw(5), GidType::Other(5));
-    }
-}
+mod tests;

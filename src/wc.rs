@@ -142,13 +142,20 @@ bitflags! {
     /// `ibv_wc_flags` numbering.
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
     pub struct WcFlags: u32 {
-        /// A GRH is present in the first 40 bytes of the receive buffer (UD).
+        /// A GRH is present in the first 40 bytes of the receive buffer (UD):
+        /// `IBV_WC_GRH`.
+        #[doc(alias = "IBV_WC_GRH")]
         const GRH = 1;
-        /// `imm_data` is valid.
+        /// `imm_data` is valid: `IBV_WC_WITH_IMM`.
+        #[doc(alias = "IBV_WC_WITH_IMM")]
         const WITH_IMM = 2;
-        /// `invalidated_rkey` is valid.
+        /// `invalidated_rkey` is valid: `IBV_WC_WITH_INV` (which is 8 in
+        /// libibverbs' numbering).
+        #[doc(alias = "IBV_WC_WITH_INV")]
         const WITH_INVALIDATE = 4;
-        /// The IP checksum was verified.
+        /// The IP checksum was verified: `IBV_WC_IP_CSUM_OK` (which is 4 in
+        /// libibverbs' numbering).
+        #[doc(alias = "IBV_WC_IP_CSUM_OK")]
         const IP_CSUM_OK = 8;
         const _ = !0;
     }

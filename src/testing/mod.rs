@@ -28,3 +28,10 @@ mod device;
 pub mod kernel;
 pub mod mlx5;
 pub mod rxe;
+
+/// How many kernel objects (with what they own) the process has leaked
+/// because their destroy failed at their last drop (see `object.rs`):
+/// tests of the leak rule compare it before and after.
+pub fn leaked_objects() -> usize {
+    crate::object::LEAKED.load(std::sync::atomic::Ordering::Relaxed)
+}

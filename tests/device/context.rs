@@ -133,7 +133,7 @@ fn write_commands_agree_with_ioctls() {
     // The write response has no port_cap_flags2.
     assert_eq!(
         uverbs::PortAttr {
-            port_cap_flags2: 0,
+            port_cap_flags2: uverbs::PortCapFlags2::empty(),
             ..a
         },
         b

@@ -308,8 +308,17 @@ pub(super) fn write_device_verbose(
     writeln!(out, "\tpage_size_cap:\t\t\t0x{:x}", a.page_size_cap)?;
     writeln!(out, "\tmax_qp:\t\t\t\t{}", int(a.max_qp))?;
     writeln!(out, "\tmax_qp_wr:\t\t\t{}", int(a.max_qp_wr))?;
-    writeln!(out, "\tdevice_cap_flags:\t\t0x{:08x}", a.device_cap_flags)?;
-    write_flags(out, u64::from(a.device_cap_flags), DEVICE_CAP_FLAGS, true)?;
+    writeln!(
+        out,
+        "\tdevice_cap_flags:\t\t0x{:08x}",
+        a.device_cap_flags.bits()
+    )?;
+    write_flags(
+        out,
+        u64::from(a.device_cap_flags.bits()),
+        DEVICE_CAP_FLAGS,
+        true,
+    )?;
     writeln!(out, "\tmax_sge:\t\t\t{}", int(a.max_sge))?;
     writeln!(out, "\tmax_sge_rd:\t\t\t{}", int(a.max_sge_rd))?;
     writeln!(out, "\tmax_cq:\t\t\t\t{}", int(a.max_cq))?;
@@ -386,11 +395,11 @@ pub(super) fn write_device_verbose(
     writeln!(
         out,
         "\tdevice_cap_flags_ex:\t\t0x{:X}",
-        a.device_cap_flags_ex
+        a.device_cap_flags_ex.bits()
     )?;
     write_flags(
         out,
-        a.device_cap_flags_ex & 0xffff_ffff_0000_0000,
+        a.device_cap_flags_ex.bits() & 0xffff_ffff_0000_0000,
         DEVICE_CAP_FLAGS_EX,
         true,
     )?;
@@ -541,8 +550,16 @@ pub(super) fn write_port(
         return Ok(());
     }
     writeln!(out, "\t\t\tmax_msg_sz:\t\t0x{:x}", p.max_msg_sz)?;
-    writeln!(out, "\t\t\tport_cap_flags:\t\t0x{:08x}", p.port_cap_flags)?;
-    writeln!(out, "\t\t\tport_cap_flags2:\t0x{:04x}", p.port_cap_flags2)?;
+    writeln!(
+        out,
+        "\t\t\tport_cap_flags:\t\t0x{:08x}",
+        p.port_cap_flags.bits()
+    )?;
+    writeln!(
+        out,
+        "\t\t\tport_cap_flags2:\t0x{:04x}",
+        p.port_cap_flags2.bits()
+    )?;
     writeln!(
         out,
         "\t\t\tmax_vl_num:\t\t{} ({})",

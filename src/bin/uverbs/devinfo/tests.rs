@@ -12,7 +12,7 @@ fn rxe_attr() -> DeviceAttr {
         vendor_id: 0xffffff,
         max_qp: 1_048_560,
         max_qp_wr: 1_048_576,
-        device_cap_flags: 0x0122_3c76,
+        device_cap_flags: uverbs::DeviceCapFlags::from_bits_retain(0x0122_3c76),
         max_sge: 32,
         max_sge_rd: 32,
         max_cq: 1_048_576,
@@ -34,7 +34,7 @@ fn rxe_attr() -> DeviceAttr {
         max_pkeys: 64,
         local_ca_ack_delay: 15,
         phys_port_cnt: 1,
-        device_cap_flags_ex: 0x0122_3c76,
+        device_cap_flags_ex: uverbs::DeviceCapFlagsEx::from_bits_retain(0x0122_3c76),
         ..DeviceAttr::default()
     }
 }
@@ -45,7 +45,7 @@ fn rxe_port() -> PortAttr {
         max_mtu: Mtu(5),
         active_mtu: Mtu(3),
         gid_tbl_len: 1024,
-        port_cap_flags: 0x0001_0000,
+        port_cap_flags: uverbs::PortCapFlags::from_bits_retain(0x0001_0000),
         max_msg_sz: 0x80_0000,
         bad_pkey_cntr: 0,
         qkey_viol_cntr: 0,
@@ -62,7 +62,7 @@ fn rxe_port() -> PortAttr {
         phys_state: 5,
         link_layer: LinkLayer::Ethernet,
         flags: 0,
-        port_cap_flags2: 0,
+        port_cap_flags2: uverbs::PortCapFlags2::empty(),
     }
 }
 
@@ -288,7 +288,8 @@ fn optional_device_sections() {
     a.completion_timestamp_mask = 0x7fff_ffff_ffff_ffff;
     a.hca_core_clock = 156_250;
     a.raw_packet_caps = 0b1011;
-    a.device_cap_flags_ex = (1 << 34) | (1 << 36) | (1 << 40) | 0x1000;
+    a.device_cap_flags_ex =
+        uverbs::DeviceCapFlagsEx::from_bits_retain((1 << 34) | (1 << 36) | (1 << 40) | 0x1000);
     a.rss_caps.supported_qpts = (1 << 8) | (1 << 4) | (1 << 2);
     a.tm_caps = uverbs::TmCaps {
         max_rndv_hdr_size: 64,
