@@ -10,8 +10,17 @@
 //!
 //! The client sends "ping", the server answers "pong", the client
 //! disconnects. `both` runs the two as tasks of one process.
+//!
+//! rdma_cm has no device model (`uverbs::testing` models the verbs
+//! devices, not `/dev/infiniband/rdma_cm`): it needs an RDMA device, rxe
+//! or hardware.
 
 use std::{net::SocketAddr, time::Duration};
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::Spec;
 
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
@@ -22,25 +31,35 @@ use uverbs::{
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
+const SPEC: Spec = Spec {
+    name: "async_cm",
+    about: "rdma_cm on tokio (feature tokio): an rdma_cm server and client, every CM event \
+            and completion awaited. The client sends \"ping\", the server answers \
+            \"pong\", the client disconnects; `both` runs the two as tasks of one \
+            process. rdma_cm has no device model, so there is no --model: it needs an \
+            RDMA device (rxe or hardware).",
+    args: &[
+        ("MODE", "server, client or both"),
+        ("IP", "the address the server listens on"),
+        ("PORT", "its port (default: 7471)"),
+    ],
+    required: 2,
+    models: &[],
+};
+
 #[tokio::main]
 async fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let (Some(mode), Some(ip)) = (args.get(1), args.get(2)) else {
-        eprintln!("usage: async_cm server|client|both <ip> [port]");
-        std::process::exit(2);
-    };
-    let port: u16 = args.get(3).and_then(|p| p.parse().ok()).unwrap_or(7471);
-    let addr = match ip.parse() {
-        Ok(ip) => SocketAddr::new(ip, port),
-        Err(e) => {
-            eprintln!("async_cm: {ip}: {e}");
-            std::process::exit(2);
-        }
-    };
+    let args = cli::parse(&SPEC);
+    let mode = args.get(0).unwrap_or_default().to_string();
+    if !["server", "client", "both"].contains(&mode.as_str()) {
+        SPEC.usage_error(format_args!("unknown MODE {mode:?}"));
+    }
+    let ip: std::net::IpAddr = args.parse(1).expect("required");
+    let addr = SocketAddr::new(ip, args.parse_or(2, 7471));
     let result = match mode.as_str() {
         "server" => server(addr).await,
         "client" => client(addr).await,
-        "both" => {
+        _ => {
             let s = tokio::spawn(server(addr));
             tokio::time::sleep(Duration::from_millis(200)).await;
             let c = client(addr).await;
@@ -49,12 +68,8 @@ async fn main() {
                 Err(e) => Err(e.into()),
             }
         }
-        other => Err(format!("unknown mode {other}").into()),
     };
-    if let Err(e) = result {
-        eprintln!("async_cm: {e}");
-        std::process::exit(1);
-    }
+    cli::finish(result);
 }
 
 /// The next CM event, which must be `kind` (10 s at most).

@@ -6,29 +6,47 @@
 //!
 //! ```sh
 //! cargo run --features tokio --example async_cq_events -- [DEVICE] [MESSAGES]
+//! cargo run --features tokio --example async_cq_events -- --model   # on the mlx5 model
 //! ```
 
+#[path = "common/cli.rs"]
+mod cli;
 #[path = "common/loopback.rs"]
 mod loopback;
 
+use cli::{Model, Spec};
 use loopback::{poll_until_empty, Loopback};
 use uverbs::{
     tokio::{AsyncCompletionChannel, AsyncCq, BusyPoll},
-    AccessFlags, Context, QpInitAttr, QpType, RecvWr, SendWr, WorkCompletion,
+    AccessFlags, QpInitAttr, QpType, RecvWr, SendWr, WorkCompletion,
+};
+
+const SPEC: Spec = Spec {
+    name: "async_cq_events",
+    about: "Completion events awaited on tokio (feature tokio): cq_events' loop with the \
+            completion channel awaited, then the same MESSAGES messages through \
+            uverbs::tokio::AsyncCq, which runs that loop itself.",
+    args: &[
+        ("DEVICE", "the device to open (default: the first)"),
+        (
+            "MESSAGES",
+            "how many messages to send each time (default: 4)",
+        ),
+    ],
+    required: 0,
+    models: &[Model::Mlx5],
 };
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    if let Err(e) = run().await {
-        eprintln!("async_cq_events: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args).await);
 }
 
-async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let dev = args.next();
-    let messages: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(4);
+async fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let messages: usize = args.parse_or(1, 4);
+    let device = args.device();
+    let ctx = device.open(args.get(0))?;
 
     // 1. By hand: the blocking example's loop, awaited.
     let Loopback {
@@ -38,7 +56,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         mut b,
         buf,
         ..
-    } = loopback::setup(dev.as_deref(), messages)?;
+    } = loopback::setup(&ctx, messages)?;
     let channel = AsyncCompletionChannel::new(channel)?;
     cq.req_notify(false)?;
     for i in 0..messages {
@@ -59,7 +77,6 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("by hand: {messages} messages, {completions} completions, {events} events");
 
     // 2. The helper: a CQ with its own channel, awaited with `poll`.
-    let ctx = Context::open(dev.as_deref())?;
     let mut cq = AsyncCq::create(&ctx, 2 * messages as u32 + 2, 0)?;
     cq.set_busy_poll(BusyPoll::For(std::time::Duration::from_micros(20)));
     let pd = ctx.alloc_pd()?;

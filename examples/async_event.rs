@@ -5,19 +5,39 @@
 //! ```sh
 //! cargo run --example async_event -- [DEVICE] [COUNT]
 //! # in another shell: ip link set <netdev> down; ip link set <netdev> up
+//! cargo run --example async_event -- --model mlx5_0 2   # the model plays the link change
 //! ```
 //!
 //! Without COUNT it runs until killed; with it, it exits after COUNT events.
 
 use std::os::fd::AsRawFd;
 
-use uverbs::{AsyncElement, AsyncEvent, Context};
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{Model, Spec};
+use uverbs::{AsyncElement, AsyncEvent};
+
+const SPEC: Spec = Spec {
+    name: "async_event",
+    about: "Waits for the device's async events (port changes, QP/CQ/SRQ errors, ...) and \
+            prints each with the object it concerns, then acknowledges it. Change the \
+            link of the device's netdev to see port events; on a device model, the model \
+            takes port 1 down and up a moment after the start.",
+    args: &[
+        ("DEVICE", "the device to open (default: the first)"),
+        (
+            "COUNT",
+            "exit after COUNT events (default: run until killed)",
+        ),
+    ],
+    required: 0,
+    models: &[Model::Mlx5, Model::Rxe],
+};
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("async_event: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
 }
 
 /// The object an event is about, as text.
@@ -33,16 +53,16 @@ fn object(ev: &AsyncEvent) -> String {
     }
 }
 
-fn run() -> uverbs::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let dev = args.next();
-    let count: Option<u64> = args.next().map(|n| n.parse().expect("COUNT is a number"));
-    let ctx = Context::open(dev.as_deref())?;
+fn run(args: cli::Args) -> uverbs::Result<()> {
+    let count: Option<u64> = args.parse(1);
+    let device = args.device();
+    let ctx = device.open(args.get(0))?;
     println!(
         "{}: waiting for async events (async fd {})",
         ctx.device().name,
         ctx.async_fd().as_raw_fd()
     );
+    device.flap_port(&ctx); // only on a model
     let mut seen = 0;
     while count.is_none_or(|c| seen < c) {
         // Blocks until the kernel queues an event; each read returns one.

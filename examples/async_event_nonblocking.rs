@@ -5,30 +5,51 @@
 //!
 //! ```sh
 //! cargo run --example async_event_nonblocking -- [DEVICE] [COUNT]
+//! cargo run --example async_event_nonblocking -- --model mlx5_0 2   # on the mlx5 model
 //! ```
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::os::fd::AsRawFd;
 
-use uverbs::{AsyncElement, Context};
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{Model, Spec};
+use uverbs::AsyncElement;
+
+const SPEC: Spec = Spec {
+    name: "async_event_nonblocking",
+    about: "The device's async events from an event loop: poll(2) on the context's async \
+            event fd, then try_get_async_event until it would block; each event is \
+            printed with its object and acknowledged. On a device model, the model takes \
+            port 1 down and up a moment after the start.",
+    args: &[
+        ("DEVICE", "the device to open (default: the first)"),
+        (
+            "COUNT",
+            "exit after COUNT events (default: run until killed)",
+        ),
+    ],
+    required: 0,
+    // Not rxe's: its async fd has no readiness for poll(2) to wait on.
+    models: &[Model::Mlx5],
+};
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("async_event_nonblocking: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let dev = args.next();
-    let count: Option<u64> = args.next().map(|n| n.parse()).transpose()?;
-    let ctx = Context::open(dev.as_deref())?;
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let count: Option<u64> = args.parse(1);
+    let device = args.device();
+    let ctx = device.open(args.get(0))?;
     println!(
         "{}: polling async fd {} for events",
         ctx.device().name,
         ctx.async_fd().as_raw_fd()
     );
+    device.flap_port(&ctx); // only on a model
     let mut seen = 0;
     let mut wakeups = 0;
     while count.is_none_or(|c| seen < c) {

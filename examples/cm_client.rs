@@ -1,7 +1,21 @@
 //! An rdma_cm client for `cm_server`: resolves, connects, sends "ping",
 //! waits for "pong", and disconnects.
+//!
+//! ```sh
+//! cargo run --example cm_server -- 192.0.2.1 7471
+//! cargo run --example cm_client -- 192.0.2.1 7471
+//! ```
+//!
+//! rdma_cm has no device model (`uverbs::testing` models the verbs
+//! devices, not `/dev/infiniband/rdma_cm`): it needs an RDMA device, rxe
+//! or hardware.
 
 use std::{net::SocketAddr, time::Duration};
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::Spec;
 
 use uverbs::{
     cm::{CmEventKind, ConnParam, EventChannel, PortSpace},
@@ -9,11 +23,28 @@ use uverbs::{
     WorkCompletion,
 };
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let ip = args.get(1).ok_or("usage: cm_client <server-ip> [port]")?;
-    let port: u16 = args.get(2).map_or(Ok(7471), |p| p.parse())?;
-    let server = SocketAddr::new(ip.parse()?, port);
+const SPEC: Spec = Spec {
+    name: "cm_client",
+    about: "An rdma_cm client for cm_server: resolves the server's address, connects, \
+            sends \"ping\", waits for \"pong\" and disconnects. rdma_cm has no device \
+            model, so there is no --model: it needs an RDMA device (rxe or hardware).",
+    args: &[
+        ("SERVER-IP", "the address cm_server listens on"),
+        ("PORT", "its port (default: 7471)"),
+    ],
+    required: 1,
+    models: &[],
+};
+
+fn main() {
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
+}
+
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let ip: std::net::IpAddr = args.parse(0).expect("required");
+    let port: u16 = args.parse_or(1, 7471);
+    let server = SocketAddr::new(ip, port);
     let timeout = Duration::from_secs(2);
 
     let ch = EventChannel::open()?;

@@ -5,19 +5,45 @@
 //! cargo run --example cm_server -- 192.0.2.1 7471
 //! cargo run --example cm_client -- 192.0.2.1 7471
 //! ```
+//!
+//! rdma_cm has no device model (`uverbs::testing` models the verbs
+//! devices, not `/dev/infiniband/rdma_cm`): it needs an RDMA device, rxe
+//! or hardware.
 
 use std::{net::SocketAddr, time::Duration};
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::Spec;
 
 use uverbs::{
     cm::{CmEventKind, ConnParam, EventChannel, PortSpace},
     AccessFlags, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendWr, WorkCompletion,
 };
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().collect();
-    let ip = args.get(1).map_or("0.0.0.0", String::as_str);
-    let port: u16 = args.get(2).map_or(Ok(7471), |p| p.parse())?;
-    let local = SocketAddr::new(ip.parse()?, port);
+const SPEC: Spec = Spec {
+    name: "cm_server",
+    about: "An rdma_cm server: listens, accepts one connection, receives one message and \
+            answers it, then waits for the client to disconnect. rdma_cm has no device \
+            model, so there is no --model: it needs an RDMA device (rxe or hardware).",
+    args: &[
+        ("IP", "the address to listen on (default: 0.0.0.0)"),
+        ("PORT", "the port (default: 7471)"),
+    ],
+    required: 0,
+    models: &[],
+};
+
+fn main() {
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
+}
+
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let ip = args.parse_or(0, std::net::IpAddr::from([0, 0, 0, 0]));
+    let port: u16 = args.parse_or(1, 7471);
+    let local = SocketAddr::new(ip, port);
 
     let ch = EventChannel::open()?;
     let listener = ch.create_id(PortSpace::Tcp)?;

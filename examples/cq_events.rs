@@ -4,28 +4,43 @@
 //!
 //! ```sh
 //! cargo run --example cq_events -- [DEVICE] [MESSAGES]
+//! cargo run --example cq_events -- --model     # on the mlx5 device model
 //! ```
 //!
 //! Re-arming before polling matters: a completion that arrives after the
 //! last poll but before the next arm would raise no event and be missed.
 
+#[path = "common/cli.rs"]
+mod cli;
 #[path = "common/loopback.rs"]
 mod loopback;
 
+use cli::{Model, Spec};
 use loopback::{poll_until_empty, Loopback};
 use uverbs::{RecvWr, SendWr};
 
+const SPEC: Spec = Spec {
+    name: "cq_events",
+    about: "Completion events, blocking: two RC QPs of one device exchange MESSAGES \
+            messages; the program sleeps in get_event until the CQ's completion \
+            channel has an event, acknowledges it, re-arms the CQ and polls it empty.",
+    args: &[
+        ("DEVICE", "the device to open (default: the first)"),
+        ("MESSAGES", "how many messages to send (default: 4)"),
+    ],
+    required: 0,
+    models: &[Model::Mlx5],
+};
+
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("cq_events: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let dev = args.next();
-    let messages: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(4);
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let messages: usize = args.parse_or(1, 4);
+    let device = args.device();
+    let ctx = device.open(args.get(0))?;
     let Loopback {
         channel,
         mut cq,
@@ -33,7 +48,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         mut b,
         buf,
         ..
-    } = loopback::setup(dev.as_deref(), messages)?;
+    } = loopback::setup(&ctx, messages)?;
 
     // Arm first, then work: the first completion raises an event.
     cq.req_notify(false)?;

@@ -5,27 +5,43 @@
 //!
 //! ```sh
 //! cargo run --example cq_events_nonblocking -- [DEVICE] [MESSAGES]
+//! cargo run --example cq_events_nonblocking -- --model   # on the mlx5 device model
 //! ```
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::os::fd::AsFd;
+#[path = "common/cli.rs"]
+mod cli;
 #[path = "common/loopback.rs"]
 mod loopback;
 
+use cli::{Model, Spec};
 use loopback::{poll_until_empty, Loopback};
 use uverbs::{ack_cq_events, RecvWr, SendWr};
 
+const SPEC: Spec = Spec {
+    name: "cq_events_nonblocking",
+    about: "Completion events from an event loop: two RC QPs of one device exchange \
+            MESSAGES messages; poll(2) waits on the completion channel's fd, \
+            try_get_event drains it, the batch is acknowledged, the CQ re-armed and \
+            polled empty.",
+    args: &[
+        ("DEVICE", "the device to open (default: the first)"),
+        ("MESSAGES", "how many messages to send (default: 4)"),
+    ],
+    required: 0,
+    models: &[Model::Mlx5],
+};
+
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("cq_events_nonblocking: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let dev = args.next();
-    let messages: usize = args.next().map(|n| n.parse()).transpose()?.unwrap_or(4);
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    let messages: usize = args.parse_or(1, 4);
+    let device = args.device();
+    let ctx = device.open(args.get(0))?;
     let Loopback {
         channel,
         mut cq,
@@ -33,7 +49,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         mut b,
         buf,
         ..
-    } = loopback::setup(dev.as_deref(), messages)?;
+    } = loopback::setup(&ctx, messages)?;
 
     // Nothing is queued yet: "would block".
     assert!(channel.try_get_event()?.is_none());

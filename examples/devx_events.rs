@@ -6,14 +6,15 @@
 //!
 //! ```sh
 //! cargo run --example devx_events -- [mlx5_0] [seconds]
+//! cargo run --example devx_events -- --model mlx5_0 1   # on the mlx5 device model
 //! ```
 //!
 //! Needs a ConnectX and DevX (firmware with `log_max_uctx`, and
 //! `CAP_NET_RAW`); toggle the port's link to see a port change. The DevX
 //! CQ raises a CQ error event (syndrome 1) if it is overrun, and completion
-//! events once armed. Not run in this project's CI: there is no ConnectX
-//! there (the same calls run against the device model in
-//! `tests/mlx5_devx.rs`).
+//! events once armed. No ConnectX is available in this project's CI: there
+//! it runs on the device model (`--model`, in `tests/examples.rs`), whose
+//! firmware builds the CQ and takes port 1 down and up.
 
 use std::{
     os::fd::AsFd,
@@ -22,7 +23,28 @@ use std::{
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use uverbs::mlx5::{
-    self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
+    self, event_type, CmdIn, CmdOut, DevxEvent, EventChannelFlags, OpenFlags, Target, UarKind,
+    UmemAccess,
+};
+
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{Model, Spec};
+
+const SPEC: Spec = Spec {
+    name: "devx_events",
+    about: "DevX event channels of an mlx5 device: subscribes to port changes and to the \
+            events of a DevX CQ built from PRM commands on UMEM, an EQN and a UAR, and \
+            prints the events that come for SECONDS seconds. Toggle the port's link to \
+            see a port change; on the device model, the model takes port 1 down and up \
+            a moment after the start.",
+    args: &[
+        ("DEVICE", "the mlx5 device to open (default: the first)"),
+        ("SECONDS", "how long to wait for events (default: 30)"),
+    ],
+    required: 0,
+    models: &[Model::Mlx5],
 };
 
 /// `DEVX_SET` of a field of the PRM layouts below (`mlx5_ifc.h`); the
@@ -34,12 +56,29 @@ fn set(buf: &mut [u8], off: usize, width: u32, value: u64) {
     );
 }
 
-fn main() -> uverbs::Result<()> {
-    let mut args = std::env::args().skip(1);
-    let name = args.next();
-    let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(30);
-    let kernel = uverbs::sys::linux();
-    let dev = uverbs::find_device(&kernel, name.as_deref())?;
+/// The name of an event type. `DevxEvent::event_type` is the EQE's byte
+/// (`u8`) and the `event_type` constants are the `u16`s `subscribe` takes
+/// (as `mlx5dv_devx_subscribe_devx_event`'s list): widen to compare.
+fn type_name(ev: &DevxEvent) -> &'static str {
+    match ev.event_type().map(u16::from) {
+        Some(event_type::COMP) => "completion",
+        Some(event_type::CQ_ERROR) => "CQ error",
+        Some(event_type::PORT_CHANGE) => "port change",
+        Some(_) => "other",
+        None => "no data",
+    }
+}
+
+fn main() {
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
+}
+
+fn run(args: cli::Args) -> uverbs::Result<()> {
+    let seconds: u64 = args.parse_or(1, 30);
+    let device = args.device();
+    let kernel = device.kernel(); // uverbs::sys::linux(), or the model's
+    let dev = uverbs::find_device(&kernel, args.get(0))?;
     let ctx = mlx5::open_device(kernel, dev, OpenFlags::DEVX)?;
     let devx = ctx.mlx5()?.devx()?;
     let channel = devx.create_event_channel(EventChannelFlags::empty())?;
@@ -78,6 +117,7 @@ fn main() -> uverbs::Result<()> {
         ctx.device().name,
         uar.page_id()
     );
+    device.flap_port_devx(); // only on the model
 
     let deadline = Instant::now() + Duration::from_secs(seconds);
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -88,12 +128,10 @@ fn main() -> uverbs::Result<()> {
         }
         // Drain what is there (the pattern edge-triggered epoll needs too).
         while let Some(ev) = channel.try_get_event()? {
-            print!(
-                "cookie {} type {:?} sub_type {:?}",
-                ev.cookie,
-                ev.event_type(),
-                ev.sub_type()
-            );
+            print!("cookie {} {}", ev.cookie, type_name(&ev));
+            if let (Some(t), Some(s)) = (ev.event_type(), ev.sub_type()) {
+                print!(" (type {t:#04x}, sub-type {s})");
+            }
             if let Some(cqn) = ev.cqn() {
                 print!(" cqn {cqn:#x}");
             }

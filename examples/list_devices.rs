@@ -3,17 +3,33 @@
 //!
 //! ```sh
 //! cargo run --example list_devices
+//! cargo run --example list_devices -- --model=rxe   # the rxe device model's device
 //! ```
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{Model, Spec};
+
+const SPEC: Spec = Spec {
+    name: "list_devices",
+    about: "Lists the RDMA devices, opens each and prints its ports and GIDs.",
+    args: &[],
+    required: 0,
+    models: &[Model::Mlx5, Model::Rxe],
+};
+
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("list_devices: {e}");
-        std::process::exit(1);
-    }
+    let args = cli::parse(&SPEC);
+    cli::finish(run(args));
 }
 
-fn run() -> uverbs::Result<()> {
-    let devices = uverbs::devices()?;
+fn run(args: cli::Args) -> uverbs::Result<()> {
+    // `uverbs::devices()` and `uverbs::sys::linux()` on a real system; the
+    // model's kernel with `--model`.
+    let device = args.device();
+    let kernel = device.kernel();
+    let devices = uverbs::devices_with(&kernel)?;
     if devices.is_empty() {
         println!("no RDMA devices");
     }
@@ -25,7 +41,7 @@ fn run() -> uverbs::Result<()> {
             dev.node_guid,
             dev.node_type.transport_name()
         );
-        let ctx = uverbs::Context::open_device(uverbs::sys::linux(), dev)?;
+        let ctx = uverbs::Context::open_device(kernel.clone(), dev)?;
         let attr = ctx.query_device()?;
         println!(
             "  provider {}, fw {}, {} port(s), {} completion vector(s)",

@@ -7,11 +7,20 @@
 //!
 //! ```sh
 //! cargo run --example rc_loopback -- [DEVICE]
+//! cargo run --example rc_loopback -- --model    # on the mlx5 device model
 //! ```
+//!
+//! The command line (`--help`, `--model`, errors printed as `error:
+//! MESSAGE`) is `examples/common/cli.rs`, which every example shares.
 
+// The path also holds from src/lib.rs, whose docs compile this file.
+#[path = "../examples/common/cli.rs"]
+mod cli;
+
+use cli::{Model, Spec};
 use uverbs::{
-    AccessFlags, AhAttr, Context, CqOptions, Gid, GidType, GlobalRoute, Mtu, QpAttr, QpCap,
-    QpInitAttr, QpState, QpType, QueuePair, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, AhAttr, CqOptions, Gid, GidType, GlobalRoute, Mtu, QpAttr, QpCap, QpInitAttr,
+    QpState, QpType, QueuePair, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 /// Moves `qp` to RTS towards `dest_qp_num` at `dgid` on port 1. Each
@@ -49,9 +58,25 @@ fn connect(qp: &QueuePair, dest_qp_num: u32, sgid_index: u8, dgid: Gid) -> uverb
     qp.modify_to(&attr)
 }
 
-fn main() -> uverbs::Result<()> {
-    let dev = std::env::args().nth(1);
-    let ctx = Context::open(dev.as_deref())?; // the first device without a name
+const SPEC: Spec = Spec {
+    name: "rc_loopback",
+    about: "An RC exchange from nothing: two RC QPs of one device, connected to each \
+            other, send a message from one to the other.",
+    args: &[("DEVICE", "the device to open (default: the first)")],
+    required: 0,
+    models: &[Model::Mlx5],
+};
+
+fn main() {
+    let args = cli::parse(&SPEC); // exits for --help and usage errors
+    cli::finish(run(args)); // an error: `error: MESSAGE` on stderr, exit 1
+}
+
+fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
+    // `Context::open(name)` on a real device; `--model` opens the same way
+    // through the device model's kernel (`Context::open_with`).
+    let device = args.device();
+    let ctx = device.open(args.get(0))?; // the first device without a name
     let pd = ctx.alloc_pd()?;
     let mut cq = ctx.create_cq(16, CqOptions::default())?;
     let init = QpInitAttr {
@@ -75,13 +100,10 @@ fn main() -> uverbs::Result<()> {
     // RoCE addresses ports by GID: take port 1's RoCE v2 GID (rxe has one
     // per IP address of its interface).
     let gids = ctx.query_gid_table()?;
-    let Some(gid) = gids
+    let gid = gids
         .iter()
         .find(|e| e.port == 1 && e.gid_type == GidType::RoceV2)
-    else {
-        eprintln!("rc_loopback: port 1 has no RoCE v2 GID (is an IP address configured?)");
-        std::process::exit(1);
-    };
+        .ok_or("port 1 has no RoCE v2 GID (is an IP address configured?)")?;
     connect(&a, b.qp_num(), gid.index as u8, gid.gid)?;
     connect(&b, a.qp_num(), gid.index as u8, gid.gid)?;
 
@@ -104,17 +126,13 @@ fn main() -> uverbs::Result<()> {
     }
     for c in &done {
         if c.status != WcStatus::SUCCESS {
-            eprintln!(
-                "rc_loopback: work request {} failed: {:?}",
-                c.wr_id, c.status
-            );
-            std::process::exit(1);
+            return Err(format!("work request {} failed: {}", c.wr_id, c.status).into());
         }
     }
     let recv = done
         .iter()
         .find(|c| c.opcode == WcOpcode::RECV)
-        .expect("a receive");
+        .ok_or("no receive completed")?;
     let mut got = vec![0u8; recv.byte_len as usize];
     mr.read(2048, &mut got)?;
     println!(

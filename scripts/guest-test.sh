@@ -155,9 +155,18 @@ fi
 # ---------------------------------------------------------------- guest mode
 # One guest script runs every test executable, then reports how many failed.
 SCRIPT=$(mktemp "${TMPDIR:-/tmp}/guest-test-run.XXXXXX")
-trap 'rm -f "$JSON" "$SCRIPT"' EXIT
-ADDS=(--add "$UVERBS:/guest/bin/uverbs")
-for e in "${EXAMPLES[@]}"; do ADDS+=(--add "$e:/guest/examples/$(basename "$e")"); done
+# The programs the tests run go in without their debug info: a dozen debug
+# builds of ~25 MB each overflow the initramfs of a 1 GiB guest
+# ("Initramfs unpacking failed: write error"). Test executables keep theirs
+# (their panics print line numbers).
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/guest-test-bin.XXXXXX")
+trap 'rm -rf "$JSON" "$SCRIPT" "$STAGE"' EXIT
+stripped() {
+  local out="$STAGE/$(basename "$1")"
+  if objcopy --strip-debug "$1" "$out" 2>/dev/null; then echo "$out"; else echo "$1"; fi
+}
+ADDS=(--add "$(stripped "$UVERBS"):/guest/bin/uverbs")
+for e in "${EXAMPLES[@]}"; do ADDS+=(--add "$(stripped "$e"):/guest/examples/$(basename "$e")"); done
 extra=
 for a in "${TEST_ARGS[@]}"; do extra+=" $(sq "$a")"; done
 {
@@ -184,7 +193,7 @@ status=0
 for k in "${KERNELS[@]}"; do
   CONSOLE=$(mktemp "${TMPDIR:-/tmp}/guest-test-console.XXXXXX")
   set +e
-  "$REPO/guest/run-guest.sh" --kernel "$k" --timeout "$TIMEOUT" --log "$CONSOLE" "${ADDS[@]}" "${ENVS[@]}" \
+  "$REPO/guest/run-guest.sh" --kernel "$k" --timeout "$TIMEOUT" --mem 1536 --log "$CONSOLE" "${ADDS[@]}" "${ENVS[@]}" \
     --script "$SCRIPT" 2>&1 | sed -u "s/^/[$k] /" >&2
   rc=${PIPESTATUS[0]}
   set -e

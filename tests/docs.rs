@@ -1,7 +1,9 @@
 //! The documentation keeps its promises: every `#[doc(alias = "...")]` (the
 //! libibverbs, librdmacm or mlx5dv name a search finds) is also written in
-//! the item's prose, where a reader sees it; and every example is listed in
-//! the crate root's table of examples.
+//! the item's prose, where a reader sees it; every example is listed in
+//! the crate root's table of examples; and every Rust snippet of README.md
+//! is compiled (README.md is a doctest of `src/lib.rs` under
+//! `cfg(doctest)`, and no snippet opts out with `ignore`).
 
 use std::{fs, path::Path};
 
@@ -173,5 +175,105 @@ fn the_table_parser_reads_names_and_ex_forms() {
     assert_eq!(
         table_names(lib),
         ["ibv_query_device", "ibv_query_device_ex", "rdma_notify"]
+    );
+}
+
+/// Why a README line is a snippet rustdoc would not compile, if it is one:
+/// a fenced block whose info string rustdoc reads as Rust (no language, or
+/// `rust` or a doctest attribute first) marked `ignore`, a fence with no
+/// language at all (Rust to rustdoc: say `rust`, `sh` or `text`), or an
+/// indented code block (Rust to rustdoc too; use a fence).
+fn uncompiled_snippets(text: &str) -> Vec<(usize, String)> {
+    const RUST: &[&str] = &[
+        "rust",
+        "no_run",
+        "should_panic",
+        "compile_fail",
+        "ignore",
+        "edition2015",
+        "edition2018",
+        "edition2021",
+        "edition2024",
+    ];
+    let mut bad = Vec::new();
+    let mut fence: Option<&str> = None;
+    let mut blank_before = true;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) && trimmed.trim_end() == open {
+                fence = None;
+            }
+            continue;
+        }
+        let marker = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m));
+        if let Some(m) = marker {
+            let info = trimmed.trim_start_matches(m.chars().next().unwrap()).trim();
+            let attrs: Vec<&str> = info
+                .split([',', ' ', '\t'])
+                .filter(|a| !a.is_empty())
+                .collect();
+            match attrs.first() {
+                None => bad.push((i + 1, "a fence without a language".to_string())),
+                Some(first) if RUST.contains(first) => {
+                    if attrs.iter().any(|a| a.starts_with("ignore")) {
+                        bad.push((i + 1, format!("```{info}: not compiled")));
+                    }
+                }
+                Some(_) => {}
+            }
+            fence = Some(
+                &trimmed
+                    [..trimmed.len() - trimmed.trim_start_matches(m.chars().next().unwrap()).len()],
+            );
+            blank_before = false;
+            continue;
+        }
+        if blank_before && line.starts_with("    ") && !trimmed.is_empty() {
+            bad.push((i + 1, "an indented code block".to_string()));
+        }
+        // An indented block starts after a blank line (not inside a list
+        // item's continuation, which the README indents by two).
+        blank_before = line.trim().is_empty()
+            || (blank_before && line.starts_with("    ") && !trimmed.is_empty());
+    }
+    bad
+}
+
+#[test]
+fn the_snippet_scanner_finds_what_rustdoc_would_not_compile() {
+    let text = "# T\n\n```rust,ignore\nx\n```\n\n```sh\nls\n```\n\n```\nplain\n```\n\
+                \n```rust,no_run\nfn f() {}\n```\n\n```text\n    indented in a fence\n```\n\
+                \n    cargo build\n\n- item\n  continued\n";
+    let found: Vec<usize> = uncompiled_snippets(text).iter().map(|b| b.0).collect();
+    assert_eq!(found, [3, 11, 23], "{:?}", uncompiled_snippets(text));
+}
+
+#[test]
+fn every_rust_snippet_of_the_readme_is_a_doctest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let bad = uncompiled_snippets(&readme);
+    assert!(
+        bad.is_empty(),
+        "README.md snippets rustdoc would not compile (make them compile, with `no_run` \
+         and hidden `# ` lines for what needs a device, or tag them `sh`/`text`):\n{}",
+        bad.iter()
+            .map(|(l, why)| format!("README.md:{l}: {why}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        readme.contains("```rust"),
+        "no Rust snippet found: scanner broken?"
+    );
+    // And README.md is compiled at all: included as a doctest of the crate.
+    let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let at = lib
+        .find("#[doc = include_str!(\"../README.md\")]")
+        .expect("src/lib.rs includes README.md as documentation");
+    assert!(
+        lib[..at].trim_end().ends_with("#[cfg(doctest)]"),
+        "README.md's include in src/lib.rs is not under #[cfg(doctest)]"
     );
 }

@@ -17,10 +17,9 @@ pub struct Loopback {
     pub buf: MemoryRegion,
 }
 
-/// Opens `dev` (or the first device) and connects two RC QPs sharing one CQ
-/// on a new completion channel, with room for `messages` round trips.
-pub fn setup(dev: Option<&str>, messages: usize) -> uverbs::Result<Loopback> {
-    let ctx = Context::open(dev)?;
+/// Connects two RC QPs of `ctx` sharing one CQ on a new completion
+/// channel, with room for `messages` round trips.
+pub fn setup(ctx: &Context, messages: usize) -> uverbs::Result<Loopback> {
     let channel = ctx.create_comp_channel()?;
     let depth = 2 * messages as u32 + 2;
     let cq = ctx.create_cq(
@@ -49,7 +48,7 @@ pub fn setup(dev: Option<&str>, messages: usize) -> uverbs::Result<Loopback> {
     };
     let a = pd.create_qp(&init)?;
     let b = pd.create_qp(&init)?;
-    let gid = pick_gid(&ctx)?;
+    let gid = pick_gid(ctx)?;
     connect(&a, b.qp_num(), gid)?;
     connect(&b, a.qp_num(), gid)?;
     let buf = pd.alloc_mr(64 * (messages + 1), AccessFlags::LOCAL_WRITE)?;

@@ -1067,6 +1067,23 @@ fn example_rc_loopback_delivers_its_message() {
     assert!(out.contains("\"hello, RDMA\" (11 bytes)"), "{out}");
 }
 
+/// `list_devices` finds the device under test and prints its ports and
+/// GIDs (the port's state is not checked: other tests flap the link).
+#[test]
+fn example_list_devices_shows_the_device() {
+    let dev = crate::test_device();
+    let (status, out, err) = run_bounded(
+        Command::new(example("list_devices")),
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "list_devices: {status}: {out}{err}");
+    let at = out
+        .find(&format!("{dev} (uverbs"))
+        .unwrap_or_else(|| panic!("{dev} not listed:\n{out}"));
+    assert!(out[at..].contains("  port 1: "), "{out}");
+    assert!(out[at..].contains("    GID[0] port 1 "), "{out}");
+}
+
 #[test]
 fn example_cq_events_blocking() {
     run_cq_example("cq_events");
