@@ -24,7 +24,6 @@ use std::{
     fmt,
     os::fd::BorrowedFd,
     sync::{atomic::Ordering, Arc},
-    thread::ThreadId,
     time::Duration,
 };
 
@@ -33,7 +32,7 @@ use crate::{
     context::Context,
     cq::CqInner,
     error::{Error, ErrorKind, Result},
-    event_count::{current_thread, EventCounts, Stream, Target},
+    event_count::{Held, Lookup, Registry, Stream},
     event_fd::{read_record, Wait},
     object::Owned,
     qp::QpInner,
@@ -255,23 +254,29 @@ pub enum AsyncElement {
 /// What an event holds to keep its object alive.
 #[derive(Debug)]
 enum Hold {
-    Cq(Arc<Owned<CqInner>>),
-    Qp(Arc<Owned<QpInner>>),
-    Srq(Arc<Owned<SrqInner>>),
+    Cq(Held<Owned<CqInner>>),
+    Qp(Held<Owned<QpInner>>),
+    Srq(Held<Owned<SrqInner>>),
     None,
 }
 
-/// One async event (`struct ibv_async_event`); acknowledged when dropped.
+/// One async event (`struct ibv_async_event`).
 ///
-/// Not `Send`: the thread that received it acknowledges it (see the module
-/// documentation for why).
+/// An event of a CQ, QP or SRQ keeps that object alive and is acknowledged
+/// in one of two ways, as a [`CqEvent`](crate::CqEvent) is: as a value,
+/// when dropped (or with [`AsyncEvent::ack`]), on the thread that received
+/// it (it is not `Send`; that thread's destroy of the object fails with
+/// `EBUSY` instead of waiting on itself); or by count:
+/// [`AsyncEvent::defer_ack`] leaves it counted by its object, and the
+/// object's `ack_async_events(n)` acknowledges it later from any thread.
+/// Port and device events need no acknowledgement. All the rules (gets,
+/// `O_NONBLOCK`, `EINTR`, removal, acknowledgement) are in [the event
+/// rules](crate::events).
 #[must_use = "an event is acknowledged when dropped; inspect it first"]
 pub struct AsyncEvent {
     event_type: AsyncEventType,
     element: AsyncElement,
     hold: Hold,
-    counts: Option<Arc<EventCounts>>,
-    holder: ThreadId,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
@@ -293,9 +298,9 @@ impl AsyncEvent {
     /// and device events, and for an object already destroyed.
     pub fn context(&self) -> Option<u64> {
         match &self.hold {
-            Hold::Cq(cq) => Some(cq.context),
-            Hold::Qp(qp) => Some(qp.context),
-            Hold::Srq(srq) => Some(srq.context),
+            Hold::Cq(cq) => Some(cq.object().context),
+            Hold::Qp(qp) => Some(qp.object().context),
+            Hold::Srq(srq) => Some(srq.object().context),
             Hold::None => None,
         }
     }
@@ -312,17 +317,17 @@ impl AsyncEvent {
 
     /// Whether the event is for this QP.
     pub fn is_for_qp(&self, qp: &crate::QueuePair) -> bool {
-        matches!(&self.hold, Hold::Qp(q) if Arc::ptr_eq(q, &qp.inner))
+        matches!(&self.hold, Hold::Qp(q) if Arc::ptr_eq(q.object(), &qp.inner))
     }
 
     /// Whether the event is for this CQ.
     pub fn is_for_cq(&self, cq: &crate::CompletionQueue) -> bool {
-        matches!(&self.hold, Hold::Cq(c) if Arc::ptr_eq(c, &cq.inner))
+        matches!(&self.hold, Hold::Cq(c) if Arc::ptr_eq(c.object(), &cq.inner))
     }
 
     /// Whether the event is for this SRQ.
     pub fn is_for_srq(&self, srq: &crate::SharedReceiveQueue) -> bool {
-        matches!(&self.hold, Hold::Srq(s) if Arc::ptr_eq(s, &srq.inner))
+        matches!(&self.hold, Hold::Srq(s) if Arc::ptr_eq(s.object(), &srq.inner))
     }
 
     /// The port of a port event.
@@ -338,21 +343,35 @@ impl AsyncEvent {
     pub fn ack(self) {
         drop(self);
     }
-}
 
-impl Drop for AsyncEvent {
-    fn drop(&mut self) {
-        if let Some(counts) = self.counts.take() {
-            counts.ack_quiet(Stream::Async, 1, Some(self.holder));
-            // Release the object after the acknowledgement, then wake destroyers.
-            self.hold = Hold::None;
-            counts.notify();
+    /// Leaves an event of a CQ, QP or SRQ unacknowledged, counted by its
+    /// object, for a later `ack_async_events(n)` of that object
+    /// ([`QueuePair::ack_async_events`](crate::QueuePair::ack_async_events),
+    /// [`CompletionQueue::ack_async_events`](crate::CompletionQueue::ack_async_events),
+    /// [`SharedReceiveQueue::ack_async_events`](crate::SharedReceiveQueue::ack_async_events))
+    /// from any thread. The object's destroy fails with `EBUSY` while such
+    /// counts are unacknowledged. Port and device events need no
+    /// acknowledgement: for them this is [`AsyncEvent::ack`].
+    pub fn defer_ack(self) {
+        match self.hold {
+            Hold::Cq(h) => h.defer(),
+            Hold::Qp(h) => h.defer(),
+            Hold::Srq(h) => h.defer(),
+            Hold::None => {}
         }
     }
 }
 
 impl Context {
     /// Waits for the next async event, like `ibv_get_async_event`.
+    ///
+    /// On an async fd the program made `O_NONBLOCK`, returns a
+    /// [`WouldBlock`](crate::ErrorKind::WouldBlock) error at once when
+    /// nothing is queued; a signal handler interrupts it with
+    /// [`Interrupted`](crate::ErrorKind::Interrupted); after
+    /// `DEVICE_FATAL` and the events queued behind it, it fails with
+    /// [`DeviceRemoved`](crate::ErrorKind::DeviceRemoved) (see [the event
+    /// rules](crate::events)).
     #[doc(alias = "ibv_get_async_event")]
     pub fn get_async_event(&self) -> Result<AsyncEvent> {
         loop {
@@ -415,73 +434,55 @@ impl Context {
     fn decode(&self, element: u64, event_type: u32) -> AsyncEvent {
         let ctx = &self.inner;
         let event_type = AsyncEventType(event_type);
-        let holder = current_thread();
-        let plain = |element| AsyncEvent {
+        let event = |element, hold| AsyncEvent {
             event_type,
             element,
-            hold: Hold::None,
-            counts: None,
-            holder,
+            hold,
             _not_send: std::marker::PhantomData,
         };
-        let affiliation = event_type.affiliation();
-        match affiliation {
-            EventAffiliation::Port => return plain(AsyncElement::Port(element as u8)),
+        let events = &ctx.events;
+        // An object found: its claim; one being destroyed: the event is
+        // acknowledged here (its destroy may be waiting for it) and reported
+        // as `Gone`, as is an element naming no object of ours.
+        fn resolve<T>(events: &Registry, element: u64, lookup: Lookup<T>) -> Option<Held<T>> {
+            match lookup {
+                Lookup::Live(held) => Some(held),
+                Lookup::Detached(counts) => {
+                    events.ack_detached(element, &counts, Stream::Async);
+                    None
+                }
+                Lookup::Unknown => None,
+            }
+        }
+        let gone = || event(AsyncElement::Gone(element), Hold::None);
+        match event_type.affiliation() {
+            EventAffiliation::Port => event(AsyncElement::Port(element as u8), Hold::None),
             EventAffiliation::Device => {
                 ctx.removed.store(true, Ordering::Release);
-                return plain(AsyncElement::Device);
+                event(AsyncElement::Device, Hold::None)
             }
-            EventAffiliation::Wq => return plain(AsyncElement::Wq(element)),
-            EventAffiliation::Cq | EventAffiliation::Qp | EventAffiliation::Srq => {}
-        }
-        // Upgraded under the registry's lock (the destroy protocol of
-        // `event_count`).
-        let found = ctx.events.with(element, |target| {
-            Some(match target? {
-                Target::Cq(counts, w) if affiliation == EventAffiliation::Cq => match w.upgrade() {
-                    Some(cq) => {
-                        let e = AsyncElement::Cq(cq.handle);
-                        (counts.clone(), Hold::Cq(cq), e)
-                    }
-                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
-                },
-                Target::Qp(counts, w) if affiliation == EventAffiliation::Qp => match w.upgrade() {
-                    Some(qp) => {
-                        let e = AsyncElement::Qp(qp.qp_num);
-                        (counts.clone(), Hold::Qp(qp), e)
-                    }
-                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
-                },
-                Target::Srq(counts, w) if affiliation == EventAffiliation::Srq => match w.upgrade()
-                {
-                    Some(srq) => {
-                        let e = AsyncElement::Srq(srq.handle);
-                        (counts.clone(), Hold::Srq(srq), e)
-                    }
-                    None => (counts.clone(), Hold::None, AsyncElement::Gone(element)),
-                },
-                _ => return None,
-            })
-        });
-        // An element that names no object of ours (or of another kind):
-        // nothing to keep alive or acknowledge.
-        let Some((counts, hold, elem)) = found else {
-            return plain(AsyncElement::Gone(element));
-        };
-        if matches!(hold, Hold::None) {
-            // The object is being destroyed: count the event as acknowledged
-            // so its destroy can finish.
-            ctx.events.ack_detached(element, &counts, Stream::Async);
-            return plain(elem);
-        }
-        counts.delivered();
-        AsyncEvent {
-            event_type,
-            element: elem,
-            hold,
-            counts: Some(counts),
-            holder,
-            _not_send: std::marker::PhantomData,
+            EventAffiliation::Wq => event(AsyncElement::Wq(element), Hold::None),
+            EventAffiliation::Cq => {
+                let found = events.lookup::<Owned<CqInner>>(element, Stream::Async);
+                match resolve(events, element, found) {
+                    Some(h) => event(AsyncElement::Cq(h.object().handle), Hold::Cq(h)),
+                    None => gone(),
+                }
+            }
+            EventAffiliation::Qp => {
+                let found = events.lookup::<Owned<QpInner>>(element, Stream::Async);
+                match resolve(events, element, found) {
+                    Some(h) => event(AsyncElement::Qp(h.object().qp_num), Hold::Qp(h)),
+                    None => gone(),
+                }
+            }
+            EventAffiliation::Srq => {
+                let found = events.lookup::<Owned<SrqInner>>(element, Stream::Async);
+                match resolve(events, element, found) {
+                    Some(h) => event(AsyncElement::Srq(h.object().handle), Hold::Srq(h)),
+                    None => gone(),
+                }
+            }
         }
     }
 }

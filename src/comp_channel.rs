@@ -21,7 +21,6 @@
 use std::{
     os::fd::{AsFd, BorrowedFd},
     sync::Arc,
-    thread::ThreadId,
     time::Duration,
 };
 
@@ -32,7 +31,7 @@ use crate::{
     context::{Context, ContextInner},
     cq::CqInner,
     error::{Error, ErrorKind, Result},
-    event_count::{current_thread, Stream, Target},
+    event_count::{Held, Lookup, Stream},
     event_fd::{read_record, EventFd, Wait},
     object::Owned,
     sys::WriteCmd,
@@ -46,6 +45,10 @@ pub(crate) struct ChannelInner {
 }
 
 /// A completion channel (`struct ibv_comp_channel`).
+///
+/// How to get, poll and acknowledge its events (blocking, `O_NONBLOCK`,
+/// `EINTR`, edge-triggered `epoll`, acknowledgement by count) is told once
+/// for every event fd in [the event rules](crate::events).
 #[derive(Debug, Clone)]
 pub struct CompletionChannel {
     pub(crate) inner: Arc<ChannelInner>,
@@ -85,7 +88,8 @@ impl Context {
 }
 
 /// The channel's fd, to `poll`/`epoll` for readiness before
-/// [`CompletionChannel::try_get_event`].
+/// [`CompletionChannel::try_get_event`] (see [the event
+/// rules](crate::events)).
 ///
 /// Never `read` it yourself: a record read that way is an event the kernel
 /// counts as delivered and the library never sees, so nobody can
@@ -100,6 +104,12 @@ impl AsFd for CompletionChannel {
 
 impl CompletionChannel {
     /// Waits for the next completion event, like `ibv_get_cq_event`.
+    ///
+    /// On a channel the program made `O_NONBLOCK`, returns a
+    /// [`WouldBlock`](crate::ErrorKind::WouldBlock) error at once when
+    /// nothing is queued; a signal handler interrupts it with
+    /// [`Interrupted`](crate::ErrorKind::Interrupted) (see [the event
+    /// rules](crate::events)).
     #[doc(alias = "ibv_get_cq_event")]
     pub fn get_event(&self) -> Result<CqEvent> {
         loop {
@@ -132,56 +142,50 @@ impl CompletionChannel {
     /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
     /// its CQ is already being destroyed.
     fn deliver(&self, user_handle: u64) -> Option<CqEvent> {
-        // Upgraded under the registry's lock: no copy of the entry.
-        let cq = self.inner.ctx.events.with(user_handle, |t| match t {
-            Some(Target::Cq(counts, cq)) => Some(cq.upgrade().ok_or_else(|| counts.clone())),
-            // Not a CQ of this context: the kernel never does this.
-            _ => None,
-        })?;
-        match cq {
-            Ok(cq) => {
-                cq.events.delivered();
-                cq.on_completion_event();
+        let events = &self.inner.ctx.events;
+        match events.lookup::<Owned<CqInner>>(user_handle, Stream::Completion) {
+            Lookup::Live(held) => {
+                held.object().on_completion_event();
                 Some(CqEvent {
-                    cq: Some(cq),
-                    holder: current_thread(),
+                    held,
                     _not_send: std::marker::PhantomData,
                 })
             }
-            Err(counts) => {
-                self.inner
-                    .ctx
-                    .events
-                    .ack_detached(user_handle, &counts, Stream::Completion);
+            Lookup::Detached(counts) => {
+                events.ack_detached(user_handle, &counts, Stream::Completion);
                 None
             }
+            // Not a CQ of this context: the kernel never does this.
+            Lookup::Unknown => None,
         }
     }
 }
 
 /// One completion event (`ibv_get_cq_event`'s result).
 ///
-/// It keeps its CQ alive and is acknowledged when dropped (or explicitly
-/// with [`CqEvent::ack`], or many at once with [`ack_cq_events`]). A CQ's
-/// destroy waits for events held by other threads; it is not `Send`, so the
-/// thread that received it is the one that must acknowledge it, and a
-/// destroy from that thread fails with `EBUSY` instead of waiting on itself.
+/// It keeps its CQ alive and is acknowledged in one of two ways:
+///
+/// - **as a value**: when dropped (or explicitly with [`CqEvent::ack`], or
+///   many at once with [`ack_cq_events`]). It is not `Send`: the thread that
+///   received it acknowledges it, and a destroy of its CQ from that thread
+///   fails with `EBUSY` instead of waiting on itself, while a destroy on
+///   another thread waits for it;
+/// - **by count**, as C programs do: [`CqEvent::defer_ack`] leaves it
+///   unacknowledged, counted by its CQ, and
+///   [`CompletionQueue::ack_events`](crate::CompletionQueue::ack_events)
+///   acknowledges a number of them later, from any thread (the pattern of
+///   `ibv_rc_pingpong -e`, which counts its events and acknowledges them
+///   all before it destroys the CQ).
 #[derive(Debug)]
 #[must_use = "an event is acknowledged when dropped; inspect it first"]
 pub struct CqEvent {
-    // `Some` until dropped: the reference is released after the
-    // acknowledgement and before waking destroyers.
-    cq: Option<Arc<Owned<CqInner>>>,
-    holder: ThreadId,
+    held: Held<Owned<CqInner>>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl CqEvent {
     fn cq(&self) -> &Arc<Owned<CqInner>> {
-        match &self.cq {
-            Some(cq) => cq,
-            None => unreachable!("the CQ is only taken in drop"),
-        }
+        self.held.object()
     }
 
     /// The kernel handle of the CQ that fired (compare with
@@ -206,17 +210,15 @@ impl CqEvent {
     pub fn ack(self) {
         drop(self);
     }
-}
 
-impl Drop for CqEvent {
-    fn drop(&mut self) {
-        let Some(cq) = self.cq.take() else { return };
-        let counts = cq.events.clone();
-        // Acknowledge before releasing the CQ: if this is the last
-        // reference, its destroy then finds every event acknowledged.
-        counts.ack_quiet(Stream::Completion, 1, Some(self.holder));
-        drop(cq);
-        counts.notify();
+    /// Leaves the event unacknowledged, counted by its CQ, for a later
+    /// [`CompletionQueue::ack_events`](crate::CompletionQueue::ack_events)
+    /// from any thread: what a C program does between `ibv_get_cq_event`
+    /// and `ibv_ack_cq_events(cq, n)`. The CQ's destroy fails with `EBUSY`
+    /// while such counts are unacknowledged (nobody else could acknowledge
+    /// them once the destroy owns the CQ).
+    pub fn defer_ack(self) {
+        self.held.defer();
     }
 }
 
@@ -229,19 +231,15 @@ pub fn ack_cq_events(events: impl IntoIterator<Item = CqEvent>) {
     pending.sort_by_key(|e| Arc::as_ptr(e.cq()) as usize);
     let mut rest = &mut pending[..];
     while let Some(first) = rest.first() {
-        let cq = first.cq().clone();
-        let n = rest.iter().take_while(|e| Arc::ptr_eq(e.cq(), &cq)).count();
+        let cq = Arc::as_ptr(first.cq());
+        let n = rest
+            .iter()
+            .take_while(|e| std::ptr::eq(Arc::as_ptr(e.cq()), cq))
+            .count();
         let (group, tail) = rest.split_at_mut(n);
-        cq.events
-            .ack_quiet(Stream::Completion, n as u32, Some(group[0].holder));
-        // Release the group's references (their drops then do nothing),
-        // then wake a waiting destroy once (`notify` locks only if one is).
-        for ev in group.iter_mut() {
-            ev.cq = None;
-        }
-        let counts = cq.events.clone();
-        drop(cq);
-        counts.notify();
+        let mut claims: Vec<&mut Held<Owned<CqInner>>> =
+            group.iter_mut().map(|e| &mut e.held).collect();
+        Held::ack_batch(&mut claims);
         rest = tail;
     }
 }

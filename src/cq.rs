@@ -24,7 +24,8 @@ use crate::{
     context::{Context, ContextInner, DestroyReporting, Verb},
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
-        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+        ack_deferred, destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending,
+        Registry, Stream, Target,
     },
     object::{Destroy, Owned},
     providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
@@ -223,8 +224,7 @@ impl Context {
             context: opts.context,
             shared,
         });
-        ctx.events
-            .insert(user_handle, Target::Cq(events, Arc::downgrade(&inner)));
+        ctx.events.insert(user_handle, Target::new(events, &inner));
         // From here on, dropping `inner` destroys the kernel CQ.
         let ring = ctx.provider.finish_cq(
             ctx.device(),
@@ -292,6 +292,40 @@ impl CompletionQueue {
                 solicited_only,
             )
             .map_err(|e| Error::sys("ibv_req_notify_cq", e))
+    }
+
+    /// Acknowledges `n` completion events left unacknowledged with
+    /// [`CqEvent::defer_ack`](crate::CqEvent::defer_ack), like
+    /// `ibv_ack_cq_events(cq, n)`; from any thread. `InvalidArgument` (and
+    /// nothing acknowledged) when fewer than `n` are deferred.
+    #[doc(alias = "ibv_ack_cq_events")]
+    pub fn ack_events(&self, n: u32) -> Result<()> {
+        ack_deferred(
+            &self.inner.events,
+            Stream::Completion,
+            n,
+            "ibv_ack_cq_events",
+        )
+    }
+
+    /// Completion events deferred with
+    /// [`CqEvent::defer_ack`](crate::CqEvent::defer_ack) and not yet
+    /// acknowledged.
+    pub fn deferred_events(&self) -> u32 {
+        self.inner.events.deferred(Stream::Completion)
+    }
+
+    /// Acknowledges `n` async events of this CQ left unacknowledged with
+    /// [`AsyncEvent::defer_ack`](crate::AsyncEvent::defer_ack), from any
+    /// thread (libibverbs acknowledges async events one at a time:
+    /// `ibv_ack_async_event`).
+    pub fn ack_async_events(&self, n: u32) -> Result<()> {
+        ack_deferred(&self.inner.events, Stream::Async, n, "ibv_ack_async_event")
+    }
+
+    /// Async events of this CQ deferred and not yet acknowledged.
+    pub fn deferred_async_events(&self) -> u32 {
+        self.inner.events.deferred(Stream::Async)
     }
 
     /// Destroys the CQ, like `ibv_destroy_cq`.

@@ -35,6 +35,14 @@ pub enum ErrorKind {
     /// The kernel dropped events it could not queue (a DevX channel's
     /// `EOVERFLOW`): resynchronise by querying; later events read normally.
     EventsLost,
+    /// The call would have to wait and may not (`EAGAIN`): an event get on
+    /// an fd the program made `O_NONBLOCK`, as libibverbs returns `EAGAIN`
+    /// there; poll the fd and call again.
+    WouldBlock,
+    /// A signal handler ran while the call waited in the kernel (`EINTR`),
+    /// as libibverbs' blocking gets return it: act on the signal or call
+    /// again.
+    Interrupted,
 }
 
 impl ErrorKind {
@@ -53,6 +61,8 @@ impl ErrorKind {
     /// | `DeviceRemoved` | `EIO` | what the kernel answers after disassociation |
     /// | `Firmware` | `EREMOTEIO` | mlx5 DevX commands since Linux 5.19 |
     /// | `EventsLost` | `EOVERFLOW` | `mlx5dv_devx_get_event` |
+    /// | `WouldBlock` | `EAGAIN` | `ibv_get_cq_event` on an `O_NONBLOCK` channel |
+    /// | `Interrupted` | `EINTR` | `ibv_get_async_event` interrupted by a signal |
     pub const fn errno(self) -> Errno {
         match self {
             ErrorKind::Os | ErrorKind::DeviceRemoved => Errno::EIO,
@@ -63,6 +73,8 @@ impl ErrorKind {
             ErrorKind::InvalidArgument => Errno::EINVAL,
             ErrorKind::Firmware => Errno::EREMOTEIO,
             ErrorKind::EventsLost => Errno::EOVERFLOW,
+            ErrorKind::WouldBlock => Errno::EAGAIN,
+            ErrorKind::Interrupted => Errno::EINTR,
         }
     }
 }
@@ -97,10 +109,11 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A failed system call or kernel command.
     pub fn sys(op: impl Into<Cow<'static, str>>, errno: Errno) -> Self {
-        let kind = if errno == Errno::EIO {
-            ErrorKind::DeviceRemoved
-        } else {
-            ErrorKind::Os
+        let kind = match errno {
+            Errno::EIO => ErrorKind::DeviceRemoved,
+            Errno::EAGAIN => ErrorKind::WouldBlock,
+            Errno::EINTR => ErrorKind::Interrupted,
+            _ => ErrorKind::Os,
         };
         Error {
             op: op.into(),

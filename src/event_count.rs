@@ -3,18 +3,36 @@
 //! The kernel counts, per object, the events userspace has *read* from an
 //! event fd (`comp_events_reported`, `async_events_reported`,
 //! `events_reported`), and returns the totals when the object is destroyed
-//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_event_read`). Like
-//! libibverbs (`libibverbs/cmd_cq.c`, `ibv_cmd_destroy_cq`), a destroy then
-//! waits until the program has acknowledged that many events, so no event
-//! for the object is still being handled when the destroy returns.
+//! (`drivers/infiniband/core/uverbs_main.c`, `ib_uverbs_event_read`; the
+//! destroy also drops the object's events still queued,
+//! `uverbs_free_cq`/`uverbs_free_qp` in `uverbs_std_types_*.c`). Like
+//! libibverbs (`libibverbs/cmd_cq.c`, `ibv_cmd_destroy_cq`), a destroy sends
+//! its command first and then waits until the program has acknowledged that
+//! many events, so no event of the object is still being handled when the
+//! destroy returns. Nothing is locked across the command that event
+//! delivery needs: events of every other object keep flowing.
 //!
 //! Each object that can have events owns an [`EventCounts`] (shared with the
 //! context's [`Registry`], which maps the 64-bit `user_handle` the kernel puts
-//! in every event back to it). Event values hold the object alive; they are
-//! `!Send`, and the counts remember which thread holds how many, so a thread
-//! that calls `destroy` while it holds an unacknowledged event of that object
-//! gets `EBUSY` instead of waiting for itself: a destroy can only wait for
-//! acknowledgements that other threads will make.
+//! in every event back to it). This module knows the objects only as
+//! `dyn Any` ([`Target`]): the event readers downcast what they find.
+//!
+//! An event is acknowledged in one of two ways:
+//!
+//! - its value is dropped ([`Held`]): the value keeps the object alive and
+//!   is `!Send`; the counts remember which thread holds how many, so a
+//!   thread that calls `destroy` while it holds one gets `EBUSY` instead of
+//!   waiting for itself;
+//! - its value is turned into a count kept by the object
+//!   ([`Held::defer`]), which any thread acknowledges later by number, as
+//!   `ibv_ack_cq_events(cq, n)` does ([`EventCounts::ack_deferred`]). Only
+//!   the owner of the object's handle can do that, and a destroy owns the
+//!   handle, so a destroy that finds deferred counts fails with `EBUSY`
+//!   (nobody could ever acknowledge them).
+//!
+//! A destroy that waits ([`destroy_reachable`] with [`Pending::Wait`]) thus
+//! waits only for events other threads hold as values or are reading right
+//! now: it is woken by their drops.
 //!
 //! # Events read behind the library's back
 //!
@@ -24,21 +42,17 @@
 //! for acknowledgements after the destroy command (as libibverbs does), and
 //! it then waits forever. The last drop and `try_destroy` never wait there:
 //! when the counts do not match yet they *park* the object's entry
-//! ([`EventCounts::settle`]), detached, and the reader that acknowledges the
+//! ([`EventCounts::close`]), detached, and the reader that acknowledges the
 //! last outstanding event removes it ([`Registry::ack_detached`]). An event
 //! stolen that way leaves its parked entry until the context (for rdma_cm
-//! ids, the process) goes. Nothing is lost by not waiting: no event value
-//! of a destroyed object is made any more, so an event a thread reads
-//! meanwhile is acknowledged by that thread without reaching the program.
+//! ids, the process) goes. Events read after the entry is detached are
+//! acknowledged by the reading thread without reaching the program.
 
-#[cfg(doc)]
-use crate::object::ParentLink;
+pub(crate) use crate::event_registry::{Lookup, Registry, Target};
 use crate::object::{busy, Destroy, Owned};
 use crate::sync::{fence, AtomicU32, Condvar, Mutex, MutexGuard};
 use std::{
-    collections::HashMap,
-    hash::{BuildHasherDefault, Hasher},
-    sync::{atomic::AtomicU64, atomic::Ordering, Arc, Weak},
+    sync::{atomic::Ordering, Arc},
     thread::{self, ThreadId},
 };
 
@@ -56,37 +70,8 @@ pub(crate) fn current_thread() -> ThreadId {
 pub(crate) enum Stream {
     /// Completion events (completion channel; CQs only).
     Completion,
-    /// Async events (the context's async event fd).
+    /// Async events (the context's async event fd; rdma_cm events).
     Async,
-}
-
-#[derive(Debug, Default)]
-struct Counts {
-    /// Events acknowledged so far, per stream (wrapping, as the kernel's u32).
-    acked: [u32; 2],
-    /// Events delivered and not yet acknowledged, by the thread holding them.
-    held: Vec<(ThreadId, u32)>,
-    /// The counts the kernel reported at a destroy that did not wait for
-    /// them ([`EventCounts::settle`]); `None` once reached, or when no
-    /// such destroy happened.
-    parked: Option<[u32; 2]>,
-}
-
-/// Per-object event counts; see the module documentation.
-#[derive(Debug, Default)]
-pub(crate) struct EventCounts {
-    counts: Mutex<Counts>,
-    changed: Condvar,
-    /// Threads waiting on `changed` (destroys). Acknowledgements and
-    /// releases wake someone only when this is non-zero, so the common case
-    /// (nobody destroying) takes no extra lock and makes no futex call. A
-    /// waiter registers before it checks its condition and a notifier reads
-    /// this after its change, each behind a `SeqCst` fence, so one of them
-    /// sees the other (see `wait_while` and `notify`).
-    waiters: AtomicU32,
-    /// Acquisitions of `counts` (tests count them).
-    #[cfg(any(test, feature = "test-utils"))]
-    pub(crate) locks: AtomicU32,
 }
 
 fn index(stream: Stream) -> usize {
@@ -94,6 +79,80 @@ fn index(stream: Stream) -> usize {
         Stream::Completion => 0,
         Stream::Async => 1,
     }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Events acknowledged so far, per stream (wrapping, as the kernel's u32).
+    acked: [u32; 2],
+    /// Event values delivered and not yet acknowledged, by the thread
+    /// holding them.
+    held: Vec<(ThreadId, u32)>,
+    /// Events turned into counts ([`Held::defer`]) and not yet
+    /// acknowledged, per stream.
+    deferred: [u32; 2],
+    /// The destroy command has run ([`EventCounts::close`]): deferring
+    /// acknowledges at once, since no handle is left to acknowledge with.
+    closed: bool,
+    /// The counts the kernel reported at a destroy that did not wait for
+    /// them ([`EventCounts::close`]); `None` once reached, or when no
+    /// such destroy happened.
+    parked: Option<[u32; 2]>,
+}
+
+impl Counts {
+    /// Drops one from `holder`'s held events (`n` of them).
+    fn release(&mut self, holder: ThreadId, n: u32) {
+        if let Some(pos) = self.held.iter().position(|(h, _)| *h == holder) {
+            let left = self.held[pos].1.saturating_sub(n);
+            if left == 0 {
+                self.held.swap_remove(pos);
+            } else {
+                self.held[pos].1 = left;
+            }
+        }
+    }
+
+    /// Adds `n` acknowledgements of `stream`; true when they reach the
+    /// counts of a parked destroy (which is then over).
+    fn add_acked(&mut self, stream: Stream, n: u32) -> bool {
+        let i = index(stream);
+        self.acked[i] = self.acked[i].wrapping_add(n);
+        let settled = self.parked.is_some_and(|p| p == self.acked);
+        if settled {
+            self.parked = None;
+        }
+        settled
+    }
+}
+
+/// What a destroy found outstanding before its command
+/// ([`EventCounts::outstanding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Outstanding {
+    /// Event values the calling thread holds.
+    pub(crate) mine: u32,
+    /// Event values other threads hold.
+    pub(crate) others: u32,
+    /// Deferred counts, both streams.
+    pub(crate) deferred: u32,
+}
+
+/// Per-object event counts; see the module documentation.
+#[derive(Debug, Default)]
+pub(crate) struct EventCounts {
+    counts: Mutex<Counts>,
+    pub(crate) changed: Condvar,
+    /// Threads waiting on `changed` (destroys). Acknowledgements and
+    /// releases wake someone only when this is non-zero, so the common case
+    /// (nobody destroying) takes no extra lock and makes no futex call. A
+    /// waiter registers before it checks its condition and a notifier reads
+    /// this after its change, each behind a `SeqCst` fence, so one of them
+    /// sees the other (see `wait_while_locked` and `notify`).
+    waiters: AtomicU32,
+    /// Acquisitions of `counts` (tests count them).
+    #[cfg(any(test, feature = "test-utils"))]
+    pub(crate) locks: AtomicU32,
 }
 
 impl EventCounts {
@@ -105,7 +164,7 @@ impl EventCounts {
     }
 
     /// Records that the current thread now holds one delivered event.
-    pub(crate) fn delivered(&self) {
+    fn delivered(&self) {
         let me = current_thread();
         let mut c = self.lock();
         match c.held.iter_mut().find(|(t, _)| *t == me) {
@@ -133,50 +192,95 @@ impl EventCounts {
 
     /// Acknowledges `n` events as [`EventCounts::ack_quiet`] does; returns
     /// whether a destroy is waiting, and whether this acknowledgement
-    /// reached the counts of a parked destroy ([`EventCounts::settle`]).
-    fn ack_counting(&self, stream: Stream, n: u32, holder: Option<ThreadId>) -> (bool, bool) {
+    /// reached the counts of a parked destroy ([`EventCounts::close`]).
+    pub(crate) fn ack_counting(
+        &self,
+        stream: Stream,
+        n: u32,
+        holder: Option<ThreadId>,
+    ) -> (bool, bool) {
         let mut c = self.lock();
-        let i = index(stream);
-        c.acked[i] = c.acked[i].wrapping_add(n);
         if let Some(t) = holder {
-            if let Some(pos) = c.held.iter().position(|(h, _)| *h == t) {
-                let left = c.held[pos].1.saturating_sub(n);
-                if left == 0 {
-                    c.held.swap_remove(pos);
-                } else {
-                    c.held[pos].1 = left;
-                }
-            }
+            c.release(t, n);
         }
-        let settled = c.parked.is_some_and(|p| p == c.acked);
-        if settled {
-            c.parked = None;
-        }
+        let settled = c.add_acked(stream, n);
         (self.waiters.load(Ordering::Relaxed) > 0, settled)
     }
 
-    /// After a destroy command that reported `reported` events, instead of
-    /// waiting for them: true when every one is acknowledged already;
-    /// otherwise parks `reported`, and the acknowledgement that reaches it
-    /// says so ([`Registry::ack_detached`]). Exactly one of the two sees the
-    /// counts settled (both decide under the lock).
-    pub(crate) fn settle(&self, reported: [u32; 2]) -> bool {
+    /// Turns one event value `holder` holds into a deferred count (or
+    /// acknowledges it, once the object's destroy command has run: no
+    /// handle is left to acknowledge it with). Returns whether a destroy is
+    /// waiting.
+    fn defer(&self, stream: Stream, holder: ThreadId) -> bool {
         let mut c = self.lock();
+        c.release(holder, 1);
+        if c.closed {
+            c.add_acked(stream, 1);
+        } else {
+            c.deferred[index(stream)] += 1;
+        }
+        self.waiters.load(Ordering::Relaxed) > 0
+    }
+
+    /// Acknowledges `n` deferred events of `stream`, as
+    /// `ibv_ack_cq_events(cq, n)` does; `Err(deferred)` (nothing
+    /// acknowledged) when fewer than `n` are deferred.
+    pub(crate) fn ack_deferred(&self, stream: Stream, n: u32) -> Result<(), u32> {
+        let mut c = self.lock();
+        let i = index(stream);
+        if n > c.deferred[i] {
+            return Err(c.deferred[i]);
+        }
+        c.deferred[i] -= n;
+        c.add_acked(stream, n);
+        Ok(())
+    }
+
+    /// The deferred count of `stream`.
+    pub(crate) fn deferred(&self, stream: Stream) -> u32 {
+        self.lock().deferred[index(stream)]
+    }
+
+    /// What is outstanding, as a destroy checks it before its command.
+    pub(crate) fn outstanding(&self) -> Outstanding {
+        let me = current_thread();
+        let c = self.lock();
+        let (mut mine, mut others) = (0, 0);
+        for &(t, n) in &c.held {
+            if t == me {
+                mine += n;
+            } else {
+                others += n;
+            }
+        }
+        Outstanding {
+            mine,
+            others,
+            deferred: c.deferred[0].saturating_add(c.deferred[1]),
+        }
+    }
+
+    /// After a destroy command that reported `reported` events: from now on
+    /// deferring acknowledges, and deferred counts are given up
+    /// (acknowledged: no handle can acknowledge them any more). With
+    /// `park`, when not every reported event is acknowledged yet, parks
+    /// `reported`, and the acknowledgement that reaches it says so
+    /// ([`Registry::ack_detached`]). Returns true when every one is
+    /// acknowledged already; exactly one of this and the acknowledgements
+    /// sees the counts settled (all decide under the lock).
+    pub(crate) fn close(&self, reported: [u32; 2], park: bool) -> bool {
+        let mut c = self.lock();
+        c.closed = true;
+        let deferred = std::mem::take(&mut c.deferred);
+        c.add_acked(Stream::Completion, deferred[0]);
+        c.add_acked(Stream::Async, deferred[1]);
         if c.acked == reported {
             return true;
         }
-        c.parked = Some(reported);
+        if park {
+            c.parked = Some(reported);
+        }
         false
-    }
-
-    /// How many delivered events the current thread holds.
-    pub(crate) fn held_by_current_thread(&self) -> u32 {
-        let me = current_thread();
-        self.lock()
-            .held
-            .iter()
-            .find(|(t, _)| *t == me)
-            .map_or(0, |(_, n)| *n)
     }
 
     #[cfg(test)]
@@ -190,7 +294,7 @@ impl EventCounts {
     /// any waiter's next check, so no wake-up is lost.
     pub(crate) fn notify(&self) {
         // Orders the caller's change (an Arc released) before the read of
-        // `waiters`; pairs with the fence in `wait_while`.
+        // `waiters`; pairs with the fence in `wait_while_locked`.
         fence(Ordering::SeqCst);
         if self.waiters.load(Ordering::Relaxed) > 0 {
             // A waiter is between its check and its wait, or waiting: the
@@ -238,6 +342,101 @@ impl EventCounts {
     }
 }
 
+/// The `ack_events` of CQs, QPs and SRQs: acknowledges `n` deferred events
+/// of `stream` ([`Held::defer`]); nothing is acknowledged when fewer are
+/// deferred.
+pub(crate) fn ack_deferred(
+    counts: &EventCounts,
+    stream: Stream,
+    n: u32,
+    op: &'static str,
+) -> crate::Result<()> {
+    counts.ack_deferred(stream, n).map_err(|have| {
+        crate::Error::new(
+            op,
+            crate::ErrorKind::InvalidArgument,
+            format!(
+                "asked to acknowledge {n} event(s) but {have} are deferred (defer_ack) and \
+                 unacknowledged: nothing was acknowledged"
+            ),
+        )
+    })
+}
+
+/// An event value's claim on its object: keeps the object alive, and is
+/// acknowledged when dropped (or turned into a deferred count).
+#[derive(Debug)]
+pub(crate) struct Held<T> {
+    // `Some` until dropped or deferred: the reference is released after
+    // the acknowledgement and before waking destroyers.
+    object: Option<Arc<T>>,
+    counts: Arc<EventCounts>,
+    stream: Stream,
+    holder: ThreadId,
+}
+
+impl<T> Held<T> {
+    /// The claim of an event of `stream` just read for `object`, held by
+    /// the calling thread.
+    pub(crate) fn new(object: Arc<T>, counts: Arc<EventCounts>, stream: Stream) -> Self {
+        counts.delivered();
+        Held {
+            object: Some(object),
+            counts,
+            stream,
+            holder: current_thread(),
+        }
+    }
+
+    /// The object.
+    pub(crate) fn object(&self) -> &Arc<T> {
+        match &self.object {
+            Some(o) => o,
+            None => unreachable!(
+                "the object is released only by drop or defer, which consume the claim"
+            ),
+        }
+    }
+
+    /// Leaves the event unacknowledged, counted by its object, for a later
+    /// [`EventCounts::ack_deferred`] from any thread.
+    pub(crate) fn defer(mut self) {
+        if let Some(object) = self.object.take() {
+            let waiting = self.counts.defer(self.stream, self.holder);
+            drop(object);
+            if waiting {
+                self.counts.notify();
+            }
+        }
+    }
+
+    /// Acknowledges every claim of `batch` (all on `self`'s object, by its
+    /// holder) with one lock of the counts, then releases them and wakes a
+    /// waiting destroy once.
+    pub(crate) fn ack_batch(batch: &mut [&mut Held<T>]) {
+        let Some(first) = batch.first() else { return };
+        let counts = first.counts.clone();
+        let n = batch.iter().filter(|h| h.object.is_some()).count() as u32;
+        counts.ack_quiet(first.stream, n, Some(first.holder));
+        for h in batch.iter_mut() {
+            h.object = None;
+        }
+        counts.notify();
+    }
+}
+
+impl<T> Drop for Held<T> {
+    fn drop(&mut self) {
+        if let Some(object) = self.object.take() {
+            // Acknowledge before releasing the object: if this is the last
+            // reference, its destroy then finds every event acknowledged.
+            self.counts.ack_quiet(self.stream, 1, Some(self.holder));
+            drop(object);
+            self.counts.notify();
+        }
+    }
+}
+
 /// An object the kernel reports events for (CQ, QP, SRQ, CM id), as its
 /// destroy sees it.
 pub(crate) trait EventObject: Destroy {
@@ -256,15 +455,16 @@ pub(crate) trait EventObject: Destroy {
 /// and CM ids.
 ///
 /// No event value of it exists (they hold it), and it waits for nothing:
-/// events other threads read and have not looked up yet find the object
-/// gone and are acknowledged by those threads, which remove the parked
-/// entry ([`EventCounts::settle`]). An event the program read from the fd
-/// itself is never acknowledged, and never waited for.
+/// deferred counts are given up (no handle is left to acknowledge them),
+/// and events other threads read and have not looked up yet find the
+/// object gone and are acknowledged by those threads, which remove the
+/// parked entry ([`EventCounts::close`]). An event the program read from
+/// the fd itself is never acknowledged, and never waited for.
 pub(crate) fn destroy_unreachable<T: EventObject>(obj: &T) -> crate::Result<()> {
     let (registry, key) = obj.registry();
     let result = obj.destroy_reporting();
     if let Ok(Some(reported)) = result {
-        if !obj.counts().settle(reported) {
+        if !obj.counts().close(reported, true) {
             return Ok(());
         }
     }
@@ -282,28 +482,31 @@ pub(crate) enum Pending {
 }
 
 /// Destroys an event object its handle still holds, as `destroy()`
-/// promises; on error the object is untouched and usable.
+/// promises, in libibverbs' order: the command first, then the wait for
+/// the events the kernel reported. On error the object is untouched and
+/// usable.
 ///
-/// - `EBUSY` while child objects use it (`children()` > 0) or the calling
-///   thread holds one of its unacknowledged events (it would wait for
-///   itself);
-/// - events other threads hold are waited for ([`Pending::Wait`]) or
-///   refused with `EAGAIN` ([`Pending::Refuse`]);
-/// - then, under the lock of the map events are delivered through, so no
-///   new event value can be made meanwhile, the destroy command runs; if it
-///   succeeds the object's entry stops resolving (events read later are
-///   acknowledged at once, as for a gone object) and, after the lock,
-///   [`Pending::Wait`] waits until every event the kernel reported is
-///   acknowledged (other threads finishing a read; forever if the program
-///   read one from the fd itself), while [`Pending::Refuse`] parks the
-///   entry instead ([`EventCounts::settle`]) and returns. If it fails,
-///   nothing changed.
+/// Before the command:
+/// - `EBUSY` while child objects use it (`children()` > 0), while the
+///   calling thread holds one of its event values (it would wait for
+///   itself), and while deferred counts are unacknowledged (the caller owns
+///   the handle they are acknowledged through, so nobody else can);
+/// - [`Pending::Refuse`]: `EAGAIN` while other threads hold event values.
 ///
-/// Every reference to the object besides its handle is an event value or a
-/// child's [`ParentLink`](crate::object::ParentLink), made only under that
-/// lock or while the handle is borrowed, and each wakes [`EventCounts`]
-/// waiters after it is released; so a destroy that waits is woken by the
-/// release it waits for.
+/// Then the destroy command runs with no lock held that event delivery
+/// takes; if it fails, nothing changed. If it succeeds, the object's entry
+/// stops resolving (events read later are acknowledged by their readers, as
+/// for a gone object), and [`Pending::Wait`] waits until every event the
+/// kernel reported is acknowledged (values other threads hold or are
+/// making right now; forever if the program read one from the fd itself)
+/// and the values have released the object, while [`Pending::Refuse`]
+/// parks the entry instead ([`EventCounts::close`]) and returns.
+///
+/// Every reference to the object besides its handle is an event value or
+/// a child's [`ParentLink`](crate::object::ParentLink); children are ruled
+/// out and none can be added (the caller owns the handle), and event values
+/// wake [`EventCounts`] waiters after they release the object, so a destroy
+/// that waits is woken by the release it waits for.
 pub(crate) fn destroy_reachable<T: EventObject>(
     arc: &Arc<Owned<T>>,
     children: impl Fn() -> usize,
@@ -311,166 +514,66 @@ pub(crate) fn destroy_reachable<T: EventObject>(
     op: &'static str,
 ) -> crate::Result<()> {
     let counts = arc.counts();
-    let mine = counts.held_by_current_thread();
-    if mine > 0 {
+    let out = counts.outstanding();
+    let ebusy =
+        |detail: String| crate::Error::sys(op, crate::sys::Errno::EBUSY).with_detail(detail);
+    if out.mine > 0 {
+        return Err(ebusy(format!(
+            "this thread holds {} unacknowledged event(s) of this object: \
+             acknowledge (drop) them first",
+            out.mine
+        )));
+    }
+    if out.deferred > 0 {
+        return Err(ebusy(format!(
+            "{} event(s) of this object were deferred (defer_ack) and are not acknowledged: \
+             acknowledge them by count first (ack_events / ack_async_events); nobody else can \
+             once destroy owns the handle",
+            out.deferred
+        )));
+    }
+    let n = children();
+    if n > 0 {
+        return Err(busy(
+            op,
+            n,
+            "destroy those first (the object is given back with this error)",
+        ));
+    }
+    if pending == Pending::Refuse && out.others > 0 {
         return Err(
-            crate::Error::sys(op, crate::sys::Errno::EBUSY).with_detail(format!(
-                "this thread holds {mine} unacknowledged event(s) of this object: \
-                 acknowledge (drop) them first"
+            crate::Error::sys(op, crate::sys::Errno::EAGAIN).with_detail(format!(
+                "{} unacknowledged event(s) held by other threads still use it: \
+                 retry once they are acknowledged, or destroy() to wait for them",
+                out.others
             )),
         );
     }
+    let reported = arc.destroy_reporting()?;
+    arc.mark_destroyed();
     let (registry, key) = arc.registry();
-    loop {
-        let n = children();
-        if n > 0 {
-            return Err(busy(
-                op,
-                n,
-                "destroy those first (the object is given back with this error)",
-            ));
+    registry.detach(key);
+    let Some(reported) = reported else {
+        // The device is gone: nothing will be acknowledged or waited for.
+        registry.remove(key);
+        return Ok(());
+    };
+    match pending {
+        Pending::Wait => {
+            if !counts.close(reported, false) {
+                counts.wait_acked(reported);
+            }
+            // Acknowledged values release the object right after.
+            counts.wait_while(|| Arc::strong_count(arc) > 1);
         }
-        {
-            let mut map = registry.lock();
-            if Arc::strong_count(arc) == 1 {
-                let reported = arc.destroy_reporting()?;
-                arc.mark_destroyed();
-                if let Some(target) = map.get_mut(&key) {
-                    target.detach();
-                }
-                drop(map);
-                if let Some(reported) = reported {
-                    if pending == Pending::Refuse {
-                        if !counts.settle(reported) {
-                            return Ok(());
-                        }
-                    } else {
-                        counts.wait_acked(reported);
-                    }
-                }
-                registry.remove(key);
+        Pending::Refuse => {
+            if !counts.close(reported, true) {
                 return Ok(());
             }
         }
-        if pending == Pending::Refuse {
-            let others = Arc::strong_count(arc).saturating_sub(1);
-            return Err(
-                crate::Error::sys(op, crate::sys::Errno::EAGAIN).with_detail(format!(
-                    "{others} unacknowledged event(s) held by other threads still use it: \
-                     retry once they are acknowledged, or destroy() to wait for them"
-                )),
-            );
-        }
-        // Other references are events held by other threads (children were
-        // ruled out, and none can be added: the caller owns the handle).
-        counts.wait_while(|| Arc::strong_count(arc) > 1 && children() == 0);
     }
-}
-
-/// What a `user_handle` refers to.
-#[derive(Debug, Clone)]
-pub(crate) enum Target {
-    /// A CQ: its counts and the CQ itself (upgraded when an event is delivered).
-    Cq(Arc<EventCounts>, Weak<Owned<crate::cq::CqInner>>),
-    /// A QP.
-    Qp(Arc<EventCounts>, Weak<Owned<crate::qp::QpInner>>),
-    /// An SRQ.
-    Srq(Arc<EventCounts>, Weak<Owned<crate::srq::SrqInner>>),
-    /// An rdma_cm id (in the process-wide map of [`crate::cm`]).
-    CmId(Arc<EventCounts>, Weak<Owned<crate::cm::IdShared>>),
-}
-
-impl Target {
-    /// Stops the entry from resolving to its object (it was destroyed):
-    /// events read from now on are acknowledged through the counts it keeps.
-    fn detach(&mut self) {
-        match self {
-            Target::Cq(_, w) => *w = Weak::new(),
-            Target::Qp(_, w) => *w = Weak::new(),
-            Target::Srq(_, w) => *w = Weak::new(),
-            Target::CmId(_, w) => *w = Weak::new(),
-        }
-    }
-}
-
-/// Hashes a `user_handle`: they are distinct sequence numbers, so one
-/// multiplication spreads them (the default SipHash costs more than the rest
-/// of an event's lookup).
-#[derive(Debug, Default)]
-struct HandleHasher(u64);
-
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// Maps the `user_handle` of every object of a context to its target.
-#[derive(Debug, Default)]
-pub(crate) struct Registry {
-    next: AtomicU64,
-    map: Mutex<HashMap<u64, Target, BuildHasherDefault<HandleHasher>>>,
-}
-
-impl Registry {
-    /// A fresh `user_handle` (never 0, never reused within a context).
-    pub(crate) fn new_handle(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
-    }
-
-    /// Registers `target` under `user_handle`.
-    pub(crate) fn insert(&self, user_handle: u64, target: Target) {
-        self.map
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(user_handle, target);
-    }
-
-    /// Runs `f` on the target of a `user_handle` under the registry's lock.
-    /// Every new reference to an object made from an event is upgraded
-    /// here, inside `f` (see [`destroy_reachable`]).
-    pub(crate) fn with<R>(&self, user_handle: u64, f: impl FnOnce(Option<&Target>) -> R) -> R {
-        f(self.lock().get(&user_handle))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Target, BuildHasherDefault<HandleHasher>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Forgets a destroyed object.
-    pub(crate) fn remove(&self, user_handle: u64) {
-        self.lock().remove(&user_handle);
-    }
-
-    /// Acknowledges one event of `stream` read for the destroyed object
-    /// `user_handle` (found detached, or gone), waking a destroy that waits,
-    /// and removes the object's parked entry when this was the last event
-    /// its destroy was told of.
-    pub(crate) fn ack_detached(&self, user_handle: u64, counts: &EventCounts, stream: Stream) {
-        let (waiting, settled) = counts.ack_counting(stream, 1, None);
-        if waiting {
-            counts.changed.notify_all();
-        }
-        if settled {
-            self.remove(user_handle);
-        }
-    }
-
-    /// How many objects the map holds (tests).
-    #[cfg(any(test, feature = "test-utils"))]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().len()
-    }
+    registry.remove(key);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -484,7 +587,7 @@ mod tests {
         let c = EventCounts::default();
         c.delivered();
         c.delivered();
-        assert_eq!(c.held_by_current_thread(), 2);
+        assert_eq!(c.outstanding().mine, 2);
         c.ack(Stream::Completion, 2, Some(thread::current().id()));
         assert_eq!(c.held_total(), 0);
         c.ack(Stream::Async, 1, None);
@@ -511,87 +614,60 @@ mod tests {
         assert_eq!(c.acked(), [1, 0]);
     }
 
+    /// A deferred event leaves its holder's count and waits, counted, for
+    /// an acknowledgement by number; asking for more than is deferred
+    /// acknowledges nothing.
     #[test]
-    fn handles_are_unique_and_nonzero() {
-        let r = Registry::default();
-        let (a, b) = (r.new_handle(), r.new_handle());
-        assert!(a != 0 && b != 0 && a != b);
-        assert!(r.with(a, |t| t.is_none()));
-    }
-}
-
-/// The protocol under loom (`scripts/loom.sh`: `--cfg loom`), every
-/// interleaving of the threads each test starts.
-#[cfg(all(test, loom))]
-mod loom_tests {
-    use super::*;
-    use loom::sync::Arc as LoomArc;
-
-    /// A destroy waits while an event value holds its object
-    /// (`destroy_reachable`'s `wait_while`); the value's drop acknowledges,
-    /// releases its reference and then notifies, as `CqEvent::drop` does.
-    /// A lost wake-up (the waiter registered after the notifier looked, and
-    /// checked before the release) would leave the destroy asleep, which
-    /// loom reports as a deadlock.
-    #[test]
-    fn loom_a_destroy_waiting_for_an_event_value_is_woken_by_its_drop() {
-        loom::model(|| {
-            let counts = Arc::new(EventCounts::default());
-            let object = LoomArc::new(());
-            let event = object.clone();
+    fn deferred_events_are_acknowledged_by_count() {
+        let counts = Arc::new(EventCounts::default());
+        let object = Arc::new(5u32);
+        for _ in 0..3 {
+            Held::new(object.clone(), counts.clone(), Stream::Completion).defer();
+        }
+        assert_eq!(
+            Arc::strong_count(&object),
+            1,
+            "deferring releases the object"
+        );
+        assert_eq!(
+            counts.outstanding(),
+            Outstanding {
+                mine: 0,
+                others: 0,
+                deferred: 3
+            }
+        );
+        assert_eq!(counts.ack_deferred(Stream::Completion, 4), Err(3));
+        assert_eq!(counts.ack_deferred(Stream::Async, 1), Err(0));
+        let other = {
             let c = counts.clone();
-            let holder = loom::thread::spawn(move || {
-                c.ack_quiet(Stream::Completion, 1, None);
-                drop(event);
-                c.notify();
-            });
-            counts.wait_while(|| LoomArc::strong_count(&object) > 1);
-            assert_eq!(LoomArc::strong_count(&object), 1);
-            assert_eq!(counts.acked(), [1, 0]);
-            holder.join().unwrap();
-        });
+            thread::spawn(move || c.ack_deferred(Stream::Completion, 2))
+        };
+        assert_eq!(other.join().unwrap(), Ok(()));
+        assert_eq!(counts.deferred(Stream::Completion), 1);
+        assert_eq!(counts.acked(), [2, 0]);
     }
 
-    /// An explicit destroy waits for the events the kernel reported, which
-    /// two readers acknowledge on their own threads (one per stream).
+    /// Once the destroy command ran, deferring acknowledges at once and
+    /// deferred counts are given up: a waiting destroy is never left
+    /// waiting for counts no handle can acknowledge.
     #[test]
-    fn loom_wait_acked_returns_once_both_streams_are_acknowledged() {
-        loom::model(|| {
-            let counts = Arc::new(EventCounts::default());
-            let readers: Vec<_> = [Stream::Completion, Stream::Async]
-                .into_iter()
-                .map(|stream| {
-                    let c = counts.clone();
-                    loom::thread::spawn(move || c.ack(stream, 1, None))
-                })
-                .collect();
-            counts.wait_acked([1, 1]);
-            assert_eq!(counts.acked(), [1, 1]);
-            for r in readers {
-                r.join().unwrap();
-            }
-        });
-    }
-
-    /// A destroy that does not wait parks the reported counts; of it and
-    /// the two readers acknowledging the events it was told of, exactly
-    /// one sees the counts settled (and so removes the object's entry).
-    #[test]
-    fn loom_a_parked_destroy_and_the_last_acknowledgement_settle_once() {
-        loom::model(|| {
-            let counts = Arc::new(EventCounts::default());
-            let readers: Vec<_> = (0..2)
-                .map(|_| {
-                    let c = counts.clone();
-                    loom::thread::spawn(move || c.ack_counting(Stream::Completion, 1, None).1)
-                })
-                .collect();
-            let mut settled = usize::from(counts.settle([2, 0]));
-            for r in readers {
-                settled += usize::from(r.join().unwrap());
-            }
-            assert_eq!(settled, 1, "the entry is removed exactly once");
-            assert_eq!(counts.acked(), [2, 0]);
-        });
+    fn close_gives_up_deferred_counts_and_later_defers_acknowledge() {
+        let counts = Arc::new(EventCounts::default());
+        let object = Arc::new(());
+        Held::new(object.clone(), counts.clone(), Stream::Async).defer();
+        let late = Held::new(object.clone(), counts.clone(), Stream::Completion);
+        assert!(
+            !counts.close([1, 1], false),
+            "one reported event is still held"
+        );
+        late.defer();
+        assert_eq!(counts.acked(), [1, 1]);
+        counts.wait_acked([1, 1]);
     }
 }
+
+/// The protocol under loom (`scripts/loom.sh`: `--cfg loom`).
+#[cfg(all(test, loom))]
+#[path = "event_count/loom_tests.rs"]
+mod loom_tests;

@@ -31,12 +31,33 @@
 //! switch happens stays correct: the kernel re-checks the flag when it wakes
 //! without a record and answers `EAGAIN`, which the loop turns into a poll.
 //!
-//! Programs may set `O_NONBLOCK` themselves on the fd they get through
-//! `AsFd` (as rdma-core's examples do before polling it): nothing changes.
-//! Clearing it is harmless to a single reader: waits with a deadline and
-//! `try_*` still never block. Only with several threads reading the same fd
-//! can a cleared flag make the thread that loses a race for a record wait
-//! in the read for the next one; leave it set there.
+//! # The program's `O_NONBLOCK`
+//!
+//! A program may set `O_NONBLOCK` itself on the fd it gets through `AsFd`,
+//! as rdma-core's examples do before polling it. Then, as in libibverbs
+//! (`ibv_get_cq_event`, `ibv_get_async_event`: one `read` that answers
+//! `EAGAIN`) and librdmacm (`rdma_get_cm_event`), a wait forever returns at
+//! once with a [`WouldBlock`](crate::ErrorKind::WouldBlock) error when
+//! nothing is queued: poll the fd and call again. The reader tells the
+//! program's flag from its own by asking the kernel's flags when it first
+//! switches the fd (`F_GETFL`): a flag found already set is the program's.
+//! A flag the program sets *after* a timed or non-blocking get has switched
+//! the fd cannot be told from the reader's, and a wait forever then waits.
+//! Clearing the flag is harmless to a single reader: waits with a deadline
+//! and `try_*` still never block. Only with several threads reading the
+//! same fd can a cleared flag make the thread that loses a race for a
+//! record wait in the read for the next one; leave it set there.
+//!
+//! # Signals
+//!
+//! A signal handler that runs while a wait forever sleeps in the kernel
+//! ends it with an [`Interrupted`](crate::ErrorKind::Interrupted) error
+//! (`EINTR`), as libibverbs' gets return `EINTR`: the program acts on the
+//! signal or calls again. Handlers installed with `SA_RESTART` do not
+//! interrupt a blocking `read` (the kernel restarts it), but do interrupt
+//! the poll a wait forever makes once the fd is non-blocking. Waits with a
+//! deadline and `try_*` are never interrupted: they poll again with the time
+//! that is left.
 //!
 //! A record may be consumed without being returned (an event of an object
 //! that is being destroyed: the caller counts it as acknowledged); the reader
@@ -45,7 +66,7 @@
 use std::{
     os::fd::{AsFd, BorrowedFd, OwnedFd},
     sync::{
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicU8, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -83,13 +104,22 @@ impl Wait {
     }
 }
 
+/// [`EventFd::nonblocking`]: the fd is still as the kernel made it.
+const NOBODY: u8 = 0;
+/// [`EventFd::nonblocking`]: this reader set `O_NONBLOCK`.
+const READER: u8 = 1;
+/// [`EventFd::nonblocking`]: the program had set `O_NONBLOCK`.
+const PROGRAM: u8 = 2;
+
 /// An event fd and the transport that reads it; see the module documentation.
 #[derive(Debug)]
 pub(crate) struct EventFd {
     kernel: Arc<dyn Kernel>,
     fd: OwnedFd,
-    /// Whether this reader has set `O_NONBLOCK` (it never clears it).
-    nonblocking: AtomicBool,
+    /// Who made the fd non-blocking: [`NOBODY`], [`READER`] (this reader,
+    /// which never clears it) or [`PROGRAM`] (already set when the reader
+    /// first looked).
+    nonblocking: AtomicU8,
     /// What the fd is, for errors ("completion channel").
     what: &'static str,
 }
@@ -106,7 +136,7 @@ impl EventFd {
         EventFd {
             kernel,
             fd,
-            nonblocking: AtomicBool::new(false),
+            nonblocking: AtomicU8::new(NOBODY),
             what,
         }
     }
@@ -138,12 +168,14 @@ impl EventFd {
                             return Ok(Some(event));
                         }
                     }
-                    // The fd is non-blocking (the program or a timed wait
+                    // Non-blocking by this reader's hand (a timed wait
                     // switched it): wait for a record, then read again.
-                    Err(Errno::EAGAIN) => {
+                    Err(Errno::EAGAIN) if self.nonblocking.load(Ordering::Acquire) == READER => {
                         self.wait_readable(wait, op)?;
                     }
-                    Err(Errno::EINTR) => {}
+                    // By the program's: as libibverbs, do not wait.
+                    Err(Errno::EAGAIN) => return Err(would_block(op, self.what)),
+                    Err(Errno::EINTR) => return Err(interrupted(op)),
                     Err(e) => return Err(read_error(op, e)),
                 }
             }
@@ -167,13 +199,24 @@ impl EventFd {
         Ok(None)
     }
 
-    /// Sets `O_NONBLOCK` once, before the first read that must not block.
+    /// Sets `O_NONBLOCK` once, before the first read that must not block,
+    /// and remembers whether the program had set it already.
     fn make_nonblocking(&self) -> Result<()> {
-        if !self.nonblocking.load(Ordering::Relaxed) {
-            self.kernel
+        if self.nonblocking.load(Ordering::Acquire) == NOBODY {
+            // Claimed first, so that a blocking reader that meets the
+            // switch (`EAGAIN`) waits for a record instead of reporting
+            // the program's flag.
+            self.nonblocking.store(READER, Ordering::Release);
+            let was = self
+                .kernel
                 .set_nonblocking(self.fd.as_fd(), true)
-                .map_err(|e| Error::sys(format!("fcntl O_NONBLOCK on the {}", self.what), e))?;
-            self.nonblocking.store(true, Ordering::Relaxed);
+                .map_err(|e| {
+                    self.nonblocking.store(NOBODY, Ordering::Release);
+                    Error::sys(format!("fcntl O_NONBLOCK on the {}", self.what), e)
+                })?;
+            if was {
+                self.nonblocking.store(PROGRAM, Ordering::Release);
+            }
         }
         Ok(())
     }
@@ -197,10 +240,14 @@ impl EventFd {
                 Some(deadline - now)
             }
         };
-        let ready = self
-            .kernel
-            .wait_readable(self.fd.as_fd(), left)
-            .map_err(|e| Error::sys(format!("poll the {}", self.what), e))?;
+        let ready = match self.kernel.wait_readable(self.fd.as_fd(), left) {
+            Ok(ready) => ready,
+            // A wait forever is interrupted as a blocking read is; one with
+            // a deadline polls again with what is left.
+            Err(Errno::EINTR) if wait == Wait::Forever => return Err(interrupted(op)),
+            Err(Errno::EINTR) => return self.wait_readable(wait, op),
+            Err(e) => return Err(Error::sys(format!("poll the {}", self.what), e)),
+        };
         match ready {
             Readiness::Closed => Err(read_error(op, Errno::EIO)),
             Readiness::Readable => Ok(true),
@@ -222,6 +269,20 @@ pub(crate) fn read_record<T: FromBytes + IntoBytes>(
     } else {
         Err(Errno::EBADMSG)
     }
+}
+
+/// A wait forever on an fd the program made non-blocking, with nothing queued.
+fn would_block(op: &'static str, what: &str) -> Error {
+    Error::sys(op, Errno::EAGAIN).with_detail(format!(
+        "nothing is queued and the program set O_NONBLOCK on the {what}: poll its fd and \
+         call again (or use the try_ or timeout form)"
+    ))
+}
+
+/// A wait forever a signal handler interrupted.
+fn interrupted(op: &'static str) -> Error {
+    Error::sys(op, Errno::EINTR)
+        .with_detail("a signal handler ran while it waited: act on the signal or call again")
 }
 
 /// The error of a failed read, saying what it means for the reader.
@@ -313,11 +374,15 @@ mod tests {
         // Record 1 is consumed without being returned; 2 is the event.
         let got = ev.next(Wait::Forever, "read", read_u64, |r| (r != 1).then_some(r));
         assert_eq!(got.unwrap(), Some(2));
-        assert!(!ev.nonblocking.load(Ordering::Relaxed), "still blocking");
+        assert_eq!(
+            ev.nonblocking.load(Ordering::Relaxed),
+            NOBODY,
+            "still blocking"
+        );
         let _w = writer.join().unwrap();
         // A bounded wait switches the fd to O_NONBLOCK for good.
         assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
-        assert!(ev.nonblocking.load(Ordering::Relaxed));
+        assert_eq!(ev.nonblocking.load(Ordering::Relaxed), READER);
     }
 
     /// A queue whose source is gone reads `EAGAIN` forever when non-blocking
@@ -369,7 +434,7 @@ mod tests {
     fn a_cleared_nonblocking_flag_does_not_make_waits_block() {
         let (ev, w) = pipe();
         assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
-        assert!(ev.nonblocking.load(Ordering::Relaxed));
+        assert_eq!(ev.nonblocking.load(Ordering::Relaxed), READER);
         Linux.set_nonblocking(ev.as_fd(), false).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let ev = Arc::new(ev);
@@ -400,5 +465,113 @@ mod tests {
             ev.next(Wait::Never, "read", read_u64, Some).unwrap(),
             Some(7)
         );
+    }
+
+    /// The program set `O_NONBLOCK` (as rdma-core's examples do before
+    /// polling): a wait forever with nothing queued returns `WouldBlock`
+    /// at once, as libibverbs' one `read` returns `EAGAIN`; with a record
+    /// queued it reads it. The reader never claims the program's flag.
+    #[test]
+    fn a_flag_the_program_set_makes_a_wait_forever_return_would_block() {
+        let (ev, w) = pipe();
+        assert!(!Linux.set_nonblocking(ev.as_fd(), true).unwrap());
+        let start = Instant::now();
+        let err = ev
+            .next(Wait::Forever, "read x", read_u64, Some)
+            .unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(1), "it waited");
+        assert_eq!(err.kind(), crate::ErrorKind::WouldBlock, "{err}");
+        assert_eq!(err.errno(), Errno::EAGAIN);
+        assert!(err.to_string().contains("O_NONBLOCK"), "{err}");
+        // A timed wait leaves the program's flag the program's.
+        assert_eq!(
+            ev.next(Wait::Never, "read x", read_u64, Some).unwrap(),
+            None
+        );
+        assert_eq!(ev.nonblocking.load(Ordering::Relaxed), PROGRAM);
+        let err = ev
+            .next(Wait::Forever, "read x", read_u64, Some)
+            .unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::WouldBlock, "{err}");
+        nix::unistd::write(&w, &5u64.to_ne_bytes()).unwrap();
+        assert_eq!(
+            ev.next(Wait::Forever, "read x", read_u64, Some).unwrap(),
+            Some(5)
+        );
+    }
+
+    /// The reader's own switch (a timed get ran first) keeps a wait forever
+    /// waiting for the next record.
+    #[test]
+    fn after_the_readers_own_switch_a_wait_forever_still_waits() {
+        let (ev, w) = pipe();
+        assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
+        assert_eq!(ev.nonblocking.load(Ordering::Relaxed), READER);
+        let writer = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(30));
+            nix::unistd::write(&w, &9u64.to_ne_bytes()).unwrap();
+            w
+        });
+        assert_eq!(
+            ev.next(Wait::Forever, "read", read_u64, Some).unwrap(),
+            Some(9)
+        );
+        let _w = writer.join().unwrap();
+    }
+
+    /// A signal handler installed without `SA_RESTART` interrupts a wait
+    /// forever, blocking read or poll: `Interrupted` (`EINTR`), as
+    /// libibverbs returns it; a timed wait goes on to its deadline.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_signal_interrupts_a_wait_forever_and_not_a_timed_one() {
+        extern "C" fn on_signal(_: libc::c_int) {}
+        // SAFETY: a handler that does nothing, installed for SIGUSR2, which
+        // nothing else in the test binary uses; `sa_flags` 0 (no
+        // SA_RESTART) is the point of the test.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            sa.sa_flags = 0;
+            assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+        }
+        for switched in [false, true] {
+            let (ev, _w) = pipe();
+            if switched {
+                // The reader's switch: the wait forever polls.
+                assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
+            }
+            let ev = Arc::new(ev);
+            // SAFETY: pthread_self has no preconditions.
+            let me = unsafe { libc::pthread_self() } as usize;
+            let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let (s, s2) = (stop.clone(), stop.clone());
+            let kicker = thread::spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    thread::sleep(Duration::from_millis(20));
+                    // SAFETY: `me` is the test thread, alive until `stop`
+                    // is set and this thread joined.
+                    unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGUSR2) };
+                }
+            });
+            let err = ev.next(Wait::Forever, "read x", read_u64, Some);
+            let timed = ev.next(
+                Wait::timeout(Some(Duration::from_millis(100))),
+                "read x",
+                read_u64,
+                Some,
+            );
+            s2.store(true, Ordering::Relaxed);
+            kicker.join().unwrap();
+            let err = err.unwrap_err();
+            assert_eq!(
+                err.kind(),
+                crate::ErrorKind::Interrupted,
+                "switched {switched}: {err}"
+            );
+            assert_eq!(err.errno(), Errno::EINTR);
+            assert_eq!(timed.unwrap(), None, "the timed wait ran to its deadline");
+        }
     }
 }

@@ -73,7 +73,7 @@
 //! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], [`Context::open_device`], drop |
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
-//! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`] |
+//! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`] |
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
@@ -109,6 +109,8 @@ mod device_list;
 mod error;
 mod event_count;
 mod event_fd;
+mod event_registry;
+pub mod events;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -217,6 +219,12 @@ pub mod examples {
 
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
+
+// README.md's Rust snippets compile as doctests (tests/docs.rs checks that
+// none is left out with `ignore`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;
@@ -226,7 +234,7 @@ pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
-pub use mr::{AccessFlags, MemoryRegion};
+pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;

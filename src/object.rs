@@ -36,10 +36,7 @@ use std::{
     },
 };
 
-use crate::{
-    error::{Error, Result},
-    event_count::EventCounts,
-};
+use crate::error::{Error, Result};
 
 /// A kernel object that can be destroyed.
 pub(crate) trait Destroy {
@@ -132,28 +129,22 @@ pub(crate) fn busy(op: &'static str, others: usize, then: &str) -> Error {
 /// QP's CQs and SRQ): the parent's destroy fails with `EBUSY` while the
 /// count is not zero.
 ///
-/// Dropping the link releases the reference *before* it lowers the count,
-/// then wakes a destroy waiting on the parent: a destroy that sees no
-/// children therefore never waits for a reference a child still holds.
+/// Dropping the link releases the reference *before* it lowers the count:
+/// a destroy that sees no children therefore never finds a reference a
+/// child still holds.
 #[derive(Debug)]
 pub(crate) struct ParentLink<T: Destroy> {
     parent: Option<Arc<Owned<T>>>,
     children: Arc<AtomicUsize>,
-    events: Arc<EventCounts>,
 }
 
 impl<T: Destroy> ParentLink<T> {
     /// Links to `parent`, counting one more child in `children`.
-    pub(crate) fn new(
-        parent: &Arc<Owned<T>>,
-        children: &Arc<AtomicUsize>,
-        events: &Arc<EventCounts>,
-    ) -> Self {
+    pub(crate) fn new(parent: &Arc<Owned<T>>, children: &Arc<AtomicUsize>) -> Self {
         children.fetch_add(1, Ordering::AcqRel);
         ParentLink {
             parent: Some(parent.clone()),
             children: children.clone(),
-            events: events.clone(),
         }
     }
 }
@@ -172,7 +163,6 @@ impl<T: Destroy> Drop for ParentLink<T> {
     fn drop(&mut self) {
         drop(self.parent.take());
         self.children.fetch_sub(1, Ordering::AcqRel);
-        self.events.notify();
     }
 }
 
@@ -224,12 +214,11 @@ mod tests {
     fn a_parent_link_releases_its_reference_before_it_stops_counting() {
         let children = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(AtomicUsize::new(usize::MAX));
-        let events = Arc::new(EventCounts::default());
         let parent = Owned::new(Parent {
             children: children.clone(),
             seen: seen.clone(),
         });
-        let link = ParentLink::new(&parent, &children, &events);
+        let link = ParentLink::new(&parent, &children);
         assert_eq!(children.load(Ordering::SeqCst), 1);
         drop(parent);
         drop(link);

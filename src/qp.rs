@@ -25,7 +25,8 @@ use crate::{
     cq::{CompletionQueue, CqInner},
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
-        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+        ack_deferred, destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending,
+        Registry, Stream, Target,
     },
     object::{Destroy, Owned, ParentLink},
     pd::{PdInner, ProtectionDomain},
@@ -316,8 +317,7 @@ impl ProtectionDomain {
             })?;
         let (plan, got, qp_num) = out;
         let events = Arc::new(EventCounts::default());
-        let cq_link =
-            |cq: &CompletionQueue| ParentLink::new(&cq.inner, &cq.inner.children, &cq.inner.events);
+        let cq_link = |cq: &CompletionQueue| ParentLink::new(&cq.inner, &cq.inner.children);
         let inner = Owned::new(QpInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
@@ -325,7 +325,7 @@ impl ProtectionDomain {
             _recv_cq: cq_link(init.recv_cq),
             _srq: init
                 .srq
-                .map(|s| ParentLink::new(&s.inner, &s.inner.children, &s.inner.events)),
+                .map(|s| ParentLink::new(&s.inner, &s.inner.children)),
             handle,
             user_handle,
             qp_num,
@@ -335,8 +335,7 @@ impl ProtectionDomain {
             events: events.clone(),
             _shared: shared,
         });
-        ctx.events
-            .insert(user_handle, Target::Qp(events, Arc::downgrade(&inner)));
+        ctx.events.insert(user_handle, Target::new(events, &inner));
         let cap = QpCap {
             max_send_wr: got.max_send_wr,
             max_recv_wr: got.max_recv_wr,
@@ -661,6 +660,20 @@ impl QueuePair {
     /// for events other threads hold.
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.destroy_with(Pending::Refuse)
+    }
+
+    /// Acknowledges `n` async events of this QP left unacknowledged with
+    /// [`AsyncEvent::defer_ack`](crate::AsyncEvent::defer_ack), from any
+    /// thread (libibverbs acknowledges async events one at a time:
+    /// `ibv_ack_async_event`). `InvalidArgument` (and nothing
+    /// acknowledged) when fewer than `n` are deferred.
+    pub fn ack_async_events(&self, n: u32) -> Result<()> {
+        ack_deferred(&self.inner.events, Stream::Async, n, "ibv_ack_async_event")
+    }
+
+    /// Async events of this QP deferred and not yet acknowledged.
+    pub fn deferred_async_events(&self) -> u32 {
+        self.inner.events.deferred(Stream::Async)
     }
 
     fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {

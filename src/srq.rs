@@ -21,7 +21,8 @@ use crate::{
     context::{ContextInner, DestroyReporting, Verb},
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
-        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+        ack_deferred, destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending,
+        Registry, Stream, Target,
     },
     object::{Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
@@ -220,8 +221,7 @@ impl ProtectionDomain {
             children: Arc::new(AtomicUsize::new(0)),
             shared,
         });
-        ctx.events
-            .insert(user_handle, Target::Srq(events, Arc::downgrade(&inner)));
+        ctx.events.insert(user_handle, Target::new(events, &inner));
         // From here on, dropping `inner` destroys the kernel SRQ.
         let (ring, srq_num) = ctx.provider.finish_srq(
             ctx.device(),
@@ -341,6 +341,20 @@ impl SharedReceiveQueue {
     /// waiting for events other threads hold.
     pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
         self.destroy_with(Pending::Refuse)
+    }
+
+    /// Acknowledges `n` async events of this SRQ left unacknowledged with
+    /// [`AsyncEvent::defer_ack`](crate::AsyncEvent::defer_ack), from any
+    /// thread (libibverbs acknowledges async events one at a time:
+    /// `ibv_ack_async_event`). `InvalidArgument` (and nothing
+    /// acknowledged) when fewer than `n` are deferred.
+    pub fn ack_async_events(&self, n: u32) -> Result<()> {
+        ack_deferred(&self.inner.events, Stream::Async, n, "ibv_ack_async_event")
+    }
+
+    /// Async events of this SRQ deferred and not yet acknowledged.
+    pub fn deferred_async_events(&self) -> u32 {
+        self.inner.events.deferred(Stream::Async)
     }
 
     fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {

@@ -16,7 +16,7 @@
 use std::{
     os::fd::{AsFd, BorrowedFd},
     path::Path,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard, Weak},
     time::Duration,
 };
 
@@ -24,10 +24,10 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
     abi,
-    context::Context,
+    context::{Context, ContextInner},
     device_list::devices_with,
     error::{Error, ErrorKind, Result},
-    event_count::{Stream, Target},
+    event_count::{Lookup, Stream},
     event_fd::{EventFd, Wait},
     object::Owned,
     sys::{Errno, Kernel, UcmaCmd},
@@ -76,8 +76,29 @@ pub(crate) fn cmd_name(cmd: u32) -> &'static str {
 pub(crate) struct ChannelInner {
     /// The rdma_cm fd: commands are written to it, events read from it.
     pub(crate) fd: EventFd,
-    /// Verbs contexts opened for the ids of this channel, by device.
-    contexts: Mutex<Vec<Context>>,
+    /// Contexts given to [`EventChannel::use_context`], kept alive with
+    /// the channel.
+    pinned: Mutex<Vec<Context>>,
+}
+
+/// The verbs contexts rdma_cm ids use, one per device and transport for
+/// the whole process, whatever channel an id is on: librdmacm's
+/// `cma_dev_array`, whose `verbs` every `id->verbs` of a device points to
+/// (`librdmacm/cma.c`, `ucma_get_device`). A QP created for any id of a
+/// device thus reports its async events on that one context's fd.
+///
+/// Held weakly: a context lives while an id, a QP or the program holds it
+/// (ids keep theirs once resolved), and the next id opens a new one after
+/// that. Keyed by the transport too, so that fake kernels never share.
+fn shared_contexts() -> MutexGuard<'static, Vec<(usize, Weak<ContextInner>)>> {
+    static CONTEXTS: Mutex<Vec<(usize, Weak<ContextInner>)>> = Mutex::new(Vec::new());
+    CONTEXTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The key of a transport in [`shared_contexts`]: its address, which
+/// cannot be reused while a context (which holds it) lives.
+fn transport_key(kernel: &Arc<dyn Kernel>) -> usize {
+    Arc::as_ptr(kernel).cast::<()>() as usize
 }
 
 impl ChannelInner {
@@ -117,18 +138,24 @@ impl ChannelInner {
     }
 
     /// The verbs context of the device with this node GUID (host order) and
-    /// ib device index (`u32::MAX`: unknown), opened once per channel.
+    /// ib device index (`u32::MAX`: unknown): the one every id of the
+    /// process uses for it ([`shared_contexts`]), opened if none is open.
     pub(crate) fn context_for(&self, node_guid: u64, ibdev_index: u32) -> Result<Context> {
         let op = "rdma_cm: open the id's verbs device";
         let matches = |guid: u64, index: Option<u32>| {
             guid == node_guid && (ibdev_index == u32::MAX || index.is_none_or(|i| i == ibdev_index))
         };
-        let mut cache = self.contexts.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(c) = cache
+        let key = transport_key(self.fd.kernel());
+        // Held across the open, so that two ids never open one device twice.
+        let mut cache = shared_contexts();
+        cache.retain(|(_, w)| w.strong_count() > 0);
+        let found = cache
             .iter()
-            .find(|c| matches(c.device().node_guid, c.device().index))
-        {
-            return Ok(c.clone());
+            .filter(|(k, _)| *k == key)
+            .filter_map(|(_, w)| w.upgrade())
+            .find(|c| matches(c.device.node_guid, c.device.index));
+        if let Some(inner) = found {
+            return Ok(Context { inner });
         }
         let devs = devices_with(self.fd.kernel())?;
         let Some(dev) = devs.into_iter().find(|d| matches(d.node_guid, d.index)) else {
@@ -142,12 +169,15 @@ impl ChannelInner {
             ));
         };
         let ctx = Context::open_device(self.fd.kernel().clone(), dev)?;
-        cache.push(ctx.clone());
+        cache.push((key, Arc::downgrade(&ctx.inner)));
         Ok(ctx)
     }
 }
 
 /// An rdma_cm event channel (`struct rdma_event_channel`).
+///
+/// Its gets, `O_NONBLOCK`, `EINTR` and acknowledgement follow [the event
+/// rules](crate::events) of every event fd.
 #[derive(Debug, Clone)]
 pub struct EventChannel {
     pub(crate) inner: Arc<ChannelInner>,
@@ -187,24 +217,37 @@ impl EventChannel {
         Ok(EventChannel {
             inner: Arc::new(ChannelInner {
                 fd: EventFd::new(kernel, fd, "rdma_cm event channel"),
-                contexts: Mutex::new(Vec::new()),
+                pinned: Mutex::new(Vec::new()),
             }),
         })
     }
 
-    /// Makes ids of this channel use `ctx` for its device instead of opening
-    /// the device again (e.g. to share PDs with QPs created elsewhere).
+    /// Makes every rdma_cm id of the process (on this channel's transport)
+    /// use `ctx` for its device from now on, instead of the context
+    /// rdma_cm shares otherwise (e.g. to share PDs with QPs created
+    /// elsewhere). Ids that already have their context keep it.
     pub fn use_context(&self, ctx: Context) {
-        let mut cache = self
-            .inner
-            .contexts
+        let key = transport_key(self.inner.fd.kernel());
+        let guid = ctx.device().node_guid;
+        let mut cache = shared_contexts();
+        cache.retain(|(k, w)| {
+            w.upgrade()
+                .is_some_and(|c| !(*k == key && c.device.node_guid == guid))
+        });
+        cache.push((key, Arc::downgrade(&ctx.inner)));
+        // The program's context may be the only holder: keep it alive as
+        // long as this channel is, as before.
+        self.inner
+            .pinned
             .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        cache.retain(|c| c.device().node_guid != ctx.device().node_guid);
-        cache.push(ctx);
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ctx);
     }
 
-    /// Waits for the next event, like `rdma_get_cm_event`.
+    /// Waits for the next event, like `rdma_get_cm_event`: a
+    /// [`WouldBlock`](crate::ErrorKind::WouldBlock) error at once on a
+    /// channel the program made `O_NONBLOCK` with nothing queued (see [the
+    /// event rules](crate::events)).
     #[doc(alias = "rdma_get_cm_event")]
     pub fn get_event(&self) -> Result<CmEvent> {
         loop {
@@ -249,38 +292,32 @@ impl EventChannel {
     /// when its id is gone or being destroyed, or unknown to this process.
     fn deliver(&self, resp: Box<abi::RdmaUcmEventResp>) -> Option<CmEvent> {
         let kind = CmEventKind::from_raw(resp.event);
-        // The id, upgraded under the registry's lock (the destroy protocol
-        // of `event_count`); its counts even when it is gone or destroyed.
+        // The id, claimed for this thread; its counts even when it is gone
+        // or destroyed.
         let target = if resp.uid == 0 {
-            None
+            Lookup::Unknown
         } else {
-            registry().with(resp.uid, |t| match t {
-                Some(Target::CmId(counts, weak)) => Some((counts.clone(), weak.upgrade())),
-                _ => None,
-            })
+            registry().lookup::<Owned<IdShared>>(resp.uid, Stream::Async)
         };
         let new_id = (kind == CmEventKind::ConnectRequest).then(|| {
             // The kernel created a new id for the connection; it is ours to
             // destroy whatever happens to the event.
             let (ps, qp_type) = match &target {
-                Some((_, Some(l))) => (l.ps, l.qp_type),
+                Lookup::Live(l) => (l.object().ps, l.object().qp_type),
                 _ => (super::PortSpace::Tcp, crate::QpType::Rc),
             };
             CmId::adopt(self.inner.clone(), resp.id, ps, qp_type)
         });
-        let (counts, id) = target?;
-        match id {
-            Some(id) => {
-                counts.delivered();
-                Some(CmEvent::new(id, resp, new_id))
-            }
-            None => {
+        match target {
+            Lookup::Live(id) => Some(CmEvent::new(id, resp, new_id)),
+            Lookup::Detached(counts) => {
                 // Its id is being destroyed or gone: acknowledged at once
                 // (a connection request's new id is destroyed with it).
                 registry().ack_detached(resp.uid, &counts, Stream::Async);
                 drop(new_id);
                 None
             }
+            Lookup::Unknown => None,
         }
     }
 

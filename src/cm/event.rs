@@ -12,16 +12,14 @@
 //! CONNECT_REQUEST: the listener, as the kernel's `events_reported` does),
 //! keeps that id alive, and is acknowledged when dropped.
 
-use std::{fmt, marker::PhantomData, thread::ThreadId};
+use std::{fmt, marker::PhantomData};
 
-use crate::{
-    abi,
-    event_count::{current_thread, Stream},
-    qp_attr::AhAttr,
-    QpType,
+use crate::{abi, event_count::Held, qp_attr::AhAttr, QpType};
+
+use super::{
+    channel::IdArc,
+    id::{CmId, IdShared},
 };
-
-use super::{channel::IdArc, id::CmId};
 
 /// The kind of a CM event (`enum rdma_cm_event_type`); numbers this crate
 /// does not know are kept in [`CmEventKind::Unknown`].
@@ -235,11 +233,9 @@ impl UdParam {
 /// with `EBUSY` instead of waiting for itself.
 #[must_use = "an event is acknowledged when dropped; inspect it first"]
 pub struct CmEvent {
-    // `Some` until dropped.
-    id: Option<IdArc>,
+    id: Held<crate::object::Owned<IdShared>>,
     resp: Box<abi::RdmaUcmEventResp>,
     new_id: Option<CmId>,
-    holder: ThreadId,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -256,21 +252,21 @@ impl fmt::Debug for CmEvent {
 }
 
 impl CmEvent {
-    pub(crate) fn new(id: IdArc, resp: Box<abi::RdmaUcmEventResp>, new_id: Option<CmId>) -> Self {
+    pub(crate) fn new(
+        id: Held<crate::object::Owned<IdShared>>,
+        resp: Box<abi::RdmaUcmEventResp>,
+        new_id: Option<CmId>,
+    ) -> Self {
         CmEvent {
-            id: Some(id),
+            id,
             resp,
             new_id,
-            holder: current_thread(),
             _not_send: PhantomData,
         }
     }
 
     fn id_arc(&self) -> &IdArc {
-        match &self.id {
-            Some(id) => id,
-            None => unreachable!("the id is only taken in drop"),
-        }
+        self.id.object()
     }
 
     /// What happened.
@@ -366,14 +362,8 @@ fn split_param(p: &abi::RdmaUcmUdParam) -> (abi::RdmaUcmConnParam, ()) {
 
 impl Drop for CmEvent {
     fn drop(&mut self) {
-        // An untaken new id is destroyed first (it is not counted here).
+        // An untaken new id is destroyed first (it is not counted here);
+        // the id's claim acknowledges the event after this.
         drop(self.new_id.take());
-        let Some(id) = self.id.take() else { return };
-        let counts = id.counts.clone();
-        // Acknowledge before releasing the id: if this is the last
-        // reference, its destroy then finds every event acknowledged.
-        counts.ack_quiet(Stream::Async, 1, Some(self.holder));
-        drop(id);
-        counts.notify();
     }
 }

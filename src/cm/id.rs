@@ -136,10 +136,7 @@ pub(crate) fn registry() -> &'static Registry {
 }
 
 fn register(arc: &Arc<Owned<IdShared>>) {
-    registry().insert(
-        arc.uid,
-        Target::CmId(arc.counts.clone(), Arc::downgrade(arc)),
-    );
+    registry().insert(arc.uid, Target::new(arc.counts.clone(), arc));
 }
 
 /// An option of a CM id ([`CmId::set_option`], `rdma_set_option`).
@@ -609,8 +606,10 @@ impl CmId {
     }
 
     /// The verbs context of the id's device (bound, resolved, or from a
-    /// connection request), opened once per channel; QPs for the id are
-    /// created on it.
+    /// connection request), as librdmacm's `id->verbs`: one context per
+    /// device for every id of the process, whatever its channel, so the
+    /// async events of all QPs created for ids arrive on one fd per
+    /// device. QPs for the id are created on it.
     pub fn context(&self) -> Result<Context> {
         if let Some(c) = self
             .inner

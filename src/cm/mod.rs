@@ -43,5 +43,3 @@ pub use channel::{EventChannel, RDMA_CM_PATH};
 pub use event::{CmEvent, CmEventKind, ConnParam, UdParam};
 pub use id::{AddrInfo, CmId, CmOption, PathRecord, PortSpace, RouteInfo};
 pub use ud::{UdPeer, RDMA_UDP_QKEY};
-
-pub(crate) use id::IdShared;

@@ -165,52 +165,45 @@ unsafe impl Kernel for Linux {
         fd: BorrowedFd<'_>,
         timeout: Option<Duration>,
     ) -> Result<Readiness, Errno> {
-        // A signal interrupts poll(2): poll again with the time left, so
-        // `Readable` always means a record was there.
-        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
-        loop {
-            let left = match (timeout, deadline) {
-                (None, _) | (Some(_), None) => None,
-                (Some(_), Some(d)) => Some(d.saturating_duration_since(std::time::Instant::now())),
-            };
-            // poll(2) counts whole milliseconds: round up, so a wait never
-            // ends before the time asked (a caller with a deadline would
-            // otherwise spin through its last millisecond with zero timeouts).
-            let ms = match left {
-                None => PollTimeout::NONE,
-                Some(t) => PollTimeout::try_from(t.as_nanos().div_ceil(1_000_000))
-                    .unwrap_or(PollTimeout::MAX),
-            };
-            // POLLRDHUP (not in nix's PollFlags): a destroyed DevX fd reports it.
-            let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
-            let mut fds = [PollFd::new(fd, PollFlags::POLLIN | rdhup)];
-            return match nix::poll::poll(&mut fds, ms) {
-                Ok(0) => Ok(Readiness::TimedOut),
-                Ok(_) => {
-                    let gone =
-                        PollFlags::POLLERR | PollFlags::POLLHUP | rdhup | PollFlags::POLLNVAL;
-                    let revents = fds[0].revents().unwrap_or(PollFlags::empty());
-                    Ok(if revents.intersects(gone) {
-                        Readiness::Closed
-                    } else {
-                        Readiness::Readable
-                    })
-                }
-                Err(Errno::EINTR) => continue,
-                Err(e) => Err(e),
-            };
+        // poll(2) counts whole milliseconds: round up, so a wait never ends
+        // before the time asked (a caller with a deadline would otherwise
+        // spin through its last millisecond with zero timeouts).
+        let ms = match timeout {
+            None => PollTimeout::NONE,
+            Some(t) => {
+                PollTimeout::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(PollTimeout::MAX)
+            }
+        };
+        // POLLRDHUP (not in nix's PollFlags): a destroyed DevX fd reports it.
+        let rdhup = PollFlags::from_bits_retain(libc::POLLRDHUP);
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN | rdhup)];
+        // EINTR (a signal handler ran) is the caller's to decide (see the trait).
+        match nix::poll::poll(&mut fds, ms)? {
+            0 => Ok(Readiness::TimedOut),
+            _ => {
+                let gone = PollFlags::POLLERR | PollFlags::POLLHUP | rdhup | PollFlags::POLLNVAL;
+                let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+                Ok(if revents.intersects(gone) {
+                    Readiness::Closed
+                } else {
+                    Readiness::Readable
+                })
+            }
         }
     }
 
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<bool, Errno> {
         let flags = OFlag::from_bits_retain(fcntl::fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL)?);
+        let was = flags.contains(OFlag::O_NONBLOCK);
         let flags = if nonblocking {
             flags | OFlag::O_NONBLOCK
         } else {
             flags & !OFlag::O_NONBLOCK
         };
-        fcntl::fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
-        Ok(())
+        if was != nonblocking {
+            fcntl::fcntl(fd.as_raw_fd(), FcntlArg::F_SETFL(flags))?;
+        }
+        Ok(was)
     }
 
     fn mmap(

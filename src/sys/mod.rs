@@ -208,7 +208,7 @@ pub enum Readiness {
 /// #   unsafe fn write(&self, _: BorrowedFd<'_>, _: &[u8]) -> Result<usize, Errno> { Err(Errno::ENOSYS) }
 /// #   fn read(&self, _: BorrowedFd<'_>, _: &mut [u8]) -> Result<usize, Errno> { Err(Errno::ENOSYS) }
 /// #   fn wait_readable(&self, _: BorrowedFd<'_>, _: Option<Duration>) -> Result<Readiness, Errno> { Err(Errno::ENOSYS) }
-/// #   fn set_nonblocking(&self, _: BorrowedFd<'_>, _: bool) -> Result<(), Errno> { Err(Errno::ENOSYS) }
+/// #   fn set_nonblocking(&self, _: BorrowedFd<'_>, _: bool) -> Result<bool, Errno> { Err(Errno::ENOSYS) }
 ///     fn mmap(&self, _: BorrowedFd<'_>, _: usize, _: u64, _: Protection) -> Result<Mapping, Errno> {
 ///         Err(Errno::ENOSYS)
 ///     }
@@ -286,14 +286,17 @@ pub unsafe trait Kernel: Send + Sync + fmt::Debug {
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno>;
 
     /// Waits until `fd` is readable; `None` waits forever. See [`Readiness`].
+    /// A signal handler that runs meanwhile ends the wait with `EINTR`
+    /// (poll(2) is never restarted); the caller decides whether to wait
+    /// again.
     fn wait_readable(
         &self,
         fd: BorrowedFd<'_>,
         timeout: Option<Duration>,
     ) -> Result<Readiness, Errno>;
 
-    /// Sets or clears `O_NONBLOCK`.
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno>;
+    /// Sets or clears `O_NONBLOCK`; returns whether it was set before.
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<bool, Errno>;
 
     /// `mmap(NULL, len, prot, MAP_SHARED, fd, offset)`: a mapping as the
     /// trait's safety section promises.

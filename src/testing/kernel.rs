@@ -9,7 +9,7 @@
 //! does not (no ioctl support, a removed device, a different driver).
 
 use std::{
-    collections::{HashMap, HashSet, VecDeque},
+    collections::{HashMap, VecDeque},
     ffi::OsString,
     fmt,
     fs::File,
@@ -89,8 +89,6 @@ struct State {
     /// Fds whose reads a handler answers (a device's own fd kinds), with
     /// the file they were when the handler was set.
     fd_readers: HashMap<RawFd, (FileId, Handler<ReadFn>)>,
-    /// Fds set `O_NONBLOCK`.
-    nonblocking: HashSet<RawFd>,
     /// Event fds made by [`FakeKernel::event_fd`]: the pipe's write end and
     /// a second handle on its read end, keyed by the read end handed out.
     /// A byte stands in the pipe for every record queued for the fd, so
@@ -322,7 +320,6 @@ impl FakeKernel {
         self.with(|s| {
             s.fd_readers.remove(&fd);
             s.reads_for.remove(&fd);
-            s.nonblocking.remove(&fd);
             s.readiness.remove(&fd);
         });
     }
@@ -335,9 +332,18 @@ impl FakeKernel {
     /// kernel's event files would show. Reads still go through
     /// [`Kernel::read`]; [`FakeKernel::forget_fd`] ends it.
     pub fn event_fd(&self) -> Result<OwnedFd, Errno> {
-        let (r, w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
-        let second = File::from(r.try_clone().map_err(|_| Errno::EMFILE)?);
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        use std::os::unix::fs::OpenOptionsExt;
+        // The program's end is blocking, as the kernel makes event fds; the
+        // fake's own ends never block: the write end, and a second open
+        // file of the read end (its own O_NONBLOCK, unlike a dup's).
+        let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        fcntl(w.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        let second = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(format!("/proc/self/fd/{}", r.as_raw_fd()))
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let raw = r.as_raw_fd();
         self.with(|s| {
             // A number reused after a close the fake was not told of.
@@ -347,9 +353,12 @@ impl FakeKernel {
         Ok(r)
     }
 
-    /// Whether `fd` was set `O_NONBLOCK` through [`Kernel::set_nonblocking`].
+    /// Whether `fd` is `O_NONBLOCK` (the flag of the real file the fake
+    /// handed out, set by [`Kernel::set_nonblocking`] or by the program).
     pub fn is_nonblocking(&self, fd: RawFd) -> bool {
-        self.with(|s| s.nonblocking.contains(&fd))
+        nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).is_ok_and(|f| {
+            nix::fcntl::OFlag::from_bits_retain(f).contains(nix::fcntl::OFlag::O_NONBLOCK)
+        })
     }
 
     /// Queues the result of a `read` of fd `fd` only (a record of one
@@ -601,16 +610,24 @@ unsafe impl Kernel for FakeKernel {
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
         let raw = fd.as_raw_fd();
         let reader = self.reader_of(raw);
-        let nonblocking = self.with(|s| s.nonblocking.contains(&raw));
+        let nonblocking = self.is_nonblocking(raw);
         if let Some(h) = reader {
             return call(&h, |f: &mut ReadFn| f(buf, nonblocking));
         }
         // A record longer than the buffer is refused and stays queued, as
-        // the uverbs event files do (`ib_uverbs_event_read`: EINVAL).
-        let (result, after) = self.with(|s| {
-            let after = s.after_read.clone();
-            (Self::take_record(s, raw, buf), after)
-        });
+        // the uverbs event files do (`ib_uverbs_event_read`: EINVAL). An
+        // empty queue answers EAGAIN when the fd is non-blocking, and is
+        // waited on otherwise, as the kernel's read waits.
+        let (result, after) = loop {
+            let (result, after) = self.with(|s| {
+                let after = s.after_read.clone();
+                (Self::take_record(s, raw, buf), after)
+            });
+            if result != Err(Errno::EAGAIN) || nonblocking {
+                break (result, after);
+            }
+            self.wait_queued(fd, raw, None)?;
+        };
         if let (Ok(n), Some(f)) = (&result, after) {
             f(raw, &buf[..*n]);
         }
@@ -628,15 +645,9 @@ unsafe impl Kernel for FakeKernel {
         }
         self.wait_queued(fd, raw, timeout)
     }
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
-        self.with(|s| {
-            if nonblocking {
-                s.nonblocking.insert(fd.as_raw_fd());
-            } else {
-                s.nonblocking.remove(&fd.as_raw_fd());
-            }
-        });
-        Ok(())
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<bool, Errno> {
+        // The flag of the real file: a new fd never inherits an old one's.
+        crate::sys::Linux.set_nonblocking(fd, nonblocking)
     }
 
     fn mmap(

@@ -156,7 +156,7 @@ unsafe impl Kernel for CountingKernel {
         self.polls.fetch_add(1, Ordering::Relaxed);
         Linux.wait_readable(fd, t)
     }
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<bool, Errno> {
         self.fcntls.fetch_add(1, Ordering::Relaxed);
         Linux.set_nonblocking(fd, nonblocking)
     }

@@ -78,6 +78,10 @@ pub enum Target<'a> {
 }
 
 /// A DevX event channel (`struct mlx5dv_devx_event_channel`).
+///
+/// Overflow ([`EventsLost`](crate::ErrorKind::EventsLost)), removal,
+/// `O_NONBLOCK` and `EINTR` follow [the event rules](crate::events) of
+/// every event fd.
 #[derive(Debug)]
 pub struct DevxEventChannel {
     devx: Devx,

@@ -242,9 +242,18 @@ struct Channel {
 impl Queue {
     /// A queue and the fd to hand out for it.
     fn new() -> Result<(Arc<Queue>, OwnedFd), Errno> {
-        let (r, w) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
-        let reader = File::from(r.try_clone().map_err(|_| Errno::EMFILE)?);
+        use nix::fcntl::{fcntl, FcntlArg, OFlag};
+        use std::os::unix::fs::OpenOptionsExt;
+        // The fd handed out is blocking, as the kernel makes it; the
+        // model's own ends never block: the write end, and a second open
+        // file of the read end (its own O_NONBLOCK, unlike a dup's).
+        let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        fcntl(w.as_raw_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        let reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(format!("/proc/self/fd/{}", r.as_raw_fd()))
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let q = Arc::new(Queue {
             state: Mutex::new(QueueState::default()),
             ready: Condvar::new(),

@@ -41,7 +41,7 @@ use std::{
     path::Path,
     sync::{
         atomic::{AtomicBool, AtomicI32, Ordering},
-        Arc, Mutex,
+        Arc, Condvar, Mutex,
     },
     time::Duration,
 };
@@ -90,6 +90,60 @@ pub struct Behaviour {
     /// Destroys of CQs, QPs and SRQs fail with this errno (0: they do
     /// not), leaving the object in place, as a kernel that refuses.
     pub fail_destroy: AtomicI32,
+    /// Holds destroy commands of CQs, QPs and SRQs in the kernel while
+    /// held, as a slow kernel would.
+    pub destroy_pause: Pause,
+}
+
+/// A switch that holds the threads passing it until released; see
+/// [`Behaviour::destroy_pause`].
+#[derive(Debug, Default)]
+pub struct Pause {
+    /// (held, threads waiting in it).
+    state: Mutex<(bool, u32)>,
+    changed: Condvar,
+}
+
+impl Pause {
+    /// From now on, threads passing wait.
+    pub fn hold(&self) {
+        self.lock().0 = true;
+    }
+
+    /// Lets every waiting and later thread pass.
+    pub fn release(&self) {
+        self.lock().0 = false;
+        self.changed.notify_all();
+    }
+
+    /// Waits until `n` threads wait in the pause; false after `timeout`.
+    pub fn wait_for_waiters(&self, n: u32, timeout: Duration) -> bool {
+        let guard = self.lock();
+        let (guard, result) = self
+            .changed
+            .wait_timeout_while(guard, timeout, |s| s.1 < n)
+            .unwrap_or_else(|p| p.into_inner());
+        drop(guard);
+        !result.timed_out()
+    }
+
+    /// Waits while held.
+    pub(crate) fn pass(&self) {
+        let mut s = self.lock();
+        if !s.0 {
+            return;
+        }
+        s.1 += 1;
+        self.changed.notify_all();
+        while s.0 {
+            s = self.changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.1 -= 1;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (bool, u32)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// The fake kernel with one rxe device; see the module documentation.
@@ -333,7 +387,7 @@ unsafe impl Kernel for FastDoorbell {
     ) -> Result<crate::sys::Readiness, Errno> {
         self.0.kernel.wait_readable(fd, t)
     }
-    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<(), Errno> {
+    fn set_nonblocking(&self, fd: BorrowedFd<'_>, nonblocking: bool) -> Result<bool, Errno> {
         self.0.kernel.set_nonblocking(fd, nonblocking)
     }
     fn mmap(

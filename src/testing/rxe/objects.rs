@@ -149,6 +149,7 @@ impl Objects {
 
 /// `Behaviour::fail_destroy`.
 fn refuse_destroy(b: &Behaviour) -> Result<(), Errno> {
+    b.destroy_pause.pass();
     match b.fail_destroy.load(Ordering::Relaxed) {
         0 => Ok(()),
         e => Err(Errno::from_raw(e)),

@@ -77,12 +77,16 @@ pub fn fail(msg: &str, e: impl std::fmt::Display) {
 }
 
 /// The next completions of the pingpong loop, as the C tools get them: with
-/// `-e`, wait for a completion event, acknowledge it, re-arm and poll once;
-/// without, busy-poll until at least one completion arrives.
+/// `-e`, wait for a completion event, count it in `num_cq_events` and leave
+/// it unacknowledged (the tools acknowledge them all at once before they
+/// destroy the CQ: `ibv_ack_cq_events(cq, num_cq_events)`, see
+/// [`ack_all_events`]), re-arm and poll once; without, busy-poll until at
+/// least one completion arrives.
 pub fn next_completions(
     channel: Option<&uverbs::CompletionChannel>,
     cq: &mut uverbs::CompletionQueue,
     wc: &mut [uverbs::WorkCompletion],
+    num_cq_events: &mut u32,
 ) -> Result<usize, ()> {
     if let Some(ch) = channel {
         let ev = ch
@@ -92,9 +96,8 @@ pub fn next_completions(
             eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
             return Err(());
         }
-        // Acknowledged here rather than in one ibv_ack_cq_events at the
-        // end: nothing on the wire depends on it.
-        drop(ev);
+        ev.defer_ack();
+        *num_cq_events += 1;
         cq.req_notify(false)
             .map_err(|e| fail("Couldn't request CQ notification", e))?;
         return Ok(cq.poll(wc));
@@ -105,6 +108,12 @@ pub fn next_completions(
             return Ok(n);
         }
     }
+}
+
+/// `ibv_ack_cq_events(cq, num_cq_events)` after the loop, as the C tools do.
+pub fn ack_all_events(cq: &uverbs::CompletionQueue, num_cq_events: u32) -> Result<(), ()> {
+    cq.ack_events(num_cq_events)
+        .map_err(|e| fail("Couldn't acknowledge CQ events", e))
 }
 
 /// Finds and opens the device (`-d`, or the first), as the C tools do.

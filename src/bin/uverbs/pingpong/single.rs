@@ -15,6 +15,7 @@ use uverbs::{
 };
 
 use super::{
+    ack_all_events,
     args::{Options, Transport},
     fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
     summary, uc, ud, validation_offsets,
@@ -259,9 +260,10 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let start = Instant::now();
     let iters = i64::from(o.iters as i32);
     let (mut rcnt, mut scnt) = (0i64, 0i64);
+    let mut num_cq_events = 0u32;
     let mut wc = [WorkCompletion::default(); 2];
     while rcnt < iters || scnt < iters {
-        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc)?;
+        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc, &mut num_cq_events)?;
         for c in &wc[..ne] {
             if parse_wc(&mut pp, c, &mut scnt, &mut rcnt, &mut routs, iters).is_err() {
                 if t == Transport::Rc {
@@ -272,6 +274,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         }
     }
     let end = Instant::now();
+    ack_all_events(&cq, num_cq_events)?;
     for line in summary(o.size, o.iters, start, end) {
         out!("{line}");
     }

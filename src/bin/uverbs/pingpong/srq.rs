@@ -13,6 +13,7 @@ use uverbs::{
 };
 
 use super::{
+    ack_all_events,
     args::{Options, Transport, MAX_QP},
     fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
     summary, validation_offsets,
@@ -233,9 +234,10 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let iters = i64::from(o.iters as i32);
     let num_qp_i = num_qp as i64;
     let (mut rcnt, mut scnt) = (0i64, 0i64);
+    let mut num_cq_events = 0u32;
     let mut wc = vec![WorkCompletion::default(); num_qp + o.rx_depth as usize];
     while rcnt < iters || scnt < iters {
-        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc)?;
+        let ne = next_completions(channel.as_ref(), &mut cq, &mut wc, &mut num_cq_events)?;
         for c in &wc[..ne] {
             if c.status != WcStatus::SUCCESS {
                 eprintln!(
@@ -279,6 +281,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
         }
     }
     let end = Instant::now();
+    ack_all_events(&cq, num_cq_events)?;
     for line in summary(o.size, o.iters, start, end) {
         out!("{line}");
     }

@@ -531,6 +531,7 @@ fn event_fds_poll_readable_exactly_while_an_event_is_queued() {
             1
         );
         assert!(!readable(fd), "a discarded event leaves no readiness");
+        assert_eq!(model.kernel.set_nonblocking(fd, true), Ok(false));
         assert_eq!(model.kernel.read(fd, &mut buf), Err(Errno::EAGAIN));
     }
 }

@@ -242,6 +242,8 @@ impl Rig {
     /// Async and completion event records queued so far.
     pub(super) fn events(&self) -> Vec<Vec<u8>> {
         let fd = dummy_fd();
+        // Read as a program polling would: without waiting.
+        Kernel::set_nonblocking(&*self.model.kernel, fd.as_fd(), true).unwrap();
         let mut out = Vec::new();
         loop {
             let mut buf = [0u8; 64];

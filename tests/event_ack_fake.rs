@@ -1,0 +1,287 @@
+//! Acknowledgement by count and libibverbs' destroy order, on the fake
+//! kernel (`uverbs::testing::rxe`), whose destroy reports the events read
+//! and drops the unread ones, as the kernel does:
+//!
+//! - an event turned into a count (`defer_ack`) is acknowledged by number
+//!   from any thread (`ack_events`, `ack_async_events`), as
+//!   `ibv_ack_cq_events(cq, n)` does; `ibv_rc_pingpong -e`'s loop, which
+//!   acknowledges everything at exit, works in that shape;
+//! - a destroy refuses (`EBUSY`) counts nobody could acknowledge, and gives
+//!   the object back;
+//! - a destroy sends its command first and then waits for the events other
+//!   threads hold (libibverbs' order), and while its command is in the
+//!   kernel, events of every other object keep being delivered.
+
+use std::{
+    sync::mpsc,
+    thread,
+    time::{Duration, Instant},
+};
+
+use uverbs::testing::rxe::*;
+use uverbs::{
+    sys::Errno, AsyncEventType as T, CompletionChannel, CompletionQueue, Context, CqOptions,
+    ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
+};
+
+/// How long a test waits for something that must happen before it fails
+/// instead of hanging (not a timing assertion).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+struct Rig {
+    fake: std::sync::Arc<FakeRxe>,
+    ctx: Context,
+    pd: ProtectionDomain,
+    ch: CompletionChannel,
+}
+
+fn rig() -> Rig {
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let ch = ctx.create_comp_channel().unwrap();
+    Rig { fake, ctx, pd, ch }
+}
+
+impl Rig {
+    fn cq(&self, context: u64) -> CompletionQueue {
+        let opts = CqOptions {
+            channel: Some(&self.ch),
+            context,
+            ..CqOptions::default()
+        };
+        self.ctx.create_cq(8, opts).unwrap()
+    }
+
+    fn qp(&self, cq: &CompletionQueue) -> QueuePair {
+        self.pd
+            .create_qp(&QpInitAttr {
+                context: 0,
+                qp_type: QpType::Rc,
+                send_cq: cq,
+                recv_cq: cq,
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: 4,
+                    max_recv_wr: 4,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+            })
+            .unwrap()
+    }
+
+    fn srq(&self) -> SharedReceiveQueue {
+        self.pd
+            .create_srq(SrqAttr {
+                max_wr: 8,
+                max_sge: 1,
+                srq_limit: 0,
+            })
+            .unwrap()
+    }
+
+    /// Queues a completion event for `cq` (armed first, as the kernel
+    /// queues one only for an armed CQ).
+    fn fire(&self, cq: &CompletionQueue) {
+        cq.req_notify(false).unwrap();
+        assert!(self.fake.push_comp_event(cq.handle()));
+    }
+}
+
+/// Polls `cond` until it holds; false after [`PATIENCE`].
+fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < PATIENCE {
+        if cond() {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
+/// `ibv_rc_pingpong -e`'s shape: every event is checked, counted and left
+/// unacknowledged; after the loop one `ibv_ack_cq_events(cq, n)` (here from
+/// another thread) acknowledges them all, and the destroy then succeeds.
+#[test]
+fn events_counted_in_the_loop_are_acknowledged_at_exit_like_ibv_rc_pingpong_e() {
+    let r = rig();
+    let cq = r.cq(42);
+    let mut num_cq_events = 0u32;
+    for _ in 0..5 {
+        r.fire(&cq);
+        let ev = r.ch.get_event().unwrap();
+        assert!(ev.is_for(&cq));
+        assert_eq!(ev.cq_context(), 42);
+        ev.defer_ack();
+        num_cq_events += 1;
+    }
+    assert_eq!(cq.deferred_events(), 5);
+    // Asking for more than was deferred acknowledges nothing.
+    let err = cq.ack_events(6).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert_eq!(err.errno(), Errno::EINVAL);
+    assert!(err.to_string().contains("5 are deferred"), "{err}");
+    assert_eq!(cq.deferred_events(), 5);
+    // A destroy now could only wait forever: EBUSY, the CQ comes back.
+    let err = cq.destroy().unwrap_err();
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
+    assert!(err.to_string().contains("ack_events"), "{err}");
+    let cq = err.into_inner();
+    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    // Acknowledged by count from another thread.
+    thread::scope(|s| {
+        s.spawn(|| cq.ack_events(num_cq_events).unwrap());
+    });
+    assert_eq!(cq.deferred_events(), 0);
+    let entries = r.ctx.event_map_len();
+    cq.destroy().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+    assert_eq!(r.ctx.event_map_len(), entries - 1, "the CQ's entry is gone");
+}
+
+/// Async events of a QP, a CQ and an SRQ deferred, and acknowledged by
+/// count from a worker thread; a port event has nothing to count.
+#[test]
+fn deferred_async_events_are_acknowledged_by_count_from_any_thread() {
+    let r = rig();
+    let cq = r.cq(0);
+    let qp = r.qp(&cq);
+    let srq = r.srq();
+    let uh = |kind, handle| r.fake.user_handle(kind, handle);
+    r.fake.push_event(T::QP_FATAL.0, uh(Kind::Qp, qp.handle()));
+    r.fake.push_event(T::COMM_EST.0, uh(Kind::Qp, qp.handle()));
+    r.fake.push_event(T::CQ_ERR.0, uh(Kind::Cq, cq.handle()));
+    r.fake
+        .push_event(T::SRQ_LIMIT_REACHED.0, uh(Kind::Srq, srq.handle()));
+    r.fake.push_event(T::PORT_ACTIVE.0, 1);
+    for _ in 0..5 {
+        r.ctx.get_async_event().unwrap().defer_ack();
+    }
+    assert_eq!(qp.deferred_async_events(), 2);
+    assert_eq!(cq.deferred_async_events(), 1);
+    assert_eq!(srq.deferred_async_events(), 1);
+    let qp = qp.destroy().unwrap_err().into_inner();
+    thread::scope(|s| {
+        s.spawn(|| {
+            qp.ack_async_events(2).unwrap();
+            cq.ack_async_events(1).unwrap();
+            srq.ack_async_events(1).unwrap();
+        });
+    });
+    assert_eq!(
+        qp.ack_async_events(1).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
+    qp.destroy().unwrap();
+    srq.destroy().unwrap();
+    cq.destroy().unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Qp).len(), 1);
+}
+
+/// Dropping an object with deferred counts (nobody can acknowledge them
+/// any more) neither hangs nor leaves its entry behind.
+#[test]
+fn dropping_an_object_gives_up_its_deferred_counts() {
+    let r = rig();
+    let entries = r.ctx.event_map_len();
+    let cq = r.cq(0);
+    r.fire(&cq);
+    r.ch.get_event().unwrap().defer_ack();
+    drop(cq);
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+    assert_eq!(r.ctx.event_map_len(), entries);
+}
+
+/// libibverbs' order: with an event held by another thread, the destroy
+/// command is sent at once and the destroy then waits for the
+/// acknowledgement (it used to wait first and send the command after).
+#[test]
+fn a_destroy_sends_its_command_before_waiting_for_events_other_threads_hold() {
+    let r = rig();
+    let cq = r.cq(9);
+    r.fire(&cq);
+    let (got_tx, got_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let ch = r.ch.clone();
+    let holder = thread::spawn(move || {
+        let ev = ch.get_event().unwrap();
+        got_tx.send(ev.cq_context()).unwrap();
+        go_rx.recv().unwrap();
+        drop(ev);
+    });
+    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 9);
+    let handle = cq.handle();
+    let (done_tx, done_rx) = mpsc::channel();
+    let destroyer = thread::spawn(move || done_tx.send(cq.destroy().is_ok()).unwrap());
+    assert!(
+        eventually(|| r.fake.destroyed(Kind::Cq) == [handle]),
+        "the destroy command was not sent while another thread held an event"
+    );
+    assert!(
+        done_rx.recv_timeout(Duration::from_millis(100)).is_err(),
+        "the destroy returned before the event it was told of was acknowledged"
+    );
+    go_tx.send(()).unwrap();
+    holder.join().unwrap();
+    assert!(done_rx.recv_timeout(PATIENCE).unwrap());
+    destroyer.join().unwrap();
+}
+
+/// No context-wide pause: while a CQ's and then a QP's destroy command is
+/// held in the kernel, completion events of another CQ and async events
+/// of another QP are still delivered (they used to wait for the lock the
+/// destroy held across its command).
+#[test]
+fn events_of_other_objects_flow_while_a_destroy_is_in_the_kernel() {
+    let r = rig();
+    let busy_cq = r.cq(1);
+    let busy_qp = r.qp(&busy_cq);
+    for victim_is_qp in [false, true] {
+        let victim_cq = r.cq(2);
+        let victim_qp = victim_is_qp.then(|| r.qp(&victim_cq));
+        r.fake.behaviour.destroy_pause.hold();
+        let destroyer = thread::spawn(move || match victim_qp {
+            Some(qp) => {
+                qp.destroy().unwrap();
+                Some(victim_cq)
+            }
+            None => {
+                victim_cq.destroy().unwrap();
+                None
+            }
+        });
+        assert!(
+            r.fake.behaviour.destroy_pause.wait_for_waiters(1, PATIENCE),
+            "the destroy reached the kernel"
+        );
+        r.fire(&busy_cq);
+        let uh = r.fake.user_handle(Kind::Qp, busy_qp.handle());
+        r.fake.push_event(T::COMM_EST.0, uh);
+        // Read on another thread: a reader stuck behind the destroy fails
+        // the test instead of hanging it.
+        let (ch, ctx) = (r.ch.clone(), r.ctx.clone());
+        let (cq_handle, qp_handle) = (busy_cq.handle(), busy_qp.qp_num());
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || {
+            let comp = ch.get_event().map(|e| e.cq_handle() == cq_handle);
+            let asy = ctx
+                .get_async_event()
+                .map(|e| *e.element() == uverbs::AsyncElement::Qp(qp_handle));
+            let _ = tx.send((comp, asy));
+        });
+        let got = rx.recv_timeout(Duration::from_secs(5));
+        r.fake.behaviour.destroy_pause.release();
+        let (comp, asy) = got.expect("events of other objects waited for a destroy in the kernel");
+        assert!(comp.unwrap(), "the completion event is the busy CQ's");
+        assert!(asy.unwrap(), "the async event is the busy QP's");
+        if let Some(cq) = destroyer.join().unwrap() {
+            cq.destroy().unwrap();
+        }
+    }
+    busy_qp.destroy().unwrap();
+    busy_cq.destroy().unwrap();
+}
