@@ -74,14 +74,14 @@
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
 //! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
-//! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`] |
+//! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
 //! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
-//! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`], [`AsyncEventType::description`] |
+//! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`] (or [`AsyncEvent::defer_ack`] then `ack_async_events(n)`), [`AsyncEventType::description`] |
 //! | `struct ibv_wc`, `ibv_wc_status_str` | [`WorkCompletion`], [`WcStatus`] |
 //! | `ibv_destroy_*` | `destroy()` (returns the object on failure: [`DestroyError`]), or drop |
 //! | `rdma_create_event_channel`, `rdma_create_id`, `rdma_get_cm_event`, `rdma_ack_cm_event` | [`cm::EventChannel`], [`cm::CmId`], [`cm::CmEvent`] (acknowledged on drop) |

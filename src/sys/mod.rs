@@ -320,14 +320,22 @@ pub unsafe trait Kernel: Send + Sync + fmt::Debug {
     fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>>;
 }
 
-/// The transport used when the caller does not choose one: the running kernel.
+/// The transport used when the caller does not choose one: the running
+/// kernel, one shared `Arc` for the process (rdma_cm shares a verbs context
+/// per device and transport, and tells transports apart by this `Arc`).
 pub fn linux() -> Arc<dyn Kernel> {
-    Arc::new(Linux)
+    static LINUX: std::sync::OnceLock<Arc<dyn Kernel>> = std::sync::OnceLock::new();
+    LINUX.get_or_init(|| Arc::new(Linux)).clone()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_transport_is_one_arc_for_the_process() {
+        assert!(Arc::ptr_eq(&linux(), &linux()));
+    }
 
     #[test]
     fn a_ucma_command_frames_or_fails_without_panicking() {
