@@ -1171,3 +1171,39 @@ fn events_decode_whatever_the_bytes() {
         }
     }
 }
+
+/// A DevX event channel the program made `O_NONBLOCK` (as a C program
+/// does before polling it): the blocking get returns `WouldBlock` at once
+/// when nothing is queued, as `mlx5dv_devx_get_event`'s one `read` answers
+/// `EAGAIN`; once an event is queued it is read.
+#[test]
+fn a_program_set_o_nonblocking_makes_the_blocking_devx_get_would_block() {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::os::fd::{AsFd, AsRawFd};
+    let model = fake_mlx5();
+    let ctx = open_devx(&model);
+    let devx = ctx.mlx5().unwrap().devx().unwrap();
+    let ch = devx
+        .create_event_channel(EventChannelFlags::OMIT_DATA)
+        .unwrap();
+    ch.subscribe(None, &[event_type::PORT_CHANGE], Target::Cookie(5))
+        .unwrap();
+    let raw = ch.as_fd().as_raw_fd();
+    let flags = OFlag::from_bits_retain(fcntl(raw, FcntlArg::F_GETFL).unwrap());
+    assert!(!flags.contains(OFlag::O_NONBLOCK), "handed out blocking");
+    fcntl(raw, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).unwrap();
+    let start = std::time::Instant::now();
+    let err = ch.get_event().unwrap_err();
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
+    assert_eq!(err.errno(), Errno::EAGAIN);
+    // A port change (event type 0x09, sub-type 4: active), as devx_watch's
+    // test raises it.
+    let mut port = [0u8; 64];
+    port[1] = 0x09;
+    port[3] = 0x04;
+    port[32..36].copy_from_slice(&0x0100_0000u32.to_be_bytes());
+    assert_eq!(model.devx_raise_event(port), 1);
+    let ev = ch.get_event().unwrap();
+    assert_eq!(ev.cookie, 5);
+}
