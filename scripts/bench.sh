@@ -4,6 +4,7 @@
 # Usage:
 #   scripts/bench.sh [--kernel 6.1|6.12] [-n ITERS] [--bw-iters N] [--rounds R]
 #                    [--ev-iters N] [--events-only]
+#                    [--destroy-storm [--storm-iters N] [--storms LIST]]
 #                    [--no-build] [--timeout S] [--keep-log FILE]
 #   scripts/bench.sh --report FILE [--kernel K]   (the report of a kept log)
 #
@@ -32,6 +33,19 @@
 # latency per iteration and the user and system CPU per iteration of both
 # sides together (from the cutime/cstime of a wrapper shell, in 10 ms
 # ticks), with the ratio ours/rdma-core. --events-only runs just that pair.
+#
+# --destroy-storm runs only `uverbs perf destroy-storm` (issue 28 item 5):
+# the completion-event latency of one loopback RC QP (arm, post a signaled
+# 2-byte write, blocking get_event, ack, poll) while another thread of the
+# same context creates and destroy()s objects, once per kind in --storms
+# (default none,cq,qp,srq,pd: no storm, CQs on the event CQ's channel, RC
+# QPs, SRQs, and PDs as a control without events), --storm-iters events per
+# run (default 10000, after 200 unmeasured), R rounds (every other one in
+# reverse order). Prints events/s, p50/p90/p99/max/mean latency and the
+# storm's destroys/s per run, then per storm the medians over the rounds,
+# the figures of all rounds pooled, and the median ratio to the baseline of
+# the same round. See benches/README.md, "Completion events during a storm
+# of destroys".
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,6 +55,7 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 
 KERNEL=6.1 ITERS=1000 BW_ITERS=5000 ROUNDS=3 BUILD=1 TIMEOUT=1200 KEEP= REPORT=
 LAT_SIZE=2 BW_SIZE=65536 EV_SIZE=64 EV_ITERS=50000 EVENTS_ONLY=0
+DESTROY_STORM=0 STORM_ITERS=10000 STORMS=none,cq,qp,srq,pd
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kernel) [[ $# -ge 2 ]] || usage; KERNEL=$2; shift 2 ;;
@@ -49,6 +64,9 @@ while [[ $# -gt 0 ]]; do
     --rounds) [[ $# -ge 2 ]] || usage; ROUNDS=$2; shift 2 ;;
     --ev-iters) [[ $# -ge 2 ]] || usage; EV_ITERS=$2; shift 2 ;;
     --events-only) EVENTS_ONLY=1; shift ;;
+    --destroy-storm) DESTROY_STORM=1; shift ;;
+    --storm-iters) [[ $# -ge 2 ]] || usage; STORM_ITERS=$2; shift 2 ;;
+    --storms) [[ $# -ge 2 ]] || usage; STORMS=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
     --keep-log) [[ $# -ge 2 ]] || usage; KEEP=$2; shift 2 ;;
@@ -58,7 +76,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $KERNEL == 6.1 || $KERNEL == 6.12 ]] || { log "--kernel 6.1|6.12"; exit 2; }
-for v in ITERS BW_ITERS EV_ITERS ROUNDS; do
+[[ $STORMS =~ ^[a-z]+(,[a-z]+)*$ ]] || { log "bad --storms: $STORMS"; exit 2; }
+for v in ITERS BW_ITERS EV_ITERS STORM_ITERS ROUNDS; do
   [[ ${!v} =~ ^[0-9]+$ && ${!v} -ge 5 || $v == ROUNDS && ${!v} =~ ^[1-9][0-9]*$ ]] \
     || { log "bad $v: ${!v}"; exit 2; }
 done
@@ -100,6 +119,15 @@ G=\$UVERBS_TEST_GID_INDEX
 ROUNDS=$ROUNDS
 echo "BENCH-INFO kernel=\$(uname -r) gid=\$G cpus=\$(grep -c ^processor /proc/cpuinfo) clocksource=\$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 row() { grep -A1 '#bytes' "\$1" | tail -1; }
+if [ $DESTROY_STORM = 1 ]; then
+  t0=\$(date +%s)
+  /guest/uverbs perf destroy-storm -d rxe0 -x \$G -n $STORM_ITERS --storm $STORMS --rounds $ROUNDS > /tmp/storm.txt 2>&1
+  rc=\$?
+  sed 's/^/BENCH-STORM /' /tmp/storm.txt
+  echo "BENCH-STORM-TIME \$((\$(date +%s) - t0))"
+  [ \$rc = 0 ] || echo "BENCH-FAIL destroy-storm (exit \$rc)"
+  exit \$rc
+fi
 # perftest TEST SIZE ITERS ROUND: server in the background, client to 192.0.2.1
 perftest() {
   \$1 -d rxe0 -x \$G -s \$2 -n \$3 > /tmp/srv.txt 2>&1 &
@@ -180,12 +208,20 @@ exit \$fail
 GUEST
 
 LOG=$WORK/console.log
-log "booting the $KERNEL guest: $ROUNDS round(s); lat -s $LAT_SIZE -n $ITERS, bw -s $BW_SIZE -n $BW_ITERS"
+if [[ $DESTROY_STORM == 1 ]]; then
+  log "booting the $KERNEL guest: destroy-storm, $ROUNDS round(s) of $STORMS, $STORM_ITERS events per run"
+else
+  log "booting the $KERNEL guest: $ROUNDS round(s); lat -s $LAT_SIZE -n $ITERS, bw -s $BW_SIZE -n $BW_ITERS"
+fi
+# The guest is emulated (TCG) on the host's CPUs: whatever else the host
+# runs meanwhile shows in the figures, so the host's load goes in the log.
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 set +e
 "$REPO/guest/run-guest.sh" --kernel "$KERNEL" --quiet --timeout "$TIMEOUT" \
   --add "$WORK/uverbs:uverbs" --add "$WORK/cputime.sh:cputime.sh" --script "$WORK/guest.sh" --log "$LOG" >&2
 rc=$?
 set -e
+echo "BENCH-HOST load average before: $LOAD0, after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)" >> "$LOG"
 [[ -n $KEEP && -f $LOG ]] && cp "$LOG" "$KEEP"
 fi
 [[ -f $LOG ]] || { log "no console log (run-guest.sh exit $rc)"; exit 1; }
@@ -213,6 +249,9 @@ function med(list,   n, a, i, j, t) {
 }
 /^BENCH-MICRO/ { sub(/^BENCH-MICRO /, ""); if ($0 !~ /^-+$/) micro = micro "  " $0 "\n"; next }
 /^BENCH-INFO/ { sub(/^BENCH-INFO /, ""); info = $0; next }
+/^BENCH-STORM-TIME/ { stormtime = $2; next }
+/^BENCH-HOST/ { sub(/^BENCH-HOST /, ""); host = $0; next }
+/^BENCH-STORM/ { sub(/^BENCH-STORM /, ""); storm = storm $0 "\n"; next }
 /^BENCH-EV/ {
   # BENCH-EV tool round usec/iter srv_user srv_sys cli_user cli_sys (ticks of 10 ms)
   t = $2
@@ -242,6 +281,10 @@ function med(list,   n, a, i, j, t) {
 }
 END {
   printf "# kernel %s: %s\n", kernel, info
+  if (host != "") printf "# host: %s\n", host
+  if (storm != "") {
+    printf "\n== destroy-storm (uverbs perf destroy-storm; %s s in the guest)\n%s", stormtime, storm
+  }
   if (evmax > 0) {
     printf "\n== rc-pingpong -e  (%d B, %d iterations, each tool on both sides; per iteration: latency of the client, CPU of both sides together)\n", EV_SIZE, EV_ITERS
     for (r = 1; r <= evmax; r++) {

@@ -64,7 +64,7 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "perf",
-        summary: "write-lat, send-lat, write-bw benchmarks (like perftest's ib_*)",
+        summary: "write-lat, send-lat, write-bw benchmarks (like perftest's ib_*), destroy-storm",
         run: perf::main,
     },
     Command {

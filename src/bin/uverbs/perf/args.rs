@@ -5,7 +5,11 @@ use std::io::{self, Write};
 
 use uverbs::Mtu;
 
-use super::{clock::ClockKind, Test, PROG};
+use super::{
+    clock::ClockKind,
+    storm::{Storm, DEFAULT_STORMS},
+    Test, PROG,
+};
 
 /// The command line, with perftest's defaults applied.
 #[derive(Debug, Clone)]
@@ -43,12 +47,18 @@ pub struct Opts {
     /// `micro` only: the mlx5 data path on the device model (hidden; see
     /// benches/mlx5.sh).
     pub mlx5_model: bool,
+    /// `destroy-storm` only: the storms to run, in order (`--storm`).
+    pub storms: Vec<Storm>,
+    /// `destroy-storm` only: how many times to run the list (`--rounds`).
+    pub rounds: usize,
+    /// `destroy-storm` only: unmeasured events before each run (`--warmup`).
+    pub warmup: usize,
 }
 
 pub fn usage(out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
-        "Usage: {PROG} write-lat|send-lat|write-bw|micro [options]\n\
+        "Usage: {PROG} write-lat|send-lat|write-bw|micro|destroy-storm [options]\n\
          \n\
          perftest's ib_write_lat / ib_send_lat / ib_write_bw: two QPs on one device,\n\
          connected through its loopback; for latency, side B runs in a forked\n\
@@ -78,7 +88,18 @@ pub fn usage(out: &mut dyn Write) -> io::Result<()> {
          \x20                         descriptor table)\n\
          \x20     --two-contexts      bw, or lat with --threads: one device context and PD\n\
          \x20                         per side instead of one shared\n\
-         \x20 -h, --help              this help"
+         \x20 -h, --help              this help\n\
+         \n\
+         destroy-storm: completion events on one QP (arm, post a signaled write, get_event,\n\
+         ack, poll; latency from the post to the event) while another thread of the same\n\
+         context creates and destroy()s objects; takes -d -i -x -s -n -m and:\n\
+         \x20     --storm=LIST        comma-separated, run in order: none (baseline), cq (CQs on\n\
+         \x20                         the same channel), qp (RC QPs), srq, pd (PDs: no events, a\n\
+         \x20                         control) (default none,cq,qp)\n\
+         \x20     --rounds=R          run the list R times, every other round reversed, then\n\
+         \x20                         print medians (default 1)\n\
+         \x20     --warmup=N          unmeasured events before each run (default 200)\n\
+         \x20 (-n: measured events per run, default 10000)"
     )
 }
 
@@ -90,9 +111,12 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         Some("send-lat") => Test::SendLat,
         Some("write-bw") => Test::WriteBw,
         Some("micro") => Test::Micro,
+        Some("destroy-storm") => Test::DestroyStorm,
         Some("-h" | "--help") => return Ok(None),
         Some(other) => return Err(format!("unknown benchmark '{other}'")),
-        None => return Err("which benchmark: write-lat, send-lat or write-bw?".into()),
+        None => {
+            return Err("which benchmark: write-lat, send-lat, write-bw or destroy-storm?".into())
+        }
     };
     let mut o = Opts {
         test,
@@ -100,7 +124,11 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         port: 1,
         gid_index: 0,
         size: if test.is_bw() { 65536 } else { 2 },
-        iters: if test.is_bw() { 5000 } else { 1000 },
+        iters: match test {
+            Test::WriteBw => 5000,
+            Test::DestroyStorm => 10000,
+            _ => 1000,
+        },
         inline: None,
         tx_depth: if test.is_bw() { 128 } else { 1 },
         rx_depth: 512,
@@ -114,6 +142,9 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
         two_contexts: false,
         fake: false,
         mlx5_model: false,
+        storms: DEFAULT_STORMS.to_vec(),
+        rounds: 1,
+        warmup: 200,
     };
     let mut cq_mod_set = false;
     let args: Vec<&String> = it.collect();
@@ -169,6 +200,19 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "--two-contexts" => o.two_contexts = true,
             "--fake" if o.test == Test::Micro => o.fake = true,
             "--mlx5-model" if o.test == Test::Micro => o.mlx5_model = true,
+            "--storm" if o.test == Test::DestroyStorm => {
+                o.storms = value()?
+                    .split(',')
+                    .map(|k| Storm::parse(k).ok_or(format!("--storm: unknown kind '{k}'")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--rounds" if o.test == Test::DestroyStorm => {
+                o.rounds = num(key, value()?)?;
+                if o.rounds == 0 {
+                    return Err("--rounds must be positive".into());
+                }
+            }
+            "--warmup" if o.test == Test::DestroyStorm => o.warmup = num(key, value()?)?,
             _ => return Err(format!("unknown option '{a}'")),
         }
         i += 1;
@@ -240,5 +284,25 @@ mod tests {
         let a: Vec<String> = ["write-lat", "--two-contexts"].map(String::from).into();
         assert!(parse(&a).unwrap_err().contains("--threads"));
         assert!(p("write-bw --two-contexts").two_contexts);
+    }
+
+    #[test]
+    fn destroy_storm_options() {
+        let o = p("destroy-storm");
+        assert_eq!(o.test, Test::DestroyStorm);
+        assert_eq!((o.iters, o.rounds, o.warmup), (10000, 1, 200));
+        assert_eq!(o.storms, DEFAULT_STORMS);
+        let o = p("destroy-storm -d rxe0 -x 1 -n 500 --storm=qp,none,srq,pd --rounds 3 --warmup 0");
+        assert_eq!(o.storms, [Storm::Qp, Storm::None, Storm::Srq, Storm::Pd]);
+        assert_eq!((o.iters, o.rounds, o.warmup), (500, 3, 0));
+        assert_eq!((o.device.as_deref(), o.gid_index), (Some("rxe0"), 1));
+        let bad = |s: &str| {
+            let v: Vec<String> = s.split_whitespace().map(String::from).collect();
+            parse(&v).unwrap_err()
+        };
+        assert!(bad("destroy-storm --storm cq,mr").contains("'mr'"));
+        assert!(bad("destroy-storm --rounds 0").contains("positive"));
+        // The storm's options belong to destroy-storm only.
+        assert!(bad("write-lat --storm cq").contains("unknown option"));
     }
 }

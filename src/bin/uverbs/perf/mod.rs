@@ -12,6 +12,10 @@
 //! (`--pin` pins them to CPUs 0 and 1). The reported figures are the
 //! client's (side A), as perftest's client prints them. For bandwidth side B
 //! is passive (the responder is in the kernel), so it stays in this process.
+//!
+//! `uverbs perf destroy-storm` (no perftest counterpart, `storm.rs`):
+//! completion-event latency on one QP while another thread of the same
+//! context creates and destroys CQs, QPs or SRQs.
 
 mod args;
 mod bw;
@@ -24,6 +28,7 @@ mod micro_fake;
 mod micro_mlx5;
 mod process;
 mod report;
+mod storm;
 
 use std::io;
 
@@ -48,6 +53,8 @@ pub enum Test {
     WriteBw,
     /// Costs of the userspace-only calls (no perftest counterpart).
     Micro,
+    /// Completion events during a storm of destroys (no perftest counterpart).
+    DestroyStorm,
 }
 
 impl Test {
@@ -57,6 +64,7 @@ impl Test {
             Test::SendLat => "Send Latency Test",
             Test::WriteBw => "RDMA_Write BW Test",
             Test::Micro => "userspace data-path calls",
+            Test::DestroyStorm => "completion events during a storm of destroys",
         }
     }
     fn is_bw(self) -> bool {
@@ -140,7 +148,7 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
                 Test::WriteLat => DEF_INLINE_WRITE,
                 Test::SendLat => DEF_INLINE_SEND,
                 // perftest's bandwidth default; bw posts SGEs only.
-                Test::WriteBw | Test::Micro => 0,
+                Test::WriteBw | Test::Micro | Test::DestroyStorm => 0,
             }),
         },
         sq_sig_all: false,
@@ -357,6 +365,9 @@ fn run(o: &Opts) -> Res<()> {
             "--fake needs the fake kernel: build uverbs with `--features test-utils`".into(),
         );
     }
+    if o.test == Test::DestroyStorm {
+        return storm::run(o);
+    }
     let lat = matches!(o.test, Test::WriteLat | Test::SendLat);
     if lat && !o.threads {
         let (a, b) = lat::run_processes(o, |h| print_header(o, h))?;
@@ -375,6 +386,7 @@ fn run(o: &Opts) -> Res<()> {
             let (a, b) = lat::run(o, s)?;
             print_lat(o, &a, &b);
         }
+        Test::DestroyStorm => unreachable!("run by storm::run"),
         Test::Micro => {
             micro::run(o, s)?;
             out!("{}", report::LINE);
