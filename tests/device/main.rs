@@ -31,6 +31,7 @@ mod perf;
 mod pingpong;
 mod porting;
 mod send_batch;
+mod send_flags;
 mod soak;
 mod static_cli;
 mod stress;

@@ -319,6 +319,7 @@ impl Hca {
             let seg = self.sq_unit(qp, u);
             let w = be32(&seg, 0);
             if w & layout::INLINE != 0 {
+                self.saw_inline.set(true);
                 let len = (w & !layout::INLINE) as usize;
                 let units = (4 + len as u32).div_ceil(16);
                 if end.wrapping_sub(u) < units {

@@ -205,6 +205,11 @@ pub(crate) struct Hca {
     /// Background threads running the device: BlueFlame copies may be in
     /// flight when a doorbell is seen, so they are not compared.
     pub(crate) threaded: u32,
+    /// The send WQEs taken, when logging is on (`Mlx5Model::log_wqes`).
+    pub(crate) wqe_log: Option<Vec<super::ExecutedWqe>>,
+    /// Whether the WQE being executed had an inline data segment (set by
+    /// `gather`, which only reads).
+    pub(crate) saw_inline: std::cell::Cell<bool>,
 }
 
 impl Cq {
@@ -529,6 +534,7 @@ impl Hca {
                 ));
             }
             let nbb = c.ds.max(1).div_ceil(4);
+            self.saw_inline.set(false);
             if qp.state == ERR {
                 self.req_cqe(qpn, &c, Err(synd::WR_FLUSH_ERR), 0);
             } else {
@@ -555,6 +561,16 @@ impl Hca {
                         self.enter_error(qpn);
                     }
                 }
+            }
+            if let Some(log) = self.wqe_log.as_mut() {
+                log.push(super::ExecutedWqe {
+                    qpn,
+                    index: c.wqe_index,
+                    opcode: c.opcode,
+                    fm_ce_se: c.fm_ce_se,
+                    ds: c.ds,
+                    inline: self.saw_inline.get(),
+                });
             }
             if let Some(qp) = self.qps.get_mut(&qpn) {
                 qp.sq_ci = at.wrapping_add(nbb);

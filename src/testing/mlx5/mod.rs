@@ -133,6 +133,45 @@ pub struct Mlx5Model {
     shared: Arc<kernel::Shared>,
 }
 
+/// A send WQE the device took ([`Mlx5Model::executed_wqes`]): its control
+/// segment as the model decodes it (`struct mlx5_wqe_ctrl_seg`, PRM
+/// "Send WQE Format") and whether its data was inline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecutedWqe {
+    /// The QP.
+    pub qpn: u32,
+    /// The WQE index of its control segment.
+    pub index: u16,
+    /// `MLX5_OPCODE_*`.
+    pub opcode: u8,
+    /// Byte 11 of the control segment: fence mode (bits 7..5), completion
+    /// request (bits 3..2), solicited event (bit 1).
+    pub fm_ce_se: u8,
+    /// Its size in 16-byte units.
+    pub ds: u32,
+    /// It carried an inline data segment (`MLX5_INLINE_SEG`).
+    pub inline: bool,
+}
+
+impl ExecutedWqe {
+    /// A completion was requested (`MLX5_WQE_CTRL_CQ_UPDATE`, 2 << 2).
+    pub fn signaled(&self) -> bool {
+        self.fm_ce_se & (2 << 2) != 0
+    }
+
+    /// A solicited event was requested (`MLX5_WQE_CTRL_SOLICITED`, 1 << 1).
+    pub fn solicited(&self) -> bool {
+        self.fm_ce_se & (1 << 1) != 0
+    }
+
+    /// The fence mode (bits 7..5: 4 is `MLX5_WQE_CTRL_FENCE`'s, 1
+    /// `MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE`'s; 0 none).
+    pub fn fence_mode(&self) -> u8 {
+        self.fm_ce_se >> 5
+    }
+}
+
 /// A QP as the device sees it ([`Mlx5Model::qp`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -337,6 +376,23 @@ impl Mlx5Model {
     /// device as the PRM and rdma-core do).
     pub fn violations(&self) -> Vec<String> {
         self.hca().violations.clone()
+    }
+
+    /// Starts (or stops, dropping it) the log of the send WQEs the device
+    /// takes, for [`Mlx5Model::executed_wqes`]. Off by default: a
+    /// benchmark's millions of WQEs would fill it.
+    pub fn log_wqes(&self, on: bool) {
+        self.hca().wqe_log = on.then(Vec::new);
+    }
+
+    /// The send WQEs taken since logging started or the last call, oldest
+    /// first, as the device decoded their control segments.
+    pub fn executed_wqes(&self) -> Vec<ExecutedWqe> {
+        self.hca()
+            .wqe_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Doorbells the device ignored (rung on a UAR their queue was not
