@@ -360,6 +360,29 @@ impl ProtectionDomain {
     }
 }
 
+/// Checks that bytes `offset..offset + len` lie inside a region of
+/// `total` bytes (every region's accessors).
+#[inline]
+pub(crate) fn check_range(op: &'static str, offset: usize, len: usize, total: usize) -> Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= total => Ok(()),
+        _ => Err(range_error(op, offset, len, total)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn range_error(op: &'static str, offset: usize, len: usize, total: usize) -> Error {
+    Error::new(
+        op,
+        ErrorKind::InvalidArgument,
+        format!(
+            "bytes {offset}..{} are outside the region's {total} bytes",
+            offset as u128 + len as u128,
+        ),
+    )
+}
+
 impl MemoryRegion {
     /// The local key, for scatter/gather elements.
     pub fn lkey(&self) -> u32 {
@@ -416,24 +439,11 @@ impl MemoryRegion {
 
     #[inline]
     fn check_range(&self, op: &'static str, offset: usize, len: usize) -> Result<()> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.inner.len => Ok(()),
-            _ => Err(self.range_error(op, offset, len)),
-        }
+        check_range(op, offset, len, self.inner.len)
     }
 
-    #[cold]
-    #[inline(never)]
     fn range_error(&self, op: &'static str, offset: usize, len: usize) -> Error {
-        Error::new(
-            op,
-            ErrorKind::InvalidArgument,
-            format!(
-                "bytes {offset}..{} are outside the region's {} bytes",
-                offset as u128 + len as u128,
-                self.inner.len
-            ),
-        )
+        range_error(op, offset, len, self.inner.len)
     }
 
     /// The address of byte `offset` of memory the crate allocated, if

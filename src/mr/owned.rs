@@ -349,24 +349,7 @@ impl<B: RegionBuffer> OwnedMemoryRegion<B> {
 
     #[inline]
     fn check_range(&self, op: &'static str, offset: usize, len: usize) -> Result<()> {
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => Ok(()),
-            _ => Err(self.range_error(op, offset, len)),
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn range_error(&self, op: &'static str, offset: usize, len: usize) -> Error {
-        Error::new(
-            op,
-            ErrorKind::InvalidArgument,
-            format!(
-                "bytes {offset}..{} are outside the region's {} bytes",
-                offset as u128 + len as u128,
-                self.len
-            ),
-        )
+        super::check_range(op, offset, len, self.len)
     }
 
     /// The address of byte `offset`, checked to be inside the region.

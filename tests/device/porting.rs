@@ -21,73 +21,18 @@ use nix::{
 };
 use uverbs::{
     cm::{CmEventKind, EventChannel, PortSpace},
-    CompletionChannel, CompletionQueue, Context, CqOptions, ErrorKind, MemoryRegion,
-    ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendWr,
+    CqOptions, ErrorKind, QpInitAttr, QpType, RecvWr, SendWr,
 };
 
 use crate::{support::*, test_env};
 
-/// A loopback RC pair whose receiving CQ signals a completion channel.
-struct Loop {
-    ctx: Context,
-    _pd: ProtectionDomain,
-    channel: CompletionChannel,
-    send_cq: CompletionQueue,
-    recv_cq: CompletionQueue,
-    tx: QueuePair,
-    rx: QueuePair,
-    buf: MemoryRegion,
-}
-
-fn looped() -> Loop {
-    let ctx = open();
-    let pd = ctx.alloc_pd().unwrap();
-    let channel = ctx.create_comp_channel().unwrap();
-    let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        context: 77,
-        ..CqOptions::default()
-    };
-    let recv_cq = ctx.create_cq(64, opts).unwrap();
-    let qp = |cq: &CompletionQueue| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all: false,
-        })
-        .unwrap()
-    };
-    let (tx, rx) = (qp(&send_cq), qp(&recv_cq));
-    let gid = local_gid(&ctx);
-    connect(&tx, rx.qp_num(), gid, access_all(), 7);
-    connect(&rx, tx.qp_num(), gid, access_all(), 7);
-    let buf = mr(&pd, 4096);
-    Loop {
-        ctx,
-        _pd: pd,
-        channel,
-        send_cq,
-        recv_cq,
-        tx,
-        rx,
-        buf,
-    }
-}
-
-impl Loop {
-    /// One message from `tx` to `rx`: a completion on the armed receive CQ.
-    fn send_one(&mut self) {
-        let sge = [self.buf.sge(0, 64).unwrap()];
-        self.rx.post_recv(&[RecvWr::new(1, &sge)]).unwrap();
-        let sge = [self.buf.sge(64, 8).unwrap()];
-        self.tx.post_send(&[SendWr::send(2, &sge)]).unwrap();
-        wait(&mut self.send_cq, 1);
-    }
+/// One message from `tx` to `rx`: a completion on the armed receive CQ.
+fn send_one(l: &mut Loop) {
+    let sge = [l.buf.sge(0, 64).unwrap()];
+    l.rx.post_recv(&[RecvWr::new(1, &sge)]).unwrap();
+    let sge = [l.buf.sge(64, 8).unwrap()];
+    l.tx.post_send(&[SendWr::send(2, &sge)]).unwrap();
+    wait(&mut l.send_cq, 1);
 }
 
 /// Sets `O_NONBLOCK` on `fd` as a C program does, and checks the library
@@ -118,7 +63,7 @@ fn assert_would_block<T: std::fmt::Debug>(what: &str, get: impl FnOnce() -> uver
 
 #[test]
 fn a_program_set_o_nonblocking_makes_every_blocking_get_would_block() {
-    let mut l = looped();
+    let mut l = looped(false, 77);
     let cm = EventChannel::open().unwrap();
     make_nonblocking(l.channel.as_fd());
     make_nonblocking(l.ctx.async_fd());
@@ -128,7 +73,7 @@ fn a_program_set_o_nonblocking_makes_every_blocking_get_would_block() {
     assert_would_block("rdma_get_cm_event", || cm.get_event());
     // The C loop: arm, send, poll the fd, get.
     l.recv_cq.req_notify(false).unwrap();
-    l.send_one();
+    send_one(&mut l);
     poll_readable(l.channel.as_fd());
     let ev = l.channel.get_event().unwrap();
     assert!(ev.is_for(&l.recv_cq));
@@ -153,11 +98,11 @@ fn a_program_set_o_nonblocking_makes_every_blocking_get_would_block() {
 /// thread, and the destroy succeeds.
 #[test]
 fn completion_events_counted_in_the_loop_are_acknowledged_at_exit() {
-    let mut l = looped();
+    let mut l = looped(false, 77);
     let mut num_cq_events = 0u32;
     for _ in 0..20 {
         l.recv_cq.req_notify(false).unwrap();
-        l.send_one();
+        send_one(&mut l);
         let ev = l.channel.get_event().unwrap();
         assert!(ev.is_for(&l.recv_cq));
         ev.defer_ack();

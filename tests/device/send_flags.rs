@@ -7,10 +7,7 @@
 
 use std::time::Duration;
 
-use uverbs::{
-    CompletionChannel, CompletionQueue, CqOptions, MemoryRegion, QpInitAttr, QpType, QueuePair,
-    RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion,
-};
+use uverbs::{CompletionQueue, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion};
 
 use crate::support::*;
 
@@ -46,57 +43,11 @@ fn settle(cq: &mut CompletionQueue, settle: Duration) -> Vec<WorkCompletion> {
     out
 }
 
-struct Loop {
-    channel: CompletionChannel,
-    send_cq: CompletionQueue,
-    recv_cq: CompletionQueue,
-    tx: QueuePair,
-    rx: QueuePair,
-    buf: MemoryRegion,
-}
-
-fn looped(sq_sig_all: bool) -> Loop {
-    let ctx = open();
-    let pd = ctx.alloc_pd().unwrap();
-    let channel = ctx.create_comp_channel().unwrap();
-    let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        ..CqOptions::default()
-    };
-    let recv_cq = ctx.create_cq(64, opts).unwrap();
-    let qp = |cq: &CompletionQueue, sq_sig_all| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all,
-        })
-        .unwrap()
-    };
-    let (tx, rx) = (qp(&send_cq, sq_sig_all), qp(&recv_cq, false));
-    let gid = local_gid(&ctx);
-    connect(&tx, rx.qp_num(), gid, access_all(), 7);
-    connect(&rx, tx.qp_num(), gid, access_all(), 7);
-    let buf = mr(&pd, 4096);
-    Loop {
-        channel,
-        send_cq,
-        recv_cq,
-        tx,
-        rx,
-        buf,
-    }
-}
-
 #[test]
 fn sq_sig_all_signaled_and_inline_on_both_posting_paths() {
     for sq_sig_all in [false, true] {
         for path in [Path::PostSend, Path::Batch] {
-            let mut l = looped(sq_sig_all);
+            let mut l = looped(sq_sig_all, 0);
             let what = format!("{path:?} sq_sig_all={sq_sig_all}");
             l.buf.write(0, b"gathered").unwrap();
             for i in 0..4u64 {
@@ -136,7 +87,7 @@ fn sq_sig_all_signaled_and_inline_on_both_posting_paths() {
 
 #[test]
 fn a_solicited_send_from_a_batch_wakes_a_cq_armed_for_solicited_events() {
-    let mut l = looped(false);
+    let mut l = looped(false, 0);
     for i in 0..2 {
         let recv = [l.buf.sge(1024 + 64 * i, 64).unwrap()];
         l.rx.post_recv(&[RecvWr::new(i as u64, &recv)]).unwrap();

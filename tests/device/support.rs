@@ -131,3 +131,57 @@ pub fn ah_to_own_gid(p: &Pair) -> uverbs::AddressHandle {
     })
     .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// A loopback RC pair whose receiving CQ signals a completion channel.
+pub struct Loop {
+    pub ctx: Context,
+    pub _pd: ProtectionDomain,
+    pub channel: uverbs::CompletionChannel,
+    pub send_cq: CompletionQueue,
+    pub recv_cq: CompletionQueue,
+    pub tx: QueuePair,
+    pub rx: QueuePair,
+    pub buf: MemoryRegion,
+}
+
+/// [`Loop`]: the sender with `sq_sig_all` as given, the receiving CQ with
+/// `recv_cq_context` as its context.
+pub fn looped(sq_sig_all: bool, recv_cq_context: u64) -> Loop {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let channel = ctx.create_comp_channel().unwrap();
+    let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
+    let opts = CqOptions {
+        channel: Some(&channel),
+        context: recv_cq_context,
+        ..CqOptions::default()
+    };
+    let recv_cq = ctx.create_cq(64, opts).unwrap();
+    let qp = |cq: &CompletionQueue, sq_sig_all| {
+        pd.create_qp(&QpInitAttr {
+            context: 0,
+            qp_type: QpType::Rc,
+            send_cq: cq,
+            recv_cq: cq,
+            srq: None,
+            cap: cap(32),
+            sq_sig_all,
+        })
+        .unwrap()
+    };
+    let (tx, rx) = (qp(&send_cq, sq_sig_all), qp(&recv_cq, false));
+    let gid = local_gid(&ctx);
+    connect(&tx, rx.qp_num(), gid, access_all(), 7);
+    connect(&rx, tx.qp_num(), gid, access_all(), 7);
+    let buf = mr(&pd, 4096);
+    Loop {
+        ctx,
+        _pd: pd,
+        channel,
+        send_cq,
+        recv_cq,
+        tx,
+        rx,
+        buf,
+    }
+}
