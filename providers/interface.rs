@@ -314,6 +314,21 @@ pub(crate) trait Provider: Sized + 'static {
     /// device or kernel; on an error nothing of it is taken.
     fn push_send(batch: &mut Self::SendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
 
+    /// [`Provider::push_send`] of a typed session's request
+    /// ([`crate::WrSession`]): the QP's type was checked once for the
+    /// session (`ud`: it is UD) and the request's operation is one that
+    /// type carries, so a provider may leave those checks out. The default
+    /// makes them anyway.
+    #[inline(always)]
+    fn push_send_typed(
+        batch: &mut Self::SendBatch<'_>,
+        wr: &SendWr<'_>,
+        ud: bool,
+    ) -> Result<(), PostErrorKind> {
+        let _ = ud;
+        Self::push_send(batch, wr)
+    }
+
     /// Ends the batch (`ibv_wr_complete`): hands its WQEs over and rings the
     /// doorbell once; `pushed` (how many) is the index a doorbell error
     /// reports. Called at most once per batch.

@@ -50,7 +50,7 @@ pub(crate) mod dma;
 pub(crate) mod fuzzing;
 mod interface;
 pub mod mlx5;
-mod rxe;
+pub(crate) mod rxe;
 
 pub(crate) use device::{ioctl_on, write_cmd_on, Device, Transport};
 pub(crate) use dispatch::*;

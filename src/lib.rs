@@ -78,7 +78,7 @@
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
-//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
+//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
 //! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
 //! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`] (or [`AsyncEvent::defer_ack`] then `ack_async_events(n)`), [`AsyncEventType::description`] |
@@ -122,6 +122,7 @@ mod pd;
 mod qp;
 mod qp_attr;
 mod qp_state;
+pub mod qpx;
 mod query;
 mod query_types;
 mod send_batch;
@@ -239,6 +240,7 @@ pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;
 pub use qp_state::{check_modify, next_states, required_attrs};
+pub use qpx::WrSession;
 pub use query::*;
 pub use send_batch::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};

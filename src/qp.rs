@@ -36,6 +36,7 @@ use crate::{
         QpState, QpType,
     },
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
+    qpx::{self, WrSession},
     send_batch::SendBatch,
     srq::{SharedReceiveQueue, SrqInner},
     sys::{Errno, WriteCmd},
@@ -168,6 +169,9 @@ pub struct QueuePair {
     /// The resets ([`QueuePair::gate`]'s upper bits) the queues were
     /// restarted for.
     resets_seen: u64,
+    /// The QP's type, here too so a typed session checks it without
+    /// reaching for the shared part.
+    qp_type: QpType,
 }
 
 /// A gate word no QP has (its state byte is no state), so the first post
@@ -366,6 +370,7 @@ impl ProtectionDomain {
             gate: AtomicU64::new(u64::from(QpState::Reset.raw())),
             gate_passed: GATE_NEVER,
             resets_seen: 0,
+            qp_type: init.qp_type,
         })
     }
 }
@@ -636,6 +641,53 @@ impl QueuePair {
         self.pass_gate(Posting::Sends)?;
         let dev = self.inner.ctx.device();
         Ok(SendBatch::new(self.queues.start_send_batch(dev)))
+    }
+
+    /// Starts a typed posting session ([`WrSession`], the `ibv_qp_ex` API:
+    /// see [`crate::qpx`]) for a QP of transport `K` ([`qpx::Rc`],
+    /// [`qpx::Uc`], [`qpx::Ud`]) on provider `P` ([`qpx::Mlx5`],
+    /// [`qpx::Rxe`]), like `ibv_wr_start`. Checks once what the session's
+    /// requests then need not: the QP's type
+    /// ([`PostErrorKind::WrongQpType`]), its provider
+    /// ([`PostErrorKind::WrongProvider`]) and its state (sends need RTS,
+    /// [`PostErrorKind::BadState`]).
+    #[doc(alias = "ibv_wr_start")]
+    #[doc(alias = "ibv_qp_to_qp_ex")]
+    #[inline(always)]
+    pub fn start_wr<K: qpx::QpKind, P: qpx::ProviderKind>(
+        &mut self,
+    ) -> Result<WrSession<'_, K, P>, PostError> {
+        if self.qp_type != K::TYPE {
+            return Err(self.wrong_qp_type(K::TYPE));
+        }
+        self.pass_gate(Posting::Sends)?;
+        let provider = self.inner.ctx.provider.name();
+        WrSession::start(self).ok_or(PostError {
+            index: 0,
+            kind: PostErrorKind::WrongProvider {
+                qp: provider,
+                session: P::NAME,
+            },
+        })
+    }
+
+    /// The queues, and the device their doorbells need (a typed session's
+    /// start, [`crate::qpx`]).
+    #[inline(always)]
+    pub(crate) fn queues_mut(&mut self) -> (&mut AnyQp, crate::providers::Device<'_>) {
+        (&mut self.queues, self.inner.ctx.device())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wrong_qp_type(&self, session: QpType) -> PostError {
+        PostError {
+            index: 0,
+            kind: PostErrorKind::WrongQpType {
+                qp: self.qp_type,
+                session,
+            },
+        }
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

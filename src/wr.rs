@@ -301,6 +301,22 @@ pub enum PostErrorKind {
     BadAtomic(&'static str),
     /// The QP is in a state that refuses posting (RESET, or INIT for sends).
     BadState(&'static str),
+    /// A typed session ([`crate::QueuePair::start_wr`]) was started for
+    /// another QP type than the QP's.
+    WrongQpType {
+        /// The QP's type.
+        qp: crate::QpType,
+        /// The type the session was asked for.
+        session: crate::QpType,
+    },
+    /// A typed session was started for another provider than the QP's
+    /// device's ([`crate::qpx::ProviderKind`]).
+    WrongProvider {
+        /// The QP's provider (`"rxe"`).
+        qp: &'static str,
+        /// The provider the session was asked for (`"mlx5"`).
+        session: &'static str,
+    },
     /// The kernel refused the doorbell: the requests before `index` are in
     /// the queue but the device was not told; they run at the next
     /// successful post.
@@ -323,6 +339,16 @@ impl std::fmt::Display for PostError {
             | PostErrorKind::BadAtomic(why)
             | PostErrorKind::BadState(why) => f.write_str(why),
             PostErrorKind::Doorbell(e) => write!(f, "{e}"),
+            PostErrorKind::WrongQpType { qp, session } => write!(
+                f,
+                "the QP is {qp:?}, the session was started for {session:?}: \
+                 start it as start_wr::<{qp:?}, _>()"
+            ),
+            PostErrorKind::WrongProvider { qp, session } => write!(
+                f,
+                "the session was started for provider {session}, the QP's device is \
+                 driven by {qp} (Context::provider_name): start it for that provider"
+            ),
         }
     }
 }

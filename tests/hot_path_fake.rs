@@ -1,7 +1,7 @@
 //! The data path's promises, checked on the fake kernel: posting receives
 //! and polling make no system call and allocate nothing; a batch of sends
 //! makes exactly one system call (the rxe doorbell) and allocates nothing,
-//! whether posted as a slice or as a send batch.
+//! whether posted as a slice, as a send batch or through a typed session.
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
 
@@ -12,8 +12,11 @@ use std::{
 
 use uverbs::testing::rxe::*;
 use uverbs::{
-    sys::fake::Call, testing::mlx5::Mlx5Model, AccessFlags, CompletionQueue, Context, CqOptions,
-    QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
+    qpx::{Mlx5, Rc, Rxe},
+    sys::fake::Call,
+    testing::mlx5::Mlx5Model,
+    AccessFlags, CompletionQueue, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
+    QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
 };
 
 /// Counts the allocations of the current thread.
@@ -137,6 +140,27 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
         [Call::RawWrite(32)],
         "a completed batch is one doorbell write, an aborted one none"
     );
+    // A typed session (`start_wr`, the `ibv_wr_*` builders): the same.
+    fake.kernel.clear_calls();
+    let before_typed = allocations();
+    let mut s = qp.start_wr::<Rc, Rxe>().unwrap();
+    s.send().wr_id(10).sge(sge[0]).unwrap();
+    s.send().wr_id(11).unsignaled().sge_list(&sge).unwrap();
+    s.send_imm(7).wr_id(12).inline(b"hi").unwrap();
+    assert!(
+        fake.kernel.calls().is_empty(),
+        "a typed request made a call"
+    );
+    s.complete().unwrap();
+    let mut s = qp.start_wr::<Rc, Rxe>().unwrap();
+    s.send().sge(sge[0]).unwrap();
+    s.abort();
+    assert_eq!(allocations() - before_typed, 0, "a typed session allocated");
+    assert_eq!(
+        fake.kernel.calls(),
+        [Call::RawWrite(32)],
+        "a completed typed session is one doorbell write, an aborted one none"
+    );
     // A failing doorbell: the requests are in the queue, and the error's
     // index is how many (for a slice as for a batch).
     fake.kernel.on_raw_write(|_| Err(uverbs::sys::Errno::EIO));
@@ -222,9 +246,15 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         let mut batch = qp.start_send().unwrap();
         batch.push(&sends[0]).unwrap();
         batch.complete().unwrap();
+        qp.post_recv(&recvs).unwrap();
+        let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
+        s.send().wr_id(13).unsignaled().sge(sge[0]).unwrap();
+        s.send_imm(5).wr_id(14).inline(b"hi").unwrap();
+        s.complete().unwrap();
     });
-    // Three receives and the inline send (the batch's send is unsignaled).
-    assert_eq!(n, 4, "{:?}", &wc[..n]);
+    // Five receives and the two signaled inline sends (the batch's send and
+    // the typed session's first are unsignaled).
+    assert_eq!(n, 7, "{:?}", &wc[..n]);
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,
     // under its lock.

@@ -1,6 +1,7 @@
 //! The send flags from the public API down to the control segment the
 //! device model decodes with its own decoder (`struct mlx5_wqe_ctrl_seg`,
-//! `fm_ce_se`), for both posting paths (`post_send` and send batches); the
+//! `fm_ce_se`), for every posting path (`post_send`, send batches and
+//! typed sessions); the
 //! gaps a mutation run found in the mlx5 send path (issue 29):
 //!
 //! - every combination of FENCE / SIGNALED / SOLICITED / inline, with the
@@ -18,9 +19,11 @@
 use std::time::Duration;
 
 use uverbs::{
-    testing::mlx5::fake_mlx5, AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions,
-    MemoryRegion, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr,
-    WcStatus, WorkCompletion,
+    qpx::{Mlx5, Rc},
+    testing::mlx5::fake_mlx5,
+    AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions, MemoryRegion, Payload,
+    ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcStatus,
+    WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -91,12 +94,16 @@ fn rig(sq_sig_all: bool, depth: u32) -> Rig {
     }
 }
 
-/// The two ways to post.
+/// The three ways to post.
 #[derive(Debug, Clone, Copy)]
 enum Path {
     PostSend,
     Batch,
+    /// A typed session (`start_wr`, the `ibv_wr_*` builders).
+    Typed,
 }
+
+const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
 
 fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
     match path {
@@ -105,6 +112,17 @@ fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
             let mut batch = qp.start_send().unwrap();
             batch.push(wr).unwrap();
             batch.complete().unwrap();
+        }
+        Path::Typed => {
+            assert_eq!(wr.op, SendOp::Send, "the typed path here posts SENDs");
+            let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
+            let b = s.send().wr_id(wr.wr_id).flags(wr.flags - SendFlags::INLINE);
+            match wr.payload {
+                Payload::Inline(data) => b.inline(data),
+                Payload::Sges(sges) => b.sge_list(sges),
+            }
+            .unwrap();
+            s.complete().unwrap();
         }
     }
 }
@@ -123,9 +141,9 @@ fn drain(cq: &mut CompletionQueue) -> Vec<WorkCompletion> {
 }
 
 #[test]
-fn every_flag_combination_reaches_the_control_segment_on_both_paths() {
+fn every_flag_combination_reaches_the_control_segment_on_every_path() {
     for sq_sig_all in [false, true] {
-        for path in [Path::PostSend, Path::Batch] {
+        for path in PATHS {
             let mut r = rig(sq_sig_all, 32);
             for bits in 0u32..16 {
                 let (fence, signaled, solicited, inline) =
@@ -178,7 +196,7 @@ fn every_flag_combination_reaches_the_control_segment_on_both_paths() {
 /// without an event, a solicited one raises it (both posting paths).
 #[test]
 fn only_a_solicited_send_wakes_a_cq_armed_for_solicited_events() {
-    for path in [Path::PostSend, Path::Batch] {
+    for path in PATHS {
         let mut r = rig(false, 8);
         for i in 0..2 {
             let recv = [r.mr.sge(4096 + 64 * i, 64).unwrap()];

@@ -79,7 +79,8 @@ use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
-use sq::{Mlx5Sq, SqBatch, SqTrack};
+pub(crate) use sq::SqBatch;
+use sq::{Known, Mlx5Sq, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
 use wqe::Av;
 
@@ -563,7 +564,16 @@ impl Provider for Mlx5 {
 
     #[inline(always)]
     fn push_send(batch: &mut SqBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        batch.push(wr, av_of)
+        batch.push(wr, av_of, Known::Nothing)
+    }
+
+    #[inline(always)]
+    fn push_send_typed(
+        batch: &mut SqBatch<'_>,
+        wr: &SendWr<'_>,
+        ud: bool,
+    ) -> Result<(), PostErrorKind> {
+        batch.push(wr, av_of, Known::Typed { ud })
     }
 
     #[inline(always)]

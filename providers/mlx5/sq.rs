@@ -106,6 +106,25 @@ mod batch;
 
 pub(crate) use batch::SqBatch;
 
+/// What the caller of a push knows of its request before any check: on
+/// the typed path ([`crate::WrSession`]) the QP's type was checked once
+/// for the session and the request's operation is one that type carries
+/// (its builder exists only for such types), so the per-request checks of
+/// the operation against the QP type fold away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Known {
+    /// Nothing: a [`SendWr`] from `post_send` or a send batch, any
+    /// operation, any destination.
+    Nothing,
+    /// A request of a typed session on a QP of that type: a UD QP's
+    /// requests carry a destination, a connected QP's none, and the
+    /// operation is one the type carries.
+    Typed {
+        /// The session is for a UD QP.
+        ud: bool,
+    },
+}
+
 use super::{
     buf::{QueueBuf, Units, UnitsView},
     slots::MaskedSlots,
@@ -362,12 +381,17 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
         av_of: &impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
         at: u32,
         head: u32,
+        known: Known,
     ) -> Result<Last, PostErrorKind> {
         let rules: &SqRules = self.rules.borrow();
         let q = self.q;
         let first = at.wrapping_mul(UNITS_PER_BB);
         let mut u = first + 1; // after the ctrl segment
-        if rules.ud {
+        let ud = match known {
+            Known::Nothing => rules.ud,
+            Known::Typed { ud } => ud,
+        };
+        if ud {
             let Some(dest) = wr.ud else {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",
@@ -391,7 +415,7 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
         // compiler merged it with the SGE count's check into one branch and
         // chose the error before it, on every request).
         let carried = |class: OpClass, op: u8| {
-            if class > rules.carries {
+            if known == Known::Nothing && class > rules.carries {
                 return Err(PostErrorKind::OpNotSupported(if rules.ud {
                     "UD QPs support only SEND and SEND_WITH_IMM"
                 } else {
@@ -699,7 +723,7 @@ impl Mlx5Sq {
     ) -> Result<(), (usize, PostErrorKind)> {
         let mut batch = self.start_batch_with(|rules| rules);
         for (i, wr) in wrs.iter().enumerate() {
-            if let Err(kind) = batch.push(wr, &av_of) {
+            if let Err(kind) = batch.push(wr, &av_of, Known::Nothing) {
                 batch.complete(i);
                 return Err((i, kind));
             }

@@ -36,6 +36,7 @@ mod soak;
 mod static_cli;
 mod stress;
 mod support;
+mod typed_post;
 mod verbs;
 
 /// The device under test; panics with instructions when none is configured.

@@ -1,5 +1,5 @@
-//! The send flags on the real kernel's rxe, for both posting paths
-//! (`post_send` and send batches): `sq_sig_all` makes every request
+//! The send flags on the real kernel's rxe, for every posting path
+//! (`post_send`, send batches and typed sessions): `sq_sig_all` makes every request
 //! complete, SIGNALED alone otherwise; inline data arrives; a solicited
 //! SEND wakes a receive CQ armed for solicited events only and an
 //! unsolicited one does not. (The control-segment bits themselves are
@@ -7,7 +7,11 @@
 
 use std::time::Duration;
 
-use uverbs::{CompletionQueue, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion};
+use uverbs::{
+    qpx::{Mlx5, ProviderKind, Rc, Rxe},
+    CompletionQueue, Payload, PostError, PostErrorKind, QueuePair, RecvWr, SendFlags, SendOp,
+    SendWr, WcStatus, WorkCompletion,
+};
 
 use crate::support::*;
 
@@ -15,6 +19,22 @@ use crate::support::*;
 enum Path {
     PostSend,
     Batch,
+    /// A typed session (`start_wr`) of the QP's provider.
+    Typed,
+}
+
+const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
+
+/// Posts the SEND `wr` through a typed session of provider `P`.
+fn post_typed<P: ProviderKind>(qp: &mut QueuePair, wr: &SendWr<'_>) -> Result<(), PostError> {
+    assert_eq!(wr.op, SendOp::Send, "the typed path here posts SENDs");
+    let mut s = qp.start_wr::<Rc, P>()?;
+    let b = s.send().wr_id(wr.wr_id).flags(wr.flags - SendFlags::INLINE);
+    match wr.payload {
+        Payload::Inline(data) => b.inline(data)?,
+        Payload::Sges(sges) => b.sge_list(sges)?,
+    }
+    s.complete()
 }
 
 fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
@@ -25,6 +45,13 @@ fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
             batch.push(wr).unwrap();
             batch.complete().unwrap();
         }
+        // The QP's provider: rxe in the guest, mlx5 on a host with one.
+        Path::Typed => match post_typed::<Rxe>(qp, wr) {
+            Err(e) if matches!(e.kind, PostErrorKind::WrongProvider { .. }) => {
+                post_typed::<Mlx5>(qp, wr).unwrap()
+            }
+            r => r.unwrap(),
+        },
     }
 }
 
@@ -44,9 +71,9 @@ fn settle(cq: &mut CompletionQueue, settle: Duration) -> Vec<WorkCompletion> {
 }
 
 #[test]
-fn sq_sig_all_signaled_and_inline_on_both_posting_paths() {
+fn sq_sig_all_signaled_and_inline_on_every_posting_path() {
     for sq_sig_all in [false, true] {
-        for path in [Path::PostSend, Path::Batch] {
+        for path in PATHS {
             let mut l = looped(sq_sig_all, 0);
             let what = format!("{path:?} sq_sig_all={sq_sig_all}");
             l.buf.write(0, b"gathered").unwrap();
@@ -86,31 +113,33 @@ fn sq_sig_all_signaled_and_inline_on_both_posting_paths() {
 }
 
 #[test]
-fn a_solicited_send_from_a_batch_wakes_a_cq_armed_for_solicited_events() {
-    let mut l = looped(false, 0);
-    for i in 0..2 {
-        let recv = [l.buf.sge(1024 + 64 * i, 64).unwrap()];
-        l.rx.post_recv(&[RecvWr::new(i as u64, &recv)]).unwrap();
+fn a_solicited_send_from_a_batch_or_session_wakes_a_cq_armed_for_solicited_events() {
+    for path in [Path::Batch, Path::Typed] {
+        let mut l = looped(false, 0);
+        for i in 0..2 {
+            let recv = [l.buf.sge(1024 + 64 * i, 64).unwrap()];
+            l.rx.post_recv(&[RecvWr::new(i as u64, &recv)]).unwrap();
+        }
+        let sge = [l.buf.sge(0, 8).unwrap()];
+        l.recv_cq.req_notify(true).unwrap();
+        post(&mut l.tx, path, &SendWr::send(1, &sge));
+        wait(&mut l.send_cq, 1);
+        assert_eq!(wait(&mut l.recv_cq, 1).len(), 1);
+        let none = l
+            .channel
+            .get_event_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        assert!(none.is_none(), "{path:?}: an unsolicited send woke the CQ");
+        let solicited = SendWr::send(2, &sge).flags(SendFlags::SIGNALED | SendFlags::SOLICITED);
+        post(&mut l.tx, path, &solicited);
+        wait(&mut l.send_cq, 1);
+        let ev = l
+            .channel
+            .get_event_timeout(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("an event for the solicited completion");
+        assert!(ev.is_for(&l.recv_cq));
+        ev.ack();
+        assert_eq!(wait(&mut l.recv_cq, 1).len(), 1);
     }
-    let sge = [l.buf.sge(0, 8).unwrap()];
-    l.recv_cq.req_notify(true).unwrap();
-    post(&mut l.tx, Path::Batch, &SendWr::send(1, &sge));
-    wait(&mut l.send_cq, 1);
-    assert_eq!(wait(&mut l.recv_cq, 1).len(), 1);
-    let none = l
-        .channel
-        .get_event_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    assert!(none.is_none(), "an unsolicited send woke the CQ");
-    let solicited = SendWr::send(2, &sge).flags(SendFlags::SIGNALED | SendFlags::SOLICITED);
-    post(&mut l.tx, Path::Batch, &solicited);
-    wait(&mut l.send_cq, 1);
-    let ev = l
-        .channel
-        .get_event_timeout(Some(Duration::from_secs(10)))
-        .unwrap()
-        .expect("an event for the solicited completion");
-    assert!(ev.is_for(&l.recv_cq));
-    ev.ack();
-    assert_eq!(wait(&mut l.recv_cq, 1).len(), 1);
 }

@@ -4,7 +4,7 @@
 
 use std::borrow::Borrow;
 
-use super::{wqebbs, Av, Last, Mlx5Sq, Posted, SqRules, SqShape, Writer};
+use super::{wqebbs, Av, Known, Last, Mlx5Sq, Posted, SqRules, SqShape, Writer};
 use crate::wr::{PostErrorKind, SendWr};
 
 impl Mlx5Sq {
@@ -68,12 +68,13 @@ impl<R: Borrow<SqRules>> SqBatch<'_, R> {
     /// Checks and writes one WQE, as [`Mlx5Sq::post`] does for each of its
     /// requests; the doorbell record stays where it was, so the device
     /// does not see it before [`SqBatch::complete`]. On an error nothing of
-    /// it is taken.
+    /// it is taken. `known`: what the caller's types already checked.
     #[inline(always)]
     pub(crate) fn push(
         &mut self,
         wr: &SendWr<'_>,
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+        known: Known,
     ) -> Result<(), PostErrorKind> {
         // The room first: a full queue's next blocks may still be read by
         // the device, so nothing may be written there.
@@ -83,7 +84,7 @@ impl<R: Borrow<SqRules>> SqBatch<'_, R> {
                 return Err(PostErrorKind::QueueFull);
             }
         }
-        let last = self.w.write_wqe(wr, &av_of, self.cur, self.head)?;
+        let last = self.w.write_wqe(wr, &av_of, self.cur, self.head, known)?;
         self.last = last;
         self.room -= 1;
         self.head = self.head.wrapping_add(1);

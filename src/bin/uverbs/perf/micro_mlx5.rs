@@ -22,6 +22,7 @@
 use std::time::Instant;
 
 use uverbs::{
+    qpx::{Mlx5, Rc},
     testing::mlx5::{fake_mlx5, Mlx5Model},
     AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
     RecvWr, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus, WorkCompletion,
@@ -276,6 +277,45 @@ fn op_batch_inline_send(qp: &mut QueuePair, id: u64, data: &[u8]) -> Result<(), 
     batch.complete()
 }
 
+/// The same writes through a typed session (`start_wr::<Rc, Mlx5>`, one
+/// builder per request, `complete`): the `ibv_wr_*` API with the QP's
+/// type and provider checked once per session.
+#[inline(always)]
+fn typed_writes(qp: &mut QueuePair, w: &Write, n: usize) -> Result<(), uverbs::PostError> {
+    let mut s = qp.start_wr::<Rc, Mlx5>()?;
+    for k in 0..n {
+        let wr = s.rdma_write(w.rkey, w.remote_addr).wr_id(k as u64);
+        if k + 1 == n { wr } else { wr.unsignaled() }.sge(w.sge[0])?;
+    }
+    s.complete()
+}
+
+#[inline(never)]
+fn op_typed_write1(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(8);
+    typed_writes(qp, w, 1)
+}
+
+#[inline(never)]
+fn op_typed_write8(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(9);
+    typed_writes(qp, w, 8)
+}
+
+#[inline(never)]
+fn op_typed_write64(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(10);
+    typed_writes(qp, w, 64)
+}
+
+/// An inline SEND through a typed session of one.
+#[inline(never)]
+fn op_typed_inline_send(qp: &mut QueuePair, id: u64, data: &[u8]) -> Result<(), uverbs::PostError> {
+    let mut s = qp.start_wr::<Rc, Mlx5>()?;
+    s.send().wr_id(id).inline(data)?;
+    s.complete()
+}
+
 /// What a timed RDMA write carries.
 struct Write {
     remote_addr: u64,
@@ -403,7 +443,27 @@ pub fn run(o: &Opts) -> Res<()> {
             Ok(())
         }
     });
+    let mut typed = [1usize, 8, 64].map(|n| {
+        let op = match n {
+            1 => op_typed_write1,
+            8 => op_typed_write8,
+            _ => op_typed_write64,
+        };
+        let write = &write;
+        move |qp: &mut QueuePair| -> Res<()> {
+            for _ in 0..CHUNK / n {
+                op(qp, write).map_err(err("post RDMA writes in a typed session"))?;
+            }
+            Ok(())
+        }
+    });
     let data = [0u8; 16];
+    let mut typed_inline = |qp: &mut QueuePair| -> Res<()> {
+        for k in 0..CHUNK as u64 {
+            op_typed_inline_send(qp, k, &data).map_err(err("post an inline send, typed"))?;
+        }
+        Ok(())
+    };
     let mut batch_inline = |qp: &mut QueuePair| -> Res<()> {
         for k in 0..CHUNK as u64 {
             op_batch_inline_send(qp, k, &data).map_err(err("post an inline send in a batch"))?;
@@ -428,11 +488,16 @@ pub fn run(o: &Opts) -> Res<()> {
     for w in batched.iter_mut() {
         verify(&mut b, &mut qp, w)?;
     }
+    for w in typed.iter_mut() {
+        verify(&mut b, &mut qp, w)?;
+    }
     let recvs: Vec<RecvWr<'_>> = (0..CHUNK).map(|i| RecvWr::new(i as u64, &rsge)).collect();
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut inline)?;
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut batch_inline)?;
+    qp.post_recv(&recvs).map_err(err("post receives"))?;
+    verify(&mut b, &mut qp, &mut typed_inline)?;
 
     // A warm-up of a third of a second, untimed: started right after
     // another busy process (the C baseline, which `benches/mlx5.sh`
@@ -454,6 +519,12 @@ pub fn run(o: &Opts) -> Res<()> {
     }
     let ns = timed(&mut b, &mut qp, iters, &mut batch_inline)?;
     out!("wr_inline_send {ns:.2}");
+    for (w, batch) in typed.iter_mut().zip([1, 8, 64]) {
+        let ns = timed(&mut b, &mut qp, iters, w)?;
+        out!("wrx_write_batch{batch} {ns:.2}");
+    }
+    let ns = timed(&mut b, &mut qp, iters, &mut typed_inline)?;
+    out!("wrx_inline_send {ns:.2}");
 
     // Polling: CQEs written for WQEs of a posted chunk, then polled in
     // batches of 16 as the C baseline does.
