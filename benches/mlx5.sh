@@ -46,8 +46,10 @@
 # uverbs rows: `write_batchN` and `inline_send` post through
 # `QueuePair::post_send` (a slice of `SendWr`), `wr_write_batchN` and
 # `wr_inline_send` through a send batch (`start_send`, `push`, `complete`:
-# the `ibv_wr_*` shape); each wr_ row is compared with the C rows of the
-# same work. `poll_cqe` polls requester CQEs, `poll_recv_cqe` receives
+# the `ibv_wr_*` shape), `wrx_write_batchN` and `wrx_inline_send` through a
+# typed session (`start_wr::<Rc, Mlx5>`, the `ibv_wr_*` builders, checks
+# once per session); each wr_/wrx_ row is compared with the C rows of the
+# same work and with libmlx5's ibv_wr_* rows. `poll_cqe` polls requester CQEs, `poll_recv_cqe` receives
 # (RESP_SEND CQEs of the QP's own receive queue), `poll_srq_cqe` receives
 # through an SRQ, 16 per call.
 # Both work in host memory: the UAR is ordinary memory, so the doorbell
@@ -116,11 +118,15 @@ names = list(runs[("uverbs", rounds[0])])
 bases = (("c", 9), ("call", 10), ("rdma-core", 13), ("libmlx5", 11))
 med = statistics.median
 def col(who, name):
-    # A send-batch row (wr_*) does the work of the C row of the same name;
-    # libmlx5 has both (ibv_post_send, and its own ibv_wr_* builders), and
-    # no receive rows.
-    if who not in ("uverbs", "libmlx5"):
-        name = name.removeprefix("wr_")
+    # A send-batch row (wr_*) or typed-session row (wrx_*) does the work of
+    # the C row of the same name; libmlx5 has both (ibv_post_send, and its
+    # own ibv_wr_* builders, which the typed rows compare with too); an
+    # extended-CQ poll row (cqex_*) the work of the plain poll row.
+    if who == "libmlx5":
+        if name.startswith("wrx_"):
+            name = "wr_" + name.removeprefix("wrx_")
+    elif who != "uverbs":
+        name = name.removeprefix("wrx_").removeprefix("wr_").removeprefix("cqex_")
     if any(name not in runs[(who, r)] for r in rounds):
         return None
     return [runs[(who, r)][name] for r in rounds]

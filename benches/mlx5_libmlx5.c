@@ -14,7 +14,12 @@
  *   lib_wr_inline_send   ibv_wr_start, ibv_wr_send,
  *                        ibv_wr_set_inline_data, ibv_wr_complete;
  *   lib_poll_cqe         ibv_poll_cq, 16 at a time, of requester CQEs (a
- *                        chunk of writes, each completed by a CQE).
+ *                        chunk of writes, each completed by a CQE);
+ *   lib_cqex_poll_cqe    the same CQEs through the extended CQ: one
+ *                        ibv_start_poll .. ibv_end_poll session per chunk,
+ *                        reading wr_id, status, opcode, byte_len and
+ *                        qp_num of each (ibv_wc_read_*), as the uverbs row
+ *                        cqex_poll_cqe reads them.
  *
  * Before timing, every kind of work runs once through the model, which
  * executes the WQEs libmlx5 built (the written bytes and each completion
@@ -45,6 +50,7 @@
 
 static struct ibv_context *ctx;
 static struct ibv_cq *cq;
+static struct ibv_cq_ex *cqx; /* the same CQ, made by ibv_create_cq_ex */
 static struct ibv_qp *qp;
 static struct ibv_qp_ex *qpx;
 static struct ibv_mr *mr;
@@ -281,9 +287,14 @@ int main(int argc, char **argv)
 		die("ibv_alloc_pd");
 	mr = ibv_reg_mr(pd, buf, 65536,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cq = ibv_create_cq(ctx, NCQE, NULL, NULL, 0);
-	if (!mr || !cq)
-		die("ibv_reg_mr / ibv_create_cq");
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = NCQE,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM,
+	};
+	cqx = ibv_create_cq_ex(ctx, &ca);
+	if (!mr || !cqx)
+		die("ibv_reg_mr / ibv_create_cq_ex");
+	cq = ibv_cq_ex_to_cq(cqx);
 	struct ibv_qp_init_attr_ex ia = {
 		.send_cq = cq,
 		.recv_cq = cq,
@@ -361,6 +372,39 @@ int main(int argc, char **argv)
 			done += CHUNK;
 		}
 		printf("lib_poll_cqe %.2f\n", t / done);
+	}
+	{
+		double t = 0;
+		long done = 0;
+		uint64_t sink = 0;
+		while (done < iters) {
+			for (unsigned k = 0; k < CHUNK; k += 64)
+				if (post_writes(64, 0, 0))
+					die("post");
+			for (unsigned j = 0; j < CHUNK; j++)
+				inject(ci + j, posted - CHUNK + j);
+			double t0 = now_ns();
+			unsigned got = 0;
+			struct ibv_poll_cq_attr pa = {0};
+			while (got < CHUNK) {
+				if (ibv_start_poll(cqx, &pa))
+					continue;
+				do {
+					sink += cqx->wr_id + cqx->status + ibv_wc_read_opcode(cqx) +
+						ibv_wc_read_byte_len(cqx) + ibv_wc_read_qp_num(cqx);
+					got++;
+				} while (ibv_next_poll(cqx) == 0);
+				ibv_end_poll(cqx);
+			}
+			t += now_ns() - t0;
+			if (got != CHUNK)
+				die("ibv_start_poll: a CQE too many");
+			ci += CHUNK;
+			done += CHUNK;
+		}
+		printf("lib_cqex_poll_cqe %.2f\n", t / done);
+		if (sink == 42)
+			printf("\n");
 	}
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);

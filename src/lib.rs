@@ -212,6 +212,12 @@ pub mod examples {
         "DevX event channels of a ConnectX: subscribe, read blocking and with `poll`."
     );
     example!(
+        typed_post,
+        "examples/typed_post.rs",
+        "the extended verbs: a typed posting session (`ibv_wr_*`) generic over the \
+         provider, completions read field by field."
+    );
+    example!(
         loopback,
         "examples/common/loopback.rs",
         "the loopback RC pair the completion-event examples share."

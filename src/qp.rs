@@ -646,7 +646,8 @@ impl QueuePair {
     /// Starts a typed posting session ([`WrSession`], the `ibv_qp_ex` API:
     /// see [`crate::qpx`]) for a QP of transport `K` ([`qpx::Rc`],
     /// [`qpx::Uc`], [`qpx::Ud`]) on provider `P` ([`qpx::Mlx5`],
-    /// [`qpx::Rxe`]), like `ibv_wr_start`. Checks once what the session's
+    /// [`qpx::Rxe`]), like `ibv_wr_start` (no `ibv_qp_to_qp_ex` or create
+    /// flag first: any QP takes sessions). Checks once what the session's
     /// requests then need not: the QP's type
     /// ([`PostErrorKind::WrongQpType`]), its provider
     /// ([`PostErrorKind::WrongProvider`]) and its state (sends need RTS,

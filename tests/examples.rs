@@ -35,6 +35,7 @@ const EXAMPLES: &[(&str, bool)] = &[
     ("devx_events", false),
     ("list_devices", false),
     ("rc_loopback", false),
+    ("typed_post", false),
 ];
 
 /// The rdma_cm examples: no model plays rdma_cm.
@@ -230,6 +231,14 @@ fn usage_errors_exit_two_with_the_usage_on_stderr() {
 fn the_device_examples_run_on_the_mlx5_model() {
     let out = success("rc_loopback", &["--model"], &[]);
     assert!(out.contains("\"hello, RDMA\" (11 bytes)"), "{out}");
+    let out = success("typed_post", &["--model", "mlx5_0", "5"], &[]);
+    assert!(
+        out.contains(
+            "mlx5: 5 RDMA writes and a SEND in one session; the peer got 4 bytes \
+                      with immediate data 5 and slots [0, 1, 2, 3, 4]"
+        ),
+        "{out}"
+    );
     for name in ["cq_events", "cq_events_nonblocking"] {
         let out = success(name, &["--model", "mlx5_0", "6"], &[]);
         assert!(out.contains("6 messages, 12 completions"), "{name}: {out}");

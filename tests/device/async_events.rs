@@ -1067,6 +1067,23 @@ fn example_rc_loopback_delivers_its_message() {
     assert!(out.contains("\"hello, RDMA\" (11 bytes)"), "{out}");
 }
 
+/// The extended-verbs example: a typed session of the device's provider
+/// writes 6 slots and announces them with a SEND with immediate data.
+#[test]
+fn example_typed_post_writes_and_announces_in_one_session() {
+    let mut cmd = Command::new(example("typed_post"));
+    cmd.args([crate::test_device().as_str(), "6"]);
+    let (status, out, err) = run_bounded(cmd, Duration::from_secs(30));
+    assert!(status.success(), "typed_post: {status}: {out}{err}");
+    assert!(
+        out.contains(
+            "6 RDMA writes and a SEND in one session; the peer got 4 bytes with immediate \
+             data 6 and slots [0, 1, 2, 3, 4, 5]"
+        ),
+        "{out}"
+    );
+}
+
 /// `list_devices` finds the device under test and prints its ports and
 /// GIDs (the port's state is not checked: other tests flap the link).
 #[test]
