@@ -174,6 +174,20 @@ pub struct QueuePair {
     qp_type: QpType,
 }
 
+/// The error of a typed session started for another provider than the
+/// QP's.
+#[cold]
+#[inline(never)]
+fn wrong_provider(inner: &QpInner, session: &'static str) -> PostError {
+    PostError {
+        index: 0,
+        kind: PostErrorKind::WrongProvider {
+            qp: inner.ctx.provider.name(),
+            session,
+        },
+    }
+}
+
 /// A gate word no QP has (its state byte is no state), so the first post
 /// takes [`QueuePair::cross_gate`].
 const GATE_NEVER: u64 = u64::MAX;
@@ -662,21 +676,12 @@ impl QueuePair {
             return Err(self.wrong_qp_type(K::TYPE));
         }
         self.pass_gate(Posting::Sends)?;
-        let provider = self.inner.ctx.provider.name();
-        WrSession::start(self).ok_or(PostError {
-            index: 0,
-            kind: PostErrorKind::WrongProvider {
-                qp: provider,
-                session: P::NAME,
-            },
-        })
-    }
-
-    /// The queues, and the device their doorbells need (a typed session's
-    /// start, [`crate::qpx`]).
-    #[inline(always)]
-    pub(crate) fn queues_mut(&mut self) -> (&mut AnyQp, crate::providers::Device<'_>) {
-        (&mut self.queues, self.inner.ctx.device())
+        let QueuePair { queues, inner, .. } = self;
+        let dev = inner.ctx.device();
+        match WrSession::start(qpx::sealed::Queues::new(queues, dev)) {
+            Some(s) => Ok(s),
+            None => Err(wrong_provider(inner, P::NAME)),
+        }
     }
 
     #[cold]

@@ -133,6 +133,7 @@ use crate::{
     QpType,
 };
 
+#[cfg(doc)]
 use crate::QueuePair;
 
 /// The QP transports a session can be typed by ([`Rc`], [`Uc`], [`Ud`]).
@@ -210,10 +211,9 @@ pub(crate) mod sealed {
         providers::{
             mlx5::{Mlx5, SqBatch},
             rxe::{Rxe, RxeSendBatch},
-            AnyQp, Provider as _,
+            AnyQp, Device, Provider as _,
         },
         wr::{PostError, PostErrorKind, SendWr},
-        QueuePair,
     };
 
     /// Only this module's transports are [`super::QpKind`]s.
@@ -228,13 +228,27 @@ pub(crate) mod sealed {
         /// The provider's send batch.
         type Batch<'q>: Send;
         /// The batch on the QP's queues if they are this provider's.
-        fn start(qp: &mut QueuePair) -> Option<Self::Batch<'_>>;
+        fn start(q: Queues<'_>) -> Option<Self::Batch<'_>>;
         /// Checks and writes one request of a typed session.
         fn push(b: &mut Self::Batch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind>;
         /// Ends the batch with `pushed` requests.
         fn complete(b: &mut Self::Batch<'_>, pushed: usize) -> Result<(), PostError>;
         /// Drops the batch.
         fn abort(b: &mut Self::Batch<'_>);
+    }
+
+    /// A QP's queues and the device their doorbells need (opaque).
+    #[derive(Debug)]
+    pub struct Queues<'q> {
+        queues: &'q mut AnyQp,
+        dev: Device<'q>,
+    }
+
+    impl<'q> Queues<'q> {
+        #[inline(always)]
+        pub(crate) fn new(queues: &'q mut AnyQp, dev: Device<'q>) -> Self {
+            Queues { queues, dev }
+        }
     }
 
     /// An mlx5 send batch (opaque).
@@ -248,10 +262,9 @@ pub(crate) mod sealed {
     impl Provider for super::Mlx5 {
         type Batch<'q> = Mlx5Batch<'q>;
         #[inline(always)]
-        fn start(qp: &mut QueuePair) -> Option<Mlx5Batch<'_>> {
-            let (queues, dev) = qp.queues_mut();
-            match queues {
-                AnyQp::Mlx5(q) => Some(Mlx5Batch(Mlx5::start_send_batch(q, dev))),
+        fn start(q: Queues<'_>) -> Option<Mlx5Batch<'_>> {
+            match q.queues {
+                AnyQp::Mlx5(qp) => Some(Mlx5Batch(Mlx5::start_send_batch(qp, q.dev))),
                 _ => None,
             }
         }
@@ -272,10 +285,9 @@ pub(crate) mod sealed {
     impl Provider for super::Rxe {
         type Batch<'q> = RxeBatch<'q>;
         #[inline(always)]
-        fn start(qp: &mut QueuePair) -> Option<RxeBatch<'_>> {
-            let (queues, dev) = qp.queues_mut();
-            match queues {
-                AnyQp::Rxe(q) => Some(RxeBatch(Rxe::start_send_batch(q, dev))),
+        fn start(q: Queues<'_>) -> Option<RxeBatch<'_>> {
+            match q.queues {
+                AnyQp::Rxe(qp) => Some(RxeBatch(Rxe::start_send_batch(qp, q.dev))),
                 _ => None,
             }
         }
@@ -325,11 +337,11 @@ impl<K: QpKind, P: ProviderKind> std::fmt::Debug for WrSession<'_, K, P> {
 }
 
 impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
-    /// The session on `qp`'s queues if they are `P`'s.
+    /// The session on a QP's queues if they are `P`'s.
     #[inline(always)]
-    pub(crate) fn start(qp: &'q mut QueuePair) -> Option<Self> {
+    pub(crate) fn start(queues: sealed::Queues<'q>) -> Option<Self> {
         Some(WrSession {
-            batch: P::start(qp)?,
+            batch: P::start(queues)?,
             pushed: 0,
             closed: false,
             kind: PhantomData,

@@ -260,6 +260,15 @@ impl Provider for Rxe {
         batch.qp.sq.push(wr)
     }
 
+    #[inline(always)]
+    fn push_send_typed(
+        batch: &mut RxeSendBatch<'_>,
+        wr: &SendWr<'_>,
+        _ud: bool,
+    ) -> Result<(), PostErrorKind> {
+        batch.qp.sq.push_typed(wr)
+    }
+
     // Inlined (with what it calls taking the QP, not the batch) so that a
     // caller's batch stays in registers: the batch's address is never taken.
     #[inline]

@@ -63,6 +63,15 @@ fn resolve_ud(wr: &SendWr<'_>) -> Result<Option<UdFields>, PostErrorKind> {
     }))
 }
 
+/// A UD destination whose address handle has no rxe AH number.
+#[cold]
+fn no_ah_num() -> PostErrorKind {
+    PostErrorKind::BadDestination(
+        "the address handle has no rxe AH number (kernels before 5.10 need an address vector \
+         in the WQE, which uverbs does not build)",
+    )
+}
+
 /// The send queue of an rxe QP.
 #[derive(Debug)]
 pub(crate) struct RxeSq {
@@ -159,11 +168,37 @@ impl RxeSq {
         self.write_one(wr, ud)
     }
 
+    /// [`RxeSq::push`] of a typed session's request ([`crate::WrSession`]):
+    /// the QP's type was checked for the session and the request's
+    /// operation and destination are ones that type carries, so only the
+    /// payload is checked. Inlined, so that the caller's constant
+    /// operation folds the rest of the checks and the WQE layout.
+    #[inline(always)]
+    pub(crate) fn push_typed(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        let ud = resolve_ud(wr)?;
+        if ud.is_some_and(|d| d.ah_num == 0) {
+            return Err(no_ah_num());
+        }
+        let length = self.check_payload(wr)?;
+        self.write_checked(wr, ud, length)
+    }
+
     /// Validates and writes one WQE, taken into our producer index (not
     /// yet published); on an error nothing of it is taken.
     #[inline]
     fn write_one(&mut self, wr: &SendWr<'_>, ud: Option<UdFields>) -> Result<(), PostErrorKind> {
         let length = self.validate(wr, ud)?;
+        self.write_checked(wr, ud, length)
+    }
+
+    /// Writes one checked WQE of `length` payload bytes.
+    #[inline(always)]
+    fn write_checked(
+        &mut self,
+        wr: &SendWr<'_>,
+        ud: Option<UdFields>,
+        length: u32,
+    ) -> Result<(), PostErrorKind> {
         let mut slot = self.ring.next_slot().ok_or(PostErrorKind::QueueFull)?;
         write_wqe(&mut slot, wr, ud, length);
         slot.commit();
@@ -203,12 +238,7 @@ impl RxeSq {
                         "a send on a UD QP needs a destination (SendWr::to)",
                     ))
                 }
-                Some(d) if d.ah_num == 0 => {
-                    return Err(PostErrorKind::BadDestination(
-                        "the address handle has no rxe AH number (kernels before 5.10 need an \
-                         address vector in the WQE, which uverbs does not build)",
-                    ))
-                }
+                Some(d) if d.ah_num == 0 => return Err(no_ah_num()),
                 Some(_) => {}
             }
         } else {
@@ -225,6 +255,14 @@ impl RxeSq {
                 ));
             }
         }
+        self.check_payload(wr)
+    }
+
+    /// The checks of a request's payload and of an atomic's operands;
+    /// returns the total payload length.
+    #[inline(always)]
+    fn check_payload(&self, wr: &SendWr<'_>) -> Result<u32, PostErrorKind> {
+        let op = wr.op;
         let length = match wr.payload {
             Payload::Sges(sges) => {
                 if sges.len() > self.max_sge as usize {

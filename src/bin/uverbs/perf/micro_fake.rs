@@ -137,6 +137,15 @@ pub fn run(o: &Opts) -> Res<()> {
             Ok(())
         },
     )?;
+    time(
+        "typed_write_sge",
+        "typed session of 1 WR, 1 SGE (RDMA write)",
+        &mut || {
+            op_typed_write_sge(&mut qp, raddr, rkey, sge[0])?;
+            sq.consume_all();
+            Ok(())
+        },
+    )?;
     time("send_inline", "post_send 1 WR, inline (SEND)", &mut || {
         op_post_send_send_inline(&mut qp, &wr_send_inline)?;
         sq.consume_all();
@@ -233,6 +242,25 @@ fn op_batch_write_sge(
     let mut batch = qp.start_send().map_err(|e| e.to_string())?;
     batch.push(&wr).map_err(|e| e.to_string())?;
     batch.complete().map_err(|e| e.to_string())
+}
+
+/// One RDMA write through a typed session (`start_wr::<Rc, Rxe>`).
+#[inline(never)]
+fn op_typed_write_sge(
+    qp: &mut uverbs::QueuePair,
+    remote_addr: u64,
+    rkey: u32,
+    sge: uverbs::Sge,
+) -> Res<()> {
+    tag(11);
+    let mut s = qp
+        .start_wr::<uverbs::qpx::Rc, uverbs::qpx::Rxe>()
+        .map_err(|e| e.to_string())?;
+    s.rdma_write(rkey, remote_addr)
+        .wr_id(1)
+        .sge(sge)
+        .map_err(|e| e.to_string())?;
+    s.complete().map_err(|e| e.to_string())
 }
 
 #[inline(never)]
