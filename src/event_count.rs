@@ -602,8 +602,23 @@ mod tests {
             thread::sleep(Duration::from_millis(50));
             c2.ack(Stream::Completion, 3, None);
         });
-        c.wait_acked([3, 0]);
+        // The wait on a thread of its own, bounded: an acknowledgement
+        // counted twice would make it wait forever.
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let waiter = {
+            let c = c.clone();
+            thread::spawn(move || {
+                c.wait_acked([3, 0]);
+                let _ = done_tx.send(());
+            })
+        };
+        assert!(
+            done.recv_timeout(Duration::from_secs(10)).is_ok(),
+            "wait_acked([3, 0]) still waits 10 s after 3 acknowledgements: acknowledged {:?}",
+            c.acked()
+        );
         t.join().unwrap();
+        waiter.join().unwrap();
     }
 
     #[test]

@@ -322,6 +322,33 @@ mod tests {
     /// A scheduling quantum and then some: the most a timed wait may overrun.
     const QUANTUM: Duration = Duration::from_millis(20);
 
+    /// Runs `f`, a wait on the pipe whose write end is `w`, failing the
+    /// test instead of hanging it: if `f` has not returned after 10 s, a
+    /// record written to the pipe wakes it, and the test fails naming
+    /// `what`.
+    fn bounded<T>(w: &OwnedFd, what: &str, f: impl FnOnce() -> T) -> T {
+        use std::sync::mpsc::{self, RecvTimeoutError};
+        let (done, dog_rx) = mpsc::channel::<()>();
+        let (out, woke) = thread::scope(|s| {
+            let dog = s.spawn(move || {
+                let late =
+                    dog_rx.recv_timeout(Duration::from_secs(10)) == Err(RecvTimeoutError::Timeout);
+                if late {
+                    let _ = nix::unistd::write(w, &[0u8; 16]);
+                }
+                late
+            });
+            let out = f();
+            drop(done);
+            (out, dog.join().unwrap_or(true))
+        });
+        assert!(
+            !woke,
+            "{what}: still waiting after 10 s (a record written to the pipe woke it)"
+        );
+        out
+    }
+
     #[test]
     fn a_timed_wait_on_an_empty_fd_ends_at_its_deadline() {
         let (ev, _w) = pipe();
@@ -364,6 +391,7 @@ mod tests {
     #[test]
     fn a_blocking_read_returns_the_record_and_skips_undelivered_ones() {
         let (ev, w) = pipe();
+        let w2 = w.try_clone().unwrap();
         let writer = thread::spawn(move || {
             thread::sleep(Duration::from_millis(30));
             let mut bytes = 1u64.to_ne_bytes().to_vec();
@@ -372,7 +400,9 @@ mod tests {
             w // kept open: a closed pipe would read as end-of-file
         });
         // Record 1 is consumed without being returned; 2 is the event.
-        let got = ev.next(Wait::Forever, "read", read_u64, |r| (r != 1).then_some(r));
+        let got = bounded(&w2, "a blocking read of the records written", || {
+            ev.next(Wait::Forever, "read", read_u64, |r| (r != 1).then_some(r))
+        });
         assert_eq!(got.unwrap(), Some(2));
         assert_eq!(
             ev.nonblocking.load(Ordering::Relaxed),
@@ -476,9 +506,11 @@ mod tests {
         let (ev, w) = pipe();
         assert!(!Linux.set_nonblocking(ev.as_fd(), true).unwrap());
         let start = Instant::now();
-        let err = ev
-            .next(Wait::Forever, "read x", read_u64, Some)
-            .unwrap_err();
+        let at_once = "a wait forever on an empty fd the program made O_NONBLOCK";
+        let err = bounded(&w, at_once, || {
+            ev.next(Wait::Forever, "read x", read_u64, Some)
+        })
+        .unwrap_err();
         assert!(start.elapsed() < Duration::from_secs(1), "it waited");
         assert_eq!(err.kind(), crate::ErrorKind::WouldBlock, "{err}");
         assert_eq!(err.errno(), Errno::EAGAIN);
@@ -489,9 +521,10 @@ mod tests {
             None
         );
         assert_eq!(ev.nonblocking.load(Ordering::Relaxed), PROGRAM);
-        let err = ev
-            .next(Wait::Forever, "read x", read_u64, Some)
-            .unwrap_err();
+        let err = bounded(&w, at_once, || {
+            ev.next(Wait::Forever, "read x", read_u64, Some)
+        })
+        .unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::WouldBlock, "{err}");
         nix::unistd::write(&w, &5u64.to_ne_bytes()).unwrap();
         assert_eq!(
@@ -507,15 +540,16 @@ mod tests {
         let (ev, w) = pipe();
         assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
         assert_eq!(ev.nonblocking.load(Ordering::Relaxed), READER);
+        let w2 = w.try_clone().unwrap();
         let writer = thread::spawn(move || {
             thread::sleep(Duration::from_millis(30));
             nix::unistd::write(&w, &9u64.to_ne_bytes()).unwrap();
             w
         });
-        assert_eq!(
-            ev.next(Wait::Forever, "read", read_u64, Some).unwrap(),
-            Some(9)
-        );
+        let got = bounded(&w2, "a wait forever for the record written", || {
+            ev.next(Wait::Forever, "read", read_u64, Some)
+        });
+        assert_eq!(got.unwrap(), Some(9));
         let _w = writer.join().unwrap();
     }
 
@@ -537,7 +571,7 @@ mod tests {
             assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
         }
         for switched in [false, true] {
-            let (ev, _w) = pipe();
+            let (ev, w) = pipe();
             if switched {
                 // The reader's switch: the wait forever polls.
                 assert_eq!(ev.next(Wait::Never, "read", read_u64, Some).unwrap(), None);
@@ -555,7 +589,9 @@ mod tests {
                     unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGUSR2) };
                 }
             });
-            let err = ev.next(Wait::Forever, "read x", read_u64, Some);
+            let err = bounded(&w, "a wait forever under SIGUSR2 every 20 ms", || {
+                ev.next(Wait::Forever, "read x", read_u64, Some)
+            });
             let timed = ev.next(
                 Wait::timeout(Some(Duration::from_millis(100))),
                 "read x",

@@ -20,6 +20,39 @@ use uverbs::{
 };
 use zerocopy::{FromZeros, IntoBytes};
 
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::PATIENCE;
+
+/// A blocking `get_async_event` on `ctx`, bounded (on a thread of its
+/// own: the event is acknowledged there); the event's type and port, or
+/// the error's kind.
+fn blocking_get(what: &str, ctx: &Context) -> Result<(T, Option<u8>, bool), ErrorKind> {
+    let ctx = ctx.clone();
+    PATIENCE.within(format!("a blocking get_async_event: {what}"), move || {
+        ctx.get_async_event()
+            .map(|ev| {
+                let device = matches!(ev.element(), AsyncElement::Device);
+                (ev.event_type(), ev.port(), device)
+            })
+            .map_err(|e| e.kind())
+    })
+}
+
+/// Destroys `qp`, `srq` and `cq` (in that order) after events of theirs
+/// were read and acknowledged: bounded.
+fn destroy_three(after: &str, qp: QueuePair, srq: SharedReceiveQueue, cq: CompletionQueue) {
+    PATIENCE
+        .destroy(format!("the QP {after}"), qp, QueuePair::destroy)
+        .unwrap();
+    PATIENCE
+        .destroy(format!("the SRQ {after}"), srq, SharedReceiveQueue::destroy)
+        .unwrap();
+    PATIENCE
+        .destroy(format!("the CQ {after}"), cq, CompletionQueue::destroy)
+        .unwrap();
+}
+
 struct Objs {
     fake: std::sync::Arc<FakeRxe>,
     ctx: Context,
@@ -246,9 +279,7 @@ fn every_event_type_decodes_with_its_object() {
         srq,
         ..
     } = o;
-    qp.destroy().unwrap();
-    srq.destroy().unwrap();
-    cq.destroy().unwrap();
+    destroy_three("after one event of each type, acknowledged", qp, srq, cq);
     pd.destroy().unwrap();
     assert_eq!(fake.destroyed(Kind::Qp).len(), 1);
 }
@@ -315,7 +346,13 @@ fn an_element_that_names_no_object_is_gone() {
     // Neither counted against the CQ: its destroy does not wait.
     let Objs { cq, qp, .. } = o;
     qp.destroy().unwrap();
-    cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ, named by two events that were not its own",
+            cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
 }
 
 fn record(event_type: u32, element: u64) -> Vec<u8> {
@@ -361,11 +398,17 @@ fn destroy_waits_for_an_event_held_by_another_thread() {
         ev.ack();
         at
     });
-    got_rx.recv().unwrap();
+    PATIENCE.recv("the holder's event", &got_rx);
     let start = Instant::now();
-    o.qp.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the QP, once the holder acknowledged the one event it read",
+            o.qp,
+            QueuePair::destroy,
+        )
+        .unwrap();
     let done = Instant::now();
-    let acked = holder.join().unwrap();
+    let acked = PATIENCE.join("the holder", holder);
     assert!(done >= acked, "destroy returned before the acknowledgement");
     assert!(start.elapsed() >= Duration::from_millis(200));
     assert_eq!(o.fake.destroyed(Kind::Qp).len(), 1);
@@ -391,7 +434,13 @@ fn destroy_while_this_thread_holds_an_event_is_ebusy() {
     assert_eq!(cq.poll(&mut wc), 0);
     ev.ack();
     assert!(fake.destroyed(Kind::Cq).is_empty());
-    cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ after its one event was acknowledged",
+            cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
     assert_eq!(fake.destroyed(Kind::Cq).len(), 1);
 }
 
@@ -453,15 +502,11 @@ fn device_fatal_then_eio_nothing_hangs_everything_destroys() {
     o.fake.push_event(T::PORT_ERR.0, 1);
     o.fake.push_event(T::QP_FATAL.0, qp_uh);
     o.fake.behaviour.removed.store(true, Ordering::Relaxed);
-    let ev = o.ctx.get_async_event().unwrap();
-    assert_eq!(ev.event_type(), T::DEVICE_FATAL);
-    assert!(matches!(ev.element(), AsyncElement::Device));
-    assert_eq!(ev.port(), None);
-    ev.ack();
+    let got = blocking_get("DEVICE_FATAL, queued", &o.ctx);
+    assert_eq!(got, Ok((T::DEVICE_FATAL, None, true)));
     // The queue drains first, through a blocking get and a try ...
-    let ev = o.ctx.get_async_event().unwrap();
-    assert_eq!((ev.event_type(), ev.port()), (T::PORT_ERR, Some(1)));
-    drop(ev);
+    let got = blocking_get("PORT_ERR, queued behind DEVICE_FATAL", &o.ctx);
+    assert_eq!(got, Ok((T::PORT_ERR, Some(1), false)));
     let ev = o
         .ctx
         .try_get_async_event()
@@ -473,8 +518,8 @@ fn device_fatal_then_eio_nothing_hangs_everything_destroys() {
     // and keep doing so.
     for _ in 0..3 {
         let start = Instant::now();
-        let err = o.ctx.get_async_event().unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
+        let got = blocking_get("after the removal, with nothing queued", &o.ctx);
+        assert_eq!(got, Err(ErrorKind::DeviceRemoved));
         assert!(start.elapsed() < Duration::from_secs(1));
     }
     let err = o.ctx.try_get_async_event().unwrap_err();
@@ -497,9 +542,7 @@ fn device_fatal_then_eio_nothing_hangs_everything_destroys() {
         qp,
         srq,
     } = o;
-    qp.destroy().unwrap();
-    srq.destroy().unwrap();
-    cq.destroy().unwrap();
+    destroy_three("after the removal", qp, srq, cq);
     pd.destroy().unwrap();
     assert!(
         fake.destroyed(Kind::Cq).is_empty(),
@@ -519,8 +562,8 @@ fn an_eio_read_marks_the_device_removed() {
     assert_eq!(err.errno(), Errno::EIO);
     assert_eq!(err.kind(), ErrorKind::DeviceRemoved);
     let start = Instant::now();
-    let err = o.ctx.get_async_event().unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
+    let got = blocking_get("after an EIO read, with nothing queued", &o.ctx);
+    assert_eq!(got, Err(ErrorKind::DeviceRemoved));
     let err = o.ctx.try_get_async_event().unwrap_err();
     assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
     assert!(start.elapsed() < Duration::from_secs(1), "no wait");
@@ -553,6 +596,12 @@ fn after_removal_a_held_event_still_gives_ebusy_then_drops_cleanly() {
     let err = qp.destroy().unwrap_err();
     assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     ev.ack();
-    err.into_inner().destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the QP after the removal and its one event's acknowledgement",
+            err.into_inner(),
+            QueuePair::destroy,
+        )
+        .unwrap();
     cq.destroy().unwrap();
 }

@@ -20,6 +20,10 @@ use uverbs::{
     QpAttrMask, QpState,
 };
 
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::{DESTROY_WAITS, PATIENCE};
+
 /// One command as the kernel sees it: number, `in`, `out`, and the body with
 /// the response address (checked non-zero) replaced by zero.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -574,7 +578,13 @@ fn every_event_kind_decodes_with_status_and_unknown_numbers_are_kept() {
     assert_eq!((get.cmd, get.in_, get.out), (12, 8, 336));
     assert_eq!(get.body, vec![0u8; 8]);
     assert!(ch.try_get_event().unwrap().is_none(), "EAGAIN: no event");
-    id.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the id after one event of every kind, acknowledged",
+            id,
+            CmId::destroy,
+        )
+        .unwrap();
 }
 
 #[test]
@@ -689,11 +699,23 @@ fn a_connect_request_carries_a_new_id_that_accept_names() {
     let est = ch.try_get_event().unwrap().unwrap();
     assert!(est.is_for(&conn));
     drop(est);
-    conn.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the accepted id after its ESTABLISHED event",
+            conn,
+            CmId::destroy,
+        )
+        .unwrap();
     let d = k.last();
     assert_eq!((d.cmd, d.in_, d.out), (1, 16, 4));
     assert_eq!(&d.body[8..12], &u32b(777));
-    listener.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the listener after its CONNECT_REQUEST event",
+            listener,
+            CmId::destroy,
+        )
+        .unwrap();
 }
 
 #[test]
@@ -736,7 +758,13 @@ fn destroy_id_frames_and_migrate_names_the_old_fd() {
     assert!(ev.is_for(&id));
     drop(ev);
     let kid = id.kernel_id();
-    id.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the migrated id after one event read on its new channel",
+            id,
+            CmId::destroy,
+        )
+        .unwrap();
     let mut body = vec![0u8; 8];
     body.extend_from_slice(&u32b(kid));
     body.extend_from_slice(&[0; 4]);
@@ -804,12 +832,12 @@ fn try_destroy_refuses_to_wait_and_gives_the_id_back() {
         go_rx.recv().unwrap();
         drop(ev);
     });
-    got_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    PATIENCE.recv("the holder's event", &got_rx);
     let err = id.try_destroy().unwrap_err();
     assert_eq!(err.errno(), Errno::EAGAIN, "{err}");
     assert!(!k.seen().iter().any(|s| s.cmd == 1), "no DESTROY_ID yet");
     go_tx.send(()).unwrap();
-    holder.join().unwrap();
+    PATIENCE.join("the holder dropping its event", holder);
     err.into_inner().try_destroy().unwrap();
     assert_eq!(k.last().cmd, 1);
 }
@@ -831,24 +859,27 @@ fn destroy_waits_until_another_thread_acknowledges() {
         acked2.store(true, Ordering::SeqCst);
         drop(ev);
     });
-    got_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    PATIENCE.recv("the holder's event", &got_rx);
     let start = Instant::now();
     let (done_tx, done_rx) = mpsc::channel();
     let destroyer = thread::spawn(move || {
         let r = id.destroy();
         done_tx.send(r.is_ok()).unwrap();
     });
-    let ok = done_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("destroy returned");
+    let ok = PATIENCE.recv(
+        format_args!(
+            "the destroy, once the holder dropped the one event it read ({DESTROY_WAITS})"
+        ),
+        &done_rx,
+    );
     assert!(ok);
     assert!(
         acked.load(Ordering::SeqCst),
         "destroy returned before the ack"
     );
     assert!(start.elapsed() >= Duration::from_millis(200));
-    holder.join().unwrap();
-    destroyer.join().unwrap();
+    PATIENCE.join("the holder", holder);
+    PATIENCE.join("the destroyer", destroyer);
     // The kernel reported one event and one was acknowledged.
     assert_eq!(k.last().cmd, 1);
 }

@@ -29,10 +29,9 @@ use uverbs::{
     SrqAttr,
 };
 
-/// How long a test waits for something that must happen before it fails
-/// instead of hanging (not a timing assertion: a correct run takes
-/// microseconds).
-const PATIENCE: Duration = Duration::from_secs(20);
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::{DESTROY_WAITS, PATIENCE};
 
 struct Rig {
     fake: Arc<FakeRxe>,
@@ -94,15 +93,16 @@ impl Rig {
     }
 }
 
-/// Runs `f` on a thread and returns its result, failing the test instead
-/// of hanging when it does not finish.
-fn within<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(PATIENCE)
-        .unwrap_or_else(|_| panic!("{what} did not finish: a destroy is asleep"))
+/// The next completion event on `ch`, which the test queued: bounded.
+fn comp_event(ch: &CompletionChannel) -> uverbs::CqEvent {
+    ch.get_event_timeout(Some(PATIENCE.0))
+        .unwrap()
+        .unwrap_or_else(|| {
+            panic!(
+                "the completion event the test queued: none in {:?}",
+                PATIENCE.0
+            )
+        })
 }
 
 #[test]
@@ -110,7 +110,11 @@ fn a_cq_in_use_comes_back_usable_from_a_refused_destroy() {
     let r = rig();
     let cq = r.cq(7);
     let qp = r.qp(&cq, None);
-    let err = cq.destroy().unwrap_err();
+    let err = PATIENCE
+        .within("destroy() of a CQ with a QP, refused at once", move || {
+            cq.destroy()
+        })
+        .unwrap_err();
     assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     assert!(err.to_string().contains("child object"), "{err}");
     let mut cq = err.into_inner();
@@ -119,13 +123,19 @@ fn a_cq_in_use_comes_back_usable_from_a_refused_destroy() {
     assert_eq!(cq.poll(&mut wc), 0);
     cq.req_notify(false).unwrap();
     assert!(r.fake.push_comp_event(cq.handle()));
-    let ev = r.ch.get_event().unwrap();
+    let ev = comp_event(&r.ch);
     assert!(ev.is_for(&cq));
     assert_eq!(ev.cq_context(), 7);
     ev.ack();
     assert!(r.fake.destroyed(Kind::Cq).is_empty());
     qp.destroy().unwrap();
-    cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ after one completion event, acknowledged",
+            cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
 }
 
@@ -177,8 +187,16 @@ fn a_qp_the_kernel_refuses_to_destroy_stays_whole() {
     r.fake.behaviour.fail_destroy.store(0, Ordering::Relaxed);
     let cq = cq.destroy().unwrap_err().into_inner();
     assert!(r.fake.destroyed(Kind::Cq).is_empty());
-    qp.destroy().unwrap();
-    cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the QP after one async event, acknowledged",
+            qp,
+            QueuePair::destroy,
+        )
+        .unwrap();
+    PATIENCE
+        .destroy("the CQ", cq, CompletionQueue::destroy)
+        .unwrap();
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
 }
 
@@ -219,7 +237,7 @@ fn dropping_a_qp_while_its_cq_is_destroyed_never_hangs() {
             drop(qp);
         });
         go_tx.send(()).unwrap();
-        let refused = within("the CQ destroy", move || {
+        let refused = PATIENCE.within("the CQ destroy (asleep?)", move || {
             let mut cq = cq;
             let mut refused = 0u32;
             loop {
@@ -234,7 +252,7 @@ fn dropping_a_qp_while_its_cq_is_destroyed_never_hangs() {
                 }
             }
         });
-        dropper.join().unwrap();
+        PATIENCE.join("the QP's drop", dropper);
         let _ = refused;
     }
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2000);
@@ -268,7 +286,7 @@ impl Gate {
     }
 
     fn wait_read(&self) {
-        self.read.recv_timeout(PATIENCE).expect("the reader read");
+        PATIENCE.recv("the reader's read of the queued event", &self.read);
     }
 
     fn release(&self) {
@@ -311,22 +329,25 @@ fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
             );
         } else {
             assert!(
-                done_rx.recv_timeout(PATIENCE).expect("the drop finished"),
+                PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx),
                 "the last drop does not wait for the reader"
             );
             assert_eq!(r.ctx.event_map_len(), entries + 1, "the entry is parked");
         }
         gate.release();
         assert!(
-            !reader.join().unwrap().unwrap(),
+            !PATIENCE.join("the reader", reader).unwrap(),
             "no event for a destroyed CQ"
         );
         if explicit {
-            assert!(done_rx
-                .recv_timeout(PATIENCE)
-                .expect("the destroy finished"));
+            assert!(PATIENCE.recv(
+                format_args!(
+                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
+                ),
+                &done_rx
+            ));
         }
-        destroyer.join().unwrap();
+        PATIENCE.join("the destroyer", destroyer);
         assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
         assert_eq!(r.ctx.event_map_len(), entries, "the entry is gone");
     }
@@ -353,8 +374,8 @@ fn an_event_read_from_the_fd_directly_never_blocks_try_destroy_or_drop() {
         assert_eq!(kernel.read(r.ctx.async_fd(), &mut record), Ok(16));
         // Both move to the destroying thread, so that a destroy asleep there
         // fails the test instead of hanging the drops of its unwinding.
-        within(
-            "destroying objects with events read behind the library",
+        PATIENCE.within(
+            "destroying objects with events read behind the library (asleep?)",
             move || {
                 if try_destroy {
                     qp.try_destroy().unwrap();
@@ -399,22 +420,26 @@ fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
         if explicit {
             assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
         } else {
-            assert!(done_rx.recv_timeout(PATIENCE).expect("the drop finished"));
+            assert!(PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx));
         }
         gate.release();
-        let element = reader
-            .join()
-            .unwrap()
+        let element = PATIENCE
+            .join("the reader", reader)
             .unwrap()
             .expect("the event is returned");
         assert_eq!(element, AsyncElement::Gone(uh));
         if explicit {
-            assert!(done_rx
-                .recv_timeout(PATIENCE)
-                .expect("the destroy finished"));
+            assert!(PATIENCE.recv(
+                format_args!(
+                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
+                ),
+                &done_rx
+            ));
         }
-        destroyer.join().unwrap();
-        cq.destroy().unwrap();
+        PATIENCE.join("the destroyer", destroyer);
+        PATIENCE
+            .destroy("the QP's CQ", cq, CompletionQueue::destroy)
+            .unwrap();
         assert_eq!(r.ctx.event_map_len(), entries, "the entries are gone");
     }
 }
@@ -431,18 +456,18 @@ fn try_destroy_refuses_instead_of_waiting() {
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let ch = r.ch.clone();
     let holder = thread::spawn(move || {
-        let ev = ch.get_event().unwrap();
+        let ev = comp_event(&ch);
         got_tx.send(ev.cq_context()).unwrap();
         go_rx.recv().unwrap();
         drop(ev);
     });
-    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 3);
+    assert_eq!(PATIENCE.recv("the holder's event", &got_rx), 3);
     let err = cq.try_destroy().unwrap_err();
     assert_eq!(err.errno(), Errno::EAGAIN, "{err}");
     assert!(err.to_string().contains("other threads"), "{err}");
     assert!(r.fake.destroyed(Kind::Cq).is_empty());
     go_tx.send(()).unwrap();
-    holder.join().unwrap();
+    PATIENCE.join("the holder dropping its event", holder);
     err.into_inner().try_destroy().unwrap();
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
 }
@@ -471,10 +496,17 @@ fn completion_events_are_counted_when_read_and_acknowledged_once() {
     assert_eq!((first.cq_context(), second.cq_context()), (10, 20));
     assert_eq!(first.cq_handle(), a.handle());
     // This thread holds an event of `a`: EBUSY, and `a` comes back.
+    // (On this thread: the refusal is about the calling thread's events.)
     let a = a.destroy().unwrap_err().into_inner();
     // The third event stays unread: the destroy drops it and does not wait.
     first.ack();
-    a.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "CQ a after one of its two events was read and acknowledged",
+            a,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
     // Another thread holds `b`'s event: the destroy waits for it.
     second.ack();
     b.req_notify(false).unwrap();
@@ -483,19 +515,24 @@ fn completion_events_are_counted_when_read_and_acknowledged_once() {
     let (got_tx, got_rx) = mpsc::channel();
     let ch = r.ch.clone();
     let holder = thread::spawn(move || {
-        let held = ch.get_event().unwrap();
+        let held = comp_event(&ch);
         got_tx.send(held.cq_context()).unwrap();
         rx.recv().unwrap();
         drop(held);
     });
-    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 20);
+    assert_eq!(PATIENCE.recv("the holder's event", &got_rx), 20);
     let (done_tx, done_rx) = mpsc::channel();
     let destroyer = thread::spawn(move || done_tx.send(b.destroy().is_ok()).unwrap());
     assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
     tx.send(()).unwrap();
-    holder.join().unwrap();
-    assert!(done_rx.recv_timeout(PATIENCE).unwrap());
-    destroyer.join().unwrap();
+    PATIENCE.join("the holder dropping its event", holder);
+    assert!(PATIENCE.recv(
+        format_args!(
+            "CQ b's destroy, once the holder dropped the second event read ({DESTROY_WAITS})"
+        ),
+        &done_rx
+    ));
+    PATIENCE.join("the destroyer", destroyer);
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2);
 }
 
@@ -523,8 +560,13 @@ fn a_batch_ack_locks_each_cq_once() {
         (a.event_count_locks(), b.event_count_locks()),
         (before.0 + 1, before.1 + 1)
     );
-    a.destroy().unwrap();
-    b.destroy().unwrap();
+    let acked = "after its events were acknowledged in one batch (ack_cq_events)";
+    PATIENCE
+        .destroy(format!("CQ a {acked}"), a, CompletionQueue::destroy)
+        .unwrap();
+    PATIENCE
+        .destroy(format!("CQ b {acked}"), b, CompletionQueue::destroy)
+        .unwrap();
 }
 
 /// A malformed record on the async fd (the 8 bytes of a completion event,
@@ -540,8 +582,11 @@ fn a_malformed_record_on_the_async_fd_counts_for_no_object() {
     r.fake.kernel.push_read(Ok(uh.to_ne_bytes().to_vec()));
     let e = r.ctx.try_get_async_event().unwrap_err();
     assert_eq!(e.errno(), Errno::EBADMSG, "{e}");
-    within("the CQ destroy", move || {
-        cq.destroy().map_err(|e| e.to_string())
-    })
-    .unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ after a malformed record on the async fd",
+            cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
 }

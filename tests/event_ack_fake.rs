@@ -12,21 +12,18 @@
 //!   threads hold (libibverbs' order), and while its command is in the
 //!   kernel, events of every other object keep being delivered.
 
-use std::{
-    sync::mpsc,
-    thread,
-    time::{Duration, Instant},
-};
+use std::{sync::mpsc, thread, time::Duration};
 
 use uverbs::testing::rxe::*;
 use uverbs::{
-    sys::Errno, AsyncEventType as T, CompletionChannel, CompletionQueue, Context, CqOptions,
-    ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
+    sys::Errno, AsyncEvent, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
+    CqEvent, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair,
+    SharedReceiveQueue, SrqAttr,
 };
 
-/// How long a test waits for something that must happen before it fails
-/// instead of hanging (not a timing assertion).
-const PATIENCE: Duration = Duration::from_secs(20);
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::PATIENCE;
 
 struct Rig {
     fake: std::sync::Arc<FakeRxe>,
@@ -89,18 +86,31 @@ impl Rig {
         cq.req_notify(false).unwrap();
         assert!(self.fake.push_comp_event(cq.handle()));
     }
+
+    /// The next completion event, which the test queued: bounded.
+    fn event(&self) -> CqEvent {
+        comp_event(&self.ch)
+    }
+
+    /// The next async event, which the test queued: bounded.
+    fn async_event(&self) -> AsyncEvent {
+        self.ctx
+            .get_async_event_timeout(Some(PATIENCE.0))
+            .unwrap()
+            .unwrap_or_else(|| panic!("the async event the test queued: none in {:?}", PATIENCE.0))
+    }
 }
 
-/// Polls `cond` until it holds; false after [`PATIENCE`].
-fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < PATIENCE {
-        if cond() {
-            return true;
-        }
-        thread::sleep(Duration::from_millis(1));
-    }
-    false
+/// The next completion event on `ch`, which the test queued: bounded.
+fn comp_event(ch: &CompletionChannel) -> CqEvent {
+    ch.get_event_timeout(Some(PATIENCE.0))
+        .unwrap()
+        .unwrap_or_else(|| {
+            panic!(
+                "the completion event the test queued: none in {:?}",
+                PATIENCE.0
+            )
+        })
 }
 
 /// `ibv_rc_pingpong -e`'s shape: every event is checked, counted and left
@@ -113,7 +123,7 @@ fn events_counted_in_the_loop_are_acknowledged_at_exit_like_ibv_rc_pingpong_e() 
     let mut num_cq_events = 0u32;
     for _ in 0..5 {
         r.fire(&cq);
-        let ev = r.ch.get_event().unwrap();
+        let ev = r.event();
         assert!(ev.is_for(&cq));
         assert_eq!(ev.cq_context(), 42);
         ev.defer_ack();
@@ -127,7 +137,12 @@ fn events_counted_in_the_loop_are_acknowledged_at_exit_like_ibv_rc_pingpong_e() 
     assert!(err.to_string().contains("5 are deferred"), "{err}");
     assert_eq!(cq.deferred_events(), 5);
     // A destroy now could only wait forever: EBUSY, the CQ comes back.
-    let err = cq.destroy().unwrap_err();
+    let err = PATIENCE
+        .within(
+            "destroy() of a CQ with 5 deferred events, refused at once",
+            || cq.destroy(),
+        )
+        .unwrap_err();
     assert_eq!(err.errno(), Errno::EBUSY, "{err}");
     assert!(err.to_string().contains("ack_events"), "{err}");
     let cq = err.into_inner();
@@ -138,7 +153,13 @@ fn events_counted_in_the_loop_are_acknowledged_at_exit_like_ibv_rc_pingpong_e() 
     });
     assert_eq!(cq.deferred_events(), 0);
     let entries = r.ctx.event_map_len();
-    cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ after its 5 deferred events were acknowledged by count",
+            cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
     assert_eq!(r.ctx.event_map_len(), entries - 1, "the CQ's entry is gone");
 }
@@ -159,12 +180,18 @@ fn deferred_async_events_are_acknowledged_by_count_from_any_thread() {
         .push_event(T::SRQ_LIMIT_REACHED.0, uh(Kind::Srq, srq.handle()));
     r.fake.push_event(T::PORT_ACTIVE.0, 1);
     for _ in 0..5 {
-        r.ctx.get_async_event().unwrap().defer_ack();
+        r.async_event().defer_ack();
     }
     assert_eq!(qp.deferred_async_events(), 2);
     assert_eq!(cq.deferred_async_events(), 1);
     assert_eq!(srq.deferred_async_events(), 1);
-    let qp = qp.destroy().unwrap_err().into_inner();
+    let qp = PATIENCE
+        .within(
+            "destroy() of a QP with 2 deferred events, refused at once",
+            move || qp.destroy(),
+        )
+        .unwrap_err()
+        .into_inner();
     thread::scope(|s| {
         s.spawn(|| {
             qp.ack_async_events(2).unwrap();
@@ -176,9 +203,16 @@ fn deferred_async_events_are_acknowledged_by_count_from_any_thread() {
         qp.ack_async_events(1).unwrap_err().kind(),
         ErrorKind::InvalidArgument
     );
-    qp.destroy().unwrap();
-    srq.destroy().unwrap();
-    cq.destroy().unwrap();
+    let acked = "after its deferred async events were acknowledged by count";
+    PATIENCE
+        .destroy(format!("the QP {acked}"), qp, QueuePair::destroy)
+        .unwrap();
+    PATIENCE
+        .destroy(format!("the SRQ {acked}"), srq, SharedReceiveQueue::destroy)
+        .unwrap();
+    PATIENCE
+        .destroy(format!("the CQ {acked}"), cq, CompletionQueue::destroy)
+        .unwrap();
     assert_eq!(r.fake.destroyed(Kind::Qp).len(), 1);
 }
 
@@ -190,7 +224,7 @@ fn dropping_an_object_gives_up_its_deferred_counts() {
     let entries = r.ctx.event_map_len();
     let cq = r.cq(0);
     r.fire(&cq);
-    r.ch.get_event().unwrap().defer_ack();
+    r.event().defer_ack();
     drop(cq);
     assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
     assert_eq!(r.ctx.event_map_len(), entries);
@@ -208,27 +242,33 @@ fn a_destroy_sends_its_command_before_waiting_for_events_other_threads_hold() {
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let ch = r.ch.clone();
     let holder = thread::spawn(move || {
-        let ev = ch.get_event().unwrap();
+        let ev = comp_event(&ch);
         got_tx.send(ev.cq_context()).unwrap();
         go_rx.recv().unwrap();
         drop(ev);
     });
-    assert_eq!(got_rx.recv_timeout(PATIENCE).unwrap(), 9);
+    assert_eq!(PATIENCE.recv("the holder's event", &got_rx), 9);
     let handle = cq.handle();
     let (done_tx, done_rx) = mpsc::channel();
     let destroyer = thread::spawn(move || done_tx.send(cq.destroy().is_ok()).unwrap());
-    assert!(
-        eventually(|| r.fake.destroyed(Kind::Cq) == [handle]),
-        "the destroy command was not sent while another thread held an event"
+    PATIENCE.until(
+        "the destroy command was not sent while another thread held an event",
+        || r.fake.destroyed(Kind::Cq) == [handle],
     );
     assert!(
         done_rx.recv_timeout(Duration::from_millis(100)).is_err(),
         "the destroy returned before the event it was told of was acknowledged"
     );
     go_tx.send(()).unwrap();
-    holder.join().unwrap();
-    assert!(done_rx.recv_timeout(PATIENCE).unwrap());
-    destroyer.join().unwrap();
+    PATIENCE.join("the holder dropping its event", holder);
+    assert!(PATIENCE.recv(
+        format_args!(
+            "the destroy once the holder dropped the one event it read ({})",
+            bounded::DESTROY_WAITS
+        ),
+        &done_rx
+    ));
+    PATIENCE.join("the destroyer", destroyer);
 }
 
 /// No context-wide pause: while a CQ's and then a QP's destroy command is
@@ -255,7 +295,10 @@ fn events_of_other_objects_flow_while_a_destroy_is_in_the_kernel() {
             }
         });
         assert!(
-            r.fake.behaviour.destroy_pause.wait_for_waiters(1, PATIENCE),
+            r.fake
+                .behaviour
+                .destroy_pause
+                .wait_for_waiters(1, PATIENCE.0),
             "the destroy reached the kernel"
         );
         r.fire(&busy_cq);
@@ -278,10 +321,28 @@ fn events_of_other_objects_flow_while_a_destroy_is_in_the_kernel() {
         let (comp, asy) = got.expect("events of other objects waited for a destroy in the kernel");
         assert!(comp.unwrap(), "the completion event is the busy CQ's");
         assert!(asy.unwrap(), "the async event is the busy QP's");
-        if let Some(cq) = destroyer.join().unwrap() {
-            cq.destroy().unwrap();
+        let what = format!(
+            "the victim {}'s destroy, released from the kernel",
+            if victim_is_qp { "QP" } else { "CQ" }
+        );
+        if let Some(cq) = PATIENCE.join(what, destroyer) {
+            PATIENCE
+                .destroy("the victim QP's CQ", cq, CompletionQueue::destroy)
+                .unwrap();
         }
     }
-    busy_qp.destroy().unwrap();
-    busy_cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the busy QP after one async event",
+            busy_qp,
+            QueuePair::destroy,
+        )
+        .unwrap();
+    PATIENCE
+        .destroy(
+            "the busy CQ after two completion events",
+            busy_cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
 }

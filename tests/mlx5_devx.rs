@@ -43,6 +43,9 @@ fn open_devx(model: &Mlx5Model) -> Context {
     mlx5::open_device(k, dev, OpenFlags::DEVX).unwrap_or_else(|e| panic!("open: {e}"))
 }
 
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::PATIENCE;
 #[path = "shared/devx_overrun.rs"]
 mod devx_overrun;
 #[path = "shared/devx_umem.rs"]
@@ -778,7 +781,10 @@ fn data_mode_events_are_cookie_and_eqe_and_overflow_comes_first() {
     );
     assert_eq!(raw[..8], 77u64.to_ne_bytes());
     assert_eq!(raw[8..], err_eqe);
-    let ev = ch.get_event().unwrap();
+    let ev = ch
+        .get_event_timeout(Some(PATIENCE.0))
+        .unwrap()
+        .expect("the queued CQ error event");
     assert_eq!(
         (ev.cookie, ev.event_type(), ev.cqn()),
         (77, Some(0), Some(cqn))
@@ -1025,7 +1031,12 @@ fn after_removal_every_read_reports_it() {
     thread::sleep(Duration::from_millis(50));
     model.devx_destroy_fds();
     // The blocked read: EIO.
-    let err = waiter.join().unwrap().unwrap_err();
+    let err = PATIENCE
+        .join(
+            "a get_event blocked when the DevX fds were destroyed (EIO expected)",
+            waiter,
+        )
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::DeviceRemoved, "{err}");
     // Non-blocking: the kernel answers EAGAIN forever; the hung-up poll
     // tells removal from idleness, in every way of waiting.
@@ -1090,7 +1101,7 @@ fn several_threads_reading_one_channel_get_each_event_once() {
         assert_eq!(model.devx_raise_event(e), 1);
     }
     for r in readers {
-        r.join().unwrap();
+        PATIENCE.join("a reader (it ends on a wait with no event)", r);
     }
     let mut got = got.lock().unwrap().clone();
     got.sort_unstable();
@@ -1142,7 +1153,7 @@ fn an_edge_triggered_epoll_drain_loop_loses_no_wakeup() {
             seen += 1;
         }
     }
-    producer.join().unwrap();
+    PATIENCE.join("the producer", producer);
     while let Some(_e) = ch.try_get_event().unwrap() {
         seen += 1;
     }
@@ -1193,7 +1204,15 @@ fn a_program_set_o_nonblocking_makes_the_blocking_devx_get_would_block() {
     assert!(!flags.contains(OFlag::O_NONBLOCK), "handed out blocking");
     fcntl(raw, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).unwrap();
     let start = std::time::Instant::now();
-    let err = ch.get_event().unwrap_err();
+    let (ch, got) = PATIENCE.within(
+        "a blocking get on a DevX channel the program made O_NONBLOCK (WouldBlock at once \
+         expected)",
+        move || {
+            let got = ch.get_event();
+            (ch, got)
+        },
+    );
+    let err = got.unwrap_err();
     assert!(start.elapsed() < std::time::Duration::from_secs(2));
     assert_eq!(err.kind(), ErrorKind::WouldBlock, "{err}");
     assert_eq!(err.errno(), Errno::EAGAIN);
@@ -1204,6 +1223,10 @@ fn a_program_set_o_nonblocking_makes_the_blocking_devx_get_would_block() {
     port[3] = 0x04;
     port[32..36].copy_from_slice(&0x0100_0000u32.to_be_bytes());
     assert_eq!(model.devx_raise_event(port), 1);
-    let ev = ch.get_event().unwrap();
+    let ev = PATIENCE
+        .within("a blocking get of the port change raised", move || {
+            ch.get_event()
+        })
+        .unwrap();
     assert_eq!(ev.cookie, 5);
 }

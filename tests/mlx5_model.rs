@@ -459,8 +459,15 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
     let mut next_id = 0u64;
     for round in 0..20u64 {
         // Refill until full: max_wr 4 gives 8 WQEs, 7 usable (the sentinel
-        // is never posted).
+        // is never posted). Bounded: a free list whose head never meets
+        // its tail would take receives forever.
         loop {
+            let outstanding = posted.len() - received.len();
+            assert!(
+                outstanding < 8,
+                "round {round}: the SRQ of 8 WQEs (7 usable) took {outstanding} receives and \
+                 still no QueueFull: its free list never reaches its tail (the sentinel lost?)"
+            );
             mr.fill(buf_of(next_id), 64, 0).unwrap();
             let sge = [mr.sge(buf_of(next_id), 64).unwrap()];
             match srq.post_recv(&[RecvWr::new(next_id, &sge)]) {
@@ -474,7 +481,12 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
                 }
             }
         }
-        assert_eq!(posted.len() - received.len(), 7, "round {round}");
+        assert_eq!(
+            posted.len() - received.len(),
+            7,
+            "round {round}: receives outstanding when post_recv said QueueFull (8 WQEs, the \
+             sentinel never posted: 7; fewer: the free list lost a WQE index)"
+        );
         a.post_send(&[
             SendWr::send(1, &[]).inline(b"ab").unsignaled(),
             SendWr::send(2, &[]).inline(b"ab"),
@@ -490,7 +502,16 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
         let mut spins = 0;
         while n < 6 {
             spins += 1;
-            assert!(spins < 1000, "round {round}: {n} of 6 completions");
+            assert!(
+                spins < 1000,
+                "round {round}: {n} of 6 completions after 1000 polls; the receives still \
+                 outstanding are {:?} (one that never completes: the SRQ's free list lost its \
+                 WQE index?)",
+                posted
+                    .iter()
+                    .filter(|&id| !received.contains(id))
+                    .collect::<Vec<_>>()
+            );
             let k = cq.poll(&mut wc);
             for w in &wc[..k] {
                 assert_eq!(w.status, WcStatus::SUCCESS, "{w:?}");

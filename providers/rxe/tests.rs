@@ -298,6 +298,81 @@ fn inline_payload() {
         .is_err());
 }
 
+/// `SendFlags::FENCE` reaches the kernel: the ring WQE's `send_flags`
+/// has `IB_SEND_FENCE`, which rdma_rxe's requester reads from the WQE the
+/// library wrote (K61 rxe_req.c `rxe_wqe_is_fenced`: `wqe->wr.send_flags &
+/// IB_SEND_FENCE`, then `qp->req.wait_fence`), with every combination of
+/// the other flags and on both posting paths; and on the RDMA READ and
+/// atomic a fenced request usually follows.
+#[test]
+fn fence_reaches_the_ring_wqes_send_flags_on_both_paths() {
+    // The kernel's values (include/rdma/ib_verbs.h `enum ib_send_flags`),
+    // not the library's.
+    const IB_SEND_FENCE: u32 = 1;
+    const IB_SEND_SIGNALED: u32 = 1 << 1;
+    const IB_SEND_SOLICITED: u32 = 1 << 2;
+    const IB_SEND_INLINE: u32 = 1 << 3;
+    let (mut sq, k) = sq_rc();
+    let sge = [Sge::new(0x1000, 8, 7)];
+    for batch in [false, true] {
+        let post = |sq: &mut RxeSq, wr: &SendWr<'_>| {
+            if batch {
+                sq.start_batch();
+                assert_eq!(sq.push(wr), Ok(()));
+                assert!(sq.complete_batch());
+            } else {
+                assert_eq!(sq.post(std::slice::from_ref(wr)), Ok(()));
+            }
+        };
+        for bits in 0u32..16 {
+            let (fence, signaled, solicited, inline) =
+                (bits & 1 != 0, bits & 2 != 0, bits & 4 != 0, bits & 8 != 0);
+            let mut flags = SendFlags::empty();
+            flags.set(SendFlags::FENCE, fence);
+            flags.set(SendFlags::SIGNALED, signaled);
+            flags.set(SendFlags::SOLICITED, solicited);
+            let wr = SendWr::send(u64::from(bits), &sge).flags(flags);
+            let wr = if inline { wr.inline(b"8 bytes!") } else { wr };
+            post(&mut sq, &wr);
+            let w = send_wqe(&k.consume().expect("the WQE"));
+            let mut want = 0;
+            for (on, bit) in [
+                (fence, IB_SEND_FENCE),
+                (signaled, IB_SEND_SIGNALED),
+                (solicited, IB_SEND_SOLICITED),
+                (inline, IB_SEND_INLINE),
+            ] {
+                if on {
+                    want |= bit;
+                }
+            }
+            assert_eq!(
+                w.wr.send_flags, want,
+                "batch={batch} fence={fence} signaled={signaled} solicited={solicited} \
+                 inline={inline}"
+            );
+        }
+        let one = [Sge::new(0x3000, 8, 11)];
+        let ops = [
+            SendOp::RdmaRead {
+                remote_addr: 0x5000,
+                rkey: 3,
+            },
+            SendOp::FetchAdd {
+                remote_addr: 0x9000,
+                rkey: 8,
+                add: 3,
+            },
+        ];
+        for op in ops {
+            post(&mut sq, &SendWr::new(9, op, &one).flags(SendFlags::FENCE));
+            let w = send_wqe(&k.consume().expect("the WQE"));
+            assert_eq!(w.wr.send_flags, IB_SEND_FENCE, "batch={batch} {op:?}");
+        }
+    }
+    assert!(k.consume().is_none());
+}
+
 #[test]
 fn payload_on_a_queue_without_sges_is_refused_at_post() {
     // max_send_sge 0 and max_inline_data 8: the kernel's SQ has max_sge 0.

@@ -775,9 +775,15 @@ fn destroy_waits_for_an_event_held_by_another_thread() {
     drop(cq_b);
     ack_tx.send(()).unwrap();
     let start = Instant::now();
-    small.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the overrun CQ, once the holder acknowledged its CQ_ERR",
+            small,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
     let returned = Instant::now();
-    let acked_at = holder.join().unwrap();
+    let acked_at = PATIENCE.join("the holder", holder);
     assert!(
         returned >= acked_at,
         "destroy returned {:?} before the ack",
@@ -999,6 +1005,24 @@ impl Watcher {
     fn line(&mut self) -> Option<String> {
         self.lines.recv_timeout(EVENT_WAIT).ok()
     }
+
+    /// The example's exit status, bounded: it destroys what it made
+    /// before it exits, and a destroy waiting for an acknowledgement would
+    /// keep it running.
+    fn exit(&mut self) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                start.elapsed() < PATIENCE.0,
+                "the example still runs {:?} after its last event ({DESTROY_WAITS}?)",
+                PATIENCE.0
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Watcher {
@@ -1020,7 +1044,7 @@ fn example_async_event_prints_events_with_their_object() {
     let b = w.line().expect("second event line");
     assert!(a.contains("PORT_ERR") && a.contains("port 1"), "{a}");
     assert!(b.contains("PORT_ACTIVE") && b.contains("port 1"), "{b}");
-    let status = w.child.wait().unwrap();
+    let status = w.exit();
     assert!(status.success(), "{status}");
 }
 
@@ -1042,7 +1066,7 @@ fn example_async_event_nonblocking_polls_and_drains() {
     }
     assert!(got[0].contains("PORT_ERR"), "{got:?}");
     assert!(got[1].contains("PORT_ACTIVE"), "{got:?}");
-    let status = w.child.wait().unwrap();
+    let status = w.exit();
     assert!(status.success(), "{status}");
 }
 

@@ -133,7 +133,12 @@ fn many_tasks_exchange_messages_on_one_runtime() {
         for t in tasks {
             tokio::time::timeout(Duration::from_secs(120), t)
                 .await
-                .expect("a task hung")
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "a task still runs after 120 s: its exchange lost a completion, or its \
+                         CQ's destroy waits ({DESTROY_WAITS}?)"
+                    )
+                })
                 .expect("a task panicked");
         }
     });
@@ -218,7 +223,13 @@ fn a_cancelled_wait_loses_no_completion() {
         assert_eq!(wait(&mut cq, 2).len(), 2);
         a.destroy().unwrap();
         b.destroy().unwrap();
-        cq.destroy().unwrap();
+        PATIENCE
+            .destroy(
+                "the CQ after its one awaited event",
+                cq,
+                uverbs::CompletionQueue::destroy,
+            )
+            .unwrap();
     });
 }
 

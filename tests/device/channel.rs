@@ -8,7 +8,7 @@ use std::{
     path::Path,
     sync::{
         atomic::{AtomicBool, AtomicUsize, Ordering},
-        Arc, Barrier,
+        Arc,
     },
     thread,
     time::Duration,
@@ -204,7 +204,14 @@ fn a_blocking_get_is_one_read_and_the_first_try_get_switches_once() {
     s.recv_cq.req_notify(false).unwrap();
     s.send(1);
     k.take();
-    channel.get_event().unwrap().ack();
+    // Blocking gets on a thread of their own, bounded (the event is
+    // acknowledged there): an event that never comes fails the test.
+    let ch = channel.clone();
+    PATIENCE
+        .within("a blocking get of a queued completion event", move || {
+            ch.get_event().map(|ev| ev.ack())
+        })
+        .unwrap();
     assert_eq!(
         k.take(),
         (1, 0, 0),
@@ -213,16 +220,21 @@ fn a_blocking_get_is_one_read_and_the_first_try_get_switches_once() {
     assert_eq!(drain(&mut s.recv_cq), 1);
 
     s.recv_cq.req_notify(false).unwrap();
-    let ev = thread::scope(|sc| {
+    thread::scope(|sc| {
         sc.spawn(|| {
             thread::sleep(Duration::from_millis(200));
             s.send(1);
         });
         k.take();
-        channel.get_event().unwrap()
+        let ch = channel.clone();
+        PATIENCE
+            .within(
+                "a blocking get of an event arriving while it waits",
+                move || ch.get_event().map(|ev| ev.ack()),
+            )
+            .unwrap();
     });
     assert_eq!(k.take(), (1, 0, 0), "waiting is the read itself");
-    ev.ack();
     assert_eq!(drain(&mut s.recv_cq), 1);
 
     assert!(channel.try_get_event().unwrap().is_none());
@@ -366,7 +378,13 @@ fn nonblocking_get_would_block_when_empty_and_batched_acks_count() {
     ack_cq_events(held);
     // With every event acknowledged the CQ can go (after its QP).
     s.rx.destroy().unwrap();
-    s.recv_cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            "the CQ after 3 events acknowledged in one batch",
+            s.recv_cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
 }
 
 #[test]
@@ -424,29 +442,35 @@ fn destroy_waits_for_an_event_held_by_another_thread() {
     s.send(1);
     drain(&mut s.recv_cq);
     let channel = s.channel.clone();
-    let got = Arc::new(Barrier::new(2));
+    let (got_tx, got) = std::sync::mpsc::channel();
     let acked = Arc::new(AtomicBool::new(false));
-    let (g, a) = (got.clone(), acked.clone());
+    let a = acked.clone();
     let holder = thread::spawn(move || {
         let ev = channel
             .get_event_timeout(Some(Duration::from_secs(10)))
             .unwrap()
             .expect("event");
-        g.wait();
+        got_tx.send(()).unwrap();
         thread::sleep(Duration::from_millis(300));
         a.store(true, Ordering::SeqCst);
         ev.ack();
     });
-    got.wait();
+    PATIENCE.recv("the holder's completion event", &got);
     // The QP must go first; then the CQ's destroy blocks until the ack.
     let Signalled { rx, recv_cq, .. } = s;
     rx.destroy().unwrap();
-    recv_cq.destroy().unwrap_or_else(|e| panic!("{e}"));
+    PATIENCE
+        .destroy(
+            "the CQ, once the holder acknowledged the one event it read",
+            recv_cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         acked.load(Ordering::SeqCst),
         "destroy returned before the other thread acknowledged"
     );
-    holder.join().unwrap();
+    PATIENCE.join("the holder", holder);
 }
 
 #[test]

@@ -11,6 +11,8 @@
 //! - `UVERBS_TEST_IP`: the IPv4 address of the netdev under the device;
 //! - `UVERBS_BIN`: the `uverbs` CLI to test.
 
+#[path = "../support/bounded.rs"]
+mod bounded;
 #[path = "../common/devinfo_compare.rs"]
 mod devinfo_compare;
 #[path = "../shared/qp_connect.rs"]

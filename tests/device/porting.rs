@@ -20,8 +20,8 @@ use nix::{
     poll::{poll, PollFd, PollFlags, PollTimeout},
 };
 use uverbs::{
-    cm::{CmEventKind, EventChannel, PortSpace},
-    CqOptions, ErrorKind, QpInitAttr, QpType, RecvWr, SendWr,
+    cm::{CmEventKind, CmId, EventChannel, PortSpace},
+    CompletionQueue, CqOptions, ErrorKind, QpInitAttr, QpType, RecvWr, SendWr,
 };
 
 use crate::{support::*, test_env};
@@ -89,7 +89,9 @@ fn a_program_set_o_nonblocking_makes_every_blocking_get_would_block() {
     let ev = cm.get_event().unwrap();
     assert_eq!(ev.kind(), CmEventKind::AddrResolved, "{ev:?}");
     ev.ack();
-    id.destroy().unwrap();
+    PATIENCE
+        .destroy("the id after ADDR_RESOLVED", id, CmId::destroy)
+        .unwrap();
 }
 
 /// `ibv_rc_pingpong -e`: each event is checked, counted and left
@@ -103,9 +105,17 @@ fn completion_events_counted_in_the_loop_are_acknowledged_at_exit() {
     for _ in 0..20 {
         l.recv_cq.req_notify(false).unwrap();
         send_one(&mut l);
-        let ev = l.channel.get_event().unwrap();
-        assert!(ev.is_for(&l.recv_cq));
-        ev.defer_ack();
+        // The blocking get on a thread of its own, bounded (the event is
+        // checked and deferred there).
+        let ch = l.channel.clone();
+        let context = PATIENCE.within("a blocking get of the completion event", move || {
+            ch.get_event().map(|ev| {
+                let context = ev.cq_context();
+                ev.defer_ack();
+                context
+            })
+        });
+        assert_eq!(context.unwrap(), 77, "the receive CQ's event");
         num_cq_events += 1;
         wait(&mut l.recv_cq, 1);
     }
@@ -121,7 +131,13 @@ fn completion_events_counted_in_the_loop_are_acknowledged_at_exit() {
     thread::scope(|s| {
         s.spawn(|| recv_cq.ack_events(num_cq_events).unwrap());
     });
-    recv_cq.destroy().unwrap();
+    PATIENCE
+        .destroy(
+            format!("the CQ after its {num_cq_events} events were acknowledged by count"),
+            recv_cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
 }
 
 /// librdmacm's `id->verbs`: ids on two channels resolved to the same device
@@ -167,6 +183,9 @@ fn rdma_cm_ids_on_two_channels_share_one_verbs_context() {
     qp.destroy().unwrap();
     cq.destroy().unwrap();
     pd.destroy().unwrap();
-    id1.destroy().unwrap();
-    id2.destroy().unwrap();
+    for (name, id) in [("id1", id1), ("id2", id2)] {
+        PATIENCE
+            .destroy(format!("{name} after ADDR_RESOLVED"), id, CmId::destroy)
+            .unwrap();
+    }
 }

@@ -29,8 +29,9 @@ use uverbs::{
 
 use crate::support::*;
 
-/// How long any one step may take before the test fails instead of hanging.
-const PATIENCE: Duration = Duration::from_secs(60);
+/// How long any one step may take before the test fails instead of hanging
+/// (longer than `support::PATIENCE`: thousands of rounds under TCG).
+const STEP: Patience = Patience(Duration::from_secs(60));
 
 fn rc_qp(
     pd: &ProtectionDomain,
@@ -134,7 +135,7 @@ fn threads_sharing_a_completion_channel_each_get_distinct_events() {
         }
         let start = Instant::now();
         while got.lock().unwrap().len() < round * CQS as usize {
-            assert!(start.elapsed() < PATIENCE, "round {round}: events missing");
+            assert!(start.elapsed() < STEP.0, "round {round}: events missing");
             thread::sleep(Duration::from_millis(2));
         }
     }
@@ -142,7 +143,7 @@ fn threads_sharing_a_completion_channel_each_get_distinct_events() {
     thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::SeqCst);
     for r in readers {
-        r.join().unwrap();
+        STEP.join("a reader (it stops at its next 50 ms get)", r);
     }
     let got = got.lock().unwrap();
     assert_eq!(got.len(), ROUNDS * CQS as usize);
@@ -161,7 +162,12 @@ fn threads_sharing_a_completion_channel_each_get_distinct_events() {
     for l in lanes {
         l.rx.destroy().unwrap();
         l.tx.destroy().unwrap();
-        l.recv_cq.destroy().unwrap();
+        STEP.destroy(
+            format!("a receive CQ after its {ROUNDS} events"),
+            l.recv_cq,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
         l.send_cq.destroy().unwrap();
     }
 }
@@ -257,14 +263,14 @@ fn threads_sharing_the_async_fd_each_get_distinct_events() {
         }
         let start = Instant::now();
         while got.lock().unwrap().len() < round * SRQS {
-            assert!(start.elapsed() < PATIENCE, "round {round}: events missing");
+            assert!(start.elapsed() < STEP.0, "round {round}: events missing");
             thread::sleep(Duration::from_millis(2));
         }
     }
     thread::sleep(Duration::from_millis(200));
     stop.store(true, Ordering::SeqCst);
     for r in readers {
-        r.join().unwrap();
+        STEP.join("a reader (it stops at its next 50 ms get)", r);
     }
     let got = got.lock().unwrap();
     let mut per_srq: HashMap<&str, usize> = HashMap::new();
@@ -324,10 +330,10 @@ fn qps_dropped_while_their_cq_is_destroyed_never_hang_it() {
         });
         go_tx.send(()).unwrap();
         done_rx
-            .recv_timeout(PATIENCE)
+            .recv_timeout(STEP.0)
             .expect("a CQ destroy is asleep while its QP was dropped");
-        destroyer.join().unwrap();
-        dropper.join().unwrap();
+        STEP.join("the destroyer", destroyer);
+        STEP.join("the QP's dropper", dropper);
     }
     eprintln!(
         "{ROUNDS} rounds in {:?}; the CQ was refused (QP still there) {} times",

@@ -6,7 +6,14 @@ use uverbs::{
     ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, WorkCompletion,
 };
 
+pub use crate::bounded::{Patience, DESTROY_WAITS};
 use crate::{test_device, test_env};
+
+/// How long the device tests wait for what must happen before they fail
+/// naming it (`tests/support/bounded.rs`) instead of hanging the guest
+/// until its boot's timeout: rxe under TCG takes milliseconds to seconds
+/// for what hardware does in microseconds.
+pub const PATIENCE: Patience = Patience(std::time::Duration::from_secs(30));
 
 pub fn open() -> Context {
     Context::open(Some(&test_device())).unwrap_or_else(|e| panic!("{e}"))

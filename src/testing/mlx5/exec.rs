@@ -17,6 +17,15 @@ use super::{
     memory::{self, dbrec, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
 };
 
+/// What executing a WQE left to do.
+pub(crate) enum Executed {
+    /// It is done; its CQE reports this.
+    Done(Done),
+    /// A read or atomic, checked at both ends: its response is still to
+    /// land ([`Hca::land`]), at once or late (`order.rs`).
+    Response(Response),
+}
+
 /// What an executed WQE's CQE reports.
 pub(crate) struct Done {
     /// The byte count.
@@ -32,6 +41,42 @@ impl Done {
             in_cqe: None,
         }
     }
+}
+
+/// The response of an RDMA read or atomic, decided and checked when its
+/// WQE executed (the rkey, range and access at the responder, the local
+/// keys it scatters to) and not carried out yet: the responder's memory
+/// access happens when it lands, and the answer goes where `to` says.
+#[derive(Debug)]
+pub(crate) struct Response {
+    fetch: Fetch,
+    to: Landing,
+}
+
+/// The responder's side of a [`Response`], at host addresses checked
+/// against the MR table.
+#[derive(Debug)]
+enum Fetch {
+    /// An RDMA read of `len` bytes at `src` (`None`: zero bytes, no key
+    /// checked).
+    Read { src: Option<u64>, len: usize },
+    /// An atomic on the 8 bytes at `target` (`compare`: compare and swap).
+    Atomic {
+        target: u64,
+        compare: Option<u64>,
+        swap_add: u64,
+    },
+}
+
+/// Where a [`Response`]'s bytes go at the requester.
+#[derive(Debug)]
+enum Landing {
+    /// Into the CQE of the signaled WQE (the QP's `cs_req` room, 32 or 64
+    /// bytes; the library copies them to the scatter list).
+    Cqe(u8),
+    /// Into the local scatter list: host addresses and lengths, checked
+    /// for LOCAL_WRITE.
+    Memory(Vec<(u64, usize)>),
 }
 
 /// A receive WQE taken by the responder.
@@ -62,11 +107,19 @@ struct Message<'a> {
 }
 
 impl Hca {
-    /// Executes one WQE; returns what its CQE reports.
-    pub(crate) fn execute(&mut self, qpn: u32, at: u32, c: &Ctrl) -> Result<Done, Fail> {
+    /// Executes one WQE: returns what its CQE reports, or for a read or
+    /// atomic the response still to land.
+    pub(crate) fn execute(&mut self, qpn: u32, at: u32, c: &Ctrl) -> Result<Executed, Fail> {
         let transport = self.qps[&qpn].transport;
         if c.ds == 0 {
             return Err(Fail::Violation("a WQE with ds 0".into()));
+        }
+        if c.fm_ce_se >> 5 > super::order::FENCE_MODE_MAX {
+            return Err(Fail::Violation(format!(
+                "fence mode {} (fm_ce_se {:#04x}): the PRM defines 0 to 4",
+                c.fm_ce_se >> 5,
+                c.fm_ce_se
+            )));
         }
         let end = (at * 4).wrapping_add(c.ds);
         let mut u = at * 4 + 1;
@@ -82,7 +135,7 @@ impl Hca {
             }
         };
         match c.opcode {
-            op::NOP => Ok(Done::bytes(0)),
+            op::NOP => Ok(Executed::Done(Done::bytes(0))),
             op::SEND | op::SEND_IMM | op::SEND_INVAL => {
                 let av = if transport == Transport::Ud {
                     let mut b = self.units(qpn, u, 3);
@@ -107,7 +160,7 @@ impl Hca {
                     None => self.resolve(qpn)?,
                 };
                 let Dest::Qp(peer) = dest else {
-                    return Ok(Done::bytes(data.len() as u32));
+                    return Ok(Executed::Done(Done::bytes(data.len() as u32)));
                 };
                 let grh = av.map(|av| self.grh(&av, data.len()));
                 let msg = Message {
@@ -120,7 +173,7 @@ impl Hca {
                     grh,
                 };
                 self.deliver(peer, &msg)?;
-                Ok(Done::bytes(data.len() as u32))
+                Ok(Executed::Done(Done::bytes(data.len() as u32)))
             }
             op::RDMA_WRITE | op::RDMA_WRITE_IMM => {
                 needs(transport != Transport::Ud, "no RDMA on UD")?;
@@ -128,18 +181,20 @@ impl Hca {
                 u = u.wrapping_add(1);
                 let data = self.gather(qpn, u, end)?;
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Done::bytes(data.len() as u32));
+                    return Ok(Executed::Done(Done::bytes(data.len() as u32)));
                 };
                 let len = data.len() as u64;
                 let target = match self.remote(peer, rkey, raddr, len, REMOTE_WRITE) {
                     Ok(t) => t,
-                    Err(_) if transport == Transport::Uc => return Ok(Done::bytes(len as u32)),
+                    Err(_) if transport == Transport::Uc => {
+                        return Ok(Executed::Done(Done::bytes(len as u32)))
+                    }
                     Err(e) => return Err(e),
                 };
                 let recv = if c.opcode == op::RDMA_WRITE_IMM {
                     match self.take_recv(qpn, peer)? {
                         Some(r) => Some(r),
-                        None => return Ok(Done::bytes(len as u32)), // UC: dropped
+                        None => return Ok(Executed::Done(Done::bytes(len as u32))), // UC: dropped
                     }
                 } else {
                     None
@@ -161,7 +216,7 @@ impl Hca {
                     };
                     self.complete_recv(peer, r, &msg)?;
                 }
-                Ok(Done::bytes(len as u32))
+                Ok(Executed::Done(Done::bytes(len as u32)))
             }
             op::RDMA_READ => {
                 needs(transport == Transport::Rc, "RC only")?;
@@ -170,14 +225,14 @@ impl Hca {
                 let sges = self.local_sges(qpn, u, end)?;
                 let len: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Done::bytes(0));
+                    return Ok(Executed::Done(Done::bytes(0)));
                 };
-                let bytes = match self.remote(peer, rkey, raddr, len, REMOTE_READ)? {
-                    // SAFETY: translated through the MR table just above.
-                    Some(src) => unsafe { memory::read(src, len as usize) },
-                    None => Vec::new(),
+                let src = self.remote(peer, rkey, raddr, len, REMOTE_READ)?;
+                let fetch = Fetch::Read {
+                    src,
+                    len: len as usize,
                 };
-                self.respond_local(qpn, c, &sges, &bytes)
+                self.response(qpn, c, &sges, fetch)
             }
             op::ATOMIC_CS | op::ATOMIC_FA => {
                 needs(transport == Transport::Rc, "RC only")?;
@@ -192,20 +247,21 @@ impl Hca {
                     ));
                 }
                 let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Done::bytes(8));
+                    return Ok(Executed::Done(Done::bytes(8)));
                 };
                 if raddr % 8 != 0 {
                     return Err(Fail::Req(synd::REMOTE_INVAL_REQ_ERR));
                 }
                 let Some(target) = self.remote(peer, rkey, raddr, 8, REMOTE_ATOMIC)? else {
-                    return Ok(Done::bytes(8));
+                    return Ok(Executed::Done(Done::bytes(8)));
                 };
                 let compare = (c.opcode == op::ATOMIC_CS).then_some(compare);
-                // SAFETY: translated through the MR table (8 bytes, rkey,
-                // REMOTE_ATOMIC) and 8-aligned (MRs start at a host address
-                // with the iova's alignment in the model's use).
-                let old = unsafe { memory::atomic(target, compare, swap_add) };
-                self.respond_local(qpn, c, &sges, &old.to_ne_bytes())
+                let fetch = Fetch::Atomic {
+                    target,
+                    compare,
+                    swap_add,
+                };
+                self.response(qpn, c, &sges, fetch)
             }
             other => Err(Fail::Violation(format!(
                 "WQE opcode {other:#x}, which the model does not execute"
@@ -213,24 +269,69 @@ impl Hca {
         }
     }
 
-    /// Puts a read or atomic response where the requester's QP context
-    /// says: in the CQE of a signaled WQE when it fits the QP's `cs_req`
-    /// room (the library copies it to the WQE's scatter list), else into
-    /// the local scatter list.
-    fn respond_local(&self, qpn: u32, c: &Ctrl, sges: &[Data], bytes: &[u8]) -> Result<Done, Fail> {
-        let room = self.qps[&qpn].scatter_req;
-        let in_cqe = if c.fm_ce_se & layout::CQ_UPDATE != 0 {
-            InCqe::of(room, bytes)
-        } else {
-            None
+    /// The response of a read or atomic whose responder side checked out:
+    /// where its `fetch`'s bytes go, as the requester's QP context says
+    /// (in the CQE of a signaled WQE when they fit the QP's `cs_req` room,
+    /// and the library copies them to the WQE's scatter list; else into
+    /// the local scatter list, whose keys are checked now).
+    fn response(&self, qpn: u32, c: &Ctrl, sges: &[Data], fetch: Fetch) -> Result<Executed, Fail> {
+        let len = match fetch {
+            Fetch::Read { len, .. } => len,
+            Fetch::Atomic { .. } => 8,
         };
-        if in_cqe.is_none() {
-            self.scatter_local(sges, bytes)?;
+        let room = self.qps[&qpn].scatter_req;
+        let to = if c.fm_ce_se & layout::CQ_UPDATE != 0 && InCqe::fits(room, len) {
+            Landing::Cqe(room)
+        } else {
+            Landing::Memory(self.scatter_ranges(sges, len)?)
+        };
+        Ok(Executed::Response(Response { fetch, to }))
+    }
+
+    /// Carries out a read's or atomic's response: the responder's memory
+    /// access, then the answer into the CQE or the local scatter list.
+    /// Returns what the WQE's CQE reports.
+    pub(crate) fn land(&self, r: &Response) -> Done {
+        // Every address here was translated through the MR table when the
+        // WQE executed, in the same run of its send queue (`Hca::run_sq`,
+        // under the HCA's lock: no command, which could deregister it, has
+        // run since).
+        let bytes = match r.fetch {
+            Fetch::Read {
+                src: Some(src),
+                len,
+            } => {
+                // SAFETY: `len` bytes checked for REMOTE_READ (see above).
+                unsafe { memory::read(src, len) }
+            }
+            Fetch::Read { src: None, .. } => Vec::new(),
+            Fetch::Atomic {
+                target,
+                compare,
+                swap_add,
+            } => {
+                // SAFETY: 8 bytes checked for REMOTE_ATOMIC (see above) and
+                // 8-aligned (MRs start at a host address with the iova's
+                // alignment in the model's use).
+                let old = unsafe { memory::atomic(target, compare, swap_add) };
+                old.to_ne_bytes().to_vec()
+            }
+        };
+        match &r.to {
+            Landing::Cqe(room) => Done {
+                bytes: bytes.len() as u32,
+                in_cqe: InCqe::of(*room, &bytes),
+            },
+            Landing::Memory(ranges) => {
+                let mut off = 0;
+                for &(dst, n) in ranges {
+                    // SAFETY: `n` bytes checked for LOCAL_WRITE (see above).
+                    unsafe { memory::write(dst, &bytes[off..off + n]) };
+                    off += n;
+                }
+                Done::bytes(bytes.len() as u32)
+            }
         }
-        Ok(Done {
-            bytes: bytes.len() as u32,
-            in_cqe,
-        })
     }
 
     /// `n` 16-byte units of the QP's send queue from unit `u`, wrapped.
@@ -374,24 +475,26 @@ impl Hca {
         Ok(v)
     }
 
-    fn scatter_local(&self, sges: &[Data], bytes: &[u8]) -> Result<(), Fail> {
+    /// The host ranges of the first `len` bytes of a local scatter list
+    /// (LOCAL_WRITE checked).
+    fn scatter_ranges(&self, sges: &[Data], len: usize) -> Result<Vec<(u64, usize)>, Fail> {
+        let mut ranges = Vec::with_capacity(sges.len());
         let mut off = 0usize;
         for s in sges {
-            if off >= bytes.len() {
+            if off >= len {
                 break;
             }
-            let n = (s.len as usize).min(bytes.len() - off);
+            let n = (s.len as usize).min(len - off);
             let Ok(dst) = self
                 .mrs
                 .translate(s.lkey, false, s.addr, n as u64, LOCAL_WRITE)
             else {
                 return Err(Fail::Req(synd::LOCAL_PROT_ERR));
             };
-            // SAFETY: translated through the MR table (LOCAL_WRITE) above.
-            unsafe { memory::write(dst, &bytes[off..off + n]) };
+            ranges.push((dst, n));
             off += n;
         }
-        Ok(())
+        Ok(ranges)
     }
 
     /// Takes the responder's next receive WQE (its RQ or SRQ). No receive:

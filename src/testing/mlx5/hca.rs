@@ -18,8 +18,10 @@ use std::{
 };
 
 use super::{
+    exec::Executed,
     layout::{self, be16, be32, synd},
     memory::{self, dbrec, Mrs},
+    order::{self, Late},
 };
 use zerocopy::FromZeros;
 
@@ -210,6 +212,9 @@ pub(crate) struct Hca {
     /// Whether the WQE being executed had an inline data segment (set by
     /// `gather`, which only reads).
     pub(crate) saw_inline: std::cell::Cell<bool>,
+    /// RDMA reads and atomics complete late, as fences allow
+    /// (`Mlx5Model::reorder_reads`, `order.rs`).
+    pub(crate) reorder_reads: bool,
 }
 
 impl Cq {
@@ -506,8 +511,18 @@ impl Hca {
 
     /// Executes the QP's send queue up to its doorbell record, or only up to
     /// (and including) WQE `upto`: a doorbell makes the device fetch up to
-    /// the WQE it names. Returns the WQEs executed.
+    /// the WQE it names. Returns the WQEs executed. The responses of reads
+    /// and atomics left outstanding (reordering, `order.rs`) land when it
+    /// stops.
     pub(crate) fn run_sq(&mut self, qpn: u32, upto: Option<u16>) -> usize {
+        let mut late = Late::default();
+        let did = self.run_sq_leaving(qpn, upto, &mut late);
+        self.land_late(qpn, &mut late);
+        did
+    }
+
+    /// [`Hca::run_sq`], leaving outstanding responses in `late`.
+    fn run_sq_leaving(&mut self, qpn: u32, upto: Option<u16>, late: &mut Late) -> usize {
         let mut did = 0;
         loop {
             let Some(qp) = self.qps.get(&qpn) else {
@@ -534,16 +549,21 @@ impl Hca {
                 ));
             }
             let nbb = c.ds.max(1).div_ceil(4);
+            let in_error = qp.state == ERR;
             self.saw_inline.set(false);
-            if qp.state == ERR {
-                self.req_cqe(qpn, &c, Err(synd::WR_FLUSH_ERR), 0);
+            if order::waits_for_responses(c.fm_ce_se) {
+                self.land_late(qpn, late);
+            }
+            if in_error {
+                self.req_cqe_in_order(qpn, &c, Err(synd::WR_FLUSH_ERR), 0, late);
             } else {
                 match self.execute(qpn, at, &c) {
-                    Ok(done) => {
+                    Ok(Executed::Done(done)) => {
                         if c.fm_ce_se & layout::CQ_UPDATE != 0 {
-                            self.req_cqe(qpn, &c, Ok(done.in_cqe), done.bytes);
+                            self.req_cqe_in_order(qpn, &c, Ok(done.in_cqe), done.bytes, late);
                         }
                     }
+                    Ok(Executed::Response(r)) => self.respond(qpn, &c, r, late),
                     Err(Fail::Rnr) => {
                         if let Some(qp) = self.qps.get_mut(&qpn) {
                             qp.rnr_wait = true;
@@ -553,10 +573,12 @@ impl Hca {
                     Err(Fail::Violation(what)) => {
                         self.violations
                             .push(format!("QP {qpn:#x} WQE {at}: {what}"));
+                        self.land_late(qpn, late);
                         self.req_cqe(qpn, &c, Err(synd::LOCAL_QP_OP_ERR), 0);
                         self.enter_error(qpn);
                     }
                     Err(Fail::Req(s)) => {
+                        self.land_late(qpn, late);
                         self.req_cqe(qpn, &c, Err(s), 0);
                         self.enter_error(qpn);
                     }

@@ -167,12 +167,17 @@ pub(crate) const INLINE_SCATTER_64: u8 = 0x08;
 impl InCqe {
     /// `data` in a CQE with `room` (32 or 64) bytes for it, if it fits.
     pub(crate) fn of(room: u8, data: &[u8]) -> Option<InCqe> {
-        if room == 0 || data.len() > usize::from(room) {
+        if !InCqe::fits(room, data.len()) {
             return None;
         }
         let mut bytes = [0u8; 64];
         bytes[..data.len()].copy_from_slice(data);
         Some(InCqe { room, bytes })
+    }
+
+    /// Whether `len` bytes go in a CQE with `room` bytes for data.
+    pub(crate) fn fits(room: u8, len: usize) -> bool {
+        room != 0 && len <= usize::from(room)
     }
 
     /// The 64 bytes that precede the CQE64 in its slot (128-byte CQEs).

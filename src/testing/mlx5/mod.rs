@@ -1,7 +1,7 @@
 //! A software ConnectX for tests (feature `test-utils`, public as
 //! `uverbs::testing::mlx5`): the kernel side of `mlx5_ib` for the calls a
 //! context makes (`kernel.rs`, `objects.rs`, `uar.rs`) and the HCA behind it
-//! (`hca.rs`, `exec.rs`, `cq.rs`, `memory.rs`), on the generic scripted
+//! (`hca.rs`, `exec.rs`, `order.rs`, `cq.rs`, `memory.rs`), on the generic scripted
 //! [`FakeKernel`].
 //!
 //! There is no mlx5 hardware here, so the mlx5 data path is run against
@@ -47,6 +47,10 @@
 //!   (libmlx5's default): messages and read/atomic answers that fit go in
 //!   the CQE, as mlx5_ib configures the QP context (`objects.rs`
 //!   `scatter_rooms`); DevX QPs' own `cs_res`/`cs_req` are not read.
+//! - A send queue's WQEs execute one after the other, each to its end, so
+//!   a fence changes nothing, unless a test asks for what InfiniBand allows
+//!   ([`Mlx5Model::reorder_reads`]): reads and atomics then complete after
+//!   later WQEs, and a fenced WQE waits for them (`order.rs`).
 //! - Not modelled: CQE compression, WQE signatures, XRC,
 //!   raw packet QPs, memory windows and UMR, SRQ limits, QP async events
 //!   (a responder's access errors raise none; tests would have to
@@ -78,6 +82,7 @@ mod kernel;
 mod layout;
 mod memory;
 mod objects;
+mod order;
 #[cfg(test)]
 mod tests;
 mod uar;
@@ -165,8 +170,10 @@ impl ExecutedWqe {
         self.fm_ce_se & (1 << 1) != 0
     }
 
-    /// The fence mode (bits 7..5: 4 is `MLX5_WQE_CTRL_FENCE`'s, 1
-    /// `MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE`'s; 0 none).
+    /// The fence mode (bits 7..5: 0 none, 1 initiator small fence
+    /// (`MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE`), 2 fence, 3 strong
+    /// ordering, 4 fence and initiator small fence (`MLX5_WQE_CTRL_FENCE`,
+    /// what libmlx5 sets for `IBV_SEND_FENCE`).
     pub fn fence_mode(&self) -> u8 {
         self.fm_ce_se >> 5
     }
@@ -383,6 +390,17 @@ impl Mlx5Model {
     /// benchmark's millions of WQEs would fill it.
     pub fn log_wqes(&self, on: bool) {
         self.hca().wqe_log = on.then(Vec::new);
+    }
+
+    /// While `on`, RDMA reads and atomics complete late, as InfiniBand
+    /// allows without a fence: their responder's memory access and the
+    /// landing of their data come after the later WQEs of the same run of
+    /// the send queue, unless one of those has a fence mode that waits for
+    /// them (2, 3 or 4; `IBV_SEND_FENCE` is 4), before which they land.
+    /// Requester CQEs stay in WQE order. Off by default: each WQE then
+    /// executes to its end before the next. See `order.rs` for the rules.
+    pub fn reorder_reads(&self, on: bool) {
+        self.hca().reorder_reads = on;
     }
 
     /// The send WQEs taken since logging started or the last call, oldest

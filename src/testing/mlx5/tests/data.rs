@@ -321,6 +321,10 @@ fn a_background_hca_completes_without_process_calls() {
         };
         assert_eq!(c.wqe_counter, idx);
         while p.cb.poll().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "send {k} completed, its receive did not"
+            );
             std::thread::yield_now();
         }
     }

@@ -29,6 +29,7 @@ mod data;
 mod errors;
 mod kernel;
 mod library;
+mod order;
 mod scatter;
 
 pub(super) const QKEY: u32 = 0x1111_1111;
