@@ -11,10 +11,14 @@
 //!   the stale bytes (so the model does reorder, and a provider that
 //!   dropped FENCE fails the fenced case);
 //! - the same with a fetch-and-add whose original value is sent on;
-//! - both posting paths (`post_send` and send batches), the two WQEs
-//!   announced by one doorbell.
+//! - every posting path (`post_send`, send batches and typed sessions),
+//!   the two WQEs announced by one doorbell.
 
-use uverbs::{testing::mlx5::Mlx5Model, RecvWr, SendFlags, SendOp, SendWr};
+use uverbs::{
+    qpx::{Mlx5, Rc},
+    testing::mlx5::Mlx5Model,
+    Payload, RecvWr, SendFlags, SendOp, SendWr,
+};
 
 #[path = "shared/mlx5_pair.rs"]
 #[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
@@ -30,12 +34,16 @@ const RECV: usize = 4096;
 const LOCAL: usize = 0;
 const LEN: usize = 64;
 
-/// The two ways to post; both ring one doorbell for the two WQEs.
+/// The three ways to post; each rings one doorbell for the two WQEs.
 #[derive(Debug, Clone, Copy)]
 enum Path {
     PostSend,
     Batch,
+    /// A typed session (`start_wr`, the `ibv_wr_*` builders).
+    Typed,
 }
+
+const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
 
 fn post(p: &mut Pair, path: Path, wrs: &[SendWr<'_>]) {
     match path {
@@ -46,6 +54,34 @@ fn post(p: &mut Pair, path: Path, wrs: &[SendWr<'_>]) {
                 batch.push(wr).unwrap();
             }
             batch.complete().unwrap();
+        }
+        Path::Typed => {
+            let mut s = p.a.start_wr::<Rc, Mlx5>().unwrap();
+            for wr in wrs {
+                let Payload::Sges(&[sge]) = wr.payload else {
+                    panic!("these tests post one SGE per request");
+                };
+                match wr.op {
+                    SendOp::RdmaRead { remote_addr, rkey } => s
+                        .rdma_read(rkey, remote_addr)
+                        .wr_id(wr.wr_id)
+                        .flags(wr.flags)
+                        .sge(sge),
+                    SendOp::FetchAdd {
+                        remote_addr,
+                        rkey,
+                        add,
+                    } => s
+                        .atomic_fetch_add(rkey, remote_addr, add)
+                        .wr_id(wr.wr_id)
+                        .flags(wr.flags)
+                        .sge(sge),
+                    SendOp::Send => s.send().wr_id(wr.wr_id).flags(wr.flags).sge(sge),
+                    op => panic!("not in these tests: {op:?}"),
+                }
+                .unwrap();
+            }
+            s.complete().unwrap();
         }
     }
 }
@@ -113,7 +149,7 @@ fn read_then_send(path: Path, fence: bool) -> (Vec<u8>, u8) {
 /// buffer, as the next test shows it does without FENCE).
 #[test]
 fn a_fenced_send_after_an_rdma_read_carries_the_read_data() {
-    for path in [Path::PostSend, Path::Batch] {
+    for path in PATHS {
         let (received, mode) = read_then_send(path, true);
         assert!(
             received == [b'R'; LEN],
@@ -129,7 +165,7 @@ fn a_fenced_send_after_an_rdma_read_carries_the_read_data() {
 /// the SEND overtake the READ (else the fenced test would prove nothing).
 #[test]
 fn without_fence_a_send_after_an_rdma_read_may_carry_stale_data() {
-    for path in [Path::PostSend, Path::Batch] {
+    for path in PATHS {
         let (received, mode) = read_then_send(path, false);
         assert!(
             received == [b's'; LEN],
@@ -177,7 +213,7 @@ fn fetch_add_then_send(path: Path, fence: bool) -> (u64, u8) {
 /// fetch-and-add returned; unfenced, what the buffer held before.
 #[test]
 fn a_fenced_send_after_an_atomic_carries_its_original_value() {
-    for path in [Path::PostSend, Path::Batch] {
+    for path in PATHS {
         let (value, mode) = fetch_add_then_send(path, true);
         assert_eq!(
             value, 41,
