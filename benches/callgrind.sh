@@ -18,7 +18,8 @@
 # instructions per posted work request (`write_batchN`: N RDMA writes per
 # post_send; `inline_send`: one inline SEND per call, BlueFlame) and per
 # polled CQE (`poll`: requester CQEs, `poll_recv`: receives, `poll_srq`:
-# receives through an SRQ; 16 per call).
+# receives through an SRQ; 16 per call; `cqex_poll*`: the same CQEs taken
+# by extended polling sessions of up to 16, wr_id and status read).
 # OPS is rounded up to a multiple of 4096.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,11 +47,24 @@ count() {
   valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
     target/release/uverbs perf micro "$@" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
     || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }
-  callgrind_annotate --inclusive=yes --threshold=100 "$OUT/cg.out" 2>/dev/null > "$OUT/ann.txt"
-  # Lines look like: "1,234,567 (12.3%)  src/bin/...:uverbs::perf::micro_fake::op_poll_one [...]"
-  grep -E "^ *[0-9,]+ \([ 0-9.]+%\) +[^ ]+:uverbs::perf::$module::op_[a-z0-9_]+ \[" "$OUT/ann.txt" | while read -r line; do
-    ir=$(awk '{print $1}' <<<"$line" | tr -d ,)
-    name=$(grep -oE "$module::op_[a-z0-9_]+" <<<"$line" | head -1 | sed "s/$module::op_//")
+  # The inclusive cost of every call of each measured function, summed
+  # from the profile's call records (`cfn=` then `calls=`, then the line
+  # whose second field is the calls' inclusive Ir; names are compressed to
+  # `(id)` after their first `fn=` or `cfn=`): exact however the
+  # function's own instructions are split over the source files of what
+  # was inlined into it (callgrind_annotate reports it per file).
+  awk -v mod="uverbs::perf::$module::op_" '
+    function name_of(s,   id, rest) {
+      id = s; sub(/\).*/, ")", id); rest = s; sub(/^\([0-9]+\) ?/, "", rest)
+      if (rest != "") names[id] = rest
+      return names[id]
+    }
+    /^fn=/ { name_of(substr($0, 4)); next }
+    /^cfn=/ { callee = name_of(substr($0, 5)); next }
+    /^calls=/ { want = index(callee, mod) == 1; next }
+    want { split($0, f, " "); ir[substr(callee, length(mod) + 1)] += f[2]; want = 0 }
+    END { for (n in ir) print n, ir[n] }
+  ' "$OUT/cg.out" | while read -r name ir; do
     printf '%-28s %10.1f\n' "$name" "$(awk -v a="$ir" -v n="$(ops_of "$name")" 'BEGIN { print a / n }')"
   done | sort
 }
@@ -62,8 +76,8 @@ if [[ $MLX5 == 1 ]]; then
   # rounds of 511 receives enough rounds for N.
   ops_of() {
     case $1 in
-      poll | poll_recv) echo "$N" ;;
-      poll_srq) echo $(((N + 510) / 511 * 511)) ;;
+      poll | poll_recv | cqex_poll | cqex_poll_recv) echo "$N" ;;
+      poll_srq | cqex_poll_srq) echo $(((N + 510) / 511 * 511)) ;;
       *) echo $((N + 512)) ;;
     esac
   }

@@ -51,7 +51,10 @@
 # once per session); each wr_/wrx_ row is compared with the C rows of the
 # same work and with libmlx5's ibv_wr_* rows. `poll_cqe` polls requester CQEs, `poll_recv_cqe` receives
 # (RESP_SEND CQEs of the QP's own receive queue), `poll_srq_cqe` receives
-# through an SRQ, 16 per call.
+# through an SRQ, 16 per call; the `cqex_` rows take the same CQEs with
+# extended polling sessions (`start_poll`, `next`: `ibv_start_poll`,
+# `ibv_next_poll`), up to 16 per session, each completion's wr_id and
+# status read (no C column).
 # Both work in host memory: the UAR is ordinary memory, so the doorbell
 # costs a cached store, not a PCIe write; the numbers are the software's
 # own cost. A benchmark: it asserts nothing.
@@ -130,7 +133,7 @@ def col(who, name):
     if any(name not in runs[(who, r)] for r in rounds):
         return None
     return [runs[(who, r)][name] for r in rounds]
-head = (f"{'operation':<17} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'C call ns':>10} "
+head = (f"{'operation':<18} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'C call ns':>10} "
         f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6} {'libmlx5 ns':>11} {'ratio':>6}")
 print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios")
 print(head)
@@ -144,7 +147,7 @@ for name in names:
             continue
         cells += f" {med(cs):>{w}.2f} {med([u / c for u, c in zip(us, cs)]):>6.2f}"
     extra = f"   {1e3 / med(us):.0f} M msg/s" if "write_batch" in name else ""
-    print(f"{name:<17} {med(us):>10.2f}{cells}{extra}")
+    print(f"{name:<18} {med(us):>10.2f}{cells}{extra}")
 # The fastest round of each: a process of this shared machine sometimes runs
 # a whole phase at a lower speed; the best round is the code's own cost.
 print()
@@ -160,5 +163,5 @@ for name in names:
             continue
         c = min(cs)
         cells += f" {c:>{w}.2f} {u / c:>6.2f}"
-    print(f"{name:<17} {u:>10.2f}{cells}")
+    print(f"{name:<18} {u:>10.2f}{cells}")
 PY

@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use super::{
     interface::{
         CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+        QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -292,6 +292,17 @@ macro_rules! providers {
             #[inline]
             pub(crate) fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
                 match self { $(AnyCq::$v(cq) => <$p>::poll_cq(cq, out)),+ }
+            }
+
+            /// One batch of a polling session, and the timestamps with
+            /// `stamps` (no syscall, no allocation).
+            #[inline]
+            pub(crate) fn poll_batch(
+                &mut self,
+                out: &mut [WorkCompletion; SESSION_BATCH],
+                stamps: Option<&mut [u64; SESSION_BATCH]>,
+            ) -> usize {
+                match self { $(AnyCq::$v(cq) => <$p>::poll_cq_batch(cq, out, stamps)),+ }
             }
 
             /// Arms the CQ.

@@ -27,7 +27,7 @@ use super::Device;
 use crate::{
     error::Result,
     sys::Errno,
-    wc::WorkCompletion,
+    wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
     AhAttr, QpCap, QpState, QpType,
 };
@@ -68,6 +68,10 @@ pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
 /// Runs a command with the given driver input bytes.
 pub(crate) type RunWithIn<'a> = dyn FnMut(&[u8]) -> Result<(), Errno> + 'a;
 
+/// The completions one batch of a polling session takes off the ring at
+/// most (`src/cq_poll.rs`: the size of a CQ's session buffer).
+pub(crate) const SESSION_BATCH: usize = 64;
+
 /// What `ibv_create_cq` asked for.
 #[derive(Debug, Clone, Copy)]
 // rxe reads only part of it; providers that size and allocate their own
@@ -78,6 +82,10 @@ pub(crate) struct CqRequest {
     pub(crate) cqe: u32,
     /// Completion vector.
     pub(crate) comp_vector: u32,
+    /// The completion fields asked for (`ibv_create_cq_ex`'s `wc_flags`):
+    /// the core has refused what no provider supports; the provider
+    /// refuses what it has not (rxe: timestamps).
+    pub(crate) wc_flags: WcExFlags,
 }
 
 /// What the kernel answered to a CQ create.
@@ -253,6 +261,22 @@ pub(crate) trait Provider: Sized + 'static {
     /// Moves up to `out.len()` completions into `out`; no system call, no
     /// allocation.
     fn poll_cq(cq: &mut Self::Cq, out: &mut [WorkCompletion]) -> usize;
+
+    /// One batch of a polling session (`ibv_start_poll`, `ibv_next_poll`:
+    /// `src/cq_poll.rs`): [`Provider::poll_cq`] into the session's buffer,
+    /// and with `stamps` (a CQ created with
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`]) the device's timestamp of
+    /// completion `out[i]` into `stamps[i]`. Providers without completion
+    /// timestamps refuse that flag in [`Provider::plan_cq`], so this
+    /// default never sees `stamps`.
+    #[inline]
+    fn poll_cq_batch(
+        cq: &mut Self::Cq,
+        out: &mut [WorkCompletion; SESSION_BATCH],
+        _stamps: Option<&mut [u64; SESSION_BATCH]>,
+    ) -> usize {
+        Self::poll_cq(cq, out)
+    }
 
     /// Arms the CQ (`ibv_req_notify_cq`).
     fn req_notify_cq(

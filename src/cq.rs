@@ -1,5 +1,6 @@
-//! Completion queues (`ibv_create_cq`, `ibv_poll_cq`, `ibv_req_notify_cq`,
-//! `ibv_destroy_cq`).
+//! Completion queues (`ibv_create_cq`, `ibv_create_cq_ex`, `ibv_poll_cq`,
+//! `ibv_req_notify_cq`, `ibv_destroy_cq`; the extended polling session is
+//! in `cq_poll.rs`).
 //!
 //! Creation is `UVERBS_METHOD_CQ_CREATE` (falling back to the `CREATE_CQ`
 //! write command) with the provider's driver data; destruction is
@@ -22,6 +23,7 @@ use crate::{
     abi,
     comp_channel::{ChannelInner, CompletionChannel},
     context::{Context, ContextInner, DestroyReporting, Verb},
+    cq_poll::PollBuf,
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
         ack_deferred, destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending,
@@ -30,7 +32,7 @@ use crate::{
     object::{Destroy, Owned},
     providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
     sys::Errno,
-    wc::WorkCompletion,
+    wc::{WcExFlags, WorkCompletion},
 };
 
 /// A CQ's kernel object; QPs and events hold an `Arc` of it.
@@ -107,6 +109,9 @@ pub struct CompletionQueue {
     pub(crate) inner: Arc<Owned<CqInner>>,
     ring: AnyCq,
     cqe: u32,
+    wc_flags: WcExFlags,
+    /// Completions polling sessions took off the ring (`cq_poll.rs`).
+    polled: PollBuf,
 }
 
 /// Options for [`Context::create_cq`].
@@ -123,16 +128,41 @@ pub struct CqOptions<'a> {
     /// [`crate::CqEvent::cq_context`]): `ibv_create_cq`'s `cq_context`, e.g.
     /// an index into the program's own table of CQs.
     pub context: u64,
+    /// The completion fields to report (`ibv_create_cq_ex`'s `wc_flags`),
+    /// read in a [`CompletionQueue::start_poll`] session; the default,
+    /// [`WcExFlags::STANDARD`], is what `ibv_create_cq` gives. Asking for
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`] creates the kernel CQ with
+    /// completion timestamps (mlx5; rxe has none). See [`WcExFlags`] for
+    /// what each provider supports.
+    pub wc_flags: WcExFlags,
 }
 
 impl Context {
     /// Creates a CQ with room for at least `cqe` completions, like
-    /// `ibv_create_cq` (and `ibv_create_cq_ex`: a uverbs CQ reports every
-    /// completion field through [`CompletionQueue::poll`]).
+    /// `ibv_create_cq`, and `ibv_create_cq_ex` with
+    /// [`CqOptions::wc_flags`]: every CQ is polled with
+    /// [`CompletionQueue::poll`] (`ibv_poll_cq`) or in
+    /// [`CompletionQueue::start_poll`] sessions (`ibv_start_poll`).
+    ///
+    /// A completion field the provider does not report
+    /// ([`WcExFlags`]: completion timestamps on rxe) fails with
+    /// [`ErrorKind::UnsupportedProvider`] (`EOPNOTSUPP`).
     #[doc(alias = "ibv_create_cq")]
     #[doc(alias = "ibv_create_cq_ex")]
     pub fn create_cq(&self, cqe: u32, opts: CqOptions<'_>) -> Result<CompletionQueue> {
         let ctx = &self.inner;
+        let unknown = opts.wc_flags - WcExFlags::KNOWN;
+        if !unknown.is_empty() {
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::InvalidArgument,
+                format!(
+                    "wc_flags {:#x}: bits {:#x} are no IBV_WC_EX_WITH_* flag",
+                    opts.wc_flags.bits(),
+                    unknown.bits()
+                ),
+            ));
+        }
         if opts.comp_vector >= ctx.num_comp_vectors.max(1) {
             return Err(Error::new(
                 "ibv_create_cq",
@@ -155,6 +185,16 @@ impl Context {
         let request = CqRequest {
             cqe,
             comp_vector: opts.comp_vector,
+            wc_flags: opts.wc_flags,
+        };
+        // libibverbs `ibv_cmd_create_cq_ex`: either timestamp asks the
+        // kernel for completion timestamps (ioctl only: the write fallback
+        // has no flags, and libmlx5 creates the CQ without them there,
+        // `CREATE_CQ_CMD_FLAGS_TS_IGNORED_EX`).
+        let create_flags = if opts.wc_flags.intersects(WcExFlags::TIMESTAMPS) {
+            abi::IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION
+        } else {
+            0
         };
         let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request)?;
         let user_handle = ctx.events.new_handle();
@@ -173,6 +213,9 @@ impl Context {
                         cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL, ch.inner.fd.as_fd());
                     }
                     cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_COMP_VECTOR, opts.comp_vector);
+                    if create_flags != 0 {
+                        cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_FLAGS, create_flags);
+                    }
                     cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
                     // Optional, as libibverbs sends it: older kernels lack it.
                     cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
@@ -239,6 +282,8 @@ impl Context {
             inner,
             ring,
             cqe: actual,
+            wc_flags: opts.wc_flags,
+            polled: PollBuf::new(opts.wc_flags),
         })
     }
 }
@@ -270,12 +315,27 @@ impl CompletionQueue {
         self.cqe
     }
 
+    /// The completion fields it was created with ([`CqOptions::wc_flags`]).
+    pub fn wc_flags(&self) -> WcExFlags {
+        self.wc_flags
+    }
+
     /// Polls up to `out.len()` completions, like `ibv_poll_cq`; returns how
-    /// many were written. No system call and no allocation.
+    /// many were written. No system call and no allocation. Completions a
+    /// [`CompletionQueue::start_poll`] session left unread come first.
     #[doc(alias = "ibv_poll_cq")]
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+        if self.polled.has_unread() {
+            return self.polled.poll_unread(&mut self.ring, out);
+        }
         self.ring.poll(out)
+    }
+
+    /// The ring and the session buffer, borrowed apart (`cq_poll.rs`).
+    #[inline(always)]
+    pub(crate) fn ring_and_poll_buf(&mut self) -> (&mut AnyCq, &mut PollBuf) {
+        (&mut self.ring, &mut self.polled)
     }
 
     /// Arms the CQ: the next completion (or the next solicited one) queues an

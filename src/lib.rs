@@ -76,6 +76,7 @@
 //! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
+//! | `ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`, `ibv_wc_read_*` (`ibv_cq_ex`), `IBV_WC_EX_WITH_*` | [`CompletionQueue::start_poll`] → [`CqPoll`] ([`CqPoll::next`], drop, [`CqPoll::wr_id`], [`CqPoll::byte_len`], [`CqPoll::completion_ts`], ...), [`CqOptions::wc_flags`] ([`WcExFlags`]) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
@@ -105,6 +106,7 @@ pub mod cm;
 mod comp_channel;
 mod context;
 mod cq;
+mod cq_poll;
 mod device_list;
 mod error;
 mod event_count;
@@ -239,6 +241,7 @@ pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType, EventAffiliation
 pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
+pub use cq_poll::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
@@ -250,7 +253,7 @@ pub use qpx::WrSession;
 pub use query::*;
 pub use send_batch::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
-pub use wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
+pub use wc::{WcExFlags, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 /// The kernel ABI (`uverbs-abi`) in one namespace, as the C headers have it.

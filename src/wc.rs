@@ -161,6 +161,107 @@ bitflags! {
     }
 }
 
+bitflags! {
+    /// The completion fields an extended CQ reports (`enum
+    /// ibv_create_cq_wc_flags`, the `IBV_WC_EX_WITH_*` bits of `struct
+    /// ibv_cq_init_attr_ex`'s `wc_flags`), chosen when the CQ is created
+    /// ([`CqOptions::wc_flags`](crate::CqOptions::wc_flags)) and read in a
+    /// [`CqPoll`](crate::CqPoll) session.
+    ///
+    /// The default is [`WcExFlags::STANDARD`] (`IBV_WC_STANDARD_FLAGS`):
+    /// every field of `struct ibv_wc`. uverbs decodes those fields for every
+    /// completion whatever was chosen, so the standard bits only say what
+    /// the program means to read (libibverbs leaves a field not chosen
+    /// undefined; here its accessor returns it anyway). What the bits
+    /// change:
+    ///
+    /// | flag | rxe | mlx5 |
+    /// |---|---|---|
+    /// | the standard seven | yes | yes |
+    /// | `COMPLETION_TIMESTAMP` | refused: rxe has no completion clock (rdma-core's `rxe_create_cq_ex` answers `EOPNOTSUPP`) | the CQE's timestamp, raw device ticks ([`CqPoll::completion_ts`](crate::CqPoll::completion_ts)) |
+    /// | `COMPLETION_TIMESTAMP_WALLCLOCK` | refused, as above | refused: uverbs does not read the kernel's clock-info page that converts ticks to nanoseconds (`mlx5dv_ts_to_ns`) |
+    /// | `CVLAN`, `FLOW_TAG`, `TM_INFO` | refused (rxe refuses them) | refused: uverbs does not decode them |
+    ///
+    /// A refused flag fails [`Context::create_cq`](crate::Context::create_cq)
+    /// with [`ErrorKind::UnsupportedProvider`](crate::ErrorKind::UnsupportedProvider)
+    /// (`EOPNOTSUPP`, as rdma-core), a bit libibverbs does not define with
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument).
+    #[doc(alias = "ibv_create_cq_wc_flags")]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct WcExFlags: u64 {
+        /// `IBV_WC_EX_WITH_BYTE_LEN`: [`CqPoll::byte_len`](crate::CqPoll::byte_len).
+        #[doc(alias = "IBV_WC_EX_WITH_BYTE_LEN")]
+        const BYTE_LEN = 1 << 0;
+        /// `IBV_WC_EX_WITH_IMM`: [`CqPoll::imm_data`](crate::CqPoll::imm_data)
+        /// (and [`CqPoll::invalidated_rkey`](crate::CqPoll::invalidated_rkey)).
+        #[doc(alias = "IBV_WC_EX_WITH_IMM")]
+        const IMM = 1 << 1;
+        /// `IBV_WC_EX_WITH_QP_NUM`: [`CqPoll::qp_num`](crate::CqPoll::qp_num).
+        #[doc(alias = "IBV_WC_EX_WITH_QP_NUM")]
+        const QP_NUM = 1 << 2;
+        /// `IBV_WC_EX_WITH_SRC_QP`: [`CqPoll::src_qp`](crate::CqPoll::src_qp).
+        #[doc(alias = "IBV_WC_EX_WITH_SRC_QP")]
+        const SRC_QP = 1 << 3;
+        /// `IBV_WC_EX_WITH_SLID`: [`CqPoll::slid`](crate::CqPoll::slid).
+        #[doc(alias = "IBV_WC_EX_WITH_SLID")]
+        const SLID = 1 << 4;
+        /// `IBV_WC_EX_WITH_SL`: [`CqPoll::sl`](crate::CqPoll::sl).
+        #[doc(alias = "IBV_WC_EX_WITH_SL")]
+        const SL = 1 << 5;
+        /// `IBV_WC_EX_WITH_DLID_PATH_BITS`:
+        /// [`CqPoll::dlid_path_bits`](crate::CqPoll::dlid_path_bits).
+        #[doc(alias = "IBV_WC_EX_WITH_DLID_PATH_BITS")]
+        const DLID_PATH_BITS = 1 << 6;
+        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP`: the device's timestamp of
+        /// each completion, in its own clock's ticks
+        /// ([`CqPoll::completion_ts`](crate::CqPoll::completion_ts)); mlx5 only.
+        #[doc(alias = "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP")]
+        const COMPLETION_TIMESTAMP = 1 << 7;
+        /// `IBV_WC_EX_WITH_CVLAN` (not supported).
+        #[doc(alias = "IBV_WC_EX_WITH_CVLAN")]
+        const CVLAN = 1 << 8;
+        /// `IBV_WC_EX_WITH_FLOW_TAG` (not supported).
+        #[doc(alias = "IBV_WC_EX_WITH_FLOW_TAG")]
+        const FLOW_TAG = 1 << 9;
+        /// `IBV_WC_EX_WITH_TM_INFO` (not supported).
+        #[doc(alias = "IBV_WC_EX_WITH_TM_INFO")]
+        const TM_INFO = 1 << 10;
+        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK` (not supported:
+        /// see the table above).
+        #[doc(alias = "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK")]
+        const COMPLETION_TIMESTAMP_WALLCLOCK = 1 << 11;
+        /// `IBV_WC_STANDARD_FLAGS`: the seven fields of `struct ibv_wc` above
+        /// (the default).
+        #[doc(alias = "IBV_WC_STANDARD_FLAGS")]
+        const STANDARD = Self::BYTE_LEN.bits()
+            | Self::IMM.bits()
+            | Self::QP_NUM.bits()
+            | Self::SRC_QP.bits()
+            | Self::SLID.bits()
+            | Self::SL.bits()
+            | Self::DLID_PATH_BITS.bits();
+        const _ = !0;
+    }
+}
+
+impl Default for WcExFlags {
+    /// [`WcExFlags::STANDARD`], as `ibv_create_cq` reports.
+    fn default() -> Self {
+        WcExFlags::STANDARD
+    }
+}
+
+impl WcExFlags {
+    /// Every bit libibverbs defines (`IBV_CREATE_CQ_SUP_WC_FLAGS`).
+    pub(crate) const KNOWN: Self = Self::from_bits_retain((1 << 12) - 1);
+    /// Either timestamp: the CQ is created with the kernel's
+    /// `IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION` (libibverbs
+    /// `ibv_cmd_create_cq_ex`).
+    pub(crate) const TIMESTAMPS: Self = Self::from_bits_retain(
+        Self::COMPLETION_TIMESTAMP.bits() | Self::COMPLETION_TIMESTAMP_WALLCLOCK.bits(),
+    );
+}
+
 /// A work completion (`struct ibv_wc`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WorkCompletion {

@@ -1,6 +1,8 @@
 //! The data path's promises, checked on the fake kernel: posting receives
-//! and polling make no system call and allocate nothing; a batch of sends
-//! makes exactly one system call (the rxe doorbell) and allocates nothing,
+//! and polling (`poll`, and extended polling sessions: `start_poll`,
+//! `next`, the accessors, an early end and the `poll` that takes what it
+//! left) make no system call and allocate nothing; a batch of sends makes
+//! exactly one system call (the rxe doorbell) and allocates nothing,
 //! whether posted as a slice, as a send batch or through a typed session.
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
@@ -16,7 +18,7 @@ use uverbs::{
     sys::fake::Call,
     testing::mlx5::Mlx5Model,
     AccessFlags, CompletionQueue, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
-    QueuePair, RecvWr, SendWr, SrqAttr, WorkCompletion,
+    QueuePair, RecvWr, SendWr, SrqAttr, WcExFlags, WorkCompletion,
 };
 
 /// Counts the allocations of the current thread.
@@ -172,6 +174,46 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     let e = batch.complete().unwrap_err();
     assert_eq!(e.index, 1);
     assert!(matches!(e.kind, uverbs::PostErrorKind::Doorbell(_)), "{e}");
+
+    // Extended polling over 40 CQEs the kernel wrote: a session that ends
+    // early, a poll of what it left, one that reads to the end, and a
+    // session and a poll of the empty CQ.
+    let ring = fake.cq_ring(cq.handle()).unwrap();
+    let mut cqe = <uverbs::abi::IbUverbsWc as zerocopy::FromZeros>::new_zeroed();
+    for i in 0..40 {
+        cqe.wr_id = i;
+        assert!(ring.post_cqe(&cqe));
+    }
+    fake.kernel.clear_calls();
+    let before = allocations();
+    let mut ids = 0;
+    let mut s = cq.start_poll().unwrap();
+    ids += s.wr_id();
+    for _ in 0..2 {
+        assert!(s.next());
+        ids += s.wr_id();
+    }
+    drop(s);
+    assert_eq!(cq.poll(&mut wc[..2]), 2);
+    let mut s = cq.start_poll().unwrap();
+    let mut n = 0;
+    loop {
+        ids += s.wr_id() + u64::from(s.byte_len()) + u64::from(s.imm_data().is_some());
+        n += 1;
+        if !s.next() {
+            break;
+        }
+    }
+    s.end();
+    assert!(cq.start_poll().is_none());
+    assert_eq!(cq.poll(&mut wc), 0);
+    assert_eq!(allocations() - before, 0, "extended polling allocated");
+    assert!(
+        fake.kernel.calls().is_empty(),
+        "extended polling made a call"
+    );
+    // 0..3 read in the first session, 3 and 4 polled, the rest read.
+    assert_eq!((n, ids), (35, (0..3).sum::<u64>() + (5..40).sum::<u64>()));
 }
 
 /// The same promise on mlx5 (the device model of `uverbs::testing::mlx5`):
@@ -184,7 +226,12 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let model = fake_mlx5();
     let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
     let pd = ctx.alloc_pd().unwrap();
-    let mut cq = ctx.create_cq(32, CqOptions::default()).unwrap();
+    // With timestamps: the sessions below take the timestamped poll.
+    let opts = CqOptions {
+        wc_flags: WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP,
+        ..CqOptions::default()
+    };
+    let mut cq = ctx.create_cq(32, opts).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr {
             context: 0,
@@ -239,22 +286,24 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     assert_eq!(cq.poll(&mut wc), 2);
     model.kernel.clear_calls();
 
-    let n = mlx5_quiet_round(&model, &mut cq, &mut wc, "a QP", || {
-        qp.post_recv(&recvs).unwrap();
-        qp.post_send(&sends).unwrap();
-        qp.post_recv(&recvs[..1]).unwrap();
-        let mut batch = qp.start_send().unwrap();
-        batch.push(&sends[0]).unwrap();
-        batch.complete().unwrap();
-        qp.post_recv(&recvs).unwrap();
-        let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
-        s.send().wr_id(13).unsignaled().sge(sge[0]).unwrap();
-        s.send_imm(5).wr_id(14).inline(b"hi").unwrap();
-        s.complete().unwrap();
-    });
-    // Five receives and the two signaled inline sends (the batch's send and
-    // the typed session's first are unsignaled).
-    assert_eq!(n, 7, "{:?}", &wc[..n]);
+    for how in [Take::Poll, Take::Sessions] {
+        let n = mlx5_quiet_round(&model, &mut cq, &mut wc, how, "a QP", || {
+            qp.post_recv(&recvs).unwrap();
+            qp.post_send(&sends).unwrap();
+            qp.post_recv(&recvs[..1]).unwrap();
+            let mut batch = qp.start_send().unwrap();
+            batch.push(&sends[0]).unwrap();
+            batch.complete().unwrap();
+            qp.post_recv(&recvs).unwrap();
+            let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
+            s.send().wr_id(13).unsignaled().sge(sge[0]).unwrap();
+            s.send_imm(5).wr_id(14).inline(b"hi").unwrap();
+            s.complete().unwrap();
+        });
+        // Five receives and the two signaled inline sends (the batch's send
+        // and the typed session's first are unsignaled).
+        assert_eq!(n, 7, "{how:?}: {:?}", &wc[..n]);
+    }
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,
     // under its lock.
@@ -290,20 +339,33 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     assert_eq!(cq.poll(&mut wc), 2);
     model.kernel.clear_calls();
 
-    let n = mlx5_quiet_round(&model, &mut cq, &mut wc, "a QP on an SRQ", || {
-        srq.post_recv(&recvs).unwrap();
-        on_srq
-            .post_send(&[
-                SendWr::send(20, &[]).inline(b"a"),
-                SendWr::send(21, &[]).inline(b"b"),
-            ])
-            .unwrap();
-    });
-    // Two receives and two sends.
-    assert_eq!(n, 4, "{:?}", &wc[..n]);
-    let mut ids: Vec<u64> = wc[..n].iter().map(|w| w.wr_id).collect();
-    ids.sort_unstable();
-    assert_eq!(ids, [1, 2, 20, 21]);
+    for how in [Take::Poll, Take::Sessions] {
+        let what = "a QP on an SRQ";
+        let n = mlx5_quiet_round(&model, &mut cq, &mut wc, how, what, || {
+            srq.post_recv(&recvs).unwrap();
+            on_srq
+                .post_send(&[
+                    SendWr::send(20, &[]).inline(b"a"),
+                    SendWr::send(21, &[]).inline(b"b"),
+                ])
+                .unwrap();
+        });
+        // Two receives and two sends.
+        assert_eq!(n, 4, "{how:?}: {:?}", &wc[..n]);
+        let mut ids: Vec<u64> = wc[..n].iter().map(|w| w.wr_id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 20, 21], "{how:?}");
+    }
+}
+
+/// How a round takes its completions.
+#[derive(Debug, Clone, Copy)]
+enum Take {
+    /// `poll`.
+    Poll,
+    /// Extended polling sessions: the first ends after one completion (the
+    /// next session starts with what it left), the others read to the end.
+    Sessions,
 }
 
 /// One round on the mlx5 model: `post` posts, the model runs, and four
@@ -314,6 +376,7 @@ fn mlx5_quiet_round(
     model: &Mlx5Model,
     cq: &mut CompletionQueue,
     wc: &mut [WorkCompletion],
+    how: Take,
     what: &str,
     post: impl FnOnce(),
 ) -> usize {
@@ -327,8 +390,22 @@ fn mlx5_quiet_round(
     model.process();
     let before_poll = allocations();
     let mut n = 0;
-    for _ in 0..4 {
-        n += cq.poll(&mut wc[n..]);
+    for round in 0..4 {
+        match how {
+            Take::Poll => n += cq.poll(&mut wc[n..]),
+            Take::Sessions => {
+                if let Some(mut s) = cq.start_poll() {
+                    loop {
+                        assert!(s.completion_ts().is_some_and(|t| t > 0), "{what}: {s:?}");
+                        wc[n] = s.work_completion();
+                        n += 1;
+                        if round == 0 || !s.next() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
     }
     let after_poll = allocations();
     assert!(

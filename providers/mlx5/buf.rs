@@ -380,10 +380,10 @@ impl CqeRef<'_> {
     }
 
     /// The CQE (after its ownership byte was seen), read with volatile
-    /// loads: bytes 32..64, which every CQE kind uses, and with `head` also
-    /// bytes 16..32 (the fields of a receive: path bits, SLID, source QP).
-    /// The rest (timestamps, checksums and other fields of offloads this
-    /// library never turns on) is left zero.
+    /// loads: bytes 32..64, which every CQE kind uses (the timestamp at 48
+    /// among them), and with `head` also bytes 16..32 (the fields of a
+    /// receive: path bits, SLID, source QP). The rest (checksums and other
+    /// fields of offloads this library never turns on) is left zero.
     #[inline(always)]
     pub(crate) fn read(self, head: bool) -> [u8; 64] {
         let mut out = [0u8; 64];

@@ -57,7 +57,7 @@ use super::{
 };
 use crate::{
     error::{Error, ErrorKind},
-    providers::barrier,
+    providers::{barrier, SESSION_BATCH},
     wc::{WcFlags, WcOpcode, WcStatus, WorkCompletion},
 };
 
@@ -194,6 +194,39 @@ fn responder_loop<const CQE_V1: bool, R: RecvRun>(
 #[inline(always)]
 fn cqe_is_valid(op_own: u8, owner: u8) -> bool {
     (op_own ^ owner).rotate_right(1) < (cqe_opcode::INVALID << 3)
+}
+
+/// Where a poll puts the device's timestamp of each completion it writes:
+/// nowhere ([`NoStamps`], `ibv_poll_cq`), or a slice beside the
+/// completions (`stamps[i]` for `out[i]`, a CQ created with completion
+/// timestamps). A type parameter passed by value, so the plain poll is
+/// compiled as it was before timestamps (`S::ON` is a constant, and
+/// `NoStamps` is no argument at all).
+pub(crate) trait Stamps {
+    /// Whether timestamps are kept.
+    const ON: bool;
+    /// The timestamp of completion `i` of the poll.
+    fn set(&mut self, i: usize, ts: u64);
+}
+
+/// No timestamps (every poll but a timestamped CQ's `start_poll`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NoStamps;
+
+impl Stamps for NoStamps {
+    const ON: bool = false;
+    #[inline(always)]
+    fn set(&mut self, _: usize, _: u64) {}
+}
+
+impl Stamps for &mut [u64] {
+    const ON: bool = true;
+    #[inline(always)]
+    fn set(&mut self, i: usize, ts: u64) {
+        if let Some(s) = self.get_mut(i) {
+            *s = ts;
+        }
+    }
 }
 
 /// A request to drop a QP's CQEs.
@@ -371,8 +404,61 @@ impl Mlx5Cq {
     /// load, one per run: the lock is taken only when it is set (cold).
     /// (A run whose check came before a reset may still read a slot the
     /// restarted poster wrote again: see "Resets" in `sq.rs`.)
-    #[inline]
+    #[inline(always)]
     pub(crate) fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
+        self.poll_with(out, NoStamps)
+    }
+
+    /// One batch of a polling session ([`Provider::poll_cq_batch`]):
+    /// [`Mlx5Cq::poll`] into the session's buffer, and with `stamps` the
+    /// timestamp of `out[i]` into `stamps[i]` (`mlx5_cqe64`'s `timestamp`;
+    /// 0 for a completion in error: an error CQE has none, `struct
+    /// mlx5_err_cqe`). Copies of the poll of their own, compiled for the
+    /// buffer's length.
+    ///
+    /// [`Provider::poll_cq_batch`]: crate::providers::Provider::poll_cq_batch
+    #[inline(always)]
+    pub(crate) fn poll_batch(
+        &mut self,
+        out: &mut [WorkCompletion; SESSION_BATCH],
+        stamps: Option<&mut [u64; SESSION_BATCH]>,
+    ) -> usize {
+        match stamps {
+            None => self.poll_batch_plain(out),
+            Some(ts) => self.poll_batch_stamped(out, ts),
+        }
+    }
+
+    /// [`Mlx5Cq::poll_batch`] without timestamps.
+    #[inline(never)]
+    fn poll_batch_plain(&mut self, out: &mut [WorkCompletion; SESSION_BATCH]) -> usize {
+        self.poll_with(out, NoStamps)
+    }
+
+    /// [`Mlx5Cq::poll_batch`] with timestamps.
+    #[inline(never)]
+    fn poll_batch_stamped(
+        &mut self,
+        out: &mut [WorkCompletion; SESSION_BATCH],
+        stamps: &mut [u64; SESSION_BATCH],
+    ) -> usize {
+        self.poll_with(out, &mut stamps[..])
+    }
+
+    /// [`Mlx5Cq::poll`] into `out` (a slice, or the session's array),
+    /// keeping timestamps in `stamps`.
+    ///
+    /// The fast paths know nothing of timestamps: each CQE they take gives
+    /// one completion, in order, so the timestamps of what they took are
+    /// read afterwards, from the same CQEs (still the library's: the
+    /// consumer index is published at the end of the poll).
+    #[inline]
+    fn poll_with<S: Stamps, O: AsMut<[WorkCompletion]> + ?Sized>(
+        &mut self,
+        out: &mut O,
+        mut stamps: S,
+    ) -> usize {
+        let out = out.as_mut();
         let core = &*self.core;
         let Some(ring) = core.buf.cqes(core.geometry) else {
             return 0;
@@ -411,11 +497,18 @@ impl Mlx5Cq {
                 // The common cases in tight loops (one copy per CQE
                 // format, so the loop does not test it), then one CQE of
                 // any kind (which may change the cached QP).
+                let (k0, n0) = (k, n);
                 k = if self.parser.cqe_v1 {
                     self.parser.fast_runs::<true>(run, k, ready, out, &mut n)
                 } else {
                     self.parser.fast_runs::<false>(run, k, ready, out, &mut n)
                 };
+                if S::ON {
+                    debug_assert_eq!((k - k0) as usize, n - n0, "one completion per CQE");
+                    for (j, cqe) in run.iter(k0, k).enumerate() {
+                        stamps.set(n0 + j, u64::from_be(cqe.word(6)));
+                    }
+                }
                 if k >= ready {
                     break;
                 }
@@ -425,7 +518,12 @@ impl Mlx5Cq {
                 // Receive fields only for responder CQEs (opcodes 1..=4).
                 let op = cqe.op_own() >> 4;
                 let whole = Cqe64(cqe.read((1..=4).contains(&op)));
-                n += usize::from(self.parser.parse(&whole, ci.wrapping_add(k), wc));
+                let parsed = self.parser.parse(&whole, ci.wrapping_add(k), wc);
+                if S::ON && parsed {
+                    let failed = matches!(op, cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR);
+                    stamps.set(n, if failed { 0 } else { whole.timestamp() });
+                }
+                n += usize::from(parsed);
                 k += 1;
             }
             ci = ci.wrapping_add(k);

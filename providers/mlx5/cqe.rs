@@ -68,6 +68,12 @@ impl Cqe64 {
     pub(crate) fn vendor_err_synd(&self) -> u8 {
         self.0[54]
     }
+    /// `timestamp` (bytes 48..56, big-endian) of a CQE that is not an
+    /// error CQE (`struct mlx5_err_cqe` has syndromes there).
+    #[inline(always)]
+    pub(crate) fn timestamp(&self) -> u64 {
+        (u64::from(self.be32(48)) << 32) | u64::from(self.be32(52))
+    }
 }
 
 /// The fields of bytes 32..64 of a `struct mlx5_cqe64` that both views of

@@ -129,6 +129,7 @@ int main(void) {
             c.srqn_uidx = htobe32(v[3]); c.imm_inval_pkey = htobe32(v[4]);
             c.byte_cnt = htobe32(v[5]); c.sop_drop_qpn = htobe32(v[6]);
             c.wqe_counter = htobe16(v[7]); c.op_own = v[8];
+            c.timestamp = htobe64((unsigned long long)v[9] << 32 | v[10]);
             printf("%u %u %u %u ", mlx5dv_get_cqe_owner(&c), mlx5dv_get_cqe_se(&c),
                    mlx5dv_get_cqe_format(&c), mlx5dv_get_cqe_opcode(&c));
             hex(&c, sizeof c);
@@ -424,17 +425,31 @@ fn the_cqe_decoder_reads_what_mlx5dv_writes() {
             rng.edgy32(),
             rng.u32() & 0xffff,
             u32::from(rng.u8()),
+            rng.edgy32(),
+            rng.edgy32(),
         ];
         writeln!(
             input,
-            "cqe {} {} {} {} {} {} {} {} {} 0 0 0",
-            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]
+            "cqe {} {} {} {} {} {} {} {} {} {} {} 0",
+            v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]
         )
         .unwrap();
         fields.push(v);
         let (vendor, synd, qpn, ctr) = (rng.u8(), rng.u8(), rng.u32(), rng.u32() & 0xffff);
         writeln!(input, "errcqe {vendor} {synd} {qpn} {ctr}").unwrap();
-        fields.push([u32::from(vendor), u32::from(synd), qpn, ctr, 0, 0, 0, 0, 0]);
+        fields.push([
+            u32::from(vendor),
+            u32::from(synd),
+            qpn,
+            ctr,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+            0,
+        ]);
     }
     let lines = run(&exe, &input);
     for (i, pair) in lines[2..].chunks(2).enumerate() {
@@ -467,6 +482,12 @@ fn the_cqe_decoder_reads_what_mlx5dv_writes() {
         assert_eq!(u32::from(c.wqe_opcode()), v[6] >> 24);
         assert_eq!(u32::from(c.wqe_counter()), v[7]);
         assert_eq!(c.op_own(), v[8] as u8);
+        // The timestamp, as the whole CQE's accessor and as the poll's
+        // fast paths read it (word 6, big-endian).
+        let ts = u64::from(v[9]) << 32 | u64::from(v[10]);
+        assert_eq!(c.timestamp(), ts);
+        let w6 = u64::from_ne_bytes(bytes[48..56].try_into().unwrap());
+        assert_eq!(u64::from_be(w6), ts);
         // The poll loop's requester view of the same bytes.
         let t = cqe::tail_of(&c);
         assert_eq!(t.op_own(), v[8] as u8);

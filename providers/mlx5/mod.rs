@@ -39,13 +39,13 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
     CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
     error::{Error, ErrorKind, Result},
     sys::Errno,
-    wc::WorkCompletion,
+    wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
     AhAttr, QpState,
 };
@@ -326,6 +326,22 @@ impl Provider for Mlx5 {
         _: Device<'_>,
         req: &CqRequest,
     ) -> Result<(Self::CqPlan, Arc<CqCore>)> {
+        // libmlx5 (`CREATE_CQ_SUPPORTED_WC_FLAGS`) also takes CVLAN, FLOW_TAG,
+        // TM_INFO and the wall-clock timestamp; this provider decodes none
+        // of them (the wall clock needs the kernel's clock-info page,
+        // `mlx5dv_get_clock_info`, which it does not map).
+        let extra = req.wc_flags - (WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP);
+        if !extra.is_empty() {
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::UnsupportedProvider,
+                format!(
+                    "uverbs' mlx5 provider does not report {extra:?}: it reports the \
+                     standard completion fields and the raw completion timestamp \
+                     (WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP)"
+                ),
+            ));
+        }
         let ncqe = req
             .cqe
             .checked_add(1)
@@ -373,6 +389,15 @@ impl Provider for Mlx5 {
     #[inline]
     fn poll_cq(cq: &mut Mlx5Cq, out: &mut [WorkCompletion]) -> usize {
         cq.poll(out)
+    }
+
+    #[inline]
+    fn poll_cq_batch(
+        cq: &mut Mlx5Cq,
+        out: &mut [WorkCompletion; SESSION_BATCH],
+        stamps: Option<&mut [u64; SESSION_BATCH]>,
+    ) -> usize {
+        cq.poll_batch(out, stamps)
     }
 
     fn req_notify_cq(

@@ -20,7 +20,7 @@ use crate::{
     abi,
     error::{Error, ErrorKind, Result},
     sys::{Errno, Mapping, Protection},
-    wc::WorkCompletion,
+    wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
     AhAttr, QpType,
 };
@@ -144,7 +144,27 @@ impl Provider for Rxe {
         })
     }
 
-    fn plan_cq(_: &RxeContext, _: Device<'_>, _: &CqRequest) -> Result<(Self::CqPlan, ())> {
+    /// rdma-core's `rxe_create_cq_ex` takes the standard completion fields
+    /// only (`RXE_SUP_WC_EX_FLAGS`): the kernel's `struct ib_uverbs_wc` has
+    /// no timestamp, and rxe refuses the kernel's timestamp flag too
+    /// (`rxe_create_cq`: any `attr->flags` is `EOPNOTSUPP`).
+    fn plan_cq(_: &RxeContext, _: Device<'_>, req: &CqRequest) -> Result<(Self::CqPlan, ())> {
+        let extra = req.wc_flags - WcExFlags::STANDARD;
+        if !extra.is_empty() {
+            let what = if extra.intersects(WcExFlags::TIMESTAMPS) {
+                "rxe has no completion timestamps"
+            } else {
+                "rxe has only the standard completion fields"
+            };
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::UnsupportedProvider,
+                format!(
+                    "{what} (asked for {extra:?}): rdma-core's rxe refuses anything beyond \
+                     WcExFlags::STANDARD with EOPNOTSUPP"
+                ),
+            ));
+        }
         Ok((RxeResp(abi::RxeCreateCqResp::new_zeroed()), ()))
     }
 

@@ -24,6 +24,7 @@ mod async_tokio;
 mod channel;
 mod cm;
 mod context;
+mod cq_ex;
 mod devinfo;
 mod devx;
 mod faults;

@@ -27,8 +27,13 @@ impl Hca {
     /// Writes a CQE (body, then `op_own` with the owner bit, release), or
     /// on an overrun raises CQ_ERR once and writes nothing. Returns whether
     /// it was written.
+    /// A CQE that is not an error CQE gets the device clock's timestamp
+    /// (`mlx5_cqe64.timestamp`, bytes 48..56, big-endian).
     pub(crate) fn post_cqe(&mut self, cqn: u32, cqe: layout::Cqe) -> bool {
-        let bytes = cqe.encode();
+        let mut bytes = cqe.encode();
+        if !matches!(cqe.opcode, cqe_op::REQ_ERR | cqe_op::RESP_ERR) {
+            bytes[48..56].copy_from_slice(&self.clock.stamp().to_be_bytes());
+        }
         let fires_solicited =
             cqe.solicited || matches!(cqe.opcode, cqe_op::REQ_ERR | cqe_op::RESP_ERR);
         let front = cqe.in_cqe.as_ref().and_then(layout::InCqe::front);

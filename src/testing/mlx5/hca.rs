@@ -122,6 +122,9 @@ pub(crate) struct Cq {
     /// Made by a DevX `CREATE_CQ` (`devx_fw.rs`): its errors go to the
     /// DevX event subscriptions as EQEs, not to the async event fd.
     pub(crate) devx: bool,
+    /// The `IB_UVERBS_CQ_FLAGS_*` it was created with
+    /// (`UVERBS_ATTR_CREATE_CQ_FLAGS`).
+    pub(crate) create_flags: u32,
 }
 
 #[derive(Debug)]
@@ -215,6 +218,47 @@ pub(crate) struct Hca {
     /// RDMA reads and atomics complete late, as fences allow
     /// (`Mlx5Model::reorder_reads`, `order.rs`).
     pub(crate) reorder_reads: bool,
+    /// The clock CQEs are stamped with.
+    pub(crate) clock: Clock,
+}
+
+/// The device's free-running clock (`hca_core_clock`), which stamps every
+/// CQE the model writes for an executed work request (`mlx5_cqe64`'s
+/// `timestamp`; an error CQE has none). Its ticks are the time since the
+/// model was made, at [`HCA_CORE_CLOCK_KHZ`], and each stamp is later than
+/// the one before (at least one tick: two CQEs written within one tick
+/// still get distinct, increasing stamps), wrapping at
+/// [`TIMESTAMP_MASK`] as the device's does.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    start: std::time::Instant,
+    last: u64,
+}
+
+/// The core clock the model reports (`hca_core_clock`, kHz): a
+/// ConnectX-5's 156.25 MHz.
+pub(crate) const HCA_CORE_CLOCK_KHZ: u64 = 156_250;
+/// The timestamp mask mlx5_ib reports (`mlx5_ib_query_device`:
+/// `timestamp_mask = 0x7FFFFFFFFFFFFFFF`).
+pub(crate) const TIMESTAMP_MASK: u64 = 0x7fff_ffff_ffff_ffff;
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock {
+            start: std::time::Instant::now(),
+            last: 0,
+        }
+    }
+}
+
+impl Clock {
+    /// A stamp for a CQE written now.
+    pub(crate) fn stamp(&mut self) -> u64 {
+        let ns = self.start.elapsed().as_nanos();
+        let ticks = (ns * u128::from(HCA_CORE_CLOCK_KHZ) / 1_000_000) as u64;
+        self.last = ticks.max(self.last.wrapping_add(1)) & TIMESTAMP_MASK;
+        self.last
+    }
 }
 
 impl Cq {
@@ -238,6 +282,7 @@ impl Cq {
             comp_events: 0,
             async_events: 0,
             devx: false,
+            create_flags: 0,
         }
     }
 }

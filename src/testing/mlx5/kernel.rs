@@ -690,6 +690,9 @@ fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
     b.max_srq_sge = 31;
     b.max_pkeys = 128;
     b.local_ca_ack_delay = 16;
+    // `mlx5_ib_query_device`: the CQE timestamps' width and clock.
+    d.timestamp_mask = super::hca::TIMESTAMP_MASK;
+    d.hca_core_clock = super::hca::HCA_CORE_CLOCK_KHZ;
     d
 }
 

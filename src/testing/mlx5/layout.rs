@@ -13,7 +13,7 @@
 //! | `mlx5_wqe_data_seg` | 16 | `byte_count` BE32 @0, `lkey` BE32 @4, `addr` BE64 @8 |
 //! | `mlx5_wqe_inl_data_seg` | 4 | `byte_count` BE32 @0 with `MLX5_INLINE_SEG` (bit 31) |
 //! | `mlx5_wqe_srq_next_seg` | 16 | `next_wqe_index` BE16 @2 |
-//! | `mlx5_cqe64` | 64 | `flags_rqpn` BE32 @24, `l4_hdr_type_etc` @29 (L3 type in bits 2..3), `srqn_uidx` BE32 @32, `imm_inval_pkey` @36, `byte_cnt` BE32 @44, `sop_drop_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
+//! | `mlx5_cqe64` | 64 | `flags_rqpn` BE32 @24, `l4_hdr_type_etc` @29 (L3 type in bits 2..3), `srqn_uidx` BE32 @32, `imm_inval_pkey` @36, `byte_cnt` BE32 @44, `timestamp` BE64 @48 (written by `cq.rs`), `sop_drop_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
 //! | `mlx5_err_cqe` | 64 | `vendor_err_synd` @54, `syndrome` @55, `s_wqe_opcode_qpn` BE32 @56, `wqe_counter` BE16 @60, `op_own` @63 |
 
 /// `MLX5_OPCODE_*` the model executes.

@@ -255,6 +255,10 @@ pub struct CqInfo {
     pub comp_events: u32,
     /// Async events raised (CQ_ERR).
     pub async_events: u32,
+    /// The `IB_UVERBS_CQ_FLAGS_*` it was created with
+    /// (`UVERBS_ATTR_CREATE_CQ_FLAGS`; timestamps are written whatever
+    /// they say, as a ConnectX writes them).
+    pub create_flags: u32,
 }
 
 /// An SRQ as the device sees it ([`Mlx5Model::srq`]).
@@ -506,6 +510,7 @@ impl Mlx5Model {
             armed: c.armed,
             comp_events: c.comp_events,
             async_events: c.async_events,
+            create_flags: c.create_flags,
         })
     }
 

@@ -161,6 +161,29 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     if vector >= u64::from(super::kernel::NUM_COMP_VECTORS) {
         return Err(Errno::EINVAL);
     }
+    // The core reads the flags with `uverbs_get_flags32` (EINVAL for a bit
+    // it does not know), mlx5_ib refuses what it does not support
+    // (`check_cq_create_flags`: EOPNOTSUPP); mlx5_ib takes both core flags.
+    // Linux 6.1 uverbs_std_types_cq.c:89, mlx5_ib.h:1483.
+    let create_flags = match cmd.find(abi::UVERBS_ATTR_CREATE_CQ_FLAGS).map(|a| a.len) {
+        None => 0,
+        Some(len @ (4 | 8)) => {
+            let v = cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_CQ_FLAGS)
+                .ok_or(Errno::EINVAL)?;
+            if len == 4 {
+                v & 0xffff_ffff
+            } else {
+                v
+            }
+        }
+        Some(_) => return Err(Errno::EINVAL),
+    };
+    let known =
+        abi::IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION | abi::IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
+    if create_flags & !u64::from(known) != 0 {
+        return Err(Errno::EINVAL);
+    }
     if cqe > 1 << LOG_MAX_CQ_SZ {
         return Err(Errno::EINVAL);
     }
@@ -212,6 +235,7 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         Cq {
             user_handle: uh,
             channel,
+            create_flags: create_flags as u32,
             ..Cq::new(h, d.buf_addr, d.db_addr, ncqe, d.cqe_size, uar)
         },
     );

@@ -175,6 +175,14 @@ pub(super) fn objects_ioctl(
             if cqe == 0 || cqe >= RING_SLOTS {
                 return Err(Errno::EINVAL);
             }
+            // `rxe_create_cq`: any create flag (completion timestamps,
+            // ignore overrun) is EOPNOTSUPP (Linux 6.1 rxe_verbs.c:763).
+            if cmd
+                .input_value(abi::UVERBS_ATTR_CREATE_CQ_FLAGS)
+                .is_some_and(|f| f != 0)
+            {
+                return Err(Errno::EOPNOTSUPP);
+            }
             let h = objects.create(Kind::Cq, uh);
             if let Some(a) = cmd.find(abi::UVERBS_ATTR_CREATE_CQ_COMP_CHANNEL) {
                 if let crate::ioctl::AttrBuf::Fd(fd) = &a.buf {

@@ -178,6 +178,23 @@ pub fn run(o: &Opts) -> Res<()> {
             k => Err(format!("poll returned {k}: {:?}", wc[0])),
         }
     })?;
+    time(
+        "cqex_empty",
+        "CompletionQueue::start_poll, empty",
+        &mut || match op_cqex_empty(&mut send_cq) {
+            None => Ok(()),
+            Some(id) => Err(format!("start_poll of an empty CQ gave {id}")),
+        },
+    )?;
+    time("cqex_one", "start_poll, wr_id, status, 1 CQE", &mut || {
+        if !cq.post_cqe(&cqe) {
+            return Err("the fake CQ is full".into());
+        }
+        match op_cqex_one(&mut send_cq) {
+            Some((7, s)) if s.is_success() => Ok(()),
+            got => Err(format!("start_poll gave {got:?}")),
+        }
+    })?;
     let last = 4096 + size as usize - 1;
     time("mr_read", "MemoryRegion::read 1 byte", &mut || {
         std::hint::black_box(op_mr_read_byte(&mr, last)?);
@@ -287,6 +304,23 @@ fn op_poll_empty(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1])
 fn op_poll_one(cq: &mut uverbs::CompletionQueue, wc: &mut [WorkCompletion; 1]) -> usize {
     tag(6);
     cq.poll(wc)
+}
+
+/// A session on an empty CQ (`ibv_start_poll` answering `ENOENT`).
+#[inline(never)]
+fn op_cqex_empty(cq: &mut uverbs::CompletionQueue) -> Option<u64> {
+    tag(11);
+    cq.start_poll().map(|s| s.wr_id())
+}
+
+/// A session of the one completion the CQ has: its `wr_id` and status,
+/// and the `ibv_next_poll` that finds no more.
+#[inline(never)]
+fn op_cqex_one(cq: &mut uverbs::CompletionQueue) -> Option<(u64, uverbs::WcStatus)> {
+    tag(12);
+    let mut s = cq.start_poll()?;
+    let got = (s.wr_id(), s.status());
+    (!s.next()).then_some(got)
 }
 
 #[inline(never)]

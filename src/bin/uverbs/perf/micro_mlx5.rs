@@ -13,7 +13,10 @@
 //! one inline WQE) per post; the ownership check and parsing per CQE, of
 //! requester CQEs (`poll_cqe`) and of receives (`RESP_SEND` CQEs; the
 //! receives reposted between rounds, untimed): of the QP's own receive
-//! queue (`poll_recv_cqe`) and of an SRQ (`poll_srq_cqe`).
+//! queue (`poll_recv_cqe`) and of an SRQ (`poll_srq_cqe`); and the same
+//! CQEs taken by extended polling sessions (`start_poll`, `next`; each
+//! completion's `wr_id` and status read, sessions of up to 16:
+//! `cqex_poll_cqe`, `cqex_poll_recv_cqe`, `cqex_poll_srq_cqe`).
 //! `benches/mlx5.sh` runs it beside the C baseline written with rdma-core's
 //! mlx5dv.h helpers and prints both in one table.
 //!
@@ -350,6 +353,82 @@ fn op_poll_srq(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize
     cq.poll(wc)
 }
 
+/// One extended polling session of up to 16 completions
+/// (`ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`), reading each one's
+/// `wr_id` and status, as a program does at least; the session's last
+/// completion, whole, into `wc` at its index (the rows check it). Inlined
+/// into each measured function.
+#[inline(always)]
+fn cqex_session(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    let Some(mut s) = cq.start_poll() else {
+        return 0;
+    };
+    let mut n = 0;
+    loop {
+        std::hint::black_box((s.wr_id(), s.status()));
+        n += 1;
+        if n == wc.len() || !s.next() {
+            break;
+        }
+    }
+    wc[n - 1] = s.work_completion();
+    n
+}
+
+/// [`cqex_session`] over requester completions.
+#[inline(never)]
+fn op_cqex_poll(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    std::hint::black_box(8);
+    cqex_session(cq, wc)
+}
+
+/// [`cqex_session`] over receive completions.
+#[inline(never)]
+fn op_cqex_poll_recv(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    std::hint::black_box(9);
+    cqex_session(cq, wc)
+}
+
+/// [`cqex_session`] over receive completions of a QP on an SRQ.
+#[inline(never)]
+fn op_cqex_poll_srq(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
+    std::hint::black_box(10);
+    cqex_session(cq, wc)
+}
+
+/// Times `poll` (16 per call) over requester CQEs until `iters` are
+/// taken: per round, `NCQE` CQEs written for the `CHUNK` signaled WQEs
+/// posted from basic block `first` on (each WQE completed again and again:
+/// the CQEs name the same counters), then polled.
+fn timed_req(
+    b: &mut Bench,
+    iters: u64,
+    first: u32,
+    poll: fn(&mut CompletionQueue, &mut [WorkCompletion; 16]) -> usize,
+) -> Res<f64> {
+    let (mut ns, mut done) = (0u128, 0u64);
+    while done < iters {
+        for k in 0..NCQE as u32 {
+            let cqe = b.req_cqe(first.wrapping_add(k % CHUNK as u32));
+            if !b.model.inject_cqe(b.cqn, cqe) {
+                return Err("the model refused a completion (CQ full)".into());
+            }
+        }
+        let t0 = Instant::now();
+        let mut got = 0;
+        while got < NCQE {
+            let n = poll(&mut b.cq, &mut b.wc);
+            if n == 0 {
+                return Err(format!("{got} of {NCQE} completions polled"));
+            }
+            got += n;
+        }
+        ns += t0.elapsed().as_nanos();
+        done += NCQE as u64;
+    }
+    Ok(ns as f64 / done as f64)
+}
+
 pub fn run(o: &Opts) -> Res<()> {
     let iters = o.iters.max(CHUNK) as u64;
     let model = fake_mlx5();
@@ -534,40 +613,28 @@ pub fn run(o: &Opts) -> Res<()> {
     }
     let first = b.posted;
     b.posted = b.posted.wrapping_add(CHUNK as u32);
-    let (mut ns, mut done) = (0u128, 0u64);
-    while done < iters {
-        for k in 0..NCQE as u32 {
-            let cqe = b.req_cqe(first.wrapping_add(k % CHUNK as u32));
-            if !b.model.inject_cqe(b.cqn, cqe) {
-                return Err("the model refused a completion (CQ full)".into());
-            }
-        }
-        let t0 = Instant::now();
-        let mut got = 0;
-        while got < NCQE {
-            let n = op_poll(&mut b.cq, &mut b.wc);
-            if n == 0 {
-                return Err(format!("{got} of {NCQE} completions polled"));
-            }
-            got += n;
-        }
-        ns += t0.elapsed().as_nanos();
-        done += NCQE as u64;
-    }
-    out!("poll_cqe {:.2}", ns as f64 / done as f64);
+    let ns = timed_req(&mut b, iters, first, op_poll)?;
+    out!("poll_cqe {ns:.2}");
+    let ns = timed_req(&mut b, iters, first, op_cqex_poll)?;
+    out!("cqex_poll_cqe {ns:.2}");
 
     // Receive completions: CHUNK receives posted, a RESP_SEND CQE written
     // for each (receives complete in order), polled in batches of 16.
     let cqe = b.resp_cqe(b.qpn, b.uidx, 0);
-    let ns = timed_recv(
-        &mut b,
-        iters,
-        CHUNK,
-        op_poll_recv,
-        |_| cqe,
-        |_| qp.post_recv(&recvs).map_err(err("post receives")),
-    )?;
-    out!("poll_recv_cqe {ns:.2}");
+    for (name, poll) in [
+        ("poll_recv_cqe", op_poll_recv as fn(&mut _, &mut _) -> _),
+        ("cqex_poll_recv_cqe", op_cqex_poll_recv),
+    ] {
+        let ns = timed_recv(
+            &mut b,
+            iters,
+            CHUNK,
+            poll,
+            |_| cqe,
+            |_| qp.post_recv(&recvs).map_err(err("post receives")),
+        )?;
+        out!("{name} {ns:.2}");
+    }
 
     // The same through an SRQ: its WQEs are reused in the order they are
     // freed, so with completions in order receive number j of the run is
@@ -602,17 +669,22 @@ pub fn run(o: &Opts) -> Res<()> {
     let per_round = SRQ_WQES as usize - 1;
     let srq_recvs = &recvs[..per_round];
     let mut j = 0u32;
-    let ns = timed_recv(
-        &mut b,
-        iters,
-        per_round,
-        op_poll_srq,
-        |b| {
-            j = j.wrapping_add(1);
-            b.resp_cqe(info.qpn, info.uidx, j.wrapping_sub(1) % SRQ_WQES)
-        },
-        |_| srq.post_recv(srq_recvs).map_err(err("post SRQ receives")),
-    )?;
-    out!("poll_srq_cqe {ns:.2}");
+    for (name, poll) in [
+        ("poll_srq_cqe", op_poll_srq as fn(&mut _, &mut _) -> _),
+        ("cqex_poll_srq_cqe", op_cqex_poll_srq),
+    ] {
+        let ns = timed_recv(
+            &mut b,
+            iters,
+            per_round,
+            poll,
+            |b| {
+                j = j.wrapping_add(1);
+                b.resp_cqe(info.qpn, info.uidx, j.wrapping_sub(1) % SRQ_WQES)
+            },
+            |_| srq.post_recv(srq_recvs).map_err(err("post SRQ receives")),
+        )?;
+        out!("{name} {ns:.2}");
+    }
     Ok(())
 }
