@@ -78,22 +78,27 @@ fn post_writes<P: ProviderKind>(
     s.complete() // ibv_wr_complete: one doorbell for all of them
 }
 
-/// Waits for `n` completions of `cq`; each one's fields as read by the
-/// extended poll.
+/// Waits for `n` completions of `cq`, read field by field in polling
+/// sessions (`ibv_start_poll` / `ibv_next_poll` / `ibv_end_poll`).
 fn wait(cq: &mut CompletionQueue, n: usize) -> Result<Vec<Seen>, Box<dyn std::error::Error>> {
     let mut seen = Vec::new();
     let start = std::time::Instant::now();
     while seen.len() < n {
-        let mut wc = [uverbs::WorkCompletion::default(); 4];
-        let k = cq.poll(&mut wc);
-        for c in &wc[..k] {
-            seen.push(Seen {
-                wr_id: c.wr_id,
-                status: c.status,
-                opcode: c.opcode,
-                byte_len: c.byte_len,
-                imm: c.imm_data,
-            });
+        // None: nothing completed yet (ibv_start_poll's ENOENT).
+        if let Some(mut poll) = cq.start_poll() {
+            loop {
+                seen.push(Seen {
+                    wr_id: poll.wr_id(),
+                    status: poll.status(),
+                    opcode: poll.opcode(),     // ibv_wc_read_opcode
+                    byte_len: poll.byte_len(), // ibv_wc_read_byte_len
+                    imm: poll.imm_data(),      // ibv_wc_read_imm_data, if WITH_IMM
+                    qp_num: poll.qp_num(),     // ibv_wc_read_qp_num
+                });
+                if seen.len() == n || !poll.next() {
+                    break; // the session ends as `poll` drops: ibv_end_poll
+                }
+            }
         }
         if start.elapsed().as_secs() > 10 {
             return Err(format!("{} of {n} completions after 10 s", seen.len()).into());
@@ -109,7 +114,8 @@ struct Seen {
     status: WcStatus,
     opcode: WcOpcode,
     byte_len: u32,
-    imm: u32,
+    imm: Option<u32>,
+    qp_num: u32,
 }
 
 const SPEC: Spec = Spec {
@@ -186,7 +192,7 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let r = &got[0];
-    if r.opcode != WcOpcode::RECV || r.imm != writes {
+    if r.opcode != WcOpcode::RECV || r.imm != Some(writes) || r.qp_num != b.qp_num() {
         return Err(format!("unexpected receive: {r:?}").into());
     }
     let mut slots = Vec::new();
@@ -201,7 +207,7 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
          immediate data {} and slots {:?}",
         ctx.provider_name(),
         r.byte_len,
-        r.imm,
+        writes,
         slots
     );
     Ok(())

@@ -340,7 +340,11 @@ impl CompletionQueue {
 
     /// Arms the CQ: the next completion (or the next solicited one) queues an
     /// event on its channel, like `ibv_req_notify_cq`. Poll again after
-    /// arming: completions that arrived before it raise no event.
+    /// arming: completions that arrived before it raise no event, and
+    /// neither do those a polling session ([`CompletionQueue::start_poll`])
+    /// took off the ring and left unread (a device may raise one at once
+    /// for completions still in its ring; the CQ holds those apart), so
+    /// the poll after arming is what finds them.
     #[doc(alias = "ibv_req_notify_cq")]
     pub fn req_notify(&self, solicited_only: bool) -> Result<()> {
         let inner = &self.inner;
