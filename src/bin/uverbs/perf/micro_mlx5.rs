@@ -355,22 +355,31 @@ fn op_poll_srq(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize
 
 /// One extended polling session of up to 16 completions
 /// (`ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`), reading each one's
-/// `wr_id` and status, as a program does at least; the session's last
-/// completion, whole, into `wc` at its index (the rows check it). Inlined
-/// into each measured function.
+/// `wr_id`, status, opcode, byte length and QP number, as
+/// `benches/mlx5_libmlx5.c`'s `lib_cqex_poll_cqe` reads them with
+/// `ibv_wc_read_*` (summed, the sum kept from the optimizer once per
+/// session); the session's last completion, whole, into `wc` at its
+/// index (the rows check it). Inlined into each measured function.
 #[inline(always)]
 fn cqex_session(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 16]) -> usize {
     let Some(mut s) = cq.start_poll() else {
         return 0;
     };
     let mut n = 0;
+    let mut sink = 0u64;
     loop {
-        std::hint::black_box((s.wr_id(), s.status()));
+        sink = sink
+            .wrapping_add(s.wr_id())
+            .wrapping_add(u64::from(s.status().0))
+            .wrapping_add(u64::from(s.opcode().0))
+            .wrapping_add(u64::from(s.byte_len()))
+            .wrapping_add(u64::from(s.qp_num()));
         n += 1;
         if n == wc.len() || !s.next() {
             break;
         }
     }
+    std::hint::black_box(sink);
     wc[n - 1] = s.work_completion();
     n
 }
