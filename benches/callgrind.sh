@@ -44,7 +44,7 @@ trap 'rm -rf "$OUT"' EXIT
 # by the number of operations `ops_of NAME` gives.
 count() {
   local module=$1; shift
-  valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
+  UVERBS_PERF_WARMUP_MS=0 valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.out" \
     target/release/uverbs perf micro "$@" > "$OUT/run.txt" 2> "$OUT/vg.txt" \
     || { cat "$OUT/vg.txt" "$OUT/run.txt" >&2; exit 1; }
   # The inclusive cost of every call of each measured function, summed

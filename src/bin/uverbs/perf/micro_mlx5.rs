@@ -591,8 +591,14 @@ pub fn run(o: &Opts) -> Res<()> {
     // another busy process (the C baseline, which `benches/mlx5.sh`
     // alternates with this one), the first timed row ran about 1.7 times
     // slower in most rounds.
+    // `benches/callgrind.sh` turns it off (UVERBS_PERF_WARMUP_MS=0): it
+    // counts each row's calls, and the warm-up's would count in the first.
+    let warm_ms = std::env::var("UVERBS_PERF_WARMUP_MS")
+        .ok()
+        .and_then(|v| v.parse::<u128>().ok())
+        .unwrap_or(300);
     let warm = Instant::now();
-    while warm.elapsed().as_millis() < 300 {
+    while warm.elapsed().as_millis() < warm_ms {
         timed(&mut b, &mut qp, CHUNK as u64, &mut writes[0])?;
     }
     for (w, batch) in writes.iter_mut().zip([1, 8, 64]) {
