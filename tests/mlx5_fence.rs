@@ -14,17 +14,15 @@
 //! - every posting path (`post_send`, send batches and typed sessions),
 //!   the two WQEs announced by one doorbell.
 
-use uverbs::{
-    qpx::{Mlx5, Rc},
-    testing::mlx5::Mlx5Model,
-    Payload, RecvWr, SendFlags, SendOp, SendWr,
-};
+use uverbs::{qpx::Mlx5, testing::mlx5::Mlx5Model, RecvWr, SendFlags, SendOp, SendWr};
 
 #[path = "shared/mlx5_pair.rs"]
 #[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
 mod mlx5_pair;
 #[path = "shared/qp_connect.rs"]
 mod qp_connect;
+#[path = "shared/typed_wr.rs"]
+mod typed_wr;
 use mlx5_pair::{assert_clean, pair, run_and_poll, Pair};
 
 /// In `mr_b` (the peer's): what the read fetches, and where the peer
@@ -55,34 +53,7 @@ fn post(p: &mut Pair, path: Path, wrs: &[SendWr<'_>]) {
             }
             batch.complete().unwrap();
         }
-        Path::Typed => {
-            let mut s = p.a.start_wr::<Rc, Mlx5>().unwrap();
-            for wr in wrs {
-                let Payload::Sges(&[sge]) = wr.payload else {
-                    panic!("these tests post one SGE per request");
-                };
-                match wr.op {
-                    SendOp::RdmaRead { remote_addr, rkey } => s
-                        .rdma_read(rkey, remote_addr)
-                        .wr_id(wr.wr_id)
-                        .flags(wr.flags)
-                        .sge(sge),
-                    SendOp::FetchAdd {
-                        remote_addr,
-                        rkey,
-                        add,
-                    } => s
-                        .atomic_fetch_add(rkey, remote_addr, add)
-                        .wr_id(wr.wr_id)
-                        .flags(wr.flags)
-                        .sge(sge),
-                    SendOp::Send => s.send().wr_id(wr.wr_id).flags(wr.flags).sge(sge),
-                    op => panic!("not in these tests: {op:?}"),
-                }
-                .unwrap();
-            }
-            s.complete().unwrap();
-        }
+        Path::Typed => typed_wr::post::<Mlx5>(&mut p.a, wrs).unwrap(),
     }
 }
 

@@ -19,11 +19,9 @@
 use std::time::Duration;
 
 use uverbs::{
-    qpx::{Mlx5, Rc},
-    testing::mlx5::fake_mlx5,
-    AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions, MemoryRegion, Payload,
-    ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcStatus,
-    WorkCompletion,
+    qpx::Mlx5, testing::mlx5::fake_mlx5, AccessFlags, CompletionChannel, CompletionQueue, Context,
+    CqOptions, MemoryRegion, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags,
+    SendWr, WcStatus, WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -31,6 +29,8 @@ use uverbs::{
 mod mlx5_pair;
 #[path = "shared/qp_connect.rs"]
 mod qp_connect;
+#[path = "shared/typed_wr.rs"]
+mod typed_wr;
 use mlx5_pair::{cap, connect, gid, open};
 
 /// An RC pair on the model whose sender has `sq_sig_all` as given and whose
@@ -113,17 +113,7 @@ fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
             batch.push(wr).unwrap();
             batch.complete().unwrap();
         }
-        Path::Typed => {
-            assert_eq!(wr.op, SendOp::Send, "the typed path here posts SENDs");
-            let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
-            let b = s.send().wr_id(wr.wr_id).flags(wr.flags - SendFlags::INLINE);
-            match wr.payload {
-                Payload::Inline(data) => b.inline(data),
-                Payload::Sges(sges) => b.sge_list(sges),
-            }
-            .unwrap();
-            s.complete().unwrap();
-        }
+        Path::Typed => typed_wr::post::<Mlx5>(qp, std::slice::from_ref(wr)).unwrap(),
     }
 }
 

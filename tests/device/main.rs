@@ -17,6 +17,8 @@ mod bounded;
 mod devinfo_compare;
 #[path = "../shared/qp_connect.rs"]
 mod qp_connect;
+#[path = "../shared/typed_wr.rs"]
+mod typed_wr;
 
 mod async_events;
 #[cfg(feature = "tokio")]

@@ -8,9 +8,8 @@
 use std::time::Duration;
 
 use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rc, Rxe},
-    CompletionQueue, Payload, PostError, PostErrorKind, QueuePair, RecvWr, SendFlags, SendOp,
-    SendWr, WcStatus, WorkCompletion,
+    qpx::{Mlx5, Rxe},
+    CompletionQueue, PostErrorKind, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion,
 };
 
 use crate::support::*;
@@ -25,18 +24,6 @@ enum Path {
 
 const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
 
-/// Posts the SEND `wr` through a typed session of provider `P`.
-fn post_typed<P: ProviderKind>(qp: &mut QueuePair, wr: &SendWr<'_>) -> Result<(), PostError> {
-    assert_eq!(wr.op, SendOp::Send, "the typed path here posts SENDs");
-    let mut s = qp.start_wr::<Rc, P>()?;
-    let b = s.send().wr_id(wr.wr_id).flags(wr.flags - SendFlags::INLINE);
-    match wr.payload {
-        Payload::Inline(data) => b.inline(data)?,
-        Payload::Sges(sges) => b.sge_list(sges)?,
-    }
-    s.complete()
-}
-
 fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
     match path {
         Path::PostSend => qp.post_send(std::slice::from_ref(wr)).unwrap(),
@@ -46,9 +33,9 @@ fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
             batch.complete().unwrap();
         }
         // The QP's provider: rxe in the guest, mlx5 on a host with one.
-        Path::Typed => match post_typed::<Rxe>(qp, wr) {
+        Path::Typed => match crate::typed_wr::post::<Rxe>(qp, std::slice::from_ref(wr)) {
             Err(e) if matches!(e.kind, PostErrorKind::WrongProvider { .. }) => {
-                post_typed::<Mlx5>(qp, wr).unwrap()
+                crate::typed_wr::post::<Mlx5>(qp, std::slice::from_ref(wr)).unwrap()
             }
             r => r.unwrap(),
         },

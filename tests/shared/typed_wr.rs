@@ -1,0 +1,78 @@
+//! A `SendWr` of an RC QP written through a typed session's builders
+//! (`uverbs::qpx`), so that tests written for `post_send` and send batches
+//! run the typed path with the same requests. Included with `#[path]` by
+//! `tests/mlx5_send_flags.rs`, `tests/mlx5_fence.rs` and the device tests'
+//! `send_flags.rs`.
+#![allow(dead_code)]
+
+use uverbs::{
+    qpx::{ProviderKind, Rc},
+    Payload, PostError, QueuePair, SendFlags, SendOp, SendWr, WrSession,
+};
+
+/// Writes `wr` into `s` with the builder of its operation: its id, its
+/// flags (`INLINE` chosen by the payload), its payload.
+pub fn push<P: ProviderKind>(
+    s: &mut WrSession<'_, Rc, P>,
+    wr: &SendWr<'_>,
+) -> Result<(), PostError> {
+    let flags = wr.flags - SendFlags::INLINE;
+    macro_rules! finish {
+        ($b:expr) => {{
+            let b = $b.wr_id(wr.wr_id).flags(flags);
+            match wr.payload {
+                Payload::Inline(data) => b.inline(data),
+                Payload::Sges(sges) => b.sge_list(sges),
+            }
+        }};
+    }
+    let one_sge = || match wr.payload {
+        Payload::Sges(&[sge]) => sge,
+        _ => panic!("an atomic takes one SGE: {wr:?}"),
+    };
+    match wr.op {
+        SendOp::Send => finish!(s.send()),
+        SendOp::SendWithImm { imm } => finish!(s.send_imm(imm)),
+        SendOp::RdmaWrite { remote_addr, rkey } => finish!(s.rdma_write(rkey, remote_addr)),
+        SendOp::RdmaWriteWithImm {
+            remote_addr,
+            rkey,
+            imm,
+        } => finish!(s.rdma_write_imm(rkey, remote_addr, imm)),
+        SendOp::RdmaRead { remote_addr, rkey } => {
+            let b = s.rdma_read(rkey, remote_addr).wr_id(wr.wr_id).flags(flags);
+            match wr.payload {
+                Payload::Sges(sges) => b.sge_list(sges),
+                Payload::Inline(_) => panic!("a read takes SGEs: {wr:?}"),
+            }
+        }
+        SendOp::CompareSwap {
+            remote_addr,
+            rkey,
+            compare,
+            swap,
+        } => s
+            .atomic_cmp_swp(rkey, remote_addr, compare, swap)
+            .wr_id(wr.wr_id)
+            .flags(flags)
+            .sge(one_sge()),
+        SendOp::FetchAdd {
+            remote_addr,
+            rkey,
+            add,
+        } => s
+            .atomic_fetch_add(rkey, remote_addr, add)
+            .wr_id(wr.wr_id)
+            .flags(flags)
+            .sge(one_sge()),
+    }
+}
+
+/// Posts `wrs` on `qp` in one typed session of provider `P`.
+pub fn post<P: ProviderKind>(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+    let mut s = qp.start_wr::<Rc, P>()?;
+    for wr in wrs {
+        push(&mut s, wr)?;
+    }
+    s.complete()
+}
