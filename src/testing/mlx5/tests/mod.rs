@@ -399,11 +399,14 @@ impl HCq {
         self.ci = self.ci.wrapping_add(1);
         set_dbrec(self.db, 0, self.ci & 0xff_ffff);
         let be32 = |at: usize| u32::from_be_bytes(b[at..at + 4].try_into().expect("4"));
+        // Bytes 48..56 are the timestamp of a CQE that is not an error
+        // (`mlx5_cqe64`), the syndromes of one that is (`mlx5_err_cqe`).
+        let error = matches!(op_own >> 4, 13 | 14);
         Some(Cqe {
             opcode: op_own >> 4,
             solicited: op_own & 2 != 0,
-            syndrome: b[55],
-            vendor: b[54],
+            syndrome: if error { b[55] } else { 0 },
+            vendor: if error { b[54] } else { 0 },
             wqe_counter: u16::from_be_bytes([b[60], b[61]]),
             qpn: be32(56) & 0xff_ffff,
             wqe_opcode: b[56],
