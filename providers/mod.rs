@@ -51,6 +51,7 @@ pub(crate) mod fuzzing;
 mod interface;
 pub mod mlx5;
 pub(crate) mod rxe;
+pub(crate) mod typed;
 
 pub(crate) use device::{ioctl_on, write_cmd_on, Device, Transport};
 pub(crate) use dispatch::*;

@@ -678,7 +678,7 @@ impl QueuePair {
         self.pass_gate(Posting::Sends)?;
         let QueuePair { queues, inner, .. } = self;
         let dev = inner.ctx.device();
-        match WrSession::start(qpx::sealed::Queues::new(queues, dev)) {
+        match WrSession::start(crate::providers::typed::Queues::new(queues, dev)) {
             Some(s) => Ok(s),
             None => Err(wrong_provider(inner, P::NAME)),
         }

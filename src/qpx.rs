@@ -182,129 +182,18 @@ impl Writes for Uc {}
 impl ReadsAndAtomics for Rc {}
 impl Datagram for Ud {}
 
-/// The providers a session can be typed by ([`Mlx5`], [`Rxe`]).
-pub trait ProviderKind: sealed::Provider {
-    /// The provider's name (`"mlx5"`), as [`crate::DeviceInfo`] and errors
-    /// give it.
-    const NAME: &'static str;
-}
-
-/// ConnectX (mlx5): the session writes WQEs into the send queue and rings
-/// the doorbell (BlueFlame for one small inline WQE) at complete.
-#[derive(Debug, Clone, Copy)]
-pub enum Mlx5 {}
-
-/// Soft-RoCE (rxe): the session writes WQEs into the ring the kernel
-/// mapped, and complete publishes them and makes the kernel's send call.
-#[derive(Debug, Clone, Copy)]
-pub enum Rxe {}
-
-impl ProviderKind for Mlx5 {
-    const NAME: &'static str = "mlx5";
-}
-impl ProviderKind for Rxe {
-    const NAME: &'static str = "rxe";
-}
-
 pub(crate) mod sealed {
-    use crate::{
-        providers::{
-            mlx5::{Mlx5, SqBatch},
-            rxe::{Rxe, RxeSendBatch},
-            AnyQp, Device, Provider as _,
-        },
-        wr::{PostError, PostErrorKind, SendWr},
-    };
-
     /// Only this module's transports are [`super::QpKind`]s.
     pub trait Kind {}
     impl Kind for super::Rc {}
     impl Kind for super::Uc {}
     impl Kind for super::Ud {}
-
-    /// Only this crate's providers are [`super::ProviderKind`]s: the
-    /// provider's send batch, and its calls, made without dispatch.
-    pub trait Provider: 'static {
-        /// The provider's send batch.
-        type Batch<'q>: Send;
-        /// The batch on the QP's queues if they are this provider's.
-        fn start(q: Queues<'_>) -> Option<Self::Batch<'_>>;
-        /// Checks and writes one request of a typed session.
-        fn push(b: &mut Self::Batch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind>;
-        /// Ends the batch with `pushed` requests.
-        fn complete(b: &mut Self::Batch<'_>, pushed: usize) -> Result<(), PostError>;
-        /// Drops the batch.
-        fn abort(b: &mut Self::Batch<'_>);
-    }
-
-    /// A QP's queues and the device their doorbells need (opaque).
-    #[derive(Debug)]
-    pub struct Queues<'q> {
-        queues: &'q mut AnyQp,
-        dev: Device<'q>,
-    }
-
-    impl<'q> Queues<'q> {
-        #[inline(always)]
-        pub(crate) fn new(queues: &'q mut AnyQp, dev: Device<'q>) -> Self {
-            Queues { queues, dev }
-        }
-    }
-
-    /// An mlx5 send batch (opaque).
-    #[derive(Debug)]
-    pub struct Mlx5Batch<'q>(SqBatch<'q>);
-
-    /// An rxe send batch (opaque).
-    #[derive(Debug)]
-    pub struct RxeBatch<'q>(RxeSendBatch<'q>);
-
-    impl Provider for super::Mlx5 {
-        type Batch<'q> = Mlx5Batch<'q>;
-        #[inline(always)]
-        fn start(q: Queues<'_>) -> Option<Mlx5Batch<'_>> {
-            match q.queues {
-                AnyQp::Mlx5(qp) => Some(Mlx5Batch(Mlx5::start_send_batch(qp, q.dev))),
-                _ => None,
-            }
-        }
-        #[inline(always)]
-        fn push(b: &mut Mlx5Batch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
-            Mlx5::push_send_typed(&mut b.0, wr, ud)
-        }
-        #[inline(always)]
-        fn complete(b: &mut Mlx5Batch<'_>, pushed: usize) -> Result<(), PostError> {
-            Mlx5::complete_send_batch(&mut b.0, pushed)
-        }
-        #[inline(always)]
-        fn abort(b: &mut Mlx5Batch<'_>) {
-            Mlx5::abort_send_batch(&mut b.0)
-        }
-    }
-
-    impl Provider for super::Rxe {
-        type Batch<'q> = RxeBatch<'q>;
-        #[inline(always)]
-        fn start(q: Queues<'_>) -> Option<RxeBatch<'_>> {
-            match q.queues {
-                AnyQp::Rxe(qp) => Some(RxeBatch(Rxe::start_send_batch(qp, q.dev))),
-                _ => None,
-            }
-        }
-        #[inline(always)]
-        fn push(b: &mut RxeBatch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
-            Rxe::push_send_typed(&mut b.0, wr, ud)
-        }
-        #[inline(always)]
-        fn complete(b: &mut RxeBatch<'_>, pushed: usize) -> Result<(), PostError> {
-            Rxe::complete_send_batch(&mut b.0, pushed)
-        }
-        #[inline(always)]
-        fn abort(b: &mut RxeBatch<'_>) {
-            Rxe::abort_send_batch(&mut b.0)
-        }
-    }
 }
+
+// The providers' side of typed sessions lives with the providers
+// (`providers/typed.rs`): the markers, and each one's batch.
+pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};
+use crate::providers::typed::{Queues, TypedProvider};
 
 /// Send work requests being written to one QP of transport `K` and
 /// provider `P`, rung with one doorbell by [`WrSession::complete`]: the
@@ -318,12 +207,12 @@ pub(crate) mod sealed {
 /// happens.
 #[must_use = "a session posts nothing until complete() is called"]
 pub struct WrSession<'q, K: QpKind, P: ProviderKind> {
-    batch: <P as sealed::Provider>::Batch<'q>,
+    batch: <P as TypedProvider>::Batch<'q>,
     /// Requests written so far.
     pushed: usize,
     /// Completed or aborted (nothing left for `Drop` to do).
     closed: bool,
-    kind: PhantomData<K>,
+    kind: PhantomData<fn() -> K>,
 }
 
 impl<K: QpKind, P: ProviderKind> std::fmt::Debug for WrSession<'_, K, P> {
@@ -339,7 +228,7 @@ impl<K: QpKind, P: ProviderKind> std::fmt::Debug for WrSession<'_, K, P> {
 impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     /// The session on a QP's queues if they are `P`'s.
     #[inline(always)]
-    pub(crate) fn start(queues: sealed::Queues<'q>) -> Option<Self> {
+    pub(crate) fn start(queues: Queues<'q>) -> Option<Self> {
         Some(WrSession {
             batch: P::start(queues)?,
             pushed: 0,
@@ -691,8 +580,11 @@ impl<K: QpKind, P: ProviderKind> Wr<'_, '_, '_, K, P, Atomic> {
 }
 
 // A session may be held across an `.await` in a `Send` future.
+#[allow(dead_code)]
 const _: fn() = || {
     fn send<T: Send>() {}
-    send::<WrSession<'static, Rc, Mlx5>>();
-    send::<WrSession<'static, Ud, Rxe>>();
+    // For every provider (checked generically: each one's batch is `Send`).
+    fn sessions<K: QpKind, P: ProviderKind>() {
+        send::<WrSession<'static, K, P>>();
+    }
 };

@@ -325,6 +325,11 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("src/lib.rs", "pub use providers::mlx5::dv as mlx5;"),
     // The kernel ABI re-exported as one namespace (abi::mlx5, abi::rxe).
     ("src/lib.rs", "mlx5_ioctl::*"),
+    // The markers typed sessions are typed by (providers/typed.rs).
+    (
+        "src/qpx.rs",
+        "pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};",
+    ),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
     // The async wrapper of the public DevX event channel: a user of the
