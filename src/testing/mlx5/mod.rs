@@ -112,6 +112,10 @@ pub struct Options {
     /// translated from its status, and the output mailbox is not copied
     /// back (later kernels answer `EREMOTEIO` and the mailbox).
     pub legacy_devx_errors: bool,
+    /// A kernel without the clock info page (`mlx5_core` without
+    /// `clock_info`): `clock_info_versions` is 0 and its mmap refused, so
+    /// the library cannot convert timestamps to wall-clock time.
+    pub no_clock_info: bool,
 }
 
 impl Default for Options {
@@ -123,6 +127,7 @@ impl Default for Options {
             num_uars_per_page: 1,
             refuse_devx: false,
             legacy_devx_errors: false,
+            no_clock_info: false,
         }
     }
 }
