@@ -265,7 +265,8 @@ pub(crate) trait Provider: Sized + 'static {
     /// One batch of a polling session (`ibv_start_poll`, `ibv_next_poll`:
     /// `src/cq_poll.rs`): [`Provider::poll_cq`] into the session's buffer,
     /// and with `stamps` (a CQ created with
-    /// [`WcExFlags::COMPLETION_TIMESTAMP`]) the device's timestamp of
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`] or
+    /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`]) the device's timestamp of
     /// completion `out[i]` into `stamps[i]`. Providers without completion
     /// timestamps refuse that flag in [`Provider::plan_cq`], so this
     /// default never sees `stamps`.

@@ -29,6 +29,9 @@ use mlx5_pair::*;
 /// from (at most 500 ppm over the second between two page updates).
 const SLACK: Duration = Duration::from_millis(1);
 
+/// A completion's `wr_id`, raw timestamp and wall-clock time.
+type Stamped = (u64, Option<u64>, Option<u64>);
+
 fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -44,7 +47,7 @@ fn round(
     ctx: &Context,
     wc_flags: WcExFlags,
     ids: std::ops::Range<u64>,
-) -> (u64, Vec<(u64, Option<u64>, Option<u64>)>, u64) {
+) -> (u64, Vec<Stamped>, u64) {
     let pd = ctx.alloc_pd().unwrap();
     let opts = CqOptions {
         wc_flags,

@@ -17,7 +17,9 @@
 //!   index (CQE v1) or QP number; `sq.rs`: send WQEs and the send doorbell
 //!   (BlueFlame or 8-byte); `rq.rs`: receive queues and SRQs;
 //! - `cq.rs`: polling, the consumer index, arming with the arm sequence
-//!   number, and cleaning a destroyed or reset QP's CQEs.
+//!   number, and cleaning a destroyed or reset QP's CQEs;
+//! - `clock.rs`: the kernel's clock info page, which converts completion
+//!   timestamps to wall-clock time (`mlx5dv_ts_to_ns`).
 //!
 //! Scatter-to-CQE is never requested (`MLX5_QP_FLAG_SCATTER_CQE` stays
 //! clear): with it, the device puts small receives and READ/atomic results

@@ -402,8 +402,10 @@ impl HCq {
         Some(Cqe {
             opcode: op_own >> 4,
             solicited: op_own & 2 != 0,
-            syndrome: b[55],
-            vendor: b[54],
+            // Only an error CQE (`struct mlx5_err_cqe`, opcodes 13 and 14)
+            // has these; elsewhere bytes 48..56 are the timestamp.
+            syndrome: if op_own >> 4 >= 13 { b[55] } else { 0 },
+            vendor: if op_own >> 4 >= 13 { b[54] } else { 0 },
             wqe_counter: u16::from_be_bytes([b[60], b[61]]),
             qpn: be32(56) & 0xff_ffff,
             wqe_opcode: b[56],
