@@ -103,7 +103,7 @@ fn wallclock_times_lie_between_posting_and_polling_and_increase() {
                 wall + slack >= before && wall <= after + slack,
                 "completion {id}: {wall} outside {before} ..= {after}"
             );
-            assert!(wall >= last, "completion {id}: {wall} before {last}");
+            assert!(wall > last, "completion {id}: {wall} not after {last}");
             last = wall;
         }
         // The sleeps between the sends show in the times (50 µs apart, the
@@ -195,5 +195,34 @@ fn mlx5dv_clock_info_converts_raw_timestamps_to_the_same_times() {
         // rate over the ticks between the copies.
         let wall = wall.unwrap();
         assert!(ns.abs_diff(wall) < 1_000, "{ns} vs {wall}");
+    }
+}
+
+#[test]
+fn conversions_stay_right_across_the_kernels_updates_of_the_page() {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let mlx5 = ctx.mlx5().unwrap();
+    let first = mlx5.clock_info().unwrap();
+    std::thread::sleep(Duration::from_millis(2));
+    model.update_clock_info();
+    let second = mlx5.clock_info().unwrap();
+    // A later anchor: at least the 2 ms slept, in ticks and in time.
+    assert!(second.last_cycles - first.last_cycles >= 2 * 156_250);
+    assert!(second.nsec - first.nsec >= 2_000_000);
+    // CQs made before and after the update, and updates between rounds:
+    // every time within its round's bounds.
+    let flags = WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK;
+    let slack = SLACK.as_nanos() as u64;
+    for i in 0..3 {
+        let (before, got, after) = round(&model, &ctx, flags, 1..3);
+        for (id, _, wall) in got {
+            let wall = wall.unwrap();
+            assert!(
+                wall + slack >= before && wall <= after + slack,
+                "round {i}, completion {id}: {wall} outside {before} ..= {after}"
+            );
+        }
+        model.update_clock_info();
     }
 }

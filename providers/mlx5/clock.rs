@@ -125,7 +125,10 @@ impl ClockPage {
         // mapping (`from_mapping`), which is page aligned and lives as
         // long as `self`. The page is shared with the kernel, which
         // writes it concurrently: it is only ever accessed through
-        // atomics, and no Rust reference to it exists.
+        // atomics, and no Rust reference to it exists. The mapping may be
+        // read-only: only loads are made, of a size the target has native
+        // atomic loads for, which `std::sync::atomic` allows on read-only
+        // memory.
         let field = unsafe { AtomicU64::from_ptr(self.map.as_mut_ptr().add(offset).cast()) };
         field.load(Ordering::Relaxed)
     }

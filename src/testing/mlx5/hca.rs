@@ -307,7 +307,7 @@ impl Clock {
 
     /// Rewrites the clock info page as mlx5_core's
     /// `mlx5_update_clock_info_page`: `sign` odd, the fields, `sign` + 2.
-    fn update_info(&mut self) {
+    pub(crate) fn update_info(&mut self) {
         let cycles = self.ticks_now();
         let nsec = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

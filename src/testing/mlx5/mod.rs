@@ -412,6 +412,15 @@ impl Mlx5Model {
         self.hca().reorder_reads = on;
     }
 
+    /// Rewrites the clock info page now (`sign` odd, the fields from the
+    /// model's clock and the host's real time, `sign` + 2), as mlx5_core
+    /// does when its timecounter moves on; the model also does it on its
+    /// own once a second of CQE stamps. Nothing happens before a context
+    /// mapped the page.
+    pub fn update_clock_info(&self) {
+        self.hca().clock.update_info();
+    }
+
     /// The send WQEs taken since logging started or the last call, oldest
     /// first, as the device decoded their control segments.
     pub fn executed_wqes(&self) -> Vec<ExecutedWqe> {
