@@ -178,7 +178,8 @@ impl ClockPage {
     }
 
     /// A consistent copy, waiting as long as the kernel updates the page
-    /// (it does so with interrupts off, briefly): for a CQ's first copy.
+    /// (a handful of stores each time): for a CQ's first copy, which has
+    /// no older one to fall back on.
     pub(crate) fn read_blocking(&self) -> ClockInfo {
         loop {
             if let Some(info) = self.read() {
