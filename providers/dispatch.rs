@@ -305,6 +305,19 @@ macro_rules! providers {
                 match self { $(AnyCq::$v(cq) => <$p>::poll_cq_batch(cq, out, stamps)),+ }
             }
 
+            /// Refreshes the CQ's wall-clock conversion (no syscall, no
+            /// allocation).
+            #[inline]
+            pub(crate) fn refresh_clock(&mut self) {
+                match self { $(AnyCq::$v(cq) => <$p>::refresh_cq_clock(cq)),+ }
+            }
+
+            /// Device ticks to real-time nanoseconds, if the provider can.
+            #[inline]
+            pub(crate) fn ts_to_ns(&self, ticks: u64) -> Option<u64> {
+                match self { $(AnyCq::$v(cq) => <$p>::cq_ts_to_ns(cq, ticks)),+ }
+            }
+
             /// Arms the CQ.
             #[allow(unreachable_patterns)]
             pub(crate) fn req_notify(

@@ -265,7 +265,8 @@ pub(crate) trait Provider: Sized + 'static {
     /// One batch of a polling session (`ibv_start_poll`, `ibv_next_poll`:
     /// `src/cq_poll.rs`): [`Provider::poll_cq`] into the session's buffer,
     /// and with `stamps` (a CQ created with
-    /// [`WcExFlags::COMPLETION_TIMESTAMP`]) the device's timestamp of
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`] or
+    /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`]) the device's timestamp of
     /// completion `out[i]` into `stamps[i]`. Providers without completion
     /// timestamps refuse that flag in [`Provider::plan_cq`], so this
     /// default never sees `stamps`.
@@ -276,6 +277,23 @@ pub(crate) trait Provider: Sized + 'static {
         _stamps: Option<&mut [u64; SESSION_BATCH]>,
     ) -> usize {
         Self::poll_cq(cq, out)
+    }
+
+    /// Refreshes what the CQ converts completion timestamps to wall-clock
+    /// time with, after a session's batch found completions on a CQ
+    /// created with [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`] (mlx5:
+    /// a copy of the kernel's clock info page). No system call, no
+    /// allocation. Providers without it refuse the flag in
+    /// [`Provider::plan_cq`].
+    #[inline]
+    fn refresh_cq_clock(_cq: &mut Self::Cq) {}
+
+    /// A completion timestamp (device ticks) in nanoseconds of the
+    /// kernel's real-time clock, with what [`Provider::refresh_cq_clock`]
+    /// last took; `None` when the provider cannot convert.
+    #[inline]
+    fn cq_ts_to_ns(_cq: &Self::Cq, _ticks: u64) -> Option<u64> {
+        None
     }
 
     /// Arms the CQ (`ibv_req_notify_cq`).

@@ -131,9 +131,12 @@ pub struct CqOptions<'a> {
     /// The completion fields to report (`ibv_create_cq_ex`'s `wc_flags`),
     /// read in a [`CompletionQueue::start_poll`] session; the default,
     /// [`WcExFlags::STANDARD`], is what `ibv_create_cq` gives. Asking for
-    /// [`WcExFlags::COMPLETION_TIMESTAMP`] creates the kernel CQ with
-    /// completion timestamps (mlx5; rxe has none). See [`WcExFlags`] for
-    /// what each provider supports.
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`] or
+    /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`] creates the kernel CQ
+    /// with completion timestamps (mlx5; rxe has none; the wall clock also
+    /// needs the kernel's mlx5 clock info page, and is refused with
+    /// [`ErrorKind::UnsupportedProvider`] saying so without it). See
+    /// [`WcExFlags`] for what each provider supports.
     pub wc_flags: WcExFlags,
 }
 

@@ -54,9 +54,18 @@ struct PollState {
     next: u32,
     /// Entries from `next` on not handed out (`next + left <= BATCH`).
     left: u32,
-    /// The CQ was created with [`WcExFlags::COMPLETION_TIMESTAMP`]: the
-    /// batch poll keeps timestamps.
+    /// The CQ was created with either timestamp
+    /// ([`WcExFlags::COMPLETION_TIMESTAMP`],
+    /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`]): the batch poll keeps
+    /// timestamps.
     stamped: bool,
+    /// [`WcExFlags::COMPLETION_TIMESTAMP`]: [`CqPoll::completion_ts`]
+    /// reports them.
+    raw_ts: bool,
+    /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`]: each batch refreshes
+    /// the provider's conversion, and [`CqPoll::completion_wallclock_ns`]
+    /// reports it.
+    wallclock: bool,
 }
 
 /// The batch itself, on the heap (3.5 KiB with its timestamps: the CQ
@@ -73,7 +82,9 @@ impl PollBuf {
             state: PollState {
                 next: 0,
                 left: 0,
-                stamped: wc_flags.contains(WcExFlags::COMPLETION_TIMESTAMP),
+                stamped: wc_flags.intersects(WcExFlags::TIMESTAMPS),
+                raw_ts: wc_flags.contains(WcExFlags::COMPLETION_TIMESTAMP),
+                wallclock: wc_flags.contains(WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK),
             },
             entries: Box::new(Entries {
                 wc: [WorkCompletion::default(); BATCH],
@@ -118,7 +129,7 @@ impl PollBuf {
         let (cur, end) = if st.left != 0 {
             (st.next, st.next + st.left)
         } else {
-            match refill(st.stamped, &mut self.entries, ring) {
+            match refill(st, &mut self.entries, ring) {
                 0 => return None,
                 // At most `BATCH`.
                 n => (0, n as u32),
@@ -140,6 +151,7 @@ impl fmt::Debug for PollBuf {
         f.debug_struct("PollBuf")
             .field("unread", &state.left)
             .field("stamped", &state.stamped)
+            .field("wallclock", &state.wallclock)
             .finish()
     }
 }
@@ -147,11 +159,17 @@ impl fmt::Debug for PollBuf {
 /// One batch poll into the whole batch (and its timestamps, on a CQ that
 /// has them): out of line, once per [`BATCH`] completions, a provider
 /// poll compiled for the batch's length. Leaves the batch as it was when
-/// the ring is empty.
+/// the ring is empty. On a CQ with wall-clock timestamps, a batch that
+/// found completions then refreshes the provider's conversion (libmlx5
+/// reads the clock info page in `start_poll` once it found a CQE).
 #[inline(never)]
-fn refill(stamped: bool, entries: &mut Entries, ring: &mut AnyCq) -> usize {
+fn refill(st: PollState, entries: &mut Entries, ring: &mut AnyCq) -> usize {
     let Entries { wc, ts } = entries;
-    ring.poll_batch(wc, stamped.then_some(ts))
+    let n = ring.poll_batch(wc, st.stamped.then_some(ts));
+    if st.wallclock && n != 0 {
+        ring.refresh_clock();
+    }
+    n
 }
 
 /// A polling session on a CQ (`ibv_start_poll` .. `ibv_end_poll` on an
@@ -233,7 +251,7 @@ impl CqPoll<'_> {
         // The batch is used up: the next one from the ring. (The call
         // takes the session's parts, not the session: its position stays
         // in registers in a loop.)
-        match refill(self.state.stamped, self.entries, self.ring) {
+        match refill(*self.state, self.entries, self.ring) {
             0 => false,
             n => {
                 self.cur = 0;
@@ -373,8 +391,33 @@ impl CqPoll<'_> {
     #[inline]
     pub fn completion_ts(&self) -> Option<u64> {
         self.state
-            .stamped
+            .raw_ts
             .then(|| self.entries.ts[self.cur as usize % BATCH])
+    }
+
+    /// The completion's timestamp in nanoseconds of the kernel's real-time
+    /// clock (`CLOCK_REALTIME`, since the Unix epoch), like
+    /// `ibv_wc_read_completion_wallclock_ns`: `None` unless the CQ was
+    /// created with [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`] (mlx5
+    /// with the kernel's clock info page only).
+    ///
+    /// The device's ticks are converted as libmlx5 does
+    /// (`mlx5dv_ts_to_ns`, [`crate::mlx5::ClockInfo::ts_to_ns`]), with a
+    /// copy of the kernel's clock info page the session took when it last
+    /// took completions off the ring: a few arithmetic instructions, no
+    /// system call. Like the raw timestamp, a failed completion has none,
+    /// and its value means nothing. uverbs never asks the device for
+    /// real-time CQE timestamps (libmlx5 does, with
+    /// `MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS`, on devices that have them,
+    /// when only the wall clock was asked for): the CQE holds ticks.
+    #[doc(alias = "ibv_wc_read_completion_wallclock_ns")]
+    #[inline]
+    pub fn completion_wallclock_ns(&self) -> Option<u64> {
+        if !self.state.wallclock {
+            return None;
+        }
+        self.ring
+            .ts_to_ns(self.entries.ts[self.cur as usize % BATCH])
     }
 
     /// The current completion whole, as [`CompletionQueue::poll`] would
@@ -400,6 +443,7 @@ impl fmt::Debug for CqPoll<'_> {
         f.debug_struct("CqPoll")
             .field("current", self.wc())
             .field("completion_ts", &self.completion_ts())
+            .field("completion_wallclock_ns", &self.completion_wallclock_ns())
             .field("batch_left", &self.end.saturating_sub(self.cur + 1))
             .finish()
     }

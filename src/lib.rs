@@ -77,6 +77,7 @@
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
 //! | `ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`, `ibv_wc_read_*` (`ibv_cq_ex`), `IBV_WC_EX_WITH_*` | [`CompletionQueue::start_poll`] → [`CqPoll`] ([`CqPoll::next`], drop, [`CqPoll::wr_id`], [`CqPoll::byte_len`], [`CqPoll::completion_ts`], ...), [`CqOptions::wc_flags`] ([`WcExFlags`]) |
+//! | `ibv_wc_read_completion_wallclock_ns` (`IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`) | [`CqPoll::completion_wallclock_ns`] (mlx5, with the kernel's clock info page) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
@@ -88,6 +89,7 @@
 //! | `rdma_create_event_channel`, `rdma_create_id`, `rdma_get_cm_event`, `rdma_ack_cm_event` | [`cm::EventChannel`], [`cm::CmId`], [`cm::CmEvent`] (acknowledged on drop) |
 //! | `rdma_notify` | [`cm::CmId::notify`] |
 //! | `mlx5dv_open_device` (DevX), `mlx5dv_devx_*` | [`mlx5`] |
+//! | `mlx5dv_get_clock_info`, `mlx5dv_ts_to_ns` | [`mlx5::Mlx5Context::clock_info`], [`mlx5::ClockInfo::ts_to_ns`] |
 //!
 //! # Layout
 //!

@@ -179,7 +179,7 @@ bitflags! {
     /// |---|---|---|
     /// | the standard seven | yes | yes |
     /// | `COMPLETION_TIMESTAMP` | refused: rxe has no completion clock (rdma-core's `rxe_create_cq_ex` answers `EOPNOTSUPP`) | the CQE's timestamp, raw device ticks ([`CqPoll::completion_ts`](crate::CqPoll::completion_ts)) |
-    /// | `COMPLETION_TIMESTAMP_WALLCLOCK` | refused, as above | refused: uverbs does not read the kernel's clock-info page that converts ticks to nanoseconds (`mlx5dv_ts_to_ns`) |
+    /// | `COMPLETION_TIMESTAMP_WALLCLOCK` | refused, as above | the CQE's timestamp converted to the kernel's real time, ns ([`CqPoll::completion_wallclock_ns`](crate::CqPoll::completion_wallclock_ns)) with the kernel's clock info page (`mlx5dv_ts_to_ns`); refused when the kernel maps none |
     /// | `CVLAN`, `FLOW_TAG`, `TM_INFO` | refused (rxe refuses them) | refused: uverbs does not decode them |
     ///
     /// A refused flag fails [`Context::create_cq`](crate::Context::create_cq)
@@ -226,8 +226,10 @@ bitflags! {
         /// `IBV_WC_EX_WITH_TM_INFO` (not supported).
         #[doc(alias = "IBV_WC_EX_WITH_TM_INFO")]
         const TM_INFO = 1 << 10;
-        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK` (not supported:
-        /// see the table above).
+        /// `IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`: each completion's
+        /// device timestamp in nanoseconds of the kernel's real-time clock
+        /// ([`CqPoll::completion_wallclock_ns`](crate::CqPoll::completion_wallclock_ns));
+        /// mlx5 with the kernel's clock info page only (see the table above).
         #[doc(alias = "IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK")]
         const COMPLETION_TIMESTAMP_WALLCLOCK = 1 << 11;
         /// `IBV_WC_STANDARD_FLAGS`: the seven fields of `struct ibv_wc` above

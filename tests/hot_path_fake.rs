@@ -1,7 +1,7 @@
 //! The data path's promises, checked on the fake kernel: posting receives
 //! and polling (`poll`, and extended polling sessions: `start_poll`,
-//! `next`, the accessors, an early end and the `poll` that takes what it
-//! left) make no system call and allocate nothing; a batch of sends makes
+//! `next`, the accessors (the wall-clock timestamp among them), an early
+//! end and the `poll` that takes what it left) make no system call and allocate nothing; a batch of sends makes
 //! exactly one system call (the rxe doorbell) and allocates nothing,
 //! whether posted as a slice, as a send batch or through a typed session.
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
@@ -228,7 +228,9 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let pd = ctx.alloc_pd().unwrap();
     // With timestamps: the sessions below take the timestamped poll.
     let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP,
+        wc_flags: WcExFlags::STANDARD
+            | WcExFlags::COMPLETION_TIMESTAMP
+            | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
         ..CqOptions::default()
     };
     let mut cq = ctx.create_cq(32, opts).unwrap();
@@ -397,6 +399,7 @@ fn mlx5_quiet_round(
                 if let Some(mut s) = cq.start_poll() {
                     loop {
                         assert!(s.completion_ts().is_some_and(|t| t > 0), "{what}: {s:?}");
+                        assert!(s.completion_wallclock_ns().is_some(), "{what}: {s:?}");
                         wc[n] = s.work_completion();
                         n += 1;
                         if round == 0 || !s.next() {

@@ -564,10 +564,6 @@ fn fields_mlx5_does_not_report_are_refused_by_name() {
         (WcExFlags::CVLAN, "CVLAN"),
         (WcExFlags::FLOW_TAG, "FLOW_TAG"),
         (WcExFlags::TM_INFO, "TM_INFO"),
-        (
-            WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
-            "COMPLETION_TIMESTAMP_WALLCLOCK",
-        ),
     ] {
         let opts = CqOptions {
             wc_flags: WcExFlags::STANDARD | flag,

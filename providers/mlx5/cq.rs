@@ -49,6 +49,7 @@ use std::sync::{
 
 use super::{
     buf::{CqeGeometry, CqeRun, QueueBuf},
+    clock::{ClockInfo, ClockPage},
     cqe::{cqe_opcode, status_of_syndrome, Cqe64, CqeTail, CqeView},
     qp::{QpTrack, Resources},
     rq::{RecvRun, RqTrack},
@@ -347,6 +348,10 @@ pub(crate) struct Mlx5Cq {
     pub(crate) uar: Arc<UarPage>,
     ci: u32,
     parser: Parser,
+    /// The context's clock info page (`clock.rs`), when the kernel maps
+    /// one, and the copy of it the CQ converts timestamps with (rdma-core's
+    /// `mlx5_cq::last_clock_info`).
+    clock: Option<(Arc<ClockPage>, ClockInfo)>,
 }
 
 /// What turning CQEs into work completions needs (apart from the CQ's
@@ -378,7 +383,41 @@ impl Mlx5Cq {
                 cleaning: Vec::new(),
                 cqe_v1,
             },
+            clock: None,
         }
+    }
+
+    /// The CQ with the context's clock info page, and a first copy of it
+    /// (waiting out an update in progress).
+    pub(crate) fn with_clock(mut self, page: Option<Arc<ClockPage>>) -> Self {
+        self.clock = page.map(|p| {
+            let info = p.read_blocking();
+            (p, info)
+        });
+        self
+    }
+
+    /// Takes a fresh copy of the clock info page, as libmlx5's `start_poll`
+    /// does on a CQ with wall-clock timestamps once it found a CQE
+    /// (`mlx5dv_get_clock_info`). When the kernel is updating the page
+    /// on every try (where libmlx5's `start_poll` fails with `EBUSY`), the
+    /// previous copy stays: it converts correctly, only from further back.
+    /// A few atomic loads; no system call.
+    #[inline]
+    pub(crate) fn refresh_clock(&mut self) {
+        if let Some((page, info)) = &mut self.clock {
+            if let Some(fresh) = page.read() {
+                *info = fresh;
+            }
+        }
+    }
+
+    /// Device ticks to the kernel's real-time nanoseconds with the CQ's
+    /// copy of the clock info ([`ClockInfo::ts_to_ns`]); `None` without a
+    /// clock info page.
+    #[inline]
+    pub(crate) fn ts_to_ns(&self, ticks: u64) -> Option<u64> {
+        self.clock.as_ref().map(|(_, info)| info.ts_to_ns(ticks))
     }
 
     /// Moves up to `out.len()` completions into `out`.

@@ -17,8 +17,9 @@
 //! # }
 //! ```
 
+pub use super::clock::ClockInfo;
 pub use super::devx::*;
-use super::{Mlx5, Mlx5State};
+use super::{clock::ClockPage, Mlx5, Mlx5State};
 use crate::{
     error::{Error, ErrorKind, Result},
     providers::Member,
@@ -31,6 +32,7 @@ use crate::{
 pub struct Mlx5Context<'a> {
     ctx: &'a Context,
     state: &'a Mlx5State,
+    clock: Option<&'a ClockPage>,
 }
 
 /// What an mlx5 context reports about the device, like
@@ -56,6 +58,11 @@ pub struct Mlx5Attr {
     pub num_uars_per_page: u32,
     /// Dynamic bfregs the kernel can allocate (0: static bfregs only).
     pub num_dyn_bfregs: u32,
+    /// How often, in ns, the kernel refreshes its clock info page at
+    /// least (its `overflow_period`; `mlx5dv_context`'s
+    /// `max_clock_info_update_nsec`); `None` when the context has no
+    /// clock info page ([`Mlx5Context::clock_info`]).
+    pub max_clock_info_update_nsec: Option<u64>,
 }
 
 impl Context {
@@ -66,6 +73,7 @@ impl Context {
             Some(c) => Ok(Mlx5Context {
                 ctx: self,
                 state: &c.state,
+                clock: c.clock.as_deref(),
             }),
             None => Err(Error::new(
                 "mlx5 direct verbs",
@@ -123,6 +131,33 @@ impl<'a> Mlx5Context<'a> {
             cache_line_size: s.cache_line_size,
             num_uars_per_page: s.num_uars_per_page,
             num_dyn_bfregs: s.num_dyn_bfregs,
+            max_clock_info_update_nsec: self.clock.map(ClockPage::overflow_period),
         }
+    }
+
+    /// A consistent copy of the kernel's clock info page, like
+    /// `mlx5dv_get_clock_info`: convert completion timestamps (device
+    /// ticks, [`crate::CqPoll::completion_ts`]) to the kernel's real time
+    /// with [`ClockInfo::ts_to_ns`] (`mlx5dv_ts_to_ns`). Reading it is a
+    /// few atomic loads of the page the context mapped when it was opened
+    /// (no system call).
+    ///
+    /// Fails with [`ErrorKind::UnsupportedProvider`] when the kernel maps
+    /// no clock info page (its `clock_info_versions` lacks
+    /// `MLX5_IB_CLOCK_INFO_V1`, or the mmap failed; libmlx5 answers
+    /// `EINVAL`), and with `EBUSY` ([`ErrorKind::Os`]) when the kernel
+    /// was updating the page on each of ten tries, as libmlx5.
+    #[doc(alias = "mlx5dv_get_clock_info")]
+    pub fn clock_info(&self) -> Result<ClockInfo> {
+        let page = self.clock.ok_or_else(|| {
+            Error::new(
+                "mlx5dv_get_clock_info",
+                ErrorKind::UnsupportedProvider,
+                "the kernel maps no mlx5 clock info page for this context \
+                 (clock_info_versions lacks MLX5_IB_CLOCK_INFO_V1, or its mmap failed)",
+            )
+        })?;
+        page.read()
+            .ok_or_else(|| Error::sys("mlx5dv_get_clock_info", crate::sys::Errno::EBUSY))
     }
 }

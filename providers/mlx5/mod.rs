@@ -17,7 +17,9 @@
 //!   index (CQE v1) or QP number; `sq.rs`: send WQEs and the send doorbell
 //!   (BlueFlame or 8-byte); `rq.rs`: receive queues and SRQs;
 //! - `cq.rs`: polling, the consumer index, arming with the arm sequence
-//!   number, and cleaning a destroyed or reset QP's CQEs.
+//!   number, and cleaning a destroyed or reset QP's CQEs;
+//! - `clock.rs`: the kernel's clock info page, which converts completion
+//!   timestamps to wall-clock time (`mlx5dv_ts_to_ns`).
 //!
 //! Scatter-to-CQE is never requested (`MLX5_QP_FLAG_SCATTER_CQE` stays
 //! clear): with it, the device puts small receives and READ/atomic results
@@ -52,6 +54,7 @@ use crate::{
 
 mod ah;
 mod buf;
+pub(crate) mod clock;
 pub(crate) mod context;
 mod cq;
 mod cqe;
@@ -95,6 +98,8 @@ pub(crate) struct Mlx5Ctx {
     pub(crate) state: Mlx5State,
     uars: Arc<Uars>,
     resources: Arc<Resources>,
+    /// The kernel's clock info page, when it maps one (`clock.rs`).
+    pub(crate) clock: Option<Arc<clock::ClockPage>>,
 }
 
 /// An mlx5 PD: the PD number the kernel reports in the driver response.
@@ -293,10 +298,14 @@ impl Provider for Mlx5 {
                 num_uars_per_page: state.num_uars_per_page,
             },
         )?;
+        // The same system page length the UAR mappings use (`Uars::open`).
+        let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
+        let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
         Ok(Mlx5Ctx {
             state,
             uars: Arc::new(uars),
             resources: Arc::default(),
+            clock: clock.map(Arc::new),
         })
     }
 
@@ -326,20 +335,37 @@ impl Provider for Mlx5 {
         _: Device<'_>,
         req: &CqRequest,
     ) -> Result<(Self::CqPlan, Arc<CqCore>)> {
-        // libmlx5 (`CREATE_CQ_SUPPORTED_WC_FLAGS`) also takes CVLAN, FLOW_TAG,
-        // TM_INFO and the wall-clock timestamp; this provider decodes none
-        // of them (the wall clock needs the kernel's clock-info page,
-        // `mlx5dv_get_clock_info`, which it does not map).
-        let extra = req.wc_flags - (WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP);
+        // libmlx5 (`CREATE_CQ_SUPPORTED_WC_FLAGS`) also takes CVLAN, FLOW_TAG
+        // and TM_INFO; this provider decodes none of them.
+        let supported = WcExFlags::STANDARD
+            | WcExFlags::COMPLETION_TIMESTAMP
+            | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK;
+        let extra = req.wc_flags - supported;
         if !extra.is_empty() {
             return Err(Error::new(
                 "ibv_create_cq_ex",
                 ErrorKind::UnsupportedProvider,
                 format!(
                     "uverbs' mlx5 provider does not report {extra:?}: it reports the \
-                     standard completion fields and the raw completion timestamp \
-                     (WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP)"
+                     standard completion fields and the completion timestamps \
+                     (WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP | \
+                     WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK)"
                 ),
+            ));
+        }
+        // libmlx5 `mlx5_cq_fill_pfns`: the wall clock converts the CQE's
+        // ticks with the clock info page, `EOPNOTSUPP` without one.
+        if req
+            .wc_flags
+            .contains(WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK)
+            && ctx.clock.is_none()
+        {
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::UnsupportedProvider,
+                "COMPLETION_TIMESTAMP_WALLCLOCK: the kernel maps no mlx5 clock info page \
+                 (clock_info_versions lacks MLX5_IB_CLOCK_INFO_V1, or its mmap failed), \
+                 which converts device ticks to nanoseconds",
             ));
         }
         let ncqe = req
@@ -383,7 +409,8 @@ impl Provider for Mlx5 {
             ctx.uars.cq_page.clone(),
             ctx.resources.clone(),
             ctx.state.cqe_version == 1,
-        ))
+        )
+        .with_clock(ctx.clock.clone()))
     }
 
     #[inline]
@@ -398,6 +425,16 @@ impl Provider for Mlx5 {
         stamps: Option<&mut [u64; SESSION_BATCH]>,
     ) -> usize {
         cq.poll_batch(out, stamps)
+    }
+
+    #[inline]
+    fn refresh_cq_clock(cq: &mut Mlx5Cq) {
+        cq.refresh_clock();
+    }
+
+    #[inline]
+    fn cq_ts_to_ns(cq: &Mlx5Cq, ticks: u64) -> Option<u64> {
+        cq.ts_to_ns(ticks)
     }
 
     fn req_notify_cq(

@@ -229,11 +229,35 @@ pub(crate) struct Hca {
 /// the one before (at least one tick: two CQEs written within one tick
 /// still get distinct, increasing stamps), wrapping at
 /// [`TIMESTAMP_MASK`] as the device's does.
+///
+/// It also keeps the clock info page the model's mlx5_ib maps
+/// (`MLX5_IB_MMAP_CLOCK_INFO`, `kernel.rs`), as mlx5_core keeps it: when
+/// the page is first mapped and then whenever a stamp is a second of ticks
+/// past the last update ([`CLOCK_INFO_PERIOD_NS`]), `cycles` is the tick
+/// count then and `nsec` the host's `CLOCK_REALTIME` read right after it
+/// (so the page's anchor is a few hundred ns late at most), `frac` 0,
+/// `mult`/`shift` mlx5_core's for [`HCA_CORE_CLOCK_KHZ`], `mask`
+/// [`TIMESTAMP_MASK`], written under the `sign` protocol (odd while
+/// writing). This is the double's own arithmetic, not the code under test:
+/// tests check the library's conversion against the host's clock read
+/// around their work, never against this.
 #[derive(Debug)]
 pub(crate) struct Clock {
     start: std::time::Instant,
     last: u64,
+    /// The clock info page's view, and the tick of its last update.
+    info: Option<(Mapping, u64)>,
 }
+
+/// mlx5_core's `MLX5_CYCLES_SHIFT`: the clock info page's `shift`.
+pub(crate) const CLOCK_INFO_SHIFT: u32 = 23;
+/// `clocksource_khz2mult(HCA_CORE_CLOCK_KHZ, CLOCK_INFO_SHIFT)`: ns per
+/// tick times 2^shift (6.4 ns a tick, 53687091).
+pub(crate) const CLOCK_INFO_MULT: u32 =
+    ((1_000_000u64 << CLOCK_INFO_SHIFT) / HCA_CORE_CLOCK_KHZ) as u32;
+/// How often the model refreshes the clock info page at least, in ns (the
+/// page's `overflow_period`).
+pub(crate) const CLOCK_INFO_PERIOD_NS: u64 = 1_000_000_000;
 
 /// The core clock the model reports (`hca_core_clock`, kHz): a
 /// ConnectX-5's 156.25 MHz.
@@ -247,6 +271,7 @@ impl Default for Clock {
         Clock {
             start: std::time::Instant::now(),
             last: 0,
+            info: None,
         }
     }
 }
@@ -254,10 +279,76 @@ impl Default for Clock {
 impl Clock {
     /// A stamp for a CQE written now.
     pub(crate) fn stamp(&mut self) -> u64 {
-        let ns = self.start.elapsed().as_nanos();
-        let ticks = (ns * u128::from(HCA_CORE_CLOCK_KHZ) / 1_000_000) as u64;
+        let ticks = self.ticks_now();
         self.last = ticks.max(self.last.wrapping_add(1)) & TIMESTAMP_MASK;
+        if let Some((_, at)) = &self.info {
+            let period = CLOCK_INFO_PERIOD_NS * HCA_CORE_CLOCK_KHZ / 1_000_000;
+            if self.last.wrapping_sub(*at) & TIMESTAMP_MASK >= period {
+                self.update_info();
+            }
+        }
         self.last
+    }
+
+    /// Ticks since the model was made.
+    fn ticks_now(&self) -> u64 {
+        let ns = self.start.elapsed().as_nanos();
+        (ns * u128::from(HCA_CORE_CLOCK_KHZ) / 1_000_000) as u64 & TIMESTAMP_MASK
+    }
+
+    /// Keeps `page` (the model's view of the clock info page mlx5_ib maps;
+    /// at least `struct mlx5_ib_clock_info` long) up to date from now on,
+    /// starting with an update now.
+    pub(crate) fn attach_info(&mut self, page: Mapping) {
+        assert!(page.len() >= size_of::<abi::Mlx5IbClockInfo>());
+        self.info = Some((page, 0));
+        self.update_info();
+    }
+
+    /// Rewrites the clock info page as mlx5_core's
+    /// `mlx5_update_clock_info_page`: `sign` odd, the fields, `sign` + 2.
+    pub(crate) fn update_info(&mut self) {
+        let cycles = self.ticks_now();
+        let nsec = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let Some((page, at)) = &mut self.info else {
+            return;
+        };
+        let base = page.as_mut_ptr();
+        let u64_at = |off: usize| {
+            // SAFETY: the page is mapped for as long as `self.info` holds
+            // it, `off` is an 8-aligned field offset inside the record
+            // (length checked in `attach_info`), and the page is shared
+            // with the library, so it is only accessed through atomics.
+            unsafe { AtomicU64::from_ptr(base.add(off).cast()) }
+        };
+        let u32_at = |off: usize| {
+            // SAFETY: as `u64_at`, for a 4-aligned u32 field.
+            unsafe { std::sync::atomic::AtomicU32::from_ptr(base.add(off).cast()) }
+        };
+        type C = abi::Mlx5IbClockInfo;
+        use std::mem::offset_of;
+        let sign = u32_at(offset_of!(C, sign));
+        let s = sign.load(Ordering::Relaxed);
+        // smp_store_mb: the odd sign is visible before any field changes.
+        sign.store(
+            s | abi::MLX5_IB_CLOCK_INFO_KERNEL_UPDATING,
+            Ordering::Relaxed,
+        );
+        std::sync::atomic::fence(Ordering::SeqCst);
+        u64_at(offset_of!(C, nsec)).store(nsec, Ordering::Relaxed);
+        u64_at(offset_of!(C, cycles)).store(cycles, Ordering::Relaxed);
+        u64_at(offset_of!(C, frac)).store(0, Ordering::Relaxed);
+        u32_at(offset_of!(C, mult)).store(CLOCK_INFO_MULT, Ordering::Relaxed);
+        u32_at(offset_of!(C, shift)).store(CLOCK_INFO_SHIFT, Ordering::Relaxed);
+        u64_at(offset_of!(C, mask)).store(TIMESTAMP_MASK, Ordering::Relaxed);
+        u64_at(offset_of!(C, overflow_period)).store(CLOCK_INFO_PERIOD_NS, Ordering::Relaxed);
+        sign.store(
+            (s & !abi::MLX5_IB_CLOCK_INFO_KERNEL_UPDATING).wrapping_add(2),
+            Ordering::Release,
+        );
+        *at = cycles;
     }
 }
 

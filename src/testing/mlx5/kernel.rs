@@ -65,6 +65,9 @@ pub(crate) struct Books {
     pub(crate) ahs: Vec<u32>,
     /// The last GET_CONTEXT's driver response, which QUERY_CONTEXT repeats.
     pub(crate) uctx_resp: Option<abi::Mlx5IbAllocUcontextResp>,
+    /// The device's clock info page (one per device, as mlx5_core's
+    /// `mdev->clock_info`), made when first mapped; `hca.clock` updates it.
+    pub(crate) clock_info: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Books {
@@ -466,6 +469,10 @@ fn get_context(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         r.comp_mask |= abi::MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET;
         r.hca_core_clock_offset = 0x1000 % s.page_len as u64;
     }
+    // `mlx5_ib_alloc_ucontext`: the clock info page exists.
+    if !s.options.no_clock_info {
+        r.clock_info_versions = 1 << abi::MLX5_IB_CLOCK_INFO_V1;
+    }
     r.cqe_version = cqe_version;
     r.cmds_supp_uhw =
         (abi::MLX5_USER_CMDS_SUPP_UHW_QUERY_DEVICE | abi::MLX5_USER_CMDS_SUPP_UHW_CREATE_AH) as u8;
@@ -606,7 +613,25 @@ fn mmap(s: &Shared, offset: u64, len: usize) -> Result<Mapping, Errno> {
             }
             uar::memfd(s.page_len)? // the clock page: reads as zero
         }
-        uar::CLOCK_INFO => return Err(Errno::EOPNOTSUPP),
+        // `mlx5_ib_mmap_clock_info_page`: one page, index V1 only.
+        uar::CLOCK_INFO => {
+            if len != s.page_len {
+                return Err(Errno::EINVAL);
+            }
+            if pgoff & 0xff != u64::from(abi::MLX5_IB_CLOCK_INFO_V1) || s.options.no_clock_info {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            match &b.clock_info {
+                Some(fd) => fd.clone(),
+                None => {
+                    let fd = uar::memfd(s.page_len)?;
+                    let view = uar::map(&fd, s.page_len)?;
+                    lock(&s.hca).clock.attach_info(view);
+                    b.clock_info = Some(fd.clone());
+                    fd
+                }
+            }
+        }
         _ => {
             let key = uar::entry_key(pgoff);
             let o = b

@@ -112,6 +112,10 @@ pub struct Options {
     /// translated from its status, and the output mailbox is not copied
     /// back (later kernels answer `EREMOTEIO` and the mailbox).
     pub legacy_devx_errors: bool,
+    /// A kernel without the clock info page (`mlx5_core` without
+    /// `clock_info`): `clock_info_versions` is 0 and its mmap refused, so
+    /// the library cannot convert timestamps to wall-clock time.
+    pub no_clock_info: bool,
 }
 
 impl Default for Options {
@@ -123,6 +127,7 @@ impl Default for Options {
             num_uars_per_page: 1,
             refuse_devx: false,
             legacy_devx_errors: false,
+            no_clock_info: false,
         }
     }
 }
@@ -405,6 +410,15 @@ impl Mlx5Model {
     /// executes to its end before the next. See `order.rs` for the rules.
     pub fn reorder_reads(&self, on: bool) {
         self.hca().reorder_reads = on;
+    }
+
+    /// Rewrites the clock info page now (`sign` odd, the fields from the
+    /// model's clock and the host's real time, `sign` + 2), as mlx5_core
+    /// does when its timecounter moves on; the model also does it on its
+    /// own once a second of CQE stamps. Nothing happens before a context
+    /// mapped the page.
+    pub fn update_clock_info(&self) {
+        self.hca().clock.update_info();
     }
 
     /// The send WQEs taken since logging started or the last call, oldest
