@@ -2,6 +2,20 @@
 //! `ibv_next_poll`, `ibv_end_poll`) and its per-field readers
 //! (`ibv_wc_read_*`), as [`CompletionQueue::start_poll`] and [`CqPoll`].
 //!
+//! | libibverbs (`ibv_cq_ex`) | uverbs |
+//! |---|---|
+//! | `ibv_create_cq_ex` with `wc_flags` (`IBV_WC_EX_WITH_*`) | [`crate::Context::create_cq`] with [`crate::CqOptions::wc_flags`] ([`WcExFlags`]) |
+//! | `ibv_start_poll(cq, &attr)` (`ENOENT`: empty) | [`CompletionQueue::start_poll`] (`None`: empty) |
+//! | `ibv_next_poll(cq)` | [`CqPoll::next`] (`false`: no more) |
+//! | `ibv_end_poll(cq)` | drop of the [`CqPoll`], or [`CqPoll::end`] |
+//! | `cq->wr_id`, `cq->status` | [`CqPoll::wr_id`], [`CqPoll::status`] |
+//! | `ibv_wc_read_opcode`, `ibv_wc_read_vendor_err`, `ibv_wc_read_byte_len` | [`CqPoll::opcode`], [`CqPoll::vendor_err`], [`CqPoll::byte_len`] |
+//! | `ibv_wc_read_imm_data`, `ibv_wc_read_invalidated_rkey` | [`CqPoll::imm_data`], [`CqPoll::invalidated_rkey`] (`Option`, by the completion's flags) |
+//! | `ibv_wc_read_qp_num`, `ibv_wc_read_src_qp`, `ibv_wc_read_wc_flags` | [`CqPoll::qp_num`], [`CqPoll::src_qp`], [`CqPoll::wc_flags`] |
+//! | `ibv_wc_read_slid`, `ibv_wc_read_sl`, `ibv_wc_read_dlid_path_bits` | [`CqPoll::slid`], [`CqPoll::sl`], [`CqPoll::dlid_path_bits`] |
+//! | `ibv_wc_read_completion_ts`, `ibv_wc_read_completion_wallclock_ns` | [`CqPoll::completion_ts`], [`CqPoll::completion_wallclock_ns`] (mlx5; `None` unless asked for at create) |
+//! | (all of `struct ibv_wc` at once) | [`CqPoll::work_completion`], [`CqPoll::pkey_index`] |
+//!
 //! # How it works, and why
 //!
 //! libibverbs' providers read each field out of the CQE in place, with the
