@@ -248,6 +248,21 @@ fn rc_inline_rdma_core_server_ours_client() {
     pingpong("rc", Side::RdmaCore, Side::Ours, 18614, &["-s", "16"], 16);
 }
 
+/// `-N` (`use_new_send`): rdma-core posts through `ibv_wr_*`, ours through
+/// a typed session (`start_wr`); both directions, and inline.
+#[test]
+fn rc_new_send_api_both_ways() {
+    pingpong("rc", Side::Ours, Side::RdmaCore, 18615, &["-N"], 4096);
+    pingpong(
+        "rc",
+        Side::RdmaCore,
+        Side::Ours,
+        18616,
+        &["-N", "-s", "16"],
+        16,
+    );
+}
+
 #[test]
 fn uc_ours_server_rdma_core_client() {
     // -c: the client marks each page, the server checks it.

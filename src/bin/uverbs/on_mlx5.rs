@@ -5,7 +5,8 @@
 //! the mlx5 provider: `devinfo` prints the device, `rc-`/`srq-`/`ud-`
 //! `pingpong` (server and client in two threads over TCP on localhost, with
 //! `-c` checking the received data) exchange every message, with and without
-//! completion events, and `perf` measures.
+//! completion events and (`rc -N`) through typed sessions, and `perf`
+//! measures.
 
 use std::{sync::Arc, thread, time::Duration};
 
@@ -74,6 +75,10 @@ fn rc_pingpong_runs_on_mlx5_busy_polling_and_with_events() {
     let model = fake_mlx5();
     pingpong(&model, crate::pingpong::rc_main, 18611, "");
     pingpong(&model, crate::pingpong::rc_main, 18612, "-e");
+    // -N: the new post-send API, here a typed session (`start_wr`); with
+    // 16-byte messages the sends go inline.
+    pingpong(&model, crate::pingpong::rc_main, 18615, "-N");
+    pingpong(&model, crate::pingpong::rc_main, 18616, "-N -s 16");
 }
 
 #[test]

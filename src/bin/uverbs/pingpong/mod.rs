@@ -12,8 +12,9 @@
 //! Options the library cannot honour (`-o`/`-O`/`-P` on-demand paging, `-t`
 //! completion timestamps, `-j` device memory; `srq -o`) first get the C
 //! tool's capability check and message, and on a device that has the
-//! capability a clear "not supported" error. `-N` (the `ibv_wr_*` send API)
-//! puts the same SEND on the wire as `ibv_post_send`, so it is a no-op.
+//! capability a clear "not supported" error. `-N` (rc: the `ibv_wr_*` send
+//! API) posts each SEND through a typed session of the device's provider
+//! (`QueuePair::start_wr`), as `use_new_send` posts through `ibv_wr_*`.
 
 mod args;
 mod rc;

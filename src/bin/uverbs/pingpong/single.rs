@@ -9,9 +9,10 @@
 use std::time::Instant;
 
 use uverbs::{
+    qpx::{Mlx5, ProviderKind, Rc, Rxe},
     AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, CqOptions, LinkLayer,
     MemoryRegion, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags,
-    SendWr, UdDest, WcStatus, WorkCompletion,
+    SendWr, Sge, UdDest, WcStatus, WorkCompletion,
 };
 
 use super::{
@@ -34,6 +35,9 @@ struct Pp {
     rx_depth: u32,
     inline: bool,
     pending: u64,
+    /// `-N` (RC): sends through a typed session (`start_wr`, the
+    /// `ibv_wr_*` API `use_new_send` selects), of the context's provider.
+    new_send: Option<&'static str>,
 }
 
 impl Pp {
@@ -93,8 +97,27 @@ impl Pp {
                 remote_qkey: ud::QKEY,
             });
         }
-        self.qp.post_send(&[wr]).is_ok()
+        let inline = self.inline.then_some(&data[..]);
+        match self.new_send {
+            Some("mlx5") => new_send::<Mlx5>(&mut self.qp, sge, inline),
+            Some(_) => new_send::<Rxe>(&mut self.qp, sge, inline),
+            None => self.qp.post_send(&[wr]).is_ok(),
+        }
     }
+}
+
+/// `pp_post_send` with `use_new_send`: `ibv_wr_start`, `ibv_wr_send` with
+/// the signaled flag, the SGE (or the inline bytes), `ibv_wr_complete`.
+fn new_send<P: ProviderKind>(qp: &mut QueuePair, sge: Sge, inline: Option<&[u8]>) -> bool {
+    let Ok(mut s) = qp.start_wr::<Rc, P>() else {
+        return false;
+    };
+    let send = s.send().wr_id(SEND_WRID);
+    let written = match inline {
+        Some(data) => send.inline(data),
+        None => send.sge(sge),
+    };
+    written.is_ok() && s.complete().is_ok()
 }
 
 /// Runs the RC, UC or UD tool; returns the exit status.
@@ -189,6 +212,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         rx_depth: o.rx_depth,
         inline,
         pending: 0,
+        new_send: (o.new_send && t == Transport::Rc).then(|| ctx.provider_name()),
     };
     let rx_depth = i64::from(o.rx_depth as i32);
     let mut routs = pp.post_recv(rx_depth);
