@@ -14,47 +14,16 @@
 // The path also holds from src/lib.rs, whose docs compile this file.
 #[path = "../examples/common/cli.rs"]
 mod cli;
+#[path = "../examples/common/loopback.rs"]
+#[allow(dead_code)] // the connection only
+mod loopback;
 
 use cli::{Model, Spec};
 use uverbs::{
     qpx::{Mlx5, ProviderKind, Rc, Rxe},
-    AccessFlags, AhAttr, CompletionQueue, CqOptions, Gid, GidType, GlobalRoute, MemoryRegion, Mtu,
-    QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, RecvWr, WcOpcode, WcStatus,
+    AccessFlags, CompletionQueue, CqOptions, MemoryRegion, QpCap, QpInitAttr, QpType, QueuePair,
+    RecvWr, WcOpcode, WcStatus,
 };
-
-/// Moves `qp` to RTS towards `dest_qp_num` at `dgid` on port 1, with RDMA
-/// writes allowed.
-fn connect(qp: &QueuePair, dest_qp_num: u32, sgid_index: u8, dgid: Gid) -> uverbs::Result<()> {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu::MTU_1024;
-    attr.dest_qp_num = dest_qp_num;
-    attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 12;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.max_rd_atomic = 1;
-    qp.modify_to(&attr)
-}
 
 /// Writes `n` slots of 8 bytes each into the peer's region and announces
 /// them with a SEND whose immediate data is `n`: one session, one doorbell.
@@ -166,13 +135,11 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut a = pd.create_qp(&init(&send_cq))?;
     let mut b = pd.create_qp(&init(&recv_cq))?;
-    let gid = ctx
-        .query_gid_table()?
-        .into_iter()
-        .find(|e| e.port == 1 && e.gid_type == GidType::RoceV2)
-        .ok_or("port 1 has no RoCE v2 GID (is an IP address configured?)")?;
-    connect(&a, b.qp_num(), gid.index as u8, gid.gid)?;
-    connect(&b, a.qp_num(), gid.index as u8, gid.gid)?;
+    // Port 1's RoCE v2 GID; the peer may write into our region.
+    let gid = loopback::pick_gid(&ctx)?;
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    loopback::connect_with(&a, b.qp_num(), gid, access)?;
+    loopback::connect_with(&b, a.qp_num(), gid, access)?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
     b.post_recv(&[RecvWr::new(100, &[mr.sge(0, 64)?])])?;
 

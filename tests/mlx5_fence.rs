@@ -14,7 +14,7 @@
 //! - every posting path (`post_send`, send batches and typed sessions),
 //!   the two WQEs announced by one doorbell.
 
-use uverbs::{qpx::Mlx5, testing::mlx5::Mlx5Model, RecvWr, SendFlags, SendOp, SendWr};
+use uverbs::{testing::mlx5::Mlx5Model, RecvWr, SendFlags, SendOp, SendWr};
 
 #[path = "shared/mlx5_pair.rs"]
 #[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
@@ -24,6 +24,7 @@ mod qp_connect;
 #[path = "shared/typed_wr.rs"]
 mod typed_wr;
 use mlx5_pair::{assert_clean, pair, run_and_poll, Pair};
+use typed_wr::{post_by, Path, PATHS};
 
 /// In `mr_b` (the peer's): what the read fetches, and where the peer
 /// receives. In `mr_a`: where the read lands and the send takes its data.
@@ -32,29 +33,8 @@ const RECV: usize = 4096;
 const LOCAL: usize = 0;
 const LEN: usize = 64;
 
-/// The three ways to post; each rings one doorbell for the two WQEs.
-#[derive(Debug, Clone, Copy)]
-enum Path {
-    PostSend,
-    Batch,
-    /// A typed session (`start_wr`, the `ibv_wr_*` builders).
-    Typed,
-}
-
-const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
-
 fn post(p: &mut Pair, path: Path, wrs: &[SendWr<'_>]) {
-    match path {
-        Path::PostSend => p.a.post_send(wrs).unwrap(),
-        Path::Batch => {
-            let mut batch = p.a.start_send().unwrap();
-            for wr in wrs {
-                batch.push(wr).unwrap();
-            }
-            batch.complete().unwrap();
-        }
-        Path::Typed => typed_wr::post::<Mlx5>(&mut p.a, wrs).unwrap(),
-    }
+    post_by(&mut p.a, path, wrs);
 }
 
 /// A reordering RC pair with a receive posted at `b`.

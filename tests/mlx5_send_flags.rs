@@ -19,9 +19,9 @@
 use std::time::Duration;
 
 use uverbs::{
-    qpx::Mlx5, testing::mlx5::fake_mlx5, AccessFlags, CompletionChannel, CompletionQueue, Context,
-    CqOptions, MemoryRegion, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags,
-    SendWr, WcStatus, WorkCompletion,
+    testing::mlx5::fake_mlx5, AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions,
+    MemoryRegion, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr,
+    WcStatus, WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -32,6 +32,7 @@ mod qp_connect;
 #[path = "shared/typed_wr.rs"]
 mod typed_wr;
 use mlx5_pair::{cap, connect, gid, open};
+use typed_wr::{post_by, Path, PATHS};
 
 /// An RC pair on the model whose sender has `sq_sig_all` as given and whose
 /// receiver's CQ signals a completion channel.
@@ -94,27 +95,8 @@ fn rig(sq_sig_all: bool, depth: u32) -> Rig {
     }
 }
 
-/// The three ways to post.
-#[derive(Debug, Clone, Copy)]
-enum Path {
-    PostSend,
-    Batch,
-    /// A typed session (`start_wr`, the `ibv_wr_*` builders).
-    Typed,
-}
-
-const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
-
 fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
-    match path {
-        Path::PostSend => qp.post_send(std::slice::from_ref(wr)).unwrap(),
-        Path::Batch => {
-            let mut batch = qp.start_send().unwrap();
-            batch.push(wr).unwrap();
-            batch.complete().unwrap();
-        }
-        Path::Typed => typed_wr::post::<Mlx5>(qp, std::slice::from_ref(wr)).unwrap(),
-    }
+    post_by(qp, path, std::slice::from_ref(wr));
 }
 
 /// Everything `cq` holds after the device ran.

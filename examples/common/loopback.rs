@@ -1,5 +1,6 @@
-//! Shared by the completion-event examples: a loopback RC pair on one
-//! device whose CQ signals a completion channel.
+//! Shared by the completion-event examples (a loopback RC pair on one
+//! device whose CQ signals a completion channel) and `typed_post` (the
+//! connection).
 
 use uverbs::{
     AccessFlags, AhAttr, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
@@ -79,15 +80,21 @@ pub fn pick_gid(ctx: &Context) -> uverbs::Result<(u8, uverbs::Gid)> {
 
 /// Connects `qp` to `remote` through INIT, RTR and RTS, each with the
 /// attributes the transition requires (`QueuePair::modify_to`).
-pub fn connect(
+pub fn connect(qp: &QueuePair, remote: u32, gid: (u8, uverbs::Gid)) -> uverbs::Result<()> {
+    connect_with(qp, remote, gid, AccessFlags::LOCAL_WRITE)
+}
+
+/// [`connect`] with the remote access `access` grants the peer.
+pub fn connect_with(
     qp: &QueuePair,
     remote: u32,
     (sgid_index, dgid): (u8, uverbs::Gid),
+    access: AccessFlags,
 ) -> uverbs::Result<()> {
     let mut attr = QpAttr {
         qp_state: QpState::Init,
         port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE,
+        qp_access_flags: access,
         ..QpAttr::default()
     };
     qp.modify_to(&attr)?;

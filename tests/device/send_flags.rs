@@ -7,39 +7,15 @@
 
 use std::time::Duration;
 
-use uverbs::{
-    qpx::{Mlx5, Rxe},
-    CompletionQueue, PostErrorKind, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion,
+use uverbs::{CompletionQueue, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion};
+
+use crate::{
+    support::*,
+    typed_wr::{post_by, Path, PATHS},
 };
 
-use crate::support::*;
-
-#[derive(Debug, Clone, Copy)]
-enum Path {
-    PostSend,
-    Batch,
-    /// A typed session (`start_wr`) of the QP's provider.
-    Typed,
-}
-
-const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
-
 fn post(qp: &mut QueuePair, path: Path, wr: &SendWr<'_>) {
-    match path {
-        Path::PostSend => qp.post_send(std::slice::from_ref(wr)).unwrap(),
-        Path::Batch => {
-            let mut batch = qp.start_send().unwrap();
-            batch.push(wr).unwrap();
-            batch.complete().unwrap();
-        }
-        // The QP's provider: rxe in the guest, mlx5 on a host with one.
-        Path::Typed => match crate::typed_wr::post::<Rxe>(qp, std::slice::from_ref(wr)) {
-            Err(e) if matches!(e.kind, PostErrorKind::WrongProvider { .. }) => {
-                crate::typed_wr::post::<Mlx5>(qp, std::slice::from_ref(wr)).unwrap()
-            }
-            r => r.unwrap(),
-        },
-    }
+    post_by(qp, path, std::slice::from_ref(wr));
 }
 
 /// Polls `cq` for `settle` after the last completion; everything it gave.

@@ -1,14 +1,47 @@
-//! A `SendWr` of an RC QP written through a typed session's builders
-//! (`uverbs::qpx`), so that tests written for `post_send` and send batches
-//! run the typed path with the same requests. Included with `#[path]` by
+//! The three ways to post sends (`post_send`, a send batch, a typed
+//! session), and a `SendWr` of an RC QP written through a typed session's
+//! builders (`uverbs::qpx`), so that tests written with `SendWr`s run every
+//! path with the same requests. Included with `#[path]` by
 //! `tests/mlx5_send_flags.rs`, `tests/mlx5_fence.rs` and the device tests'
 //! `send_flags.rs`.
 #![allow(dead_code)]
 
 use uverbs::{
-    qpx::{ProviderKind, Rc},
-    Payload, PostError, QueuePair, SendFlags, SendOp, SendWr, WrSession,
+    qpx::{Mlx5, ProviderKind, Rc, Rxe},
+    Payload, PostError, PostErrorKind, QueuePair, SendFlags, SendOp, SendWr, WrSession,
 };
+
+/// The ways to post; each rings one doorbell for its requests.
+#[derive(Debug, Clone, Copy)]
+pub enum Path {
+    PostSend,
+    Batch,
+    /// A typed session (`start_wr`, the `ibv_wr_*` builders).
+    Typed,
+}
+
+pub const PATHS: [Path; 3] = [Path::PostSend, Path::Batch, Path::Typed];
+
+/// Posts `wrs` on `qp` by `path` (a typed session of the QP's provider:
+/// rxe in the guest, mlx5 on the model or a host with one).
+pub fn post_by(qp: &mut QueuePair, path: Path, wrs: &[SendWr<'_>]) {
+    match path {
+        Path::PostSend => qp.post_send(wrs).unwrap(),
+        Path::Batch => {
+            let mut batch = qp.start_send().unwrap();
+            for wr in wrs {
+                batch.push(wr).unwrap();
+            }
+            batch.complete().unwrap();
+        }
+        Path::Typed => match post::<Rxe>(qp, wrs) {
+            Err(e) if matches!(e.kind, PostErrorKind::WrongProvider { .. }) => {
+                post::<Mlx5>(qp, wrs).unwrap()
+            }
+            r => r.unwrap(),
+        },
+    }
+}
 
 /// Writes `wr` into `s` with the builder of its operation: its id, its
 /// flags (`INLINE` chosen by the payload), its payload.
