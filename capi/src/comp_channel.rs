@@ -1,0 +1,3 @@
+//! Completion channels and completion events.
+
+

@@ -1,0 +1,178 @@
+//! The context object: a [`verbs_context`] (which ends with the
+//! `ibv_context` programs hold) followed by the uverbs [`uverbs::Context`].
+//!
+//! A program finds the extension ops by `ctx->abi_compat ==
+//! __VERBS_ABI_IS_EXTENDED` and subtracts `offsetof(struct verbs_context,
+//! context)` (`verbs_get_ctx`), so the `verbs_context` is the first field
+//! of [`Context`] and the `ibv_context` pointer is
+//! `&context.vctx.context`.
+
+#![allow(unsafe_code)]
+
+use core::{mem::offset_of, ptr::null_mut};
+
+use uverbs::sys::Errno;
+
+use crate::layout::context::{
+    ibv_context, ibv_context_ops, ibv_device, verbs_context, VERBS_ABI_IS_EXTENDED,
+};
+use crate::layout::{pthread_mutex_t, AnyFn};
+
+/// An open device: what `ibv_open_device` returns a pointer into.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Context {
+    /// The C part; programs hold `&vctx.context`.
+    pub vctx: verbs_context,
+    /// The device.
+    pub uv: uverbs::Context,
+}
+
+// SAFETY: the C part is plain data (its pointers name this library's own
+// objects, or are NULL); every mutation after `new` goes through the Rust
+// state's own synchronisation (`uverbs::Context` is Send + Sync).
+unsafe impl Send for Context {}
+// SAFETY: as for Send.
+unsafe impl Sync for Context {}
+
+impl Context {
+    /// Boxes the context for `device` and returns the pointer programs
+    /// hold. `cmd_fd` and `async_fd` are the uverbs fds the C struct
+    /// exposes.
+    pub fn create(
+        uv: uverbs::Context,
+        device: *mut ibv_device,
+        cmd_fd: i32,
+        async_fd: i32,
+    ) -> *mut ibv_context {
+        let num_comp_vectors = i32::try_from(uv.num_comp_vectors()).unwrap_or(i32::MAX);
+        let ops = ibv_context_ops {
+            _compat_query_device: crate::query::QUERY_DEVICE_COMPAT,
+            _compat_query_port: None,
+            _compat_alloc_pd: None,
+            _compat_dealloc_pd: None,
+            _compat_reg_mr: None,
+            _compat_rereg_mr: None,
+            _compat_dereg_mr: None,
+            alloc_mw: None,
+            bind_mw: None,
+            dealloc_mw: None,
+            _compat_create_cq: None,
+            poll_cq: crate::cq::POLL_CQ,
+            req_notify_cq: crate::cq::REQ_NOTIFY_CQ,
+            _compat_cq_event: None,
+            _compat_resize_cq: None,
+            _compat_destroy_cq: None,
+            _compat_create_srq: None,
+            _compat_modify_srq: None,
+            _compat_query_srq: None,
+            _compat_destroy_srq: None,
+            post_srq_recv: crate::srq::POST_SRQ_RECV,
+            _compat_create_qp: None,
+            _compat_query_qp: None,
+            _compat_modify_qp: None,
+            _compat_destroy_qp: None,
+            post_send: crate::qp::POST_SEND,
+            post_recv: crate::qp::POST_RECV,
+            _compat_create_ah: None,
+            _compat_destroy_ah: None,
+            _compat_attach_mcast: None,
+            _compat_detach_mcast: None,
+            _compat_async_event: None,
+        };
+        let none: AnyFn = None;
+        let ctx = Box::new(Context {
+            vctx: verbs_context {
+                query_port: crate::query::QUERY_PORT,
+                advise_mr: none,
+                alloc_null_mr: none,
+                read_counters: none,
+                attach_counters_point_flow: none,
+                create_counters: none,
+                destroy_counters: none,
+                reg_dm_mr: none,
+                alloc_dm: none,
+                free_dm: none,
+                modify_flow_action_esp: none,
+                destroy_flow_action: none,
+                create_flow_action_esp: none,
+                modify_qp_rate_limit: none,
+                alloc_parent_domain: none,
+                dealloc_td: none,
+                alloc_td: none,
+                modify_cq: none,
+                post_srq_ops: none,
+                destroy_rwq_ind_table: none,
+                create_rwq_ind_table: none,
+                destroy_wq: none,
+                modify_wq: none,
+                create_wq: none,
+                query_rt_values: none,
+                create_cq_ex: crate::cq_ex::CREATE_CQ_EX,
+                r#priv: null_mut(),
+                query_device_ex: crate::query::QUERY_DEVICE_EX,
+                ibv_destroy_flow: none,
+                ABI_placeholder2: none,
+                ibv_create_flow: none,
+                ABI_placeholder1: none,
+                open_qp: none,
+                create_qp_ex: crate::qp::CREATE_QP_EX,
+                get_srq_num: crate::srq::GET_SRQ_NUM,
+                create_srq_ex: crate::srq::CREATE_SRQ_EX,
+                open_xrcd: none,
+                close_xrcd: none,
+                _ABI_placeholder3: 0,
+                sz: core::mem::size_of::<verbs_context>(),
+                context: ibv_context {
+                    device,
+                    ops,
+                    cmd_fd,
+                    async_fd,
+                    num_comp_vectors,
+                    mutex: pthread_mutex_t([0; 40]),
+                    abi_compat: VERBS_ABI_IS_EXTENDED,
+                },
+            },
+            uv,
+        });
+        let raw = Box::into_raw(ctx);
+        // SAFETY: `raw` is the live allocation just made; the field
+        // projection stays inside it.
+        unsafe { &raw mut (*raw).vctx.context }
+    }
+
+    /// The context behind a program's `ibv_context` pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or a pointer [`Context::create`] returned whose context
+    /// is not closed.
+    pub unsafe fn from_c<'a>(p: *mut ibv_context) -> Result<&'a Context, Errno> {
+        if p.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        let off = offset_of!(Context, vctx) + offset_of!(verbs_context, context);
+        // SAFETY: by the caller's contract `p` points `off` bytes into a
+        // live `Context` (its first field's last field).
+        Ok(unsafe { &*p.byte_sub(off).cast::<Context>() })
+    }
+
+    /// The program's pointer to this context.
+    pub fn as_c(&self) -> *mut ibv_context {
+        (&raw const self.vctx.context).cast_mut()
+    }
+
+    /// Frees the context behind `p` (`ibv_close_device`): the uverbs
+    /// context closes when the objects made from it are gone too.
+    ///
+    /// # Safety
+    /// As [`Context::from_c`], and the program uses `p` no more.
+    pub unsafe fn destroy(p: *mut ibv_context) -> Result<(), Errno> {
+        // SAFETY: the caller's contract.
+        let ctx = unsafe { Context::from_c(p) }?;
+        let raw = (ctx as *const Context).cast_mut();
+        // SAFETY: `raw` came from `Box::into_raw` in `create` and the
+        // program gives up its pointer.
+        drop(unsafe { Box::from_raw(raw) });
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+//! Protection domains and memory regions.
+
+

@@ -1,0 +1,3 @@
+//! The exported functions uverbs cannot do yet: each fails with EOPNOTSUPP in its function's convention.
+
+
