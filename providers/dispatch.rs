@@ -123,6 +123,7 @@ macro_rules! providers {
         providers!(@enum AnyQpPlan, QpPlan, "A QP create in progress." $(, $v => $p)+);
         providers!(@enum AnyQpShared, QpShared, "QP state kept with the kernel QP." $(, $v => $p)+);
         providers!(@enum AnyQp, Qp, "A QP's send and receive queues." $(, $v => $p)+);
+        providers!(@enum AnyRq, Rq, "A QP's receive queue, split off." $(, $v => $p)+);
         providers!(@enum AnySrqPlan, SrqPlan, "An SRQ create in progress." $(, $v => $p)+);
         providers!(@enum AnySrqShared, SrqShared, "SRQ state kept with the kernel SRQ." $(, $v => $p)+);
         providers!(@enum AnySrq, Srq, "An SRQ's producer side." $(, $v => $p)+);
@@ -385,6 +386,24 @@ macro_rules! providers {
             #[inline]
             pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
                 match self { $(AnyQp::$v(qp) => <$p>::post_recv(qp, wrs)),+ }
+            }
+
+            /// Takes the QP's own receive queue out.
+            pub(crate) fn take_rq(&mut self) -> Option<AnyRq> {
+                match self { $(AnyQp::$v(qp) => <$p>::take_rq(qp).map(AnyRq::$v)),+ }
+            }
+        }
+
+        impl AnyRq {
+            /// Posts receive WQEs.
+            #[inline]
+            pub(crate) fn post_recv(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+                match self { $(AnyRq::$v(rq) => <$p>::post_rq(rq, wrs)),+ }
+            }
+
+            /// Restarts the queue after a reset.
+            pub(crate) fn restart(&mut self) {
+                match self { $(AnyRq::$v(rq) => <$p>::restart_rq(rq)),+ }
             }
         }
 

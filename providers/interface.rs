@@ -197,6 +197,9 @@ pub(crate) trait Provider: Sized + 'static {
     type QpShared: Debug + Send + Sync;
     /// The QP's producer side (send and receive queues).
     type Qp: Debug + Send + Sync;
+    /// A QP's own receive queue taken out of [`Provider::Qp`]
+    /// ([`Provider::take_rq`]), posted to on its own.
+    type Rq: Debug + Send + Sync;
     /// A send batch being written (`ibv_wr_start` .. `ibv_wr_complete`),
     /// holding the QP's queues borrowed. It may keep the queue's counters
     /// in itself until it completes (mlx5 does, so they stay in registers
@@ -383,6 +386,20 @@ pub(crate) trait Provider: Sized + 'static {
 
     /// Writes receive WQEs.
     fn post_recv(qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+
+    /// Takes the QP's own receive queue out of it (`None` if it has none:
+    /// it receives from an SRQ, or it was taken), for a
+    /// [`crate::RecvQueue`] that posts to it while the QP posts sends.
+    /// Afterwards [`Provider::restart_queues`] and [`Provider::post_recv`]
+    /// leave it alone. It must stay sound to post to after the QP is
+    /// destroyed (its memory is its own, or shared by reference count).
+    fn take_rq(qp: &mut Self::Qp) -> Option<Self::Rq>;
+
+    /// Writes receive WQEs into a taken receive queue.
+    fn post_rq(rq: &mut Self::Rq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
+
+    /// [`Provider::restart_queues`]' part for a taken receive queue.
+    fn restart_rq(_rq: &mut Self::Rq) {}
 
     /// Step 1 of an SRQ create.
     fn plan_srq(

@@ -37,6 +37,7 @@ use crate::{
     },
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
     qpx::{self, WrSession},
+    recv_queue::RecvQueue,
     send_batch::SendBatch,
     srq::{SharedReceiveQueue, SrqInner},
     sys::{Errno, WriteCmd},
@@ -172,6 +173,10 @@ pub struct QueuePair {
     /// The QP's type, here too so a typed session checks it without
     /// reaching for the shared part.
     qp_type: QpType,
+    /// The gate word of the receive queue split off
+    /// ([`QueuePair::split_recv`]): `modify` updates it as it updates
+    /// [`QueuePair::gate`]. `None` while the QP posts its own receives.
+    recv_gate: Option<Arc<AtomicU64>>,
 }
 
 /// The error of a typed session started for another provider than the
@@ -385,6 +390,7 @@ impl ProtectionDomain {
             gate_passed: GATE_NEVER,
             resets_seen: 0,
             qp_type: init.qp_type,
+            recv_gate: None,
         })
     }
 }
@@ -484,11 +490,13 @@ impl QueuePair {
         // clean and restart requests, the doorbell records reset).
         // An update, not a store: modifies on other threads (`&self`) must
         // not lose a reset.
+        let update = |g| Some(next_gate(g, next, set));
         let _ = self
             .gate
-            .fetch_update(Ordering::Release, Ordering::Relaxed, |g| {
-                Some(next_gate(g, next, set))
-            });
+            .fetch_update(Ordering::Release, Ordering::Relaxed, update);
+        if let Some(recv) = &self.recv_gate {
+            let _ = recv.fetch_update(Ordering::Release, Ordering::Relaxed, update);
+        }
         Ok(())
     }
 
@@ -694,6 +702,37 @@ impl QueuePair {
                 session,
             },
         }
+    }
+
+    /// Splits the QP's receive queue off into a [`RecvQueue`] of its own,
+    /// so that one thread posts receives while another posts sends, each
+    /// with `&mut` of its own handle and no lock shared between them (as
+    /// libibverbs' providers lock a QP's send and receive queues apart).
+    /// Afterwards this handle's [`QueuePair::post_recv`] fails
+    /// ([`PostErrorKind::OpNotSupported`]); modifies, queries, sends and
+    /// destroy stay here, and the [`RecvQueue`] follows the QP's state
+    /// (receives need it out of RESET; after a reset it restarts its
+    /// queue on its next post).
+    ///
+    /// `InvalidArgument` if the QP has no receive queue of its own (it
+    /// receives from an SRQ) or it was split off already.
+    pub fn split_recv(&mut self) -> Result<RecvQueue> {
+        let Some(rq) = self.queues.take_rq() else {
+            return Err(Error::new(
+                "QueuePair::split_recv",
+                ErrorKind::InvalidArgument,
+                "the QP has no receive queue of its own: it receives from an SRQ, or its \
+                 queue was split off already",
+            ));
+        };
+        let gate = Arc::new(AtomicU64::new(self.gate.load(Ordering::Acquire)));
+        self.recv_gate = Some(gate.clone());
+        Ok(RecvQueue::new(
+            rq,
+            gate,
+            self.resets_seen,
+            self.inner.qp_num,
+        ))
     }
 
     /// Posts receive work requests, like `ibv_post_recv` (no system call).

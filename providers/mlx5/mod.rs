@@ -264,6 +264,7 @@ impl Provider for Mlx5 {
     type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
     type QpShared = Mlx5QpShared;
     type Qp = Mlx5Qp;
+    type Rq = Mlx5Rq;
     type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
     type SrqShared = Mlx5SrqShared;
     type Srq = Mlx5Srq;
@@ -654,10 +655,27 @@ impl Provider for Mlx5 {
             None => Err(PostError {
                 index: 0,
                 kind: PostErrorKind::OpNotSupported(
-                    "this QP has no receive queue (it receives from an SRQ, or max_recv_wr was 0)",
+                    "this QP has no receive queue here (it receives from an SRQ, max_recv_wr was \
+                     0, or its queue was split off: post to its RecvQueue)",
                 ),
             }),
         }
+    }
+
+    /// The queue's buffer is shared by reference count with the QP's
+    /// shared state ([`Units`](buf::Units)), so posting after the QP is gone
+    /// writes memory nobody reads any more, not freed memory.
+    fn take_rq(qp: &mut Mlx5Qp) -> Option<Mlx5Rq> {
+        qp.rq.take()
+    }
+
+    #[inline]
+    fn post_rq(rq: &mut Mlx5Rq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        rq.post(wrs)
+    }
+
+    fn restart_rq(rq: &mut Mlx5Rq) {
+        rq.reset();
     }
 
     fn plan_srq(

@@ -113,6 +113,7 @@ impl Provider for Rxe {
     type QpPlan = RxeResp<abi::RxeCreateQpResp>;
     type QpShared = ();
     type Qp = RxeQp;
+    type Rq = RxeRq;
     type SrqPlan = RxeResp<abi::RxeCreateSrqResp>;
     type SrqShared = ();
     type Srq = RxeRq;
@@ -311,10 +312,20 @@ impl Provider for Rxe {
             None => Err(PostError {
                 index: 0,
                 kind: PostErrorKind::OpNotSupported(
-                    "this QP receives from an SRQ: post to the SRQ",
+                    "this QP has no receive queue here: it receives from an SRQ (post to the \
+                     SRQ), or its queue was split off (post to its RecvQueue)",
                 ),
             }),
         }
+    }
+
+    fn take_rq(qp: &mut RxeQp) -> Option<RxeRq> {
+        qp.rq.take()
+    }
+
+    #[inline]
+    fn post_rq(rq: &mut RxeRq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
+        rq.post(wrs)
     }
 
     fn plan_srq(

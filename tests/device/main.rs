@@ -38,6 +38,7 @@ mod porting;
 mod send_batch;
 mod send_flags;
 mod soak;
+mod split_recv;
 mod static_cli;
 mod stress;
 mod support;
