@@ -20,6 +20,8 @@
 #![allow(non_camel_case_types)]
 
 pub mod context;
+pub mod cq;
+pub mod pd;
 
 #[cfg(test)]
 mod probe;
@@ -60,6 +62,8 @@ macro_rules! c_layout {
 pub fn all() -> Vec<Layout> {
     let mut v = Vec::new();
     v.extend_from_slice(context::LAYOUTS);
+    v.extend_from_slice(pd::LAYOUTS);
+    v.extend_from_slice(cq::LAYOUTS);
     v
 }
 
