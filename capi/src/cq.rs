@@ -1,19 +1,551 @@
-//! Completion queues: ibv_create_cq, ibv_poll_cq's op, arming.
+//! Completion queues: `ibv_create_cq`, `ibv_destroy_cq`, `ibv_resize_cq`,
+//! the `poll_cq` and `req_notify_cq` ops behind verbs.h's inline
+//! `ibv_poll_cq` and `ibv_req_notify_cq`, and the event accounting that
+//! `ibv_get_cq_event`, `ibv_ack_cq_events` and `ibv_ack_async_event` share
+//! with `ibv_destroy_cq`.
+//!
+//! Every CQ is allocated as an [`ibv_cq_ex`] (`ibv_cq *` and `ibv_cq_ex *`
+//! are the same address). The uverbs [`CompletionQueue`] sits behind a
+//! `RwLock`: polling takes it exclusively (the lock libibverbs' providers
+//! take around a poll), arming and the objects made with the CQ (QPs, via
+//! [`with_cqs`]) take it shared. Acknowledging completion events takes no
+//! CQ lock at all.
+//!
+//! # Events and destroy
+//!
+//! libibverbs' `ibv_destroy_cq` sends the kernel's destroy, which reports
+//! how many completion and async events were read for the CQ, and then
+//! waits until the program has acknowledged that many. Here:
+//!
+//! - completion events are counted by this module when `ibv_get_cq_event`
+//!   hands them out ([`event_delivered`]) and when `ibv_ack_cq_events`
+//!   acknowledges them ([`ack_events`]; the count is also the C field
+//!   `comp_events_completed`, as in libibverbs). uverbs' event value is
+//!   acknowledged as soon as it is handed out. The destroy runs uverbs'
+//!   destroy (the kernel command; `EBUSY` at once while QPs use the CQ) and
+//!   then waits until every completion event handed out is acknowledged;
+//! - async events stay deferred in uverbs until `ibv_ack_async_event`
+//!   ([`ack_async_event`], from any thread); uverbs refuses to destroy a
+//!   CQ while some are, so the destroy first waits for those
+//!   acknowledgements with the uverbs CQ in place, then destroys.
 
-use crate::layout::AnyFn;
+#![allow(unsafe_code)]
 
-/// The op this module fills in (NULL until implemented).
-pub(crate) const POLL_CQ: AnyFn = None;
-/// The op this module fills in (NULL until implemented).
-pub(crate) const REQ_NOTIFY_CQ: AnyFn = None;
+use core::{
+    ffi::{c_int, c_void},
+    ptr,
+};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
 
-// TEMP(wt-dev): the owner's real `ack_async_event` replaces this at merge;
-// it lets async_event.rs build. It acknowledges nothing, so it fails.
-#[allow(unsafe_code)]
-/// Acknowledges one async event of the cq behind `p` (`*mut ibv_cq`).
+use uverbs::{sys::Errno, CompletionQueue, CqOptions, WcExFlags, WcFlags, WorkCompletion};
+
+use crate::{
+    comp_channel::CompChannel,
+    ctx::Context,
+    errno,
+    layout::{
+        context::ibv_context,
+        cq::{ibv_comp_channel, ibv_cq, ibv_cq_ex, ibv_wc},
+        pthread_cond_t, pthread_mutex_t, AnyFn,
+    },
+};
+
+/// Completion events handed out and acknowledged, and whether a destroy
+/// waits on them.
+#[derive(Debug, Default)]
+struct Tally {
+    delivered: u32,
+    acked: u32,
+    /// Destroys waiting on [`Cq::settled`].
+    waiters: u32,
+}
+
+/// A completion queue: what `ibv_create_cq` returns a pointer to.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Cq {
+    /// The C part (`ibv_cq *` and `ibv_cq_ex *` are this object's address).
+    pub c: ibv_cq_ex,
+    cq: RwLock<Option<CompletionQueue>>,
+    tally: Mutex<Tally>,
+    /// Signalled by acknowledgements while a destroy waits.
+    settled: Condvar,
+    /// Report `wc_flags` as the kernel wrote them, as rdma-core's rxe
+    /// provider does (it copies the kernel's completion); otherwise in
+    /// libibverbs' `ibv_wc_flags` numbering, as libmlx5 does.
+    kernel_wc_flags: bool,
+}
+
+// SAFETY: the C part's pointers name this library's objects or are the
+// program's opaque `cq_context`; the fields changed after creation are
+// atomics. The Rust state is Send + Sync.
+unsafe impl Send for Cq {}
+// SAFETY: as for Send.
+unsafe impl Sync for Cq {}
+
+fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Cq {
+    /// The CQ behind a program's `ibv_cq` (or `ibv_cq_ex`) pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or a CQ of this library not yet destroyed.
+    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_cq) -> Result<&'a Cq, Errno> {
+        if p.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: by the caller's contract `p` is the address of a live
+        // `Cq`, whose first field it is.
+        Ok(unsafe { &*p.cast::<Cq>() })
+    }
+
+    /// Async events of this CQ deferred in uverbs and not acknowledged.
+    fn deferred_async(&self) -> u32 {
+        read(&self.cq)
+            .as_ref()
+            .map_or(0, CompletionQueue::deferred_async_events)
+    }
+
+    /// Waits, with `tally` locked, until `done` holds; acknowledgements
+    /// wake it.
+    fn wait_until(&self, mut done: impl FnMut(&Tally) -> bool) {
+        let mut t = lock(&self.tally);
+        t.waiters += 1;
+        while !done(&t) {
+            t = self.settled.wait(t).unwrap_or_else(PoisonError::into_inner);
+        }
+        t.waiters -= 1;
+    }
+
+    /// Wakes waiting destroys (the caller changed the tally or acknowledged
+    /// an async event, and holds the tally's lock).
+    fn wake(&self, t: &Tally) {
+        if t.waiters > 0 {
+            self.settled.notify_all();
+        }
+    }
+}
+
+/// Runs `f` with the uverbs CQs of a QP (`send` and `recv` may be the same
+/// CQ), each locked shared, two in address order; `EINVAL` when one is
+/// destroyed.
+#[allow(dead_code, reason = "qp.rs (wt-qp) creates QPs with it")]
+pub(crate) fn with_cqs<R>(
+    send: &Cq,
+    recv: &Cq,
+    f: impl FnOnce(&CompletionQueue, &CompletionQueue) -> R,
+) -> Result<R, Errno> {
+    if ptr::eq(send, recv) {
+        let g = read(&send.cq);
+        let q = g.as_ref().ok_or(Errno::EINVAL)?;
+        return Ok(f(q, q));
+    }
+    let send_first = (send as *const Cq) < (recv as *const Cq);
+    let (first, second) = if send_first {
+        (send, recv)
+    } else {
+        (recv, send)
+    };
+    let g1 = read(&first.cq);
+    let g2 = read(&second.cq);
+    let (s, r) = if send_first { (&g1, &g2) } else { (&g2, &g1) };
+    match (s.as_ref(), r.as_ref()) {
+        (Some(s), Some(r)) => Ok(f(s, r)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Acknowledges one async event of the CQ (`ibv_ack_async_event`), from any
+/// thread, and wakes a destroy waiting for it.
 ///
 /// # Safety
-/// `p` is NULL or a live object of this library.
-pub(crate) unsafe fn ack_async_event(_p: *mut core::ffi::c_void) -> Result<(), uverbs::sys::Errno> {
-    Err(uverbs::sys::Errno::EOPNOTSUPP)
+/// `p` is NULL or a CQ of this library not yet destroyed.
+#[allow(dead_code, reason = "async_event.rs (wt-dev) acknowledges with it")]
+pub(crate) unsafe fn ack_async_event(p: *mut ibv_cq) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    let cq = unsafe { Cq::from_c(p) }?;
+    {
+        let g = read(&cq.cq);
+        let q = g.as_ref().ok_or(Errno::EINVAL)?;
+        q.ack_async_events(1).map_err(|e| errno::of(&e))?;
+    }
+    let t = lock(&cq.tally);
+    cq.c.async_events_completed
+        .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    cq.wake(&t);
+    Ok(())
 }
+
+/// Counts a completion event `ibv_get_cq_event` hands out for the CQ at
+/// `p` (its uverbs context) and returns the program's `cq_context`.
+///
+/// # Safety
+/// `p` is the context of a uverbs event just read: a live CQ of this
+/// library (uverbs keeps it alive while the event is held).
+pub(crate) unsafe fn event_delivered(p: *mut ibv_cq) -> Result<*mut c_void, Errno> {
+    // SAFETY: the caller's contract.
+    let cq = unsafe { Cq::from_c(p) }?;
+    let mut t = lock(&cq.tally);
+    t.delivered = t.delivered.wrapping_add(1);
+    Ok(cq.c.cq_context)
+}
+
+/// Acknowledges `n` completion events of the CQ (`ibv_ack_cq_events`),
+/// from any thread, and wakes a destroy waiting for them.
+///
+/// # Safety
+/// `p` is NULL or a CQ of this library not yet destroyed.
+pub(crate) unsafe fn ack_events(p: *mut ibv_cq, n: u32) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    let cq = unsafe { Cq::from_c(p) }?;
+    let mut t = lock(&cq.tally);
+    t.acked = t.acked.wrapping_add(n);
+    cq.c.comp_events_completed
+        .store(t.acked, core::sync::atomic::Ordering::Relaxed);
+    cq.wake(&t);
+    Ok(())
+}
+
+/// What a CQ is created with (`ibv_create_cq`'s arguments, and
+/// `ibv_create_cq_ex`'s `wc_flags`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CqCreate {
+    pub(crate) cqe: c_int,
+    pub(crate) cq_context: *mut c_void,
+    pub(crate) channel: *mut ibv_comp_channel,
+    pub(crate) comp_vector: c_int,
+    pub(crate) wc_flags: WcExFlags,
+}
+
+/// Creates a CQ: boxes the C object, lets `fill` set its `ibv_cq_ex` part
+/// (the extended polling ops) before anyone can see it, creates the uverbs
+/// CQ with the C object's address as its context, and returns that
+/// address.
+///
+/// # Safety
+/// `context` is NULL or an open context of this library; `attr.channel` is
+/// NULL or a live channel of it.
+pub(crate) unsafe fn create(
+    context: *mut ibv_context,
+    attr: &CqCreate,
+    fill: impl FnOnce(&mut ibv_cq_ex),
+) -> Result<*mut Cq, Errno> {
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { Context::from_c(context) }?;
+    let (Ok(cqe), Ok(comp_vector)) = (u32::try_from(attr.cqe), u32::try_from(attr.comp_vector))
+    else {
+        return Err(Errno::EINVAL);
+    };
+    let channel = if attr.channel.is_null() {
+        None
+    } else {
+        // SAFETY: the caller's contract.
+        let ch = unsafe { CompChannel::from_c(attr.channel) }?;
+        ch.attach()?;
+        Some(ch)
+    };
+    let none: AnyFn = None;
+    let mut boxed = Box::new(Cq {
+        c: ibv_cq_ex {
+            context,
+            channel: attr.channel,
+            cq_context: attr.cq_context,
+            handle: 0,
+            cqe: 0,
+            mutex: pthread_mutex_t([0; 40]),
+            cond: pthread_cond_t([0; 48]),
+            comp_events_completed: 0.into(),
+            async_events_completed: 0.into(),
+            comp_mask: 0,
+            status: 0.into(),
+            wr_id: 0.into(),
+            start_poll: none,
+            next_poll: none,
+            end_poll: none,
+            read_opcode: none,
+            read_vendor_err: none,
+            read_byte_len: none,
+            read_imm_data: none,
+            read_qp_num: none,
+            read_src_qp: none,
+            read_wc_flags: none,
+            read_slid: none,
+            read_sl: none,
+            read_dlid_path_bits: none,
+            read_completion_ts: none,
+            read_cvlan: none,
+            read_flow_tag: none,
+            read_tm_info: none,
+            read_completion_wallclock_ns: none,
+        },
+        cq: RwLock::new(None),
+        tally: Mutex::new(Tally::default()),
+        settled: Condvar::new(),
+        kernel_wc_flags: ctx.uv.provider_name() == "rxe",
+    });
+    fill(&mut boxed.c);
+    let raw = Box::into_raw(boxed);
+    let opts = CqOptions {
+        channel: channel.map(CompChannel::channel),
+        comp_vector,
+        context: raw as u64,
+        wc_flags: attr.wc_flags,
+    };
+    match ctx.uv.create_cq(cqe, opts) {
+        Ok(q) => {
+            // SAFETY: `raw` is the allocation just made; nothing else has
+            // its address yet (the uverbs CQ keeps it as a number).
+            let cq = unsafe { &mut *raw };
+            cq.c.handle = q.handle();
+            cq.c.cqe = c_int::try_from(q.cqe()).unwrap_or(c_int::MAX);
+            *cq.cq.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(q);
+            Ok(raw)
+        }
+        Err(e) => {
+            // SAFETY: as above; the failed create kept no copy.
+            drop(unsafe { Box::from_raw(raw) });
+            if let Some(ch) = channel {
+                ch.detach();
+            }
+            Err(errno::of(&e))
+        }
+    }
+}
+
+/// Creates a CQ of at least `cqe` entries; NULL and `errno` on failure
+/// (`EINVAL` for a `comp_vector` the device does not have, or `cqe` above
+/// its `max_cqe`).
+///
+/// # Safety
+/// `context` is NULL or an open context of this library; `channel` is NULL
+/// or a live completion channel of it.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_create_cq(
+    context: *mut ibv_context,
+    cqe: c_int,
+    cq_context: *mut c_void,
+    channel: *mut ibv_comp_channel,
+    comp_vector: c_int,
+) -> *mut ibv_cq {
+    let attr = CqCreate {
+        cqe,
+        cq_context,
+        channel,
+        comp_vector,
+        wc_flags: WcExFlags::STANDARD,
+    };
+    // SAFETY: the caller's contract.
+    match unsafe { create(context, &attr, |_| {}) } {
+        Ok(cq) => cq.cast(),
+        Err(e) => errno::null(e),
+    }
+}
+
+/// Destroys a CQ: 0 or the positive errno (`EBUSY` while QPs use it).
+/// Waits, as libibverbs does, until every completion and async event
+/// handed out for it is acknowledged.
+///
+/// # Safety
+/// `cq` is NULL or a live CQ of this library; nothing uses it after a
+/// successful return.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
+    // SAFETY: the caller's contract.
+    let c = match unsafe { Cq::from_c(cq) } {
+        Ok(c) => c,
+        Err(e) => return errno::positive(e),
+    };
+    loop {
+        {
+            let mut g = c.cq.write().unwrap_or_else(PoisonError::into_inner);
+            let Some(q) = g.take() else {
+                return errno::positive(Errno::EINVAL);
+            };
+            if q.deferred_async_events() == 0 {
+                match q.destroy() {
+                    Ok(()) => break,
+                    Err(e) => {
+                        let (q, err) = e.into_parts();
+                        // An async event deferred since the check: wait for it.
+                        let again = err.errno() == Errno::EBUSY && q.deferred_async_events() > 0;
+                        *g = Some(q);
+                        if !again {
+                            return errno::positive(errno::of(&err));
+                        }
+                    }
+                }
+            } else {
+                *g = Some(q);
+            }
+        }
+        c.wait_until(|_| c.deferred_async() == 0);
+    }
+    c.wait_until(|t| t.delivered.wrapping_sub(t.acked) as i32 <= 0);
+    if !c.c.channel.is_null() {
+        // SAFETY: a channel outlives its CQs (its destroy fails while
+        // they are attached).
+        if let Ok(ch) = unsafe { CompChannel::from_c(c.c.channel) } {
+            ch.detach();
+        }
+    }
+    // SAFETY: `cq` came from `Box::into_raw` in `create` and the program
+    // gives it up with this call.
+    drop(unsafe { Box::from_raw(cq.cast::<Cq>()) });
+    0
+}
+
+/// Resizes a CQ: uverbs cannot (no resize in its API), so `EOPNOTSUPP`,
+/// the positive errno of libibverbs for a provider without resize.
+///
+/// # Safety
+/// `cq` is NULL or a live CQ of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, _cqe: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    match unsafe { Cq::from_c(cq) } {
+        Ok(_) => errno::positive(Errno::EOPNOTSUPP),
+        Err(e) => errno::positive(e),
+    }
+}
+
+/// `ib_wc_flags` (the kernel's, uverbs' [`WcFlags`]) in libibverbs'
+/// `ibv_wc_flags` numbering: the kernel's `WITH_INVALIDATE` (bit 2) is
+/// `IBV_WC_WITH_INV` (bit 3), its `IP_CSUM_OK` (bit 3) is
+/// `IBV_WC_IP_CSUM_OK` (bit 2).
+fn ibv_wc_flags(kernel: u32) -> u32 {
+    let inv = (kernel >> 2) & 1;
+    let csum = (kernel >> 3) & 1;
+    (kernel & !0b1100) | (inv << 3) | (csum << 2)
+}
+
+/// A uverbs completion as the program's `struct ibv_wc`: `imm_data` back in
+/// network order (uverbs keeps it in host order), the invalidated rkey as
+/// it is.
+fn to_c(w: &WorkCompletion, kernel_wc_flags: bool) -> ibv_wc {
+    let flags = w.wc_flags.bits();
+    ibv_wc {
+        wr_id: w.wr_id,
+        status: w.status.0,
+        opcode: w.opcode.0,
+        vendor_err: w.vendor_err,
+        byte_len: w.byte_len,
+        imm_data: if w.wc_flags.contains(WcFlags::WITH_INVALIDATE) {
+            w.imm_data
+        } else {
+            w.imm_data.to_be()
+        },
+        qp_num: w.qp_num,
+        src_qp: w.src_qp,
+        wc_flags: if kernel_wc_flags {
+            flags
+        } else {
+            ibv_wc_flags(flags)
+        },
+        pkey_index: w.pkey_index,
+        slid: w.slid,
+        sl: w.sl,
+        dlid_path_bits: w.dlid_path_bits,
+    }
+}
+
+/// Completions taken from uverbs per round of a poll.
+const POLL_CHUNK: usize = 16;
+
+/// `ibv_context_ops.poll_cq`: up to `num` completions into `wc`; the
+/// number written, or a negative errno.
+///
+/// # Safety
+/// `cq` is NULL or a live CQ of this library; `wc` has room for `num`
+/// entries.
+unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num: c_int, wc: *mut ibv_wc) -> c_int {
+    // SAFETY: the caller's contract.
+    let c = match unsafe { Cq::from_c(cq) } {
+        Ok(c) => c,
+        Err(e) => return -errno::positive(e),
+    };
+    let Ok(want) = usize::try_from(num) else {
+        return 0;
+    };
+    if want == 0 {
+        return 0;
+    }
+    if wc.is_null() {
+        return -errno::positive(Errno::EINVAL);
+    }
+    let mut g = c.cq.write().unwrap_or_else(PoisonError::into_inner);
+    let Some(q) = g.as_mut() else {
+        return -errno::positive(Errno::EINVAL);
+    };
+    let mut buf = [WorkCompletion::default(); POLL_CHUNK];
+    let mut done = 0;
+    while done < want {
+        let room = (want - done).min(POLL_CHUNK);
+        let got = q.poll(&mut buf[..room]);
+        for (i, w) in buf[..got].iter().enumerate() {
+            // SAFETY: `done + i < want = num`, inside the program's array.
+            unsafe { wc.add(done + i).write(to_c(w, c.kernel_wc_flags)) };
+        }
+        done += got;
+        if got < room {
+            break;
+        }
+    }
+    // `done <= num`, a c_int.
+    done as c_int
+}
+
+/// `ibv_context_ops.req_notify_cq`: arms the CQ; 0 or the positive errno.
+///
+/// # Safety
+/// `cq` is NULL or a live CQ of this library.
+unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    let c = match unsafe { Cq::from_c(cq) } {
+        Ok(c) => c,
+        Err(e) => return errno::positive(e),
+    };
+    let g = read(&c.cq);
+    let Some(q) = g.as_ref() else {
+        return errno::positive(Errno::EINVAL);
+    };
+    match q.req_notify(solicited_only != 0) {
+        Ok(()) => 0,
+        Err(e) => errno::positive(errno::of(&e)),
+    }
+}
+
+type PollCqFn = unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int;
+type ReqNotifyCqFn = unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int;
+
+/// `ibv_context_ops.poll_cq`.
+pub(crate) const POLL_CQ: AnyFn = Some(
+    // SAFETY: a function pointer cast to another function pointer type of
+    // the same size; programs call it with verbs.h's `poll_cq` signature,
+    // which is `PollCqFn`.
+    unsafe { core::mem::transmute::<PollCqFn, unsafe extern "C" fn()>(poll_cq) },
+);
+/// `ibv_context_ops.req_notify_cq`.
+pub(crate) const REQ_NOTIFY_CQ: AnyFn = Some(
+    // SAFETY: as for POLL_CQ, with verbs.h's `req_notify_cq` signature.
+    unsafe { core::mem::transmute::<ReqNotifyCqFn, unsafe extern "C" fn()>(req_notify_cq) },
+);
+
+/// The uverbs objects behind the C ones may be used from any thread (the
+/// `unsafe impl`s of Send and Sync above and in `pd.rs`/`comp_channel.rs`
+/// rest on it).
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<CompletionQueue>();
+    send_sync::<uverbs::ProtectionDomain>();
+    send_sync::<uverbs::MemoryRegion>();
+    send_sync::<uverbs::CompletionChannel>();
+};
+
+#[cfg(test)]
+pub(crate) mod tests;

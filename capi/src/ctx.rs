@@ -48,7 +48,7 @@ impl Context {
         let num_comp_vectors = i32::try_from(uv.num_comp_vectors()).unwrap_or(i32::MAX);
         let ops = ibv_context_ops {
             _compat_query_device: crate::query::QUERY_DEVICE_COMPAT,
-            _compat_query_port: None,
+            _compat_query_port: crate::query::QUERY_PORT_COMPAT,
             _compat_alloc_pd: None,
             _compat_dealloc_pd: None,
             _compat_reg_mr: None,

@@ -1,10 +1,7 @@
 //! libibverbs' error conventions: which errno a uverbs error becomes, and
 //! the three ways a C function reports it.
 
-use core::{
-    ffi::c_int,
-    ptr::{self, null_mut},
-};
+use core::{ffi::c_int, ptr::null_mut};
 
 use uverbs::{sys::Errno, Error};
 
@@ -36,9 +33,4 @@ pub fn minus_one(e: Errno) -> c_int {
 pub fn positive(e: Errno) -> c_int {
     set(e);
     e as c_int
-}
-
-/// Whether `p` is NULL (for the argument checks of every entry point).
-pub fn is_null<T>(p: *const T) -> bool {
-    ptr::eq(p, null_mut())
 }

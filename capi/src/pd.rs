@@ -1,3 +1,445 @@
-//! Protection domains and memory regions.
+//! Protection domains and memory regions: `ibv_alloc_pd`, `ibv_dealloc_pd`,
+//! `ibv_reg_mr` (and its `_iova`/`_iova2` forms), `ibv_reg_dmabuf_mr`,
+//! `ibv_rereg_mr`, `ibv_dereg_mr`.
+//!
+//! A [`Pd`] holds its uverbs [`ProtectionDomain`] behind a `RwLock`: the
+//! objects made from it (MRs here, QPs, SRQs and AHs in their modules) take
+//! it shared through [`Pd::with`], the deallocation exclusively.
+//!
+//! # When uverbs refuses a deallocation
+//!
+//! uverbs' `ProtectionDomain::destroy` and `MemoryRegion::destroy` consume
+//! the handle and do not give it back when they fail (CQs, QPs and SRQs do,
+//! in their `DestroyError`). The PD's memory regions are counted here, so
+//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs; for
+//! the other objects that use a PD (QPs, SRQs, AHs) uverbs answers `EBUSY`
+//! and the handle is gone: the kernel PD then lives until the last of them
+//! is destroyed, the C object stays readable, no new object can be made
+//! from it (`EINVAL`), and the next `ibv_dealloc_pd` frees the C object.
 
+#![allow(unsafe_code)]
 
+use core::ffi::{c_int, c_uint, c_void};
+use std::{
+    os::fd::BorrowedFd,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Mutex, PoisonError, RwLock,
+    },
+};
+
+use uverbs::{abi::IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS, sys::Errno};
+use uverbs::{AccessFlags, MemoryRegion, ProtectionDomain};
+
+use crate::{
+    ctx::Context,
+    errno,
+    layout::{
+        context::ibv_context,
+        pd::{ibv_mr, ibv_pd},
+    },
+};
+
+/// `IBV_ACCESS_OPTIONAL_RANGE`: bits 20..=29, which a kernel that does
+/// not report `IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS` never sees.
+const ACCESS_OPTIONAL_RANGE: u32 = ((1 << 29) << 1) - (1 << 20);
+/// Every access bit some kernel knows: LOCAL_WRITE ... HUGETLB,
+/// FLUSH_GLOBAL and FLUSH_PERSISTENT (6.2+; older kernels answer `EINVAL`
+/// themselves), and the optional range.
+const ACCESS_KNOWN: u32 = 0x3ff | ACCESS_OPTIONAL_RANGE;
+
+/// `IBV_REREG_MR_CHANGE_TRANSLATION`.
+const REREG_CHANGE_TRANSLATION: c_int = 1;
+/// `IBV_REREG_MR_CHANGE_ACCESS`.
+const REREG_CHANGE_ACCESS: c_int = 1 << 2;
+/// `IBV_REREG_MR_FLAGS_SUPPORTED`.
+const REREG_FLAGS_SUPPORTED: c_int = (REREG_CHANGE_ACCESS << 1) - 1;
+/// `IBV_REREG_MR_ERR_INPUT`.
+const REREG_ERR_INPUT: c_int = -1;
+/// `IBV_REREG_MR_ERR_CMD`.
+const REREG_ERR_CMD: c_int = -4;
+
+/// A protection domain: what `ibv_alloc_pd` returns a pointer to.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Pd {
+    /// The C part (`ibv_pd *` is this object's address).
+    pub c: ibv_pd,
+    ctx: *const Context,
+    pd: RwLock<Option<ProtectionDomain>>,
+    /// Memory regions registered in it and not deregistered.
+    mrs: AtomicUsize,
+    /// uverbs refused the deallocation and kept the PD for the objects
+    /// that use it (see the module documentation).
+    orphaned: AtomicBool,
+}
+
+// SAFETY: the C part is written once before the object is handed out; its
+// pointers name this library's context. The Rust state is Send + Sync.
+unsafe impl Send for Pd {}
+// SAFETY: as for Send.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// The PD behind a program's `ibv_pd` pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or a pointer `ibv_alloc_pd` returned and
+    /// `ibv_dealloc_pd` has not freed.
+    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_pd) -> Result<&'a Pd, Errno> {
+        if p.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: by the caller's contract `p` is the address of a live
+        // `Pd`, whose first field it is.
+        Ok(unsafe { &*p.cast::<Pd>() })
+    }
+
+    /// Runs `f` with the uverbs PD (to make an object from it); `EINVAL`
+    /// when it is gone (see the module documentation).
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&ProtectionDomain) -> R) -> Result<R, Errno> {
+        let pd = self.pd.read().unwrap_or_else(PoisonError::into_inner);
+        pd.as_ref().map(f).ok_or(Errno::EINVAL)
+    }
+
+    /// The context the PD belongs to.
+    pub(crate) fn context(&self) -> &Context {
+        // SAFETY: set from a live context at allocation; verbs.h's contract
+        // keeps the context open while its PDs exist.
+        unsafe { &*self.ctx }
+    }
+}
+
+/// A memory region: what `ibv_reg_mr` returns a pointer to.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Mr {
+    /// The C part (`ibv_mr *` is this object's address).
+    pub c: ibv_mr,
+    mr: Mutex<Option<MemoryRegion>>,
+    pd: *const Pd,
+    /// Registered from a dma-buf (libibverbs' `IBV_MR_TYPE_DMABUF_MR`,
+    /// which `ibv_rereg_mr` refuses).
+    dmabuf: bool,
+}
+
+// SAFETY: as for `Pd`.
+unsafe impl Send for Mr {}
+// SAFETY: as for `Pd`.
+unsafe impl Sync for Mr {}
+
+impl Mr {
+    /// # Safety
+    /// `p` is NULL or a pointer this module returned and `ibv_dereg_mr`
+    /// has not freed.
+    unsafe fn from_c<'a>(p: *mut ibv_mr) -> Result<&'a Mr, Errno> {
+        if p.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: the caller's contract; `c` is the first field.
+        Ok(unsafe { &*p.cast::<Mr>() })
+    }
+}
+
+/// Allocates a protection domain; NULL and `errno` on failure.
+///
+/// # Safety
+/// `context` is NULL or an open context of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    // SAFETY: the caller's contract.
+    let ctx = match unsafe { Context::from_c(context) } {
+        Ok(c) => c,
+        Err(e) => return errno::null(e),
+    };
+    let uv = match ctx.uv.alloc_pd() {
+        Ok(pd) => pd,
+        Err(e) => return errno::null(errno::of(&e)),
+    };
+    let pd = Box::new(Pd {
+        c: ibv_pd {
+            context: ctx.as_c(),
+            handle: uv.handle(),
+        },
+        ctx,
+        pd: RwLock::new(Some(uv)),
+        mrs: AtomicUsize::new(0),
+        orphaned: AtomicBool::new(false),
+    });
+    Box::into_raw(pd).cast()
+}
+
+/// Deallocates a protection domain: 0, or the positive errno (`EBUSY`
+/// while objects use it).
+///
+/// # Safety
+/// `pd` is NULL or a PD of this library not yet deallocated.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::positive(e),
+    };
+    {
+        let mut guard = p.pd.write().unwrap_or_else(PoisonError::into_inner);
+        // Registrations count themselves under the shared lock: none is
+        // half done now.
+        if p.mrs.load(Ordering::Acquire) > 0 {
+            return errno::positive(Errno::EBUSY);
+        }
+        match guard.take() {
+            Some(uv) => {
+                if let Err(e) = uv.destroy() {
+                    p.orphaned.store(true, Ordering::Release);
+                    return errno::positive(errno::of(&e));
+                }
+            }
+            // uverbs kept it for its last users; it goes with them.
+            None if p.orphaned.load(Ordering::Acquire) => {}
+            None => return errno::positive(Errno::EINVAL),
+        }
+    }
+    // SAFETY: `pd` came from `Box::into_raw` in `ibv_alloc_pd` and the
+    // program gives it up with this call.
+    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+    0
+}
+
+/// Checks `access` as libibverbs and the kernel do and turns it into
+/// uverbs' flags: the optional bits are dropped when the kernel does not
+/// take them (`ibv_reg_mr_iova2`), bits no kernel knows are `EINVAL`.
+fn access_flags(ctx: &Context, access: u32) -> Result<AccessFlags, Errno> {
+    let mut access = access;
+    if ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) == 0 {
+        access &= !ACCESS_OPTIONAL_RANGE;
+    }
+    if access & !ACCESS_KNOWN != 0 {
+        return Err(Errno::EINVAL);
+    }
+    Ok(AccessFlags::from_bits_retain(access))
+}
+
+/// Boxes the region registered in `p` (the program's `pd`) and returns the
+/// program's pointer; counts it in the PD (the caller holds `p`'s shared
+/// lock, inside [`Pd::with`]).
+fn new_mr(
+    p: &Pd,
+    pd: *mut ibv_pd,
+    mr: MemoryRegion,
+    addr: *mut c_void,
+    length: usize,
+    dmabuf: bool,
+) -> *mut ibv_mr {
+    p.mrs.fetch_add(1, Ordering::AcqRel);
+    let boxed = Box::new(Mr {
+        c: ibv_mr {
+            context: p.c.context,
+            pd,
+            addr,
+            length,
+            handle: mr.handle(),
+            lkey: mr.lkey(),
+            rkey: mr.rkey(),
+        },
+        mr: Mutex::new(Some(mr)),
+        pd: p,
+        dmabuf,
+    });
+    Box::into_raw(boxed).cast()
+}
+
+/// `ibv_reg_mr_iova2`'s body. uverbs registers with the I/O virtual
+/// address equal to `addr` (`register_raw` takes no iova): any other iova
+/// is `EOPNOTSUPP`.
+///
+/// # Safety
+/// As `ibv_reg_mr_iova2`.
+unsafe fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: u32,
+) -> Result<*mut ibv_mr, Errno> {
+    // SAFETY: the caller's contract.
+    let p = unsafe { Pd::from_c(pd) }?;
+    let flags = access_flags(p.context(), access)?;
+    if iova != addr as u64 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    p.with(|uv| {
+        // SAFETY: verbs.h's contract for ibv_reg_mr: the program keeps
+        // `addr..addr + length` mapped while it is registered and reaches it
+        // only through raw pointers of its own (C has no references).
+        let mr = unsafe { uv.register_raw(addr.cast(), length, flags) };
+        mr.map(|mr| new_mr(p, pd, mr, addr, length, false))
+            .map_err(|e| errno::of(&e))
+    })?
+}
+
+/// Registers `length` bytes at `addr`; NULL and `errno` on failure.
+///
+/// # Safety
+/// `pd` is NULL or a live PD of this library; the memory stays mapped
+/// while registered.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    unsafe { reg_mr(pd, addr, length, addr as u64, access as u32) }.unwrap_or_else(errno::null)
+}
+
+/// Registers memory with I/O virtual address `iova` (`IBVERBS_1.7`); only
+/// `iova == addr` is supported (`EOPNOTSUPP` otherwise).
+///
+/// # Safety
+/// As [`ibv_reg_mr`].
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr_iova(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    unsafe { reg_mr(pd, addr, length, iova, access as u32) }.unwrap_or_else(errno::null)
+}
+
+/// Registers memory (`IBVERBS_1.8`; verbs.h's `ibv_reg_mr` macro calls it
+/// when `access` has optional bits); only `iova == addr` is supported
+/// (`EOPNOTSUPP` otherwise).
+///
+/// # Safety
+/// As [`ibv_reg_mr`].
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr_iova2(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    iova: u64,
+    access: c_uint,
+) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    unsafe { reg_mr(pd, addr, length, iova, access) }.unwrap_or_else(errno::null)
+}
+
+/// Registers `length` bytes at `offset` of the dma-buf `fd`, at I/O
+/// virtual address `iova` (`IBVERBS_1.12`); NULL and `errno` on failure
+/// (`EOPNOTSUPP` from rxe's kernel driver, as with rdma-core).
+///
+/// # Safety
+/// `pd` is NULL or a live PD of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
+    pd: *mut ibv_pd,
+    offset: u64,
+    length: usize,
+    iova: u64,
+    fd: c_int,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::null(e),
+    };
+    if access as u32 & !ACCESS_KNOWN != 0 {
+        return errno::null(Errno::EINVAL);
+    }
+    if fd < 0 {
+        return errno::null(Errno::EBADF);
+    }
+    // SAFETY: `fd` is not -1; the kernel checks that it names a dma-buf
+    // (EBADF otherwise), and the borrow ends with this call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let flags = AccessFlags::from_bits_retain(access as u32);
+    let made = p.with(|uv| {
+        uv.register_dmabuf(fd, offset, length, iova, flags)
+            .map(|mr| new_mr(p, pd, mr, offset as usize as *mut c_void, length, true))
+            .map_err(|e| errno::of(&e))
+    });
+    match made {
+        Ok(Ok(mr)) => mr,
+        Ok(Err(e)) | Err(e) => errno::null(e),
+    }
+}
+
+/// Deregisters a memory region: 0 or the positive errno.
+///
+/// uverbs does not give the region back when the kernel refuses the
+/// deregistration (see the module documentation): the errno is returned
+/// and the C object stays readable; a second call answers `EINVAL`.
+///
+/// # Safety
+/// `mr` is NULL or a live MR of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
+    // SAFETY: the caller's contract.
+    let m = match unsafe { Mr::from_c(mr) } {
+        Ok(m) => m,
+        Err(e) => return errno::positive(e),
+    };
+    let Some(uv) = m.mr.lock().unwrap_or_else(PoisonError::into_inner).take() else {
+        return errno::positive(Errno::EINVAL);
+    };
+    let result = uv.destroy();
+    // SAFETY: a PD outlives its MRs (its deallocation fails while they
+    // are counted).
+    let p = unsafe { &*m.pd };
+    p.mrs.fetch_sub(1, Ordering::AcqRel);
+    if let Err(e) = result {
+        return errno::positive(errno::of(&e));
+    }
+    // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
+    // gives it up with this call.
+    drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
+    0
+}
+
+/// Re-registers a memory region. uverbs cannot (the kernel's REREG_MR is
+/// not in its API): after libibverbs' own argument checks
+/// (`IBV_REREG_MR_ERR_INPUT` with `EINVAL`) it answers as libibverbs does
+/// for a provider without rereg, rxe's case: `IBV_REREG_MR_ERR_CMD` with
+/// `errno` `EOPNOTSUPP`. The region is unchanged.
+///
+/// # Safety
+/// `mr` is NULL or a live MR of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_rereg_mr(
+    mr: *mut ibv_mr,
+    flags: c_int,
+    _pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> c_int {
+    let input = |e| {
+        errno::set(e);
+        REREG_ERR_INPUT
+    };
+    // SAFETY: the caller's contract.
+    let m = match unsafe { Mr::from_c(mr) } {
+        Ok(m) => m,
+        Err(e) => return input(e),
+    };
+    if m.dmabuf || flags & !REREG_FLAGS_SUPPORTED != 0 {
+        return input(Errno::EINVAL);
+    }
+    if flags & REREG_CHANGE_TRANSLATION != 0 && (length == 0 || addr.is_null()) {
+        return input(Errno::EINVAL);
+    }
+    if access != 0 && flags & REREG_CHANGE_ACCESS == 0 {
+        return input(Errno::EINVAL);
+    }
+    errno::set(Errno::EOPNOTSUPP);
+    REREG_ERR_CMD
+}
+
+#[cfg(test)]
+mod tests;

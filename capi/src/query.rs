@@ -36,7 +36,6 @@ use crate::{
 /// `int (*)(struct ibv_context *, struct ibv_device_attr *)`.
 type QueryDeviceFn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_device_attr) -> c_int;
 /// `int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *)`.
-#[allow(dead_code, reason = "for QUERY_PORT_COMPAT")]
 type CompatQueryPortFn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr) -> c_int;
 /// `verbs_context.query_port`.
 type QueryPortFn = unsafe extern "C" fn(*mut ibv_context, u8, *mut ibv_port_attr, usize) -> c_int;
@@ -56,8 +55,7 @@ pub(crate) const QUERY_DEVICE_COMPAT: AnyFn = Some(unsafe {
     core::mem::transmute::<QueryDeviceFn, unsafe extern "C" fn()>(ibv_query_device)
 });
 /// `ibv_context_ops._compat_query_port`: the exported `ibv_query_port`, as
-/// libibverbs' `set_lib_ops` sets it (ctx.rs leaves the slot NULL so far).
-#[allow(dead_code, reason = "ctx.rs is to fill _compat_query_port with it")]
+/// libibverbs' `set_lib_ops` sets it.
 // SAFETY: as for QUERY_DEVICE_COMPAT, with `CompatQueryPortFn`.
 pub(crate) const QUERY_PORT_COMPAT: AnyFn = Some(unsafe {
     core::mem::transmute::<CompatQueryPortFn, unsafe extern "C" fn()>(ibv_query_port)

@@ -17,10 +17,12 @@
 //! its name. verbs.h is dual-licensed GPL-2.0 or BSD (Linux-OpenIB); these
 //! declarations restate its layout under the BSD option.
 
-#![allow(non_camel_case_types)]
+#![allow(non_camel_case_types, non_snake_case)]
 
 pub mod context;
+pub mod cq;
 pub mod device;
+pub mod pd;
 
 #[cfg(test)]
 mod probe;
@@ -62,6 +64,8 @@ pub fn all() -> Vec<Layout> {
     let mut v = Vec::new();
     v.extend_from_slice(context::LAYOUTS);
     v.extend_from_slice(device::LAYOUTS);
+    v.extend_from_slice(pd::LAYOUTS);
+    v.extend_from_slice(cq::LAYOUTS);
     v
 }
 

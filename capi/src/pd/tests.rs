@@ -1,0 +1,147 @@
+//! PDs and MRs through the C entry points, on uverbs' fake rxe kernel.
+
+use core::ptr::null_mut;
+
+use uverbs::testing::rxe::Kind;
+
+use super::*;
+use crate::cq::tests::Rig;
+
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// A page-aligned buffer the tests register.
+fn buffer() -> Vec<u64> {
+    vec![0u64; 512]
+}
+
+#[test]
+fn a_pd_and_its_mr_carry_what_programs_read() {
+    let r = Rig::new();
+    let mut buf = buffer();
+    let addr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: the rig's context; `buf` outlives the registration.
+    unsafe {
+        let pd = ibv_alloc_pd(r.ctx);
+        assert!(!pd.is_null());
+        assert_eq!((*pd).context, r.ctx);
+        let mr = ibv_reg_mr(pd, addr, 4096, 1 | 2 | 4);
+        assert!(!mr.is_null(), "{}", std::io::Error::last_os_error());
+        assert_eq!((*mr).context, r.ctx);
+        assert_eq!((*mr).pd, pd);
+        assert_eq!((*mr).addr, addr);
+        assert_eq!((*mr).length, 4096);
+        {
+            let uv = (*mr.cast::<Mr>()).mr.lock().unwrap();
+            let uv = uv.as_ref().unwrap();
+            let keys = (uv.lkey(), uv.rkey(), uv.handle());
+            assert_eq!(((*mr).lkey, (*mr).rkey, (*mr).handle), keys);
+        }
+        // A PD with a region is busy, and stays usable.
+        assert_eq!(ibv_dealloc_pd(pd), libc::EBUSY);
+        let mr2 = ibv_reg_mr_iova2(pd, addr, 4096, addr as u64, 1);
+        assert!(!mr2.is_null());
+        assert_eq!(ibv_dereg_mr(mr2), 0);
+        assert_eq!(ibv_dereg_mr(mr), 0);
+        assert_eq!(r.fake.destroyed(Kind::Mr).len(), 2);
+        assert_eq!(ibv_dealloc_pd(pd), 0);
+        assert_eq!(r.fake.destroyed(Kind::Pd).len(), 1);
+    }
+    drop(buf);
+}
+
+#[test]
+fn bad_registrations_fail_with_the_kernels_errno() {
+    let r = Rig::new();
+    let mut buf = buffer();
+    let addr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: the rig's context; nothing is registered.
+    unsafe {
+        let pd = ibv_alloc_pd(r.ctx);
+        // Remote write needs local write (ib_check_mr_access).
+        assert!(ibv_reg_mr(pd, addr, 4096, 2).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        // A bit no kernel knows.
+        assert!(ibv_reg_mr(pd, addr, 4096, 1 << 15).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        assert!(ibv_reg_mr(pd, addr, 4096, -1).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        // Another I/O virtual address: uverbs registers at `addr` only.
+        assert!(ibv_reg_mr_iova2(pd, addr, 4096, 0x10000, 1).is_null());
+        assert_eq!(last_errno(), libc::EOPNOTSUPP);
+        assert!(ibv_reg_mr_iova(pd, addr, 4096, 0x10000, 1).is_null());
+        assert_eq!(last_errno(), libc::EOPNOTSUPP);
+        assert!(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, 1).is_null());
+        assert_eq!(last_errno(), libc::EBADF);
+        assert!(ibv_reg_mr(null_mut(), addr, 4096, 1).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        assert!(ibv_alloc_pd(null_mut()).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        assert_eq!(ibv_dereg_mr(null_mut()), libc::EINVAL);
+        assert_eq!(ibv_dealloc_pd(null_mut()), libc::EINVAL);
+        assert_eq!(ibv_dealloc_pd(pd), 0);
+    }
+    drop(buf);
+}
+
+#[test]
+fn rereg_checks_its_input_as_libibverbs_then_fails_as_without_provider_support() {
+    let r = Rig::new();
+    let mut buf = buffer();
+    let addr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: the rig's context; `buf` outlives the registration.
+    unsafe {
+        let pd = ibv_alloc_pd(r.ctx);
+        let mr = ibv_reg_mr(pd, addr, 4096, 1);
+        let rereg = |flags, a: *mut c_void, len, access| {
+            let rc = ibv_rereg_mr(mr, flags, pd, a, len, access);
+            (rc, last_errno())
+        };
+        assert_eq!(rereg(8, addr, 4096, 0), (-1, libc::EINVAL));
+        assert_eq!(rereg(1, null_mut(), 4096, 0), (-1, libc::EINVAL));
+        assert_eq!(rereg(1, addr, 0, 0), (-1, libc::EINVAL));
+        assert_eq!(rereg(1, addr, 4096, 1), (-1, libc::EINVAL));
+        assert_eq!(rereg(4, addr, 4096, 7), (-4, libc::EOPNOTSUPP));
+        assert_eq!(rereg(1, addr, 4096, 0), (-4, libc::EOPNOTSUPP));
+        assert_eq!(
+            ibv_rereg_mr(null_mut(), 4, pd, addr, 4096, 1),
+            REREG_ERR_INPUT
+        );
+        // Unchanged, and deregistered as usual.
+        assert_eq!((*mr).addr, addr);
+        assert_eq!(ibv_dereg_mr(mr), 0);
+        assert_eq!(ibv_dealloc_pd(pd), 0);
+    }
+    drop(buf);
+}
+
+#[test]
+fn optional_access_bits_reach_the_kernel_only_when_it_takes_them() {
+    let r = Rig::new();
+    // SAFETY: the rig's context is open.
+    let ctx = unsafe { Context::from_c(r.ctx) }.unwrap();
+    let relaxed = 1 << 20;
+    let got = access_flags(ctx, 1 | relaxed).unwrap().bits();
+    if ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) != 0 {
+        assert_eq!(got, 1 | relaxed);
+    } else {
+        assert_eq!(got, 1);
+    }
+    assert_eq!(access_flags(ctx, 1 << 10), Err(Errno::EINVAL));
+    assert_eq!(access_flags(ctx, 1 << 30), Err(Errno::EINVAL));
+    assert_eq!(access_flags(ctx, 0x3ff).map(|a| a.bits()), Ok(0x3ff));
+}
+
+#[test]
+fn pd_with_reaches_the_uverbs_pd() {
+    let r = Rig::new();
+    // SAFETY: the rig's context.
+    unsafe {
+        let pd = ibv_alloc_pd(r.ctx);
+        let p = Pd::from_c(pd).unwrap();
+        assert_eq!(p.with(|uv| uv.handle()), Ok((*pd).handle));
+        assert!(core::ptr::eq(p.context().as_c(), r.ctx));
+        assert_eq!(ibv_dealloc_pd(pd), 0);
+    }
+}
