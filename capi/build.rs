@@ -1,12 +1,114 @@
-//! Links the cdylib as rdma-core's `libibverbs.so.1`: its soname, and the
-//! version nodes (`IBVERBS_1.0` ... `IBVERBS_1.14`, the private nodes of the
-//! rdma-core releases) that programs linked against rdma-core's library
-//! list in their version needs (`libibverbs.map`; see its header).
+//! Links the cdylib as rdma-core's `libibverbs.so.1` and gives every export
+//! its symbol version.
+//!
+//! - The soname, and the version nodes (`libibverbs.map`: `IBVERBS_1.0` ...
+//!   `IBVERBS_1.14` and the private nodes) that programs linked against
+//!   rdma-core's library list in their version needs.
+//! - `exports.txt` names each exported function's node. rustc's own version
+//!   script exports every `#[export_name]` symbol unversioned, and a program
+//!   linked against an unversioned definition binds, when it later runs on
+//!   rdma-core's library, to the oldest version there (IBVERBS_1.0's
+//!   compat entry points, another ABI). So each function is exported as
+//!   `uverbs_<name>`, and `$OUT_DIR/symver.rs` (generated here, included
+//!   by `lib.rs`) defines `<name>@@<node>` with a `.symver` directive,
+//!   exactly as rdma-core's library defines it; static links resolve
+//!   `<name>` to it too. The versioned name is given to a one-instruction
+//!   stub that jumps to the function: LLVM's assembler wants the symbol a
+//!   `.symver` renames defined in the same object, and rustc places the
+//!   functions in codegen units of its choosing. (Only the exported entry
+//!   points pay the jump; the data path runs through the ops tables.)
+//! - The build fails when `exports.txt` and the sources disagree: a
+//!   function exported under no node would be invisible under its name,
+//!   and a listed one missing would leave a program's import unresolved.
+
+use std::{collections::BTreeSet, fmt::Write as _, fs, path::Path};
 
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let map = format!("{dir}/libibverbs.map");
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     println!("cargo:rerun-if-changed=libibverbs.map");
+    println!("cargo:rerun-if-changed=exports.txt");
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={map}");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={dir}/libibverbs.map");
+
+    let map = fs::read_to_string(format!("{dir}/libibverbs.map")).expect("read libibverbs.map");
+    let list = fs::read_to_string(format!("{dir}/exports.txt")).expect("read exports.txt");
+    // The stubs' jump is per architecture: x86_64 and aarch64.
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    assert!(
+        matches!(arch.as_str(), "x86_64" | "aarch64"),
+        "libibverbs.so.1's symbol versions are generated for x86_64 and aarch64 only, not {arch}"
+    );
+    let kind = if arch == "aarch64" { "%" } else { "@" };
+    let mut asm = String::from(
+        "    \".pushsection .text.uverbs_symver,\\\"ax\\\",%progbits\",\n    \".p2align 4\",\n",
+    );
+    let mut listed = BTreeSet::new();
+    for (n, line) in list.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (node, name) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("exports.txt:{}: want `NODE name`", n + 1));
+        assert!(
+            map.contains(&format!("{node} {{")),
+            "exports.txt:{}: node {node} is not in libibverbs.map",
+            n + 1
+        );
+        let (name, at) = match name.strip_prefix('@') {
+            Some(alias) => (alias, "@"),
+            None => {
+                assert!(listed.insert(name.to_string()), "exports.txt: {name} twice");
+                (name, "@@")
+            }
+        };
+        // One stub per name and node, jumping to the Rust function.
+        let stub = format!("uverbs_v{}_{name}", if at == "@" { node } else { "" });
+        let jump = match arch.as_str() {
+            "x86_64" => format!("jmp uverbs_{name}@PLT"),
+            _ => format!("b uverbs_{name}"),
+        };
+        for l in [
+            format!(".globl {stub}"),
+            format!(".type {stub},{kind}function"),
+            format!("{stub}:"),
+            format!("    {jump}"),
+            format!(".size {stub}, .-{stub}"),
+            format!(".symver {stub}, {name}{at}{node}"),
+        ] {
+            let _ = writeln!(asm, "    \"{l}\",");
+        }
+    }
+    let mut exported = BTreeSet::new();
+    collect_exports(Path::new(&format!("{dir}/src")), &mut exported);
+    let unlisted: Vec<_> = exported.difference(&listed).collect();
+    let missing: Vec<_> = listed.difference(&exported).collect();
+    assert!(
+        unlisted.is_empty() && missing.is_empty(),
+        "exports.txt and the sources disagree: exported but not listed {unlisted:?}; \
+         listed but not exported {missing:?}"
+    );
+    asm.push_str("    \".popsection\",\n");
+    let rs = format!("core::arch::global_asm!(\n{asm});\n");
+    fs::write(format!("{out}/symver.rs"), rs).expect("write symver.rs");
+}
+
+/// The names of `#[export_name = "uverbs_<name>"]` functions under `dir`.
+fn collect_exports(dir: &Path, names: &mut BTreeSet<String>) {
+    for entry in fs::read_dir(dir).expect("read src") {
+        let path = entry.expect("read src").path();
+        if path.is_dir() {
+            collect_exports(&path, names);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = fs::read_to_string(&path).expect("read a source file");
+            for rest in text.split("#[export_name = \"uverbs_").skip(1) {
+                if let Some(name) = rest.split('"').next() {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+    }
 }

@@ -51,7 +51,7 @@ fn element(ev: &uverbs::AsyncEvent) -> Option<ibv_async_event_element> {
 /// # Safety
 /// `context` is an open context of this library (or NULL), `event` a
 /// writable `struct ibv_async_event` (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_async_event"]
 pub unsafe extern "C" fn ibv_get_async_event(
     context: *mut ibv_context,
     event: *mut ibv_async_event,
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn ibv_get_async_event(
 /// # Safety
 /// `event` is NULL or an event `ibv_get_async_event` filled, whose object
 /// is not destroyed.
-#[no_mangle]
+#[export_name = "uverbs_ibv_ack_async_event"]
 pub unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
     if event.is_null() {
         return;
@@ -124,7 +124,7 @@ pub unsafe extern "C" fn ibv_ack_async_event(event: *mut ibv_async_event) {
 ///
 /// # Safety
 /// None: the strings are static.
-#[no_mangle]
+#[export_name = "uverbs_ibv_event_type_str"]
 pub unsafe extern "C" fn ibv_event_type_str(event: c_int) -> *const c_char {
     const TEXT: [&CStr; 20] = [
         c"CQ error",

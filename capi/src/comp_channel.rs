@@ -90,7 +90,7 @@ impl CompChannel {
 ///
 /// # Safety
 /// `context` is NULL or an open context of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_create_comp_channel"]
 pub unsafe extern "C" fn ibv_create_comp_channel(
     context: *mut ibv_context,
 ) -> *mut ibv_comp_channel {
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn ibv_create_comp_channel(
 ///
 /// # Safety
 /// `channel` is NULL or a live channel of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_destroy_comp_channel"]
 pub unsafe extern "C" fn ibv_destroy_comp_channel(channel: *mut ibv_comp_channel) -> c_int {
     // SAFETY: the caller's contract.
     let ch = match unsafe { CompChannel::from_c(channel) } {
@@ -177,7 +177,7 @@ unsafe fn get_cq_event(
 /// # Safety
 /// `channel` is NULL or a live channel of this library; `cq` and
 /// `cq_context` are NULL or writable.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_cq_event"]
 pub unsafe extern "C" fn ibv_get_cq_event(
     channel: *mut ibv_comp_channel,
     cq: *mut *mut ibv_cq,
@@ -195,7 +195,7 @@ pub unsafe extern "C" fn ibv_get_cq_event(
 ///
 /// # Safety
 /// `cq` is NULL or a live CQ of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_ack_cq_events"]
 pub unsafe extern "C" fn ibv_ack_cq_events(cq: *mut ibv_cq, nevents: c_uint) {
     // SAFETY: the caller's contract. A NULL `cq` has nothing to count and
     // the function returns nothing.
@@ -232,7 +232,7 @@ const WC_STATUS: [&str; 24] = [
 
 /// The text of a completion status, as libibverbs gives it ("unknown" for
 /// a value it does not know).
-#[no_mangle]
+#[export_name = "uverbs_ibv_wc_status_str"]
 pub extern "C" fn ibv_wc_status_str(status: c_int) -> *const c_char {
     let s = usize::try_from(status)
         .ok()

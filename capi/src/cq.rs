@@ -325,7 +325,7 @@ pub(crate) unsafe fn create(
 /// # Safety
 /// `context` is NULL or an open context of this library; `channel` is NULL
 /// or a live completion channel of it.
-#[no_mangle]
+#[export_name = "uverbs_ibv_create_cq"]
 pub unsafe extern "C" fn ibv_create_cq(
     context: *mut ibv_context,
     cqe: c_int,
@@ -354,7 +354,7 @@ pub unsafe extern "C" fn ibv_create_cq(
 /// # Safety
 /// `cq` is NULL or a live CQ of this library; nothing uses it after a
 /// successful return.
-#[no_mangle]
+#[export_name = "uverbs_ibv_destroy_cq"]
 pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     // SAFETY: the caller's contract.
     let c = match unsafe { Cq::from_c(cq) } {
@@ -405,7 +405,7 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
 ///
 /// # Safety
 /// `cq` is NULL or a live CQ of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_resize_cq"]
 pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, _cqe: c_int) -> c_int {
     // SAFETY: the caller's contract.
     match unsafe { Cq::from_c(cq) } {

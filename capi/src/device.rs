@@ -207,7 +207,7 @@ fn sysfs_path() -> &'static CStr {
 ///
 /// # Safety
 /// `num` is NULL or points to a writable `int`.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_device_list"]
 pub unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device {
     if !num.is_null() {
         // SAFETY: the caller's contract.
@@ -238,7 +238,7 @@ pub unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_d
 ///
 /// # Safety
 /// `list` is NULL or an array `ibv_get_device_list` returned, not yet freed.
-#[no_mangle]
+#[export_name = "uverbs_ibv_free_device_list"]
 pub unsafe extern "C" fn ibv_free_device_list(list: *mut *mut ibv_device) {
     // SAFETY: the array came from `calloc` in `ibv_get_device_list`.
     unsafe { libc::free(list.cast()) };
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn ibv_free_device_list(list: *mut *mut ibv_device) {
 ///
 /// # Safety
 /// None beyond C's: any pointer value is checked against the device list.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_device_name"]
 pub unsafe extern "C" fn ibv_get_device_name(device: *mut ibv_device) -> *const c_char {
     match Device::from_c(device) {
         Ok(d) => d.c.name.as_ptr(),
@@ -262,7 +262,7 @@ pub unsafe extern "C" fn ibv_get_device_name(device: *mut ibv_device) -> *const 
 ///
 /// # Safety
 /// None beyond C's: any pointer value is checked against the device list.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_device_guid"]
 pub unsafe extern "C" fn ibv_get_device_guid(device: *mut ibv_device) -> u64 {
     match Device::from_c(device) {
         Ok(d) => d.info.node_guid.to_be(),
@@ -278,7 +278,7 @@ pub unsafe extern "C" fn ibv_get_device_guid(device: *mut ibv_device) -> u64 {
 ///
 /// # Safety
 /// None beyond C's: any pointer value is checked against the device list.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_device_index"]
 pub unsafe extern "C" fn ibv_get_device_index(device: *mut ibv_device) -> c_int {
     match Device::from_c(device) {
         Ok(d) => d
@@ -296,7 +296,7 @@ pub unsafe extern "C" fn ibv_get_device_index(device: *mut ibv_device) -> c_int 
 ///
 /// # Safety
 /// None beyond C's: any pointer value is checked against the device list.
-#[no_mangle]
+#[export_name = "uverbs_ibv_open_device"]
 pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_context {
     let d = match Device::from_c(device) {
         Ok(d) => d,
@@ -319,7 +319,7 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
 /// # Safety
 /// `context` is NULL or a context `ibv_open_device` returned, not yet
 /// closed; the program uses it no more.
-#[no_mangle]
+#[export_name = "uverbs_ibv_close_device"]
 pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
     // SAFETY: the caller's contract.
     match unsafe { Context::destroy(context) } {
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn ibv_close_device(context: *mut ibv_context) -> c_int {
 ///
 /// # Safety
 /// None: the string lives for the process.
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_sysfs_path"]
 pub unsafe extern "C" fn ibv_get_sysfs_path() -> *const c_char {
     sysfs_path().as_ptr()
 }
@@ -348,7 +348,7 @@ pub unsafe extern "C" fn ibv_get_sysfs_path() -> *const c_char {
 /// # Safety
 /// `dir` and `file` are NUL-terminated strings, `buf` has `size` writable
 /// bytes.
-#[no_mangle]
+#[export_name = "uverbs_ibv_read_sysfs_file"]
 pub unsafe extern "C" fn ibv_read_sysfs_file(
     dir: *const c_char,
     file: *const c_char,
@@ -419,7 +419,7 @@ fn copy_on_fork() -> bool {
 ///
 /// # Safety
 /// None.
-#[no_mangle]
+#[export_name = "uverbs_ibv_fork_init"]
 pub unsafe extern "C" fn ibv_fork_init() -> c_int {
     if copy_on_fork() {
         0
@@ -434,7 +434,7 @@ pub unsafe extern "C" fn ibv_fork_init() -> c_int {
 ///
 /// # Safety
 /// None.
-#[no_mangle]
+#[export_name = "uverbs_ibv_is_fork_initialized"]
 pub unsafe extern "C" fn ibv_is_fork_initialized() -> c_int {
     if copy_on_fork() {
         2
@@ -447,7 +447,7 @@ pub unsafe extern "C" fn ibv_is_fork_initialized() -> c_int {
 ///
 /// # Safety
 /// None: the strings are static.
-#[no_mangle]
+#[export_name = "uverbs_ibv_node_type_str"]
 pub unsafe extern "C" fn ibv_node_type_str(node_type: c_int) -> *const c_char {
     let s: &'static CStr = match node_type {
         1 => c"InfiniBand channel adapter",

@@ -145,7 +145,7 @@ impl Mr {
 ///
 /// # Safety
 /// `context` is NULL or an open context of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_alloc_pd"]
 pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
     // SAFETY: the caller's contract.
     let ctx = match unsafe { Context::from_c(context) } {
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd 
 ///
 /// # Safety
 /// `pd` is NULL or a PD of this library not yet deallocated.
-#[no_mangle]
+#[export_name = "uverbs_ibv_dealloc_pd"]
 pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
     // SAFETY: the caller's contract.
     let p = match unsafe { Pd::from_c(pd) } {
@@ -283,7 +283,7 @@ unsafe fn reg_mr(
 /// # Safety
 /// `pd` is NULL or a live PD of this library; the memory stays mapped
 /// while registered.
-#[no_mangle]
+#[export_name = "uverbs_ibv_reg_mr"]
 pub unsafe extern "C" fn ibv_reg_mr(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn ibv_reg_mr(
 ///
 /// # Safety
 /// As [`ibv_reg_mr`].
-#[no_mangle]
+#[export_name = "uverbs_ibv_reg_mr_iova"]
 pub unsafe extern "C" fn ibv_reg_mr_iova(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -317,7 +317,7 @@ pub unsafe extern "C" fn ibv_reg_mr_iova(
 ///
 /// # Safety
 /// As [`ibv_reg_mr`].
-#[no_mangle]
+#[export_name = "uverbs_ibv_reg_mr_iova2"]
 pub unsafe extern "C" fn ibv_reg_mr_iova2(
     pd: *mut ibv_pd,
     addr: *mut c_void,
@@ -335,7 +335,7 @@ pub unsafe extern "C" fn ibv_reg_mr_iova2(
 ///
 /// # Safety
 /// `pd` is NULL or a live PD of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_reg_dmabuf_mr"]
 pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
     pd: *mut ibv_pd,
     offset: u64,
@@ -378,7 +378,7 @@ pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
 ///
 /// # Safety
 /// `mr` is NULL or a live MR of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_dereg_mr"]
 pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
     // SAFETY: the caller's contract.
     let m = match unsafe { Mr::from_c(mr) } {
@@ -410,7 +410,7 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
 ///
 /// # Safety
 /// `mr` is NULL or a live MR of this library.
-#[no_mangle]
+#[export_name = "uverbs_ibv_rereg_mr"]
 pub unsafe extern "C" fn ibv_rereg_mr(
     mr: *mut ibv_mr,
     flags: c_int,

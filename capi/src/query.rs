@@ -251,7 +251,7 @@ unsafe extern "C" fn query_device_ex(
 /// # Safety
 /// `context` is an open context of this library (or NULL), `device_attr`
 /// a writable `struct ibv_device_attr` (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_query_device"]
 pub unsafe extern "C" fn ibv_query_device(
     context: *mut ibv_context,
     device_attr: *mut ibv_device_attr,
@@ -360,7 +360,7 @@ unsafe extern "C" fn query_port(
 /// # Safety
 /// `context` is an open context of this library (or NULL), `port_attr`
 /// has 48 writable bytes (or is NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_query_port"]
 pub unsafe extern "C" fn ibv_query_port(
     context: *mut ibv_context,
     port_num: u8,
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn ibv_query_port(
 ///
 /// # Safety
 /// None: the strings are static.
-#[no_mangle]
+#[export_name = "uverbs_ibv_port_state_str"]
 pub unsafe extern "C" fn ibv_port_state_str(port_state: c_int) -> *const core::ffi::c_char {
     let s: &'static core::ffi::CStr = match port_state {
         0 => c"no state change (NOP)",

@@ -62,7 +62,7 @@ fn c_gid_entry(e: &GidEntry) -> ibv_gid_entry {
 /// # Safety
 /// `context` is an open context of this library (or NULL), `gid` a
 /// writable `union ibv_gid` (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_query_gid"]
 pub unsafe extern "C" fn ibv_query_gid(
     context: *mut ibv_context,
     port_num: u8,
@@ -92,7 +92,7 @@ pub unsafe extern "C" fn ibv_query_gid(
 /// # Safety
 /// `context` is an open context of this library (or NULL), `gid_type` a
 /// writable `int` (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_query_gid_type"]
 pub unsafe extern "C" fn ibv_query_gid_type(
     context: *mut ibv_context,
     port_num: u8,
@@ -146,7 +146,7 @@ fn check_gid_args(flags: u32, entry_size: usize) -> Result<(), Errno> {
 /// # Safety
 /// `context` is an open context of this library (or NULL), `entry` has
 /// `entry_size` writable bytes (or is NULL).
-#[no_mangle]
+#[export_name = "uverbs__ibv_query_gid_ex"]
 pub unsafe extern "C" fn _ibv_query_gid_ex(
     context: *mut ibv_context,
     port_num: u32,
@@ -183,7 +183,7 @@ pub unsafe extern "C" fn _ibv_query_gid_ex(
 /// # Safety
 /// `context` is an open context of this library (or NULL), `entries` has
 /// `max_entries * entry_size` writable bytes (or is NULL).
-#[no_mangle]
+#[export_name = "uverbs__ibv_query_gid_table"]
 pub unsafe extern "C" fn _ibv_query_gid_table(
     context: *mut ibv_context,
     entries: *mut ibv_gid_entry,
@@ -276,7 +276,7 @@ unsafe fn device_of(context: *mut ibv_context) -> Result<&'static Device, Errno>
 /// # Safety
 /// `context` is an open context of this library (or NULL), `pkey` a
 /// writable `__be16` (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_query_pkey"]
 pub unsafe extern "C" fn ibv_query_pkey(
     context: *mut ibv_context,
     port_num: u8,
@@ -303,7 +303,7 @@ pub unsafe extern "C" fn ibv_query_pkey(
 ///
 /// # Safety
 /// `context` is an open context of this library (or NULL).
-#[no_mangle]
+#[export_name = "uverbs_ibv_get_pkey_index"]
 pub unsafe extern "C" fn ibv_get_pkey_index(
     context: *mut ibv_context,
     port_num: u8,

@@ -1,16 +1,15 @@
 /* PDs, MRs, completion channels and CQs through libibverbs' C API, with the
  * return and errno conventions of each call, on rxe0.
  *
- * Built against Debian's <infiniband/verbs.h> and linked against Debian's
- * libibverbs.so (rdma-core 44), as every program this library serves is:
- *   R=~/.cache/uverbs-rdma-core-44/root/usr/lib/x86_64-linux-gnu
+ * Built against Debian's <infiniband/verbs.h> and linked against either
+ * library, this crate's (-L target/debug) or Debian's (rdma-core 44): both
+ * export the same symbol versions (capi/exports.txt), so the binary's
+ * imports carry rdma-core's versions (ibv_reg_mr@IBVERBS_1.1) either way:
  *   cc -O1 -Wall -I ~/.cache/uverbs-headers-ibverbs/usr/include \
- *      -o objects capi/tests/c/objects.c -L "$R" -libverbs -Wl,--allow-shlib-undefined
- * so that its imports carry rdma-core's versions (ibv_reg_mr@IBVERBS_1.1).
- * Linked against this crate's library instead (-L target/debug), whose
- * symbols have no version, the binary imports them unversioned, and
- * rdma-core's loader binds an unversioned import to the oldest definition:
- * the IBVERBS_1.0 compat ibv_reg_mr, whose struct ibv_mr is not verbs.h's.
+ *      -o objects capi/tests/c/objects.c -L target/debug -libverbs
+ * (An unversioned import would bind, on rdma-core's library, to the oldest
+ * definition: the IBVERBS_1.0 compat ibv_reg_mr, whose struct ibv_mr is not
+ * verbs.h's.)
  *
  * Run in the rxe guest twice, over this crate's libibverbs.so.1
  * (LD_LIBRARY_PATH) and over rdma-core's: both runs must print the same
