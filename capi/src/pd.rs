@@ -1,3 +1,99 @@
-//! Protection domains and memory regions.
+//! TEMP(wt-qp): the `crate::pd::Pd` of the cross-module contract, as far as
+//! QPs, SRQs and AHs need it (plus `ibv_alloc_pd`/`ibv_dealloc_pd` so the
+//! guest runs can use it); the merge takes wt-obj's module instead.
 
+#![allow(unsafe_code)]
 
+use std::sync::{Mutex, PoisonError};
+
+use uverbs::{sys::Errno, ProtectionDomain};
+
+use crate::{ctx::Context, errno, layout::context::ibv_context, layout::pd::ibv_pd};
+
+/// A protection domain: what `ibv_alloc_pd` returns a pointer to.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Pd {
+    /// The C part.
+    pub c: ibv_pd,
+    pd: Mutex<Option<ProtectionDomain>>,
+}
+
+// SAFETY: the C part's pointer names the context, which lives until the
+// program closes it; the Rust state is behind a mutex.
+unsafe impl Send for Pd {}
+// SAFETY: as for Send.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    /// The PD behind a program's pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live PD of this library.
+    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_pd) -> Result<&'a Pd, Errno> {
+        // SAFETY: the caller's contract; `c` is the first field.
+        unsafe { p.cast::<Pd>().as_ref() }.ok_or(Errno::EINVAL)
+    }
+
+    /// Runs `f` on the uverbs PD.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&ProtectionDomain) -> R) -> Result<R, Errno> {
+        let g = self.pd.lock().unwrap_or_else(PoisonError::into_inner);
+        g.as_ref().map(f).ok_or(Errno::EINVAL)
+    }
+
+    /// The context the PD was allocated on.
+    pub(crate) fn context(&self) -> &Context {
+        // SAFETY: `c.context` is the live context the PD was made on.
+        match unsafe { Context::from_c(self.c.context) } {
+            Ok(c) => c,
+            Err(_) => unreachable!("a PD always has its context"),
+        }
+    }
+}
+
+/// `ibv_alloc_pd`.
+///
+/// # Safety
+/// `context` is NULL or a live context of this library.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd {
+    // SAFETY: the caller's contract.
+    let ctx = match unsafe { Context::from_c(context) } {
+        Ok(c) => c,
+        Err(e) => return errno::null(e),
+    };
+    match ctx.uv.alloc_pd() {
+        Ok(pd) => {
+            let handle = pd.handle();
+            let b = Box::new(Pd {
+                c: ibv_pd { context, handle },
+                pd: Mutex::new(Some(pd)),
+            });
+            Box::into_raw(b).cast()
+        }
+        Err(e) => errno::null(errno::of(&e)),
+    }
+}
+
+/// `ibv_dealloc_pd`.
+///
+/// # Safety
+/// `pd` is NULL or a live PD of this library, not used after success.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> i32 {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::positive(e),
+    };
+    let taken = p.pd.lock().unwrap_or_else(PoisonError::into_inner).take();
+    let Some(uv) = taken else {
+        return errno::positive(Errno::EINVAL);
+    };
+    if let Err(e) = uv.destroy() {
+        return errno::positive(errno::of(&e));
+    }
+    // SAFETY: made by Box::into_raw in ibv_alloc_pd; the program gives it up.
+    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+    0
+}

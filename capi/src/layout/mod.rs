@@ -20,6 +20,10 @@
 #![allow(non_camel_case_types)]
 
 pub mod context;
+pub mod cq; // TEMP(wt-qp): wt-obj's
+pub mod device; // TEMP(wt-qp): wt-dev's
+pub mod pd; // TEMP(wt-qp): wt-obj's
+pub mod qp;
 
 #[cfg(test)]
 mod probe;
@@ -60,6 +64,10 @@ macro_rules! c_layout {
 pub fn all() -> Vec<Layout> {
     let mut v = Vec::new();
     v.extend_from_slice(context::LAYOUTS);
+    v.extend_from_slice(cq::LAYOUTS); // TEMP(wt-qp): wt-obj's
+    v.extend_from_slice(device::LAYOUTS); // TEMP(wt-qp): wt-dev's
+    v.extend_from_slice(pd::LAYOUTS); // TEMP(wt-qp): wt-obj's
+    v.extend_from_slice(qp::LAYOUTS);
     v
 }
 
