@@ -48,6 +48,11 @@ impl Cq {
         unsafe { p.cast::<Cq>().as_ref() }.ok_or(Errno::EINVAL)
     }
 
+    /// Runs `f` on the uverbs CQ.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&CompletionQueue) -> R) -> Result<R, Errno> {
+        self.lock().as_ref().map(f).ok_or(Errno::EINVAL)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Option<CompletionQueue>> {
         self.cq.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -97,7 +102,7 @@ pub(crate) unsafe fn ack_async_event(p: *mut ibv_cq) -> Result<(), Errno> {
     cq.ack_async_events(1).map_err(|e| errno::of(&e))
 }
 
-/// `ibv_create_cq` without a completion channel (TEMP: no channel support).
+/// `ibv_create_cq` (TEMP).
 ///
 /// # Safety
 /// `context` is NULL or a live context of this library.
@@ -114,9 +119,15 @@ pub unsafe extern "C" fn ibv_create_cq(
         Ok(c) => c,
         Err(e) => return errno::null(e),
     };
-    if !channel.is_null() {
-        return errno::null(Errno::EOPNOTSUPP);
-    }
+    let chan = if channel.is_null() {
+        None
+    } else {
+        // SAFETY: the caller's contract.
+        match unsafe { crate::comp_channel::CompChannel::from_c(channel) } {
+            Ok(c) => Some(&c.ch),
+            Err(e) => return errno::null(e),
+        }
+    };
     let (Ok(n), Ok(vector)) = (u32::try_from(cqe), u32::try_from(comp_vector)) else {
         return errno::null(Errno::EINVAL);
     };
@@ -157,6 +168,7 @@ pub unsafe extern "C" fn ibv_create_cq(
     });
     let addr = (&raw const *b) as u64;
     let opts = CqOptions {
+        channel: chan,
         comp_vector: vector,
         context: addr,
         ..CqOptions::default()
@@ -244,5 +256,22 @@ type PollCqFn = unsafe extern "C" fn(*mut ibv_cq, c_int, *mut ibv_wc) -> c_int;
 // program calls it with verbs.h's signature, which is `PollCqFn`.
 pub(crate) const POLL_CQ: AnyFn =
     Some(unsafe { transmute::<PollCqFn, unsafe extern "C" fn()>(poll_cq) });
-/// The `req_notify_cq` op (TEMP: not here).
-pub(crate) const REQ_NOTIFY_CQ: AnyFn = None;
+/// The `req_notify_cq` op.
+unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, solicited_only: c_int) -> c_int {
+    // SAFETY: verbs.h's contract: a live CQ.
+    let Ok(c) = (unsafe { Cq::from_c(cq) }) else {
+        return errno::positive(Errno::EINVAL);
+    };
+    match c.with(|q| q.req_notify(solicited_only != 0)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => errno::positive(errno::of(&e)),
+        Err(e) => errno::positive(e),
+    }
+}
+
+type ReqNotifyFn = unsafe extern "C" fn(*mut ibv_cq, c_int) -> c_int;
+
+/// The `req_notify_cq` op.
+// SAFETY: as for POLL_CQ, with `ReqNotifyFn`.
+pub(crate) const REQ_NOTIFY_CQ: AnyFn =
+    Some(unsafe { transmute::<ReqNotifyFn, unsafe extern "C" fn()>(req_notify_cq) });

@@ -8,7 +8,16 @@ use std::sync::{Mutex, PoisonError};
 
 use uverbs::{sys::Errno, ProtectionDomain};
 
-use crate::{ctx::Context, errno, layout::context::ibv_context, layout::pd::ibv_pd};
+use core::ffi::{c_int, c_void};
+
+use uverbs::{AccessFlags, MemoryRegion};
+
+use crate::{
+    ctx::Context,
+    errno,
+    layout::context::ibv_context,
+    layout::pd::{ibv_mr, ibv_pd},
+};
 
 /// A protection domain: what `ibv_alloc_pd` returns a pointer to.
 #[repr(C)]
@@ -96,4 +105,69 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> i32 {
     // SAFETY: made by Box::into_raw in ibv_alloc_pd; the program gives it up.
     drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
     0
+}
+
+/// A memory region (TEMP).
+#[repr(C)]
+#[derive(Debug)]
+struct Mr {
+    c: ibv_mr,
+    mr: Option<MemoryRegion>,
+}
+
+/// `ibv_reg_mr` (TEMP).
+///
+/// # Safety
+/// `pd` live; `addr`..`addr + length` the program's memory.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    length: usize,
+    access: c_int,
+) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::null(e),
+    };
+    let flags = AccessFlags::from_bits_retain(access as u32);
+    // SAFETY: the program registers its own memory, as with libibverbs.
+    let r = p.with(|uv| unsafe { uv.register_raw(addr.cast(), length, flags) });
+    match r {
+        Ok(Ok(mr)) => {
+            let b = Box::new(Mr {
+                c: ibv_mr {
+                    context: p.c.context,
+                    pd,
+                    addr,
+                    length,
+                    handle: mr.handle(),
+                    lkey: mr.lkey(),
+                    rkey: mr.rkey(),
+                },
+                mr: Some(mr),
+            });
+            Box::into_raw(b).cast()
+        }
+        Ok(Err(e)) => errno::null(errno::of(&e)),
+        Err(e) => errno::null(e),
+    }
+}
+
+/// `ibv_dereg_mr` (TEMP).
+///
+/// # Safety
+/// `mr` live, unused after.
+#[no_mangle]
+pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
+    if mr.is_null() {
+        return errno::positive(Errno::EINVAL);
+    }
+    // SAFETY: made by Box::into_raw in ibv_reg_mr.
+    let mut b = unsafe { Box::from_raw(mr.cast::<Mr>()) };
+    match b.mr.take().map(MemoryRegion::destroy) {
+        Some(Err(e)) => errno::positive(errno::of(&e)),
+        _ => 0,
+    }
 }
