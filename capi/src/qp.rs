@@ -309,6 +309,12 @@ pub unsafe extern "C" fn ibv_modify_qp(
     let (Ok(q), Some(a)) = (unsafe { Qp::from_c(qp) }, unsafe { attr.as_ref() }) else {
         return errno::positive(Errno::EINVAL);
     };
+    // The legacy bits 21..=24 and bits above IBV_QP_RATE_LIMIT: the
+    // kernel refuses them with EOPNOTSUPP (uverbs' own check would say
+    // EINVAL first).
+    if attr_mask & (0xf << 21) != 0 || attr_mask & !((attr::IBV_QP_RATE_LIMIT << 1) - 1) != 0 {
+        return errno::positive(Errno::EOPNOTSUPP);
+    }
     let (uv_attr, mask) = attr::modify_attr(a, attr_mask);
     match q.qp.with(|uv| uv.modify(&uv_attr, mask)) {
         Ok(Ok(())) => {}

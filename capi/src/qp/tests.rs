@@ -218,6 +218,14 @@ fn an_rc_qp_is_created_moved_to_rts_queried_posted_to_and_destroyed() {
     );
     assert_eq!(bad, &raw mut r[0]);
 
+    let mut a = blank_attr();
+    // SAFETY: live objects of this library.
+    let rc = unsafe { ibv_modify_qp(qp, &mut a, 1 | (1 << 21)) };
+    assert_eq!(
+        rc,
+        Errno::EOPNOTSUPP as c_int,
+        "the kernel's answer to a legacy bit"
+    );
     to_rts(qp, base.qp_num);
     let before = rq.producer();
     // SAFETY: live objects.
