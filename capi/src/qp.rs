@@ -1,21 +1,554 @@
-//! Queue pairs: create, modify, query, destroy, and the posting ops.
+//! Queue pairs: `ibv_create_qp` and the `create_qp_ex` op, `ibv_modify_qp`,
+//! `ibv_query_qp`, `ibv_destroy_qp`, multicast attach/detach,
+//! `ibv_query_qp_data_in_order`, `ibv_qp_to_qp_ex`, and the `post_send` /
+//! `post_recv` ops (`qp/post.rs`).
+//!
+//! Every QP is allocated as an `ibv_qp_ex` followed by the `wr_flush` slot
+//! newer rdma-core appends, then the uverbs QP ([`guard::Guarded`]). The
+//! uverbs QP's context value ([`uverbs::QpInitAttr::context`]) is the C
+//! object's address, so its async events lead back to it.
 
-use crate::layout::AnyFn;
+#![allow(unsafe_code)]
 
-/// The op this module fills in (NULL until implemented).
-pub(crate) const POST_SEND: AnyFn = None;
-/// The op this module fills in (NULL until implemented).
-pub(crate) const POST_RECV: AnyFn = None;
-/// The op this module fills in (NULL until implemented).
-pub(crate) const CREATE_QP_EX: AnyFn = None;
+pub(crate) mod attr;
+pub(crate) mod guard;
+pub(crate) mod post;
+#[cfg(test)]
+mod tests;
 
-// TEMP(wt-dev): the owner's real `ack_async_event` replaces this at merge;
-// it lets async_event.rs build. It acknowledges nothing, so it fails.
-#[allow(unsafe_code)]
-/// Acknowledges one async event of the qp behind `p` (`*mut ibv_qp`).
+use core::{
+    ffi::{c_int, c_void},
+    mem::{offset_of, transmute},
+    ptr::null_mut,
+};
+
+use uverbs::{sys::Errno, QpAttrMask, QpInitAttr, QueuePair, SharedReceiveQueue};
+
+use crate::{
+    cq::{self, Cq},
+    errno,
+    layout::{
+        context::ibv_context,
+        cq::ibv_cq,
+        device::ibv_gid,
+        pd::ibv_pd,
+        pthread_cond_t, pthread_mutex_t,
+        qp::{
+            ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_ex, ibv_qp_init_attr, ibv_qp_init_attr_ex,
+            ibv_recv_wr, ibv_send_wr, ibv_srq,
+        },
+        AnyFn,
+    },
+    pd::Pd,
+    srq::Srq,
+};
+use guard::Guarded;
+
+/// `IBV_QP_INIT_ATTR_*` of `ibv_qp_init_attr_ex.comp_mask`.
+const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
+const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
+/// XRCD, MAX_TSO_HEADER, IND_TABLE, RX_HASH and SEND_OPS_FLAGS: known, and
+/// not done here (`EOPNOTSUPP`; SEND_OPS_FLAGS asks for an `ibv_qp_ex`,
+/// which [`ibv_qp_to_qp_ex`] does not give yet).
+const UNSUPPORTED_INIT_ATTR: u32 = (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6);
+/// Every bit verbs.h 44 defines.
+const KNOWN_INIT_ATTR: u32 = (1 << 7) - 1;
+/// `IBV_QP_STATE`.
+const IBV_QP_STATE: c_int = 1;
+
+/// A queue pair: what `ibv_create_qp` returns a pointer to.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Qp {
+    /// The C part; programs hold `&c.qp_base`.
+    pub c: ibv_qp_ex,
+    /// `ibv_qp_ex.wr_flush` of rdma-core after 44, allocated so that a
+    /// program built against a newer verbs.h finds it.
+    pub wr_flush: AnyFn,
+    qp: Guarded<QueuePair>,
+}
+
+const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
+
+// SAFETY: the C part's pointers name this library's live objects or the
+// program's own context value; the uverbs QP is behind `Guarded`'s mutex.
+unsafe impl Send for Qp {}
+// SAFETY: as for Send.
+unsafe impl Sync for Qp {}
+
+impl Qp {
+    /// The QP behind a program's pointer.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live QP of this library.
+    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_qp) -> Result<&'a Qp, Errno> {
+        // SAFETY: the caller's contract; `c.qp_base` is at offset 0.
+        unsafe { p.cast::<Qp>().as_ref() }.ok_or(Errno::EINVAL)
+    }
+
+    fn blank() -> Box<Qp> {
+        Box::new(Qp {
+            c: ibv_qp_ex {
+                qp_base: ibv_qp {
+                    context: null_mut(),
+                    qp_context: null_mut(),
+                    pd: null_mut(),
+                    send_cq: null_mut(),
+                    recv_cq: null_mut(),
+                    srq: null_mut(),
+                    handle: 0,
+                    qp_num: 0,
+                    state: 0,
+                    qp_type: 0,
+                    mutex: pthread_mutex_t([0; 40]),
+                    cond: pthread_cond_t([0; 48]),
+                    events_completed: 0,
+                },
+                comp_mask: 0,
+                wr_id: 0,
+                wr_flags: 0,
+                wr_atomic_cmp_swp: None,
+                wr_atomic_fetch_add: None,
+                wr_bind_mw: None,
+                wr_local_inv: None,
+                wr_rdma_read: None,
+                wr_rdma_write: None,
+                wr_rdma_write_imm: None,
+                wr_send: None,
+                wr_send_imm: None,
+                wr_send_inv: None,
+                wr_send_tso: None,
+                wr_set_ud_addr: None,
+                wr_set_xrc_srqn: None,
+                wr_set_inline_data: None,
+                wr_set_inline_data_list: None,
+                wr_set_sge: None,
+                wr_set_sge_list: None,
+                wr_start: None,
+                wr_complete: None,
+                wr_abort: None,
+                wr_atomic_write: None,
+            },
+            wr_flush: None,
+            qp: Guarded::new(),
+        })
+    }
+}
+
+/// What both creation paths ask for.
+struct Request {
+    pd: *mut ibv_pd,
+    qp_context: *mut c_void,
+    send_cq: *mut ibv_cq,
+    recv_cq: *mut ibv_cq,
+    srq: *mut ibv_srq,
+    cap: ibv_qp_cap,
+    qp_type: c_int,
+    sq_sig_all: c_int,
+}
+
+/// Creates the QP `req` describes; returns it and the capacities granted.
 ///
 /// # Safety
-/// `p` is NULL or a live object of this library.
-pub(crate) unsafe fn ack_async_event(_p: *mut core::ffi::c_void) -> Result<(), uverbs::sys::Errno> {
-    Err(uverbs::sys::Errno::EOPNOTSUPP)
+/// The pointers in `req` are NULL or live objects of this library.
+unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
+    // SAFETY: the caller's contract.
+    let pd = unsafe { Pd::from_c(req.pd) }?;
+    // SAFETY: the caller's contract.
+    let (send, recv) = unsafe { (Cq::from_c(req.send_cq)?, Cq::from_c(req.recv_cq)?) };
+    let srq = if req.srq.is_null() {
+        None
+    } else {
+        // SAFETY: the caller's contract.
+        Some(unsafe { Srq::from_c(req.srq) }?)
+    };
+    let qp_type = match req.qp_type {
+        2..=4 | 8 => attr::qp_type(req.qp_type),
+        // XRC needs an XRC domain, DRIVER a provider's own attributes.
+        9 | 10 | 0xff => return Err(Errno::EOPNOTSUPP),
+        _ => return Err(Errno::EINVAL),
+    };
+    let mut b = Qp::blank();
+    let address = (&raw const *b) as u64;
+    let make = |pd: &uverbs::ProtectionDomain,
+                s: &uverbs::CompletionQueue,
+                r: &uverbs::CompletionQueue,
+                q: Option<&SharedReceiveQueue>| {
+        pd.create_qp(&QpInitAttr {
+            qp_type,
+            send_cq: s,
+            recv_cq: r,
+            srq: q,
+            cap: attr::cap(&req.cap),
+            sq_sig_all: req.sq_sig_all != 0,
+            context: address,
+        })
+    };
+    let made = pd.with(|uv_pd| {
+        cq::with_cqs(send, recv, |s, r| match srq {
+            None => Ok(make(uv_pd, s, r, None)),
+            Some(srq) => srq.with(|q| make(uv_pd, s, r, Some(q))),
+        })
+    })???;
+    let qp = made.map_err(|e| errno::of(&e))?;
+    let granted = attr::c_cap(&qp.cap());
+    let base = &mut b.c.qp_base;
+    base.context = pd.c.context;
+    base.qp_context = req.qp_context;
+    base.pd = req.pd;
+    base.send_cq = req.send_cq;
+    base.recv_cq = req.recv_cq;
+    base.srq = req.srq;
+    base.handle = qp.handle();
+    base.qp_num = qp.qp_num();
+    base.state = 0;
+    base.qp_type = req.qp_type;
+    base.events_completed = 0;
+    b.qp.set(qp);
+    Ok((Box::into_raw(b).cast::<ibv_qp>(), granted))
 }
+
+/// `ibv_create_qp`: NULL and `errno` on failure; on success
+/// `qp_init_attr->cap` holds the capacities the QP got, as libibverbs
+/// writes them back.
+///
+/// # Safety
+/// `pd` and the objects `qp_init_attr` names are NULL or live objects of
+/// this library; `qp_init_attr` is NULL or writable.
+#[export_name = "uverbs_ibv_create_qp"]
+pub unsafe extern "C" fn ibv_create_qp(
+    pd: *mut ibv_pd,
+    qp_init_attr: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
+    // SAFETY: the caller's contract.
+    let Some(a) = (unsafe { qp_init_attr.as_mut() }) else {
+        return errno::null(Errno::EINVAL);
+    };
+    let req = Request {
+        pd,
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    };
+    // SAFETY: the caller's contract.
+    match unsafe { create(&req) } {
+        Ok((qp, cap)) => {
+            a.cap = cap;
+            qp
+        }
+        Err(e) => errno::null(e),
+    }
+}
+
+/// The `create_qp_ex` op (`ibv_create_qp_ex`): the PD comes in the
+/// attributes (`IBV_QP_INIT_ATTR_PD`, required), create flags are taken
+/// only when none is set (uverbs has none), and XRC, TSO, RSS and
+/// `send_ops_flags` fail with `EOPNOTSUPP`.
+unsafe extern "C" fn create_qp_ex(
+    context: *mut ibv_context,
+    attr: *mut ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
+    // SAFETY: verbs.h's contract: NULL or the program's attributes.
+    let Some(a) = (unsafe { attr.as_mut() }) else {
+        return errno::null(Errno::EINVAL);
+    };
+    let mask = a.comp_mask;
+    if mask & !KNOWN_INIT_ATTR != 0 {
+        return errno::null(Errno::EINVAL);
+    }
+    if mask & UNSUPPORTED_INIT_ATTR != 0
+        || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
+    {
+        return errno::null(Errno::EOPNOTSUPP);
+    }
+    if mask & IBV_QP_INIT_ATTR_PD == 0 {
+        return errno::null(Errno::EINVAL);
+    }
+    // SAFETY: verbs.h's contract: the PD is NULL or live.
+    if let Ok(pd) = unsafe { Pd::from_c(a.pd) } {
+        if pd.c.context != context {
+            return errno::null(Errno::EINVAL);
+        }
+    }
+    let req = Request {
+        pd: a.pd,
+        qp_context: a.qp_context,
+        send_cq: a.send_cq,
+        recv_cq: a.recv_cq,
+        srq: a.srq,
+        cap: a.cap,
+        qp_type: a.qp_type,
+        sq_sig_all: a.sq_sig_all,
+    };
+    // SAFETY: verbs.h's contract: the objects named are live.
+    match unsafe { create(&req) } {
+        Ok((qp, cap)) => {
+            a.cap = cap;
+            qp
+        }
+        Err(e) => errno::null(e),
+    }
+}
+
+/// `ibv_modify_qp`: 0 or the positive errno; on success with
+/// `IBV_QP_STATE`, `qp->state` is the new state (as libibverbs sets it).
+///
+/// # Safety
+/// `qp` is NULL or a live QP of this library; `attr` is NULL or readable.
+#[export_name = "uverbs_ibv_modify_qp"]
+pub unsafe extern "C" fn ibv_modify_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    attr_mask: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let (Ok(q), Some(a)) = (unsafe { Qp::from_c(qp) }, unsafe { attr.as_ref() }) else {
+        return errno::positive(Errno::EINVAL);
+    };
+    // The legacy bits 21..=24 and bits above IBV_QP_RATE_LIMIT: the
+    // kernel refuses them with EOPNOTSUPP (uverbs' own check would say
+    // EINVAL first).
+    if attr_mask & (0xf << 21) != 0 || attr_mask & !((attr::IBV_QP_RATE_LIMIT << 1) - 1) != 0 {
+        return errno::positive(Errno::EOPNOTSUPP);
+    }
+    let (uv_attr, mask) = attr::modify_attr(a, attr_mask);
+    match q.qp.with(|uv| uv.modify(&uv_attr, mask)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return errno::positive(errno::of(&e)),
+        Err(e) => return errno::positive(e),
+    }
+    if attr_mask & IBV_QP_STATE != 0 {
+        // SAFETY: `qp` is the program's live QP; libibverbs writes this
+        // field after a modify the same way (the program orders its own
+        // reads of it against the modify).
+        unsafe { (*qp).state = a.qp_state };
+    }
+    0
+}
+
+/// `ibv_query_qp`: every attribute the kernel reports (all of
+/// `ibv_qp_attr` but `en_sqd_async_notify` and `rate_limit`, as in
+/// libibverbs) and the creation attributes; masks with `IBV_QP_RATE_LIMIT`
+/// or above fail with `EOPNOTSUPP`, as libibverbs' query.
+///
+/// # Safety
+/// `qp` is NULL or a live QP of this library; `attr` and `init_attr` are
+/// NULL or writable.
+#[export_name = "uverbs_ibv_query_qp"]
+pub unsafe extern "C" fn ibv_query_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    attr_mask: c_int,
+    init_attr: *mut ibv_qp_init_attr,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let q = match unsafe { Qp::from_c(qp) } {
+        Ok(q) => q,
+        Err(e) => return errno::positive(e),
+    };
+    if attr.is_null() || init_attr.is_null() {
+        return errno::positive(Errno::EINVAL);
+    }
+    if attr_mask & !(attr::IBV_QP_RATE_LIMIT - 1) != 0 {
+        return errno::positive(Errno::EOPNOTSUPP);
+    }
+    let mask = QpAttrMask::from_bits_retain(attr_mask as u32);
+    let (got, init) = match q.qp.with(|uv| uv.query(mask)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => return errno::positive(errno::of(&e)),
+        Err(e) => return errno::positive(e),
+    };
+    let base = &q.c.qp_base;
+    let c_init = ibv_qp_init_attr {
+        qp_context: base.qp_context,
+        send_cq: base.send_cq,
+        recv_cq: base.recv_cq,
+        srq: base.srq,
+        cap: attr::c_cap(&init.cap),
+        qp_type: base.qp_type,
+        sq_sig_all: c_int::from(init.sq_sig_all),
+    };
+    // SAFETY: the caller's contract: writable.
+    unsafe {
+        attr::write_query(&got, &mut *attr);
+        init_attr.write(c_init);
+    }
+    if attr_mask & IBV_QP_STATE != 0 {
+        // SAFETY: as in `ibv_modify_qp`.
+        unsafe { (*qp).state = c_int::from(got.qp_state.raw()) };
+    }
+    0
+}
+
+/// `ibv_destroy_qp`: waits until the program has acknowledged the QP's
+/// async events, then destroys it; 0 or the positive errno (the QP is then
+/// unchanged).
+///
+/// # Safety
+/// `qp` is NULL or a live QP of this library, not used after success.
+#[export_name = "uverbs_ibv_destroy_qp"]
+pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
+    // SAFETY: the caller's contract.
+    let q = match unsafe { Qp::from_c(qp) } {
+        Ok(q) => q,
+        Err(e) => return errno::positive(e),
+    };
+    if let Err(e) = q.qp.destroy() {
+        return errno::positive(e);
+    }
+    // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
+    drop(unsafe { Box::from_raw(qp.cast::<Qp>()) });
+    0
+}
+
+/// Acknowledges one async event of the QP at `p` (`ibv_ack_async_event`).
+///
+/// # Safety
+/// `p` is NULL or a live QP of this library.
+#[allow(dead_code)] // called by wt-dev's ibv_ack_async_event
+pub(crate) unsafe fn ack_async_event(p: *mut ibv_qp) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    unsafe { Qp::from_c(p) }?.qp.ack_async_event()
+}
+
+/// Attach or detach (`attach`) the QP at `qp` to the group `gid`/`lid`.
+///
+/// # Safety
+/// As [`ibv_attach_mcast`].
+unsafe fn mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16, attach: bool) -> c_int {
+    // SAFETY: the caller's contract.
+    let (Ok(q), Some(g)) = (unsafe { Qp::from_c(qp) }, unsafe { gid.as_ref() }) else {
+        return errno::positive(Errno::EINVAL);
+    };
+    let g = attr::gid(g);
+    let r = q.qp.with(|uv| {
+        if attach {
+            uv.attach_mcast(g, lid)
+        } else {
+            uv.detach_mcast(g, lid)
+        }
+    });
+    match r {
+        Ok(Ok(())) => 0,
+        Ok(Err(e)) => errno::positive(errno::of(&e)),
+        Err(e) => errno::positive(e),
+    }
+}
+
+/// `ibv_attach_mcast`: 0 or the positive errno.
+///
+/// # Safety
+/// `qp` is NULL or a live QP of this library; `gid` is NULL or readable.
+#[export_name = "uverbs_ibv_attach_mcast"]
+pub unsafe extern "C" fn ibv_attach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { mcast(qp, gid, lid, true) }
+}
+
+/// `ibv_detach_mcast`: 0 or the positive errno.
+///
+/// # Safety
+/// As [`ibv_attach_mcast`].
+#[export_name = "uverbs_ibv_detach_mcast"]
+pub unsafe extern "C" fn ibv_detach_mcast(qp: *mut ibv_qp, gid: *const ibv_gid, lid: u16) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { mcast(qp, gid, lid, false) }
+}
+
+/// `ibv_query_qp_data_in_order` (IBVERBS_1.14): 0, "no in-order
+/// guarantee and no capability", which is libibverbs' answer for a
+/// provider that does not implement the query (rxe at 44); uverbs has no
+/// such query.
+///
+/// # Safety
+/// `qp` is a QP of this library (it is not read).
+#[export_name = "uverbs_ibv_query_qp_data_in_order"]
+pub unsafe extern "C" fn ibv_query_qp_data_in_order(
+    _qp: *mut ibv_qp,
+    _op: c_int,
+    _flags: u32,
+) -> c_int {
+    0
+}
+
+/// `ibv_qp_to_qp_ex` (IBVERBS_1.6): NULL with `EOPNOTSUPP`, the answer
+/// for a QP not created with `send_ops_flags` (which [`create_qp_ex`]
+/// refuses for now).
+///
+/// # Safety
+/// `qp` is a QP of this library (it is not read).
+#[export_name = "uverbs_ibv_qp_to_qp_ex"]
+pub unsafe extern "C" fn ibv_qp_to_qp_ex(_qp: *mut ibv_qp) -> *mut ibv_qp_ex {
+    errno::null(Errno::EOPNOTSUPP)
+}
+
+/// The `post_send` op (`ibv_post_send`).
+unsafe extern "C" fn post_send(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_send_wr,
+    bad_wr: *mut *mut ibv_send_wr,
+) -> c_int {
+    if bad_wr.is_null() {
+        return errno::positive(Errno::EINVAL);
+    }
+    // SAFETY: verbs.h's contract: `bad_wr` is writable.
+    unsafe { bad_wr.write(null_mut()) };
+    // SAFETY: verbs.h's contract: a live QP.
+    let q = match unsafe { Qp::from_c(qp) } {
+        Ok(q) if !wr.is_null() => q,
+        _ => return errno::positive(Errno::EINVAL),
+    };
+    let r = q.qp.posting(|uv, bufs| {
+        let (qp_type, max_inline) = (uv.qp_type(), uv.cap().max_inline_data);
+        // SAFETY: verbs.h's contract: a chain of valid requests.
+        unsafe { post::post_send_chain(bufs, qp_type, max_inline, wr, bad_wr, |w| uv.post_send(w)) }
+    });
+    r.unwrap_or_else(errno::positive)
+}
+
+/// The `post_recv` op (`ibv_post_recv`).
+unsafe extern "C" fn post_recv(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad_wr: *mut *mut ibv_recv_wr,
+) -> c_int {
+    if bad_wr.is_null() {
+        return errno::positive(Errno::EINVAL);
+    }
+    // SAFETY: verbs.h's contract: `bad_wr` is writable.
+    unsafe { bad_wr.write(null_mut()) };
+    // SAFETY: verbs.h's contract: a live QP.
+    let q = match unsafe { Qp::from_c(qp) } {
+        Ok(q) if !wr.is_null() => q,
+        _ => return errno::positive(Errno::EINVAL),
+    };
+    let r = q.qp.posting(|uv, bufs| {
+        // SAFETY: verbs.h's contract: a chain of valid requests.
+        unsafe { post::post_recv_chain(bufs, wr, bad_wr, |w| uv.post_recv(w)) }
+    });
+    r.unwrap_or_else(errno::positive)
+}
+
+type PostSendFn =
+    unsafe extern "C" fn(*mut ibv_qp, *mut ibv_send_wr, *mut *mut ibv_send_wr) -> c_int;
+type PostRecvFn =
+    unsafe extern "C" fn(*mut ibv_qp, *mut ibv_recv_wr, *mut *mut ibv_recv_wr) -> c_int;
+type CreateQpExFn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_qp_init_attr_ex) -> *mut ibv_qp;
+
+/// `ibv_context_ops.post_send`.
+// SAFETY: a function pointer as another function pointer type; programs
+// call the slot with verbs.h's signature, which is `PostSendFn`.
+pub(crate) const POST_SEND: AnyFn =
+    Some(unsafe { transmute::<PostSendFn, unsafe extern "C" fn()>(post_send) });
+/// `ibv_context_ops.post_recv`.
+// SAFETY: as for POST_SEND, with `PostRecvFn`.
+pub(crate) const POST_RECV: AnyFn =
+    Some(unsafe { transmute::<PostRecvFn, unsafe extern "C" fn()>(post_recv) });
+/// `verbs_context.create_qp_ex`.
+// SAFETY: as for POST_SEND, with `CreateQpExFn`.
+pub(crate) const CREATE_QP_EX: AnyFn =
+    Some(unsafe { transmute::<CreateQpExFn, unsafe extern "C" fn()>(create_qp_ex) });

@@ -23,6 +23,7 @@ pub mod context;
 pub mod cq;
 pub mod device;
 pub mod pd;
+pub mod qp;
 
 #[cfg(test)]
 mod probe;
@@ -66,6 +67,7 @@ pub fn all() -> Vec<Layout> {
     v.extend_from_slice(device::LAYOUTS);
     v.extend_from_slice(pd::LAYOUTS);
     v.extend_from_slice(cq::LAYOUTS);
+    v.extend_from_slice(qp::LAYOUTS);
     v
 }
 
