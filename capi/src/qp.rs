@@ -22,7 +22,7 @@ use core::{
     ptr::null_mut,
 };
 
-use uverbs::{sys::Errno, QpAttrMask, QpInitAttr, QueuePair, SharedReceiveQueue};
+use uverbs::{sys::Errno, QpAttrMask, QpInitAttr, QueuePair, RecvQueue, SharedReceiveQueue};
 
 use crate::{
     cq::{self, Cq},
@@ -43,6 +43,8 @@ use crate::{
     srq::Srq,
 };
 use guard::Guarded;
+use post::PostBufs;
+use std::sync::{Mutex, PoisonError};
 
 /// `IBV_QP_INIT_ATTR_*` of `ibv_qp_init_attr_ex.comp_mask`.
 const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
@@ -66,12 +68,18 @@ pub struct Qp {
     /// program built against a newer verbs.h finds it.
     pub wr_flush: AnyFn,
     qp: Guarded<QueuePair>,
+    /// The QP's own receive queue, split off (`QueuePair::split_recv`)
+    /// with its own lock and conversion buffers, so that receives posted on
+    /// one thread never wait for sends posted on another (libibverbs'
+    /// providers lock a QP's two queues apart). `None` for a QP on an SRQ.
+    rq: Mutex<Option<(RecvQueue, PostBufs)>>,
 }
 
 const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
 
 // SAFETY: the C part's pointers name this library's live objects or the
-// program's own context value; the uverbs QP is behind `Guarded`'s mutex.
+// program's own context value; the uverbs QP is behind `Guarded`'s mutex
+// and its receive queue behind `rq`'s.
 unsafe impl Send for Qp {}
 // SAFETY: as for Send.
 unsafe impl Sync for Qp {}
@@ -131,6 +139,7 @@ impl Qp {
             },
             wr_flush: None,
             qp: Guarded::new(),
+            rq: Mutex::new(None),
         })
     }
 }
@@ -204,6 +213,15 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     base.state = 0;
     base.qp_type = req.qp_type;
     base.events_completed = 0;
+    let mut qp = qp;
+    // A QP on an SRQ has no queue of its own (its receives go to the SRQ,
+    // and its own post_recv keeps failing as uverbs fails it).
+    if req.srq.is_null() {
+        if let Ok(rq) = qp.split_recv() {
+            *b.rq.get_mut().unwrap_or_else(PoisonError::into_inner) =
+                Some((rq, PostBufs::default()));
+        }
+    }
     b.qp.set(qp);
     Ok((Box::into_raw(b).cast::<ibv_qp>(), granted))
 }
@@ -526,6 +544,12 @@ unsafe extern "C" fn post_recv(
         Ok(q) if !wr.is_null() => q,
         _ => return errno::positive(Errno::EINVAL),
     };
+    let mut rq = q.rq.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((rq, bufs)) = rq.as_mut() {
+        // SAFETY: verbs.h's contract: a chain of valid requests.
+        return unsafe { post::post_recv_chain(bufs, wr, bad_wr, |w| rq.post_recv(w)) };
+    }
+    drop(rq);
     let r = q.qp.posting(|uv, bufs| {
         // SAFETY: verbs.h's contract: a chain of valid requests.
         unsafe { post::post_recv_chain(bufs, wr, bad_wr, |w| uv.post_recv(w)) }

@@ -3,9 +3,11 @@
 //! program to acknowledge the object's async events.
 //!
 //! uverbs' posts take `&mut`, so each object sits behind a mutex that the
-//! posts, modifies, queries and acknowledgements take (sends and receives
-//! of one QP therefore serialise; a split uverbs API would let this file
-//! give each its own lock, with nothing else changing).
+//! posts, modifies, queries and acknowledgements take. A QP's receives do
+//! not: its receive queue is split off at creation
+//! (`QueuePair::split_recv`) and posted under a lock of its own (`Qp::rq`
+//! in `qp.rs`), so a thread posting receives never waits for one posting
+//! sends.
 //!
 //! The program acknowledges async events by count (`ibv_ack_async_event`),
 //! from any thread, through the object: uverbs' destroy refuses while

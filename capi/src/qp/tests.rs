@@ -448,3 +448,69 @@ fn srq_and_ud_paths() {
         assert_eq!(ibv_destroy_srq(srq), 0);
     }
 }
+
+/// Receives go through the split-off receive queue's own lock: a post of
+/// receives completes while another thread holds the send side (the QP's
+/// lock, which sends, modifies and queries take), as libibverbs' providers
+/// lock a QP's two queues apart.
+#[test]
+fn receives_are_posted_while_another_thread_holds_the_send_side() {
+    let e = env();
+    let mut ia = init_attr(&e, 2, null_mut());
+    // SAFETY: live objects.
+    let qp = unsafe { ibv_create_qp(e.pd, &mut ia) };
+    assert!(!qp.is_null());
+    // SAFETY: the QP just made.
+    let (handle, qp_num) = unsafe { ((*qp).handle, (*qp).qp_num) };
+    to_rts(qp, qp_num);
+    let rq = e.fake.rq_ring(handle).unwrap();
+    // SAFETY: a live QP of this library.
+    let q = unsafe { Qp::from_c(qp) }.unwrap();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let addr = qp as usize;
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            q.qp.posting(|_, _| {
+                held_tx.send(()).unwrap();
+                // Hold the send side until the receive is in.
+                let _ = done_rx.recv_timeout(std::time::Duration::from_secs(20));
+            })
+            .unwrap();
+        });
+        held_rx.recv().unwrap();
+        let before = rq.producer();
+        let poster = s.spawn(move || {
+            let mut buf = [0u8; 64];
+            let mut sge = ibv_sge {
+                addr: buf.as_mut_ptr() as u64,
+                length: 64,
+                lkey: 1,
+            };
+            let mut r = ibv_recv_wr {
+                wr_id: 9,
+                next: null_mut(),
+                sg_list: &mut sge,
+                num_sge: 1,
+            };
+            let mut bad = null_mut();
+            // SAFETY: a live QP of this library and a valid request.
+            unsafe { post_recv(addr as *mut ibv_qp, &mut r, &mut bad) }
+        });
+        let start = std::time::Instant::now();
+        while !poster.is_finished() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "a receive waited for the thread holding the send side"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(poster.join().unwrap(), 0);
+        assert_eq!(rq.producer().wrapping_sub(before), 1);
+        done_tx.send(()).unwrap();
+    });
+    // SAFETY: live objects, destroyed in order.
+    unsafe {
+        assert_eq!(ibv_destroy_qp(qp), 0);
+    }
+}
