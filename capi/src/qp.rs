@@ -44,7 +44,10 @@ use crate::{
 };
 use guard::Guarded;
 use post::PostBufs;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{
+    atomic::{AtomicI32, Ordering},
+    Mutex, PoisonError,
+};
 
 /// `IBV_QP_INIT_ATTR_*` of `ibv_qp_init_attr_ex.comp_mask`.
 const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
@@ -106,7 +109,7 @@ impl Qp {
                     srq: null_mut(),
                     handle: 0,
                     qp_num: 0,
-                    state: 0,
+                    state: AtomicI32::new(0),
                     qp_type: 0,
                     mutex: pthread_mutex_t([0; 40]),
                     cond: pthread_cond_t([0; 48]),
@@ -210,7 +213,7 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     base.srq = req.srq;
     base.handle = qp.handle();
     base.qp_num = qp.qp_num();
-    base.state = 0;
+    base.state = AtomicI32::new(0);
     base.qp_type = req.qp_type;
     base.events_completed = 0;
     let mut qp = qp;
@@ -340,10 +343,9 @@ pub unsafe extern "C" fn ibv_modify_qp(
         Err(e) => return errno::positive(e),
     }
     if attr_mask & IBV_QP_STATE != 0 {
-        // SAFETY: `qp` is the program's live QP; libibverbs writes this
-        // field after a modify the same way (the program orders its own
-        // reads of it against the modify).
-        unsafe { (*qp).state = a.qp_state };
+        // The program's reads are ordered against the modify by the
+        // program, as with libibverbs' plain store.
+        q.c.qp_base.state.store(a.qp_state, Ordering::Relaxed);
     }
     0
 }
@@ -396,8 +398,9 @@ pub unsafe extern "C" fn ibv_query_qp(
         init_attr.write(c_init);
     }
     if attr_mask & IBV_QP_STATE != 0 {
-        // SAFETY: as in `ibv_modify_qp`.
-        unsafe { (*qp).state = c_int::from(got.qp_state.raw()) };
+        q.c.qp_base
+            .state
+            .store(c_int::from(got.qp_state.raw()), Ordering::Relaxed);
     }
     0
 }

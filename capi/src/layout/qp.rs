@@ -11,6 +11,7 @@
 //! `__typeof__` of the member in the probe.
 
 use core::ffi::{c_int, c_uint, c_void};
+use core::sync::atomic::AtomicI32;
 
 use super::{
     context::ibv_context, cq::ibv_cq, device::ibv_gid, pd::ibv_pd, pthread_cond_t, pthread_mutex_t,
@@ -383,8 +384,10 @@ pub struct ibv_qp {
     pub srq: *mut ibv_srq,
     pub handle: u32,
     pub qp_num: u32,
-    /// `enum ibv_qp_state`.
-    pub state: c_int,
+    /// `enum ibv_qp_state`: written after a modify or query of the state
+    /// while other threads may read the QP (an atomic of `int`'s size and
+    /// alignment, as libibverbs writes it behind the program's reads).
+    pub state: AtomicI32,
     /// `enum ibv_qp_type`.
     pub qp_type: c_int,
     pub mutex: pthread_mutex_t,

@@ -118,7 +118,7 @@ fn to_rts(qp: *mut ibv_qp, qp_num: u32) {
         0
     );
     // SAFETY: a live QP.
-    assert_eq!(unsafe { (*qp).state }, 1);
+    assert_eq!(unsafe { (*qp).state.load(Ordering::Relaxed) }, 1);
     let mut a = blank_attr();
     a.qp_state = 2;
     a.path_mtu = 3;
@@ -145,7 +145,7 @@ fn to_rts(qp: *mut ibv_qp, qp_num: u32) {
     // SAFETY: a live QP.
     assert_eq!(unsafe { ibv_modify_qp(qp, &mut a, mask) }, 0);
     // SAFETY: a live QP.
-    assert_eq!(unsafe { (*qp).state }, 3);
+    assert_eq!(unsafe { (*qp).state.load(Ordering::Relaxed) }, 3);
 }
 
 fn send_wr(opcode: c_int, sge: &mut ibv_sge, flags: u32) -> ibv_send_wr {
@@ -186,7 +186,14 @@ fn an_rc_qp_is_created_moved_to_rts_queried_posted_to_and_destroyed() {
     // SAFETY: the QP just made.
     let base = unsafe { &*qp };
     assert_eq!((base.pd, base.send_cq, base.recv_cq), (e.pd, e.cq, e.cq));
-    assert_eq!((base.state, base.qp_type, base.context), (0, 2, e.ctx));
+    assert_eq!(
+        (
+            base.state.load(Ordering::Relaxed),
+            base.qp_type,
+            base.context
+        ),
+        (0, 2, e.ctx)
+    );
     assert_eq!(base.qp_context as usize, 0x77);
     assert!(base.qp_num != 0);
     assert!(ia.cap.max_send_wr >= 4 && ia.cap.max_recv_wr >= 4);
