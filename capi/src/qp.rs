@@ -1,7 +1,8 @@
 //! Queue pairs: `ibv_create_qp` and the `create_qp_ex` op, `ibv_modify_qp`,
 //! `ibv_query_qp`, `ibv_destroy_qp`, multicast attach/detach,
-//! `ibv_query_qp_data_in_order`, `ibv_qp_to_qp_ex`, and the `post_send` /
-//! `post_recv` ops (`qp/post.rs`).
+//! `ibv_query_qp_data_in_order`, and the `post_send` / `post_recv` ops
+//! (`qp/post.rs`); `ibv_qp_to_qp_ex` and the `ibv_wr_*` slots are
+//! `crate::qp_ex`'s.
 //!
 //! Every QP is allocated as an `ibv_qp_ex` followed by the `wr_flush` slot
 //! newer rdma-core appends, then the uverbs QP ([`guard::Guarded`]). The
@@ -14,7 +15,7 @@ pub(crate) mod attr;
 pub(crate) mod guard;
 pub(crate) mod post;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use core::{
     ffi::{c_int, c_void},
@@ -40,22 +41,25 @@ use crate::{
         AnyFn,
     },
     pd::Pd,
+    qp_ex::{self, Session},
     srq::Srq,
 };
 use guard::Guarded;
 use post::PostBufs;
 use std::sync::{
-    atomic::{AtomicI32, Ordering},
+    atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering},
     Mutex, PoisonError,
 };
 
 /// `IBV_QP_INIT_ATTR_*` of `ibv_qp_init_attr_ex.comp_mask`.
 const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
 const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
-/// XRCD, MAX_TSO_HEADER, IND_TABLE, RX_HASH and SEND_OPS_FLAGS: known, and
-/// not done here (`EOPNOTSUPP`; SEND_OPS_FLAGS asks for an `ibv_qp_ex`,
-/// which [`ibv_qp_to_qp_ex`] does not give yet).
-const UNSUPPORTED_INIT_ATTR: u32 = (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6);
+/// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: the `ibv_wr_*` operations asked for
+/// (`qp_ex::check_send_ops`).
+const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
+/// XRCD, MAX_TSO_HEADER, IND_TABLE and RX_HASH: known, and not done here
+/// (`EOPNOTSUPP`).
+const UNSUPPORTED_INIT_ATTR: u32 = (1 << 1) | (1 << 3) | (1 << 4) | (1 << 5);
 /// Every bit verbs.h 44 defines.
 const KNOWN_INIT_ATTR: u32 = (1 << 7) - 1;
 /// `IBV_QP_STATE`.
@@ -70,12 +74,14 @@ pub struct Qp {
     /// `ibv_qp_ex.wr_flush` of rdma-core after 44, allocated so that a
     /// program built against a newer verbs.h finds it.
     pub wr_flush: AnyFn,
-    qp: Guarded<QueuePair>,
+    pub(crate) qp: Guarded<QueuePair>,
     /// The QP's own receive queue, split off (`QueuePair::split_recv`)
     /// with its own lock and conversion buffers, so that receives posted on
     /// one thread never wait for sends posted on another (libibverbs'
     /// providers lock a QP's two queues apart). `None` for a QP on an SRQ.
     rq: Mutex<Option<(RecvQueue, PostBufs)>>,
+    /// The `ibv_wr_*` session of `c`'s slots (`crate::qp_ex`).
+    pub(crate) session: Session,
 }
 
 const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
@@ -98,7 +104,7 @@ impl Qp {
     }
 
     fn blank() -> Box<Qp> {
-        Box::new(Qp {
+        let mut b = Box::new(Qp {
             c: ibv_qp_ex {
                 qp_base: ibv_qp {
                     context: null_mut(),
@@ -116,8 +122,8 @@ impl Qp {
                     events_completed: 0,
                 },
                 comp_mask: 0,
-                wr_id: 0,
-                wr_flags: 0,
+                wr_id: AtomicU64::new(0),
+                wr_flags: AtomicU32::new(0),
                 wr_atomic_cmp_swp: None,
                 wr_atomic_fetch_add: None,
                 wr_bind_mw: None,
@@ -143,7 +149,10 @@ impl Qp {
             wr_flush: None,
             qp: Guarded::new(),
             rq: Mutex::new(None),
-        })
+            session: Session::new(),
+        });
+        b.wr_flush = qp_ex::install(&mut b.c);
+        b
     }
 }
 
@@ -157,6 +166,9 @@ struct Request {
     cap: ibv_qp_cap,
     qp_type: c_int,
     sq_sig_all: c_int,
+    /// Through the `create_qp_ex` op: `ibv_qp_to_qp_ex` gives the QP's
+    /// `ibv_qp_ex`.
+    extended: bool,
 }
 
 /// Creates the QP `req` describes; returns it and the capacities granted.
@@ -204,6 +216,9 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     })???;
     let qp = made.map_err(|e| errno::of(&e))?;
     let granted = attr::c_cap(&qp.cap());
+    let provider = qp_ex::Provider::named(pd.context().uv.provider_name());
+    let config = qp_ex::Config::new(req.extended, qp_type, provider, &qp.cap());
+    b.session.configure(config);
     let base = &mut b.c.qp_base;
     base.context = pd.c.context;
     base.qp_context = req.qp_context;
@@ -254,6 +269,7 @@ pub unsafe extern "C" fn ibv_create_qp(
         cap: a.cap,
         qp_type: a.qp_type,
         sq_sig_all: a.sq_sig_all,
+        extended: false,
     };
     // SAFETY: the caller's contract.
     match unsafe { create(&req) } {
@@ -267,9 +283,13 @@ pub unsafe extern "C" fn ibv_create_qp(
 
 /// The `create_qp_ex` op (`ibv_create_qp_ex`): the PD comes in the
 /// attributes (`IBV_QP_INIT_ATTR_PD`, required), create flags are taken
-/// only when none is set (uverbs has none), and XRC, TSO, RSS and
-/// `send_ops_flags` fail with `EOPNOTSUPP`.
-unsafe extern "C" fn create_qp_ex(
+/// only when none is set (uverbs has none), `send_ops_flags` when uverbs
+/// posts every operation they name on the QP's type (`EOPNOTSUPP`
+/// otherwise, as rxe refuses what it lacks), and XRC, TSO and RSS fail
+/// with `EOPNOTSUPP`. The QP it makes has an `ibv_qp_ex`
+/// ([`crate::qp_ex::ibv_qp_to_qp_ex`]), as rxe's `create_qp_ex` gives
+/// one whatever the mask.
+pub(crate) unsafe extern "C" fn create_qp_ex(
     context: *mut ibv_context,
     attr: *mut ibv_qp_init_attr_ex,
 ) -> *mut ibv_qp {
@@ -285,6 +305,15 @@ unsafe extern "C" fn create_qp_ex(
         || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
     {
         return errno::null(Errno::EOPNOTSUPP);
+    }
+    if mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        let qp_type = match a.qp_type {
+            2..=4 => attr::qp_type(a.qp_type),
+            _ => return errno::null(Errno::EOPNOTSUPP),
+        };
+        if let Err(e) = qp_ex::check_send_ops(qp_type, a.send_ops_flags) {
+            return errno::null(e);
+        }
     }
     if mask & IBV_QP_INIT_ATTR_PD == 0 {
         return errno::null(Errno::EINVAL);
@@ -304,6 +333,7 @@ unsafe extern "C" fn create_qp_ex(
         cap: a.cap,
         qp_type: a.qp_type,
         sq_sig_all: a.sq_sig_all,
+        extended: true,
     };
     // SAFETY: verbs.h's contract: the objects named are live.
     match unsafe { create(&req) } {
@@ -496,17 +526,6 @@ pub unsafe extern "C" fn ibv_query_qp_data_in_order(
     0
 }
 
-/// `ibv_qp_to_qp_ex` (IBVERBS_1.6): NULL with `EOPNOTSUPP`, the answer
-/// for a QP not created with `send_ops_flags` (which [`create_qp_ex`]
-/// refuses for now).
-///
-/// # Safety
-/// `qp` is a QP of this library (it is not read).
-#[export_name = "uverbs_ibv_qp_to_qp_ex"]
-pub unsafe extern "C" fn ibv_qp_to_qp_ex(_qp: *mut ibv_qp) -> *mut ibv_qp_ex {
-    errno::null(Errno::EOPNOTSUPP)
-}
-
 /// The `post_send` op (`ibv_post_send`).
 unsafe extern "C" fn post_send(
     qp: *mut ibv_qp,
@@ -532,7 +551,7 @@ unsafe extern "C" fn post_send(
 }
 
 /// The `post_recv` op (`ibv_post_recv`).
-unsafe extern "C" fn post_recv(
+pub(crate) unsafe extern "C" fn post_recv(
     qp: *mut ibv_qp,
     wr: *mut ibv_recv_wr,
     bad_wr: *mut *mut ibv_recv_wr,

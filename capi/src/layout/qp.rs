@@ -11,7 +11,7 @@
 //! `__typeof__` of the member in the probe.
 
 use core::ffi::{c_int, c_uint, c_void};
-use core::sync::atomic::AtomicI32;
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 
 use super::{
     context::ibv_context, cq::ibv_cq, device::ibv_gid, pd::ibv_pd, pthread_cond_t, pthread_mutex_t,
@@ -395,18 +395,29 @@ pub struct ibv_qp {
     pub events_completed: u32,
 }
 
+/// `struct ibv_data_buf`: one piece of `ibv_wr_set_inline_data_list`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ibv_data_buf {
+    pub addr: *mut c_void,
+    pub length: usize,
+}
+
 /// `struct ibv_qp_ex` as rdma-core 44 lays it out (352 bytes). Newer
 /// rdma-core appends `wr_flush`; the library allocates that slot too (the
 /// QP object's field right after this struct, see `crate::qp::Qp`). The
 /// program writes `wr_id` and `wr_flags` before each `ibv_wr_*` call and
-/// calls the slots without NULL checks.
+/// calls the slots without NULL checks. `wr_id` and `wr_flags` are atomics
+/// of `uint64_t`'s and `unsigned int`'s layout: the program writes them
+/// through its pointer while other threads hold the QP (`crate::qp_ex`
+/// reads them with relaxed loads, as a C provider reads the fields).
 #[repr(C)]
 #[derive(Debug)]
 pub struct ibv_qp_ex {
     pub qp_base: ibv_qp,
     pub comp_mask: u64,
-    pub wr_id: u64,
-    pub wr_flags: c_uint,
+    pub wr_id: AtomicU64,
+    pub wr_flags: AtomicU32,
     pub wr_atomic_cmp_swp: AnyFn,
     pub wr_atomic_fetch_add: AnyFn,
     pub wr_bind_mw: AnyFn,
@@ -484,6 +495,7 @@ c_layout!(IBV_SRQ: "struct ibv_srq" = ibv_srq, 128,
 c_layout!(IBV_QP: "struct ibv_qp" = ibv_qp, 160,
     [context, qp_context, pd, send_cq, recv_cq, srq, handle, qp_num, state, qp_type, mutex,
      cond, events_completed]);
+c_layout!(IBV_DATA_BUF: "struct ibv_data_buf" = ibv_data_buf, 16, [addr, length]);
 c_layout!(IBV_QP_EX: "struct ibv_qp_ex" = ibv_qp_ex, 352,
     [qp_base, comp_mask, wr_id, wr_flags, wr_atomic_cmp_swp, wr_atomic_fetch_add, wr_bind_mw,
      wr_local_inv, wr_rdma_read, wr_rdma_write, wr_rdma_write_imm, wr_send, wr_send_imm,
@@ -520,5 +532,6 @@ pub const LAYOUTS: &[Layout] = &[
     IBV_RECV_WR,
     IBV_SRQ,
     IBV_QP,
+    IBV_DATA_BUF,
     IBV_QP_EX,
 ];

@@ -1,0 +1,367 @@
+//! The function slots of `struct ibv_qp_ex` (verbs.h's `ibv_wr_*` inlines
+//! call them with no NULL check): the builders, the setters, and
+//! `wr_start` / `wr_complete` / `wr_abort`; plus `wr_flush`, the slot
+//! rdma-core appends after 44.
+//!
+//! A builder reads `qpx->wr_id` and `qpx->wr_flags` when it is called, as
+//! rxe's do; the program writes them through its pointer, so they are
+//! atomics read with relaxed loads (the program orders its own writes
+//! before its call). The operations uverbs has no objects for
+//! (`wr_bind_mw`, `wr_local_inv`, `wr_send_inv`, `wr_send_tso`,
+//! `wr_atomic_write`, `wr_flush`, `wr_set_xrc_srqn`) fail the session:
+//! its `wr_complete` returns `EOPNOTSUPP` and posts nothing.
+
+use core::{
+    ffi::{c_int, c_void},
+    mem::transmute,
+    slice,
+    sync::atomic::Ordering,
+};
+
+use uverbs::{sys::Errno, Sge};
+
+use super::pending::{Op, UdAddr};
+use crate::{
+    errno,
+    layout::{
+        qp::{ibv_ah, ibv_data_buf, ibv_qp_ex, ibv_sge},
+        AnyFn,
+    },
+    qp::Qp,
+};
+
+/// The QP behind a program's `qpx` (`None` for NULL).
+///
+/// # Safety
+/// `qpx` is NULL or a live QP of this library.
+unsafe fn qp<'a>(qpx: *mut ibv_qp_ex) -> Option<&'a Qp> {
+    // SAFETY: the caller's contract; `ibv_qp_ex` starts with the `ibv_qp`.
+    unsafe { Qp::from_c(qpx.cast()) }.ok()
+}
+
+/// A builder: a request of `op` with the `wr_id` and `wr_flags` the
+/// program wrote.
+///
+/// # Safety
+/// As [`qp`].
+unsafe fn build(qpx: *mut ibv_qp_ex, op: Op) {
+    // SAFETY: the caller's contract.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return;
+    };
+    let wr_id = q.c.wr_id.load(Ordering::Relaxed);
+    let flags = q.c.wr_flags.load(Ordering::Relaxed);
+    q.session.record(|p, _| p.build(wr_id, flags, op));
+}
+
+/// A builder or setter uverbs cannot carry out: the session fails with
+/// `EOPNOTSUPP`.
+///
+/// # Safety
+/// As [`qp`].
+unsafe fn unsupported(qpx: *mut ibv_qp_ex) {
+    // SAFETY: the caller's contract.
+    if let Some(q) = unsafe { qp(qpx) } {
+        q.session.record(|p, _| p.fail(Errno::EOPNOTSUPP));
+    }
+}
+
+/// `ibv_wr_start`.
+unsafe extern "C" fn wr_start(qpx: *mut ibv_qp_ex) {
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
+        q.session.start();
+    }
+}
+
+/// `ibv_wr_complete`: 0, or the session's first error as a positive errno
+/// (nothing of it posted, but for a failed doorbell).
+unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
+    // SAFETY: verbs.h's contract: a live QP.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return errno::positive(Errno::EINVAL);
+    };
+    // SAFETY: verbs.h's contract: the AHs given to `ibv_wr_set_ud_addr`
+    // are live.
+    match unsafe { q.session.complete(q) } {
+        Ok(()) => 0,
+        Err(e) => errno::positive(e),
+    }
+}
+
+/// `ibv_wr_abort`.
+unsafe extern "C" fn wr_abort(qpx: *mut ibv_qp_ex) {
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
+        q.session.abort();
+    }
+}
+
+/// `ibv_wr_send`.
+unsafe extern "C" fn wr_send(qpx: *mut ibv_qp_ex) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::Send) }
+}
+
+/// `ibv_wr_send_imm` (`imm` big-endian, as in `ibv_send_wr`).
+unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::SendImm(u32::from_be(imm))) }
+}
+
+/// `ibv_wr_rdma_write`.
+unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::Write { rkey, addr }) }
+}
+
+/// `ibv_wr_rdma_write_imm`.
+unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
+    let imm = u32::from_be(imm);
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::WriteImm { rkey, addr, imm }) }
+}
+
+/// `ibv_wr_rdma_read`.
+unsafe extern "C" fn wr_rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::Read { rkey, addr }) }
+}
+
+/// `ibv_wr_atomic_cmp_swp`.
+unsafe extern "C" fn wr_atomic_cmp_swp(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    addr: u64,
+    compare: u64,
+    swap: u64,
+) {
+    let op = Op::CmpSwp {
+        rkey,
+        addr,
+        compare,
+        swap,
+    };
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, op) }
+}
+
+/// `ibv_wr_atomic_fetch_add`.
+unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { build(qpx, Op::FetchAdd { rkey, addr, add }) }
+}
+
+/// `ibv_wr_bind_mw`: uverbs has no memory windows.
+unsafe extern "C" fn wr_bind_mw(
+    qpx: *mut ibv_qp_ex,
+    _mw: *mut c_void,
+    _rkey: u32,
+    _info: *const c_void,
+) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_local_inv`: uverbs has no invalidation.
+unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, _rkey: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_send_inv`: uverbs has no invalidation.
+unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, _rkey: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_send_tso`: uverbs has no TSO (nor raw packet QPs).
+unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u16, _mss: u16) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_atomic_write`: not in uverbs' operations.
+unsafe extern "C" fn wr_atomic_write(
+    qpx: *mut ibv_qp_ex,
+    _rkey: u32,
+    _addr: u64,
+    _data: *const c_void,
+) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_flush` (rdma-core after 44): not in uverbs' operations.
+unsafe extern "C" fn wr_flush(
+    qpx: *mut ibv_qp_ex,
+    _rkey: u32,
+    _addr: u64,
+    _len: usize,
+    _type: u8,
+    _level: u8,
+) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_set_xrc_srqn`: uverbs has no XRC QPs.
+unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    unsafe { unsupported(qpx) }
+}
+
+/// `ibv_wr_set_ud_addr`: the AH is resolved at `wr_complete`.
+unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return;
+    };
+    q.session.record(|p, _| {
+        if ah.is_null() {
+            return p.fail(Errno::EINVAL);
+        }
+        p.set_ud_addr(UdAddr {
+            ah: ah as usize,
+            remote_qpn: qpn,
+            remote_qkey: qkey,
+        });
+    });
+}
+
+/// `ibv_wr_set_sge`.
+unsafe extern "C" fn wr_set_sge(qpx: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
+        q.session
+            .record(|p, _| p.set_sge(Sge::new(addr, length, lkey)));
+    }
+}
+
+/// `ibv_wr_set_sge_list`: at most the QP's `max_send_sge` (`ENOSPC`, as
+/// rxe), copied.
+unsafe extern "C" fn wr_set_sge_list(qpx: *mut ibv_qp_ex, num: usize, list: *const ibv_sge) {
+    // SAFETY: verbs.h's contract: a live QP.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return;
+    };
+    q.session.record(|p, config| {
+        if num > config.max_sge as usize {
+            return p.fail(Errno::ENOSPC);
+        }
+        if num > 0 && list.is_null() {
+            return p.fail(Errno::EINVAL);
+        }
+        let list = if num == 0 {
+            &[][..]
+        } else {
+            // SAFETY: verbs.h's contract: `num` entries, read during the call.
+            unsafe { slice::from_raw_parts(list, num) }
+        };
+        p.set_sge_list(list.iter().map(|s| Sge::new(s.addr, s.length, s.lkey)));
+    });
+}
+
+/// The bytes `addr`/`length` name, or `None` for NULL with a length.
+///
+/// # Safety
+/// `addr` is NULL or points to `length` readable bytes.
+unsafe fn bytes<'a>(addr: *const c_void, length: usize) -> Option<&'a [u8]> {
+    if length == 0 {
+        return Some(&[]);
+    }
+    if addr.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    Some(unsafe { slice::from_raw_parts(addr.cast::<u8>(), length) })
+}
+
+/// `ibv_wr_set_inline_data`: copied now (the program may reuse the buffer
+/// when the call returns).
+unsafe extern "C" fn wr_set_inline_data(qpx: *mut ibv_qp_ex, addr: *mut c_void, length: usize) {
+    // SAFETY: verbs.h's contract: a live QP.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return;
+    };
+    q.session.record(|p, config| {
+        // SAFETY: verbs.h's contract: `length` bytes at `addr`.
+        match unsafe { bytes(addr, length) } {
+            Some(b) => p.set_inline(config, core::iter::once(b)),
+            None => p.fail(Errno::EINVAL),
+        }
+    });
+}
+
+/// `ibv_wr_set_inline_data_list`: the pieces concatenated, copied now.
+unsafe extern "C" fn wr_set_inline_data_list(
+    qpx: *mut ibv_qp_ex,
+    num: usize,
+    list: *const ibv_data_buf,
+) {
+    // SAFETY: verbs.h's contract: a live QP.
+    let Some(q) = (unsafe { qp(qpx) }) else {
+        return;
+    };
+    q.session.record(|p, config| {
+        if num > 0 && list.is_null() {
+            return p.fail(Errno::EINVAL);
+        }
+        let list = if num == 0 {
+            &[][..]
+        } else {
+            // SAFETY: verbs.h's contract: `num` entries.
+            unsafe { slice::from_raw_parts(list, num) }
+        };
+        if list.iter().any(|b| b.addr.is_null() && b.length > 0) {
+            return p.fail(Errno::EINVAL);
+        }
+        // SAFETY: verbs.h's contract: each piece names `length` readable
+        // bytes (checked non-NULL above).
+        let pieces = list
+            .iter()
+            .map(|b| unsafe { bytes(b.addr, b.length) }.unwrap_or(&[]));
+        p.set_inline(config, pieces);
+    });
+}
+
+/// A slot holding `f`, whose type is the slot's verbs.h signature.
+macro_rules! slot {
+    ($f:ident: fn($($arg:ty),*) $(-> $ret:ty)?) => {{
+        type Sig = unsafe extern "C" fn($($arg),*) $(-> $ret)?;
+        const SLOT: AnyFn =
+            // SAFETY: a function pointer as another function pointer type;
+            // programs call the slot with verbs.h's signature, `Sig`.
+            Some(unsafe { transmute::<Sig, unsafe extern "C" fn()>($f) });
+        SLOT
+    }};
+}
+
+/// Fills every slot of `c` (none is left NULL, whatever `send_ops_flags`
+/// asked for); returns the `wr_flush` slot of rdma-core after 44, which
+/// follows `c` in the QP object.
+pub(crate) fn install(c: &mut ibv_qp_ex) -> AnyFn {
+    type Q = *mut ibv_qp_ex;
+    c.wr_atomic_cmp_swp = slot!(wr_atomic_cmp_swp: fn(Q, u32, u64, u64, u64));
+    c.wr_atomic_fetch_add = slot!(wr_atomic_fetch_add: fn(Q, u32, u64, u64));
+    c.wr_bind_mw = slot!(wr_bind_mw: fn(Q, *mut c_void, u32, *const c_void));
+    c.wr_local_inv = slot!(wr_local_inv: fn(Q, u32));
+    c.wr_rdma_read = slot!(wr_rdma_read: fn(Q, u32, u64));
+    c.wr_rdma_write = slot!(wr_rdma_write: fn(Q, u32, u64));
+    c.wr_rdma_write_imm = slot!(wr_rdma_write_imm: fn(Q, u32, u64, u32));
+    c.wr_send = slot!(wr_send: fn(Q));
+    c.wr_send_imm = slot!(wr_send_imm: fn(Q, u32));
+    c.wr_send_inv = slot!(wr_send_inv: fn(Q, u32));
+    c.wr_send_tso = slot!(wr_send_tso: fn(Q, *mut c_void, u16, u16));
+    c.wr_set_ud_addr = slot!(wr_set_ud_addr: fn(Q, *mut ibv_ah, u32, u32));
+    c.wr_set_xrc_srqn = slot!(wr_set_xrc_srqn: fn(Q, u32));
+    c.wr_set_inline_data = slot!(wr_set_inline_data: fn(Q, *mut c_void, usize));
+    c.wr_set_inline_data_list = slot!(wr_set_inline_data_list: fn(Q, usize, *const ibv_data_buf));
+    c.wr_set_sge = slot!(wr_set_sge: fn(Q, u32, u64, u32));
+    c.wr_set_sge_list = slot!(wr_set_sge_list: fn(Q, usize, *const ibv_sge));
+    c.wr_start = slot!(wr_start: fn(Q));
+    c.wr_complete = slot!(wr_complete: fn(Q) -> c_int);
+    c.wr_abort = slot!(wr_abort: fn(Q));
+    c.wr_atomic_write = slot!(wr_atomic_write: fn(Q, u32, u64, *const c_void));
+    slot!(wr_flush: fn(Q, u32, u64, usize, u8, u8))
+}
