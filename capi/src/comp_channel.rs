@@ -1,3 +1,1 @@
 //! Completion channels and completion events.
-
-

@@ -1,3 +1,1 @@
 //! Protection domains and memory regions.
-
-

@@ -20,6 +20,7 @@
 #![allow(non_camel_case_types)]
 
 pub mod context;
+pub mod unsupported;
 
 #[cfg(test)]
 mod probe;
@@ -60,6 +61,7 @@ macro_rules! c_layout {
 pub fn all() -> Vec<Layout> {
     let mut v = Vec::new();
     v.extend_from_slice(context::LAYOUTS);
+    v.extend_from_slice(unsupported::LAYOUTS);
     v
 }
 

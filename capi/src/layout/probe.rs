@@ -46,6 +46,7 @@ fn c_field(rust: &str) -> &str {
 fn program(layouts: &[Layout]) -> String {
     let mut c = String::from(
         "#include <stddef.h>\n#include <stdio.h>\n#include <infiniband/verbs.h>\n\
+         #include <infiniband/sa.h>\n\
          int main(void) {\n",
     );
     for l in layouts {
@@ -97,7 +98,11 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
             return;
         }
     };
-    assert!(status.success(), "compiling the probe failed ({status}): {}", src.display());
+    assert!(
+        status.success(),
+        "compiling the probe failed ({status}): {}",
+        src.display()
+    );
     let run = Command::new(&exe).output().expect("run the probe");
     assert!(run.status.success());
     let text = String::from_utf8(run.stdout).expect("utf-8");
@@ -120,7 +125,15 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
         }
     }
     let _ = std::fs::remove_dir_all(&out);
-    assert!(wrong.is_empty(), "layouts differ from verbs.h:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "layouts differ from verbs.h:\n{}",
+        wrong.join("\n")
+    );
     // Every struct a program touches is declared, not a handful.
-    assert!(layouts.len() >= 4 && checked >= 60, "{} structs, {checked} fields", layouts.len());
+    assert!(
+        layouts.len() >= 4 && checked >= 60,
+        "{} structs, {checked} fields",
+        layouts.len()
+    );
 }
