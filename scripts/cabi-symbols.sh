@@ -22,7 +22,7 @@
 # capi/symbols/libibverbs.txt: one line per IBVERBS_* import,
 #   SYMBOL<TAB>VERSION-NODE<TAB>CONSUMERS (comma-separated)
 # sorted by node, then name. The stub lists (hand-kept: each function's
-# failure convention comes from rdma-core's source, see capi/stubs/README.md)
+# failure convention comes from rdma-core's source, see capi/README.md)
 # must name exactly the MLX5_* / EFA_* imports with the same nodes, and their
 # `node` lines exactly the version nodes Debian's libmlx5.so.1 / libefa.so.1
 # define.
