@@ -1,1 +1,3 @@
 //! Completion channels and completion events.
+
+

@@ -28,19 +28,19 @@ pub mod layout;
 
 mod errno;
 
-mod async_event;
 mod ctx;
 mod device;
 mod query;
+mod async_event;
 
-mod comp_channel;
 mod cq;
+mod comp_channel;
 mod cq_ex;
 
-mod ah;
 mod pd;
 mod qp;
 mod qp_ex;
 mod srq;
+mod ah;
 
 mod unsupported;

@@ -1,1 +1,3 @@
 //! Protection domains and memory regions.
+
+

@@ -98,11 +98,7 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
             return;
         }
     };
-    assert!(
-        status.success(),
-        "compiling the probe failed ({status}): {}",
-        src.display()
-    );
+    assert!(status.success(), "compiling the probe failed ({status}): {}", src.display());
     let run = Command::new(&exe).output().expect("run the probe");
     assert!(run.status.success());
     let text = String::from_utf8(run.stdout).expect("utf-8");
@@ -125,15 +121,7 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
         }
     }
     let _ = std::fs::remove_dir_all(&out);
-    assert!(
-        wrong.is_empty(),
-        "layouts differ from verbs.h:\n{}",
-        wrong.join("\n")
-    );
+    assert!(wrong.is_empty(), "layouts differ from verbs.h:\n{}", wrong.join("\n"));
     // Every struct a program touches is declared, not a handful.
-    assert!(
-        layouts.len() >= 4 && checked >= 60,
-        "{} structs, {checked} fields",
-        layouts.len()
-    );
+    assert!(layouts.len() >= 4 && checked >= 60, "{} structs, {checked} fields", layouts.len());
 }
