@@ -17,6 +17,12 @@
 # cargo `test result:` lines, prefixed with the kernel. Exits non-zero if any
 # test executable failed or a guest did not finish (crash/timeout).
 #
+# Also builds the C library (capi/: libibverbs.so.1 with the host's glibc
+# toolchain, also with --musl), the stub libmlx5.so.1/libefa.so.1 and the C
+# test program capi/tests/c/static_verbs.c (dynamic; with --musl also fully
+# static), for tests/device/cabi*.rs: /guest/cabi in the guest, exported as
+# UVERBS_CABI_DIR (and UVERBS_CABI_STATIC for the static program).
+#
 # --host runs the same executables directly on this machine (real hardware;
 # no guest): UVERBS_TEST_DEVICE must name the device, and UVERBS_TEST_GID_INDEX
 # / UVERBS_TEST_IP should be set as the tests need them.
@@ -128,6 +134,50 @@ if [[ -z $MANIFEST ]]; then
 fi
 log "test executables: ${TESTS[*]##*/}; uverbs: $UVERBS; examples: ${EXAMPLES[*]##*/}"
 
+# The C library (capi/) for the device tests that run Debian's programs over
+# it (tests/device/cabi*.rs): libibverbs.so.1 built with the host's glibc
+# toolchain even with --musl (Debian's binaries are glibc), the stub
+# libmlx5.so.1 and libefa.so.1 (capi/stubs/), and capi/tests/c/static_verbs.c
+# linked dynamically against Debian's libibverbs (static_verbs_dyn) and, with
+# --musl, fully static over the musl staticlib (static_verbs). They go to
+# /guest/cabi, exported as UVERBS_CABI_DIR (UVERBS_CABI_STATIC: the static
+# program). A static program that does not link is reported here and left
+# out, so the device test that needs it fails and the others still run.
+CABI= CABI_STATIC=
+# cdylib NAME: the .so of the library target NAME in cargo's JSON on stdin.
+cdylib() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    if not line.startswith("{"):
+        continue
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == sys.argv[1]:
+        print("\n".join(f for f in m.get("filenames", []) if f.endswith(".so")))
+' "$1"
+}
+if [[ -z $MANIFEST ]]; then
+  CABI=$(mktemp -d "${TMPDIR:-/tmp}/guest-test-cabi.XXXXXX")
+  trap 'rm -rf "$JSON" "$CABI"' EXIT
+  log "building the C library: cargo build -p uverbs-cabi (host glibc), stubs, C programs"
+  cargo build -p uverbs-cabi --message-format=json-render-diagnostics > "$JSON" \
+    || die "cargo build -p uverbs-cabi failed"
+  SO=$(cdylib ibverbs < "$JSON" | tail -1)
+  [[ -n $SO && -f $SO ]] || die "cargo did not report libibverbs.so"
+  objcopy --strip-debug "$SO" "$CABI/libibverbs.so.1" 2>/dev/null || cp "$SO" "$CABI/libibverbs.so.1"
+  "$REPO/capi/stubs/build.sh" "$CABI" >&2 || die "building the stub libmlx5/libefa failed"
+  rm -rf "$CABI/src"
+  "$REPO/capi/build-static.sh" --glibc-dynamic "$CABI/static_verbs_dyn" \
+    || die "building capi/tests/c/static_verbs.c (dynamic) failed"
+  if [[ $MUSL == 1 ]]; then
+    if "$REPO/capi/build-static.sh" "$CABI/static_verbs"; then
+      CABI_STATIC=$CABI/static_verbs
+    else
+      log "WARNING: the static musl static_verbs did not build; its device test will fail"
+    fi
+  fi
+fi
+
 # sq STR: single-quote STR for a POSIX shell
 sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
@@ -135,11 +185,12 @@ sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 if [[ $HOST == 1 ]]; then
   fails=0
   OUT=$(mktemp "${TMPDIR:-/tmp}/guest-test-host.XXXXXX")
-  trap 'rm -f "$JSON" "$OUT"' EXIT
+  trap 'rm -rf "$JSON" "$OUT" "$CABI"' EXIT
   for t in "${TESTS[@]}"; do
     log "running ${t##*/} on the host (device $UVERBS_TEST_DEVICE)"
     set +e
     UVERBS_BIN=$UVERBS UVERBS_EXAMPLES_DIR=${EXAMPLES[0]:+$(dirname "${EXAMPLES[0]}")} \
+      UVERBS_CABI_DIR=$CABI UVERBS_CABI_STATIC=$CABI_STATIC \
       "$t" --test-threads=1 "${TEST_ARGS[@]}" 2>&1 | tee "$OUT" >&2
     rc=${PIPESTATUS[0]}
     set -e
@@ -160,18 +211,23 @@ SCRIPT=$(mktemp "${TMPDIR:-/tmp}/guest-test-run.XXXXXX")
 # ("Initramfs unpacking failed: write error"). Test executables keep theirs
 # (their panics print line numbers).
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/guest-test-bin.XXXXXX")
-trap 'rm -rf "$JSON" "$SCRIPT" "$STAGE"' EXIT
+trap 'rm -rf "$JSON" "$SCRIPT" "$STAGE" "$CABI"' EXIT
 stripped() {
   local out="$STAGE/$(basename "$1")"
   if objcopy --strip-debug "$1" "$out" 2>/dev/null; then echo "$out"; else echo "$1"; fi
 }
 ADDS=(--add "$(stripped "$UVERBS"):/guest/bin/uverbs")
 for e in "${EXAMPLES[@]}"; do ADDS+=(--add "$(stripped "$e"):/guest/examples/$(basename "$e")"); done
+[[ -n $CABI ]] && ADDS+=(--add "$CABI:/guest/cabi")
 extra=
 for a in "${TEST_ARGS[@]}"; do extra+=" $(sq "$a")"; done
 {
   echo 'export UVERBS_BIN=/guest/bin/uverbs'
   echo 'export UVERBS_EXAMPLES_DIR=/guest/examples'
+  if [[ -n $CABI ]]; then
+    echo 'export UVERBS_CABI_DIR=/guest/cabi'
+    [[ -n $CABI_STATIC ]] && echo 'export UVERBS_CABI_STATIC=/guest/cabi/static_verbs'
+  fi
   # The musl build must be static: a device test checks UVERBS_BIN with this.
   [[ $MUSL == 1 ]] && echo 'export UVERBS_EXPECT_STATIC=1'
   echo 'fails=0'

@@ -9,6 +9,7 @@
 #   2. the static musl build of the `uverbs` CLI (scripts/musl.sh) and its
 #      static-binary check;
 #   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
+#      capi's tests of the built libibverbs.so/.a and stub libraries,
 #      the ABI layout test against the kernel's own headers, the dependency
 #      policy and static-binary tests), then the loom models
 #      (scripts/loom.sh: the `loom_*` unit tests built with --cfg loom),
@@ -104,6 +105,11 @@ if [[ $MUSL == 1 ]]; then
   scripts/musl.sh check "$MUSL_BIN"
   export UVERBS_MUSL_BIN=$MUSL_BIN
 fi
+
+# capi's host tests load the cdylib and the staticlib, which `cargo test`
+# does not build (it links the rlib).
+step "the C library (capi/): libibverbs.so and libibverbs.a"
+cargo build -p uverbs-cabi
 
 step "host tests"
 cargo test --workspace --features uverbs/tokio 2>&1 | tee "$LOGS/host.log"

@@ -9,7 +9,8 @@
 //! - `UVERBS_TEST_DEVICE`: the device to test (`rxe0`);
 //! - `UVERBS_TEST_GID_INDEX`: the RoCE v2 GID of `UVERBS_TEST_IP`;
 //! - `UVERBS_TEST_IP`: the IPv4 address of the netdev under the device;
-//! - `UVERBS_BIN`: the `uverbs` CLI to test.
+//! - `UVERBS_BIN`: the `uverbs` CLI to test;
+//! - `UVERBS_CABI_DIR`: the C library and its stubs (capi/), for `cabi*.rs`.
 
 #[path = "../support/bounded.rs"]
 mod bounded;
@@ -23,6 +24,9 @@ mod typed_wr;
 mod async_events;
 #[cfg(feature = "tokio")]
 mod async_tokio;
+mod cabi;
+mod cabi_perftest;
+mod cabi_run;
 mod channel;
 mod cm;
 mod context;

@@ -8,7 +8,7 @@
 //! (`ctx->ops.post_send`, the `verbs_context` ops at negative offsets from
 //! the context, `ibv_qp_ex`'s `wr_*`, `ibv_cq_ex`'s `read_*`) at fixed
 //! offsets, so a wrong offset is silent memory corruption, not a link error.
-//! Every struct here is declared with [`c_layout!`], which asserts its size
+//! Every struct here is declared with [`c_layout!`](crate::c_layout), which asserts its size
 //! at compile time and lists every field's offset; the layout probe test
 //! (`probe.rs`) compiles a C program against Debian's verbs.h that prints the
 //! same offsets and compares them field by field.
@@ -24,6 +24,7 @@ pub mod cq;
 pub mod device;
 pub mod pd;
 pub mod qp;
+pub mod unsupported;
 
 #[cfg(test)]
 mod probe;
@@ -68,6 +69,7 @@ pub fn all() -> Vec<Layout> {
     v.extend_from_slice(pd::LAYOUTS);
     v.extend_from_slice(cq::LAYOUTS);
     v.extend_from_slice(qp::LAYOUTS);
+    v.extend_from_slice(unsupported::LAYOUTS);
     v
 }
 

@@ -46,6 +46,7 @@ fn c_field(rust: &str) -> &str {
 fn program(layouts: &[Layout]) -> String {
     let mut c = String::from(
         "#include <stddef.h>\n#include <stdio.h>\n#include <infiniband/verbs.h>\n\
+         #include <infiniband/sa.h>\n\
          int main(void) {\n",
     );
     for l in layouts {

@@ -1,0 +1,335 @@
+//! rdma-core's own programs (Debian's rdma-core 44, unmodified) over our
+//! libibverbs.so.1 (capi/), compared with the same programs over the real
+//! one in the same guest:
+//! - `ibv_devinfo` (`-v`, plain, `-l`, an unknown device) and `ibv_devices`
+//!   print byte-identical output and exit alike;
+//! - `ibv_{rc,uc,ud,srq}_pingpong`, each also with `-e` (completion
+//!   events), between ours and real rdma-core in both directions;
+//! - the C program `capi/tests/c/static_verbs.c` passes over both
+//!   libraries (dynamic) and, in the musl run, as a fully static binary
+//!   with no libibverbs at all;
+//! - the programs resolve our library and stubs (`LD_TRACE_LOADED_OBJECTS`),
+//!   and perftest's binaries start over them (every import bound).
+//!
+//! Environment: `UVERBS_CABI_DIR` (scripts/guest-test.sh), the guest's
+//! `UVERBS_TEST_DEVICE`, `UVERBS_TEST_GID_INDEX`, `UVERBS_TEST_IP`;
+//! `UVERBS_CABI_STATIC` (the static program) and `UVERBS_EXPECT_STATIC=1`
+//! in the musl run. perftest is in `cabi_perftest.rs`.
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use crate::cabi_run::{cabi_dir, command, first_difference, run, server_client, Lib, Out};
+use crate::{test_device, test_env};
+
+// static_cli.rs includes the same file for the same check.
+#[path = "../support/elf.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod elf;
+
+/// How long one program may run.
+const TIMEOUT: Duration = Duration::from_secs(60);
+/// Pingpong iterations (rxe under TCG: 100-300 us each).
+const ITERS: u64 = 100;
+
+/// Runs `program args` over both libraries and requires the same exit
+/// status, stdout and stderr.
+fn same_over_both(program: &str, args: &[&str]) {
+    let real = run(&mut command(Lib::RdmaCore, program, args), TIMEOUT);
+    let ours = run(&mut command(Lib::Ours, program, args), TIMEOUT);
+    let what = format!("{program} {}", args.join(" "));
+    assert!(
+        real.status.is_some(),
+        "{what} over rdma-core hung: {real:#?}"
+    );
+    let both = || format!("--- over rdma-core\n{real:#?}\n--- over ours\n{ours:#?}");
+    assert_eq!(ours.code(), real.code(), "{what}: exit status\n{}", both());
+    if let Some((n, r, o)) = first_difference(&real.stdout, &ours.stdout) {
+        panic!(
+            "{what}: stdout differs at line {n}:\n  rdma-core: {r:?}\n  ours:      {o:?}\n{}",
+            both()
+        );
+    }
+    assert_eq!(ours.stderr, real.stderr, "{what}: stderr\n{}", both());
+    assert!(
+        !real.stdout.is_empty() || !real.stderr.is_empty(),
+        "{what} printed nothing"
+    );
+}
+
+#[test]
+fn ibv_devinfo_verbose_is_identical() {
+    same_over_both("ibv_devinfo", &["-v"]);
+}
+
+#[test]
+fn ibv_devinfo_is_identical() {
+    same_over_both("ibv_devinfo", &[]);
+    same_over_both("ibv_devinfo", &["-d", &test_device(), "-i", "1"]);
+}
+
+#[test]
+fn ibv_devinfo_list_and_unknown_device_are_identical() {
+    same_over_both("ibv_devinfo", &["-l"]);
+    same_over_both("ibv_devinfo", &["-d", "no_such_device_0"]);
+}
+
+#[test]
+fn ibv_devices_is_identical() {
+    same_over_both("ibv_devices", &[]);
+}
+
+/// The `N bytes in ...` count of a pingpong side, checking the `iters` line.
+fn pingpong_bytes(who: &str, out: &Out) -> u64 {
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains(" bytes in ") && l.ends_with(" Mbit/sec"))
+        .unwrap_or_else(|| panic!("{who}: no bytes line in {out:#?}"));
+    let iters = lines.get(i + 1).copied().unwrap_or("");
+    assert!(
+        iters.starts_with(&format!("{ITERS} iters in ")),
+        "{who}: no iters line after the bytes line: {out:#?}"
+    );
+    lines[i]
+        .split(' ')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{who}: bad bytes line {:?}", lines[i]))
+}
+
+/// `(QPN, PSN, GID)` of the `label` lines (`  local address:  LID 0x0000,
+/// QPN 0x000011, PSN 0x6b1cd3, GID ::ffff:192.0.2.1`; ud_pingpong puts a
+/// `:` before the GID of its remote line).
+fn addresses(stdout: &str, label: &str) -> Vec<(String, String, String)> {
+    let field = |rest: &str, name: &str| {
+        rest.split_once(name)
+            .map(|(_, v)| v.split([',', ':']).next().unwrap_or("").trim().to_string())
+            .unwrap_or_else(|| panic!("no {name} in {rest:?}"))
+    };
+    stdout
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(label))
+        .map(|rest| {
+            let gid = rest
+                .split_once("GID ")
+                .map_or("", |(_, g)| g)
+                .trim()
+                .to_string();
+            (field(rest, "QPN "), field(rest, "PSN "), gid)
+        })
+        .collect()
+}
+
+/// One pingpong exchange: `ibv_<transport>_pingpong` as server over
+/// `server`'s library and as client over `client`'s, on `port`, with
+/// `extra` options on both; checks both finished, moved the same bytes,
+/// and each one's remote addresses are the other's local ones.
+fn pingpong(transport: &str, server: Lib, client: Lib, port: u16, extra: &[&str], size: u64) {
+    let program = format!("ibv_{transport}_pingpong");
+    let gid: u8 = test_env("UVERBS_TEST_GID_INDEX");
+    let ip: String = test_env("UVERBS_TEST_IP");
+    let (dev, gid, port_s, iters) = (
+        test_device(),
+        gid.to_string(),
+        port.to_string(),
+        ITERS.to_string(),
+    );
+    let mut args = vec!["-d", &dev, "-g", &gid, "-p", &port_s, "-n", &iters];
+    args.extend_from_slice(extra);
+    let refused_msg = format!("Couldn't connect to {ip}:{port}");
+    let (srv, cli, attempts) = server_client(
+        command(server, &program, &args),
+        || {
+            let mut c = command(client, &program, &args);
+            c.arg(&ip);
+            c
+        },
+        |o: &Out| o.stderr.contains(&refused_msg),
+        Instant::now() + TIMEOUT,
+    );
+    let what = format!("{program} {extra:?}: server over {server:?}, client over {client:?}");
+    assert!(
+        srv.ok() && cli.ok(),
+        "{what}: both must exit 0 (client after {attempts} attempt(s))\nserver: {srv:#?}\nclient: {cli:#?}"
+    );
+    let (sb, cb) = (
+        pingpong_bytes("server", &srv),
+        pingpong_bytes("client", &cli),
+    );
+    assert_eq!(
+        (sb, cb),
+        (size * ITERS * 2, size * ITERS * 2),
+        "{what}: bytes moved"
+    );
+    let s_local = addresses(&srv.stdout, "local address:");
+    assert!(!s_local.is_empty(), "{what}: the server printed no address");
+    assert_eq!(
+        addresses(&srv.stdout, "remote address:"),
+        addresses(&cli.stdout, "local address:"),
+        "{what}"
+    );
+    assert_eq!(addresses(&cli.stdout, "remote address:"), s_local, "{what}");
+}
+
+/// Each transport: ours as server against rdma-core's client, then the
+/// other way round, without and with `-e`.
+fn both_ways(transport: &str, base_port: u16, extra: &[&str], size: u64) {
+    let mut with_e = extra.to_vec();
+    with_e.push("-e");
+    pingpong(transport, Lib::Ours, Lib::RdmaCore, base_port, extra, size);
+    pingpong(
+        transport,
+        Lib::RdmaCore,
+        Lib::Ours,
+        base_port + 1,
+        extra,
+        size,
+    );
+    pingpong(
+        transport,
+        Lib::Ours,
+        Lib::RdmaCore,
+        base_port + 2,
+        &with_e,
+        size,
+    );
+    pingpong(
+        transport,
+        Lib::RdmaCore,
+        Lib::Ours,
+        base_port + 3,
+        &with_e,
+        size,
+    );
+}
+
+#[test]
+fn rc_pingpong_ours_and_rdma_core_both_ways() {
+    both_ways("rc", 18700, &[], 4096);
+}
+
+#[test]
+fn uc_pingpong_ours_and_rdma_core_both_ways() {
+    // -c: the client marks each page, the server checks it.
+    both_ways("uc", 18710, &["-c"], 4096);
+}
+
+#[test]
+fn ud_pingpong_ours_and_rdma_core_both_ways() {
+    both_ways("ud", 18720, &["-s", "512"], 512);
+}
+
+#[test]
+fn srq_pingpong_ours_and_rdma_core_both_ways() {
+    both_ways("srq", 18730, &["-q", "4"], 4096);
+}
+
+/// The `PASS` lines of the C program, after checking it passed.
+fn c_program_passes(what: &str, out: &Out) -> Vec<String> {
+    assert!(
+        out.ok() && out.stdout.lines().any(|l| l == "PASS all"),
+        "{what} failed:\n{out:#?}"
+    );
+    out.stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn c_program_passes_over_rdma_core_and_ours() {
+    let prog = cabi_dir().join("static_verbs_dyn");
+    let prog = prog.to_str().expect("a UTF-8 path");
+    let real = run(&mut command(Lib::RdmaCore, prog, &[]), TIMEOUT);
+    let real = c_program_passes("static_verbs_dyn over rdma-core", &real);
+    let ours = run(&mut command(Lib::Ours, prog, &[]), TIMEOUT);
+    let ours = c_program_passes("static_verbs_dyn over ours", &ours);
+    assert_eq!(ours, real, "the same steps pass");
+}
+
+#[test]
+fn static_c_program_passes_with_no_libibverbs() {
+    let path = std::env::var("UVERBS_CABI_STATIC")
+        .ok()
+        .filter(|p| !p.is_empty());
+    let expected = std::env::var("UVERBS_EXPECT_STATIC").as_deref() == Ok("1");
+    let Some(path) = path else {
+        assert!(
+            !expected,
+            "the musl run must test the static static_verbs, but UVERBS_CABI_STATIC is not \
+             set: capi/build-static.sh failed (see scripts/guest-test.sh's log)"
+        );
+        eprintln!("UVERBS_CABI_STATIC is not set (glibc run): nothing to run");
+        return;
+    };
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let info = elf::parse(&bytes).unwrap_or_else(|e| panic!("{path}: {e:?}"));
+    assert!(info.is_static(), "{path} is not static: {info:?}");
+    // No library path at all: nothing could be loaded even if it tried.
+    let mut cmd = Command::new(&path);
+    cmd.env_clear()
+        .env("UVERBS_TEST_DEVICE", test_device())
+        .env(
+            "UVERBS_TEST_GID_INDEX",
+            test_env::<u8>("UVERBS_TEST_GID_INDEX").to_string(),
+        );
+    let out = run(&mut cmd, TIMEOUT);
+    let steps = c_program_passes(&path, &out);
+    assert!(steps.len() >= 10, "{out:#?}");
+}
+
+#[test]
+fn programs_resolve_our_library_and_stubs() {
+    let dir = cabi_dir();
+    let ours = |lib: &str| format!("{lib} => {}", dir.join(lib).display());
+    for (program, want) in [
+        ("ibv_devinfo", vec![ours("libibverbs.so.1")]),
+        ("ibv_rc_pingpong", vec![ours("libibverbs.so.1")]),
+        (
+            "ib_write_bw",
+            vec![
+                ours("libibverbs.so.1"),
+                ours("libmlx5.so.1"),
+                ours("libefa.so.1"),
+            ],
+        ),
+        ("rping", vec![ours("libibverbs.so.1")]),
+    ] {
+        let mut cmd = command(Lib::Ours, program, &[]);
+        cmd.env("LD_TRACE_LOADED_OBJECTS", "1");
+        let out = run(&mut cmd, TIMEOUT);
+        assert!(out.ok(), "{program}: {out:#?}");
+        for w in &want {
+            assert!(
+                out.stdout.contains(w.as_str()),
+                "{program} does not load {w}:\n{}",
+                out.stdout
+            );
+        }
+    }
+}
+
+/// perftest's binaries link libibverbs, librdmacm (rdma-core's, which
+/// loads over ours), libmlx5 and libefa (our stubs), and bind every import
+/// at start: `-h` gets as far as printing the usage.
+#[test]
+fn perftest_binaries_start_over_ours() {
+    for program in [
+        "ib_write_bw",
+        "ib_read_bw",
+        "ib_send_bw",
+        "ib_write_lat",
+        "ib_send_lat",
+    ] {
+        let out = run(&mut command(Lib::Ours, program, &["-h"]), TIMEOUT);
+        assert!(out.status.is_some(), "{program} -h hung");
+        assert!(
+            out.stdout.contains("Usage:") && !out.stderr.contains("error"),
+            "{program} -h over ours did not start:\n{out:#?}"
+        );
+    }
+}
