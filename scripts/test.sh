@@ -17,7 +17,11 @@
 #      Debian's unmodified libibverbs + libmlx5, ibv_devinfo, C probes and
 #      rdma-core's pyverbs tests through the LD_PRELOAD shim of preload/);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
-#      kernel 6.12 with musl builds (scripts/guest-test.sh);
+#      kernel 6.12 with musl builds (scripts/guest-test.sh; they include capi's:
+#      rdma-core's tools, perftest and C programs over our libibverbs.so.1,
+#      and the fully static musl C program in the musl run); then
+#      rdma-core's pyverbs tests on both kernels, on real rdma-core and on
+#      ours, compared test by test (scripts/pyverbs-guest.sh);
 #   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
 #      two guests (scripts/two-host.sh), kernel 6.1 with the glibc build,
 #      kernel 6.12 with the musl build;
@@ -166,6 +170,23 @@ if [[ $GUEST == 1 ]]; then
     step "device tests in the rxe guest: kernel 6.12, glibc build"
     guest_step guest-6.12 scripts/guest-test.sh --kernel 6.12
   fi
+fi
+
+if [[ $GUEST == 1 ]]; then
+  # rdma-core's pyverbs tests, twice per kernel in one boot: on real
+  # rdma-core, then on capi's libibverbs.so.1 (+ the stub libmlx5/libefa),
+  # compared test by test (capi/pyverbs-known-gaps.txt: what ours lacks yet).
+  OURS=$ROOT/target/pyverbs-ours
+  rm -rf "$OURS"; mkdir -p "$OURS"
+  cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
+  capi/stubs/build.sh "$OURS" >&2
+  step "pyverbs harness self-test (host)"
+  scripts/pyverbs-guest.sh --self-test 2>&1 | tee "$LOGS/pyverbs-self-test.log" >&2
+  for k in 6.1 6.12; do
+    step "rdma-core's pyverbs tests in the rxe guest, kernel $k: real rdma-core, then ours"
+    guest_step "pyverbs-$k" scripts/pyverbs-guest.sh --kernel "$k" --ours "$OURS" \
+      --known-gaps capi/pyverbs-known-gaps.txt --table changed
+  done
 fi
 
 if [[ $TWO_HOST == 1 ]]; then

@@ -250,3 +250,36 @@ fn unsupported_drivers_and_abi_versions_are_refused_before_any_command() {
         "nothing may reach the kernel"
     );
 }
+
+/// A QP type rxe has no queues for is refused with `EOPNOTSUPP`, the
+/// kernel's answer (rxe_qp.c `rxe_qp_chk_init`), so that C programs read it
+/// as "not supported here" (pyverbs' raw packet tests skip on it), before
+/// any command.
+#[test]
+fn rxe_refuses_other_qp_types_as_the_kernel_does() {
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
+    fake.kernel.clear_calls();
+    let err = pd
+        .create_qp(&uverbs::QpInitAttr {
+            qp_type: uverbs::QpType::RawPacket,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: uverbs::QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+            context: 0,
+        })
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnsupportedProvider, "{err}");
+    assert_eq!(err.errno(), Errno::EOPNOTSUPP);
+    assert!(fake.kernel.calls().is_empty(), "nothing may reach the kernel");
+}

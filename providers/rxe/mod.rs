@@ -213,10 +213,14 @@ impl Provider for Rxe {
         _: &(),
         req: &QpRequest,
     ) -> Result<(Self::QpPlan, ())> {
+        // The kernel refuses the others with EOPNOTSUPP too
+        // (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_chk_init), and
+        // programs (pyverbs' raw packet tests) take that errno as "not
+        // supported here".
         if !matches!(req.qp_type, QpType::Rc | QpType::Uc | QpType::Ud) {
             return Err(Error::new(
                 "ibv_create_qp",
-                ErrorKind::InvalidArgument,
+                ErrorKind::UnsupportedProvider,
                 format!("QP type {:?}: rxe supports RC, UC and UD", req.qp_type),
             ));
         }
