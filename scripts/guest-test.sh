@@ -169,6 +169,20 @@ if [[ -z $MANIFEST ]]; then
   rm -rf "$CABI/src"
   "$REPO/capi/build-static.sh" --glibc-dynamic "$CABI/static_verbs_dyn" \
     || die "building capi/tests/c/static_verbs.c (dynamic) failed"
+  # The C programs that compare libibverbs' conventions call by call over
+  # both libraries (tests/device/cabi.rs), linked against ours: it exports
+  # rdma-core's symbol versions, so they run over either.
+  VERBS_INC=
+  for d in "${UVERBS_MLX5DV_INCLUDE:-}" /usr/include "${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-headers-ibverbs/usr/include"; do
+    [[ -n $d && -f $d/infiniband/verbs.h ]] && { VERBS_INC=$d; break; }
+  done
+  [[ -n $VERBS_INC ]] || die "no infiniband/verbs.h (Debian's libibverbs-dev; scripts/test.sh fetches it)"
+  for c in objects qp_ex cq_ex; do
+    [[ -f $REPO/capi/tests/c/$c.c ]] || continue
+    cc -O1 -Wall -I "$VERBS_INC" ${UVERBS_ABI_INCLUDE:+-I "$UVERBS_ABI_INCLUDE"} -o "$CABI/$c" \
+      "$REPO/capi/tests/c/$c.c" -L "$(dirname "$SO")" -libverbs \
+      || die "building capi/tests/c/$c.c failed"
+  done
   if [[ $MUSL == 1 ]]; then
     if "$REPO/capi/build-static.sh" "$CABI/static_verbs"; then
       CABI_STATIC=$CABI/static_verbs
