@@ -74,6 +74,8 @@ pub struct Cq {
     /// provider does (it copies the kernel's completion); otherwise in
     /// libibverbs' `ibv_wc_flags` numbering, as libmlx5 does.
     kernel_wc_flags: bool,
+    /// The `ibv_start_poll` session and its current completion (cq_ex.rs).
+    pub(crate) session: crate::cq_ex::Session,
 }
 
 // SAFETY: the C part's pointers name this library's objects or are the
@@ -103,6 +105,21 @@ impl Cq {
         // SAFETY: by the caller's contract `p` is the address of a live
         // `Cq`, whose first field it is.
         Ok(unsafe { &*p.cast::<Cq>() })
+    }
+
+    /// Runs `f` with the uverbs CQ locked exclusively (the lock a poll
+    /// takes); `EINVAL` when it is destroyed.
+    pub(crate) fn with_mut<R>(
+        &self,
+        f: impl FnOnce(&mut CompletionQueue) -> R,
+    ) -> Result<R, Errno> {
+        let mut g = self.cq.write().unwrap_or_else(PoisonError::into_inner);
+        g.as_mut().map(f).ok_or(Errno::EINVAL)
+    }
+
+    /// A uverbs completion as `ibv_poll_cq` hands it to the program.
+    pub(crate) fn wc_to_c(&self, w: &WorkCompletion) -> ibv_wc {
+        to_c(w, self.kernel_wc_flags)
     }
 
     /// Async events of this CQ deferred in uverbs and not acknowledged.
@@ -224,7 +241,8 @@ pub(crate) struct CqCreate {
 }
 
 /// Creates a CQ: boxes the C object, lets `fill` set its `ibv_cq_ex` part
-/// (the extended polling ops) before anyone can see it, creates the uverbs
+/// (the extended polling ops, [`crate::cq_ex::fill_ops`], for every CQ)
+/// before anyone can see it, creates the uverbs
 /// CQ with the C object's address as its context, and returns that
 /// address.
 ///
@@ -288,6 +306,7 @@ pub(crate) unsafe fn create(
         tally: Mutex::new(Tally::default()),
         settled: Condvar::new(),
         kernel_wc_flags: ctx.uv.provider_name() == "rxe",
+        session: crate::cq_ex::Session::default(),
     });
     fill(&mut boxed.c);
     let raw = Box::into_raw(boxed);
@@ -341,7 +360,7 @@ pub unsafe extern "C" fn ibv_create_cq(
         wc_flags: WcExFlags::STANDARD,
     };
     // SAFETY: the caller's contract.
-    match unsafe { create(context, &attr, |_| {}) } {
+    match unsafe { create(context, &attr, crate::cq_ex::fill_ops) } {
         Ok(cq) => cq.cast(),
         Err(e) => errno::null(e),
     }

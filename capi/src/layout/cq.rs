@@ -1,8 +1,8 @@
 //! Completion queues and channels: `struct ibv_comp_channel`, `struct
 //! ibv_cq`, `struct ibv_cq_ex` (the object every CQ is allocated as),
-//! `struct ibv_wc`, `struct ibv_cq_init_attr_ex` and `struct
-//! ibv_poll_cq_attr` (verbs.h lines 586-606, 1464-1527 and 2018-2042 at
-//! v44).
+//! `struct ibv_wc`, `struct ibv_wc_tm_info`, `struct ibv_cq_init_attr_ex`
+//! and `struct ibv_poll_cq_attr` (verbs.h lines 586-606, 1464-1527 and
+//! 2018-2042 at v44).
 //!
 //! # Fields the library changes while programs hold the object
 //!
@@ -137,6 +137,16 @@ pub struct ibv_cq_init_attr_ex {
     pub parent_domain: *mut ibv_pd,
 }
 
+/// `struct ibv_wc_tm_info` (what `ibv_wc_read_tm_info` writes).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ibv_wc_tm_info {
+    /// The tag of the tag-matching header.
+    pub tag: u64,
+    /// The header's opaque user data.
+    pub r#priv: u32,
+}
+
 /// `struct ibv_poll_cq_attr` (`ibv_start_poll`'s argument).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -160,6 +170,7 @@ c_layout!(IBV_WC: "struct ibv_wc" = ibv_wc, 48,
      pkey_index, slid, sl, dlid_path_bits]);
 c_layout!(IBV_CQ_INIT_ATTR_EX: "struct ibv_cq_init_attr_ex" = ibv_cq_init_attr_ex, 56,
     [cqe, cq_context, channel, comp_vector, wc_flags, comp_mask, flags, parent_domain]);
+c_layout!(IBV_WC_TM_INFO: "struct ibv_wc_tm_info" = ibv_wc_tm_info, 16, [tag, r#priv]);
 c_layout!(IBV_POLL_CQ_ATTR: "struct ibv_poll_cq_attr" = ibv_poll_cq_attr, 4, [comp_mask]);
 
 /// This module's layouts.
@@ -169,6 +180,7 @@ pub const LAYOUTS: &[Layout] = &[
     IBV_CQ_EX,
     IBV_WC,
     IBV_CQ_INIT_ATTR_EX,
+    IBV_WC_TM_INFO,
     IBV_POLL_CQ_ATTR,
 ];
 
