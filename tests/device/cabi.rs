@@ -284,6 +284,16 @@ fn c_objects_conventions_match_rdma_core() {
     assert_eq!(ours, real, "the same checks pass over both");
 }
 
+/// `ibv_cq_ex` (capi/tests/c/cq_ex.c): the same traffic polled with
+/// `ibv_poll_cq` and with start/next/end and every reader, the create
+/// refusals, events on an extended CQ, error completions: the same checks
+/// pass over both libraries.
+#[test]
+fn c_cq_ex_sessions_match_rdma_core() {
+    let (real, ours) = c_checks("cq_ex", &[]);
+    assert_eq!(ours, real, "the same checks pass over both");
+}
+
 /// `ibv_qp_ex` (capi/tests/c/qp_ex.c): every supported `ibv_wr_*` op on RC,
 /// UC and UD over rxe, aborts, and the refusals; over rdma-core 44 three
 /// checks fail on its own rxe bugs (inline lists, IBV_SEND_INLINE with an
