@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use super::{
     interface::{
         CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+        QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -333,6 +333,20 @@ macro_rules! providers {
                         <$p>::req_notify_cq(cq, s, dev, handle, solicited_only)
                     })+
                     _ => Err(Errno::EINVAL),
+                }
+            }
+
+            /// Resizes the CQ; `run` executes the `RESIZE_CQ` command.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn resize(
+                &mut self,
+                shared: &AnyCqShared,
+                dev: Device<'_>,
+                run: &mut RunWithInOut<'_>,
+            ) -> Result<()> {
+                match (self, shared) {
+                    $((AnyCq::$v(cq), AnyCqShared::$v(s)) => <$p>::resize_cq(cq, s, dev, run),)+
+                    _ => Err(mismatch("ibv_resize_cq")),
                 }
             }
         }

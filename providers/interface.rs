@@ -68,6 +68,10 @@ pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
 /// Runs a command with the given driver input bytes.
 pub(crate) type RunWithIn<'a> = dyn FnMut(&[u8]) -> Result<(), Errno> + 'a;
 
+/// Runs a command with the given driver input bytes and driver output
+/// buffer; the error is the core's, naming the command.
+pub(crate) type RunWithInOut<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
+
 /// The completions one batch of a polling session takes off the ring at
 /// most (`src/cq_poll.rs`: the size of a CQ's session buffer).
 pub(crate) const SESSION_BATCH: usize = 64;
@@ -311,6 +315,19 @@ pub(crate) trait Provider: Sized + 'static {
     /// Runs when a completion event for the CQ is read, on the reading
     /// thread (mlx5 advances its arm sequence number: `mlx5_cq_event`).
     fn on_completion_event(shared: &Self::CqShared);
+
+    /// Resizes the CQ (`ibv_resize_cq`): `run` executes the `RESIZE_CQ`
+    /// write command with the driver data given, then the provider takes
+    /// the kernel's answer (rxe maps the new ring the kernel moved the
+    /// waiting completions to). The caller holds the consumer side, so no
+    /// poll runs meanwhile. When `run` fails, or the provider refuses
+    /// before it, the CQ must be as it was.
+    fn resize_cq(
+        cq: &mut Self::Cq,
+        shared: &Self::CqShared,
+        dev: Device<'_>,
+        run: &mut RunWithInOut<'_>,
+    ) -> Result<()>;
 
     /// Step 1 of a QP create.
     fn plan_qp(

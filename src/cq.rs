@@ -1,6 +1,6 @@
 //! Completion queues (`ibv_create_cq`, `ibv_create_cq_ex`, `ibv_poll_cq`,
-//! `ibv_req_notify_cq`, `ibv_destroy_cq`; the extended polling session is
-//! in `cq_poll.rs`).
+//! `ibv_req_notify_cq`, `ibv_resize_cq`, `ibv_destroy_cq`; the extended
+//! polling session is in `cq_poll.rs`).
 //!
 //! Creation is `UVERBS_METHOD_CQ_CREATE` (falling back to the `CREATE_CQ`
 //! write command) with the provider's driver data; destruction is
@@ -359,6 +359,62 @@ impl CompletionQueue {
                 solicited_only,
             )
             .map_err(|e| Error::sys("ibv_req_notify_cq", e))
+    }
+
+    /// Resizes the CQ to hold at least `cqe` completions, like
+    /// `ibv_resize_cq`: the `RESIZE_CQ` write command (the kernel has no
+    /// ioctl method for it), after which [`CompletionQueue::cqe`] is the
+    /// size the kernel granted (rounded up by the driver). Completions
+    /// waiting in the CQ stay and are polled after it, in order.
+    ///
+    /// # Errors
+    ///
+    /// - `EINVAL` from the kernel when `cqe` is 0, above the device's
+    ///   `max_cqe`, or below the number of completions waiting in the CQ
+    ///   (rxe's `rxe_cq_chk_attr`): poll some first. The CQ is unchanged.
+    /// - [`ErrorKind::UnsupportedProvider`] (`EOPNOTSUPP`) on mlx5, whose
+    ///   resize (a new CQE buffer the waiting CQEs are copied into) is not
+    ///   implemented yet; nothing is sent and the CQ is unchanged.
+    /// - On rxe, a failure to map the new ring after the kernel resized the
+    ///   CQ (the error says so): the CQ then reports no further completion
+    ///   and should be destroyed, as rdma-core's rxe is left without a ring.
+    #[doc(alias = "ibv_resize_cq")]
+    pub fn resize(&mut self, cqe: u32) -> Result<()> {
+        let inner = &self.inner;
+        let ctx = &inner.ctx;
+        let handle = inner.handle;
+        let mut granted = None;
+        let mut run = |drv_in: &[u8], drv_out: &mut [u8]| -> Result<()> {
+            let mut req = abi::IbUverbsResizeCq::new_zeroed();
+            req.cq_handle = handle;
+            req.cqe = cqe;
+            let mut resp = abi::IbUverbsResizeCqResp::new_zeroed();
+            ctx.write_with_resp(
+                abi::IB_USER_VERBS_CMD_RESIZE_CQ,
+                req.as_bytes(),
+                drv_in,
+                resp.as_mut_bytes(),
+                drv_out,
+            )
+            .map_err(|e| {
+                let err = Error::sys("IB_USER_VERBS_CMD_RESIZE_CQ", e);
+                if e == Errno::EINVAL {
+                    err.with_detail(format!(
+                        "cqe {cqe} is 0, above the device's max_cqe, or below the number of \
+                         completions waiting in the CQ"
+                    ))
+                } else {
+                    err
+                }
+            })?;
+            granted = Some(resp.cqe);
+            Ok(())
+        };
+        self.ring.resize(&inner.shared, ctx.device(), &mut run)?;
+        if let Some(n) = granted {
+            self.cqe = n;
+        }
+        Ok(())
     }
 
     /// Acknowledges `n` completion events left unacknowledged with

@@ -6,10 +6,10 @@
 //!
 //! Every CQ is allocated as an [`ibv_cq_ex`] (`ibv_cq *` and `ibv_cq_ex *`
 //! are the same address). The uverbs [`CompletionQueue`] sits behind a
-//! `RwLock`: polling takes it exclusively (the lock libibverbs' providers
-//! take around a poll), arming and the objects made with the CQ (QPs, via
-//! [`with_cqs`]) take it shared. Acknowledging completion events takes no
-//! CQ lock at all.
+//! `RwLock`: polling and resizing take it exclusively (the lock libibverbs'
+//! providers take around a poll and a resize), arming and the objects made
+//! with the CQ (QPs, via [`with_cqs`]) take it shared. Acknowledging
+//! completion events takes no CQ lock at all.
 //!
 //! # Events and destroy
 //!
@@ -35,7 +35,9 @@ use core::{
     ffi::{c_int, c_void},
     ptr,
 };
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::{
+    atomic::Ordering, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard,
+};
 
 use uverbs::{sys::Errno, CompletionQueue, CqOptions, WcExFlags, WcFlags, WorkCompletion};
 
@@ -275,7 +277,7 @@ pub(crate) unsafe fn create(
             channel: attr.channel,
             cq_context: attr.cq_context,
             handle: 0,
-            cqe: 0,
+            cqe: 0.into(),
             mutex: pthread_mutex_t([0; 40]),
             cond: pthread_cond_t([0; 48]),
             comp_events_completed: 0.into(),
@@ -322,7 +324,7 @@ pub(crate) unsafe fn create(
             // its address yet (the uverbs CQ keeps it as a number).
             let cq = unsafe { &mut *raw };
             cq.c.handle = q.handle();
-            cq.c.cqe = c_int::try_from(q.cqe()).unwrap_or(c_int::MAX);
+            cq.c.cqe = c_int::try_from(q.cqe()).unwrap_or(c_int::MAX).into();
             *cq.cq.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(q);
             Ok(raw)
         }
@@ -419,17 +421,40 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
     0
 }
 
-/// Resizes a CQ: uverbs cannot (no resize in its API), so `EOPNOTSUPP`,
-/// the positive errno of libibverbs for a provider without resize.
+/// Resizes a CQ to at least `cqe` entries, as libibverbs' `ibv_resize_cq`
+/// through rdma-core's rxe provider: 0 and `cq->cqe` set to the size the
+/// kernel granted, or the positive errno: the kernel's `EINVAL` for a
+/// `cqe` of 0 or less, above the device's `max_cqe`, or below the
+/// completions waiting in the CQ (the CQ is then unchanged); `EOPNOTSUPP`
+/// on mlx5, whose resize uverbs does not have yet. The CQ is held
+/// exclusively meanwhile, so no poll runs during the resize; completions
+/// waiting are polled after it.
 ///
 /// # Safety
 /// `cq` is NULL or a live CQ of this library.
 #[export_name = "uverbs_ibv_resize_cq"]
-pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, _cqe: c_int) -> c_int {
+pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
     // SAFETY: the caller's contract.
-    match unsafe { Cq::from_c(cq) } {
-        Ok(_) => errno::positive(Errno::EOPNOTSUPP),
-        Err(e) => errno::positive(e),
+    let c = match unsafe { Cq::from_c(cq) } {
+        Ok(c) => c,
+        Err(e) => return errno::positive(e),
+    };
+    let mut g = c.cq.write().unwrap_or_else(PoisonError::into_inner);
+    let Some(q) = g.as_mut() else {
+        return errno::positive(Errno::EINVAL);
+    };
+    // The bits libibverbs puts in the command's `__u32 cqe`: the kernel
+    // reads them back as an `int` and refuses a negative one.
+    let asked = cqe as u32;
+    match q.resize(asked) {
+        Ok(()) => {
+            c.c.cqe.store(
+                c_int::try_from(q.cqe()).unwrap_or(c_int::MAX),
+                Ordering::Relaxed,
+            );
+            0
+        }
+        Err(e) => errno::positive(errno::of(&e)),
     }
 }
 

@@ -41,7 +41,7 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
     CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -453,6 +453,25 @@ impl Provider for Mlx5 {
     #[inline]
     fn on_completion_event(shared: &Arc<CqCore>) {
         shared.arm_sn.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Not yet: RC `mlx5_resize_cq` allocates a new CQE buffer, sends its
+    /// address in `struct mlx5_ib_resize_cq`, and after the command copies
+    /// the CQEs still owned by software into it until the resize CQE the
+    /// device writes, before freeing the old buffer. Refused before any
+    /// command, so the CQ is untouched.
+    fn resize_cq(
+        _: &mut Mlx5Cq,
+        _: &Arc<CqCore>,
+        _: Device<'_>,
+        _: &mut RunWithInOut<'_>,
+    ) -> Result<()> {
+        Err(Error::new(
+            "ibv_resize_cq",
+            ErrorKind::UnsupportedProvider,
+            "resizing an mlx5 CQ is not implemented (it needs a new CQE buffer and the \
+             CQEs copied into it: rdma-core's mlx5_resize_cq)",
+        ))
     }
 
     fn plan_qp(

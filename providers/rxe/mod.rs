@@ -14,7 +14,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
     CqCreated, CqRequest, Device, DriverData, GetContext, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithOut, SrqCreated, SrqRequest,
+    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
     abi,
@@ -206,6 +206,35 @@ impl Provider for Rxe {
 
     #[inline]
     fn on_completion_event(_: &()) {}
+
+    /// RC `rxe_resize_cq`: the kernel (`rxe_cq_resize_queue`) makes a new
+    /// ring, copies the completions waiting in the old one into it, and
+    /// answers with its `mminfo`; we map it and drop the old mapping. The
+    /// new ring is mapped before the old one goes, so a failed command
+    /// leaves the CQ on its old ring, untouched.
+    fn resize_cq(
+        cq: &mut RxeCq,
+        _: &(),
+        dev: Device<'_>,
+        run: &mut RunWithInOut<'_>,
+    ) -> Result<()> {
+        let mut resp = abi::RxeResizeCqResp::new_zeroed();
+        // rxe takes no driver input; it answers with the new ring's mminfo.
+        run(&[], resp.as_mut_bytes())?;
+        // The kernel CQ now fills the new ring: if it cannot be mapped the
+        // CQ receives no further completion here (rdma-core's rxe is left
+        // without a ring too), so say so.
+        let lost = |e: Error| {
+            let why = e.detail().map(|d| format!("{d}; ")).unwrap_or_default();
+            e.with_detail(format!(
+                "{why}the kernel resized the CQ but its new ring could not be taken over: \
+                 this CQ reports no further completion; destroy it"
+            ))
+        };
+        let map = map(dev, &resp.mi, "mmap rxe CQ ring (resize)").map_err(lost)?;
+        *cq = RxeCq::new(map).map_err(lost)?;
+        Ok(())
+    }
 
     fn plan_qp(
         _: &RxeContext,

@@ -39,6 +39,7 @@ mod owned_mr;
 mod perf;
 mod pingpong;
 mod porting;
+mod resize_cq;
 mod send_batch;
 mod send_flags;
 mod soak;

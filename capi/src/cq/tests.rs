@@ -86,7 +86,7 @@ fn a_cq_is_an_ibv_cq_ex_with_the_programs_context_and_its_polling_ops() {
         assert_eq!(c.context, r.ctx);
         assert_eq!(c.channel, ch);
         assert_eq!(c.cq_context as usize, 0x1234);
-        assert!(c.cqe >= 8);
+        assert!(c.cqe.load(Ordering::Relaxed) >= 8);
         assert_eq!(c.comp_mask, 0);
         // Every CQ polls in ibv_start_poll sessions too (cq_ex.rs).
         assert!(c.start_poll.is_some() && c.read_completion_wallclock_ns.is_some());
@@ -94,7 +94,8 @@ fn a_cq_is_an_ibv_cq_ex_with_the_programs_context_and_its_polling_ops() {
         assert_eq!((*ch).refcnt.load(Ordering::Relaxed), 1);
         // A channel a CQ uses is not destroyed.
         assert_eq!(ibv_destroy_comp_channel(ch), libc::EBUSY);
-        assert_eq!(ibv_resize_cq(cq, 16), libc::EOPNOTSUPP);
+        assert_eq!(ibv_resize_cq(cq, 16), 0);
+        assert_eq!(c.cqe.load(Ordering::Relaxed), 31);
         assert_eq!(ibv_destroy_cq(cq), 0);
         assert_eq!((*ch).refcnt.load(Ordering::Relaxed), 0);
         assert_eq!(ibv_destroy_comp_channel(ch), 0);
@@ -206,6 +207,55 @@ fn more_completions_than_one_round_are_polled_in_one_call() {
         assert_eq!(poll_cq(cq, 35, wc.as_mut_ptr()), 35);
         assert_eq!(poll_cq(cq, 40, wc.as_mut_ptr()), 5);
         assert_eq!(wc[4].wr_id, 39);
+        assert_eq!(ibv_destroy_cq(cq), 0);
+    }
+}
+
+#[test]
+fn resize_keeps_waiting_completions_and_reports_the_kernels_size_or_its_errno() {
+    let r = Rig::new();
+    let cq = r.cq(0, null_mut());
+    let post = |ids: core::ops::Range<u64>| {
+        let ring = r.fake.cq_ring(Rig::handle(cq)).unwrap();
+        for wr_id in ids {
+            assert!(ring.post_cqe(&IbUverbsWc {
+                wr_id,
+                ..IbUverbsWc::default()
+            }));
+        }
+    };
+    // SAFETY: a live CQ of the test.
+    let cqe = || unsafe { (*cq.cast::<Cq>()).c.cqe.load(Ordering::Relaxed) };
+    let before = cqe();
+    post(0..10);
+    let mut wc = [ibv_wc::default(); 40];
+    // SAFETY: a live CQ (or NULL); room for 40.
+    unsafe {
+        assert_eq!(ibv_resize_cq(null_mut(), 10), libc::EINVAL);
+        // Below the 10 waiting, 0, negative, above max_cqe: the kernel's EINVAL.
+        for bad in [9, 0, -1, 1 << 20] {
+            assert_eq!(ibv_resize_cq(cq, bad), libc::EINVAL, "cqe {bad}");
+            assert_eq!(cqe(), before);
+        }
+        assert_eq!(ibv_resize_cq(cq, 100), 0);
+        assert_eq!(cqe(), 127);
+        post(10..110);
+        assert_eq!(poll_cq(cq, 40, wc.as_mut_ptr()), 40);
+        assert_eq!(wc.map(|w| w.wr_id), core::array::from_fn(|i| i as u64));
+        assert_eq!(ibv_resize_cq(cq, 70), 0);
+        assert_eq!(cqe(), 127, "70 waiting and one free: 128 slots");
+        assert_eq!(ibv_resize_cq(cq, 69), libc::EINVAL);
+        let mut got = 40;
+        while got < 110 {
+            let n = poll_cq(cq, 40, wc.as_mut_ptr());
+            assert!(n > 0);
+            for (i, w) in wc[..n as usize].iter().enumerate() {
+                assert_eq!(w.wr_id, (got + i) as u64);
+            }
+            got += n as usize;
+        }
+        assert_eq!(ibv_resize_cq(cq, 8), 0);
+        assert_eq!(cqe(), 15);
         assert_eq!(ibv_destroy_cq(cq), 0);
     }
 }

@@ -66,7 +66,10 @@ pub struct ibv_cq_ex {
     pub channel: *mut ibv_comp_channel,
     pub cq_context: *mut c_void,
     pub handle: u32,
-    pub cqe: c_int,
+    /// `int cqe`: atomic because `ibv_resize_cq` changes it while other
+    /// threads may use the CQ (a plain store to the program, as
+    /// libibverbs' `ibv_cmd_resize_cq` makes).
+    pub cqe: AtomicI32,
     pub mutex: pthread_mutex_t,
     pub cond: pthread_cond_t,
     pub comp_events_completed: AtomicU32,

@@ -32,10 +32,10 @@
 
 mod objects;
 mod queries;
+mod resize;
 mod ring;
 
 use std::{
-    collections::HashMap,
     ffi::OsString,
     os::fd::{BorrowedFd, OwnedFd},
     path::Path,
@@ -59,7 +59,7 @@ use super::device::sysfs_gid;
 use objects::{objects_ioctl, objects_write};
 pub use objects::{Kind, Objects};
 use queries::{ioctl, netlink_reply, write};
-use ring::{ring_offset, RQ_OFFSET};
+use ring::{ring_offset, Rings, RQ_OFFSET};
 pub use ring::{RxeRing, HEADER_LEN, RING_LEN, RING_LOG2_STRIDE, RING_SLOTS};
 
 /// The device's name.
@@ -157,7 +157,7 @@ pub struct FakeRxe {
     /// The objects created so far.
     pub objects: Arc<Objects>,
     /// The kernel's view of every ring mapped, by mmap offset.
-    rings: Arc<Mutex<HashMap<u64, RxeRing>>>,
+    rings: Arc<Mutex<Rings>>,
 }
 
 impl FakeRxe {
@@ -166,9 +166,11 @@ impl FakeRxe {
         self.kernel.clone()
     }
 
-    /// The kernel's view of the ring of the CQ with kernel `handle`.
+    /// The kernel's view of the ring of the CQ with kernel `handle` (the
+    /// new one after a resize).
     pub fn cq_ring(&self, handle: u32) -> Option<RxeRing> {
-        self.ring(ring_offset(handle))
+        let offset = self.lock_rings().cq_offset(handle);
+        self.ring(offset)
     }
 
     /// The kernel's view of the send queue of the QP with kernel `handle`.
@@ -187,11 +189,11 @@ impl FakeRxe {
     }
 
     fn ring(&self, offset: u64) -> Option<RxeRing> {
-        self.rings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&offset)
-            .cloned()
+        self.lock_rings().views.get(&offset).cloned()
+    }
+
+    fn lock_rings(&self) -> std::sync::MutexGuard<'_, Rings> {
+        self.rings.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The `user_handle` the library gave the object with kernel `handle`.
@@ -301,10 +303,15 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
         }
         objects_ioctl(&o, &k, &b, cmd).unwrap_or_else(|| ioctl(&b, cmd))
     });
+    let rings = Arc::new(Mutex::new(Rings::default()));
     let (b, o, k) = (behaviour.clone(), objects.clone(), Arc::downgrade(&kernel));
+    let r = rings.clone();
     kernel.on_write(move |cmd| {
         if b.removed.load(Ordering::Relaxed) {
             return Err(Errno::EIO);
+        }
+        if cmd.command == abi::IB_USER_VERBS_CMD_RESIZE_CQ {
+            return resize::resize_cq(&o, &r, cmd);
         }
         objects_write(&o, &k, cmd).unwrap_or_else(|| write(cmd))
     });
@@ -317,23 +324,31 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
         Ok(buf.len())
     });
     // A ring: rxe's mmap offsets name queues; the fake keeps a view of each.
-    let rings = Arc::new(Mutex::new(HashMap::new()));
+    // A resized CQ's ring was made by the resize and waits to be mapped.
     let (b, r) = (behaviour.clone(), rings.clone());
-    // SAFETY: each mapping is a fresh anonymous read-write `RxeRing` of
-    // `RING_LEN` bytes (`len` is checked), unmapped only when dropped; the
-    // fake keeps a raw view of it and forms no reference into it.
+    // SAFETY: each mapping is a fresh read-write `RxeRing` (from here, or
+    // from a resize) of the length asked for (checked), unmapped only when
+    // dropped; the fake keeps a raw view of it and forms no reference into
+    // it.
     unsafe {
         kernel.on_mmap(move |offset, len| {
             if b.removed.load(Ordering::Relaxed) {
                 return Err(Errno::EIO);
             }
+            let mut rings = r.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(pending) = rings.pending.remove(&offset) {
+                // `rxe_mmap`: no longer than the queue.
+                if len > pending.len() {
+                    rings.pending.insert(offset, pending);
+                    return Err(Errno::EINVAL);
+                }
+                return Ok(pending);
+            }
             if len != RING_LEN as usize {
                 return Err(Errno::EINVAL);
             }
             let (library, view) = RxeRing::new(RING_LOG2_STRIDE, RING_SLOTS)?;
-            r.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(offset, view);
+            rings.views.insert(offset, view);
             Ok(library)
         })
     };

@@ -4,6 +4,7 @@
 #![allow(unsafe_code)]
 
 use std::{
+    collections::HashMap,
     os::fd::OwnedFd,
     sync::{
         atomic::{AtomicU32, Ordering},
@@ -45,6 +46,44 @@ pub(super) fn ring_mi(handle: u32) -> abi::Mminfo {
     mi.offset = ring_offset(handle);
     mi.size = RING_LEN;
     mi
+}
+
+/// The rings the fake exports: the kernel's view of each ring mapped, by
+/// mmap offset; the rings a resize made and the library has not mapped yet
+/// (the kernel's `pending_mmaps`); and where each resized CQ's ring is now.
+#[derive(Debug, Default)]
+pub(super) struct Rings {
+    pub(super) views: HashMap<u64, RxeRing>,
+    pub(super) pending: HashMap<u64, Mapping>,
+    /// CQ handle → mmap offset of its ring, for CQs resized.
+    moved: HashMap<u32, u64>,
+    resizes: u64,
+}
+
+impl Rings {
+    /// The mmap offset of the ring of the CQ with kernel `handle`.
+    pub(super) fn cq_offset(&self, handle: u32) -> u64 {
+        self.moved
+            .get(&handle)
+            .copied()
+            .unwrap_or_else(|| ring_offset(handle))
+    }
+
+    /// Puts `view` in place of the CQ's ring (the kernel frees the old
+    /// queue, `rxe_queue_cleanup`) and keeps the library's `mapping` until
+    /// it is mapped; returns the new ring's mmap offset, apart from every
+    /// object's first ring.
+    pub(super) fn replace_cq(&mut self, handle: u32, mapping: Mapping, view: RxeRing) -> u64 {
+        let old = self.cq_offset(handle);
+        self.views.remove(&old);
+        self.pending.remove(&old);
+        self.resizes += 1;
+        let offset = (1 << 40) | (self.resizes << 20);
+        self.moved.insert(handle, offset);
+        self.views.insert(offset, view);
+        self.pending.insert(offset, mapping);
+        offset
+    }
 }
 
 /// The kernel's side of one rxe ring: the index words it owns and the slots
@@ -151,6 +190,16 @@ impl RxeRing {
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, n);
             std::ptr::write_bytes(p.add(n), 0xa5, self.stride - n);
         }
+    }
+
+    /// Slots in the ring (`index_mask + 1`).
+    pub fn slots(&self) -> u32 {
+        self.mask + 1
+    }
+
+    /// Elements waiting (`queue_count`: `(producer - consumer) & mask`).
+    pub fn count(&self) -> u32 {
+        self.producer().wrapping_sub(self.consumer()) & self.mask
     }
 
     /// Takes the next WQE of a queue the kernel drains, if any.
