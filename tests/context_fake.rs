@@ -281,5 +281,8 @@ fn rxe_refuses_other_qp_types_as_the_kernel_does() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UnsupportedProvider, "{err}");
     assert_eq!(err.errno(), Errno::EOPNOTSUPP);
-    assert!(fake.kernel.calls().is_empty(), "nothing may reach the kernel");
+    assert!(
+        fake.kernel.calls().is_empty(),
+        "nothing may reach the kernel"
+    );
 }

@@ -270,7 +270,10 @@ fn c_checks(name: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
     assert!(ours.ok(), "{name} over ours failed:\n{ours:#?}");
     let (r, o) = (passes(&real), passes(&ours));
     let lost: Vec<_> = r.iter().filter(|l| !o.contains(l)).collect();
-    assert!(lost.is_empty(), "{name}: passes over rdma-core, not over ours: {lost:?}\n{ours:#?}");
+    assert!(
+        lost.is_empty(),
+        "{name}: passes over rdma-core, not over ours: {lost:?}\n{ours:#?}"
+    );
     assert!(o.len() >= 10, "{name} checked almost nothing:\n{ours:#?}");
     (r, o)
 }

@@ -31,7 +31,9 @@ pub fn staticlib() -> PathBuf {
     fresh(profile_dir().join("libibverbs.a"))
 }
 
-/// `lib`, after checking it is newer than every source of the crate:
+/// `lib`, after checking it is newer than every source it was built from
+/// (the dependency list cargo writes beside it, `libibverbs.d`: files only
+/// the tests compile, such as `src/*/tests.rs`, are not among them):
 /// `cargo test` builds the rlib its tests link, not the cdylib and the
 /// staticlib, so `cargo build -p uverbs-cabi` (same profile) must come
 /// first (scripts/test.sh runs it).
@@ -44,14 +46,20 @@ fn fresh(lib: PathBuf) -> PathBuf {
                 lib.display()
             )
         });
-    let mut stack = vec![crate_dir().join("src")];
-    stack.push(crate_dir().join("libibverbs.map"));
-    while let Some(p) = stack.pop() {
-        if p.is_dir() {
-            for e in std::fs::read_dir(&p).expect("read the sources").flatten() {
-                stack.push(e.path());
-            }
-        } else if let Ok(t) = std::fs::metadata(&p).and_then(|m| m.modified()) {
+    let deps = lib.with_file_name("libibverbs.d");
+    let listed = std::fs::read_to_string(&deps).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run `cargo build -p uverbs-cabi` first)",
+            deps.display()
+        )
+    });
+    let sources = listed
+        .lines()
+        .filter_map(|l| l.split_once(": ").map(|(_, d)| d))
+        .flat_map(str::split_whitespace)
+        .map(PathBuf::from);
+    for p in sources {
+        if let Ok(t) = std::fs::metadata(&p).and_then(|m| m.modified()) {
             assert!(
                 t <= built,
                 "{} is older than {}: run `cargo build -p uverbs-cabi` (same profile) before \
