@@ -227,6 +227,41 @@ fn srq_pingpong_ours_and_rdma_core_both_ways() {
     both_ways("srq", 18730, &["-q", "4"], 4096);
 }
 
+/// rdma-core's `rping` (librdmacm over our libibverbs.so.1, `-v`, 10
+/// pings) between `server` and `client` on `port`: both exit 0 and the
+/// client printed each ping's data.
+fn rping(server: Lib, client: Lib, port: u16) {
+    let ip: String = crate::test_env("UVERBS_TEST_IP");
+    let port_s = port.to_string();
+    let args = |role: &'static str| vec![role, "-a", &ip, "-p", &port_s, "-C", "10", "-v"];
+    let (srv, cli, attempts) = server_client(
+        command(server, "rping", &args("-s")),
+        || command(client, "rping", &args("-c")),
+        |o: &Out| o.stdout.contains("REJECTED") || o.stderr.contains("REJECTED"),
+        std::time::Instant::now() + TIMEOUT,
+    );
+    let what = format!("rping: server over {server:?}, client over {client:?}");
+    assert!(
+        srv.ok() && cli.ok(),
+        "{what}: both must exit 0 (client after {attempts} attempt(s))\nserver: {srv:#?}\nclient: {cli:#?}"
+    );
+    let pings = cli
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("ping data: rdma-ping-"))
+        .count();
+    assert_eq!(pings, 10, "{what}: the client's pings\n{cli:#?}");
+}
+
+/// `rping` through Debian's C librdmacm over ours, ours against rdma-core
+/// both ways and ours against ours.
+#[test]
+fn rping_through_rdma_cm_over_ours() {
+    rping(Lib::Ours, Lib::RdmaCore, 18740);
+    rping(Lib::RdmaCore, Lib::Ours, 18741);
+    rping(Lib::Ours, Lib::Ours, 18742);
+}
+
 /// The `PASS` lines of the C program, after checking it passed.
 fn c_program_passes(what: &str, out: &Out) -> Vec<String> {
     assert!(
