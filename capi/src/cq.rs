@@ -154,7 +154,6 @@ impl Cq {
 /// Runs `f` with the uverbs CQs of a QP (`send` and `recv` may be the same
 /// CQ), each locked shared, two in address order; `EINVAL` when one is
 /// destroyed.
-#[allow(dead_code, reason = "qp.rs (wt-qp) creates QPs with it")]
 pub(crate) fn with_cqs<R>(
     send: &Cq,
     recv: &Cq,

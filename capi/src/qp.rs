@@ -460,7 +460,6 @@ pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
 ///
 /// # Safety
 /// `p` is NULL or a live QP of this library.
-#[allow(dead_code)] // called by wt-dev's ibv_ack_async_event
 pub(crate) unsafe fn ack_async_event(p: *mut ibv_qp) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     unsafe { Qp::from_c(p) }?.qp.ack_async_event()

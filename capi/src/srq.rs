@@ -250,7 +250,6 @@ pub unsafe extern "C" fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
 ///
 /// # Safety
 /// `p` is NULL or a live SRQ of this library.
-#[allow(dead_code)] // called by wt-dev's ibv_ack_async_event
 pub(crate) unsafe fn ack_async_event(p: *mut ibv_srq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     unsafe { Srq::from_c(p) }?.srq.ack_async_event()

@@ -5,7 +5,8 @@
 //! the C test programs) and a program loads through `LD_LIBRARY_PATH`.
 //!
 //! Shared by `cabi.rs` (ibv_devinfo, ibv_devices, the pingpongs, the C
-//! program) and `cabi_perftest.rs`. Without `UVERBS_CABI_DIR` every test
+//! program) and `cabi_perftest.rs`; its child runner (`spawn`, `finish`,
+//! `Out`) by `pingpong.rs` too. Without `UVERBS_CABI_DIR` every test
 //! that uses it fails (the library is part of what is tested, never
 //! skipped). Every child is killed at its deadline, so a hang fails the
 //! test instead of the guest's boot.

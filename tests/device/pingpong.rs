@@ -10,13 +10,13 @@
 //! after [`TIMEOUT`], so a hang fails the test instead of blocking the run.
 
 use std::{
-    io::Read,
     path::PathBuf,
-    process::{Child, Command, ExitStatus, Stdio},
+    process::Command,
     thread,
     time::{Duration, Instant},
 };
 
+use crate::cabi_run::{finish, spawn, Out};
 use crate::{test_device, test_env};
 
 /// How long a server or client may run.
@@ -42,61 +42,6 @@ fn tool(side: Side, transport: &str) -> Command {
             c
         }
         Side::RdmaCore => Command::new(format!("ibv_{transport}_pingpong")),
-    }
-}
-
-/// What a finished (or killed) child left.
-#[derive(Debug)]
-struct Out {
-    /// `None`: killed after the timeout.
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn ok(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-}
-
-fn spawn(mut cmd: Command) -> Child {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"))
-}
-
-/// Waits for `child` until `deadline`, then kills it; collects its output.
-fn finish(mut child: Child, deadline: Instant) -> Out {
-    let mut so = child.stdout.take().expect("piped stdout");
-    let mut se = child.stderr.take().expect("piped stderr");
-    let t_out = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = so.read_to_string(&mut s);
-        s
-    });
-    let t_err = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = se.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait for child") {
-            break Some(st);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    Out {
-        status,
-        stdout: t_out.join().unwrap_or_default(),
-        stderr: t_err.join().unwrap_or_default(),
     }
 }
 
@@ -169,7 +114,7 @@ fn pingpong(
     let deadline = Instant::now() + TIMEOUT;
     let mut cmd = tool(server, transport);
     args(&mut cmd);
-    let srv = spawn(cmd);
+    let srv = spawn(&mut cmd);
     // The server listens once its device setup is done; until then the
     // client fails with "Couldn't connect": retry a bounded number of times.
     let mut attempts = 0;
@@ -178,7 +123,7 @@ fn pingpong(
         let mut cmd = tool(client, transport);
         args(&mut cmd);
         cmd.arg(&ip);
-        let out = finish(spawn(cmd), deadline);
+        let out = finish(spawn(&mut cmd), deadline);
         let refused = !out.ok() && out.stderr.contains("Couldn't connect");
         if !refused || attempts >= 40 || Instant::now() >= deadline {
             break out;
@@ -321,7 +266,7 @@ fn rc_unsupported_options_fail_cleanly() {
     for opt in ["-o", "-t", "-j"] {
         let mut cmd = tool(Side::Ours, "rc");
         cmd.args(["-d", &test_device(), "-p", "18613", opt]);
-        let out = finish(spawn(cmd), Instant::now() + TIMEOUT);
+        let out = finish(spawn(&mut cmd), Instant::now() + TIMEOUT);
         assert_eq!(
             out.status.and_then(|s| s.code()),
             Some(1),

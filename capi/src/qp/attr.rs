@@ -220,56 +220,9 @@ pub(crate) fn write_query(q: &QpAttr, out: &mut ibv_qp_attr) {
 mod tests {
     use super::*;
 
-    fn zeroed_attr() -> ibv_qp_attr {
-        let g = ibv_global_route {
-            dgid: ibv_gid { raw: [0; 16] },
-            flow_label: 0,
-            sgid_index: 0,
-            hop_limit: 0,
-            traffic_class: 0,
-        };
-        let ah = ibv_ah_attr {
-            grh: g,
-            dlid: 0,
-            sl: 0,
-            src_path_bits: 0,
-            static_rate: 0,
-            is_global: 0,
-            port_num: 0,
-        };
-        ibv_qp_attr {
-            qp_state: 0,
-            cur_qp_state: 0,
-            path_mtu: 0,
-            path_mig_state: 0,
-            qkey: 0,
-            rq_psn: 0,
-            sq_psn: 0,
-            dest_qp_num: 0,
-            qp_access_flags: 0,
-            cap: ibv_qp_cap::default(),
-            ah_attr: ah,
-            alt_ah_attr: ah,
-            pkey_index: 0,
-            alt_pkey_index: 0,
-            en_sqd_async_notify: 0,
-            sq_draining: 0,
-            max_rd_atomic: 0,
-            max_dest_rd_atomic: 0,
-            min_rnr_timer: 0,
-            port_num: 0,
-            timeout: 0,
-            retry_cnt: 0,
-            rnr_retry: 0,
-            alt_port_num: 0,
-            alt_timeout: 0,
-            rate_limit: 0,
-        }
-    }
-
     #[test]
     fn a_modify_reads_only_the_fields_its_mask_names() {
-        let mut a = zeroed_attr();
+        let mut a = crate::qp::tests::blank_attr();
         a.qp_state = 2;
         a.path_mtu = 3;
         a.dest_qp_num = 0x11;
@@ -299,7 +252,7 @@ mod tests {
 
     #[test]
     fn address_vectors_round_trip() {
-        let mut a = zeroed_attr().ah_attr;
+        let mut a = crate::qp::tests::blank_attr().ah_attr;
         a.is_global = 1;
         a.grh.flow_label = 0xabcde;
         a.grh.traffic_class = 3;
@@ -321,7 +274,7 @@ mod tests {
 
     #[test]
     fn a_query_leaves_what_the_kernel_does_not_report() {
-        let mut out = zeroed_attr();
+        let mut out = crate::qp::tests::blank_attr();
         out.en_sqd_async_notify = 1;
         out.rate_limit = 99;
         let q = QpAttr {
