@@ -50,6 +50,7 @@ pub(crate) enum Verb {
     DestroyQp = 9,
     CreateSrq = 10,
     DestroySrq = 11,
+    DestroyMw = 12,
 }
 
 /// How commands reach the kernel.

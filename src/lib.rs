@@ -73,7 +73,9 @@
 //! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], [`Context::open_device`], drop |
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
-//! | `ibv_reg_mr`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
+//! | `ibv_reg_mr`, `ibv_reg_mr_iova2`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] / [`ProtectionDomain::register_raw_iova`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
+//! | `ibv_alloc_mw`, `ibv_bind_mw`, `ibv_dealloc_mw`, `IBV_WR_BIND_MW`, `IBV_WR_LOCAL_INV`, `IBV_WR_SEND_WITH_INV` | [`ProtectionDomain::alloc_mw`] → [`MemoryWindow`], [`MemoryWindow::bind_to`] → [`SendOp::BindMw`], [`SendOp::LocalInvalidate`], [`SendOp::SendWithInvalidate`] |
+//! | `ibv_wr_atomic_write` (`IBV_WR_ATOMIC_WRITE`) | [`SendOp::AtomicWrite`], [`WrSession::atomic_write`] |
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
 //! | `ibv_create_cq(_ex)`, `ibv_poll_cq`, `ibv_req_notify_cq` | [`Context::create_cq`] → [`CompletionQueue::poll`], [`CompletionQueue::req_notify`] |
 //! | `ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`, `ibv_wc_read_*` (`ibv_cq_ex`), `IBV_WC_EX_WITH_*` | [`CompletionQueue::start_poll`] → [`CqPoll`] ([`CqPoll::next`], drop, [`CqPoll::wr_id`], [`CqPoll::byte_len`], [`CqPoll::completion_ts`], ...), [`CqOptions::wc_flags`] ([`WcExFlags`]) |
@@ -120,6 +122,7 @@ pub mod events;
 pub mod fuzzing;
 pub mod ioctl;
 mod mr;
+mod mw;
 pub mod netlink;
 mod object;
 mod pd;
@@ -248,6 +251,7 @@ pub use cq_poll::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
+pub use mw::{MemoryWindow, MwBind, MwType};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;

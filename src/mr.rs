@@ -219,7 +219,7 @@ impl ProtectionDomain {
                 )
             })?;
         let addr = map.as_mut_ptr() as u64;
-        self.register(addr, len, access, Backing::Owned(map))
+        self.register(addr, len, addr, access, Backing::Owned(map))
     }
 
     /// Registers memory the caller manages, like `ibv_reg_mr` on a buffer.
@@ -248,13 +248,38 @@ impl ProtectionDomain {
         len: usize,
         access: AccessFlags,
     ) -> Result<MemoryRegion> {
-        self.register(addr as u64, len, access, Backing::Borrowed)
+        self.register(addr as u64, len, addr as u64, access, Backing::Borrowed)
     }
 
+    /// [`ProtectionDomain::register_raw`] with the I/O virtual address
+    /// `iova` for the first byte, like `ibv_reg_mr_iova2` (and
+    /// `ibv_reg_mr_iova`, the same without optional access bits): work requests
+    /// and peers name the region's bytes `iova..iova + len`
+    /// ([`MemoryRegion::addr`] is `iova`), while the device reads and
+    /// writes `addr..addr + len`.
+    ///
+    /// # Safety
+    ///
+    /// As [`ProtectionDomain::register_raw`], for `addr..addr + len`.
+    #[doc(alias = "ibv_reg_mr_iova2")]
+    #[doc(alias = "ibv_reg_mr_iova")]
+    pub unsafe fn register_raw_iova(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        iova: u64,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion> {
+        self.register(addr as u64, len, iova, access, Backing::Borrowed)
+    }
+
+    /// Registers `len` bytes at `addr`, named `iova..` by work requests
+    /// (`struct ib_uverbs_reg_mr`'s `start` and `hca_va`).
     fn register(
         &self,
         addr: u64,
         len: usize,
+        iova: u64,
         access: AccessFlags,
         backing: Backing,
     ) -> Result<MemoryRegion> {
@@ -263,7 +288,7 @@ impl ProtectionDomain {
         let mut req = abi::IbUverbsRegMr::new_zeroed();
         req.start = addr;
         req.length = len as u64;
-        req.hca_va = addr;
+        req.hca_va = iova;
         req.pd_handle = self.inner.handle;
         req.access_flags = access.bits();
         let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
@@ -292,7 +317,7 @@ impl ProtectionDomain {
                 handle: resp.mr_handle,
                 lkey: resp.lkey,
                 rkey: resp.rkey,
-                addr,
+                addr: iova,
                 len,
                 backing,
             }),
@@ -412,6 +437,11 @@ impl MemoryRegion {
     /// The kernel's handle.
     pub fn handle(&self) -> u32 {
         self.inner.handle
+    }
+
+    /// The PD's kernel object.
+    pub(crate) fn pd_inner(&self) -> &Arc<Owned<PdInner>> {
+        &self.inner.pd
     }
 
     /// A scatter/gather element for `len` bytes at `offset`, checked against the region.

@@ -378,6 +378,59 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
         self.wr(op, None)
     }
 
+    /// A SEND that also invalidates the receiver's key `rkey`
+    /// (`ibv_wr_send_inv`).
+    #[doc(alias = "ibv_wr_send_inv")]
+    #[inline(always)]
+    pub fn send_inv(&mut self, rkey: u32) -> Wr<'_, 'q, 'static, K, P, Data>
+    where
+        K: Connected,
+    {
+        self.wr(SendOp::SendWithInvalidate { rkey }, None)
+    }
+
+    /// Binds a memory window (`ibv_wr_bind_mw`; the bind from
+    /// [`crate::MemoryWindow::bind_to`]).
+    #[doc(alias = "ibv_wr_bind_mw")]
+    #[inline(always)]
+    pub fn bind_mw(&mut self, bind: crate::MwBind) -> Wr<'_, 'q, 'static, K, P, NoData>
+    where
+        K: Connected,
+    {
+        self.wr(SendOp::BindMw(bind), None)
+    }
+
+    /// Invalidates the local key `rkey` (`ibv_wr_local_inv`).
+    #[doc(alias = "ibv_wr_local_inv")]
+    #[inline(always)]
+    pub fn local_inv(&mut self, rkey: u32) -> Wr<'_, 'q, 'static, K, P, NoData>
+    where
+        K: ReadsAndAtomics,
+    {
+        self.wr(SendOp::LocalInvalidate { rkey }, None)
+    }
+
+    /// Writes the 8 bytes `data` at the peer's `remote_addr` as one atomic
+    /// access (`ibv_wr_atomic_write`; kernels from 6.2).
+    #[doc(alias = "ibv_wr_atomic_write")]
+    #[inline(always)]
+    pub fn atomic_write(
+        &mut self,
+        rkey: u32,
+        remote_addr: u64,
+        data: [u8; 8],
+    ) -> Wr<'_, 'q, 'static, K, P, NoData>
+    where
+        K: ReadsAndAtomics,
+    {
+        let op = SendOp::AtomicWrite {
+            remote_addr,
+            rkey,
+            data,
+        };
+        self.wr(op, None)
+    }
+
     /// How many requests the session holds.
     pub fn len(&self) -> usize {
         self.pushed
@@ -445,6 +498,10 @@ pub enum Read {}
 /// The payload a [`Wr`] of an atomic takes: one SGE for the old value.
 #[derive(Debug)]
 pub enum Atomic {}
+/// The payload of a [`Wr`] whose operation carries its data itself (a
+/// bind, a local invalidate, an atomic write): none.
+#[derive(Debug)]
+pub enum NoData {}
 
 /// One work request of a [`WrSession`] being built: its id and flags, then
 /// its payload, which writes it (`ibv_wr_set_sge`, `ibv_wr_set_sge_list`,
@@ -576,6 +633,14 @@ impl<K: QpKind, P: ProviderKind> Wr<'_, '_, '_, K, P, Atomic> {
     #[inline(always)]
     pub fn sge(self, sge: Sge) -> Result<(), PostError> {
         self.write(Payload::Sges(&[Sge { length: 8, ..sge }]))
+    }
+}
+
+impl<K: QpKind, P: ProviderKind> Wr<'_, '_, '_, K, P, NoData> {
+    /// Writes the request (it takes no payload).
+    #[inline(always)]
+    pub fn post(self) -> Result<(), PostError> {
+        self.write(Payload::Sges(&[]))
     }
 }
 

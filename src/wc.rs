@@ -125,6 +125,9 @@ impl WcOpcode {
     pub const BIND_MW: Self = Self(5);
     /// A local invalidate completed.
     pub const LOCAL_INV: Self = Self(6);
+    /// An atomic write completed (`IB_UVERBS_WC_ATOMIC_WRITE`, Linux 6.2's
+    /// ib_user_verbs.h; `IBV_WC_ATOMIC_WRITE` in rdma-core's verbs.h).
+    pub const ATOMIC_WRITE: Self = Self(9);
     /// A receive completed.
     pub const RECV: Self = Self(128);
     /// A receive consumed by an RDMA write with immediate.

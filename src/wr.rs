@@ -105,7 +105,41 @@ pub enum SendOp {
         /// Value to add.
         add: u64,
     },
+    /// `IBV_WR_SEND_WITH_INV`: a send that also invalidates the remote key
+    /// `rkey` at the receiver (its completion reports it).
+    SendWithInvalidate {
+        /// The receiver's key to invalidate.
+        rkey: u32,
+    },
+    // The operations without payload come last and together: the posts'
+    // check for them is then one comparison.
+    /// `IBV_WR_LOCAL_INV`: invalidates the window (or fast-registered
+    /// region) of `rkey` at this side; no payload.
+    LocalInvalidate {
+        /// The key to invalidate.
+        rkey: u32,
+    },
+    /// `IBV_WR_BIND_MW`: binds a memory window ([`crate::MemoryWindow::bind_to`]);
+    /// no payload, RC and UC QPs.
+    BindMw(crate::MwBind),
+    /// `IBV_WR_ATOMIC_WRITE`: writes the 8 bytes `data` at `remote_addr`
+    /// (8-byte aligned) as one atomic access; no payload, RC QPs. Kernels
+    /// from 6.2 (6.1's rxe completes it with a local QP operation error).
+    AtomicWrite {
+        /// Remote virtual address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The bytes written, in memory order.
+        data: [u8; 8],
+    },
 }
+
+/// `IB_UVERBS_WR_ATOMIC_WRITE` (ib_user_verbs.h from Linux 6.2, after
+/// `IB_UVERBS_WR_FLUSH` = 14; 6.1's headers, the ones `uverbs-abi` is
+/// checked against, lack both; `IBV_WR_ATOMIC_WRITE` in rdma-core's verbs.h,
+/// which capi's layout probe compares).
+const WR_ATOMIC_WRITE: u32 = 15;
 
 impl SendOp {
     /// The `IB_UVERBS_WR_*` opcode.
@@ -118,12 +152,39 @@ impl SendOp {
             SendOp::RdmaRead { .. } => 4,
             SendOp::CompareSwap { .. } => 5,
             SendOp::FetchAdd { .. } => 6,
+            SendOp::LocalInvalidate { .. } => 7,
+            SendOp::BindMw(_) => 8,
+            SendOp::SendWithInvalidate { .. } => 9,
+            SendOp::AtomicWrite { .. } => WR_ATOMIC_WRITE,
         }
     }
 
     /// Whether the operation is an atomic.
     pub fn is_atomic(&self) -> bool {
         matches!(self, SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
+    }
+
+    /// Whether the operation is local to the QP (no packet: a bind or a
+    /// local invalidate).
+    pub fn is_local(&self) -> bool {
+        matches!(self, SendOp::LocalInvalidate { .. } | SendOp::BindMw(_))
+    }
+
+    /// The key an invalidating operation names (carried where immediate
+    /// data goes, `ex.invalidate_rkey`).
+    pub fn invalidate_rkey(&self) -> Option<u32> {
+        match *self {
+            SendOp::LocalInvalidate { rkey } | SendOp::SendWithInvalidate { rkey } => Some(rkey),
+            _ => None,
+        }
+    }
+
+    /// Whether the operation takes no scatter/gather list or inline data.
+    pub fn takes_no_payload(&self) -> bool {
+        matches!(
+            self,
+            SendOp::LocalInvalidate { .. } | SendOp::BindMw(_) | SendOp::AtomicWrite { .. }
+        )
     }
 
     /// Immediate data, if the operation carries it.
@@ -301,6 +362,9 @@ pub enum PostErrorKind {
     BadAtomic(&'static str),
     /// The QP is in a state that refuses posting (RESET, or INIT for sends).
     BadState(&'static str),
+    /// A payload given to an operation that takes none (a bind, a local
+    /// invalidate, an atomic write: its data is in the operation).
+    UnexpectedPayload(&'static str),
     /// A typed session ([`crate::QueuePair::start_wr`]) was started for
     /// another QP type than the QP's.
     WrongQpType {
@@ -337,7 +401,8 @@ impl std::fmt::Display for PostError {
             PostErrorKind::OpNotSupported(why)
             | PostErrorKind::BadDestination(why)
             | PostErrorKind::BadAtomic(why)
-            | PostErrorKind::BadState(why) => f.write_str(why),
+            | PostErrorKind::BadState(why)
+            | PostErrorKind::UnexpectedPayload(why) => f.write_str(why),
             PostErrorKind::Doorbell(e) => write!(f, "{e}"),
             PostErrorKind::WrongQpType { qp, session } => write!(
                 f,

@@ -50,6 +50,9 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
+#[path = "shared/fake_rc.rs"]
+mod fake_rc;
+
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -63,34 +66,8 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
-    let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 16,
-            },
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let mut qp = fake_rc::rc_in_rts(&pd, &cq);
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
-    // The fake accepts any modify the state machine lets through.
-    let mut attr = QpAttr::with_state(QpState::Init);
-    attr.port_num = 1;
-    qp.modify_to(&attr).unwrap();
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = uverbs::Mtu(3);
-    attr.ah_attr.port_num = 1;
-    qp.modify_to(&attr).unwrap();
-    attr.qp_state = QpState::Rts;
-    qp.modify_to(&attr).unwrap();
 
     let sge = [mr.sge(0, 64).unwrap()];
     let recvs = [RecvWr::new(1, &sge), RecvWr::new(2, &sge)];

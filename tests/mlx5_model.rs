@@ -721,6 +721,32 @@ fn each_qp_type_carries_exactly_its_operations() {
             }
         }
     }
+    // The operations this provider builds no WQE for (windows,
+    // invalidations, atomic writes) are refused on RC too, naming mlx5.
+    let bind = uverbs::MwBind {
+        mw_rkey: 1,
+        rkey: 2,
+        mr_lkey: mr.lkey(),
+        addr: mr.addr(),
+        length: 8,
+        access: uverbs::AccessFlags::REMOTE_READ,
+    };
+    let lacking = [
+        SendOp::LocalInvalidate { rkey: 1 },
+        SendOp::SendWithInvalidate { rkey: 1 },
+        SendOp::BindMw(bind),
+        SendOp::AtomicWrite {
+            remote_addr: mr.addr(),
+            rkey: mr.rkey(),
+            data: [1; 8],
+        },
+    ];
+    for op in lacking {
+        let payload: &[_] = if op.takes_no_payload() { &[] } else { &one };
+        let e = rc.post_send(&[SendWr::new(7, op, payload)]).unwrap_err();
+        assert!(matches!(e.kind, PostErrorKind::OpNotSupported(_)), "{e}");
+        assert!(e.to_string().contains("mlx5 provider"), "{e}");
+    }
     // Nothing of the refused requests reached UD's queue: the device sees
     // the two unsignaled sends and this one, which completes.
     a.post_send(&[SendWr::send(99, &one).to(dest)]).unwrap();
@@ -1245,5 +1271,55 @@ fn a_query_reports_every_attribute_as_mlx5_ib_and_libmlx5_do() {
     assert_eq!(init.cap.max_send_sge, p.a.cap().max_send_sge);
     assert_eq!(attr.cap, init.cap);
     assert!(init.cap.max_recv_wr >= 16 && !init.sq_sig_all);
+    assert_clean(&p.model);
+}
+
+/// A region registered at another I/O virtual address
+/// (`register_raw_iova`): the model translates the iova the WQE names
+/// (its own MR table, from the REG_MR command's `hca_va`) to the memory
+/// behind it, and refuses the plain address.
+#[test]
+#[allow(unsafe_code)] // register_raw_iova's contract, kept below
+fn a_region_at_another_iova_is_reached_through_the_iova() {
+    let mut p = pair(QpType::Rc, 16);
+    let mut map = memmap2::MmapMut::map_anon(8192).unwrap();
+    let iova = 0x5_0000_0000u64;
+    let base = map.as_mut_ptr();
+    let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ;
+    // SAFETY: the mapping stays mapped and is not referenced until the
+    // region is deregistered; the model accesses it with 8-byte atomics
+    // only while no thread of the test touches it.
+    let region = unsafe { p.pd.register_raw_iova(base, 8192, iova, access) }.unwrap();
+    assert_eq!(region.addr(), iova);
+    p.mr_a.write(0, b"through the iova").unwrap();
+    let write = SendOp::RdmaWrite {
+        remote_addr: iova + 4096,
+        rkey: region.rkey(),
+    };
+    let read = SendOp::RdmaRead {
+        remote_addr: iova + 4096,
+        rkey: region.rkey(),
+    };
+    p.a.post_send(&[
+        SendWr::new(1, write, &[p.mr_a.sge(0, 16).unwrap()]),
+        SendWr::new(2, read, &[p.mr_a.sge(64, 16).unwrap()]),
+    ])
+    .unwrap();
+    let ca = run_and_poll(&p.model, &mut p.cq_a, 2);
+    assert!(ca.iter().all(|c| c.status == WcStatus::SUCCESS), "{ca:?}");
+    let mut got = [0u8; 16];
+    p.mr_a.read(64, &mut got).unwrap();
+    assert_eq!(&got, b"through the iova");
+    let plain = SendOp::RdmaWrite {
+        remote_addr: base as u64,
+        rkey: region.rkey(),
+    };
+    p.a.post_send(&[SendWr::new(3, plain, &[p.mr_a.sge(0, 8).unwrap()])])
+        .unwrap();
+    let ca = run_and_poll(&p.model, &mut p.cq_a, 1);
+    assert_eq!(ca[0].status, WcStatus::REM_ACCESS_ERR, "{ca:?}");
+    region.destroy().unwrap();
+    assert_eq!(&map[4096..4112], b"through the iova");
+    assert!(map[..4096].iter().all(|&b| b == 0));
     assert_clean(&p.model);
 }

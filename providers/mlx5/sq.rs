@@ -472,6 +472,10 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
                 u += 2;
                 (op, 0)
             }
+            SendOp::LocalInvalidate { .. }
+            | SendOp::SendWithInvalidate { .. }
+            | SendOp::BindMw(_)
+            | SendOp::AtomicWrite { .. } => return Err(mlx5_lacks(wr.op)),
         };
         let atomic = matches!(opcode, opcode::ATOMIC_CS | opcode::ATOMIC_FA);
         match wr.payload {
@@ -554,6 +558,19 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
             inline: matches!(wr.payload, Payload::Inline(_)),
         })
     }
+}
+
+/// The refusal of the operations this provider builds no WQE for. libmlx5
+/// binds windows and invalidates locally through UMR WQEs, sends with
+/// invalidate as `MLX5_OPCODE_SEND_INVAL` and writes atomically with its
+/// own opcode (rdma-core providers/mlx5/qp.c); none of them is built here.
+#[cold]
+fn mlx5_lacks(op: SendOp) -> PostErrorKind {
+    PostErrorKind::OpNotSupported(match op {
+        SendOp::BindMw(_) => "uverbs' mlx5 provider does not bind memory windows (UMR WQEs)",
+        SendOp::AtomicWrite { .. } => "uverbs' mlx5 provider does not post atomic writes",
+        _ => "uverbs' mlx5 provider does not post invalidations (local or with a send)",
+    })
 }
 
 /// WQE basic blocks of a WQE of `ds` 16-byte units. A WQE has at most 63

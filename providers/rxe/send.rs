@@ -22,8 +22,8 @@ use super::{
 };
 use crate::{
     abi::{
-        RxeDmaInfo, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrRdma, RxeSendWrUd, RxeSge,
-        IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
+        RxeDmaInfo, RxeSendWqe, RxeSendWr, RxeSendWrAtomic, RxeSendWrMw, RxeSendWrRdma,
+        RxeSendWrUd, RxeSge, IB_UVERBS_QPT_RC, IB_UVERBS_QPT_UC, IB_UVERBS_QPT_UD,
     },
     error::{Error, ErrorKind},
     providers::Member,
@@ -105,9 +105,13 @@ impl RxeSq {
                 format!("QP type {qp_type}: rxe send queues exist for RC, UC and UD QPs only"),
             ));
         }
+        // At least 8 bytes past the fixed part: an atomic write's
+        // `dma.atomic_wr` (a power-of-two slot of 208 bytes or more has
+        // them anyway).
         let payload = (max_sge as usize)
             .saturating_mul(SGE_LEN)
-            .max(max_inline as usize);
+            .max(max_inline as usize)
+            .max(8);
         let ring = Producer::new(map, WHAT, SEND_WQE_LEN.saturating_add(payload))?;
         Ok(RxeSq {
             ring,
@@ -247,11 +251,22 @@ impl RxeSq {
                     "a UD destination was given for a connected (RC/UC) QP",
                 ));
             }
+            // The kernel's opcode table has no UC entry for these (K61
+            // rxe_opcode.c `rxe_wr_opcode_info`: LOCAL_INV RC only; 6.12's
+            // ATOMIC_WRITE RC only); rdma-core's rxe lists them apart from
+            // UC's send_ops_flags.
             if qp_type == IB_UVERBS_QPT_UC
-                && (op.is_atomic() || matches!(op, SendOp::RdmaRead { .. }))
+                && (op.is_atomic()
+                    || matches!(
+                        op,
+                        SendOp::RdmaRead { .. }
+                            | SendOp::AtomicWrite { .. }
+                            | SendOp::LocalInvalidate { .. }
+                    ))
             {
                 return Err(PostErrorKind::OpNotSupported(
-                    "UC QPs support no RDMA read and no atomics",
+                    "UC QPs support no RDMA read, no atomics (atomic write included) \
+                     and no local invalidate",
                 ));
             }
         }
@@ -325,7 +340,49 @@ impl RxeSq {
                 ));
             }
         }
+        if op.takes_no_payload() {
+            return no_payload(wr);
+        }
         Ok(length)
+    }
+}
+
+/// The length of an operation that carries its data itself (bind, local
+/// invalidate: 0; atomic write: its 8 bytes), when it is given no payload:
+/// an empty SGE list (rdma-core's rxe `validate_send_wr` refuses a bind
+/// with any SGE; inline data, even none, would set `IBV_SEND_INLINE`).
+#[cold]
+fn no_payload(wr: &SendWr<'_>) -> Result<u32, PostErrorKind> {
+    if !matches!(wr.payload, Payload::Sges([])) {
+        return Err(PostErrorKind::UnexpectedPayload(
+            "a bind, a local invalidate or an atomic write takes no scatter/gather list \
+             or inline data (an atomic write's 8 bytes are in SendOp::AtomicWrite)",
+        ));
+    }
+    match wr.op {
+        SendOp::AtomicWrite { remote_addr, .. } => {
+            if remote_addr & 7 != 0 {
+                return Err(PostErrorKind::BadAtomic(
+                    "the remote address of an atomic write must be 8-byte aligned",
+                ));
+            }
+            Ok(8)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// The send flags and SGE count the WQE carries: `INLINE` exactly for
+/// inline payloads (operations without payload were given an empty SGE
+/// list: `no_payload`).
+#[inline(always)]
+fn flags_and_sges(wr: &SendWr<'_>) -> (SendFlags, u32) {
+    match wr.payload {
+        // `validate` bounded the count by max_sge, a u32.
+        Payload::Sges(sges) => (wr.flags.difference(SendFlags::INLINE), sges.len() as u32),
+        // The kernel reads no SGE of an inline WQE; 0 also passes its
+        // `num_sge <= max_sge` check for every SQ (K61 rxe_req.c).
+        Payload::Inline(_) => (wr.flags.union(SendFlags::INLINE), 0),
     }
 }
 
@@ -367,22 +424,13 @@ fn write_wqe(slot: &mut Slot<'_>, wr: &SendWr<'_>, ud: Option<UdFields>, length:
     );
     // One check for the fixed part; the checks of the writes below fold.
     slot.reserve(SEND_WQE_LEN);
-    let (flags, num_sge) = match wr.payload {
-        // `validate` bounded the count by max_sge, a u32.
-        Payload::Sges(sges) => (wr.flags.difference(SendFlags::INLINE), sges.len() as u32),
-        // The kernel reads no SGE of an inline WQE; 0 also passes its
-        // `num_sge <= max_sge` check for every SQ (K61 rxe_req.c).
-        Payload::Inline(_) => (wr.flags.union(SendFlags::INLINE), 0),
-    };
+    let (flags, num_sge) = flags_and_sges(wr);
     slot.write(WR_ID, &wr.wr_id);
     // `reserved` = 0, `opcode`.
     slot.write(RESERVED, &[0, wr.op.raw()]);
-    // `send_flags`, `ex.imm_data` (a `__be32`: the big-endian bytes).
-    slot.write(
-        SEND_FLAGS,
-        &[flags.bits(), wr.op.imm().map_or(0, u32::to_be)],
-    );
-    let (member, iova) = union_member(wr.op, ud);
+    // `send_flags`, `ex`.
+    let (member, iova, ex) = union_member(wr.op, ud);
+    slot.write(SEND_FLAGS, &[flags.bits(), ex]);
     match member {
         // The kernel reads the UD member and the AV behind it: zero all of it.
         UnionMember::Ud(ud) => {
@@ -392,6 +440,14 @@ fn write_wqe(slot: &mut Slot<'_>, wr: &SendWr<'_>, ud: Option<UdFields>, length:
         }
         UnionMember::Rdma(m) => slot.write(UNION, &m),
         UnionMember::Atomic(m) => slot.write(UNION, &m),
+        UnionMember::Mw(m) => slot.write(UNION, &m),
+        // An atomic write's 8 bytes go where the SGEs would
+        // (`dma.atomic_wr`, rdma-core rxe.c `wr_atomic_write`); its SGE
+        // list is empty, so nothing below writes there.
+        UnionMember::AtomicWrite(m, data) => {
+            slot.write(UNION, &m);
+            slot.write_bytes(SEND_WQE_LEN, &data);
+        }
         UnionMember::None => {}
     }
     // `status`, `state` = wqe_state_posted (0).
@@ -429,6 +485,9 @@ enum UnionMember {
     Rdma(RxeSendWrRdma),
     Atomic(RxeSendWrAtomic),
     Ud(RxeSendWrUd),
+    Mw(RxeSendWrMw),
+    /// `wr.rdma` and the 8 bytes of `dma.atomic_wr`.
+    AtomicWrite(RxeSendWrRdma, [u8; 8]),
     None,
 }
 
@@ -440,26 +499,53 @@ impl UnionMember {
             UnionMember::Rdma(m) => m.as_bytes(),
             UnionMember::Atomic(m) => m.as_bytes(),
             UnionMember::Ud(m) => m.as_bytes(),
+            UnionMember::Mw(m) => m.as_bytes(),
+            UnionMember::AtomicWrite(m, _) => m.as_bytes(),
             UnionMember::None => &[],
         }
     }
 }
 
-/// The union member and the `iova` (the remote address, 0 for sends) of an
-/// operation, as RC `init_send_wqe` fills them.
-fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64) {
-    match op {
-        SendOp::RdmaWrite { remote_addr, rkey }
-        | SendOp::RdmaWriteWithImm {
-            remote_addr, rkey, ..
-        }
-        | SendOp::RdmaRead { remote_addr, rkey } => (
-            UnionMember::Rdma(RxeSendWrRdma {
-                remote_addr,
-                rkey,
-                reserved: 0,
+/// The union member, the `iova` (the remote address, 0 for sends) and the
+/// `ex` word (immediate data as its big-endian bytes, or the key an
+/// invalidation names in host order: `ex.invalidate_rkey` is a `__u32`)
+/// of an operation, as RC `init_send_wqe` fills them; one dispatch on the
+/// operation for all three.
+#[inline(always)]
+fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64, u32) {
+    let rdma = |remote_addr, rkey| RxeSendWrRdma {
+        remote_addr,
+        rkey,
+        reserved: 0,
+    };
+    let sent = |ex| match ud {
+        Some(d) => (
+            UnionMember::Ud(RxeSendWrUd {
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+                ah_num: d.ah_num,
+                ..RxeSendWrUd::default()
             }),
+            0,
+            ex,
+        ),
+        None => (UnionMember::None, 0, ex),
+    };
+    match op {
+        SendOp::Send => sent(0),
+        SendOp::SendWithImm { imm } => sent(imm.to_be()),
+        SendOp::SendWithInvalidate { rkey } => sent(rkey),
+        SendOp::RdmaWrite { remote_addr, rkey } | SendOp::RdmaRead { remote_addr, rkey } => {
+            (UnionMember::Rdma(rdma(remote_addr, rkey)), remote_addr, 0)
+        }
+        SendOp::RdmaWriteWithImm {
             remote_addr,
+            rkey,
+            imm,
+        } => (
+            UnionMember::Rdma(rdma(remote_addr, rkey)),
+            remote_addr,
+            imm.to_be(),
         ),
         SendOp::CompareSwap {
             remote_addr,
@@ -475,6 +561,7 @@ fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64) {
                 reserved: 0,
             }),
             remote_addr,
+            0,
         ),
         SendOp::FetchAdd {
             remote_addr,
@@ -489,19 +576,30 @@ fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64) {
                 reserved: 0,
             }),
             remote_addr,
+            0,
         ),
-        SendOp::Send | SendOp::SendWithImm { .. } => match ud {
-            Some(d) => (
-                UnionMember::Ud(RxeSendWrUd {
-                    remote_qpn: d.remote_qpn,
-                    remote_qkey: d.remote_qkey,
-                    ah_num: d.ah_num,
-                    ..RxeSendWrUd::default()
-                }),
-                0,
-            ),
-            None => (UnionMember::None, 0),
-        },
+        SendOp::LocalInvalidate { rkey } => (UnionMember::None, 0, rkey),
+        SendOp::BindMw(b) => (
+            UnionMember::Mw(RxeSendWrMw {
+                addr: b.addr,
+                length: b.length,
+                mr_lkey: b.mr_lkey,
+                mw_rkey: b.mw_rkey,
+                rkey: b.rkey,
+                access: b.access.bits(),
+            }),
+            0,
+            0,
+        ),
+        SendOp::AtomicWrite {
+            remote_addr,
+            rkey,
+            data,
+        } => (
+            UnionMember::AtomicWrite(rdma(remote_addr, rkey), data),
+            remote_addr,
+            0,
+        ),
     }
 }
 
@@ -514,26 +612,12 @@ fn union_member(op: SendOp, ud: Option<UdFields>) -> (UnionMember, u64) {
 #[cfg(test)]
 pub(crate) fn build_wqe(wr: &SendWr<'_>, ud: Option<UdFields>, length: u32) -> RxeSendWqe {
     let mut wqe = RxeSendWqe::default();
-    let mut flags = wr.flags;
-    let num_sge = match wr.payload {
-        Payload::Sges(sges) => {
-            flags.remove(SendFlags::INLINE);
-            // `validate` bounded it by max_sge, a u32.
-            sges.len() as u32
-        }
-        Payload::Inline(_) => {
-            flags.insert(SendFlags::INLINE);
-            // The kernel reads no SGE of an inline WQE; 0 also passes its
-            // `num_sge <= max_sge` check for every SQ (K61 rxe_req.c).
-            0
-        }
-    };
+    let (flags, num_sge) = flags_and_sges(wr);
     wqe.wr.wr_id = wr.wr_id;
     wqe.wr.opcode = wr.op.raw();
     wqe.wr.send_flags = flags.bits();
-    // `ex.imm_data` is a `__be32`: store the big-endian bytes.
-    wqe.wr.ex = wr.op.imm().map_or(0, u32::to_be);
-    let (member, iova) = union_member(wr.op, ud);
+    let (member, iova, ex) = union_member(wr.op, ud);
+    wqe.wr.ex = ex;
     put_union(&mut wqe, member.as_bytes());
     wqe.iova = iova;
     wqe.dma.length = length;

@@ -263,6 +263,128 @@ fn atomics() {
     assert!(k.consume().is_none());
 }
 
+/// Binds, invalidations and atomic writes, field by field against the
+/// layout of `rxe_send_wr` (abi/tests/layout.rs checks it against the C
+/// header) and rdma-core's rxe.c (`convert_send_wr`, `wr_bind_mw`,
+/// `wr_local_inv`, `wr_send_inv`, `wr_atomic_write`).
+#[test]
+fn memory_window_invalidate_and_atomic_write_wqes() {
+    use crate::{abi::RxeSendWrMw, AccessFlags, MwBind};
+    let (mut rc, k) = sq(RC);
+    let bind = MwBind {
+        mw_rkey: 0x1234_5601,
+        rkey: 0x1234_5602,
+        mr_lkey: 0x77,
+        addr: 0x10_0040,
+        length: 0x300,
+        access: AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+    };
+    let sges = [Sge::new(0x1000, 10, 7)];
+    let wrs = [
+        SendWr::new(1, SendOp::BindMw(bind), &[]),
+        SendWr::new(2, SendOp::LocalInvalidate { rkey: 0xa1b2_c3d4 }, &[]).unsignaled(),
+        SendWr::new(3, SendOp::SendWithInvalidate { rkey: 0x0506_0708 }, &sges),
+        SendWr::new(
+            4,
+            SendOp::AtomicWrite {
+                remote_addr: 0x2_0008,
+                rkey: 0x99,
+                data: *b"8 bytes!",
+            },
+            &[],
+        ),
+    ];
+    // Over slots full of stale bytes: what the kernel reads must be written.
+    for i in 0..wrs.len() as u32 {
+        k.write_slot((k.producer() + i) & (k.slots() - 1), &[]);
+    }
+    assert_eq!(rc.post(&wrs), Ok(()));
+
+    let bytes = k.consume().expect("bind");
+    let w = send_wqe(&bytes);
+    check_common(&w, 1, 8, 2, 0, 0);
+    assert_eq!(w.wr.ex, 0);
+    let m = match RxeSendWrMw::read_from_prefix(&w.wr.wr[..]) {
+        Ok((m, _)) => m,
+        Err(e) => panic!("{e:?}"),
+    };
+    assert_eq!(
+        (m.addr, m.length, m.mr_lkey, m.mw_rkey, m.rkey, m.access),
+        (0x10_0040, 0x300, 0x77, 0x1234_5601, 0x1234_5602, 6)
+    );
+    assert_eq!(w.iova, 0);
+
+    let w = send_wqe(&k.consume().expect("local inv"));
+    check_common(&w, 2, 7, 0, 0, 0);
+    // `ex.invalidate_rkey` is a host-order __u32, unlike `imm_data`.
+    assert_eq!(w.wr.ex, 0xa1b2_c3d4);
+
+    let bytes = k.consume().expect("send with inv");
+    let w = send_wqe(&bytes);
+    check_common(&w, 3, 9, 2, 10, 1);
+    assert_eq!(w.wr.ex, 0x0506_0708);
+    let s = sges_of(&bytes, 1)[0];
+    assert_eq!((s.addr, s.length, s.lkey), (0x1000, 10, 7));
+
+    let bytes = k.consume().expect("atomic write");
+    let w = send_wqe(&bytes);
+    check_common(&w, 4, 15, 2, 8, 0);
+    let r = rdma_of(&w);
+    assert_eq!((r.remote_addr, r.rkey, r.reserved), (0x2_0008, 0x99, 0));
+    assert_eq!(w.iova, 0x2_0008);
+    // `dma.atomic_wr`: where the SGEs would be.
+    assert_eq!(&bytes[SEND_WQE_LEN..SEND_WQE_LEN + 8], b"8 bytes!");
+    assert!(k.consume().is_none());
+
+    // No payload for these; atomic writes aligned, RC only; binds RC/UC;
+    // local invalidates RC only; UD only sends.
+    let aw = |remote_addr| SendOp::AtomicWrite {
+        remote_addr,
+        rkey: 1,
+        data: [0; 8],
+    };
+    let refused = |qp_type: u8, wr: SendWr<'_>| -> PostErrorKind {
+        let (mut q, k) = sq(qp_type);
+        let e = match q.post(&[wr]) {
+            Err(e) => e,
+            Ok(()) => panic!("{wr:?} posted on QP type {qp_type}"),
+        };
+        assert!(k.consume().is_none());
+        e.kind
+    };
+    let local = SendOp::LocalInvalidate { rkey: 1 };
+    for op in [SendOp::BindMw(bind), local, aw(8)] {
+        assert!(matches!(
+            refused(RC, SendWr::new(5, op, &sges)),
+            PostErrorKind::UnexpectedPayload(_)
+        ));
+        assert!(matches!(
+            refused(RC, SendWr::new(5, op, &[]).inline(&[1])),
+            PostErrorKind::UnexpectedPayload(_)
+        ));
+        assert!(matches!(
+            refused(UD, SendWr::new(5, op, &[])),
+            PostErrorKind::OpNotSupported(_) | PostErrorKind::BadDestination(_)
+        ));
+    }
+    assert!(matches!(
+        refused(RC, SendWr::new(5, aw(4), &[])),
+        PostErrorKind::BadAtomic(_)
+    ));
+    for op in [local, aw(8)] {
+        assert!(matches!(
+            refused(UC, SendWr::new(5, op, &[])),
+            PostErrorKind::OpNotSupported(_)
+        ));
+    }
+    let (mut uc, k) = sq(UC);
+    assert_eq!(
+        uc.post(&[SendWr::new(6, SendOp::BindMw(bind), &[])]),
+        Ok(())
+    );
+    check_common(&send_wqe(&k.consume().expect("UC bind")), 6, 8, 2, 0, 0);
+}
+
 #[test]
 fn inline_payload() {
     let (mut sq, k) = sq(RC);

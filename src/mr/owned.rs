@@ -274,7 +274,8 @@ impl ProtectionDomain {
         check_access(REGISTER, access)?;
         let Hold { held, base, len } = sealed::Buffer::hold(buf)?;
         // `held` is dropped if this fails: the memory was never registered.
-        let region = self.register(base.as_ptr() as u64, len, access, Backing::Borrowed)?;
+        let start = base.as_ptr() as u64;
+        let region = self.register(start, len, start, access, Backing::Borrowed)?;
         let mr = region.inner;
         Ok(OwnedMemoryRegion {
             base: Base(base),

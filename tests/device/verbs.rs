@@ -428,3 +428,48 @@ fn a_ud_message_longer_than_the_mtu_completes_but_is_never_delivered() {
     drop(p);
     ah.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A region registered at another I/O virtual address
+/// (`register_raw_iova`, `ibv_reg_mr_iova2`): peers name its bytes by the
+/// iova, and rxe writes the memory behind it.
+#[test]
+#[allow(unsafe_code)] // register_raw_iova's contract, kept below
+fn a_region_at_another_iova_is_reached_through_the_iova() {
+    let mut p = pair(QpType::Rc, 16, 7);
+    let src = mr(&p.pd, 4096);
+    let mut map = memmap2::MmapMut::map_anon(8192).unwrap();
+    let iova = 0x7000_0000_0000u64;
+    let base = map.as_mut_ptr();
+    // SAFETY: the mapping stays mapped, and is not referenced until the
+    // region is deregistered below.
+    let region = unsafe { p.pd.register_raw_iova(base, 8192, iova, access_all()) }.unwrap();
+    assert_eq!((region.addr(), region.len()), (iova, 8192));
+    let data: Vec<u8> = (0..64u8).map(|i| i ^ 0x5a).collect();
+    src.write(0, &data).unwrap();
+    p.a.post_send(&[SendWr::new(
+        1,
+        SendOp::RdmaWrite {
+            remote_addr: iova + 5000,
+            rkey: region.rkey(),
+        },
+        &[src.sge(0, 64).unwrap()],
+    )])
+    .unwrap();
+    let s = wait(&mut p.cq_a, 1);
+    assert_eq!(s[0].status, WcStatus::SUCCESS, "{s:?}");
+    // The address itself is no iova of the region.
+    p.a.post_send(&[SendWr::new(
+        2,
+        SendOp::RdmaWrite {
+            remote_addr: base as u64,
+            rkey: region.rkey(),
+        },
+        &[src.sge(0, 8).unwrap()],
+    )])
+    .unwrap();
+    let s = wait(&mut p.cq_a, 1);
+    assert_eq!(s[0].status, WcStatus::REM_ACCESS_ERR, "{s:?}");
+    region.destroy().unwrap();
+    assert_eq!(&map[5000..5064], &data[..]);
+    assert!(map[..5000].iter().all(|&b| b == 0));
+}

@@ -98,6 +98,18 @@ pub fn push<P: ProviderKind>(
             .wr_id(wr.wr_id)
             .flags(flags)
             .sge(one_sge()),
+        SendOp::SendWithInvalidate { rkey } => finish!(s.send_inv(rkey)),
+        SendOp::LocalInvalidate { rkey } => s.local_inv(rkey).wr_id(wr.wr_id).flags(flags).post(),
+        SendOp::BindMw(bind) => s.bind_mw(bind).wr_id(wr.wr_id).flags(flags).post(),
+        SendOp::AtomicWrite {
+            remote_addr,
+            rkey,
+            data,
+        } => s
+            .atomic_write(rkey, remote_addr, data)
+            .wr_id(wr.wr_id)
+            .flags(flags)
+            .post(),
     }
 }
 

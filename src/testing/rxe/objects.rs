@@ -1,4 +1,4 @@
-//! The objects created on the fake rxe kernel (PD, MR, CQ, QP, SRQ, the
+//! The objects created on the fake rxe kernel (PD, MR, MW, CQ, QP, SRQ, the
 //! completion channels) and the events reported on them, as the kernel
 //! counts them for a destroy's answer.
 
@@ -27,6 +27,7 @@ use crate::{
 pub enum Kind {
     Pd,
     Mr,
+    Mw,
     Cq,
     Qp,
     Srq,
@@ -282,6 +283,10 @@ pub(super) fn objects_ioctl(
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE).ok_or(Errno::EINVAL)?;
             objects.destroy(kernel, Kind::Mr, h).map(|_| ())
         })(),
+        (abi::UVERBS_OBJECT_MW, abi::UVERBS_METHOD_MW_DESTROY) => (|| {
+            let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MW_HANDLE).ok_or(Errno::EINVAL)?;
+            objects.destroy(kernel, Kind::Mw, h).map(|_| ())
+        })(),
         _ => return None,
     };
     Some(r)
@@ -327,6 +332,23 @@ pub(super) fn objects_write(
             resp.lkey = 0x100 + h;
             resp.rkey = 0x200 + h;
             Some(copy_out(cmd.core_out, resp.as_bytes()))
+        }
+        c if c == abi::IB_USER_VERBS_CMD_ALLOC_MW => {
+            let req = abi::IbUverbsAllocMw::read_from_prefix(cmd.core_in).ok()?.0;
+            // The kernel's check (uverbs_cmd.c `ib_uverbs_alloc_mw`).
+            if !matches!(req.mw_type, 1 | 2) {
+                return Some(Err(Errno::EINVAL));
+            }
+            let h = objects.create(Kind::Mw, 0);
+            let mut resp = abi::IbUverbsAllocMwResp::new_zeroed();
+            resp.mw_handle = h;
+            // rxe: the pool index above a key byte (rxe_mw.c `rxe_alloc_mw`).
+            resp.rkey = (h << 8) | 0x3c;
+            Some(copy_out(cmd.core_out, resp.as_bytes()))
+        }
+        c if c == abi::IB_USER_VERBS_CMD_DEALLOC_MW => {
+            let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
+            Some(objects.destroy(kernel, Kind::Mw, h).map(|_| ()))
         }
         // rxe accepts every transition the library lets through.
         c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => Some(Ok(())),
