@@ -38,6 +38,7 @@ mod cq;
 mod cq_ex;
 
 mod ah;
+mod mw;
 mod pd;
 mod qp;
 mod qp_ex;

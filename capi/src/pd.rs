@@ -249,9 +249,9 @@ fn new_mr(
     Box::into_raw(boxed).cast()
 }
 
-/// `ibv_reg_mr_iova2`'s body. uverbs registers with the I/O virtual
-/// address equal to `addr` (`register_raw` takes no iova): any other iova
-/// is `EOPNOTSUPP`.
+/// `ibv_reg_mr_iova2`'s body: `addr..addr + length` registered with the
+/// I/O virtual address `iova` (`mr->addr` stays the program's `addr`, as
+/// libibverbs sets it; work requests use `iova`).
 ///
 /// # Safety
 /// As `ibv_reg_mr_iova2`.
@@ -265,14 +265,11 @@ unsafe fn reg_mr(
     // SAFETY: the caller's contract.
     let p = unsafe { Pd::from_c(pd) }?;
     let flags = access_flags(p.context(), access)?;
-    if iova != addr as u64 {
-        return Err(Errno::EOPNOTSUPP);
-    }
     p.with(|uv| {
         // SAFETY: verbs.h's contract for ibv_reg_mr: the program keeps
         // `addr..addr + length` mapped while it is registered and reaches it
         // only through raw pointers of its own (C has no references).
-        let mr = unsafe { uv.register_raw(addr.cast(), length, flags) };
+        let mr = unsafe { uv.register_raw_iova(addr.cast(), length, iova, flags) };
         mr.map(|mr| new_mr(p, pd, mr, addr, length, false))
             .map_err(|e| errno::of(&e))
     })?
@@ -294,8 +291,7 @@ pub unsafe extern "C" fn ibv_reg_mr(
     unsafe { reg_mr(pd, addr, length, addr as u64, access as u32) }.unwrap_or_else(errno::null)
 }
 
-/// Registers memory with I/O virtual address `iova` (`IBVERBS_1.7`); only
-/// `iova == addr` is supported (`EOPNOTSUPP` otherwise).
+/// Registers memory with I/O virtual address `iova` (`IBVERBS_1.7`).
 ///
 /// # Safety
 /// As [`ibv_reg_mr`].
@@ -311,9 +307,8 @@ pub unsafe extern "C" fn ibv_reg_mr_iova(
     unsafe { reg_mr(pd, addr, length, iova, access as u32) }.unwrap_or_else(errno::null)
 }
 
-/// Registers memory (`IBVERBS_1.8`; verbs.h's `ibv_reg_mr` macro calls it
-/// when `access` has optional bits); only `iova == addr` is supported
-/// (`EOPNOTSUPP` otherwise).
+/// Registers memory with I/O virtual address `iova` (`IBVERBS_1.8`;
+/// verbs.h's `ibv_reg_mr` macro calls it when `access` has optional bits).
 ///
 /// # Safety
 /// As [`ibv_reg_mr`].

@@ -311,7 +311,12 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
             2..=4 => attr::qp_type(a.qp_type),
             _ => return errno::null(Errno::EOPNOTSUPP),
         };
-        if let Err(e) = qp_ex::check_send_ops(qp_type, a.send_ops_flags) {
+        // SAFETY: verbs.h's contract: the program's open context.
+        let provider = match unsafe { crate::ctx::Context::from_c(context) } {
+            Ok(c) => qp_ex::Provider::named(c.uv.provider_name()),
+            Err(e) => return errno::null(e),
+        };
+        if let Err(e) = qp_ex::check_send_ops(qp_type, provider, a.send_ops_flags) {
             return errno::null(e);
         }
     }
@@ -526,7 +531,7 @@ pub unsafe extern "C" fn ibv_query_qp_data_in_order(
 }
 
 /// The `post_send` op (`ibv_post_send`).
-unsafe extern "C" fn post_send(
+pub(crate) unsafe extern "C" fn post_send(
     qp: *mut ibv_qp,
     wr: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,

@@ -76,19 +76,30 @@ const WITH_SEND_WITH_IMM: u64 = 1 << 3;
 const WITH_RDMA_READ: u64 = 1 << 4;
 const WITH_ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
 const WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
+pub(crate) const WITH_LOCAL_INV: u64 = 1 << 7;
+pub(crate) const WITH_BIND_MW: u64 = 1 << 8;
+pub(crate) const WITH_SEND_WITH_INV: u64 = 1 << 9;
+pub(crate) const WITH_ATOMIC_WRITE: u64 = 1 << 12;
 
 /// The operations a QP type may be created with: rxe's per-type sets
-/// without LOCAL_INV, BIND_MW, SEND_WITH_INV and ATOMIC_WRITE, which rxe
-/// takes and uverbs has no objects for (ibv_wr_post(3): "If the QP does not
-/// support all the requested work request types then QP creation will
-/// fail").
-const fn supported_send_ops(qp_type: QpType) -> Option<u64> {
+/// (rdma-core providers/rxe/rxe.c `RXE_SUP_*_QP_SEND_OPS_FLAGS`), as
+/// ibv_wr_post(3) says: "If the QP does not support all the requested work
+/// request types then QP creation will fail". `ATOMIC_WRITE` is accepted
+/// as rxe's table has it whatever the kernel: 6.1's kernel fails the
+/// request itself. uverbs' mlx5 provider posts no binds, invalidations or
+/// atomic writes (`PostErrorKind::OpNotSupported`), so its QPs are
+/// created without them.
+const fn supported_send_ops(qp_type: QpType, provider: Provider) -> Option<u64> {
     const SENDS: u64 = WITH_SEND | WITH_SEND_WITH_IMM;
     const WRITES: u64 = WITH_RDMA_WRITE | WITH_RDMA_WRITE_WITH_IMM;
+    const RC_ONLY: u64 = WITH_RDMA_READ | WITH_ATOMIC_CMP_AND_SWP | WITH_ATOMIC_FETCH_AND_ADD;
+    const WINDOWS: u64 = WITH_BIND_MW | WITH_SEND_WITH_INV;
+    const RC_WINDOWS: u64 = WINDOWS | WITH_LOCAL_INV | WITH_ATOMIC_WRITE;
+    let rxe = matches!(provider, Provider::Rxe);
     match qp_type {
-        QpType::Rc => Some(
-            SENDS | WRITES | WITH_RDMA_READ | WITH_ATOMIC_CMP_AND_SWP | WITH_ATOMIC_FETCH_AND_ADD,
-        ),
+        QpType::Rc if rxe => Some(SENDS | WRITES | RC_ONLY | RC_WINDOWS),
+        QpType::Rc => Some(SENDS | WRITES | RC_ONLY),
+        QpType::Uc if rxe => Some(SENDS | WRITES | WINDOWS),
         QpType::Uc => Some(SENDS | WRITES),
         QpType::Ud => Some(SENDS),
         _ => None,
@@ -99,8 +110,12 @@ const fn supported_send_ops(qp_type: QpType) -> Option<u64> {
 /// `qp_type`: `EOPNOTSUPP` for an operation it cannot have, and for any
 /// flag on a type rxe gives no `ibv_qp_ex` (as rxe's
 /// `check_qp_init_attr`).
-pub(crate) fn check_send_ops(qp_type: QpType, send_ops_flags: u64) -> Result<(), Errno> {
-    match supported_send_ops(qp_type) {
+pub(crate) fn check_send_ops(
+    qp_type: QpType,
+    provider: Provider,
+    send_ops_flags: u64,
+) -> Result<(), Errno> {
+    match supported_send_ops(qp_type, provider) {
         Some(ok) if send_ops_flags & !ok == 0 => Ok(()),
         _ => Err(Errno::EOPNOTSUPP),
     }

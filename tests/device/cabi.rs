@@ -4,7 +4,8 @@
 //! - `ibv_devinfo` (`-v`, plain, `-l`, an unknown device) and `ibv_devices`
 //!   print byte-identical output and exit alike;
 //! - `ibv_{rc,uc,ud,srq}_pingpong`, each also with `-e` (completion
-//!   events), between ours and real rdma-core in both directions;
+//!   events), and `ibv_rc_pingpong -N` (`ibv_qp_ex` sends), between ours
+//!   and real rdma-core in both directions;
 //! - the C program `capi/tests/c/static_verbs.c` passes over both
 //!   libraries (dynamic) and, in the musl run, as a fully static binary
 //!   with no libibverbs at all;
@@ -211,6 +212,14 @@ fn rc_pingpong_ours_and_rdma_core_both_ways() {
     both_ways("rc", 18700, &[], 4096);
 }
 
+/// `-N`: rc_pingpong posts its sends through `ibv_qp_ex`
+/// (`ibv_wr_start`, `ibv_wr_send`, `ibv_wr_set_sge`, `ibv_wr_complete`);
+/// `-c`: each side checks the pages it receives.
+#[test]
+fn rc_pingpong_new_send_api_ours_and_rdma_core_both_ways() {
+    both_ways("rc", 18750, &["-N", "-c"], 4096);
+}
+
 #[test]
 fn uc_pingpong_ours_and_rdma_core_both_ways() {
     // -c: the client marks each page, the server checks it.
@@ -313,6 +322,26 @@ fn c_checks(name: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
     (r, o)
 }
 
+/// The same C program with `--ours` over ours alone: what only this
+/// crate's library answers (NULL arguments, refusals rdma-core would crash
+/// on) on top of the common checks; every check passes, and there are
+/// more than without `--ours`.
+fn c_checks_ours_only(name: &str, common: &[String]) {
+    let prog = cabi_dir().join(name);
+    let prog = prog.to_str().expect("a UTF-8 path");
+    let out = run(&mut command(Lib::Ours, prog, &["--ours"]), TIMEOUT);
+    assert!(out.ok(), "{name} --ours over ours failed:\n{out:#?}");
+    let passes = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("PASS "))
+        .count();
+    assert!(
+        passes > common.len(),
+        "{name} --ours added no check ({passes} PASS lines):\n{out:#?}"
+    );
+}
+
 /// PDs, MRs, completion channels and CQs, call by call with each call's
 /// return and errno convention (capi/tests/c/objects.c): the same checks
 /// pass over both libraries, and rdma-core passes them all too.
@@ -320,6 +349,7 @@ fn c_checks(name: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
 fn c_objects_conventions_match_rdma_core() {
     let (real, ours) = c_checks("objects", &[]);
     assert_eq!(ours, real, "the same checks pass over both");
+    c_checks_ours_only("objects", &ours);
 }
 
 /// `ibv_cq_ex` (capi/tests/c/cq_ex.c): the same traffic polled with
@@ -330,6 +360,7 @@ fn c_objects_conventions_match_rdma_core() {
 fn c_cq_ex_sessions_match_rdma_core() {
     let (real, ours) = c_checks("cq_ex", &[]);
     assert_eq!(ours, real, "the same checks pass over both");
+    c_checks_ours_only("cq_ex", &ours);
 }
 
 /// `ibv_qp_ex` (capi/tests/c/qp_ex.c): every supported `ibv_wr_*` op on RC,
@@ -340,6 +371,7 @@ fn c_cq_ex_sessions_match_rdma_core() {
 fn c_qp_ex_ops_pass_over_ours_and_where_rdma_core_passes() {
     let (real, ours) = c_checks("qp_ex", &[]);
     assert!(ours.len() >= real.len());
+    c_checks_ours_only("qp_ex", &ours);
 }
 
 /// The static program is built for musl (capi/build-static.sh) in the

@@ -1,4 +1,4 @@
-//! `struct ibv_pd` and `struct ibv_mr` (verbs.h lines 627-671 at v44).
+//! `struct ibv_pd`, `struct ibv_mr` and `struct ibv_mw` (verbs.h at v44).
 //!
 //! Programs read `mr->lkey` and `mr->rkey` for every work request and
 //! `mr->addr`/`mr->length` to describe buffers; `pd->context` and
@@ -6,7 +6,10 @@
 //! (librdmacm). The library writes every field once, before it hands the
 //! object out, and never again.
 
-use core::ffi::c_void;
+use core::{
+    ffi::{c_int, c_void},
+    sync::atomic::AtomicU32,
+};
 
 use super::{context::ibv_context, Layout};
 use crate::c_layout;
@@ -36,12 +39,28 @@ pub struct ibv_mr {
     pub rkey: u32,
 }
 
+/// `struct ibv_mw`. `rkey` changes when a type 1 window is bound through
+/// `ibv_bind_mw` (rdma-core's providers store the new key at post time),
+/// while other threads may read it: an atomic of `uint32_t`'s layout.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ibv_mw {
+    pub context: *mut ibv_context,
+    pub pd: *mut ibv_pd,
+    pub rkey: AtomicU32,
+    /// The kernel's handle of the MW.
+    pub handle: u32,
+    /// `enum ibv_mw_type`.
+    pub r#type: c_int,
+}
+
 c_layout!(IBV_PD: "struct ibv_pd" = ibv_pd, 16, [context, handle]);
+c_layout!(IBV_MW: "struct ibv_mw" = ibv_mw, 32, [context, pd, rkey, handle, r#type]);
 c_layout!(IBV_MR: "struct ibv_mr" = ibv_mr, 48,
     [context, pd, addr, length, handle, lkey, rkey]);
 
 /// This module's layouts.
-pub const LAYOUTS: &[Layout] = &[IBV_PD, IBV_MR];
+pub const LAYOUTS: &[Layout] = &[IBV_PD, IBV_MR, IBV_MW];
 
 #[cfg(test)]
 mod tests {

@@ -79,33 +79,9 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
         }
     };
     let layouts = all();
-    let out = env::temp_dir().join(format!("uverbs-cabi-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&out).expect("temporary directory");
-    let src = out.join("probe.c");
-    std::fs::write(&src, program(&layouts)).expect("write probe.c");
-    let exe = out.join("probe");
-    let mut cc = Command::new(env::var("CC").unwrap_or_else(|_| "cc".into()));
-    cc.arg("-std=gnu11").arg("-I").arg(&dir);
-    // verbs.h includes <linux/types.h> and <rdma/...> (linux-libc-dev).
-    if let Some(k) = env::var_os("UVERBS_ABI_INCLUDE") {
-        cc.arg("-I").arg(k);
-    }
-    let status = match cc.arg("-o").arg(&exe).arg(&src).status() {
-        Ok(s) => s,
-        Err(e) if env::var_os("CI").is_some() => panic!("no C compiler: {e}"),
-        Err(e) => {
-            eprintln!("layout probe not run: no C compiler ({e})");
-            return;
-        }
+    let Some(text) = run_c(&dir, "probe", &program(&layouts)) else {
+        return;
     };
-    assert!(
-        status.success(),
-        "compiling the probe failed ({status}): {}",
-        src.display()
-    );
-    let run = Command::new(&exe).output().expect("run the probe");
-    assert!(run.status.success());
-    let text = String::from_utf8(run.stdout).expect("utf-8");
     let mut lines = text.lines();
     let mut wrong = Vec::new();
     let mut checked = 0;
@@ -124,7 +100,6 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
             checked += 1;
         }
     }
-    let _ = std::fs::remove_dir_all(&out);
     assert!(
         wrong.is_empty(),
         "layouts differ from verbs.h:\n{}",
@@ -135,5 +110,119 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
         layouts.len() >= 4 && checked >= 60,
         "{} structs, {checked} fields",
         layouts.len()
+    );
+}
+
+/// Compiles `program` against the headers in `dir` and runs it: its
+/// output, or `None` (after a note) when no C compiler exists outside CI.
+fn run_c(dir: &std::path::Path, name: &str, program: &str) -> Option<String> {
+    let out = env::temp_dir().join(format!("uverbs-cabi-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temporary directory");
+    let src = out.join(format!("{name}.c"));
+    std::fs::write(&src, program).expect("write the probe");
+    let exe = out.join(name);
+    let mut cc = Command::new(env::var("CC").unwrap_or_else(|_| "cc".into()));
+    cc.arg("-std=gnu11").arg("-I").arg(dir);
+    // verbs.h includes <linux/types.h> and <rdma/...> (linux-libc-dev).
+    if let Some(k) = env::var_os("UVERBS_ABI_INCLUDE") {
+        cc.arg("-I").arg(k);
+    }
+    let status = match cc.arg("-o").arg(&exe).arg(&src).status() {
+        Ok(s) => s,
+        Err(e) if env::var_os("CI").is_some() => panic!("no C compiler: {e}"),
+        Err(e) => {
+            eprintln!("{name} not run: no C compiler ({e})");
+            return None;
+        }
+    };
+    assert!(
+        status.success(),
+        "compiling {name} failed ({status}): {}",
+        src.display()
+    );
+    let run = Command::new(&exe).output().expect("run the probe");
+    assert!(run.status.success());
+    let _ = std::fs::remove_dir_all(&out);
+    Some(String::from_utf8(run.stdout).expect("utf-8"))
+}
+
+/// The verbs.h enum values this library and uverbs use where Linux 6.1's
+/// UAPI headers (which `uverbs-abi` is checked against) have no
+/// counterpart, or which capi spells itself: work request and completion
+/// opcodes of windows, invalidations and atomic writes, and the
+/// `send_ops_flags` bits.
+#[test]
+fn verbs_h_enum_values_match() {
+    use uverbs::{AccessFlags, MwBind, SendOp, WcOpcode};
+    let dir = match include_dir() {
+        Ok(d) => d,
+        Err(why) if env::var_os("CI").is_some() => panic!("{why}"),
+        Err(why) => {
+            eprintln!("enum probe not run: {why}");
+            return;
+        }
+    };
+    let bind = MwBind {
+        mw_rkey: 0,
+        rkey: 0,
+        mr_lkey: 0,
+        addr: 0,
+        length: 0,
+        access: AccessFlags::empty(),
+    };
+    let ours: &[(&str, u64)] = &[
+        (
+            "IBV_WR_LOCAL_INV",
+            SendOp::LocalInvalidate { rkey: 0 }.raw().into(),
+        ),
+        ("IBV_WR_BIND_MW", SendOp::BindMw(bind).raw().into()),
+        (
+            "IBV_WR_SEND_WITH_INV",
+            SendOp::SendWithInvalidate { rkey: 0 }.raw().into(),
+        ),
+        (
+            "IBV_WR_ATOMIC_WRITE",
+            SendOp::AtomicWrite {
+                remote_addr: 0,
+                rkey: 0,
+                data: [0; 8],
+            }
+            .raw()
+            .into(),
+        ),
+        ("IBV_WC_BIND_MW", WcOpcode::BIND_MW.0.into()),
+        ("IBV_WC_LOCAL_INV", WcOpcode::LOCAL_INV.0.into()),
+        ("IBV_WC_ATOMIC_WRITE", WcOpcode::ATOMIC_WRITE.0.into()),
+        ("IBV_MW_TYPE_1", uverbs::MwType::Type1.raw().into()),
+        ("IBV_MW_TYPE_2", uverbs::MwType::Type2.raw().into()),
+        ("IBV_ACCESS_MW_BIND", AccessFlags::MW_BIND.bits().into()),
+        ("IBV_QP_EX_WITH_LOCAL_INV", crate::qp_ex::WITH_LOCAL_INV),
+        ("IBV_QP_EX_WITH_BIND_MW", crate::qp_ex::WITH_BIND_MW),
+        (
+            "IBV_QP_EX_WITH_SEND_WITH_INV",
+            crate::qp_ex::WITH_SEND_WITH_INV,
+        ),
+        (
+            "IBV_QP_EX_WITH_ATOMIC_WRITE",
+            crate::qp_ex::WITH_ATOMIC_WRITE,
+        ),
+    ];
+    let mut c =
+        String::from("#include <stdio.h>\n#include <infiniband/verbs.h>\nint main(void) {\n");
+    for (name, _) in ours {
+        let _ = writeln!(
+            c,
+            "  printf(\"%s %llu\\n\", \"{name}\", (unsigned long long){name});"
+        );
+    }
+    c.push_str("  return 0;\n}\n");
+    let Some(text) = run_c(&dir, "enums", &c) else {
+        return;
+    };
+    let want: Vec<String> = ours.iter().map(|(n, v)| format!("{n} {v}")).collect();
+    let got: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        got, want,
+        "verbs.h (left) and the Rust values (right) differ"
     );
 }

@@ -242,6 +242,15 @@ pub struct ibv_mw_bind_info {
     pub mw_access_flags: c_uint,
 }
 
+/// `struct ibv_mw_bind`: the request of `ibv_bind_mw`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct ibv_mw_bind {
+    pub wr_id: u64,
+    pub send_flags: c_uint,
+    pub bind_info: ibv_mw_bind_info,
+}
+
 /// `ibv_send_wr.wr.rdma`.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -483,6 +492,7 @@ c_layout!(IBV_SEND_WR_XRC: "__typeof__(((struct ibv_send_wr *)0)->qp_type.xrc)"
     = ibv_send_wr_xrc, 4, [remote_srqn]);
 c_layout!(IBV_SEND_WR_QP_TYPE: "__typeof__(((struct ibv_send_wr *)0)->qp_type)"
     = ibv_send_wr_qp_type, 4, [xrc]);
+c_layout!(IBV_MW_BIND: "struct ibv_mw_bind" = ibv_mw_bind, 48, [wr_id, send_flags, bind_info]);
 c_layout!(IBV_SEND_WR_BIND_MW: "__typeof__(((struct ibv_send_wr *)0)->bind_mw)"
     = ibv_send_wr_bind_mw, 48, [mw, rkey, bind_info]);
 c_layout!(IBV_SEND_WR_TSO: "__typeof__(((struct ibv_send_wr *)0)->tso)" = ibv_send_wr_tso, 16,
@@ -520,6 +530,7 @@ pub const LAYOUTS: &[Layout] = &[
     IBV_QP_ATTR,
     IBV_SGE,
     IBV_MW_BIND_INFO,
+    IBV_MW_BIND,
     IBV_SEND_WR_RDMA,
     IBV_SEND_WR_ATOMIC,
     IBV_SEND_WR_UD,

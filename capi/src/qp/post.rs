@@ -14,14 +14,15 @@
 use core::{ffi::c_int, slice};
 
 use uverbs::{
-    sys::Errno, Payload, PostError, PostErrorKind, QpType, RecvWr, SendFlags, SendOp, SendWr, Sge,
-    UdDest,
+    sys::Errno, MwBind, Payload, PostError, PostErrorKind, QpType, RecvWr, SendFlags, SendOp,
+    SendWr, Sge, UdDest,
 };
 
 use crate::{
     ah::Ah,
     errno,
     layout::qp::{ibv_recv_wr, ibv_send_wr, ibv_sge},
+    mw,
 };
 
 /// `enum ibv_wr_opcode` values uverbs posts.
@@ -32,9 +33,13 @@ const IBV_WR_SEND_WITH_IMM: c_int = 3;
 const IBV_WR_RDMA_READ: c_int = 4;
 const IBV_WR_ATOMIC_CMP_AND_SWP: c_int = 5;
 const IBV_WR_ATOMIC_FETCH_AND_ADD: c_int = 6;
-/// `IBV_WR_LOCAL_INV` ... `IBV_WR_DRIVER1`, and `IBV_WR_ATOMIC_WRITE`:
-/// opcodes verbs.h has and uverbs' `SendWr` does not (`EOPNOTSUPP`).
-const KNOWN_UNSUPPORTED: [c_int; 6] = [7, 8, 9, 10, 11, 15];
+const IBV_WR_LOCAL_INV: c_int = 7;
+const IBV_WR_BIND_MW: c_int = 8;
+const IBV_WR_SEND_WITH_INV: c_int = 9;
+/// `IBV_WR_TSO`, `IBV_WR_DRIVER1`, and `IBV_WR_ATOMIC_WRITE` (whose 8
+/// bytes `ibv_send_wr` has no field for: it is `ibv_wr_atomic_write`'s):
+/// opcodes verbs.h has and this post does not (`EOPNOTSUPP`).
+const KNOWN_UNSUPPORTED: [c_int; 3] = [10, 11, 15];
 /// `IBV_SEND_INLINE`.
 const IBV_SEND_INLINE: u32 = 1 << 3;
 
@@ -87,10 +92,16 @@ fn sge(s: &ibv_sge) -> Sge {
 }
 
 /// The uverbs operation of a send request.
-fn send_op(wr: &ibv_send_wr) -> Result<SendOp, Errno> {
+///
+/// # Safety
+/// A bind request's window and region are NULL or live objects of this
+/// library (verbs.h's contract).
+unsafe fn send_op(wr: &ibv_send_wr) -> Result<SendOp, Errno> {
     // SAFETY: the unions are plain data, and the opcode says which member
     // the program wrote; only that one is read (here and below).
     let imm = || u32::from_be(unsafe { wr.imm_data.imm_data });
+    // SAFETY: as above (`invalidate_rkey` shares `imm_data`'s place).
+    let inv = || unsafe { wr.imm_data.invalidate_rkey };
     // SAFETY: as above.
     let rdma = || unsafe { wr.wr.rdma };
     // SAFETY: as above.
@@ -128,9 +139,25 @@ fn send_op(wr: &ibv_send_wr) -> Result<SendOp, Errno> {
                 add: a.compare_add,
             }
         }
+        IBV_WR_LOCAL_INV => SendOp::LocalInvalidate { rkey: inv() },
+        IBV_WR_SEND_WITH_INV => SendOp::SendWithInvalidate { rkey: inv() },
+        // SAFETY: the caller's contract.
+        IBV_WR_BIND_MW => SendOp::BindMw(unsafe { bind(wr) }?),
         op if KNOWN_UNSUPPORTED.contains(&op) => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
     })
+}
+
+/// A bind request's window binding (`wr.bind_mw`).
+///
+/// # Safety
+/// `wr.bind_mw.mw` is NULL or a live window of this library, and
+/// `bind_info.mr` NULL or a live region of this library.
+unsafe fn bind(wr: &ibv_send_wr) -> Result<MwBind, Errno> {
+    // SAFETY: the opcode says the program wrote `bind_mw`.
+    let b = unsafe { wr.bind_mw.bind_mw };
+    // SAFETY: the caller's contract.
+    unsafe { mw::binding(b.mw.cast(), b.rkey, &b.bind_info) }
 }
 
 /// The UD destination of a send request on a UD QP.
@@ -187,7 +214,8 @@ pub(crate) unsafe fn post_send_chain(
         // SAFETY: the caller's contract.
         let wr = unsafe { &*p };
         let checked = (|| {
-            send_op(wr)?;
+            // SAFETY: the caller's contract.
+            unsafe { send_op(wr) }?;
             if ud {
                 // SAFETY: the caller's contract.
                 unsafe { ud_dest(wr) }?;
@@ -231,9 +259,9 @@ pub(crate) unsafe fn post_send_chain(
         // SAFETY: pass 1 read these `count` requests.
         let wr = unsafe { &*p };
         p = wr.next;
-        let (Ok(op), Ok(list)) = (send_op(wr), {
-            // SAFETY: as in pass 1.
-            unsafe { sg_list(wr.sg_list, wr.num_sge) }
+        // SAFETY: as in pass 1.
+        let (Ok(op), Ok(list)) = (unsafe { send_op(wr) }, unsafe {
+            sg_list(wr.sg_list, wr.num_sge)
         }) else {
             break;
         };

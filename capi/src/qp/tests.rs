@@ -259,12 +259,12 @@ fn an_rc_qp_is_created_moved_to_rts_queried_posted_to_and_destroyed() {
         Errno::EOPNOTSUPP as c_int
     );
 
-    // Sends: a chain whose second request has an opcode uverbs cannot
-    // post: the first goes, `bad_wr` names the second.
+    // Sends: a chain whose second request has an opcode this post does
+    // not take (TSO): the first goes, `bad_wr` names the second.
     let sq = e.fake.sq_ring(handle).unwrap();
     let mut s = [
         send_wr(2, &mut sge, 2),
-        send_wr(9, &mut sge, 2),
+        send_wr(10, &mut sge, 2),
         send_wr(0, &mut sge, 2),
     ];
     s[0].next = &mut s[1];

@@ -7,9 +7,8 @@
 //! rxe's do; the program writes them through its pointer, so they are
 //! atomics read with relaxed loads (the program orders its own writes
 //! before its call). The operations uverbs has no objects for
-//! (`wr_bind_mw`, `wr_local_inv`, `wr_send_inv`, `wr_send_tso`,
-//! `wr_atomic_write`, `wr_flush`, `wr_set_xrc_srqn`) fail the session:
-//! its `wr_complete` returns `EOPNOTSUPP` and posts nothing.
+//! (`wr_send_tso`, `wr_flush`, `wr_set_xrc_srqn`) fail the session: its
+//! `wr_complete` returns `EOPNOTSUPP` and posts nothing.
 
 use core::{
     ffi::{c_int, c_void},
@@ -24,9 +23,11 @@ use super::pending::{Op, UdAddr};
 use crate::{
     errno,
     layout::{
-        qp::{ibv_ah, ibv_data_buf, ibv_qp_ex, ibv_sge},
+        pd::ibv_mw,
+        qp::{ibv_ah, ibv_data_buf, ibv_mw_bind_info, ibv_qp_ex, ibv_sge},
         AnyFn,
     },
+    mw,
     qp::Qp,
 };
 
@@ -54,6 +55,18 @@ unsafe fn build(qpx: *mut ibv_qp_ex, op: Op) {
     q.session.record(|p, _| p.build(wr_id, flags, op));
 }
 
+/// A builder or setter that cannot be carried out: the session fails
+/// with `e`.
+///
+/// # Safety
+/// As [`qp`].
+unsafe fn fail(qpx: *mut ibv_qp_ex, e: Errno) {
+    // SAFETY: the caller's contract.
+    if let Some(q) = unsafe { qp(qpx) } {
+        q.session.record(|p, _| p.fail(e));
+    }
+}
+
 /// A builder or setter uverbs cannot carry out: the session fails with
 /// `EOPNOTSUPP`.
 ///
@@ -61,9 +74,7 @@ unsafe fn build(qpx: *mut ibv_qp_ex, op: Op) {
 /// As [`qp`].
 unsafe fn unsupported(qpx: *mut ibv_qp_ex) {
     // SAFETY: the caller's contract.
-    if let Some(q) = unsafe { qp(qpx) } {
-        q.session.record(|p, _| p.fail(Errno::EOPNOTSUPP));
-    }
+    unsafe { fail(qpx, Errno::EOPNOTSUPP) }
 }
 
 /// `ibv_wr_start`.
@@ -152,27 +163,40 @@ unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u
     unsafe { build(qpx, Op::FetchAdd { rkey, addr, add }) }
 }
 
-/// `ibv_wr_bind_mw`: uverbs has no memory windows.
+/// `ibv_wr_bind_mw`: binds `mw` to `info`'s range with the new key
+/// `rkey`; the window's current key and the region's local key are read
+/// now, as rxe's `wr_bind_mw` reads them (a NULL window or bind info, or a
+/// NULL region with a length, fails the session with `EINVAL`).
 unsafe extern "C" fn wr_bind_mw(
     qpx: *mut ibv_qp_ex,
-    _mw: *mut c_void,
-    _rkey: u32,
-    _info: *const c_void,
+    mw: *mut ibv_mw,
+    rkey: u32,
+    info: *const ibv_mw_bind_info,
 ) {
-    // SAFETY: verbs.h's contract: a live QP.
-    unsafe { unsupported(qpx) }
+    // SAFETY: verbs.h's contract: a live window of this library, a bind
+    // info whose region is a live one of this library or NULL.
+    let bind = unsafe { info.as_ref() }
+        .ok_or(Errno::EINVAL)
+        // SAFETY: as above.
+        .and_then(|info| unsafe { mw::binding(mw, rkey, info) });
+    match bind {
+        // SAFETY: verbs.h's contract: a live QP.
+        Ok(b) => unsafe { build(qpx, Op::BindMw(b)) },
+        // SAFETY: as above.
+        Err(e) => unsafe { fail(qpx, e) },
+    }
 }
 
-/// `ibv_wr_local_inv`: uverbs has no invalidation.
-unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, _rkey: u32) {
+/// `ibv_wr_local_inv`.
+unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { unsupported(qpx) }
+    unsafe { build(qpx, Op::LocalInv(rkey)) }
 }
 
-/// `ibv_wr_send_inv`: uverbs has no invalidation.
-unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, _rkey: u32) {
+/// `ibv_wr_send_inv`.
+unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { unsupported(qpx) }
+    unsafe { build(qpx, Op::SendInv(rkey)) }
 }
 
 /// `ibv_wr_send_tso`: uverbs has no TSO (nor raw packet QPs).
@@ -181,15 +205,22 @@ unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u1
     unsafe { unsupported(qpx) }
 }
 
-/// `ibv_wr_atomic_write`: not in uverbs' operations.
+/// `ibv_wr_atomic_write`: the 8 bytes at `data` are copied now (a NULL
+/// `data` fails the session with `EINVAL`).
 unsafe extern "C" fn wr_atomic_write(
     qpx: *mut ibv_qp_ex,
-    _rkey: u32,
-    _addr: u64,
-    _data: *const c_void,
+    rkey: u32,
+    addr: u64,
+    data: *const c_void,
 ) {
+    if data.is_null() {
+        // SAFETY: verbs.h's contract: a live QP.
+        return unsafe { fail(qpx, Errno::EINVAL) };
+    }
+    // SAFETY: verbs.h's contract: `data` names 8 readable bytes.
+    let data = unsafe { data.cast::<[u8; 8]>().read_unaligned() };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { unsupported(qpx) }
+    unsafe { build(qpx, Op::AtomicWrite { rkey, addr, data }) }
 }
 
 /// `ibv_wr_flush` (rdma-core after 44): not in uverbs' operations.
@@ -344,7 +375,7 @@ pub(crate) fn install(c: &mut ibv_qp_ex) -> AnyFn {
     type Q = *mut ibv_qp_ex;
     c.wr_atomic_cmp_swp = slot!(wr_atomic_cmp_swp: fn(Q, u32, u64, u64, u64));
     c.wr_atomic_fetch_add = slot!(wr_atomic_fetch_add: fn(Q, u32, u64, u64));
-    c.wr_bind_mw = slot!(wr_bind_mw: fn(Q, *mut c_void, u32, *const c_void));
+    c.wr_bind_mw = slot!(wr_bind_mw: fn(Q, *mut ibv_mw, u32, *const ibv_mw_bind_info));
     c.wr_local_inv = slot!(wr_local_inv: fn(Q, u32));
     c.wr_rdma_read = slot!(wr_rdma_read: fn(Q, u32, u64));
     c.wr_rdma_write = slot!(wr_rdma_write: fn(Q, u32, u64));

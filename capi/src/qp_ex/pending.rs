@@ -10,7 +10,7 @@
 use core::ops::Range;
 use std::thread::ThreadId;
 
-use uverbs::{sys::Errno, Sge};
+use uverbs::{sys::Errno, MwBind, Sge};
 
 use super::Config;
 
@@ -42,6 +42,19 @@ pub(super) enum Op {
         rkey: u32,
         addr: u64,
         add: u64,
+    },
+    /// `ibv_wr_send_inv`: the receiver's key to invalidate.
+    SendInv(u32),
+    /// `ibv_wr_local_inv`.
+    LocalInv(u32),
+    /// `ibv_wr_bind_mw`, read from the program's objects when it was
+    /// built (as rxe's `wr_bind_mw` writes them into its WQE).
+    BindMw(MwBind),
+    /// `ibv_wr_atomic_write`: its 8 bytes, copied when it was built.
+    AtomicWrite {
+        rkey: u32,
+        addr: u64,
+        data: [u8; 8],
     },
 }
 

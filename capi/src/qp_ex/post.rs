@@ -123,6 +123,22 @@ fn atomic<K: QpKind, P: ProviderKind>(
     }
 }
 
+/// A request whose operation carries its data (a bind, a local
+/// invalidate, an atomic write): a setter's data is `EINVAL`, as rxe
+/// refuses a bind with any (rdma-core rxe.c `validate_send_wr`).
+fn no_data<K: QpKind, P: ProviderKind>(
+    w: Wr<'_, '_, '_, K, P, qpx::NoData>,
+    r: &Req,
+) -> Result<(), Errno> {
+    if !matches!(&r.data, Data::Sges(range) if range.is_empty()) {
+        return Err(Errno::EINVAL);
+    }
+    w.wr_id(r.wr_id)
+        .flags(flags(r.flags))
+        .post()
+        .map_err(|e| session_errno(&e))
+}
+
 /// How each transport writes a recorded request into its typed session.
 trait Transport: QpKind + Sized {
     /// Writes `r` (its data in `p`).
@@ -154,6 +170,8 @@ impl Transport for Rc {
             } => atomic(s.atomic_cmp_swp(rkey, addr, compare, swap), r, p),
             Op::FetchAdd { rkey, addr, add } => atomic(s.atomic_fetch_add(rkey, addr, add), r, p),
             Op::Read { rkey, addr } => read(s.rdma_read(rkey, addr), r, p),
+            Op::LocalInv(rkey) => no_data(s.local_inv(rkey), r),
+            Op::AtomicWrite { rkey, addr, data } => no_data(s.atomic_write(rkey, addr, data), r),
             _ => connected(s, r, p),
         }
     }
@@ -183,7 +201,13 @@ fn connected<K: qpx::Connected + qpx::Writes, P: ProviderKind>(
         Op::SendImm(imm) => data(s.send_imm(imm), r, p),
         Op::Write { rkey, addr } => data(s.rdma_write(rkey, addr), r, p),
         Op::WriteImm { rkey, addr, imm } => data(s.rdma_write_imm(rkey, addr, imm), r, p),
-        Op::Read { .. } | Op::CmpSwp { .. } | Op::FetchAdd { .. } => Err(Errno::EOPNOTSUPP),
+        Op::SendInv(rkey) => data(s.send_inv(rkey), r, p),
+        Op::BindMw(bind) => no_data(s.bind_mw(bind), r),
+        Op::Read { .. }
+        | Op::CmpSwp { .. }
+        | Op::FetchAdd { .. }
+        | Op::LocalInv(_)
+        | Op::AtomicWrite { .. } => Err(Errno::EOPNOTSUPP),
     }
 }
 

@@ -276,6 +276,99 @@ fn an_rc_session_writes_each_operation_as_rxe_would() {
     assert_eq!(unsafe { ibv_destroy_qp(qp) }, 0);
 }
 
+/// `ibv_wr_bind_mw`, `ibv_wr_local_inv`, `ibv_wr_send_inv` and
+/// `ibv_wr_atomic_write` write what rdma-core's rxe writes (rxe.c
+/// `wr_bind_mw`, `wr_local_inv`, `wr_send_inv`, `wr_atomic_write`):
+/// the window's current key and the region's local key read when the
+/// builder ran, the invalidated key in host order in `ex`, the atomic
+/// write's bytes where the SGEs would be.
+#[test]
+fn windows_invalidations_and_atomic_writes_are_written_as_rxe_writes_them() {
+    use crate::layout::{pd::ibv_mw, qp::ibv_mw_bind_info};
+    let e = env();
+    let (qp, x, ring) = rc(&e);
+    let mut buf = vec![0u64; 512];
+    let addr = buf.as_mut_ptr().cast::<c_void>();
+    // SAFETY: live objects; `buf` outlives the registration.
+    let (mr, mw) = unsafe {
+        let mr = crate::pd::ibv_reg_mr(e.pd, addr, 4096, 1 | (1 << 4));
+        assert!(!mr.is_null());
+        let ops = &(*e.ctx).ops;
+        type Alloc = unsafe extern "C" fn(*mut ibv_pd, c_int) -> *mut ibv_mw;
+        let alloc = core::mem::transmute::<unsafe extern "C" fn(), Alloc>(ops.alloc_mw.unwrap());
+        let mw = alloc(e.pd, 2);
+        assert!(!mw.is_null());
+        (mr, mw)
+    };
+    // SAFETY: live objects of this library.
+    let (lkey, mw_rkey) = unsafe { ((*mr).lkey, (*mw).rkey.load(Ordering::Relaxed)) };
+    let info = ibv_mw_bind_info {
+        mr: mr.cast(),
+        addr: addr as u64 + 64,
+        length: 256,
+        mw_access_flags: 2,
+    };
+    let a = [0u8; 64];
+    let base = a.as_ptr() as u64;
+    start(x);
+    ids(x, 1, SIGNALED);
+    call!(x, wr_bind_mw, mw, mw_rkey + 1, &raw const info;
+          fn(*mut ibv_mw, u32, *const ibv_mw_bind_info));
+    ids(x, 2, 0);
+    call!(x, wr_local_inv, 0xa1b2_c3d4u32; fn(u32));
+    ids(x, 3, SIGNALED);
+    call!(x, wr_send_inv, 0x0506_0708u32; fn(u32));
+    sge(x, 7, base, 16);
+    ids(x, 4, SIGNALED);
+    let mut data = *b"8 bytes!";
+    call!(x, wr_atomic_write, 5u32, 0x6000u64, data.as_ptr().cast::<c_void>();
+          fn(u32, u64, *const c_void));
+    data.fill(0); // copied by the builder
+    assert_eq!(complete(x), 0);
+    let w = drain(&ring);
+    let got: Vec<_> = w
+        .iter()
+        .map(|w| (w.wr_id(), w.opcode(), w.flags()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (1, 8, SIGNALED),
+            (2, 7, 0),
+            (3, 9, SIGNALED),
+            (4, 15, SIGNALED)
+        ]
+    );
+    // `wr.mw`: addr, length, mr_lkey, mw_rkey, rkey, access.
+    assert_eq!(
+        (w[0].u64(24), w[0].u64(32), w[0].u32(40), w[0].u32(44)),
+        (addr as u64 + 64, 256, lkey, mw_rkey)
+    );
+    assert_eq!(
+        (w[0].u32(48), w[0].u32(52), w[0].length()),
+        (mw_rkey + 1, 2, 0)
+    );
+    // `ex.invalidate_rkey`, host order.
+    assert_eq!((w[1].u32(20), w[1].length()), (0xa1b2_c3d4, 0));
+    assert_eq!((w[2].u32(20), w[2].sge(0)), (0x0506_0708, (base, 16, 7)));
+    // `wr.rdma` and `dma.atomic_wr`.
+    assert_eq!((w[3].remote_addr(), w[3].u32(32)), (0x6000, 5));
+    assert_eq!((w[3].length(), w[3].num_sge()), (8, 0));
+    let at = w[3].dma() + 24;
+    assert_eq!(&w[3].0[at..at + 8], b"8 bytes!");
+    // SAFETY: live objects, given up.
+    unsafe {
+        let ops = &(*e.ctx).ops;
+        type Dealloc = unsafe extern "C" fn(*mut ibv_mw) -> c_int;
+        let dealloc =
+            core::mem::transmute::<unsafe extern "C" fn(), Dealloc>(ops.dealloc_mw.unwrap());
+        assert_eq!(dealloc(mw), 0);
+        assert_eq!(crate::pd::ibv_dereg_mr(mr), 0);
+        assert_eq!(ibv_destroy_qp(qp), 0);
+    }
+    drop(buf);
+}
+
 #[test]
 fn a_failed_or_aborted_session_writes_nothing() {
     let e = env();
@@ -284,21 +377,11 @@ fn a_failed_or_aborted_session_writes_nothing() {
     let base = a.as_ptr() as u64;
     let eopnotsupp = Errno::EOPNOTSUPP as c_int;
     type Call = fn(&ibv_qp_ex);
-    let unsupported: [(&str, Call); 7] = [
-        ("bind_mw", |x| {
-            call!(x, wr_bind_mw, null_mut::<c_void>(), 1u32, core::ptr::null::<c_void>();
-                  fn(*mut c_void, u32, *const c_void))
-        }),
-        ("local_inv", |x| call!(x, wr_local_inv, 1u32; fn(u32))),
-        ("send_inv", |x| call!(x, wr_send_inv, 1u32; fn(u32))),
+    let unsupported: [(&str, Call); 3] = [
         (
             "send_tso",
             |x| call!(x, wr_send_tso, null_mut::<c_void>(), 0u16, 0u16; fn(*mut c_void, u16, u16)),
         ),
-        ("atomic_write", |x| {
-            call!(x, wr_atomic_write, 1u32, 0u64, core::ptr::null::<c_void>();
-                  fn(u32, u64, *const c_void))
-        }),
         ("set_xrc_srqn", |x| call!(x, wr_set_xrc_srqn, 1u32; fn(u32))),
         ("flush", |x| {
             // SAFETY: the slot right after the ibv_qp_ex, in the QP object.
@@ -318,6 +401,37 @@ fn a_failed_or_aborted_session_writes_nothing() {
         op(x);
         send(x);
         assert_eq!(complete(x), eopnotsupp, "{name}");
+        assert_eq!(ring.producer(), 0, "{name}: nothing of the session");
+    }
+    // A bind without window or bind info, an atomic write without its 8
+    // bytes, data given to an operation that carries its own: EINVAL.
+    let malformed: [(&str, Call); 4] = [
+        ("bind_mw without window", |x| {
+            call!(x, wr_bind_mw, null_mut::<c_void>(), 1u32, core::ptr::null::<c_void>();
+                  fn(*mut c_void, u32, *const c_void))
+        }),
+        ("atomic_write without data", |x| {
+            call!(x, wr_atomic_write, 1u32, 0u64, core::ptr::null::<c_void>();
+                  fn(u32, u64, *const c_void))
+        }),
+        ("local_inv with an SGE", |x| {
+            call!(x, wr_local_inv, 1u32; fn(u32));
+            sge(x, 7, 0x1000, 8);
+        }),
+        ("atomic_write with inline data", |x| {
+            let mut d = [0u8; 8];
+            call!(x, wr_atomic_write, 1u32, 0u64, d.as_ptr().cast::<c_void>();
+                  fn(u32, u64, *const c_void));
+            call!(x, wr_set_inline_data, d.as_mut_ptr().cast::<c_void>(), 8usize;
+                  fn(*mut c_void, usize));
+        }),
+    ];
+    for (name, op) in malformed {
+        start(x);
+        send(x);
+        sge(x, 7, base, 8);
+        op(x);
+        assert_eq!(complete(x), Errno::EINVAL as c_int, "{name}");
         assert_eq!(ring.producer(), 0, "{name}: nothing of the session");
     }
     // Too much inline data, too many SGEs: ENOSPC, as rxe's setters.
@@ -380,25 +494,25 @@ fn a_failed_or_aborted_session_writes_nothing() {
 }
 
 #[test]
-fn creation_takes_the_send_ops_uverbs_posts_on_the_qp_type() {
+fn creation_takes_the_send_ops_rxe_takes_on_the_qp_type() {
     let e = env();
-    for (qp_type, ops) in [(RC, 0x7f), (UC, 0x0f), (UD, 0x0c), (UD, 0)] {
+    // rxe's sets (rdma-core rxe.c RXE_SUP_*_QP_SEND_OPS_FLAGS): RC all
+    // but TSO, UC sends, writes, BIND_MW and SEND_WITH_INV, UD sends.
+    for (qp_type, ops) in [(RC, 0x13ff), (UC, 0x30f), (UD, 0x0c), (UD, 0)] {
         let qp = create(&e, qp_type, ops, 4).unwrap();
         // SAFETY: a live QP of this library.
         assert!(!unsafe { ibv_qp_to_qp_ex(qp) }.is_null());
         // SAFETY: given up.
         assert_eq!(unsafe { ibv_destroy_qp(qp) }, 0);
     }
-    // LOCAL_INV, BIND_MW, SEND_WITH_INV, TSO, ATOMIC_WRITE, and what the
-    // type does not carry (rxe refuses those too).
+    // TSO, and what the type does not carry (rxe refuses those too).
     for (qp_type, ops) in [
-        (RC, 1 << 7),
-        (RC, 1 << 8),
-        (RC, 1 << 9),
         (RC, 1 << 10),
-        (RC, 1 << 12),
         (UC, 1 << 4),
+        (UC, 1 << 7),
+        (UC, 1 << 12),
         (UD, 1 << 0),
+        (UD, 1 << 8),
         (8, 1 << 2),
     ] {
         assert_eq!(
