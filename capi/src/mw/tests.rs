@@ -4,7 +4,7 @@
 
 use core::{ffi::c_void, mem::zeroed, ptr::null_mut};
 
-use uverbs::testing::rxe::Kind;
+use uverbs::testing::rxe::{Kind, RxeRing};
 
 use super::*;
 use crate::{
@@ -39,7 +39,7 @@ fn last_errno() -> i32 {
 }
 
 /// An RC QP in RTS and its send ring.
-fn rc_qp(e: &Env) -> (*mut ibv_qp, uverbs::testing::rxe::RxeRing) {
+fn rc_qp(e: &Env) -> (*mut ibv_qp, RxeRing) {
     let mut ia = init_attr(e, 2, null_mut());
     // SAFETY: live objects.
     let qp = unsafe { ibv_create_qp(e.pd, &mut ia) };
@@ -48,6 +48,16 @@ fn rc_qp(e: &Env) -> (*mut ibv_qp, uverbs::testing::rxe::RxeRing) {
     let (handle, qp_num) = unsafe { ((*qp).handle, (*qp).qp_num) };
     to_rts(qp, qp_num);
     (qp, e.fake.sq_ring(handle).unwrap())
+}
+
+/// An env, its ops, an RC QP in RTS with its ring, and a region with
+/// `MW_BIND` over `buf` (which the test keeps until it deregisters it).
+fn rig(buf: &mut [u64]) -> (Env, Ops, *mut ibv_qp, RxeRing, *mut ibv_mr) {
+    let e = env();
+    let o = ops(e.ctx);
+    let (qp, ring) = rc_qp(&e);
+    let mr = region(&e, buf);
+    (e, o, qp, ring, mr)
 }
 
 /// A registered region of `buf` with `MW_BIND` (and local write).
@@ -106,11 +116,8 @@ fn windows_carry_what_programs_read_and_unknown_types_are_einval() {
 /// and posts nothing.
 #[test]
 fn bind_mw_posts_a_bind_to_the_next_key_and_records_it() {
-    let e = env();
-    let o = ops(e.ctx);
-    let (qp, ring) = rc_qp(&e);
     let mut buf = vec![0u64; 512];
-    let mr = region(&e, &mut buf);
+    let (e, o, qp, ring, mr) = rig(&mut buf);
     // SAFETY: live objects of this library; all given up below.
     unsafe {
         let mw = (o.alloc)(e.pd, 1);
@@ -156,11 +163,8 @@ fn bind_mw_posts_a_bind_to_the_next_key_and_records_it() {
 /// invalidated key from the `imm_data`/`invalidate_rkey` union).
 #[test]
 fn post_send_converts_binds_and_invalidations() {
-    let e = env();
-    let o = ops(e.ctx);
-    let (qp, ring) = rc_qp(&e);
     let mut buf = vec![0u64; 512];
-    let mr = region(&e, &mut buf);
+    let (e, o, qp, ring, mr) = rig(&mut buf);
     // SAFETY: live objects of this library; all given up below.
     unsafe {
         let mw = (o.alloc)(e.pd, 2);
