@@ -313,6 +313,11 @@ def main():
                          "real rdma-core and are known not to on ours yet: listed, not failed")
     ap.add_argument("--width", type=int, default=60, help="outcome column width (0: no limit)")
     ap.add_argument("--no-lib-check", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--skip-must-skip", action="store_true",
+                    help="a test skipped on real rdma-core must be skipped (or pass) on ours: "
+                         "a failure, an error, a crash or a hang there counts failed")
+    ap.add_argument("--problem", action="append", default=[], metavar="TEXT",
+                    help="a harness problem found by the caller (counted failed)")
     ap.add_argument("--print-lost", type=int, metavar="N",
                     help="only print the ids of the tests that pass on real rdma-core and not on ours, "
                     "one a line, if there are 1..N of them and ours imported (the guest retries them)")
@@ -321,7 +326,7 @@ def main():
 
     python, runs = parse_console(opts.console, opts.nonce)
     real, ours = runs.get("real"), runs.get("ours")
-    problems = []  # harness problems: each one counts as a failed test
+    problems = list(opts.problem)  # harness problems: each one counts as a failed test
     notes = []  # what went wrong on ours: the per-test counts carry it
 
     # the test ids: the real run's --list-tests, else ours', else what ran
@@ -398,6 +403,13 @@ def main():
                 o[t].reason += " (retry: %s)" % again[0].text()
     both = [t for t in ids if r.get(t, none).passed() and (opts.real_only or o.get(t, none).passed())]
     lost = [] if opts.real_only else [t for t in ids if r.get(t, none).passed() and not o.get(t, none).passed()]
+    # A skip on real rdma-core is the library saying "not supported here";
+    # ours must say so too (skip) or do the work (pass), never fail.
+    broke = []
+    if opts.skip_must_skip and not opts.real_only:
+        broke = [t for t in ids if r.get(t, none).kind == "skipped"
+                 and not (o.get(t, none).passed() or o.get(t, none).kind == "skipped")]
+        lost += broke
     # Known gaps: what the library does not do yet (each with its reason),
     # shown apart and not counted failed; one that passes now is reported,
     # for its line to go.
@@ -411,6 +423,7 @@ def main():
                     gaps["tests." + tid] = why.strip()
     known = [t for t in lost if t in gaps]
     lost = [t for t in lost if t not in gaps]
+    broke = [t for t in broke if t in lost]
     stale = [t for t in ids if t in gaps and t in both]
     extra = [] if opts.real_only else [t for t in ids if o.get(t, none).passed() and not r.get(t, none).passed()]
     real_pass = sum(1 for t in ids if r.get(t, none).passed())
@@ -425,7 +438,7 @@ def main():
             continue
         if opts.table == "changed" and (opts.real_only or (ro.kind == oo.kind and not oo.reason.startswith("on retry"))):
             continue
-        flag = "!!" if t in lost else ("??" if t in extra else "")
+        flag = "!s" if t in broke else "!!" if t in lost else ("??" if t in extra else "")
         rows.append((flag, t[len("tests."):] if t.startswith("tests.") else t, ro, oo))
     if opts.table != "none" and rows:
         w = opts.width
@@ -436,7 +449,8 @@ def main():
                 cells = [("**%s**" % t) if flag else t, ro.text(w)] + ([] if opts.real_only else [oo.text(w)])
                 print("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
         else:
-            # !! = passes on real rdma-core, not on ours; ?? = passes on ours only
+            # !! = passes on real rdma-core, not on ours; !s = skipped on real
+            # rdma-core, an error on ours; ?? = passes on ours only
             tw = max(len(t) for _, t, _, _ in rows)
             rw = max(len(ro.text(w)) for _, _, ro, _ in rows)
             print("%spyverbs, test by test:" % tag)
@@ -478,8 +492,12 @@ def main():
                    % (real_pass, len(known)))
     elif not lost:
         verdict = "every test that passes on real rdma-core (%d) passes on ours" % real_pass
+        if opts.skip_must_skip:
+            verdict += ", and every test it skips is skipped or passes"
     else:
-        verdict = "%d of the %d tests that pass on real rdma-core do not pass on ours" % (len(lost), real_pass)
+        verdict = "%d of the %d tests that pass on real rdma-core do not pass on ours" % (len(lost) - len(broke), real_pass)
+        if broke:
+            verdict += "; %d it skips end in an error on ours" % len(broke)
     ok = failed == 0
     print("%sverdict: %s: %s" % (tag, "ok" if ok else "FAILED", verdict))
     print(

@@ -15,7 +15,9 @@
 #      (scripts/loom.sh: the `loom_*` unit tests built with --cfg loom),
 #      then rdma-core on the mlx5 device model (scripts/rdma-core-on-model.sh:
 #      Debian's unmodified libibverbs + libmlx5, ibv_devinfo, C probes and
-#      rdma-core's pyverbs tests through the LD_PRELOAD shim of preload/);
+#      rdma-core's pyverbs tests through the LD_PRELOAD shim of preload/),
+#      and pyverbs on the model over rdma-core and over our libibverbs.so.1
+#      + libmlx5.so.1, compared test by test (scripts/pyverbs-model.sh);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
 #      kernel 6.12 with musl builds (scripts/guest-test.sh; they include capi's:
 #      rdma-core's tools, perftest and C programs over our libibverbs.so.1,
@@ -124,9 +126,21 @@ if [[ $LOOM == 1 ]]; then
   scripts/loom.sh 2>&1 | tee "$LOGS/loom.log"
 fi
 
+# The C libraries as programs load them: libibverbs.so.1 and libmlx5.so.1
+# (ours) and the stub libefa.so.1, in one directory for LD_LIBRARY_PATH.
+OURS=$ROOT/target/pyverbs-ours
+if [[ $RDMA_CORE == 1 || $GUEST == 1 ]]; then
+  rm -rf "$OURS"; mkdir -p "$OURS"
+  cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
+  capi/stubs/build.sh "$OURS" >&2
+fi
+
 if [[ $RDMA_CORE == 1 ]]; then
   step "rdma-core 44 (libibverbs, libmlx5, ibv_devinfo, pyverbs tests) on the mlx5 device model"
   scripts/rdma-core-on-model.sh 2>&1 | tee "$LOGS/rdma-core.log"
+  step "pyverbs on the mlx5 device model: over rdma-core, then over ours, test by test"
+  scripts/pyverbs-model.sh --ours "$OURS" --known-gaps capi/pyverbs-model-known-gaps.txt 2>&1 \
+    | tee "$LOGS/pyverbs-model.log"
 fi
 
 # Runs one guest step, `NAME COMMAND...`: stdout to $LOGS/NAME.log (and the
@@ -177,10 +191,6 @@ if [[ $GUEST == 1 ]]; then
   # rdma-core's pyverbs tests, twice per kernel in one boot: on real
   # rdma-core, then on capi's libibverbs.so.1 (+ the stub libmlx5/libefa),
   # compared test by test (capi/pyverbs-known-gaps.txt: what ours lacks yet).
-  OURS=$ROOT/target/pyverbs-ours
-  rm -rf "$OURS"; mkdir -p "$OURS"
-  cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
-  capi/stubs/build.sh "$OURS" >&2
   step "pyverbs harness self-test (host)"
   scripts/pyverbs-guest.sh --self-test 2>&1 | tee "$LOGS/pyverbs-self-test.log" >&2
   for k in 6.1 6.12; do
