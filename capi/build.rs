@@ -28,6 +28,7 @@ fn main() {
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     println!("cargo:rerun-if-changed=libibverbs.map");
     println!("cargo:rerun-if-changed=exports.txt");
+    println!("cargo:rerun-if-changed=mlx5/exports.txt");
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={dir}/libibverbs.map");
@@ -82,6 +83,47 @@ fn main() {
             let _ = writeln!(asm, "    \"{l}\",");
         }
     }
+    // libmlx5.so.1's functions (capi/mlx5/exports.txt) live here too, as
+    // private exports `uverbs_<name>` that capi/mlx5's stubs jump to. For
+    // static links the archive also defines each plain `<name>`; in the
+    // cdylib rustc's version script keeps those local, so libibverbs.so.1
+    // exports no mlx5dv_* name of its own.
+    let mlx5 =
+        fs::read_to_string(format!("{dir}/mlx5/exports.txt")).expect("read mlx5/exports.txt");
+    for (n, line) in mlx5.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (_, name) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("mlx5/exports.txt:{}: want `NODE name`", n + 1));
+        if let Some(alias) = name.strip_prefix('@') {
+            // `@name=target`: an older ABI's entry point, served by `target`.
+            let (_, target) = alias
+                .split_once('=')
+                .unwrap_or_else(|| panic!("mlx5/exports.txt:{}: want `NODE @name=target`", n + 1));
+            listed.insert(target.to_string());
+            continue;
+        }
+        assert!(
+            listed.insert(name.to_string()),
+            "mlx5/exports.txt: {name} twice"
+        );
+        let jump = match arch.as_str() {
+            "x86_64" => format!("jmp uverbs_{name}@PLT"),
+            _ => format!("b uverbs_{name}"),
+        };
+        for l in [
+            format!(".globl {name}"),
+            format!(".type {name},{kind}function"),
+            format!("{name}:"),
+            format!("    {jump}"),
+            format!(".size {name}, .-{name}"),
+        ] {
+            let _ = writeln!(asm, "    \"{l}\",");
+        }
+    }
     let mut exported = BTreeSet::new();
     collect_exports(Path::new(&format!("{dir}/src")), &mut exported);
     let unlisted: Vec<_> = exported.difference(&listed).collect();
@@ -107,6 +149,18 @@ fn collect_exports(dir: &Path, names: &mut BTreeSet<String>) {
             for rest in text.split("#[export_name = \"uverbs_").skip(1) {
                 if let Some(name) = rest.split('"').next() {
                     names.insert(name.to_string());
+                }
+            }
+            // capi/src/mlx5/unsupported.rs's macro: `unsupported! {
+            // convention: [name, ...], ... }` exports `uverbs_<name>` for
+            // each name in the brackets.
+            for rest in text.split("unsupported! {").skip(1) {
+                let body = rest.split("\n}").next().unwrap_or_default();
+                for list in body.split('[').skip(1) {
+                    let list = list.split(']').next().unwrap_or_default();
+                    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                        names.insert(name.to_string());
+                    }
                 }
             }
         }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # scripts/cabi-symbols.sh — what Debian bookworm's consumers of libibverbs
 # import, read from the binaries themselves: writes capi/symbols/libibverbs.txt
-# and checks the stub lists capi/stubs/libmlx5.txt and capi/stubs/libefa.txt.
+# and checks the stub list capi/stubs/libefa.txt and libmlx5.so.1's export
+# list capi/mlx5/exports.txt (with its nodes, capi/mlx5/libmlx5.map).
 #
 # Usage: scripts/cabi-symbols.sh [--check]
 #   --check   write nothing: exit 1 if capi/symbols/libibverbs.txt is not what
-#             the binaries import now, or a stub list differs from them
+#             the binaries import now, or a list differs from them
 #
 # Consumers (`nm -D --with-symbol-versions`, undefined symbols):
 #   ibverbs-utils  ibv_devinfo, ibv_devices, ibv_{rc,uc,ud,srq,xsrq}_pingpong,
@@ -129,6 +130,37 @@ check_stub() {
   echo "$(basename "$list"): $(awk '$1 == "fn"' "$list" | wc -l) functions, $(awk '$1 == "node"' "$list" | wc -l) nodes: matches the imports and $(basename "$lib")"
 }
 LIB=$RC44/usr/lib/x86_64-linux-gnu
-check_stub "$ROOT/capi/stubs/libmlx5.txt" MLX5_ "$LIB/libmlx5.so.1"
 check_stub "$ROOT/capi/stubs/libefa.txt" EFA_ "$LIB/libefa.so.1"
+
+# check_mlx5: capi/mlx5/exports.txt is exactly what Debian's libmlx5.so.1
+# exports (name and node; `@name=target` lines are its non-default
+# versions), every MLX5_* import is among them, and libmlx5.map declares
+# Debian's nodes in order.
+check_mlx5() {
+  local list=$ROOT/capi/mlx5/exports.txt lib=$LIB/libmlx5.so.1 want have ok=1
+  want=$(nm -D --with-symbol-versions --defined-only "$lib" | awk '$2 == "T" { print $3 }' |
+    sed 's/@@\{0,1\}/ /' | awk '{ print $2 "\t" $1 }' | LC_ALL=C sort)
+  have=$(awk '!/^#/ && NF == 2 { n = $2; sub(/^@/, "", n); sub(/=.*/, "", n); print $1 "\t" n }' "$list" | LC_ALL=C sort)
+  if [[ $want != "$have" ]]; then
+    echo "cabi-symbols: $list differs from $(basename "$lib")'s exports (- library, + list):" >&2
+    diff <(echo "$want") <(echo "$have") | sed -n 's/^</-/p; s/^>/+/p' >&2
+    ok=0
+  fi
+  local missing
+  missing=$(comm -23 <(table MLX5_ | cut -f1,2 | awk -F'\t' '{ print $2 "\t" $1 }' | LC_ALL=C sort) <(echo "$have"))
+  if [[ -n $missing ]]; then
+    echo "cabi-symbols: imports missing from $list: $missing" >&2
+    ok=0
+  fi
+  want=$(readelf -V --wide "$lib" | sed -n '/\.gnu\.version_d/,/\.gnu\.version_r/p' |
+    sed -n 's/.*Flags: none.*Name: \([^ ]*\).*/\1/p')
+  have=$(sed -n 's/^\(MLX5_[0-9.]*\) {.*/\1/p' "$ROOT/capi/mlx5/libmlx5.map")
+  if [[ $want != "$have" ]]; then
+    echo "cabi-symbols: the nodes of capi/mlx5/libmlx5.map are not those of $(basename "$lib")" >&2
+    ok=0
+  fi
+  [[ $ok == 1 ]] || { status=1; return 0; }
+  echo "capi/mlx5/exports.txt: $(grep -c '^MLX5' "$list") exports in $(echo "$have" | wc -l) nodes: matches $(basename "$lib") and covers the consumers' imports"
+}
+check_mlx5
 exit "$status"

@@ -18,7 +18,7 @@
 # test executable failed or a guest did not finish (crash/timeout).
 #
 # Also builds the C library (capi/: libibverbs.so.1 with the host's glibc
-# toolchain, also with --musl), the stub libmlx5.so.1/libefa.so.1 and the C
+# toolchain, also with --musl), libmlx5.so.1, the stub libefa.so.1 and the C
 # test program capi/tests/c/static_verbs.c (dynamic; with --musl also fully
 # static), for tests/device/cabi*.rs: /guest/cabi in the guest, exported as
 # UVERBS_CABI_DIR (and UVERBS_CABI_STATIC for the static program).
@@ -136,8 +136,8 @@ log "test executables: ${TESTS[*]##*/}; uverbs: $UVERBS; examples: ${EXAMPLES[*]
 
 # The C library (capi/) for the device tests that run Debian's programs over
 # it (tests/device/cabi*.rs): libibverbs.so.1 built with the host's glibc
-# toolchain even with --musl (Debian's binaries are glibc), the stub
-# libmlx5.so.1 and libefa.so.1 (capi/stubs/), and capi/tests/c/static_verbs.c
+# toolchain even with --musl (Debian's binaries are glibc), libmlx5.so.1
+# (capi/mlx5/), the stub libefa.so.1 (capi/stubs/), and capi/tests/c/static_verbs.c
 # linked dynamically against Debian's libibverbs (static_verbs_dyn) and, with
 # --musl, fully static over the musl staticlib (static_verbs). They go to
 # /guest/cabi, exported as UVERBS_CABI_DIR (UVERBS_CABI_STATIC: the static
@@ -159,13 +159,16 @@ for line in sys.stdin:
 if [[ -z $MANIFEST ]]; then
   CABI=$(mktemp -d "${TMPDIR:-/tmp}/guest-test-cabi.XXXXXX")
   trap 'rm -rf "$JSON" "$CABI"' EXIT
-  log "building the C library: cargo build -p uverbs-cabi (host glibc), stubs, C programs"
-  cargo build -p uverbs-cabi --message-format=json-render-diagnostics > "$JSON" \
-    || die "cargo build -p uverbs-cabi failed"
+  log "building the C libraries: cargo build -p uverbs-cabi -p uverbs-cabi-mlx5 (host glibc), stub, C programs"
+  cargo build -p uverbs-cabi -p uverbs-cabi-mlx5 --message-format=json-render-diagnostics > "$JSON" \
+    || die "cargo build -p uverbs-cabi -p uverbs-cabi-mlx5 failed"
   SO=$(cdylib ibverbs < "$JSON" | tail -1)
   [[ -n $SO && -f $SO ]] || die "cargo did not report libibverbs.so"
+  MLX5_SO=$(cdylib mlx5 < "$JSON" | tail -1)
+  [[ -n $MLX5_SO && -f $MLX5_SO ]] || die "cargo did not report libmlx5.so"
   objcopy --strip-debug "$SO" "$CABI/libibverbs.so.1" 2>/dev/null || cp "$SO" "$CABI/libibverbs.so.1"
-  "$REPO/capi/stubs/build.sh" "$CABI" >&2 || die "building the stub libmlx5/libefa failed"
+  objcopy --strip-debug "$MLX5_SO" "$CABI/libmlx5.so.1" 2>/dev/null || cp "$MLX5_SO" "$CABI/libmlx5.so.1"
+  "$REPO/capi/stubs/build.sh" "$CABI" >&2 || die "building the stub libefa failed"
   rm -rf "$CABI/src"
   "$REPO/capi/build-static.sh" --glibc-dynamic "$CABI/static_verbs_dyn" \
     || die "building capi/tests/c/static_verbs.c (dynamic) failed"

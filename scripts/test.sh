@@ -20,7 +20,8 @@
 #      + libmlx5.so.1, compared test by test (scripts/pyverbs-model.sh);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
 #      kernel 6.12 with musl builds (scripts/guest-test.sh; they include capi's:
-#      rdma-core's tools, perftest and C programs over our libibverbs.so.1,
+#      rdma-core's tools, perftest and C programs over our libibverbs.so.1
+#      and libmlx5.so.1,
 #      and the fully static musl C program in the musl run); then
 #      rdma-core's pyverbs tests on both kernels, on real rdma-core and on
 #      ours, compared test by test (scripts/pyverbs-guest.sh);
@@ -115,8 +116,8 @@ fi
 
 # capi's host tests load the cdylib and the staticlib, which `cargo test`
 # does not build (it links the rlib).
-step "the C library (capi/): libibverbs.so and libibverbs.a"
-cargo build -p uverbs-cabi
+step "the C libraries (capi/): libibverbs.so, libibverbs.a and libmlx5.so"
+cargo build -p uverbs-cabi -p uverbs-cabi-mlx5
 
 step "host tests"
 cargo test --workspace --features uverbs/tokio 2>&1 | tee "$LOGS/host.log"
@@ -132,6 +133,7 @@ OURS=$ROOT/target/pyverbs-ours
 if [[ $RDMA_CORE == 1 || $GUEST == 1 ]]; then
   rm -rf "$OURS"; mkdir -p "$OURS"
   cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
+  cp "$ROOT/target/debug/libmlx5.so" "$OURS/libmlx5.so.1"
   capi/stubs/build.sh "$OURS" >&2
 fi
 
@@ -211,7 +213,7 @@ fi
 
 if [[ $PACKAGE == 1 ]]; then
   step "cargo package --workspace (uverbs-abi, then uverbs, each verified from its package)"
-  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
+  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --exclude uverbs-cabi-mlx5 --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
   step "MSRV: the library and the CLI with rustc $(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
   scripts/msrv.sh 2>&1 | tail -n 3 >&2
 fi

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# capi/stubs/build.sh — builds the stub provider libraries (libmlx5.so.1,
-# libefa.so.1) from their checked-in lists: every function fails with
-# EOPNOTSUPP in its own convention, each exported under the version node
-# Debian's library gives it (`nm -D --with-symbol-versions` shows
-# `mlx5dv_open_device@@MLX5_1.7`), every node of Debian's library defined.
+# capi/stubs/build.sh — builds the stub provider library libefa.so.1 from
+# its checked-in list: every function fails with EOPNOTSUPP in its own
+# convention, each exported under the version node Debian's library gives
+# it (`nm -D --with-symbol-versions` shows `efadv_query_device@@EFA_1.1`),
+# every node of Debian's library defined. (libmlx5.so.1 is no stub: it is
+# built by cargo, `capi/mlx5/`.)
 #
-# Usage: capi/stubs/build.sh OUTDIR [LIST.txt...]   (default: libmlx5.txt libefa.txt)
+# Usage: capi/stubs/build.sh OUTDIR [LIST.txt...]   (default: libefa.txt)
 #
-# The list format is described at the top of libmlx5.txt. For each list this
+# The list format is described at the top of libefa.txt. For each list this
 # writes OUTDIR/<soname> (and keeps the generated C and version script in
 # OUTDIR/src/), compiled with ${CC:-cc} -shared: the host's C compiler and
 # libc (the stubs are loaded by Debian's glibc binaries). No compiler is
@@ -19,7 +20,7 @@ die() { echo "stubs/build.sh: $*" >&2; exit 2; }
 [[ $# -ge 1 ]] || die "usage: capi/stubs/build.sh OUTDIR [LIST.txt...]"
 OUT=$1; shift
 LISTS=("$@")
-[[ ${#LISTS[@]} -gt 0 ]] || LISTS=("$HERE/libmlx5.txt" "$HERE/libefa.txt")
+[[ ${#LISTS[@]} -gt 0 ]] || LISTS=("$HERE/libefa.txt")
 CC=${CC:-cc}
 mkdir -p "$OUT/src"
 

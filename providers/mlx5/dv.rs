@@ -65,6 +65,15 @@ pub struct Mlx5Attr {
     pub max_clock_info_update_nsec: Option<u64>,
 }
 
+/// Whether the mlx5 provider drives `device` (a ConnectX of the `mlx5_ib`
+/// driver), like `mlx5dv_is_supported`: the mlx5 functions
+/// ([`Context::mlx5`], [`open_device`](super::devx::open_device)) work on
+/// a context of it.
+#[doc(alias = "mlx5dv_is_supported")]
+pub fn is_supported(device: &crate::DeviceInfo) -> bool {
+    device.driver_id == Some(<Mlx5 as crate::providers::Provider>::DRIVER_ID)
+}
+
 impl Context {
     /// The mlx5 functions of this context; an error when its device is not
     /// driven by mlx5.

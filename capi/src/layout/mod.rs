@@ -1,4 +1,5 @@
-//! The C structs of rdma-core 44's `<infiniband/verbs.h>`, laid out as C lays
+//! The C structs of rdma-core 44's `<infiniband/verbs.h>` (and, in [`mlx5`],
+//! `<infiniband/mlx5dv.h>`), laid out as C lays
 //! them out (x86-64 and aarch64, glibc and musl alike: the only libc types
 //! inside, `pthread_mutex_t` and `pthread_cond_t`, are 40 and 48 bytes in
 //! both).
@@ -22,6 +23,7 @@
 pub mod context;
 pub mod cq;
 pub mod device;
+pub mod mlx5;
 pub mod pd;
 pub mod qp;
 pub mod unsupported;
@@ -70,6 +72,7 @@ pub fn all() -> Vec<Layout> {
     v.extend_from_slice(cq::LAYOUTS);
     v.extend_from_slice(qp::LAYOUTS);
     v.extend_from_slice(unsupported::LAYOUTS);
+    v.extend_from_slice(mlx5::LAYOUTS);
     v
 }
 

@@ -1,5 +1,5 @@
 //! The layout probe: compiles a C program against Debian's
-//! `<infiniband/verbs.h>` (libibverbs-dev 44) that prints `sizeof`,
+//! `<infiniband/verbs.h>` and `<infiniband/mlx5dv.h>` (libibverbs-dev 44) that prints `sizeof`,
 //! `_Alignof` and the `offsetof` of every field [`super::all`] lists, and
 //! compares each with this crate's `#[repr(C)]` declarations.
 //!
@@ -46,7 +46,7 @@ fn c_field(rust: &str) -> &str {
 fn program(layouts: &[Layout]) -> String {
     let mut c = String::from(
         "#include <stddef.h>\n#include <stdio.h>\n#include <infiniband/verbs.h>\n\
-         #include <infiniband/sa.h>\n\
+         #include <infiniband/sa.h>\n#include <infiniband/mlx5dv.h>\n\
          int main(void) {\n",
     );
     for l in layouts {

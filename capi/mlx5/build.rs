@@ -1,0 +1,184 @@
+//! Links `libmlx5.so.1`: a library of one-jump stubs, each rdma-core's
+//! `mlx5dv_*` symbol under its version node, jumping to the private export
+//! `uverbs_mlx5dv_*` of our `libibverbs.so.1`, where the functions live next
+//! to the verbs objects they take. A program that loads both libraries (as
+//! every mlx5dv user does) reaches one copy of uverbs.
+//!
+//! - `exports.txt` (the functions and their nodes) and `libmlx5.map` (the
+//!   nodes) are this folder's; `capi/build.rs` checks the C library
+//!   exports every function of the list.
+//! - `libibverbs.so.1` must be a `DT_NEEDED` of the library (so that a
+//!   `dlopen("libmlx5.so.1")` works alone), but cargo builds the two
+//!   cdylibs in no fixed order. So the link takes a placeholder
+//!   `libibverbs.so` made here with rustc alone (no C): soname
+//!   `libibverbs.so.1`, defining each `uverbs_mlx5dv_*` the stubs jump to.
+//!   At run time the loader binds them in the real library.
+
+use std::{env, fmt::Write as _, fs, path::PathBuf, process::Command};
+
+fn main() {
+    let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    println!("cargo:rerun-if-changed=exports.txt");
+    println!("cargo:rerun-if-changed=libmlx5.map");
+    println!("cargo:rerun-if-changed=build.rs");
+    // musl targets build no shared libraries (rustc drops the cdylib):
+    // static programs take the functions from libibverbs.a.
+    if env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "musl") {
+        return;
+    }
+    let map = fs::read_to_string(dir.join("libmlx5.map")).expect("read libmlx5.map");
+    let list = fs::read_to_string(dir.join("exports.txt")).expect("read exports.txt");
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    assert!(
+        matches!(arch.as_str(), "x86_64" | "aarch64"),
+        "libmlx5.so.1's stubs are generated for x86_64 and aarch64 only, not {arch}"
+    );
+    let kind = if arch == "aarch64" { "%" } else { "@" };
+
+    let mut asm = String::from(
+        "    \".pushsection .text.uverbs_mlx5,\\\"ax\\\",%progbits\",\n    \".p2align 4\",\n",
+    );
+    let mut targets = Vec::new();
+    for entry in entries(&list) {
+        assert!(
+            map.contains(&format!("{} {{", entry.node)),
+            "exports.txt: node {} is not in libmlx5.map",
+            entry.node
+        );
+        let stub = format!(
+            "uverbs_mlx5_v{}_{}",
+            entry.node.replace('.', "_"),
+            entry.name
+        );
+        let jump = match arch.as_str() {
+            "x86_64" => format!("jmp uverbs_{}@PLT", entry.target),
+            _ => format!("b uverbs_{}", entry.target),
+        };
+        let at = if entry.alias { "@" } else { "@@" };
+        for l in [
+            format!(".globl {stub}"),
+            format!(".type {stub},{kind}function"),
+            format!("{stub}:"),
+            format!("    {jump}"),
+            format!(".size {stub}, .-{stub}"),
+            format!(".symver {stub}, {}{at}{}", entry.name, entry.node),
+        ] {
+            let _ = writeln!(asm, "    \"{l}\",");
+        }
+        targets.push(entry.target);
+    }
+    asm.push_str("    \".popsection\",\n");
+    fs::write(
+        out.join("stubs.rs"),
+        format!("core::arch::global_asm!(\n{asm});\n"),
+    )
+    .expect("write stubs.rs");
+
+    let placeholder = placeholder(&out, &targets);
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmlx5.so.1");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        dir.join("libmlx5.map").display()
+    );
+    println!("cargo:rustc-cdylib-link-arg={}", placeholder.display());
+}
+
+/// One line of exports.txt.
+struct Entry {
+    node: String,
+    name: String,
+    /// The private export the stub jumps to (without `uverbs_`).
+    target: String,
+    /// A non-default `name@node`.
+    alias: bool,
+}
+
+fn entries(list: &str) -> Vec<Entry> {
+    let mut v = Vec::new();
+    for (n, line) in list.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (node, rest) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("exports.txt:{}: want `NODE name`", n + 1));
+        let (name, target, alias) = match rest.strip_prefix('@') {
+            Some(a) => {
+                let (name, target) = a.split_once('=').unwrap_or_else(|| {
+                    panic!("exports.txt:{}: an alias is `NODE @name=target`", n + 1)
+                });
+                (name, target, true)
+            }
+            None => (rest, rest, false),
+        };
+        v.push(Entry {
+            node: node.to_string(),
+            name: name.to_string(),
+            target: target.to_string(),
+            alias,
+        });
+    }
+    v
+}
+
+/// Builds `OUT_DIR/placeholder/libibverbs.so` (soname `libibverbs.so.1`)
+/// defining `uverbs_<target>` for each target: only the link reads it.
+fn placeholder(out: &std::path::Path, targets: &[String]) -> PathBuf {
+    let pdir = out.join("placeholder");
+    fs::create_dir_all(&pdir).expect("create the placeholder directory");
+    let mut src = String::from(
+        "#![no_std]\n#[panic_handler]\nfn panic(_: &core::panic::PanicInfo) -> ! { loop {} }\n",
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for t in targets {
+        if seen.insert(t) {
+            let _ = writeln!(src, "#[no_mangle]\npub extern \"C\" fn uverbs_{t}() {{}}");
+        }
+    }
+    let rs = pdir.join("placeholder.rs");
+    fs::write(&rs, src).expect("write placeholder.rs");
+    let so = pdir.join("libibverbs.so");
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let mut cmd = Command::new(rustc);
+    cmd.args([
+        "--edition",
+        "2021",
+        "--crate-type",
+        "cdylib",
+        "--crate-name",
+        "ibverbs",
+    ])
+    .args([
+        "-C",
+        "panic=abort",
+        "-C",
+        "opt-level=0",
+        "-C",
+        "debuginfo=0",
+    ])
+    .args([
+        "-C",
+        "link-arg=-Wl,-soname,libibverbs.so.1",
+        "-C",
+        "link-arg=-nostartfiles",
+    ]);
+    if let Ok(target) = env::var("TARGET") {
+        cmd.args(["--target", &target]);
+    }
+    if let Ok(linker) = env::var("RUSTC_LINKER") {
+        cmd.arg("-C").arg(format!("linker={linker}"));
+    }
+    let status = cmd
+        .arg("-o")
+        .arg(&so)
+        .arg(&rs)
+        .status()
+        .expect("run rustc for the placeholder");
+    assert!(
+        status.success(),
+        "building the placeholder libibverbs.so failed: {status}"
+    );
+    so
+}
