@@ -157,6 +157,11 @@ macro_rules! providers {
                 match self { $(AnyContext::$v(_) => <$p>::fw_ver(raw)),+ }
             }
 
+            /// The device's free-running clock, when the provider reads it.
+            pub(crate) fn read_raw_clock(&self) -> Option<u64> {
+                match self { $(AnyContext::$v(c) => <$p>::read_raw_clock(c)),+ }
+            }
+
             /// `ALLOC_PD`'s driver data; `run` executes the command.
             pub(crate) fn alloc_pd(&self, run: &mut RunWithOut<'_>) -> Result<AnyPd, Errno> {
                 match self { $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::alloc_pd(c, run)?))),+ }

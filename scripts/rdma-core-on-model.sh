@@ -6,6 +6,8 @@
 #
 # a. ibv_devices and ibv_devinfo -v list the model's device, port and GIDs;
 #    uverbs devinfo (-v, -l, -i) prints what ibv_devinfo prints, field by field;
+# b1. capi/tests/c/*.c print transcripts of the mlx5dv API over rdma-core
+#    and over our libibverbs.so.1 + libmlx5.so.1: they must be equal;
 # b. preload/tests/ioctl_probe.c sends raw uverbs ioctls and checks the
 #    shim's answers against the 6.1 core's (unknown attributes, missing
 #    ones, INVOKE_WRITE, plain write() commands); preload/tests/rc_probe.c,
@@ -88,6 +90,28 @@ if cc $CFLAGS -Wall -Werror -o "$WORK/ioctl_probe" "$ROOT/preload/tests/ioctl_pr
 # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
 if cc $CFLAGS -Wall -Werror -o "$WORK/rc_probe" "$ROOT/preload/tests/rc_probe.c" $LDFLAGS -libverbs \
   && "$ON" -- "$WORK/rc_probe"; then ok; else fail "rc_probe"; fi
+
+step "b1. C transcripts over rdma-core and over ours: the same output"
+# capi/tests/c/*.c programs written against Debian's mlx5dv.h print what
+# each call answers; run over Debian's libibverbs + libmlx5 (the oracle)
+# and over ours (scripts/on-model.sh --ours: our libibverbs.so.1 +
+# libmlx5.so.1 driving uverbs' mlx5 provider), the transcripts must be
+# equal. UVERBS_CABI_OURS names the directory of our libraries
+# (scripts/test.sh's); unset, on-model.sh assembles one.
+for prog in mlx5dv; do
+  # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
+  if ! cc $CFLAGS -Wall -Werror -o "$WORK/$prog" "$ROOT/capi/tests/c/$prog.c" $LDFLAGS -libverbs -lmlx5; then
+    fail "$prog (build)"; continue
+  fi
+  if "$ON" -- "$WORK/$prog" >"$WORK/$prog.rdma-core" 2>"$WORK/$prog.rdma-core.err" \
+    && "$ON" --ours ${UVERBS_CABI_OURS:+"$UVERBS_CABI_OURS"} -- "$WORK/$prog" >"$WORK/$prog.ours" 2>"$WORK/$prog.ours.err" \
+    && diff -u "$WORK/$prog.rdma-core" "$WORK/$prog.ours"; then
+    echo "$prog: the same $(wc -l <"$WORK/$prog.ours") lines over rdma-core and over ours"; ok
+  else
+    cat "$WORK/$prog.rdma-core.err" "$WORK/$prog.ours.err" 2>/dev/null | tail -n 20
+    fail "$prog (rdma-core and ours differ, or one failed)"
+  fi
+done
 
 step "b2. two stacks in one process: uverbs and libmlx5 QPs trade RC and UD traffic, WQEs compared"
 # preload/tests/two_stacks.c: a uverbs Context on the shim's model (its

@@ -60,6 +60,7 @@ mod cq;
 mod cqe;
 pub mod devx;
 pub mod dv;
+mod dv_query;
 #[cfg(test)]
 mod golden;
 #[cfg(all(test, loom))]
@@ -100,6 +101,9 @@ pub(crate) struct Mlx5Ctx {
     resources: Arc<Resources>,
     /// The kernel's clock info page, when it maps one (`clock.rs`).
     pub(crate) clock: Option<Arc<clock::ClockPage>>,
+    /// The device's free-running clock, when the kernel maps it
+    /// (`clock.rs`).
+    pub(crate) core_clock: Option<clock::CoreClockPage>,
 }
 
 /// An mlx5 PD: the PD number the kernel reports in the driver response.
@@ -302,12 +306,19 @@ impl Provider for Mlx5 {
         // The same system page length the UAR mappings use (`Uars::open`).
         let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
         let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
+        let core_clock = clock::CoreClockPage::map(dev, &state.resp, page_len);
         Ok(Mlx5Ctx {
             state,
             uars: Arc::new(uars),
             resources: Arc::default(),
             clock: clock.map(Arc::new),
+            core_clock,
         })
+    }
+
+    /// `mlx5_query_rt_values`: the core clock's counter, when mapped.
+    fn read_raw_clock(ctx: &Mlx5Ctx) -> Option<u64> {
+        ctx.core_clock.as_ref().map(clock::CoreClockPage::read)
     }
 
     /// `mlx5_query_device_ex` prints the sub-minor with four digits.
