@@ -53,6 +53,12 @@ pub(crate) trait Member: Provider {
     fn ah_of(ah: &AnyAh) -> Option<&Self::Ah>;
     /// This provider's PD data, if `pd` was allocated on one of its devices.
     fn pd_of(pd: &AnyPd) -> Option<&Self::Pd>;
+    /// This provider's CQ consumer side, if `cq` is one of its CQs.
+    fn cq_of(cq: &AnyCq) -> Option<&Self::Cq>;
+    /// This provider's QP state, if `qp` is one of its QPs.
+    fn qp_shared_of(qp: &AnyQpShared) -> Option<&Self::QpShared>;
+    /// This provider's SRQ producer side, if `srq` is one of its SRQs.
+    fn srq_of(srq: &AnySrq) -> Option<&Self::Srq>;
 }
 
 macro_rules! providers {
@@ -143,6 +149,18 @@ macro_rules! providers {
             #[allow(unreachable_patterns)]
             fn pd_of(pd: &AnyPd) -> Option<&Self::Pd> {
                 match pd { AnyPd::$v(p) => Some(p), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn cq_of(cq: &AnyCq) -> Option<&Self::Cq> {
+                match cq { AnyCq::$v(c) => Some(c), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn qp_shared_of(qp: &AnyQpShared) -> Option<&Self::QpShared> {
+                match qp { AnyQpShared::$v(q) => Some(q), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn srq_of(srq: &AnySrq) -> Option<&Self::Srq> {
+                match srq { AnySrq::$v(s) => Some(s), _ => None }
             }
         })+
 

@@ -60,6 +60,7 @@ mod cq;
 mod cqe;
 pub mod devx;
 pub mod dv;
+mod dv_obj;
 mod dv_query;
 #[cfg(test)]
 mod golden;
@@ -78,7 +79,7 @@ mod wqe;
 
 pub(crate) use context::Mlx5State;
 
-use ah::build_av;
+use ah::{build_av, Mlx5Ah};
 use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
@@ -227,6 +228,7 @@ pub(crate) struct Mlx5Qp {
 fn av_of<'w>(wr: &SendWr<'w>) -> Result<&'w Av, PostErrorKind> {
     wr.ud
         .and_then(|d| Mlx5::ah_of(d.ah_driver()))
+        .map(|a| &a.av)
         .ok_or(PostErrorKind::BadDestination(
             "the address handle belongs to a device of another driver",
         ))
@@ -260,7 +262,7 @@ impl Provider for Mlx5 {
 
     type Context = Mlx5Ctx;
     type Pd = Mlx5Pd;
-    type Ah = Av;
+    type Ah = Mlx5Ah;
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
     type Cq = Mlx5Cq;
@@ -336,10 +338,10 @@ impl Provider for Mlx5 {
         Ok(Mlx5Pd { pdn })
     }
 
-    fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Av, Errno> {
+    fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Mlx5Ah, Errno> {
         let mut resp = abi::Mlx5IbCreateAhResp::new_zeroed();
         run(resp.as_mut_bytes())?;
-        Ok(build_av(attr, resp.dmac))
+        Ok(Mlx5Ah::new(build_av(attr, resp.dmac)))
     }
 
     fn plan_cq(
