@@ -90,6 +90,21 @@ pub(crate) struct CqRequest {
     /// the core has refused what no provider supports; the provider
     /// refuses what it has not (rxe: timestamps).
     pub(crate) wc_flags: WcExFlags,
+    /// mlx5's own attributes (`mlx5dv_create_cq`), already checked against
+    /// the device by `uverbs::mlx5`; only the mlx5 provider sees them.
+    pub(crate) mlx5: Option<Mlx5CqRequest>,
+}
+
+/// The mlx5 attributes of a CQ create (`struct mlx5dv_cq_init_attr`,
+/// checked): what goes into `mlx5_ib_create_cq`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Mlx5CqRequest {
+    /// The CQE size asked for (64 or 128); `None`: `MLX5_CQE_SIZE` or 64.
+    pub(crate) cqe_size: Option<u16>,
+    /// CQE compression with this response format (`cqe_comp_en`).
+    pub(crate) compressed_format: Option<u8>,
+    /// 128-byte CQE padding (`MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD`).
+    pub(crate) pad: bool,
 }
 
 /// What the kernel answered to a CQ create.

@@ -153,6 +153,17 @@ impl Context {
     #[doc(alias = "ibv_create_cq")]
     #[doc(alias = "ibv_create_cq_ex")]
     pub fn create_cq(&self, cqe: u32, opts: CqOptions<'_>) -> Result<CompletionQueue> {
+        self.create_cq_with(cqe, opts, None)
+    }
+
+    /// [`Context::create_cq`] with mlx5's attributes
+    /// ([`crate::mlx5::Mlx5Context::create_cq`], checked there).
+    pub(crate) fn create_cq_with(
+        &self,
+        cqe: u32,
+        opts: CqOptions<'_>,
+        mlx5: Option<crate::providers::Mlx5CqRequest>,
+    ) -> Result<CompletionQueue> {
         let ctx = &self.inner;
         let unknown = opts.wc_flags - WcExFlags::KNOWN;
         if !unknown.is_empty() {
@@ -189,6 +200,7 @@ impl Context {
             cqe,
             comp_vector: opts.comp_vector,
             wc_flags: opts.wc_flags,
+            mlx5,
         };
         // libibverbs `ibv_cmd_create_cq_ex`: either timestamp asks the
         // kernel for completion timestamps (ioctl only: the write fallback

@@ -184,3 +184,56 @@ fn the_views_show_what_the_library_wrote_and_the_device_completed() {
 }
 
 use mlx5_pair::assert_clean;
+
+#[test]
+fn a_cq_of_128_byte_cqes_carries_traffic_and_the_attributes_are_checked() {
+    use mlx5::Mlx5CqAttr;
+    use uverbs::{AccessFlags, CqOptions, QpType, RecvWr, SendWr, WcOpcode, WcStatus};
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let big = Mlx5CqAttr::default().cqe_size(128);
+    let mut cq_a = m.create_cq(32, CqOptions::default(), big).unwrap();
+    let mut cq_b = m.create_cq(32, CqOptions::default(), big).unwrap();
+    assert_eq!(m.cq_view(&cq_b).map(|v| v.cqe_size), Ok(128));
+    let cap = mlx5_pair::cap(16, 2, 64);
+    let mut a = mlx5_pair::create_qp(&pd, QpType::Rc, &cq_a, None, cap);
+    let mut b = mlx5_pair::create_qp(&pd, QpType::Rc, &cq_b, None, cap);
+    let g = mlx5_pair::gid(&ctx);
+    mlx5_pair::connect(&a, b.qp_num(), g, 7);
+    mlx5_pair::connect(&b, a.qp_num(), g, 7);
+    let mr = pd
+        .alloc_mr(8192, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
+        .unwrap();
+    mr.write(0, &[0x5a; 100]).unwrap();
+    b.post_recv(&[RecvWr::new(9, &[mr.sge(4096, 128).unwrap()])])
+        .unwrap();
+    a.post_send(&[SendWr::send(8, &[mr.sge(0, 100).unwrap()])])
+        .unwrap();
+    // The view took cq_b out of the library's cleaning, not its polling.
+    let got_a = mlx5_pair::run_and_poll(&model, &mut cq_a, 1);
+    let got_b = mlx5_pair::run_and_poll(&model, &mut cq_b, 1);
+    assert_eq!(
+        (got_a[0].wr_id, got_a[0].status, got_a[0].opcode),
+        (8, WcStatus::SUCCESS, WcOpcode::SEND)
+    );
+    assert_eq!(
+        (got_b[0].wr_id, got_b[0].status, got_b[0].byte_len),
+        (9, WcStatus::SUCCESS, 100)
+    );
+    let mut data = [0u8; 100];
+    mr.read(4096, &mut data).unwrap();
+    assert_eq!(data, [0x5a; 100]);
+    // libmlx5's refusals (EINVAL): a size that is not 64 or 128, and what
+    // the model's device does not report (compression, padding).
+    for bad in [
+        Mlx5CqAttr::default().cqe_size(100),
+        Mlx5CqAttr::default().compressed(mlx5::cqe_comp_format::HASH),
+        Mlx5CqAttr::default().cqe_size(128).padded(),
+    ] {
+        let e = m.create_cq(8, CqOptions::default(), bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad:?}");
+    }
+    mlx5_pair::assert_clean(&model);
+}

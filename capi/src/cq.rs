@@ -256,6 +256,25 @@ pub(crate) unsafe fn create(
     fill: impl FnOnce(&mut ibv_cq_ex),
 ) -> Result<*mut Cq, Errno> {
     // SAFETY: the caller's contract.
+    unsafe {
+        create_with(context, attr, fill, |ctx, cqe, opts| {
+            ctx.create_cq(cqe, opts)
+        })
+    }
+}
+
+/// [`create`], the uverbs CQ made by `make` (`mlx5dv_create_cq`'s, with
+/// mlx5 attributes).
+///
+/// # Safety
+/// As for [`create`].
+pub(crate) unsafe fn create_with(
+    context: *mut ibv_context,
+    attr: &CqCreate,
+    fill: impl FnOnce(&mut ibv_cq_ex),
+    make: impl FnOnce(&uverbs::Context, u32, CqOptions<'_>) -> uverbs::Result<CompletionQueue>,
+) -> Result<*mut Cq, Errno> {
+    // SAFETY: the caller's contract.
     let ctx = unsafe { Context::from_c(context) }?;
     let (Ok(cqe), Ok(comp_vector)) = (u32::try_from(attr.cqe), u32::try_from(attr.comp_vector))
     else {
@@ -317,7 +336,7 @@ pub(crate) unsafe fn create(
         context: raw as u64,
         wc_flags: attr.wc_flags,
     };
-    match ctx.uv.create_cq(cqe, opts) {
+    match make(&ctx.uv, cqe, opts) {
         Ok(q) => {
             // SAFETY: `raw` is the allocation just made; nothing else has
             // its address yet (the uverbs CQ keeps it as a number).

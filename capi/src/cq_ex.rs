@@ -93,7 +93,7 @@ const REPORTABLE: WcExFlags = WcExFlags::STANDARD
 
 /// Checks `ibv_create_cq_ex`'s attributes as libibverbs and rdma-core's rxe
 /// do, and says what to create.
-fn create_args(a: &ibv_cq_init_attr_ex) -> Result<CqCreate, Errno> {
+pub(crate) fn create_args(a: &ibv_cq_init_attr_ex) -> Result<CqCreate, Errno> {
     // rdma-core's rxe: any bit beyond what it reports is EOPNOTSUPP, first.
     if a.wc_flags & !REPORTABLE.bits() != 0 {
         return Err(Errno::EOPNOTSUPP);

@@ -354,6 +354,62 @@ impl CqCore {
     }
 }
 
+/// The CQE size of a new CQ, as libmlx5's `get_cqe_size`: the size asked
+/// for, else the `MLX5_CQE_SIZE` environment variable (read as C's `atoi`
+/// reads it), else 64; anything but 64 or 128 is `EINVAL`.
+pub(crate) fn cqe_size(asked: Option<u16>, env: Option<&std::ffi::OsStr>) -> crate::Result<usize> {
+    let size = match (asked, env) {
+        (Some(s), _) => i64::from(s),
+        (None, Some(v)) => atoi(v.as_encoded_bytes()),
+        (None, None) => 64,
+    };
+    match size {
+        64 | 128 => Ok(size as usize),
+        _ => Err(Error::new(
+            "ibv_create_cq",
+            ErrorKind::InvalidArgument,
+            format!(
+                "a CQE of {size} bytes{}: mlx5 CQEs are 64 or 128 bytes",
+                if asked.is_none() {
+                    " (MLX5_CQE_SIZE)"
+                } else {
+                    ""
+                }
+            ),
+        )),
+    }
+}
+
+/// C's `atoi`: leading white space, a sign, then decimal digits; 0 when
+/// none (and, unlike C, no overflow: it saturates).
+fn atoi(b: &[u8]) -> i64 {
+    let mut it = b
+        .iter()
+        .copied()
+        .skip_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        .peekable();
+    let neg = match it.peek() {
+        Some(b'-') => {
+            it.next();
+            true
+        }
+        Some(b'+') => {
+            it.next();
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    for c in it.take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
 /// The consumer side of an mlx5 CQ.
 #[derive(Debug)]
 pub(crate) struct Mlx5Cq {
@@ -840,6 +896,22 @@ impl Mlx5Cq {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cqe_size_is_libmlx5s() {
+        use std::ffi::OsStr;
+        assert_eq!(cqe_size(None, None).unwrap(), 64);
+        assert_eq!(cqe_size(Some(128), Some(OsStr::new("64"))).unwrap(), 128);
+        assert_eq!(cqe_size(None, Some(OsStr::new("128"))).unwrap(), 128);
+        // atoi: white space, a sign, digits, then anything.
+        assert_eq!(cqe_size(None, Some(OsStr::new("  +128abc"))).unwrap(), 128);
+        for bad in ["", "abc", "100", "-64", "256"] {
+            let e = cqe_size(None, Some(OsStr::new(bad))).unwrap_err();
+            assert_eq!(e.errno(), crate::sys::Errno::EINVAL, "{bad:?}");
+        }
+        assert!(cqe_size(Some(100), None).is_err());
+        assert!(cqe_size(Some(0), None).is_err());
+    }
 
     /// The one-comparison test against the two-part definition, for every
     /// `op_own` byte and both owner values.

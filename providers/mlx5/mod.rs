@@ -60,6 +60,7 @@ mod cq;
 mod cqe;
 pub mod devx;
 pub mod dv;
+mod dv_create;
 mod dv_obj;
 mod dv_query;
 #[cfg(test)]
@@ -394,15 +395,36 @@ impl Provider for Mlx5 {
                     format!("{} CQEs: an mlx5 CQ holds at most 2^24 - 1", req.cqe),
                 )
             })?;
-        let core = Arc::new(CqCore::new(ncqe, cqe::CQE_SIZE)?);
+        let dv = req.mlx5.unwrap_or_default();
+        let cqe_size = cq::cqe_size(dv.cqe_size, std::env::var_os("MLX5_CQE_SIZE").as_deref())?;
+        let core = Arc::new(CqCore::new(ncqe, cqe_size)?);
         let mut input = abi::Mlx5IbCreateCq::new_zeroed();
         input.buf_addr = core.buf.addr();
         input.db_addr = core.buf.db_addr();
-        input.cqe_size = cqe::CQE_SIZE as u32;
+        input.cqe_size = cqe_size as u32;
+        if let Some(format) = dv.compressed_format {
+            input.cqe_comp_en = 1;
+            input.cqe_comp_res_format = format;
+        }
+        let mut flags = 0;
+        if dv.pad {
+            flags |= abi::MLX5_IB_CREATE_CQ_FLAGS_CQE_128B_PAD;
+        }
+        // `create_cq`: wall-clock stamps from the device itself, when the
+        // kernel says it stamps in real time and the CQ wants only those.
+        if ctx.state.resp.comp_mask & abi::MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_REAL_TIME_TS != 0
+            && !req.wc_flags.contains(WcExFlags::COMPLETION_TIMESTAMP)
+            && req
+                .wc_flags
+                .contains(WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK)
+        {
+            flags |= abi::MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS;
+        }
         if let Some(page) = ctx.uars.cq_page_index() {
-            input.flags = abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX as u16;
+            flags |= abi::MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX;
             input.uar_page_index = page;
         }
+        input.flags = flags as u16;
         let plan = Drv {
             input,
             output: abi::Mlx5IbCreateCqResp::new_zeroed(),

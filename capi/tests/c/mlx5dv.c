@@ -40,6 +40,40 @@ static int connect_self(struct ibv_context *c, struct ibv_qp *qp)
 			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+#include <errno.h>
+
+/* mlx5dv_create_cq's attributes: what it accepts and refuses. */
+static void dv_cqs(struct ibv_context *c)
+{
+	struct { const char *what; uint64_t mask; uint16_t size; uint32_t flags; uint8_t fmt; } t[] = {
+		{ "128-byte CQEs", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 128, 0, 0 },
+		{ "64-byte CQEs", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 64, 0, 0 },
+		{ "100-byte CQEs", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE, 100, 0, 0 },
+		{ "padding of 128-byte CQEs", MLX5DV_CQ_INIT_ATTR_MASK_CQE_SIZE | MLX5DV_CQ_INIT_ATTR_MASK_FLAGS,
+		  128, MLX5DV_CQ_INIT_ATTR_FLAGS_CQE_PAD, 0 },
+		{ "a reserved flag", MLX5DV_CQ_INIT_ATTR_MASK_FLAGS, 0, MLX5DV_CQ_INIT_ATTR_FLAGS_RESERVED, 0 },
+		{ "hash compression", MLX5DV_CQ_INIT_ATTR_MASK_COMPRESSED_CQE, 0, 0, MLX5DV_CQE_RES_FORMAT_HASH },
+		{ "an unknown comp_mask bit", 1 << 7, 0, 0, 0 },
+	};
+	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct ibv_cq_init_attr_ex ca = { .cqe = 10, .wc_flags = IBV_WC_STANDARD_FLAGS };
+		struct mlx5dv_cq_init_attr da = { .comp_mask = t[i].mask, .cqe_size = t[i].size,
+			.flags = t[i].flags, .cqe_comp_res_format = t[i].fmt };
+		errno = 0;
+		struct ibv_cq_ex *cq = mlx5dv_create_cq(c, &ca, &da);
+		if (!cq) {
+			printf("create_cq with %s: NULL, errno %d\n", t[i].what, errno);
+			continue;
+		}
+		struct mlx5dv_cq dc = { 0 };
+		struct mlx5dv_obj o = { .cq = { ibv_cq_ex_to_cq(cq), &dc } };
+		int r = mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ);
+		printf("create_cq with %s: %u CQEs of %u bytes (init_obj %d), cqe %d\n", t[i].what,
+		       dc.cqe_cnt, dc.cqe_size, r, ibv_cq_ex_to_cq(cq)->cqe);
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
+	}
+}
+
 /* The views of mlx5dv_init_obj, and an RDMA WRITE posted and completed by
  * hand through them (a UCX-style data path: WQE into sq.buf, doorbell
  * record, 8-byte doorbell to bf.reg, CQE read from the CQ's buffer). */
@@ -158,5 +192,6 @@ int main(void) {
   struct ibv_values_ex v = { .comp_mask = IBV_VALUES_MASK_RAW_CLOCK };
   r = ibv_query_rt_values_ex(c, &v);
   printf("rt_values %d comp_mask %#x nonzero %d\n", r, v.comp_mask, v.raw_clock.tv_nsec != 0 || v.raw_clock.tv_sec != 0);
+  dv_cqs(c);
   return views(c);
 }
