@@ -393,6 +393,10 @@ enum Kind {
     Flags,
     /// `PTR_OUT` of at least this many bytes.
     Out(usize),
+    /// `RAW_FD`: the fd number inline, length 0
+    /// (drivers/infiniband/core/uverbs_ioctl.c `uverbs_process_attr`,
+    /// `UVERBS_ATTR_TYPE_RAW_FD`; rdma-core's `fill_attr_in_fd`).
+    FdNum,
 }
 
 /// Checks a command's attributes against a method's spec, as the uverbs
@@ -418,6 +422,7 @@ fn check_attrs(cmd: &IoctlCmd<'_>, spec: &[(u16, Kind, bool)]) -> Result<(), Err
             (Kind::Const, AttrBuf::Inline) => len == 8,
             (Kind::Flags, AttrBuf::Inline) => len == 4 || len == 8,
             (Kind::Out(min), AttrBuf::Out(_)) => len >= min,
+            (Kind::FdNum, AttrBuf::Inline) => len == 0,
             _ => false,
         };
         if !ok {
@@ -994,7 +999,7 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS, Flags, false),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID, Out(4), true),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, Const, false),
-            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, InExact(4), false),
+            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, FdNum, false),
         ],
     )?;
     if !s.has_uid() {
@@ -1024,6 +1029,17 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         // The memory must be mappable with one of the page sizes offered.
         if p & 0x1000 == 0 && p & !0xfff == 0 {
             return Err(Errno::EINVAL);
+        }
+    }
+    // A dma-buf registration: `ib_umem_dmabuf_get_pinned` takes the
+    // address as the offset in the dma-buf, and `dma_buf_get` refuses an fd
+    // that is not open (`EBADF`) or not a dma-buf (`EINVAL`).
+    if let Some(a) = cmd.find(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD) {
+        let fd = a.to_raw().data as i64 as RawFd;
+        match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Err(_) => return Err(Errno::EBADF),
+            Ok(l) if !l.to_string_lossy().contains("dmabuf") => return Err(Errno::EINVAL),
+            Ok(_) => {}
         }
     }
     let mut d = s.devx();
