@@ -799,10 +799,19 @@ fn obj_create(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let mut books = lock(&s.books);
     let h = books.new_handle();
     if executed {
+        // The context's PDs: verbs ones, and DevX ALLOC_PD objects (the
+        // firmware's PDs either way; `alloc_pd_out.pd` is the id the
+        // model answered, bits 0x48..0x60).
         let pdns: Vec<u32> = books
             .pds
             .iter()
             .map(|&p| super::kernel::pdn_of(p))
+            .chain(
+                d.objs
+                    .values()
+                    .filter(|o| o.create == op::ALLOC_PD)
+                    .map(|o| o.id),
+            )
             .collect();
         drop(books);
         let umems: Vec<(u32, u64, u64)> = d.umems.values().map(|u| (u.id, u.addr, u.len)).collect();
@@ -1061,10 +1070,15 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Whether `fd` is an eventfd (`eventfd_ctx_fdget` accepts it).
-fn is_eventfd(fd: RawFd) -> bool {
-    std::fs::read_link(format!("/proc/self/fd/{fd}"))
-        .is_ok_and(|p| p.to_string_lossy() == "anon_inode:[eventfd]")
+/// Whether `eventfd_ctx_fdget` takes `fd`: `EBADF` for a number that is
+/// not an open fd (`fdget`), `EINVAL` for a file that is no eventfd
+/// (`eventfd_ctx_fileget`), fs/eventfd.c.
+fn check_eventfd(fd: RawFd) -> Result<(), Errno> {
+    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+        Err(_) => Err(Errno::EBADF),
+        Ok(p) if p.to_string_lossy() == "anon_inode:[eventfd]" => Ok(()),
+        Ok(_) => Err(Errno::EINVAL),
+    }
 }
 
 /// `DEVX_SUBSCRIBE_EVENT`.
@@ -1141,9 +1155,7 @@ fn subscribe(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let eventfd = match redirect {
         Some(fd) => {
             let fd = fd as RawFd;
-            if !is_eventfd(fd) {
-                return Err(Errno::EINVAL);
-            }
+            check_eventfd(fd)?;
             // A dup keeps the eventfd for the subscription's life, as the
             // kernel's reference to it does.
             Some(Arc::new(owned(nix::unistd::dup(fd)?)))
