@@ -37,6 +37,9 @@ mod obj;
 mod uar;
 mod umem;
 
+#[cfg(test)]
+mod tests;
+
 /// The C context behind `context` and its DevX functions: `EOPNOTSUPP`
 /// for a device of another provider, as libmlx5 answers.
 ///
