@@ -53,6 +53,12 @@ pub(crate) trait Member: Provider {
     fn ah_of(ah: &AnyAh) -> Option<&Self::Ah>;
     /// This provider's PD data, if `pd` was allocated on one of its devices.
     fn pd_of(pd: &AnyPd) -> Option<&Self::Pd>;
+    /// This provider's CQ consumer side, if `cq` is one of its CQs.
+    fn cq_of(cq: &AnyCq) -> Option<&Self::Cq>;
+    /// This provider's QP state, if `qp` is one of its QPs.
+    fn qp_shared_of(qp: &AnyQpShared) -> Option<&Self::QpShared>;
+    /// This provider's SRQ producer side, if `srq` is one of its SRQs.
+    fn srq_of(srq: &AnySrq) -> Option<&Self::Srq>;
 }
 
 macro_rules! providers {
@@ -144,6 +150,18 @@ macro_rules! providers {
             fn pd_of(pd: &AnyPd) -> Option<&Self::Pd> {
                 match pd { AnyPd::$v(p) => Some(p), _ => None }
             }
+            #[allow(unreachable_patterns)]
+            fn cq_of(cq: &AnyCq) -> Option<&Self::Cq> {
+                match cq { AnyCq::$v(c) => Some(c), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn qp_shared_of(qp: &AnyQpShared) -> Option<&Self::QpShared> {
+                match qp { AnyQpShared::$v(q) => Some(q), _ => None }
+            }
+            #[allow(unreachable_patterns)]
+            fn srq_of(srq: &AnySrq) -> Option<&Self::Srq> {
+                match srq { AnySrq::$v(s) => Some(s), _ => None }
+            }
         })+
 
         impl AnyContext {
@@ -155,6 +173,11 @@ macro_rules! providers {
             /// The firmware version as the provider formats it.
             pub(crate) fn fw_ver(&self, raw: u64) -> String {
                 match self { $(AnyContext::$v(_) => <$p>::fw_ver(raw)),+ }
+            }
+
+            /// The device's free-running clock, when the provider reads it.
+            pub(crate) fn read_raw_clock(&self) -> Option<u64> {
+                match self { $(AnyContext::$v(c) => <$p>::read_raw_clock(c)),+ }
             }
 
             /// `ALLOC_PD`'s driver data; `run` executes the command.

@@ -231,6 +231,13 @@ pub(crate) trait Provider: Sized + 'static {
         request: &OpenRequest,
     ) -> Result<Self::Context>;
 
+    /// The device's free-running clock now (`ibv_query_rt_values_ex`'s
+    /// raw clock), in device ticks; `None` when the provider cannot read it
+    /// (rdma-core's rxe has no `query_rt_values`).
+    fn read_raw_clock(_ctx: &Self::Context) -> Option<u64> {
+        None
+    }
+
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {
         let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);

@@ -3,7 +3,14 @@
 # unmodified rdma-core 44.0-2 userspace (libibverbs, libmlx5, ibverbs-utils,
 # pyverbs and rdma-core's tests), through the LD_PRELOAD shim of preload/.
 #
-#   scripts/on-model.sh [--print-env] [-- CMD ARGS...]
+#   scripts/on-model.sh [--print-env] [--ours [DIR]] [-- CMD ARGS...]
+#
+# --ours runs the program over this project's C libraries instead of
+# Debian's: DIR (default target/cabi-ours, assembled here with `cargo build
+# -p uverbs-cabi -p uverbs-cabi-mlx5`) holds libibverbs.so.1, libmlx5.so.1
+# and the stub libefa.so.1, and comes first on LD_LIBRARY_PATH, so the
+# program's libibverbs and libmlx5 are ours and drive uverbs' own mlx5
+# provider on the model.
 #
 # The packages are fetched once with `apt-get download` and unpacked with
 # `dpkg -x` (nothing is installed) into
@@ -80,22 +87,46 @@ build() {
   [[ -f $SO ]] || die "no $SO after the build"
 }
 
+# ours DIR: assembles the project's C libraries in DIR.
+ours() {
+  local dir=$1 target=${CARGO_TARGET_DIR:-$ROOT/target}
+  (cd "$ROOT" && cargo build -q -p uverbs-cabi -p uverbs-cabi-mlx5 >&2) || die "building the C libraries failed"
+  mkdir -p "$dir"
+  cp "$target/debug/libibverbs.so" "$dir/libibverbs.so.1"
+  cp "$target/debug/libmlx5.so" "$dir/libmlx5.so.1"
+  [[ -f $dir/libefa.so.1 ]] || "$ROOT/capi/stubs/build.sh" "$dir" >/dev/null || die "building the stub libefa failed"
+}
+
+OURS=
 case ${1:-} in
   --print-env)
     build
     env_lines "$SO"
     exit 0
     ;;
+  --ours)
+    shift
+    if [[ ${1:-} != -- && -n ${1:-} ]]; then
+      OURS=$(mkdir -p "$1" && cd "$1" && pwd); shift
+      [[ -f $OURS/libibverbs.so.1 && -f $OURS/libmlx5.so.1 ]] || ours "$OURS"
+    else
+      OURS=${CARGO_TARGET_DIR:-$ROOT/target}/cabi-ours
+      ours "$OURS"
+    fi
+    [[ ${1:-} == -- ]] || die "usage: scripts/on-model.sh --ours [DIR] -- CMD ARGS..."
+    shift
+    ;;
   --)
     shift
     ;;
   *)
-    die "usage: scripts/on-model.sh [--print-env] [-- CMD ARGS...]"
+    die "usage: scripts/on-model.sh [--print-env] [--ours [DIR]] [-- CMD ARGS...]"
     ;;
 esac
 [[ $# -gt 0 ]] || die "no command given"
 build
 eval "$(env_lines "$SO")"
+[[ -z $OURS ]] || export LD_LIBRARY_PATH=$OURS:$LD_LIBRARY_PATH
 REPORT=$(mktemp "${TMPDIR:-/tmp}/uverbs-model-report.XXXXXX")
 trap 'rm -f "$REPORT"' EXIT
 status=0

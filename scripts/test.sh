@@ -139,7 +139,7 @@ fi
 
 if [[ $RDMA_CORE == 1 ]]; then
   step "rdma-core 44 (libibverbs, libmlx5, ibv_devinfo, pyverbs tests) on the mlx5 device model"
-  scripts/rdma-core-on-model.sh --ours "$OURS" 2>&1 | tee "$LOGS/rdma-core.log"
+  UVERBS_CABI_OURS=$OURS scripts/rdma-core-on-model.sh 2>&1 | tee "$LOGS/rdma-core.log"
   step "pyverbs on the mlx5 device model: over rdma-core, then over ours, test by test"
   scripts/pyverbs-model.sh --ours "$OURS" --known-gaps capi/pyverbs-model-known-gaps.txt 2>&1 \
     | tee "$LOGS/pyverbs-model.log"

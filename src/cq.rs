@@ -107,7 +107,7 @@ impl EventObject for CqInner {
 #[derive(Debug)]
 pub struct CompletionQueue {
     pub(crate) inner: Arc<Owned<CqInner>>,
-    ring: AnyCq,
+    pub(crate) ring: AnyCq,
     cqe: u32,
     wc_flags: WcExFlags,
     /// Completions polling sessions took off the ring (`cq_poll.rs`).

@@ -86,7 +86,7 @@ pub(crate) struct QpInner {
     pub(crate) events: Arc<EventCounts>,
     /// The provider's state kept with the kernel QP: dropped after the QP
     /// is destroyed (it may own memory the device reads and writes).
-    _shared: AnyQpShared,
+    pub(crate) shared: AnyQpShared,
 }
 
 /// The state a [`QueuePair::gate`] word holds.
@@ -141,7 +141,7 @@ impl EventObject for QpInner {
             req.as_bytes(),
             resp.as_mut_bytes(),
         )?;
-        self._shared.on_destroyed();
+        self.shared.on_destroyed();
         // The CQs and the SRQ count this QP as a child until it is dropped
         // (`ParentLink`): after the destroy, even a failed one.
         Ok((!gone).then_some([0, resp.events_reported]))
@@ -356,7 +356,7 @@ impl ProtectionDomain {
             context: init.context,
             port: AtomicU8::new(0),
             events: events.clone(),
-            _shared: shared,
+            shared,
         });
         ctx.events.insert(user_handle, Target::new(events, &inner));
         let cap = QpCap {
@@ -369,7 +369,7 @@ impl ProtectionDomain {
         let queues = ctx.provider.finish_qp(
             ctx.device(),
             plan,
-            &inner._shared,
+            &inner.shared,
             &request,
             &QpCreated {
                 handle,
@@ -483,7 +483,7 @@ impl QueuePair {
         }
         let set = mask.contains(QpAttrMask::STATE);
         if set {
-            inner._shared.on_state(next);
+            inner.shared.on_state(next);
         }
         // After the provider's hook: a post that sees the new word sees
         // what the hook did (mlx5: a new receive-queue epoch, the CQs'

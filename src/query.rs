@@ -25,6 +25,14 @@ impl Context {
     #[doc(alias = "ibv_query_device_ex")]
     #[doc(alias = "ibv_query_device")]
     pub fn query_device(&self) -> Result<DeviceAttr> {
+        self.query_device_driver(&mut [])
+    }
+
+    /// [`Context::query_device`] with the provider's part of the extended
+    /// command's response (the driver's `udata` out: mlx5's
+    /// `mlx5_ib_query_device_resp`) written to `driver_out`; left as it
+    /// was when the kernel has no extended command.
+    pub(crate) fn query_device_driver(&self, driver_out: &mut [u8]) -> Result<DeviceAttr> {
         let ctx = &self.inner;
         let req = abi::IbUverbsExQueryDevice {
             comp_mask: 0,
@@ -36,7 +44,7 @@ impl Context {
             core_in: req.as_bytes(),
             driver_in: &[],
             core_out: resp.as_mut_bytes(),
-            driver_out: &mut [],
+            driver_out,
             ..WriteCmd::default()
         };
         match ctx.write_cmd(&mut cmd) {
@@ -64,6 +72,28 @@ impl Context {
             &resp,
             self.provider_fw_ver(resp.base.fw_ver),
         ))
+    }
+
+    /// The device's real-time values, like `ibv_query_rt_values_ex` with
+    /// `IBV_VALUES_MASK_RAW_CLOCK`: the free-running clock that stamps
+    /// completions ([`crate::CqPoll::completion_ts`]), read from the page
+    /// the provider maps (mlx5's core clock; no system call). Fails with
+    /// [`ErrorKind::UnsupportedProvider`] (`EOPNOTSUPP`) where the provider
+    /// has none (rxe, as rdma-core's) or the kernel maps no clock.
+    #[doc(alias = "ibv_query_rt_values_ex")]
+    pub fn query_rt_values(&self) -> Result<RtValues> {
+        match self.inner.provider.read_raw_clock() {
+            Some(raw_clock) => Ok(RtValues { raw_clock }),
+            None => Err(Error::new(
+                "ibv_query_rt_values_ex",
+                ErrorKind::UnsupportedProvider,
+                format!(
+                    "the {} provider reads no device clock here (mlx5 maps it when the kernel \
+                     offers MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET)",
+                    self.provider_name()
+                ),
+            )),
+        }
     }
 
     fn provider_fw_ver(&self, raw: u64) -> String {

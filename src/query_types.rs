@@ -14,6 +14,18 @@ use crate::abi;
 mod flags;
 pub use flags::{DeviceCapFlags, DeviceCapFlagsEx, PortCapFlags, PortCapFlags2};
 
+/// The device's real-time values ([`Context::query_rt_values`], `struct
+/// ibv_values_ex`).
+///
+/// [`Context::query_rt_values`]: crate::Context::query_rt_values
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RtValues {
+    /// The device's free-running clock, in device ticks (libibverbs puts it
+    /// in `raw_clock.tv_nsec`, with `tv_sec` 0).
+    pub raw_clock: u64,
+}
+
 /// Device attributes (`struct ibv_device_attr_ex`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[allow(missing_docs)] // the fields are ibv_device_attr's, documented there

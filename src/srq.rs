@@ -105,7 +105,7 @@ impl EventObject for SrqInner {
 #[derive(Debug)]
 pub struct SharedReceiveQueue {
     pub(crate) inner: Arc<Owned<SrqInner>>,
-    ring: AnySrq,
+    pub(crate) ring: AnySrq,
     attr: SrqAttr,
     srq_num: u32,
 }

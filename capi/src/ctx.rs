@@ -111,7 +111,7 @@ impl Context {
                 destroy_wq: none,
                 modify_wq: none,
                 create_wq: none,
-                query_rt_values: none,
+                query_rt_values: crate::query::QUERY_RT_VALUES,
                 create_cq_ex: crate::cq_ex::CREATE_CQ_EX,
                 r#priv: null_mut(),
                 query_device_ex: crate::query::QUERY_DEVICE_EX,

@@ -27,7 +27,7 @@ use crate::{
         device::{
             ibv_cq_moderation_caps, ibv_device_attr, ibv_device_attr_ex, ibv_odp_caps,
             ibv_odp_per_transport_caps, ibv_port_attr, ibv_query_device_ex_input, ibv_rss_caps,
-            ibv_tm_caps, COMPAT_PORT_ATTR_SIZE,
+            ibv_tm_caps, ibv_values_ex, COMPAT_PORT_ATTR_SIZE,
         },
         AnyFn,
     },
@@ -69,6 +69,58 @@ pub(crate) const QUERY_PORT: AnyFn =
 pub(crate) const QUERY_DEVICE_EX: AnyFn = Some(unsafe {
     core::mem::transmute::<QueryDeviceExFn, unsafe extern "C" fn()>(query_device_ex)
 });
+
+/// `verbs_context.query_rt_values`: what the inline
+/// `ibv_query_rt_values_ex` calls.
+// SAFETY: as for QUERY_DEVICE_COMPAT, with `QueryRtValuesFn`.
+pub(crate) const QUERY_RT_VALUES: AnyFn = Some(unsafe {
+    core::mem::transmute::<QueryRtValuesFn, unsafe extern "C" fn()>(query_rt_values)
+});
+type QueryRtValuesFn = unsafe extern "C" fn(*mut ibv_context, *mut ibv_values_ex) -> c_int;
+
+/// `IBV_VALUES_MASK_RAW_CLOCK`.
+const VALUES_MASK_RAW_CLOCK: u32 = 1;
+
+/// `ibv_query_rt_values_ex`: the device's raw clock (`raw_clock.tv_nsec`,
+/// `tv_sec` 0) when asked for; `comp_mask` says what was filled. A
+/// positive errno: `EINVAL` for an unknown `comp_mask` bit, `EOPNOTSUPP`
+/// where the device has no readable clock (rxe, as rdma-core's), as
+/// libmlx5's `mlx5_query_rt_values`.
+///
+/// # Safety
+/// `context` is an open context of this library, `values` NULL or a
+/// writable `ibv_values_ex`.
+unsafe extern "C" fn query_rt_values(
+    context: *mut ibv_context,
+    values: *mut ibv_values_ex,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let ctx = match unsafe { Context::from_c(context) } {
+        Ok(c) => c,
+        Err(e) => return errno::positive(e),
+    };
+    // SAFETY: the caller's contract.
+    let Some(values) = (unsafe { values.as_mut() }) else {
+        return errno::positive(Errno::EINVAL);
+    };
+    if values.comp_mask & !VALUES_MASK_RAW_CLOCK != 0 {
+        return errno::positive(Errno::EINVAL);
+    }
+    let mut filled = 0;
+    let mut status = 0;
+    if values.comp_mask & VALUES_MASK_RAW_CLOCK != 0 {
+        match ctx.uv.query_rt_values() {
+            Ok(v) => {
+                values.raw_clock.tv_sec = 0;
+                values.raw_clock.tv_nsec = v.raw_clock as i64;
+                filled |= VALUES_MASK_RAW_CLOCK;
+            }
+            Err(e) => status = errno::positive(errno::of(&e)),
+        }
+    }
+    values.comp_mask = filled;
+    status
+}
 
 /// `(offset, size)` of an `ibv_device_attr_ex` field.
 macro_rules! span {

@@ -12,6 +12,24 @@
 use super::wqe::Av;
 use crate::AhAttr;
 
+/// An mlx5 AH's driver data: the address vector UD sends carry, and its 48
+/// wire bytes (`struct mlx5_wqe_av`) at a stable address for the AH's
+/// direct view (`mlx5dv_ah.av`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mlx5Ah {
+    pub(crate) av: Av,
+    pub(crate) wire: [u8; 48],
+}
+
+impl Mlx5Ah {
+    pub(crate) fn new(av: Av) -> Self {
+        Mlx5Ah {
+            wire: av.encode(),
+            av,
+        }
+    }
+}
+
 /// The static rate an AV carries (`ah_attr_to_mlx5_rate`: the IB rate
 /// enum offset by `MLX5_STAT_RATE_OFFSET`, 0 for the port's rate).
 fn av_rate(static_rate: u8) -> u8 {

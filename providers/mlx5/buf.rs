@@ -147,6 +147,11 @@ pub(crate) struct Units {
 }
 
 impl Units {
+    /// The queue buffer the units are in.
+    pub(crate) fn queue(&self) -> &QueueBuf {
+        &self.buf
+    }
+
     /// `count` units (a power of two) from byte `offset` of `buf`; `None`
     /// if they are not inside the queue or `offset` is not 16-aligned.
     pub(crate) fn new(buf: Arc<QueueBuf>, offset: usize, count: u32) -> Option<Self> {

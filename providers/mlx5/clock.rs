@@ -196,6 +196,85 @@ impl ClockPage {
     }
 }
 
+/// The device's free-running clock, mapped read-only: the page of the
+/// kernel's mmap command `MLX5_IB_MMAP_CORE_CLOCK` (the HCA's internal
+/// timer register, `mlx5_ib_mmap` → `MLX5_IB_MMAP_CORE_CLOCK`), which the
+/// context response offers with `MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET`
+/// and `hca_core_clock_offset` (the counter's offset in the page). The
+/// counter is 64 bits in two big-endian words, high then low, which the
+/// device updates as it ticks: rdma-core's `mlx5_read_clock`
+/// (`providers/mlx5/verbs.c`) reads high, low, high again and takes the
+/// pair when the two high words agree (at most two tries), as
+/// [`CoreClockPage::read`] does.
+#[derive(Debug)]
+pub(crate) struct CoreClockPage {
+    map: Mapping,
+    /// The counter's offset in the mapping (4-aligned).
+    offset: usize,
+}
+
+impl CoreClockPage {
+    /// Maps the page when the response offers it, as rdma-core's
+    /// `mlx5_map_internal_clock`: one read-only page at `(MLX5_IB_MMAP_CORE_CLOCK
+    /// << 8) * page_len`, the counter at `hca_core_clock_offset` modulo the
+    /// page. `None` when not offered or the mmap fails (libmlx5 opens the
+    /// context without it, with a warning).
+    pub(crate) fn map(
+        dev: Device<'_>,
+        resp: &abi::Mlx5IbAllocUcontextResp,
+        page_len: usize,
+    ) -> Option<Self> {
+        if resp.comp_mask & abi::MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET == 0 {
+            return None;
+        }
+        let offset = (u64::from(abi::MLX5_IB_MMAP_CORE_CLOCK) << 8).checked_mul(page_len as u64)?;
+        let map = dev.mmap(page_len, offset, Protection::ReadOnly).ok()?;
+        let at = (resp.hca_core_clock_offset % page_len as u64) as usize;
+        Self::from_mapping(map, at)
+    }
+
+    /// The counter at `offset` of `map` (`None` if it does not fit or is
+    /// not 4-aligned).
+    pub(crate) fn from_mapping(map: Mapping, offset: usize) -> Option<Self> {
+        let fits = offset.checked_add(8).is_some_and(|end| end <= map.len());
+        (fits && offset % 4 == 0).then_some(CoreClockPage { map, offset })
+    }
+
+    /// The counter's address in this process (`mlx5dv_context`'s
+    /// `hca_core_clock`): read it only with volatile or atomic 32-bit
+    /// loads, big-endian, high word first.
+    pub(crate) fn as_ptr(&self) -> *const u8 {
+        // In bounds: `from_mapping` checked the counter lies inside.
+        self.map.as_mut_ptr().wrapping_add(self.offset).cast_const()
+    }
+
+    #[inline(always)]
+    fn word(&self, index: usize) -> u32 {
+        // SAFETY: the counter's two 4-aligned words lie inside the mapping
+        // (`from_mapping`), which lives as long as `self`; the device
+        // writes them concurrently, so they are only loaded atomically (a
+        // load of a native width, allowed on read-only memory), never
+        // through a Rust reference.
+        let w = unsafe {
+            AtomicU32::from_ptr(self.map.as_mut_ptr().add(self.offset + 4 * index).cast())
+        };
+        u32::from_be(w.load(Ordering::Acquire))
+    }
+
+    /// The counter's value now (device ticks).
+    pub(crate) fn read(&self) -> u64 {
+        let (mut hi, mut lo) = (0, 0);
+        for _ in 0..2 {
+            hi = self.word(0);
+            lo = self.word(1);
+            if self.word(0) == hi {
+                break;
+            }
+        }
+        u64::from(hi) << 32 | u64::from(lo)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::{
@@ -354,5 +433,40 @@ mod tests {
         w.u32(offset_of!(Mlx5IbClockInfo, sign))
             .fetch_add(1, Ordering::Relaxed);
         assert_eq!(page.read().map(|i| i.nsec), Some(5));
+    }
+
+    #[test]
+    fn the_core_clock_is_two_big_endian_words_high_first() {
+        let map = memmap2::MmapOptions::new()
+            .len(4096)
+            .map_anon()
+            .map(Mapping::from)
+            .expect("anonymous mapping");
+        let base = map.as_mut_ptr() as usize;
+        // The offset must leave room for 8 bytes, 4-aligned.
+        assert!(CoreClockPage::from_mapping(map, 4090).is_none());
+        let map = memmap2::MmapOptions::new()
+            .len(4096)
+            .map_anon()
+            .map(Mapping::from)
+            .expect("anonymous mapping");
+        assert!(CoreClockPage::from_mapping(map, 2).is_none());
+        let map = memmap2::MmapOptions::new()
+            .len(4096)
+            .map_anon()
+            .map(Mapping::from)
+            .expect("anonymous mapping");
+        let base2 = map.as_mut_ptr() as usize;
+        assert_ne!(base, 0);
+        let page = CoreClockPage::from_mapping(map, 0x10).unwrap();
+        assert_eq!(page.as_ptr() as usize, base2 + 0x10);
+        // The device's register: 0x0000_0012_3456_789a as two BE words,
+        // written as bytes (what a big-endian store puts in memory).
+        let bytes = [0x00, 0x00, 0x00, 0x12, 0x34, 0x56, 0x78, 0x9a];
+        for (i, b) in bytes.iter().enumerate() {
+            // SAFETY: inside the 4096-byte anonymous mapping `page` owns.
+            unsafe { (page.as_ptr().cast_mut()).add(i).write_volatile(*b) };
+        }
+        assert_eq!(page.read(), 0x12_3456_789a);
     }
 }

@@ -273,9 +273,18 @@ pub(crate) struct CqCore {
     clean: Mutex<Vec<CleanRequest>>,
     /// Whether `clean` has requests (set under its lock, with release).
     clean_pending: AtomicBool,
+    /// The program took the CQ's direct view (`mlx5dv_init_obj`): it polls
+    /// the ring itself, so a destroyed or reset QP's CQEs are left for it
+    /// (libmlx5's `MLX5_CQ_FLAGS_DV_OWNED`, which `__mlx5_cq_clean` honours).
+    pub(crate) dv_owned: AtomicBool,
 }
 
 impl CqCore {
+    /// CQEs in the ring and bytes per CQE.
+    pub(crate) fn shape(&self) -> (u32, usize) {
+        (self.geometry.ncqe(), self.geometry.cqe_size())
+    }
+
     /// A CQ of `ncqe` (a power of two) CQEs of `cqe_size` bytes, each
     /// marked invalid (`op_own = 0xF0`).
     pub(crate) fn new(ncqe: u32, cqe_size: usize) -> crate::Result<Self> {
@@ -301,6 +310,7 @@ impl CqCore {
             ci: AtomicU32::new(0),
             clean: Mutex::new(Vec::new()),
             clean_pending: AtomicBool::new(false),
+            dv_owned: AtomicBool::new(false),
         })
     }
 
@@ -327,6 +337,9 @@ impl CqCore {
     /// complete a WQE of the new epoch): the release store here is what
     /// the poller's check in [`Mlx5Cq::poll`] sees.
     pub(crate) fn clean(&self, rsn: u32, restart: Option<Restart>) {
+        if self.dv_owned.load(Ordering::Acquire) {
+            return;
+        }
         let mut ci = self.ci.load(Ordering::Acquire);
         let end = ci.wrapping_add(self.geometry.ncqe());
         while ci != end && self.owned(ci).is_some() {

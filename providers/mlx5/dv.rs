@@ -19,7 +19,15 @@
 
 pub use super::clock::ClockInfo;
 pub use super::devx::*;
-use super::{clock::ClockPage, Mlx5, Mlx5State};
+pub use super::dv_obj::{CqView, QpView, SrqView, WqView};
+pub use super::dv_query::{
+    CqeCompCaps, CryptoCaps, DciStreamsCaps, Mlx5DeviceAttr, Mlx5DeviceFlags, SigCaps,
+    StridingRqCaps, SwParsingCaps,
+};
+use super::{
+    clock::{ClockPage, CoreClockPage},
+    Mlx5, Mlx5State,
+};
 use crate::{
     error::{Error, ErrorKind, Result},
     providers::Member,
@@ -31,8 +39,9 @@ use crate::{
 #[derive(Debug, Clone, Copy)]
 pub struct Mlx5Context<'a> {
     ctx: &'a Context,
-    state: &'a Mlx5State,
+    pub(super) state: &'a Mlx5State,
     clock: Option<&'a ClockPage>,
+    core_clock: Option<&'a CoreClockPage>,
 }
 
 /// What an mlx5 context reports about the device, like
@@ -83,6 +92,7 @@ impl Context {
                 ctx: self,
                 state: &c.state,
                 clock: c.clock.as_deref(),
+                core_clock: c.core_clock.as_ref(),
             }),
             None => Err(Error::new(
                 "mlx5 direct verbs",
@@ -153,6 +163,30 @@ impl<'a> Mlx5Context<'a> {
             num_dyn_bfregs: s.num_dyn_bfregs,
             max_clock_info_update_nsec: self.clock.map(ClockPage::overflow_period),
         }
+    }
+
+    /// The device's free-running clock now, in device ticks (what
+    /// [`Context::query_rt_values`] reads on mlx5). Fails with
+    /// [`ErrorKind::UnsupportedProvider`] when the kernel maps no core
+    /// clock (libmlx5's `EOPNOTSUPP`).
+    pub fn read_core_clock(&self) -> Result<u64> {
+        self.core_clock.map(CoreClockPage::read).ok_or_else(|| {
+            Error::new(
+                "mlx5 core clock",
+                ErrorKind::UnsupportedProvider,
+                "the kernel maps no core clock page for this context (its response lacks \
+                 MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET, or the mmap failed)",
+            )
+        })
+    }
+
+    /// The address of the device's free-running clock in this process
+    /// (`mlx5dv_context`'s `hca_core_clock`), for programs that read it
+    /// themselves: two big-endian 32-bit words, high first, to be read
+    /// with volatile loads (high, low, high again; retry if the high words
+    /// differ). Valid while the context is open. `None` without the page.
+    pub fn core_clock_ptr(&self) -> Option<*const u8> {
+        self.core_clock.map(CoreClockPage::as_ptr)
     }
 
     /// A consistent copy of the kernel's clock info page, like

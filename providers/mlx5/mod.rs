@@ -60,6 +60,8 @@ mod cq;
 mod cqe;
 pub mod devx;
 pub mod dv;
+mod dv_obj;
+mod dv_query;
 #[cfg(test)]
 mod golden;
 #[cfg(all(test, loom))]
@@ -77,7 +79,7 @@ mod wqe;
 
 pub(crate) use context::Mlx5State;
 
-use ah::build_av;
+use ah::{build_av, Mlx5Ah};
 use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
@@ -100,6 +102,9 @@ pub(crate) struct Mlx5Ctx {
     resources: Arc<Resources>,
     /// The kernel's clock info page, when it maps one (`clock.rs`).
     pub(crate) clock: Option<Arc<clock::ClockPage>>,
+    /// The device's free-running clock, when the kernel maps it
+    /// (`clock.rs`).
+    pub(crate) core_clock: Option<clock::CoreClockPage>,
 }
 
 /// An mlx5 PD: the PD number the kernel reports in the driver response.
@@ -223,6 +228,7 @@ pub(crate) struct Mlx5Qp {
 fn av_of<'w>(wr: &SendWr<'w>) -> Result<&'w Av, PostErrorKind> {
     wr.ud
         .and_then(|d| Mlx5::ah_of(d.ah_driver()))
+        .map(|a| &a.av)
         .ok_or(PostErrorKind::BadDestination(
             "the address handle belongs to a device of another driver",
         ))
@@ -256,7 +262,7 @@ impl Provider for Mlx5 {
 
     type Context = Mlx5Ctx;
     type Pd = Mlx5Pd;
-    type Ah = Av;
+    type Ah = Mlx5Ah;
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
     type Cq = Mlx5Cq;
@@ -302,12 +308,19 @@ impl Provider for Mlx5 {
         // The same system page length the UAR mappings use (`Uars::open`).
         let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
         let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
+        let core_clock = clock::CoreClockPage::map(dev, &state.resp, page_len);
         Ok(Mlx5Ctx {
             state,
             uars: Arc::new(uars),
             resources: Arc::default(),
             clock: clock.map(Arc::new),
+            core_clock,
         })
+    }
+
+    /// `mlx5_query_rt_values`: the core clock's counter, when mapped.
+    fn read_raw_clock(ctx: &Mlx5Ctx) -> Option<u64> {
+        ctx.core_clock.as_ref().map(clock::CoreClockPage::read)
     }
 
     /// `mlx5_query_device_ex` prints the sub-minor with four digits.
@@ -325,10 +338,10 @@ impl Provider for Mlx5 {
         Ok(Mlx5Pd { pdn })
     }
 
-    fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Av, Errno> {
+    fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Mlx5Ah, Errno> {
         let mut resp = abi::Mlx5IbCreateAhResp::new_zeroed();
         run(resp.as_mut_bytes())?;
-        Ok(build_av(attr, resp.dmac))
+        Ok(Mlx5Ah::new(build_av(attr, resp.dmac)))
     }
 
     fn plan_cq(

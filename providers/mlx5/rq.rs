@@ -231,7 +231,24 @@ pub(crate) struct SrqTrack {
     list: Mutex<FreeList>,
 }
 
+/// An SRQ's direct view (`mlx5dv_srq`): queue address, doorbell record
+/// address, stride, free-list head and tail.
+pub(crate) type SrqViewParts = (u64, u64, u32, u32, u32);
+
 impl SrqTrack {
+    /// The parts of the SRQ's direct view, the free list as it is now.
+    pub(crate) fn dv_view(&self) -> SrqViewParts {
+        let list = self.list.lock().unwrap_or_else(|p| p.into_inner());
+        let buf = self.units.queue();
+        (
+            buf.addr(),
+            buf.db_addr(),
+            1 << self.wqe_shift,
+            list.head,
+            list.tail,
+        )
+    }
+
     /// Links every WQE to the next (`mlx5_alloc_srq_buf`); the last is the
     /// sentinel. `None` if `wqe_cnt` WQEs of `1 << wqe_shift` bytes do not
     /// fit the buffer.

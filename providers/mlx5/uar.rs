@@ -81,9 +81,18 @@ pub(crate) struct UarPage {
     map: Mapping,
     /// The page id the kernel knows it by (the first sub-UAR's index).
     pub(crate) page_id: u32,
+    /// The offset it was mapped at on the command fd (`mlx5dv_qp`'s
+    /// `uar_mmap_offset`: another process may map it there).
+    pub(crate) mmap_offset: u64,
 }
 
 impl UarPage {
+    /// The page's address in this process (`mlx5dv_init_obj`'s views:
+    /// `bf.reg`, `cq_uar`). Only ever written through 64-bit stores.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
     /// Stores `bytes` (the doorbell's bytes in memory order) at `offset` as
     /// one 64-bit store. Offsets are computed by this module; an offset
     /// outside the page is a bug, and the store is dropped rather than made.
@@ -120,7 +129,11 @@ impl UarPage {
             .map_anon()
             .map(Mapping::from)
             .expect("anonymous mapping");
-        UarPage { map, page_id: 7 }
+        UarPage {
+            map,
+            page_id: 7,
+            mmap_offset: 0,
+        }
     }
 
     /// The 8 bytes at `offset` (unit tests), or `None` outside the page.
@@ -419,7 +432,15 @@ pub(crate) fn alloc_dynamic(dev: Device<'_>, nc: bool) -> Result<(UarPage, u32, 
     let map = dev
         .mmap(len, offset, Protection::ReadWrite)
         .map_err(|e| Error::sys("mmap mlx5 UAR", e))?;
-    Ok((UarPage { map, page_id }, handle, offset))
+    Ok((
+        UarPage {
+            map,
+            page_id,
+            mmap_offset: offset,
+        },
+        handle,
+        offset,
+    ))
 }
 
 /// Maps static UAR page `index` (`MLX5_IB_MMAP_REGULAR_PAGE`).
@@ -433,6 +454,7 @@ fn map_static(dev: Device<'_>, index: u32, len: usize) -> Result<UarPage, Errno>
     Ok(UarPage {
         map,
         page_id: index,
+        mmap_offset: offset,
     })
 }
 

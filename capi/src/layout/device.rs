@@ -323,7 +323,26 @@ const _: () =
     assert!(core::mem::offset_of!(ibv_port_attr, port_cap_flags2) == COMPAT_PORT_ATTR_SIZE);
 
 /// This module's layouts.
+/// `struct timespec` (x86-64 and aarch64: two 8-byte fields on glibc and
+/// musl).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct timespec {
+    pub tv_sec: i64,
+    pub tv_nsec: i64,
+}
+
+/// `struct ibv_values_ex` (`ibv_query_rt_values_ex`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ibv_values_ex {
+    pub comp_mask: u32,
+    pub raw_clock: timespec,
+}
+c_layout!(IBV_VALUES_EX: "struct ibv_values_ex" = ibv_values_ex, 24, [comp_mask, raw_clock]);
+
 pub const LAYOUTS: &[Layout] = &[
+    IBV_VALUES_EX,
     IBV_GID,
     IBV_GID_ENTRY,
     IBV_DEVICE_ATTR,

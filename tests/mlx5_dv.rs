@@ -1,0 +1,186 @@
+//! `uverbs::mlx5`'s direct-verbs API (the counterpart of `mlx5dv.h`)
+//! against the device model (`uverbs::testing::mlx5`): what
+//! `mlx5dv_query_device` reports, the raw clock of `ibv_query_rt_values_ex`,
+//! the direct views of `mlx5dv_init_obj`.
+//! The C library's libmlx5.so.1 is these functions; its transcripts are
+//! compared with rdma-core's libmlx5 in scripts/rdma-core-on-model.sh.
+
+#![allow(unsafe_code)] // reading device-shared memory through the views
+
+use uverbs::mlx5::{self, Mlx5DeviceFlags};
+use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
+use uverbs::{Context, ErrorKind};
+
+#[path = "shared/mlx5_pair.rs"]
+mod mlx5_pair;
+#[path = "shared/qp_connect.rs"]
+mod qp_connect;
+use mlx5_pair::open;
+
+#[test]
+fn query_device_reports_the_context_and_the_device() {
+    for cqe_version in [1, 0] {
+        let model = fake_mlx5_with(Options {
+            cqe_version,
+            ..Options::default()
+        });
+        let ctx = open(&model);
+        let m = ctx.mlx5().unwrap();
+        let a = m.query_device().unwrap();
+        // CQE v1 is the only flag the model's context and capabilities
+        // give: its EX_QUERY_DEVICE has no mlx5 part set, its general
+        // capabilities no LAG, signature, crypto or DMA memcpy.
+        let want = if cqe_version == 1 {
+            Mlx5DeviceFlags::CQE_V1
+        } else {
+            Mlx5DeviceFlags::empty()
+        };
+        assert_eq!(a.flags, want, "CQE v{cqe_version}");
+        assert_eq!(a.max_dynamic_bfregs, m.attr().num_dyn_bfregs);
+        assert_eq!(a.num_lag_ports, None);
+        assert_eq!(a.max_wr_memcpy_length, 0);
+        // The model maps both clock pages.
+        assert!(a.hca_core_clock);
+        assert!(m.core_clock_ptr().is_some());
+        assert_eq!(
+            a.max_clock_info_update_nsec,
+            m.attr().max_clock_info_update_nsec
+        );
+        assert!(a.max_clock_info_update_nsec.is_some());
+    }
+}
+
+#[test]
+fn without_the_clock_info_page_no_update_period_is_reported() {
+    let model = fake_mlx5_with(Options {
+        no_clock_info: true,
+        ..Options::default()
+    });
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    assert_eq!(m.query_device().unwrap().max_clock_info_update_nsec, None);
+    let e = m.clock_info().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::UnsupportedProvider);
+}
+
+#[test]
+fn the_raw_clock_is_read_from_the_core_clock_page() {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    // The model's core clock page reads as zero (it maps a blank page, as
+    // scripts/rdma-core-on-model.sh's transcript shows libmlx5 reading):
+    // both ways of reading it agree.
+    assert_eq!(
+        ctx.query_rt_values().unwrap().raw_clock,
+        m.read_core_clock().unwrap()
+    );
+}
+
+#[test]
+fn a_64k_page_host_maps_no_core_clock() {
+    // 16 UARs per page: the model's kernel offers no core clock there.
+    let model = fake_mlx5_with(Options {
+        num_uars_per_page: 16,
+        ..Options::default()
+    });
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    assert!(!m.query_device().unwrap().hca_core_clock);
+    assert!(m.core_clock_ptr().is_none());
+    let e = ctx.query_rt_values().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::UnsupportedProvider);
+    assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP);
+}
+
+#[test]
+fn rxe_has_no_raw_clock_and_no_mlx5_view() {
+    let fake = uverbs::testing::rxe::fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
+    assert_eq!(
+        ctx.query_rt_values().unwrap_err().kind(),
+        ErrorKind::UnsupportedProvider
+    );
+    assert_eq!(
+        ctx.mlx5().unwrap_err().kind(),
+        ErrorKind::UnsupportedProvider
+    );
+    let dev = ctx.device().clone();
+    assert!(!mlx5::is_supported(&dev));
+}
+
+#[test]
+fn is_supported_names_mlx5_devices() {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    assert!(mlx5::is_supported(ctx.device()));
+}
+
+/// Reads the big-endian u32 at `p` (device-shared memory: a volatile
+/// load, no Rust reference).
+fn be32(p: *const u32) -> u32 {
+    // SAFETY: the tests call it on doorbell records and queue entries of
+    // objects alive for the call, 4-aligned.
+    u32::from_be(unsafe { p.read_volatile() })
+}
+
+#[test]
+fn the_views_show_what_the_library_wrote_and_the_device_completed() {
+    use uverbs::{SendWr, SrqAttr};
+    let mut p = mlx5_pair::pair(uverbs::QpType::Rc, 16);
+    let ctx = p.pd.context().clone();
+    let m = ctx.mlx5().unwrap();
+    let qv = m.qp_view(&p.a).unwrap();
+    // RC, 16 requests of 2 SGEs: a power of two of 64-byte basic blocks,
+    // after a receive queue of 16-byte-aligned WQEs.
+    assert_eq!(qv.sq.stride, 64);
+    assert!(qv.sq.wqe_cnt.is_power_of_two() && qv.sq.wqe_cnt >= 16);
+    assert!(qv.rq.wqe_cnt >= 16 && qv.rq.stride.is_power_of_two());
+    assert_eq!(
+        qv.sq.buf as usize,
+        qv.rq.buf as usize + (qv.rq.wqe_cnt * qv.rq.stride) as usize
+    );
+    assert_eq!((be32(qv.dbrec), be32(qv.dbrec.wrapping_add(1))), (0, 0));
+    // The model has write-combining: a dedicated BlueFlame register.
+    assert!(qv.bf_size > 0);
+    let cv = m.cq_view(&p.cq_a).unwrap();
+    assert!(cv.cqe_cnt.is_power_of_two() && cv.cqe_cnt >= 32);
+    assert_eq!(cv.cqe_size, 64);
+    // One SEND through the library: its WQE and doorbell record are where
+    // the view says.
+    p.mr_a.write(0, b"view").unwrap();
+    p.b.post_recv(&[uverbs::RecvWr::new(3, &[p.mr_b.sge(0, 64).unwrap()])])
+        .unwrap();
+    p.a.post_send(&[SendWr::send(1, &[p.mr_a.sge(0, 4).unwrap()])])
+        .unwrap();
+    assert_eq!(be32(qv.dbrec.wrapping_add(1)), 1, "send counter in WQEBBs");
+    let ctrl0 = be32(qv.sq.buf.cast());
+    let ctrl1 = be32(qv.sq.buf.cast::<u32>().wrapping_add(1));
+    // opmod_idx_opcode: WQE index 0, MLX5_OPCODE_SEND (0x0a); qpn_ds.
+    assert_eq!(ctrl0, 0x0a);
+    assert_eq!(ctrl1 >> 8, p.a.qp_num());
+    // The device completes it into the CQ the view shows (CQE 0's owner
+    // bit 0, opcode REQ 0 in the last byte of the 64).
+    p.model.process();
+    let op_own = be32(cv.buf.wrapping_add(60).cast()) & 0xff;
+    assert_eq!(op_own >> 4, 0, "MLX5_CQE_REQ");
+    assert_eq!(op_own & 1, 0, "owner bit of the first pass");
+    // SRQ and AH views.
+    let srq =
+        p.pd.create_srq_with(
+            SrqAttr {
+                max_wr: 32,
+                max_sge: 2,
+                srq_limit: 0,
+            },
+            Default::default(),
+        )
+        .unwrap();
+    let sv = m.srq_view(&srq).unwrap();
+    assert_eq!((sv.head, sv.stride), (0, 64));
+    assert!(sv.tail >= 32 && sv.tail + 1 == sv.tail.next_power_of_two());
+    assert_eq!(sv.srqn, srq.srq_num());
+    assert_clean(&p.model);
+}
+
+use mlx5_pair::assert_clean;
