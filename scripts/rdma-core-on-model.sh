@@ -14,6 +14,11 @@
 #    built against Debian's headers, runs an RDMA WRITE on an RC QP the
 #    model executes, waits for the completion event (poll, epoll,
 #    O_NONBLOCK), polls the CQ and compares the bytes;
+#    (b1 also runs capi/tests/c/devx_events.c, seed 004:
+#    mlx5dv_devx_get_event as its man page describes it, a DevX CQ overrun
+#    by a DevX QP, cookie and OMIT_EV_DATA channels, short buffers, EAGAIN,
+#    EOVERFLOW, an eventfd, the reads after destroy; its transcripts over
+#    Debian's libmlx5 and over ours compared byte for byte);
 # c. rdma-core's pyverbs tests (python3-pyverbs' tests/, gunzipped into a
 #    temporary copy), one module at a time, on mlx5_0 port 1 with the
 #    model's RoCE v2 GID (index 1). Every skip is listed with its reason.
@@ -98,7 +103,7 @@ step "b1. C transcripts over rdma-core and over ours: the same output"
 # libmlx5.so.1 driving uverbs' mlx5 provider), the transcripts must be
 # equal. UVERBS_CABI_OURS names the directory of our libraries
 # (scripts/test.sh's); unset, on-model.sh assembles one.
-for prog in mlx5dv; do
+for prog in mlx5dv devx_events; do
   # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
   if ! cc $CFLAGS -Wall -Werror -o "$WORK/$prog" "$ROOT/capi/tests/c/$prog.c" $LDFLAGS -libverbs -lmlx5; then
     fail "$prog (build)"; continue

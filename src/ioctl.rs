@@ -233,6 +233,19 @@ impl<'a> IoctlCmd<'a> {
         self.push(Self::mandatory(id, 8, value, AttrBuf::Inline))
     }
 
+    /// A `RAW_FD` attribute (`UVERBS_ATTR_RAW_FD`): the fd number in
+    /// `data` and a length of 0, as the kernel requires
+    /// (`uverbs_process_attr`: any other length is `EINVAL`); unlike an
+    /// `FD` attribute the kernel does not look the fd up.
+    pub fn raw_fd(&mut self, id: u16, fd: i32) -> AttrIndex {
+        self.push(Self::mandatory(
+            id,
+            0,
+            i64::from(fd) as u64,
+            AttrBuf::Inline,
+        ))
+    }
+
     /// A `CONST_IN` attribute: always 8 bytes inline, whatever the C type.
     pub fn const_in(&mut self, id: u16, value: u64) -> AttrIndex {
         self.input_u64(id, value)

@@ -109,6 +109,13 @@ impl Cq {
         Ok(unsafe { &*p.cast::<Cq>() })
     }
 
+    /// Runs `f` with the uverbs CQ locked shared (for commands that name
+    /// it: polls, which lock it exclusively, wait); `EINVAL` when it is
+    /// destroyed.
+    pub(crate) fn with<R>(&self, f: impl FnOnce(&CompletionQueue) -> R) -> Result<R, Errno> {
+        read(&self.cq).as_ref().map(f).ok_or(Errno::EINVAL)
+    }
+
     /// Runs `f` with the uverbs CQ locked exclusively (the lock a poll
     /// takes); `EINVAL` when it is destroyed.
     pub(crate) fn with_mut<R>(

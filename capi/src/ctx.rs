@@ -9,7 +9,8 @@
 
 #![allow(unsafe_code)]
 
-use core::{mem::offset_of, ptr::null_mut};
+use core::{any::Any, mem::offset_of, ptr::null_mut};
+use std::sync::{Mutex, PoisonError};
 
 use uverbs::sys::Errno;
 
@@ -26,6 +27,9 @@ pub struct Context {
     pub vctx: verbs_context,
     /// The device.
     pub uv: uverbs::Context,
+    /// Objects that live as long as the context and are made on first use
+    /// (one of each type; [`Context::attachment`]).
+    attached: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
 }
 
 // SAFETY: the C part is plain data (its pointers name this library's own
@@ -134,6 +138,7 @@ impl Context {
                 },
             },
             uv,
+            attached: Mutex::new(Vec::new()),
         });
         let raw = Box::into_raw(ctx);
         // SAFETY: `raw` is the live allocation just made; the field
@@ -154,6 +159,25 @@ impl Context {
         // SAFETY: by the caller's contract `p` points `off` bytes into a
         // live `Context` (its first field's last field).
         Ok(unsafe { &*p.byte_sub(off).cast::<Context>() })
+    }
+
+    /// The context's one object of type `T`, made by `make` on first use
+    /// and kept until the context is closed (a per-context singleton a C
+    /// function hands out, such as libmlx5's non-cached DevX UAR). The
+    /// pointer stays valid until then.
+    pub(crate) fn attachment<T: Any + Send + Sync, E>(
+        &self,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<*const T, E> {
+        let mut all = self.attached.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = all.iter().find_map(|b| b.downcast_ref::<T>()) {
+            return Ok(t);
+        }
+        let boxed = Box::new(make()?);
+        // The box's contents never move, whatever the vector does.
+        let at: *const T = &*boxed;
+        all.push(boxed);
+        Ok(at)
     }
 
     /// The program's pointer to this context.

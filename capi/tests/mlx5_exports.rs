@@ -194,8 +194,21 @@ fn the_static_library_defines_every_mlx5dv_function() {
 fn unsupported() -> Vec<(String, String)> {
     let mut v = Vec::new();
     let dir = support::crate_dir().join("src/mlx5");
-    for entry in std::fs::read_dir(&dir).expect("read src/mlx5") {
-        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("a source");
+    // The sources of src/mlx5/ and of its subdirectories (devx/).
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.clone()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("read a source directory") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("a source");
         for rest in text.split("unsupported! {").skip(1) {
             let body = rest.split("\n}").next().unwrap_or_default();
             for part in body.split(']') {

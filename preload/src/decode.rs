@@ -188,7 +188,16 @@ pub(crate) unsafe fn ioctl(
     let mut back: Vec<(AttrIndex, RawAttr, Kind)> = Vec::with_capacity(known.len());
     for (a, s) in &known {
         let at = match s.kind {
-            Kind::PtrIn | Kind::ConstIn | Kind::FlagsIn | Kind::EnumIn | Kind::RawFd => {
+            // uverbs_process_attr: a RAW_FD has length 0 and its number in
+            // `data` (the kernel checks it fits an int).
+            Kind::RawFd => {
+                let fd = a.data as i64;
+                if a.len != 0 || i32::try_from(fd).is_err() {
+                    return Err(Errno::EINVAL);
+                }
+                cmd.raw_fd(a.id, fd as i32)
+            }
+            Kind::PtrIn | Kind::ConstIn | Kind::FlagsIn | Kind::EnumIn => {
                 // SAFETY: the caller's buffers, valid for this call.
                 cmd.input(a.id, unsafe { in_bytes(a) })
             }

@@ -123,6 +123,29 @@ pub extern "C" fn uverbs_model_process() -> usize {
     shim().map_or(0, |s| s.model.process())
 }
 
+/// Makes the next `n` event deliveries to data-mode DevX channels fail as
+/// the kernel's `GFP_ATOMIC` allocation can (the event is lost and the
+/// channel's next read is `EOVERFLOW`): for test programs, found with
+/// `dlsym(RTLD_DEFAULT, ...)` (`capi/tests/c/devx_events.c`).
+#[no_mangle]
+pub extern "C" fn uverbs_model_devx_fail_event_allocs(n: u32) {
+    let _g = Guard::enter();
+    if let Some(s) = shim() {
+        s.model.devx_fail_event_allocs(n);
+    }
+}
+
+/// Destroys every DevX command fd and event channel as device removal
+/// does (their reads then answer `EIO`, or `EAGAIN` when non-blocking, and
+/// `poll` reports `POLLRDHUP`): for test programs, found with `dlsym`.
+#[no_mangle]
+pub extern "C" fn uverbs_model_devx_destroy_fds() {
+    let _g = Guard::enter();
+    if let Some(s) = shim() {
+        s.model.devx_destroy_fds();
+    }
+}
+
 #[used]
 #[link_section = ".init_array"]
 static INIT: extern "C" fn() = init;

@@ -121,6 +121,17 @@ impl<'a> Mlx5Context<'a> {
         Devx::of(self.ctx)
     }
 
+    /// The DevX functions of the context whether or not it has a DevX user
+    /// context, as libmlx5 offers them on every mlx5 context: without one
+    /// the kernel answers each command itself (`devx.c`): the commands
+    /// that need the uid (objects, UMEMs, subscriptions, general commands
+    /// other than the whitelisted queries) fail with `EINVAL`, while UARs,
+    /// EQNs, command completion fds and event channels work. Prefer
+    /// [`Mlx5Context::devx`], whose error names the cause up front.
+    pub fn devx_any(&self) -> Result<Devx> {
+        Devx::of_any(self.ctx)
+    }
+
     /// The PD number of `pd` (`mlx5dv_init_obj` with `MLX5DV_OBJ_PD`: the
     /// `pdn` of `struct mlx5dv_pd`), which PRM contexts name a PD by: a DevX
     /// QP or memory key on a verbs PD. An error if `pd` belongs to another

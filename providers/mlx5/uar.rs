@@ -116,6 +116,11 @@ impl UarPage {
         self.map.len()
     }
 
+    /// The start of the mapping (for programs that ring it themselves).
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
     /// An anonymous page standing in for a UAR (unit tests).
     #[cfg(test)]
     pub(crate) fn anonymous(len: usize) -> Self {

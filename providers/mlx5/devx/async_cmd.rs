@@ -175,6 +175,22 @@ impl DevxCmdComp {
         self.read_into_wait(buf, Wait::timeout(timeout))
     }
 
+    /// One `read(2)` of the fd into `buf`, answered as the kernel answers
+    /// it, which is what `mlx5dv_devx_get_async_cmd_comp` does
+    /// (`devx_async_cmd_event_read`): the answer's length (the 8-byte
+    /// header and the output); `ENOSPC` and the answer kept when `buf` is
+    /// too small; with nothing queued, a wait in the kernel, or `EAGAIN`
+    /// when the fd is `O_NONBLOCK`; `EIO` (blocking) or `EAGAIN`
+    /// (non-blocking) once the fd's object is destroyed. Nothing is
+    /// checked or retried here: the error's [`Error::errno`] is the
+    /// kernel's.
+    pub fn read_once(&self, buf: &mut [u8]) -> Result<usize> {
+        self.fd
+            .kernel()
+            .read(self.fd.as_fd(), buf)
+            .map_err(|e| Error::sys("read DevX command completion fd", e))
+    }
+
     fn read_into_wait(&self, buf: &mut [u8], wait: Wait) -> Result<Option<(u64, usize)>> {
         const OP: &str = "read DevX command completion fd";
         let needed = HDR + self.max_out.load(Ordering::Relaxed) as usize;

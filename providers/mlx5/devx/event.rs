@@ -354,6 +354,23 @@ impl DevxEventChannel {
         self.read_wait(buf, Wait::timeout(timeout))
     }
 
+    /// One `read(2)` of the channel's fd into `buf`, answered as the
+    /// kernel answers it, which is what `mlx5dv_devx_get_event` does
+    /// (`devx_async_event_read`): the record's length; `EOVERFLOW` first
+    /// when events were lost; with nothing queued, a wait in the kernel,
+    /// or `EAGAIN` when the fd is `O_NONBLOCK` (the program's flag, or this
+    /// library's once a timed or `try_` get has run); `EINVAL` and the
+    /// event kept when `buf` is shorter than the record; `EIO` (blocking)
+    /// or `EAGAIN` (non-blocking) once the channel's object is destroyed;
+    /// `EINTR` when a signal interrupts the wait. Nothing is checked or
+    /// retried here: the error's [`Error::errno`] is the kernel's.
+    pub fn read_once(&self, buf: &mut [u8]) -> Result<usize> {
+        self.fd
+            .kernel()
+            .read(self.fd.as_fd(), buf)
+            .map_err(|e| Error::sys("read DevX event channel", e))
+    }
+
     fn read_wait(&self, buf: &mut [u8], wait: Wait) -> Result<Option<usize>> {
         const OP: &str = "read DevX event channel";
         self.fd

@@ -49,7 +49,7 @@ pub use event::{
 };
 pub use obj::{DevxObj, DevxResource};
 pub use uar::{DevxUar, UarKind};
-pub use umem::{DevxUmem, UmemAccess};
+pub use umem::{DevxUmem, UmemAccess, UmemIn};
 
 use super::Mlx5;
 use crate::{
@@ -105,6 +105,16 @@ pub struct Devx {
 impl Devx {
     /// The DevX functions of `ctx`, or why it has none.
     pub(crate) fn of(ctx: &Context) -> Result<Self> {
+        Self::of_checked(ctx, true)
+    }
+
+    /// The DevX functions of an mlx5 context, with a DevX uid or not
+    /// ([`Mlx5Context::devx_any`](super::dv::Mlx5Context::devx_any)).
+    pub(crate) fn of_any(ctx: &Context) -> Result<Self> {
+        Self::of_checked(ctx, false)
+    }
+
+    fn of_checked(ctx: &Context, require_uid: bool) -> Result<Self> {
         let Some(state) = Mlx5::context_of(ctx.provider_state()) else {
             return Err(Error::new(
                 "mlx5 DevX",
@@ -116,7 +126,7 @@ impl Devx {
                 ),
             ));
         };
-        if !state.state.devx {
+        if require_uid && !state.state.devx {
             return Err(Error::new(
                 "mlx5 DevX",
                 ErrorKind::UnsupportedProvider,

@@ -25,7 +25,7 @@ use super::{
 };
 use crate::{
     abi,
-    error::{Error, ErrorKind, Result},
+    error::{DestroyError, Error, ErrorKind, Result},
     sys::Errno,
 };
 
@@ -282,10 +282,16 @@ impl DevxObj {
         comp.query_async(self.handle, cmd_in, out_len, wr_id)
     }
 
-    /// Destroys the object, like `mlx5dv_devx_obj_destroy`.
+    /// Destroys the object, like `mlx5dv_devx_obj_destroy`. When the
+    /// firmware or the kernel refuses (objects that use it still exist),
+    /// the object comes back in the error, unchanged and usable, to
+    /// destroy again once its users are gone.
     #[doc(alias = "mlx5dv_devx_obj_destroy")]
-    pub fn destroy(mut self) -> Result<()> {
-        self.destroy_kernel()
+    pub fn destroy(mut self) -> Result<(), DestroyError<Self>> {
+        match self.destroy_kernel() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
+        }
     }
 
     fn destroy_kernel(&mut self) -> Result<()> {

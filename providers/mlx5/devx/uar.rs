@@ -18,7 +18,7 @@ use super::{
 use crate::{
     abi,
     error::{Error, ErrorKind, Result},
-    providers::mlx5::uar::{alloc_dynamic, UarPage},
+    providers::mlx5::uar::{alloc_dynamic, UarPage, BF_OFFSET},
 };
 
 /// The kind of UAR page to allocate (`MLX5DV_UAR_ALLOC_TYPE_*`).
@@ -46,6 +46,7 @@ pub struct DevxUar {
 #[derive(Debug)]
 struct UarInner {
     devx: Devx,
+    kind: UarKind,
     page: UarPage,
     handle: u32,
     mmap_offset: u64,
@@ -67,6 +68,7 @@ impl Devx {
         Ok(DevxUar {
             inner: Arc::new(UarInner {
                 devx: self.clone(),
+                kind,
                 page,
                 handle,
                 mmap_offset,
@@ -124,6 +126,29 @@ impl DevxUar {
     /// The offset the page was mapped at on the command fd.
     pub fn mmap_offset(&self) -> u64 {
         self.inner.mmap_offset
+    }
+
+    /// The kind of page it is.
+    pub fn kind(&self) -> UarKind {
+        self.inner.kind
+    }
+
+    /// The mapped page (`mlx5dv_devx_uar.base_addr`), for programs that
+    /// ring their doorbells themselves (C programs through
+    /// `mlx5dv_devx_alloc_uar`). Valid while this UAR (a clone, or an
+    /// object created with it) is alive; write it only with single
+    /// aligned 64-bit (or 32-bit) stores, never through references.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.inner.page.as_ptr()
+    }
+
+    /// The offset of the page's first doorbell register
+    /// (`mlx5dv_devx_uar.reg_addr - base_addr`): the first BlueFlame
+    /// register of a BlueFlame page, the first doorbell of a non-cached
+    /// one, both at `0x800` (`MLX5_BF_OFFSET`, rdma-core's
+    /// `mlx5_insert_dyn_uuars` and `mlx5_set_singleton_nc_uar`).
+    pub fn reg_offset(&self) -> usize {
+        BF_OFFSET
     }
 
     /// The page's length in bytes.

@@ -10,10 +10,15 @@
 //! the UMEM id. The memory stays pinned until the UMEM is deregistered, and
 //! the device may write it at any time: so the memory must stay valid for
 //! the registration's whole life. [`Devx::umem_reg`] allocates the memory
-//! itself and keeps it until the UMEM is gone; [`Devx::umem_reg_raw`]
-//! registers the caller's memory under that contract (the one `unsafe`
-//! function of this module, hence its `allow(unsafe_code)`; it has no
-//! `unsafe` block).
+//! itself and keeps it until the UMEM is gone; [`Devx::umem_reg_raw`] and
+//! [`Devx::umem_reg_ex`] (the page-size bitmap and dma-buf forms of
+//! `mlx5dv_devx_umem_reg_ex`) register the caller's memory under that
+//! contract (the `unsafe` functions of this module, hence its
+//! `allow(unsafe_code)`).
+//!
+//! [`DevxUmem::dereg`] deregisters explicitly, as
+//! `mlx5dv_devx_umem_dereg` does: the kernel's answer decides, and a
+//! refusal gives the UMEM back.
 //!
 //! Who keeps the memory while an object uses it. The kernel counts no
 //! users of a UMEM: `UMEM_DEREG` is the firmware's `DESTROY_UMEM`, and the
@@ -49,7 +54,7 @@ use super::{
 };
 use crate::{
     abi,
-    error::{Error, Result},
+    error::{DestroyError, Error, Result},
     providers::dma::DmaBuf,
     sys::Errno,
 };
@@ -87,6 +92,53 @@ struct UmemInner {
     /// The memory, when this library allocated it (dropped after the
     /// deregistration, in `Drop`).
     memory: Option<DmaBuf>,
+    /// Still registered with the kernel: false once [`DevxUmem::dereg`]
+    /// deregistered it (the objects holding it then hold a shell).
+    registered: Mutex<bool>,
+}
+
+/// What [`Devx::umem_reg_ex`] registers (`struct mlx5dv_devx_umem_in`).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct UmemIn<'a> {
+    /// The start of the memory; with [`UmemIn::dmabuf`], the offset in the
+    /// dma-buf.
+    pub addr: *mut u8,
+    /// Its length in bytes.
+    pub len: usize,
+    /// What the device may do with it.
+    pub access: UmemAccess,
+    /// The page sizes (bit `n`: 2^n bytes) objects may map it with
+    /// (`pgsz_bitmap`); `None`: the kernel chooses.
+    pub page_sizes: Option<u64>,
+    /// A dma-buf to register a range of instead of memory of this process
+    /// (`MLX5DV_UMEM_MASK_DMABUF`, `dmabuf_fd`).
+    pub dmabuf: Option<BorrowedFd<'a>>,
+}
+
+impl<'a> UmemIn<'a> {
+    /// Memory of this process, no page-size bitmap, no dma-buf.
+    pub fn new(addr: *mut u8, len: usize, access: UmemAccess) -> Self {
+        UmemIn {
+            addr,
+            len,
+            access,
+            page_sizes: None,
+            dmabuf: None,
+        }
+    }
+
+    /// With a page-size bitmap.
+    pub fn with_page_sizes(mut self, bitmap: u64) -> Self {
+        self.page_sizes = Some(bitmap);
+        self
+    }
+
+    /// A range of `fd` starting at offset `addr`.
+    pub fn with_dmabuf(mut self, fd: BorrowedFd<'a>) -> Self {
+        self.dmabuf = Some(fd);
+        self
+    }
 }
 
 /// The UMEMs alive, by context (its address) and UMEM id: what
@@ -146,7 +198,8 @@ impl Devx {
     }
 
     /// Registers `len` bytes at `addr`, like `mlx5dv_devx_umem_reg_ex`, with
-    /// an optional bitmap of page sizes the objects using it may take.
+    /// an optional bitmap of page sizes the objects using it may take
+    /// ([`Devx::umem_reg_ex`] without a dma-buf).
     ///
     /// # Safety
     ///
@@ -163,7 +216,10 @@ impl Devx {
         access: UmemAccess,
         page_sizes: Option<u64>,
     ) -> Result<DevxUmem> {
-        self.register(Source::Addr(addr as u64), len, access, page_sizes, None)
+        let mut input = UmemIn::new(addr, len, access);
+        input.page_sizes = page_sizes;
+        // SAFETY: the caller's contract is this function's.
+        unsafe { self.umem_reg_ex(&input) }
     }
 
     /// Registers `len` bytes at `offset` of a dma-buf (`fd`), on kernels
@@ -176,6 +232,29 @@ impl Devx {
         access: UmemAccess,
     ) -> Result<DevxUmem> {
         self.register(Source::DmaBuf(fd, offset), len, access, None, None)
+    }
+
+    /// Registers what `input` describes, as `mlx5dv_devx_umem_reg_ex` takes
+    /// a `struct mlx5dv_devx_umem_in`: memory of this process at
+    /// [`UmemIn::addr`], or with [`UmemIn::dmabuf`] the range of that
+    /// dma-buf starting at offset `addr` (the kernel's `UMEM_REG` takes the
+    /// address attribute as the offset then); with [`UmemIn::page_sizes`],
+    /// the bitmap of page sizes the objects using it may map it with (the
+    /// kernel refuses the registration when none fits, `EINVAL`).
+    ///
+    /// # Safety
+    ///
+    /// Without a dma-buf, as [`Devx::umem_reg_raw`]: the memory stays
+    /// mapped and is used for nothing the device must not write until the
+    /// UMEM and the objects using it are gone. With one, nothing: the
+    /// exporter keeps the memory.
+    #[doc(alias = "mlx5dv_devx_umem_reg_ex")]
+    pub unsafe fn umem_reg_ex(&self, input: &UmemIn<'_>) -> Result<DevxUmem> {
+        let source = match input.dmabuf {
+            Some(fd) => Source::DmaBuf(fd, input.addr as u64),
+            None => Source::Addr(input.addr as u64),
+        };
+        self.register(source, input.len, input.access, input.page_sizes, None)
     }
 
     fn register(
@@ -212,11 +291,8 @@ impl Devx {
                 cmd.const_in(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, p);
             }
             if let Source::DmaBuf(fd, _) = source {
-                // A raw fd number, as the kernel's RAW_FD attribute takes it.
-                cmd.input_u32(
-                    abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD,
-                    fd.as_raw_fd() as u32,
-                );
+                // A raw fd number (`UVERBS_ATTR_RAW_FD`: length 0).
+                cmd.raw_fd(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, fd.as_raw_fd());
             }
             cmd.output(
                 abi::MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID,
@@ -233,6 +309,9 @@ impl Devx {
                 {
                     Error::sys(OP, e).with_detail("this kernel registers no dma-buf UMEMs")
                 }
+                Errno::EBADF if matches!(source, Source::DmaBuf(..)) => {
+                    Error::sys(OP, e).with_detail("the dma-buf fd is not open")
+                }
                 e => Error::sys(OP, e),
             })?;
             (cmd.new_handle(at), addr)
@@ -244,6 +323,7 @@ impl Devx {
             addr,
             len,
             memory,
+            registered: Mutex::new(true),
         });
         live().insert((context_key(self), id), Arc::downgrade(&inner));
         Ok(DevxUmem { inner })
@@ -291,6 +371,70 @@ impl DevxUmem {
     }
 }
 
+impl DevxUmem {
+    /// Deregisters the UMEM now, like `mlx5dv_devx_umem_dereg`: the
+    /// kernel's `UMEM_DEREG` (the firmware's `DESTROY_UMEM`) decides, even
+    /// while clones or objects still hold this UMEM (they then hold a shell
+    /// that deregisters nothing when dropped; memory this library allocated
+    /// is freed when the last of them goes). When the kernel refuses (the
+    /// firmware still uses it for an object), the UMEM comes back in the
+    /// error, registered and usable, to deregister again once that object
+    /// is destroyed.
+    #[doc(alias = "mlx5dv_devx_umem_dereg")]
+    pub fn dereg(self) -> Result<(), DestroyError<Self>> {
+        match self.inner.deregister() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(DestroyError::new(self, e)),
+        }
+    }
+}
+
+impl UmemInner {
+    /// `UMEM_DEREG` unless done already; the registry forgets the UMEM
+    /// once the kernel has.
+    fn deregister(&self) -> Result<()> {
+        const OP: &str = "MLX5_IB_METHOD_DEVX_UMEM_DEREG";
+        let mut registered = self
+            .registered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if !*registered {
+            return Ok(());
+        }
+        let dev = self.devx.device();
+        let mut cmd = dev.ioctl_cmd(
+            abi::MLX5_IB_OBJECT_DEVX_UMEM,
+            abi::MLX5_IB_METHOD_DEVX_UMEM_DEREG,
+        );
+        cmd.object(abi::MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE, self.handle);
+        match dev.ioctl(&mut cmd) {
+            // EIO: the device is gone, and the kernel released everything.
+            Ok(()) | Err(Errno::EIO) => {
+                *registered = false;
+                drop(registered);
+                self.unlist();
+                Ok(())
+            }
+            Err(e) => Err(Error::sys(OP, e).with_detail(
+                "the firmware refused to destroy the UMEM: an object still uses it; destroy \
+                 that object first",
+            )),
+        }
+    }
+
+    /// Removes this UMEM from [`LIVE`].
+    fn unlist(&self) {
+        let mut live = live();
+        let key = (context_key(&self.devx), self.id);
+        if live
+            .get(&key)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
+        {
+            live.remove(&key);
+        }
+    }
+}
+
 impl sealed::Sealed for DevxUmem {}
 
 impl DevxResource for DevxUmem {
@@ -301,29 +445,14 @@ impl DevxResource for DevxUmem {
 
 impl Drop for UmemInner {
     fn drop(&mut self) {
-        {
-            let mut live = live();
-            let key = (context_key(&self.devx), self.id);
-            if live
-                .get(&key)
-                .is_some_and(|w| std::ptr::eq(w.as_ptr(), self))
-            {
-                live.remove(&key);
-            }
-        }
-        let dev = self.devx.device();
-        let mut cmd = dev.ioctl_cmd(
-            abi::MLX5_IB_OBJECT_DEVX_UMEM,
-            abi::MLX5_IB_METHOD_DEVX_UMEM_DEREG,
-        );
-        cmd.object(abi::MLX5_IB_ATTR_DEVX_UMEM_DEREG_HANDLE, self.handle);
-        if dev.ioctl(&mut cmd).is_err() {
+        if self.deregister().is_err() {
             // Still registered: firmware refused DESTROY_UMEM (an object
             // made outside this library names the UMEM), and the kernel
             // keeps the pages pinned (`devx_umem_cleanup`). The device may
             // still write the memory, so it is leaked rather than given
             // back; the kernel releases the registration when the context
             // is closed.
+            self.unlist();
             if let Some(m) = self.memory.take() {
                 std::mem::forget(m);
             }

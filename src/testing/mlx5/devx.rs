@@ -393,6 +393,10 @@ enum Kind {
     Flags,
     /// `PTR_OUT` of at least this many bytes.
     Out(usize),
+    /// `RAW_FD`: the fd number inline, length 0
+    /// (drivers/infiniband/core/uverbs_ioctl.c `uverbs_process_attr`,
+    /// `UVERBS_ATTR_TYPE_RAW_FD`; rdma-core's `fill_attr_in_fd`).
+    FdNum,
 }
 
 /// Checks a command's attributes against a method's spec, as the uverbs
@@ -418,6 +422,7 @@ fn check_attrs(cmd: &IoctlCmd<'_>, spec: &[(u16, Kind, bool)]) -> Result<(), Err
             (Kind::Const, AttrBuf::Inline) => len == 8,
             (Kind::Flags, AttrBuf::Inline) => len == 4 || len == 8,
             (Kind::Out(min), AttrBuf::Out(_)) => len >= min,
+            (Kind::FdNum, AttrBuf::Inline) => len == 0,
             _ => false,
         };
         if !ok {
@@ -794,10 +799,19 @@ fn obj_create(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let mut books = lock(&s.books);
     let h = books.new_handle();
     if executed {
+        // The context's PDs: verbs ones, and DevX ALLOC_PD objects (the
+        // firmware's PDs either way; `alloc_pd_out.pd` is the id the
+        // model answered, bits 0x48..0x60).
         let pdns: Vec<u32> = books
             .pds
             .iter()
             .map(|&p| super::kernel::pdn_of(p))
+            .chain(
+                d.objs
+                    .values()
+                    .filter(|o| o.create == op::ALLOC_PD)
+                    .map(|o| o.id),
+            )
             .collect();
         drop(books);
         let umems: Vec<(u32, u64, u64)> = d.umems.values().map(|u| (u.id, u.addr, u.len)).collect();
@@ -994,7 +1008,7 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_ACCESS, Flags, false),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_OUT_ID, Out(4), true),
             (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_PGSZ_BITMAP, Const, false),
-            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, InExact(4), false),
+            (abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD, FdNum, false),
         ],
     )?;
     if !s.has_uid() {
@@ -1026,6 +1040,17 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             return Err(Errno::EINVAL);
         }
     }
+    // A dma-buf registration: `ib_umem_dmabuf_get_pinned` takes the
+    // address as the offset in the dma-buf, and `dma_buf_get` refuses an fd
+    // that is not open (`EBADF`) or not a dma-buf (`EINVAL`).
+    if let Some(a) = cmd.find(abi::MLX5_IB_ATTR_DEVX_UMEM_REG_DMABUF_FD) {
+        let fd = a.to_raw().data as i64 as RawFd;
+        match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+            Err(_) => return Err(Errno::EBADF),
+            Ok(l) if !l.to_string_lossy().contains("dmabuf") => return Err(Errno::EINVAL),
+            Ok(_) => {}
+        }
+    }
     let mut d = s.devx();
     d.next_id += 1;
     let id = 0x200 + d.next_id;
@@ -1045,10 +1070,15 @@ fn umem_reg(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     Ok(())
 }
 
-/// Whether `fd` is an eventfd (`eventfd_ctx_fdget` accepts it).
-fn is_eventfd(fd: RawFd) -> bool {
-    std::fs::read_link(format!("/proc/self/fd/{fd}"))
-        .is_ok_and(|p| p.to_string_lossy() == "anon_inode:[eventfd]")
+/// Whether `eventfd_ctx_fdget` takes `fd`: `EBADF` for a number that is
+/// not an open fd (`fdget`), `EINVAL` for a file that is no eventfd
+/// (`eventfd_ctx_fileget`), fs/eventfd.c.
+fn check_eventfd(fd: RawFd) -> Result<(), Errno> {
+    match std::fs::read_link(format!("/proc/self/fd/{fd}")) {
+        Err(_) => Err(Errno::EBADF),
+        Ok(p) if p.to_string_lossy() == "anon_inode:[eventfd]" => Ok(()),
+        Ok(_) => Err(Errno::EINVAL),
+    }
 }
 
 /// `DEVX_SUBSCRIBE_EVENT`.
@@ -1125,9 +1155,7 @@ fn subscribe(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let eventfd = match redirect {
         Some(fd) => {
             let fd = fd as RawFd;
-            if !is_eventfd(fd) {
-                return Err(Errno::EINVAL);
-            }
+            check_eventfd(fd)?;
             // A dup keeps the eventfd for the subscription's life, as the
             // kernel's reference to it does.
             Some(Arc::new(owned(nix::unistd::dup(fd)?)))

@@ -90,7 +90,7 @@ pub(crate) struct Shared {
     /// `PAGE_SIZE` of the host the model plays (UARs per page × 4 KiB).
     pub(crate) page_len: usize,
     pub(crate) kernel: Weak<FakeKernel>,
-    /// Answer the CQ, QP, SRQ and MR destroys with `EBUSY`, leaving the
+    /// Answer the CQ, QP, SRQ, MR and DevX object destroys with `EBUSY`, leaving the
     /// objects in place, as the kernel does for an object something else
     /// still uses ([`super::Mlx5Model::refuse_destroys`]).
     pub(crate) refuse_destroys: AtomicBool,
@@ -106,6 +106,10 @@ impl Shared {
                     | (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY)
                     | (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY)
                     | (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY)
+                    | (
+                        abi::MLX5_IB_OBJECT_DEVX_OBJ,
+                        abi::MLX5_IB_METHOD_DEVX_OBJ_DESTROY
+                    )
             )
     }
 

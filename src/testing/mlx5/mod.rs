@@ -567,9 +567,11 @@ impl Mlx5Model {
         kernel::lock(&self.shared.devx).fail_allocs(n);
     }
 
-    /// While `on`, CQ, QP, SRQ and MR destroys (ioctl and write) fail with
-    /// `EBUSY` and leave the objects in place, as the kernel answers for an
-    /// object something else still uses (a DevX QP on a verbs CQ): the
+    /// While `on`, CQ, QP, SRQ, MR and DevX object destroys (ioctl and
+    /// write) fail with `EBUSY` and leave the objects in place, as the
+    /// kernel answers for an object something else still uses (a DevX QP on
+    /// a verbs CQ; for a DevX object, firmware refusing its destroy command
+    /// with `RES_BUSY`, which `mlx5_cmd_exec` turns into `EBUSY`): the
     /// device keeps using them.
     pub fn refuse_destroys(&self, on: bool) {
         self.shared
