@@ -33,7 +33,7 @@
 #              the opcode, the SGE loop, the QP found by user index when
 #              polling, and the queue's spinlock per call (rdma-core's
 #              default; uverbs needs none).
-# and one column of the real thing:
+# and two columns of the C ABI:
 #   libmlx5    Debian's unmodified libibverbs + libmlx5 (rdma-core 44.0-2)
 #              on the same device model, in one process through the
 #              preload (scripts/on-model.sh, UVERBS_MODEL_HCA=manual):
@@ -42,7 +42,13 @@
 #              ibv_wr_complete) for the send-batch rows, ibv_poll_cq per
 #              requester CQE (benches/mlx5_libmlx5.c). Each kind of work
 #              first runs once through the model, checked; the timed
-#              chunks then complete as the C baseline's do.
+#              chunks then complete as the C baseline's do;
+#   C ABI      the same binary over this project's libibverbs.so.1 +
+#              libmlx5.so.1 (release builds of capi/ and capi/mlx5/, first
+#              on LD_LIBRARY_PATH: scripts/on-model.sh --ours), so uverbs'
+#              own mlx5 provider does the work behind rdma-core's C API;
+#              its ratio is C ABI / libmlx5 (the target: <= 0.8 on every
+#              row), in a column of its own after libmlx5's.
 # uverbs rows: `write_batchN` and `inline_send` post through
 # `QueuePair::post_send` (a slice of `SendWr`), `wr_write_batchN` and
 # `wr_inline_send` through a send batch (`start_send`, `push`, `complete`:
@@ -97,11 +103,20 @@ ENV=$(scripts/on-model.sh --print-env)
  ${CC:-gcc} -O2 -Wall $CFLAGS -o "$OUT/mlx5_libmlx5" benches/mlx5_libmlx5.c $LDFLAGS -libverbs -lmlx5 -ldl)
 cargo build --release --quiet --features test-utils --bin uverbs
 UVERBS=$ROOT/target/release/uverbs
+# The C ABI column: our libraries, release builds, as programs load them.
+cargo build --release --quiet -p uverbs-cabi -p uverbs-cabi-mlx5
+CABI=$OUT/cabi
+mkdir -p "$CABI"
+cp target/release/libibverbs.so "$CABI/libibverbs.so.1"
+cp target/release/libmlx5.so "$CABI/libmlx5.so.1"
+capi/stubs/build.sh "$CABI" >/dev/null
 
 for r in $(seq 1 "$ROUNDS"); do
   "$UVERBS" perf micro --mlx5-model -n "$ITERS" | sed "s/^/uverbs $r /"
   "$OUT/mlx5_baseline" "$ITERS" | sed "s/^/c $r /"
   UVERBS_MODEL_HCA=manual scripts/on-model.sh -- "$OUT/mlx5_libmlx5" "$ITERS" | sed "s/^/c $r /"
+  UVERBS_MODEL_HCA=manual scripts/on-model.sh --ours "$CABI" -- "$OUT/mlx5_libmlx5" "$ITERS" \
+    | sed "s/^lib_/cabi_/; s/^/c $r /"
 done > "$OUT/raw.txt"
 
 python3 - "$OUT/raw.txt" "$ROUNDS" <<'PY'
@@ -110,7 +125,7 @@ runs = {}  # (who, round) -> {name: ns}
 for line in open(sys.argv[1]):
     who, r, name, ns = line.split()
     for prefix, base in (("rc_", "rdma-core"), ("call_", "call"), ("callp_", "call"),
-                         ("lib_", "libmlx5")):
+                         ("lib_", "libmlx5"), ("cabi_", "cabi")):
         if name.startswith(prefix):
             who, name = base, name[len(prefix):]
     row = runs.setdefault((who, r), {})
@@ -125,7 +140,7 @@ def col(who, name):
     # the C row of the same name; libmlx5 has both (ibv_post_send, and its
     # own ibv_wr_* builders, which the typed rows compare with too); an
     # extended-CQ poll row (cqex_*) the work of the plain poll row.
-    if who == "libmlx5":
+    if who in ("libmlx5", "cabi"):
         if name.startswith("wrx_"):
             name = "wr_" + name.removeprefix("wrx_")
     elif who != "uverbs":
@@ -134,9 +149,18 @@ def col(who, name):
         return None
     return [runs[(who, r)][name] for r in rounds]
 head = (f"{'operation':<18} {'uverbs ns':>10} {'C min ns':>9} {'ratio':>6} {'C call ns':>10} "
-        f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6} {'libmlx5 ns':>11} {'ratio':>6}")
-print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios")
+        f"{'ratio':>6} {'rdma-core ns':>13} {'ratio':>6} {'libmlx5 ns':>11} {'ratio':>6} "
+        f"{'C ABI ns':>9} {'/lib':>5}")
+print(f"median of {sys.argv[2]} rounds; ratio = uverbs / C, the median of the per-round ratios;")
+print("C ABI: libmlx5's program over our libibverbs.so.1 + libmlx5.so.1, /lib its ratio to libmlx5")
 print(head)
+def cabi_cells(name, best):
+    ours, lib = col("cabi", name), col("libmlx5", name)
+    if ours is None or lib is None:
+        return f" {'-':>9} {'-':>5}"
+    if best:
+        return f" {min(ours):>9.2f} {min(ours) / min(lib):>5.2f}"
+    return f" {med(ours):>9.2f} {med([o / l for o, l in zip(ours, lib)]):>5.2f}"
 for name in names:
     us = col("uverbs", name)
     cells = ""
@@ -147,7 +171,7 @@ for name in names:
             continue
         cells += f" {med(cs):>{w}.2f} {med([u / c for u, c in zip(us, cs)]):>6.2f}"
     extra = f"   {1e3 / med(us):.0f} M msg/s" if "write_batch" in name else ""
-    print(f"{name:<18} {med(us):>10.2f}{cells}{extra}")
+    print(f"{name:<18} {med(us):>10.2f}{cells}{cabi_cells(name, False)}{extra}")
 # The fastest round of each: a process of this shared machine sometimes runs
 # a whole phase at a lower speed; the best round is the code's own cost.
 print()
@@ -163,5 +187,5 @@ for name in names:
             continue
         c = min(cs)
         cells += f" {c:>{w}.2f} {u / c:>6.2f}"
-    print(f"{name:<18} {u:>10.2f}{cells}")
+    print(f"{name:<18} {u:>10.2f}{cells}{cabi_cells(name, True)}")
 PY

@@ -76,6 +76,14 @@ impl<'q> Queues<'q> {
 #[derive(Debug)]
 pub struct Mlx5Batch<'q>(SqBatch<'q>);
 
+impl Mlx5Batch<'_> {
+    /// A WQE the program built ([`crate::WrSession::raw_wqe`]).
+    #[inline]
+    pub(crate) fn push_raw(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
+        self.0.push_raw(wr_id, wqe)
+    }
+}
+
 /// An rxe send batch (opaque).
 #[derive(Debug)]
 pub struct RxeBatch<'q>(RxeSendBatch<'q>);

@@ -483,6 +483,36 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     }
 }
 
+impl<K: QpKind> WrSession<'_, K, crate::qpx::Mlx5> {
+    /// Posts a WQE the program built itself, like `mlx5dv_wr_raw_wqe`: the
+    /// bytes of a whole send WQE (ctrl segment first, in the device's byte
+    /// order), its size the ctrl segment's DS (`qpn_ds & 0x3f` 16-byte
+    /// units). It is copied into the send queue as the session's next
+    /// request, wrapping around the ring's end as needed, with the WQE
+    /// index of its ctrl segment set to its position; the rest (opcode, QP
+    /// number, flags: `MLX5_WQE_CTRL_CQ_UPDATE` for a completion) is the
+    /// program's, unchecked, as libmlx5 takes it. Its completion carries
+    /// `wr_id` and [`crate::WcOpcode::DRIVER2`] (`MLX5DV_WC_RAW_WQE`).
+    ///
+    /// Refused, nothing taken: a full queue ([`crate::PostErrorKind::QueueFull`]);
+    /// a DS of 0, or more units than `wqe` holds or than the queue's WQEs
+    /// were sized for ([`crate::PostErrorKind::OpNotSupported`]: the queue's room
+    /// is counted in WQEs of that size).
+    #[doc(alias = "mlx5dv_wr_raw_wqe")]
+    pub fn raw_wqe(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostError> {
+        match self.batch.push_raw(wr_id, wqe) {
+            Ok(()) => {
+                self.pushed += 1;
+                Ok(())
+            }
+            Err(kind) => Err(PostError {
+                index: self.pushed,
+                kind,
+            }),
+        }
+    }
+}
+
 impl<K: QpKind, P: ProviderKind> Drop for WrSession<'_, K, P> {
     fn drop(&mut self) {
         self.close_aborted();

@@ -132,6 +132,13 @@ impl WcOpcode {
     pub const RECV: Self = Self(128);
     /// A receive consumed by an RDMA write with immediate.
     pub const RECV_RDMA_WITH_IMM: Self = Self(129);
+    /// A WQE the program wrote itself completed (mlx5's raw WQEs,
+    /// `mlx5dv_wr_raw_wqe`: `IBV_WC_DRIVER2`, alias `MLX5DV_WC_RAW_WQE`).
+    /// Its value has the receive bit set, as in libibverbs: test it before
+    /// [`WcOpcode::is_recv`].
+    #[doc(alias = "IBV_WC_DRIVER2")]
+    #[doc(alias = "MLX5DV_WC_RAW_WQE")]
+    pub const DRIVER2: Self = Self(136);
 
     /// Whether this is a receive-side completion.
     pub fn is_recv(self) -> bool {

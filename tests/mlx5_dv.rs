@@ -237,3 +237,65 @@ fn a_cq_of_128_byte_cqes_carries_traffic_and_the_attributes_are_checked() {
     }
     mlx5_pair::assert_clean(&model);
 }
+
+#[test]
+fn a_raw_wqe_is_copied_in_with_its_index_and_completes_as_driver2() {
+    use uverbs::qpx::{Mlx5, Rc};
+    use uverbs::{QpType, RecvWr, WcOpcode, WcStatus};
+    let mut p = mlx5_pair::pair(QpType::Rc, 4);
+    p.mr_a.write(0, &[0x77; 32]).unwrap();
+    let sge = p.mr_a.sge(0, 32).unwrap();
+    // A SEND WQE built by hand: ctrl (opcode SEND, qpn, DS 2, CQ update)
+    // and one data segment, in the device's byte order. Its WQE index
+    // field says 0x1234: the library puts the WQE's own index there.
+    let mut wqe = [0u8; 32];
+    wqe[0..4].copy_from_slice(&(0x12_3400 | 0x0a_u32).to_be_bytes());
+    wqe[4..8].copy_from_slice(&(p.a.qp_num() << 8 | 2).to_be_bytes());
+    wqe[11] = 0x08; // MLX5_WQE_CTRL_CQ_UPDATE
+    wqe[16..20].copy_from_slice(&sge.length.to_be_bytes());
+    wqe[20..24].copy_from_slice(&sge.lkey.to_be_bytes());
+    wqe[24..32].copy_from_slice(&sge.addr.to_be_bytes());
+    for round in 0..6u64 {
+        p.b.post_recv(&[RecvWr::new(round, &[p.mr_b.sge(0, 64).unwrap()])])
+            .unwrap();
+        // Every other request a library-built one: the two kinds share
+        // the ring (4 WRs deep, so the raw WQEs wrap around it).
+        let mut s = p.a.start_wr::<Rc, Mlx5>().unwrap();
+        if round % 2 == 0 {
+            s.raw_wqe(100 + round, &wqe).unwrap();
+        } else {
+            s.send().wr_id(100 + round).sge(sge).unwrap();
+        }
+        s.complete().unwrap();
+        let ca = mlx5_pair::run_and_poll(&p.model, &mut p.cq_a, 1);
+        let cb = mlx5_pair::run_and_poll(&p.model, &mut p.cq_b, 1);
+        let want = if round % 2 == 0 {
+            WcOpcode::DRIVER2
+        } else {
+            WcOpcode::SEND
+        };
+        assert_eq!(
+            (ca[0].wr_id, ca[0].status, ca[0].opcode),
+            (100 + round, WcStatus::SUCCESS, want)
+        );
+        assert_eq!((cb[0].wr_id, cb[0].byte_len), (round, 32));
+    }
+    let mut got = [0u8; 32];
+    p.mr_b.read(0, &mut got).unwrap();
+    assert_eq!(got, [0x77; 32]);
+    // Refusals, nothing taken: no DS, DS beyond the bytes, beyond the
+    // queue's WQE size.
+    let mut s = p.a.start_wr::<Rc, Mlx5>().unwrap();
+    let mut bad = wqe;
+    bad[7] = 0;
+    assert!(s.raw_wqe(1, &bad).is_err());
+    bad[7] = 3;
+    assert!(s.raw_wqe(1, &bad).is_err());
+    let mut big = vec![0u8; 63 * 16];
+    big[..32].copy_from_slice(&wqe);
+    big[7] = 63;
+    assert!(s.raw_wqe(1, &big).is_err());
+    assert!(s.is_empty());
+    s.abort();
+    mlx5_pair::assert_clean(&p.model);
+}

@@ -751,10 +751,13 @@ impl Parser {
             if tail.opcode() != cqe_opcode::REQ || rsn != qp.rsn {
                 break;
             }
-            let Some((wr_id, to)) = slots.take(tail.wqe_counter()) else {
+            let Some((wr_id, to, raw)) = slots.take(tail.wqe_counter()) else {
                 break;
             };
             requester_wc(wc, wr_id, qp_num, tail.wqe_opcode(), || tail.byte_cnt());
+            if raw {
+                wc.opcode = WcOpcode::DRIVER2;
+            }
             freed = to;
             k += 1;
         }
@@ -847,8 +850,11 @@ impl Parser {
         };
         match cqe.opcode() {
             cqe_opcode::REQ => {
-                let wr_id = qp.sq.complete(cqe.wqe_counter());
+                let (wr_id, raw) = qp.sq.complete(cqe.wqe_counter());
                 requester_wc(wc, wr_id, qp_num, cqe.wqe_opcode(), || cqe.byte_cnt());
+                if raw {
+                    wc.opcode = WcOpcode::DRIVER2;
+                }
             }
             op @ (cqe_opcode::RESP_WR_IMM
             | cqe_opcode::RESP_SEND
@@ -859,7 +865,7 @@ impl Parser {
             }
             op @ (cqe_opcode::REQ_ERR | cqe_opcode::RESP_ERR) => {
                 let wr_id = if op == cqe_opcode::REQ_ERR {
-                    qp.sq.complete(cqe.wqe_counter())
+                    qp.sq.complete(cqe.wqe_counter()).0
                 } else {
                     qp.complete_recv(cqe.wqe_counter())
                 };

@@ -97,7 +97,7 @@
 use std::{
     borrow::Borrow,
     sync::{
-        atomic::{AtomicU32, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering},
         Arc,
     },
 };
@@ -164,12 +164,15 @@ impl Slots<'_> {
     /// `wr_id` is read first: a poster that sees the new tail (acquire, in
     /// `room`) may write the slot again. `None` does not happen (every
     /// masked counter indexes a slot).
+    /// The third value: whether the WQE was a raw one
+    /// ([`SqBatch::push_raw`]), whose completion is `WcOpcode::DRIVER2`.
     #[inline(always)]
-    pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32)> {
+    pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32, bool)> {
         let slot = self.at(u32::from(wqe_counter))?;
         Some((
             slot.wrid.load(Ordering::Relaxed),
             slot.head.load(Ordering::Relaxed).wrapping_add(1),
+            slot.raw.load(Ordering::Relaxed),
         ))
     }
 }
@@ -180,6 +183,9 @@ pub(crate) struct SqSlot {
     wrid: AtomicU64,
     /// The poster's work-request counter when it wrote the WQE.
     head: AtomicU32,
+    /// The program wrote the WQE itself (`mlx5dv_wr_raw_wqe`): libmlx5
+    /// completes it as `IBV_WC_DRIVER2` (its `wr_data[idx]`).
+    raw: AtomicBool,
 }
 
 impl SqTrack {
@@ -195,19 +201,19 @@ impl SqTrack {
     /// The work request of the WQE at `wqe_counter`, and frees the queue up
     /// to it (a requester CQE completes every unsignaled WQE before it).
     #[inline]
-    pub(crate) fn complete(&self, wqe_counter: u16) -> u64 {
-        let (wr_id, tail) = self.take(wqe_counter);
+    pub(crate) fn complete(&self, wqe_counter: u16) -> (u64, bool) {
+        let (wr_id, tail, raw) = self.take(wqe_counter);
         self.free(tail);
-        wr_id
+        (wr_id, raw)
     }
 
     /// [`Slots::take`] of one WQE; with no slot (which does not happen)
     /// no work request and the tail unchanged.
     #[inline(always)]
-    pub(crate) fn take(&self, wqe_counter: u16) -> (u64, u32) {
+    pub(crate) fn take(&self, wqe_counter: u16) -> (u64, u32, bool) {
         self.slots()
             .and_then(|s| s.take(wqe_counter))
-            .unwrap_or_else(|| (0, self.tail.load(Ordering::Relaxed)))
+            .unwrap_or_else(|| (0, self.tail.load(Ordering::Relaxed), false))
     }
 
     /// The slots (`None` never happens: `new` makes `mask + 1` of them).
@@ -367,6 +373,48 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
         if let Some(slot) = self.slots.get((at & self.slot_mask) as usize) {
             slot.wrid.store(wr_id, Ordering::Relaxed);
             slot.head.store(head, Ordering::Relaxed);
+            slot.raw.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes a WQE the program built (`mlx5_wr_raw_wqe`) at WQEBB counter
+    /// `at`, as work request number `head`: its `ds` 16-byte units, the
+    /// ring wrapping under them, with the WQE index in its ctrl segment's
+    /// `opmod_idx_opcode` replaced by `at` (everything else, the QP number,
+    /// DS, flags and opcode included, is the program's); the completion
+    /// slot marks it raw.
+    #[inline]
+    fn write_raw(&self, wqe: &[u8], ds: u32, at: u32, wr_id: u64, head: u32) -> Last {
+        let first = at.wrapping_mul(UNITS_PER_BB);
+        let mut ctrl = [0u8; 16];
+        ctrl.copy_from_slice(&wqe[..16]);
+        let idx_opcode = u32::from_be_bytes([ctrl[0], ctrl[1], ctrl[2], ctrl[3]]);
+        let fixed = (idx_opcode & 0xff00_00ff) | ((at & 0xffff) << 8);
+        ctrl[..4].copy_from_slice(&fixed.to_be_bytes());
+        let seg = |b: &[u8]| {
+            let word = |i: usize| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&b[i..i + 8]);
+                u64::from_ne_bytes(w)
+            };
+            wqe::Seg([word(0), word(8)])
+        };
+        for i in 1..ds {
+            let o = i as usize * DS;
+            self.q.put(first.wrapping_add(i), seg(&wqe[o..o + DS]));
+        }
+        let ctrl = seg(&ctrl);
+        self.q.put(first, ctrl);
+        if let Some(slot) = self.slots.get((at & self.slot_mask) as usize) {
+            slot.wrid.store(wr_id, Ordering::Relaxed);
+            slot.head.store(head, Ordering::Relaxed);
+            slot.raw.store(true, Ordering::Relaxed);
+        }
+        Last {
+            at,
+            ds,
+            head: ctrl.head(),
+            inline: false,
         }
     }
 
@@ -617,6 +665,14 @@ impl SqShape {
             slot_mask: self.track.mask,
             rules: rules(&self.rules),
         }
+    }
+
+    /// The 16-byte units a WQE may take: [`SqShape::max_post`] WQEs of
+    /// that many whole basic blocks fit the ring (at most 63, the ctrl
+    /// segment's DS field).
+    pub(crate) fn max_ds(&self) -> u32 {
+        let bbs = (self.track.mask + 1) / self.max_post.max(1);
+        (bbs * UNITS_PER_BB).min(63)
     }
 
     /// How many more requests fit, with `head` posted so far.

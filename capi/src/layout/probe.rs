@@ -196,6 +196,7 @@ fn verbs_h_enum_values_match() {
         ("IBV_WC_BIND_MW", WcOpcode::BIND_MW.0.into()),
         ("IBV_WC_LOCAL_INV", WcOpcode::LOCAL_INV.0.into()),
         ("IBV_WC_ATOMIC_WRITE", WcOpcode::ATOMIC_WRITE.0.into()),
+        ("IBV_WC_DRIVER2", WcOpcode::DRIVER2.0.into()),
         ("IBV_MW_TYPE_1", uverbs::MwType::Type1.raw().into()),
         ("IBV_MW_TYPE_2", uverbs::MwType::Type2.raw().into()),
         ("IBV_ACCESS_MW_BIND", AccessFlags::MW_BIND.bits().into()),

@@ -92,6 +92,39 @@ impl<R: Borrow<SqRules>> SqBatch<'_, R> {
         Ok(())
     }
 
+    /// Writes a WQE the program built (`mlx5dv_wr_raw_wqe`), as the next
+    /// request of the batch: its ctrl segment's DS (`qpn_ds & 0x3f`) says
+    /// how many 16-byte units of `wqe` it has. Refused (nothing taken): a
+    /// full queue; a DS of 0, more than `wqe` holds, or more than this
+    /// queue's WQEs were sized for (the ring's room is counted in WQEs of
+    /// that size, so a larger one could overwrite one the device reads).
+    pub(crate) fn push_raw(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
+        let ds = wqe.get(4..8).map_or(0, |b| u32::from(b[3] & 0x3f));
+        if ds == 0 || ds as usize * 16 > wqe.len() {
+            return Err(PostErrorKind::OpNotSupported(
+                "a raw WQE's ctrl segment must count its 16-byte units (qpn_ds & 0x3f), \
+                 all of them in the buffer given",
+            ));
+        }
+        if ds > self.shape.max_ds() {
+            return Err(PostErrorKind::OpNotSupported(
+                "a raw WQE larger than the WQEs the send queue was sized for",
+            ));
+        }
+        if self.room == 0 {
+            self.room = self.shape.room(self.head);
+            if self.room == 0 {
+                return Err(PostErrorKind::QueueFull);
+            }
+        }
+        let last = self.w.write_raw(wqe, ds, self.cur, wr_id, self.head);
+        self.last = last;
+        self.room -= 1;
+        self.head = self.head.wrapping_add(1);
+        self.cur = self.cur.wrapping_add(wqebbs(ds));
+        Ok(())
+    }
+
     /// Ends the batch (`ibv_wr_complete`) of `nreq` requests (the pushes
     /// that succeeded, as the caller counts them: counted here too, the
     /// count would be reloaded from the queue after the WQE stores): the
