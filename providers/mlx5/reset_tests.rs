@@ -229,7 +229,7 @@ fn a_stale_send_tail_stored_around_a_restart_leaves_the_restarted_queue_its_dept
             assert_eq!(r.post_sends(1..), [1, 2, 3, 4]);
             // The poller's fast path: the WQE's work request and the tail
             // after it (a one-byte inline SEND: one WQEBB).
-            let (wr_id, stale) = r.track.sq.take(completed);
+            let (wr_id, stale, _) = r.track.sq.take(completed);
             assert_eq!(wr_id, u64::from(completed) + 1);
             r.reset();
             if after_restart {
@@ -277,7 +277,7 @@ fn a_send_queue_reset_with_nothing_completed_takes_its_depth_each_time() {
 fn a_stale_send_tail_stored_after_a_reset_frees_nothing_of_the_new_epoch() {
     let mut r = Rig::new();
     assert_eq!(r.post_sends(1..), [1, 2, 3, 4]);
-    let (wr_id, stale) = r.track.sq.take(0);
+    let (wr_id, stale, _) = r.track.sq.take(0);
     assert_eq!(wr_id, 1);
     r.reset_and_restart();
     assert_eq!(r.post_sends(10..13), [10, 11, 12]);
@@ -295,16 +295,16 @@ fn a_send_queue_counts_its_room_across_the_counters_wrap() {
     let mut r = Rig::new();
     r.qp.sq.skip_to(u32::MAX - 1);
     assert_eq!(r.post_sends(1..), [1, 2, 3, 4]);
-    assert_eq!(r.track.sq.complete(0), 1);
+    assert_eq!(r.track.sq.complete(0), (1, false));
     assert_eq!(r.post_sends(10..), [10], "one freed (tail u32::MAX)");
-    assert_eq!(r.track.sq.complete(1), 2);
+    assert_eq!(r.track.sq.complete(1), (2, false));
     assert_eq!(r.post_sends(20..), [20], "one more freed (tail 0)");
     for late in [false, true] {
         let mut r = Rig::new();
         r.qp.sq.skip_to(u32::MAX - 1);
         assert_eq!(r.post_sends(1..), [1, 2, 3, 4]);
         // The second WQE's tail: u32::MAX - 1 + 1 + 1, that is 0.
-        let (wr_id, stale) = r.track.sq.take(1);
+        let (wr_id, stale, _) = r.track.sq.take(1);
         assert_eq!((wr_id, stale), (2, 0));
         r.reset_and_restart();
         if late {
@@ -399,7 +399,7 @@ fn with_two_cqs_each_restarts_only_the_queue_that_completes_on_it() {
     let mut r = Rig::with_cqs(true);
     assert_eq!(r.post_sends(1..), [1, 2, 3, 4]);
     assert_eq!(r.post_recvs(1..), [1, 2, 3, 4]);
-    let (_, stale_send) = r.track.sq.take(SQ_POSTS as u16 - 1);
+    let (_, stale_send, _) = r.track.sq.take(SQ_POSTS as u16 - 1);
     let rq = r.track.rq.clone().unwrap();
     let mut run = rq.run().unwrap();
     run.take(0);
