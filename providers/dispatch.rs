@@ -10,8 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::{
     interface::{
-        CqCreated, CqRequest, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+        CqCreated, CqRequest, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
+        QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
+        SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };

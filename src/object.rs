@@ -136,7 +136,11 @@ pub(crate) fn try_destroy<T: Destroy>(
             let others = Arc::strong_count(&shared) - 1;
             Err((
                 shared,
-                busy(op, others, "it is destroyed when the last of them is dropped"),
+                busy(
+                    op,
+                    others,
+                    "it is destroyed when the last of them is dropped",
+                ),
             ))
         }
     }

@@ -250,9 +250,12 @@ impl ProtectionDomain {
             sq_sig_all: init.sq_sig_all,
             has_srq: init.srq.is_some(),
         };
-        let (plan, shared) = ctx
-            .provider
-            .plan_qp(ctx.device(), &self.inner.driver, &request, self.any_domain())?;
+        let (plan, shared) = ctx.provider.plan_qp(
+            ctx.device(),
+            &self.inner.driver,
+            &request,
+            self.any_domain(),
+        )?;
         let mut out = (plan, cap, 0u32);
         let handle = ctx
             .ioctl_or_write(

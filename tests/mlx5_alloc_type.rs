@@ -22,7 +22,11 @@ mod mlx5_pair;
 mod qp_connect;
 use mlx5_pair::*;
 
-const VARS: [&str; 3] = ["MLX_QP_ALLOC_TYPE", "MLX_CQ_ALLOC_TYPE", "MLX_SRQ_ALLOC_TYPE"];
+const VARS: [&str; 3] = [
+    "MLX_QP_ALLOC_TYPE",
+    "MLX_CQ_ALLOC_TYPE",
+    "MLX_SRQ_ALLOC_TYPE",
+];
 const HUGE: u64 = 2 << 20;
 
 /// Free 2 MiB huge pages on this host.

@@ -17,9 +17,9 @@ use std::{
 
 use uverbs::testing::mlx5::fake_mlx5;
 use uverbs::{
-    sys::Errno, CompletionQueue, Context, CqOptions, ErrorKind, ParentDomainAttr,
-    ProtectionDomain, QpType, QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource,
-    RecvWr, SendWr, SrqAttr, WcStatus,
+    sys::Errno, CompletionQueue, Context, CqOptions, ErrorKind, ParentDomainAttr, ProtectionDomain,
+    QpType, QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource, RecvWr, SendWr, SrqAttr,
+    WcStatus,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -215,7 +215,9 @@ fn queue_memory_comes_from_the_allocator_as_libmlx5_asks_and_goes_back_after_des
     // The SRQ: its WQEs' bytes, page aligned.
     let srqs = a.given(QueueResource::Srq);
     assert_eq!(srqs.len(), 1);
-    let info = model.srq(model.srqn_of_handle(srq.handle()).unwrap()).unwrap();
+    let info = model
+        .srq(model.srqn_of_handle(srq.handle()).unwrap())
+        .unwrap();
     assert_eq!(
         (srqs[0].0.size, srqs[0].0.alignment, srqs[0].0.resource_type),
         (info.wqe_cnt as usize * info.stride as usize, 4096, RES_SRQ)
@@ -226,12 +228,21 @@ fn queue_memory_comes_from_the_allocator_as_libmlx5_asks_and_goes_back_after_des
     let dbrs = a.given(QueueResource::DoorbellRecord);
     assert_eq!(dbrs.len(), 5);
     for (req, _) in &dbrs {
-        assert_eq!((req.size, req.alignment, req.resource_type), (8, 8, RES_DBR));
+        assert_eq!(
+            (req.size, req.alignment, req.resource_type),
+            (8, 8, RES_DBR)
+        );
     }
     let dbr_at: Vec<u64> = dbrs.iter().map(|(_, p)| *p as u64).collect();
     let devices_dbrs = [
-        model.cq(model.cqn_of_handle(cq_a.handle()).unwrap()).unwrap().db,
-        model.cq(model.cqn_of_handle(cq_b.handle()).unwrap()).unwrap().db,
+        model
+            .cq(model.cqn_of_handle(cq_a.handle()).unwrap())
+            .unwrap()
+            .db,
+        model
+            .cq(model.cqn_of_handle(cq_b.handle()).unwrap())
+            .unwrap()
+            .db,
         model.qp(qa.qp_num()).unwrap().db,
         model.qp(qb.qp_num()).unwrap().db,
         info.db,
@@ -448,7 +459,10 @@ fn a_parent_domain_over_a_parent_domain_is_over_its_protection_domain() {
     let inner = outer.alloc_parent_domain(ParentDomainAttr::new()).unwrap();
     assert_eq!(inner.handle(), pd.handle());
     let cq = cq_in(&ctx, &inner, 16);
-    assert!(a.allocs().is_empty(), "the outer allocator is not the inner's");
+    assert!(
+        a.allocs().is_empty(),
+        "the outer allocator is not the inner's"
+    );
     // The inner one holds the PD, not the outer parent domain.
     drop(cq);
     outer.try_destroy().unwrap();

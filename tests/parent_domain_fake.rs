@@ -18,9 +18,7 @@ fn rxe_has_no_parent_or_thread_domains() {
         (e.kind(), e.errno()),
         (ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)
     );
-    let e = pd
-        .alloc_parent_domain(ParentDomainAttr::new())
-        .unwrap_err();
+    let e = pd.alloc_parent_domain(ParentDomainAttr::new()).unwrap_err();
     assert_eq!(
         (e.kind(), e.errno()),
         (ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)

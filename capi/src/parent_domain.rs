@@ -35,9 +35,7 @@ use crate::{
     errno,
     layout::{
         context::ibv_context,
-        pd::{
-            ibv_parent_domain_init_attr, ibv_pd, ibv_td, ibv_td_init_attr, AllocFn, FreeFn,
-        },
+        pd::{ibv_parent_domain_init_attr, ibv_pd, ibv_td, ibv_td_init_attr, AllocFn, FreeFn},
         AnyFn,
     },
     pd::Pd,

@@ -40,8 +40,9 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqPd, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+    CqCreated, CqPd, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest,
+    Provider, QpCreated, QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
+    SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,

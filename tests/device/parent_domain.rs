@@ -17,9 +17,7 @@ fn rxe_refuses_parent_and_thread_domains_and_ignores_a_cqs_pd() {
         (ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP),
         "{e}"
     );
-    let e = pd
-        .alloc_parent_domain(ParentDomainAttr::new())
-        .unwrap_err();
+    let e = pd.alloc_parent_domain(ParentDomainAttr::new()).unwrap_err();
     assert_eq!(
         (e.kind(), e.errno()),
         (ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP),

@@ -88,7 +88,10 @@ unsafe extern "C" fn free_cb(pd: *mut ibv_pd, ctx: *mut c_void, ptr: *mut c_void
         .find(|a| a.4 == ptr as usize)
         .expect("freed what alloc_cb gave");
     drop(allocs);
-    seen.frees.lock().unwrap().push((pd as usize, ptr as usize, rt));
+    seen.frees
+        .lock()
+        .unwrap()
+        .push((pd as usize, ptr as usize, rt));
     let l = std::alloc::Layout::from_size_align(size, alignment).unwrap();
     // SAFETY: given by `alloc_cb` with this layout, freed once (the
     // library's contract, checked by the test's counts).
@@ -147,7 +150,8 @@ impl Ops {
     fn cq_ex(&self, parent_domain: *mut ibv_pd) -> Result<*mut ibv_cq, i32> {
         type F = unsafe extern "C" fn(*mut ibv_context, *mut ibv_cq_init_attr_ex) -> *mut ibv_cq;
         // SAFETY: the slot holds `create_cq_ex`, of that signature.
-        let f = unsafe { transmute::<unsafe extern "C" fn(), F>(self.vctx().create_cq_ex.unwrap()) };
+        let f =
+            unsafe { transmute::<unsafe extern "C" fn(), F>(self.vctx().create_cq_ex.unwrap()) };
         let mut a = ibv_cq_init_attr_ex {
             cqe: 32,
             cq_context: null_mut(),
@@ -229,7 +233,11 @@ fn a_parent_domain_is_a_pd_whose_queues_the_programs_callbacks_allocate() {
     let cq = ops.cq_ex(pdom).unwrap();
     let qp = qp_on(pdom, cq).unwrap();
     // SAFETY: the QP just made.
-    assert_eq!(unsafe { (*qp).pd }, pdom, "the QP's PD is the parent domain");
+    assert_eq!(
+        unsafe { (*qp).pd },
+        pdom,
+        "the QP's PD is the parent domain"
+    );
     let mut sa = ibv_srq_init_attr {
         srq_context: null_mut(),
         attr: ibv_srq_attr {
@@ -248,11 +256,17 @@ fn a_parent_domain_is_a_pd_whose_queues_the_programs_callbacks_allocate() {
         [RES_CQ, RES_DBR, RES_QP, RES_DBR, RES_SRQ, RES_DBR],
         "libmlx5's order: each buffer, then its doorbell record"
     );
-    assert!(allocs.iter().all(|a| a.0 == pdom as usize), "pd: the parent domain");
+    assert!(
+        allocs.iter().all(|a| a.0 == pdom as usize),
+        "pd: the parent domain"
+    );
     assert!(allocs
         .iter()
         .all(|a| a.4 != 0 && a.4 % a.2 == 0 && a.2.is_power_of_two()));
-    assert!(allocs.iter().filter(|a| a.3 == RES_DBR).all(|a| (a.1, a.2) == (8, 8)));
+    assert!(allocs
+        .iter()
+        .filter(|a| a.3 == RES_DBR)
+        .all(|a| (a.1, a.2) == (8, 8)));
     // The QP's memory is the allocator's: the device was given it.
     // SAFETY: the QP just made.
     let qpn = unsafe { (*qp).qp_num };
@@ -296,14 +310,25 @@ fn callbacks_answers_and_attribute_checks_are_libmlx5s() {
     let ctx = Context::create(uv, null_mut(), -1, -1);
     let ops = Ops { ctx };
     // SAFETY: a live context.
-    let (pd, cq) = unsafe { (ibv_alloc_pd(ctx), ibv_create_cq(ctx, 8, null_mut(), null_mut(), 0)) };
+    let (pd, cq) = unsafe {
+        (
+            ibv_alloc_pd(ctx),
+            ibv_create_cq(ctx, 8, null_mut(), null_mut(), 0),
+        )
+    };
     let seen = Seen::default();
     // Attributes libmlx5 refuses with EINVAL.
     let mut td_attr = ibv_td_init_attr { comp_mask: 1 };
     assert_eq!(ops.alloc_td(&mut td_attr), Err(libc::EINVAL));
     assert_eq!(ops.alloc_td(null_mut()), Err(libc::EINVAL));
-    assert_eq!(ops.parent(&mut init(null_mut(), null_mut(), &seen, BOTH)), Err(libc::EINVAL));
-    assert_eq!(ops.parent(&mut init(pd, null_mut(), &seen, 4)), Err(libc::EINVAL));
+    assert_eq!(
+        ops.parent(&mut init(null_mut(), null_mut(), &seen, BOTH)),
+        Err(libc::EINVAL)
+    );
+    assert_eq!(
+        ops.parent(&mut init(pd, null_mut(), &seen, 4)),
+        Err(libc::EINVAL)
+    );
     // A CQ given a plain PD: EINVAL, as libmlx5.
     assert_eq!(ops.cq_ex(pd), Err(libc::EINVAL));
     // USE_DEFAULT: asked, nothing freed.
