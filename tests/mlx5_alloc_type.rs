@@ -47,8 +47,9 @@ fn set_all(value: &str) {
 #[derive(Debug)]
 struct Defaults;
 
+// The allocator a program writes: an `unsafe` trait's implementation.
+#[allow(unsafe_code)]
 // SAFETY: it never answers memory.
-#[allow(unsafe_code)] // the allocator a program writes
 unsafe impl QueueAllocator for Defaults {
     fn alloc(&self, _: &QueueAllocRequest) -> Result<QueueMemory, Errno> {
         Ok(QueueMemory::UseDefault)

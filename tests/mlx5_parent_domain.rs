@@ -90,10 +90,11 @@ fn layout(req: &QueueAllocRequest) -> Layout {
     Layout::from_size_align(req.size + req.alignment, req.alignment).unwrap()
 }
 
+// The allocator a program writes: an `unsafe` trait's implementation.
+#[allow(unsafe_code)]
 // SAFETY: memory from the global allocator, `size` bytes at `alignment`
 // (plus slack for the misaligned answer), lent until `free`, which gives it
 // back once (checked by `live`).
-#[allow(unsafe_code)] // the allocator a program writes
 unsafe impl QueueAllocator for Recorder {
     fn alloc(&self, req: &QueueAllocRequest) -> Result<QueueMemory, Errno> {
         let answer = *self

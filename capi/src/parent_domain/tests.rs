@@ -34,11 +34,13 @@ fn last_errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
+/// One `alloc` call: `(pd, size, alignment, resource_type, answer)`.
+type Alloc = (usize, usize, usize, u64, usize);
+
 /// What the program's callbacks saw: its `pd_context` points at one.
 #[derive(Default)]
 struct Seen {
-    /// `(pd, size, alignment, resource_type, answer)`.
-    allocs: Mutex<Vec<(usize, usize, usize, u64, usize)>>,
+    allocs: Mutex<Vec<Alloc>>,
     /// `(pd, ptr, resource_type)`.
     frees: Mutex<Vec<(usize, usize, u64)>>,
     /// 0: memory; 1: `IBV_ALLOCATOR_USE_DEFAULT`; 2: NULL with `EDQUOT`.
@@ -233,11 +235,8 @@ fn a_parent_domain_is_a_pd_whose_queues_the_programs_callbacks_allocate() {
     let cq = ops.cq_ex(pdom).unwrap();
     let qp = qp_on(pdom, cq).unwrap();
     // SAFETY: the QP just made.
-    assert_eq!(
-        unsafe { (*qp).pd },
-        pdom,
-        "the QP's PD is the parent domain"
-    );
+    let qp_pd = unsafe { (*qp).pd };
+    assert_eq!(qp_pd, pdom, "the QP's PD is the parent domain");
     let mut sa = ibv_srq_init_attr {
         srq_context: null_mut(),
         attr: ibv_srq_attr {
