@@ -11,6 +11,8 @@
 //! - `uar.rs`: UAR pages and blue-flame registers (dynamic or static),
 //!   which doorbell a QP rings and the lock a shared one needs;
 //! - `buf.rs`: queue buffers and doorbell records the library allocates;
+//!   `alloc.rs`: where their memory comes from (a parent domain's
+//!   allocator, libmlx5's `MLX_*_ALLOC_TYPE` variables);
 //! - `wqe.rs` / `cqe.rs`: segment encoders and the CQE decoder, byte-exact
 //!   against `mlx5dv.h` (`golden.rs` checks them with the header's helpers);
 //! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
