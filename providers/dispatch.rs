@@ -10,8 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::{
     interface::{
-        CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+        CqCreated, CqRequest, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
+        QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
+        SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -32,6 +33,9 @@ pub(crate) struct AnyQpLinks<'a> {
     /// The SRQ's provider state.
     pub(crate) srq: Option<&'a AnySrqShared>,
 }
+
+/// The parent domain an object is created in (see [`Domain`]).
+pub(crate) type AnyDomain<'a> = Domain<'a, AnyTd>;
 
 /// A plan or data-path state reached a context of another provider: the
 /// core never does this (every state comes from the context it is used with).
@@ -123,6 +127,7 @@ macro_rules! providers {
         providers!(@enum AnyContext, Context, "Per-context provider state." $(, $v => $p)+);
         providers!(@enum AnyPd, Pd, "Per-PD driver data." $(, $v => $p)+);
         providers!(@enum AnyAh, Ah, "Per-AH driver data." $(, $v => $p)+);
+        providers!(@enum AnyTd, Td, "A thread domain's provider state." $(, $v => $p)+);
         providers!(@enum AnyCqPlan, CqPlan, "A CQ create in progress." $(, $v => $p)+);
         providers!(@enum AnyCqShared, CqShared, "CQ state kept with the kernel CQ." $(, $v => $p)+);
         providers!(@enum AnyCq, Cq, "A CQ's consumer side." $(, $v => $p)+);
@@ -185,6 +190,16 @@ macro_rules! providers {
                 match self { $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::alloc_pd(c, run)?))),+ }
             }
 
+            /// Whether the provider has parent domains.
+            pub(crate) fn check_parent_domain(&self) -> Result<()> {
+                match self { $(AnyContext::$v(c) => <$p>::check_parent_domain(c)),+ }
+            }
+
+            /// A thread domain's provider state.
+            pub(crate) fn alloc_td(&self, dev: Device<'_>) -> Result<AnyTd> {
+                match self { $(AnyContext::$v(c) => Ok(AnyTd::$v(<$p>::alloc_td(c, dev)?))),+ }
+            }
+
             /// `CREATE_AH`'s driver data; `run` executes the command.
             pub(crate) fn create_ah(
                 &self,
@@ -197,14 +212,22 @@ macro_rules! providers {
             }
 
             /// Step 1 of a CQ create.
+            #[allow(unreachable_patterns)]
             pub(crate) fn plan_cq(
                 &self,
                 dev: Device<'_>,
                 req: &CqRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnyCqPlan, AnyCqShared)> {
                 match self {
                     $(AnyContext::$v(c) => {
-                        let (plan, shared) = <$p>::plan_cq(c, dev, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_cq")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_cq(c, dev, req, domain)?;
                         Ok((AnyCqPlan::$v(plan), AnyCqShared::$v(shared)))
                     })+
                 }
@@ -234,10 +257,17 @@ macro_rules! providers {
                 dev: Device<'_>,
                 pd: &AnyPd,
                 req: &QpRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnyQpPlan, AnyQpShared)> {
                 match (self, pd) {
                     $((AnyContext::$v(c), AnyPd::$v(pd)) => {
-                        let (plan, shared) = <$p>::plan_qp(c, dev, pd, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_qp")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_qp(c, dev, pd, req, domain)?;
                         Ok((AnyQpPlan::$v(plan), AnyQpShared::$v(shared)))
                     })+
                     _ => Err(mismatch("ibv_create_qp")),
@@ -282,10 +312,17 @@ macro_rules! providers {
                 dev: Device<'_>,
                 pd: &AnyPd,
                 req: &SrqRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnySrqPlan, AnySrqShared)> {
                 match (self, pd) {
                     $((AnyContext::$v(c), AnyPd::$v(pd)) => {
-                        let (plan, shared) = <$p>::plan_srq(c, dev, pd, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_srq")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_srq(c, dev, pd, req, domain)?;
                         Ok((AnySrqPlan::$v(plan), AnySrqShared::$v(shared)))
                     })+
                     _ => Err(mismatch("ibv_create_srq")),

@@ -29,6 +29,8 @@ pub(crate) const PAGE: usize = 4096;
 pub(crate) struct DmaBuf {
     map: Mapping,
     len: usize,
+    /// Backed by huge pages ([`DmaBuf::new_huge`]).
+    huge: bool,
 }
 
 // The mlx5 data path (queue buffers and doorbell records) is the first user.
@@ -57,7 +59,48 @@ impl DmaBuf {
                     Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
                 )
             })?;
-        Ok(DmaBuf { map, len: rounded })
+        Ok(DmaBuf {
+            map,
+            len: rounded,
+            huge: false,
+        })
+    }
+
+    /// Allocates at least `len` bytes of huge pages of `huge_page` bytes
+    /// (`MAP_HUGETLB`; the length rounded up to whole huge pages): `ENOMEM`
+    /// when the host has too few free (`nr_hugepages`).
+    pub(crate) fn new_huge(len: usize, huge_page: usize, what: &'static str) -> Result<Self> {
+        let rounded = len
+            .checked_next_multiple_of(huge_page)
+            .filter(|&l| l != 0 && huge_page.is_power_of_two())
+            .ok_or_else(|| {
+                Error::new(
+                    what,
+                    ErrorKind::InvalidArgument,
+                    format!("a device buffer of {len} bytes in {huge_page}-byte pages"),
+                )
+            })?;
+        let map = memmap2::MmapOptions::new()
+            .len(rounded)
+            .huge(Some(huge_page.trailing_zeros() as u8))
+            .map_anon()
+            .map(Mapping::from)
+            .map_err(|e| {
+                Error::sys(
+                    what,
+                    Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
+                )
+            })?;
+        Ok(DmaBuf {
+            map,
+            len: rounded,
+            huge: true,
+        })
+    }
+
+    /// Whether it is backed by huge pages.
+    pub(crate) fn is_huge(&self) -> bool {
+        self.huge
     }
 
     /// The start of the buffer (what the kernel is told in create commands).
@@ -96,6 +139,25 @@ mod tests {
             let word = unsafe { std::ptr::read_volatile(base.add(i)) };
             assert_eq!(word, 0);
         }
+    }
+
+    /// Without free huge pages (`nr_hugepages` 0, as on the project's
+    /// machines) the mapping fails with the kernel's `ENOMEM`; with them
+    /// it is whole huge pages.
+    #[test]
+    fn huge_buffers_are_whole_huge_pages_or_enomem() {
+        const HUGE: usize = 2 << 20;
+        match DmaBuf::new_huge(100, HUGE, "test") {
+            Ok(b) => {
+                assert!(b.is_huge());
+                assert_eq!(b.len(), HUGE);
+                assert_eq!(b.addr() % HUGE as u64, 0);
+            }
+            Err(e) => assert_eq!(e.errno(), Errno::ENOMEM, "{e}"),
+        }
+        assert!(!DmaBuf::new(100, "test").unwrap().is_huge());
+        let e = DmaBuf::new_huge(usize::MAX, HUGE, "test").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     }
 
     #[test]

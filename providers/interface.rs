@@ -21,15 +21,15 @@
 //! The data path (post, poll, arm) takes that state by `&mut` where the
 //! handle owns the producer or consumer side, so it needs no lock.
 
-use std::{fmt::Debug, ops::RangeInclusive};
+use std::{fmt::Debug, ops::RangeInclusive, sync::Arc};
 
 use super::Device;
 use crate::{
-    error::Result,
+    error::{Error, ErrorKind, Result},
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType,
+    AhAttr, QpCap, QpState, QpType, QueueAllocator,
 };
 
 /// The driver data of a create command: input sent after the core request,
@@ -76,12 +76,28 @@ pub(crate) type RunWithInOut<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + '
 /// most (`src/cq_poll.rs`: the size of a CQ's session buffer).
 pub(crate) const SESSION_BATCH: usize = 64;
 
+/// The PD `ibv_create_cq_ex` was given (`IBV_CQ_INIT_ATTR_MASK_PD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// rxe ignores it, as rdma-core's rxe.
+#[allow(dead_code)]
+pub(crate) enum CqPd {
+    /// None.
+    None,
+    /// A plain protection domain (libmlx5 refuses it with `EINVAL`).
+    ProtectionDomain,
+    /// A parent domain: its allocator and thread domain come as the
+    /// create's [`Domain`].
+    ParentDomain,
+}
+
 /// What `ibv_create_cq` asked for.
 #[derive(Debug, Clone, Copy)]
 // rxe reads only part of it; providers that size and allocate their own
 // queues (mlx5) need all of it.
 #[allow(dead_code)]
 pub(crate) struct CqRequest {
+    /// The PD it was given.
+    pub(crate) pd: CqPd,
     /// Minimum number of completions the CQ holds.
     pub(crate) cqe: u32,
     /// Completion vector.
@@ -175,6 +191,47 @@ pub(crate) struct SrqCreated {
     pub(crate) max_sge: u32,
 }
 
+/// The parent domain a CQ, QP or SRQ is created in, as its provider sees
+/// it (libmlx5's `mlx5_parent_domain`): the program's queue allocator and
+/// the thread domain's provider state, each if it has one. The default is
+/// a plain PD's: neither.
+pub(crate) struct Domain<'a, Td> {
+    /// Where the provider asks for queue memory first.
+    pub(crate) allocator: Option<&'a Arc<dyn QueueAllocator>>,
+    /// The thread domain's provider state.
+    pub(crate) td: Option<&'a Td>,
+}
+
+impl<Td> Clone for Domain<'_, Td> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Td> Copy for Domain<'_, Td> {}
+
+impl<Td> Default for Domain<'_, Td> {
+    fn default() -> Self {
+        Domain {
+            allocator: None,
+            td: None,
+        }
+    }
+}
+
+/// The error of a provider without parent or thread domains (rdma-core's
+/// rxe leaves both ops unset: libibverbs answers `EOPNOTSUPP`).
+pub(crate) fn no_domains(op: &'static str, provider: &str) -> Error {
+    Error::new(
+        op,
+        ErrorKind::UnsupportedProvider,
+        format!(
+            "the {provider} provider has no parent or thread domains (as rdma-core's \
+             {provider})"
+        ),
+    )
+}
+
 /// The objects a new QP is attached to, as their provider state: the CQs
 /// its completions go to and the SRQ it receives from. mlx5 needs them to
 /// find a QP's work requests from a CQE and to clean a CQ of a QP's CQEs.
@@ -202,6 +259,9 @@ pub(crate) trait Provider: Sized + 'static {
     type Context: Debug + Send + Sync;
     /// Per-PD driver data (mlx5's PD number).
     type Pd: Debug + Send + Sync;
+    /// A thread domain's state (mlx5: its dedicated bfreg, given back when
+    /// it is dropped).
+    type Td: Debug + Send + Sync;
     /// Per-AH driver data (rxe's AH index).
     type Ah: Debug + Send + Sync;
     /// A CQ create in progress.
@@ -263,6 +323,18 @@ pub(crate) trait Provider: Sized + 'static {
     /// driver output buffer given.
     fn alloc_pd(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Pd, Errno>;
 
+    /// Whether the provider has parent domains (`alloc_parent_domain`);
+    /// the default refuses, as libibverbs without the op.
+    fn check_parent_domain(_ctx: &Self::Context) -> Result<()> {
+        Err(no_domains("ibv_alloc_parent_domain", Self::NAME))
+    }
+
+    /// Allocates a thread domain's state (`alloc_td`); the default
+    /// refuses, as libibverbs without the op.
+    fn alloc_td(_ctx: &Self::Context, _dev: Device<'_>) -> Result<Self::Td> {
+        Err(no_domains("ibv_alloc_td", Self::NAME))
+    }
+
     /// The driver data of `CREATE_AH`, as for [`Provider::alloc_pd`]; `attr`
     /// is what the AH was created with (mlx5 builds its address vector).
     fn create_ah(
@@ -276,6 +348,7 @@ pub(crate) trait Provider: Sized + 'static {
         ctx: &Self::Context,
         dev: Device<'_>,
         req: &CqRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::CqPlan, Self::CqShared)>;
 
     /// Step 3 of a CQ create.
@@ -357,6 +430,7 @@ pub(crate) trait Provider: Sized + 'static {
         dev: Device<'_>,
         pd: &Self::Pd,
         req: &QpRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::QpPlan, Self::QpShared)>;
 
     /// Step 3 of a QP create.
@@ -446,6 +520,7 @@ pub(crate) trait Provider: Sized + 'static {
         dev: Device<'_>,
         pd: &Self::Pd,
         req: &SrqRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::SrqPlan, Self::SrqShared)>;
 
     /// Step 3 of an SRQ create; also returns the SRQ number.

@@ -30,7 +30,9 @@ use crate::{
         Registry, Stream, Target,
     },
     object::{Destroy, Owned},
-    providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
+    parent_domain::DomainInner,
+    pd::ProtectionDomain,
+    providers::{AnyCq, AnyCqShared, CqCreated, CqPd, CqRequest, DriverData},
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
 };
@@ -46,6 +48,9 @@ pub(crate) struct CqInner {
     pub(crate) children: Arc<AtomicUsize>,
     /// Keeps the channel (and its fd) alive while the CQ may signal it.
     _channel: Option<Arc<ChannelInner>>,
+    /// The parent domain it was made in ([`CqOptions::parent_domain`]),
+    /// which its queue memory may come from.
+    _domain: Option<Arc<DomainInner>>,
     /// `CqOptions::context`.
     pub(crate) context: u64,
     /// The provider's state kept with the kernel CQ: dropped after the CQ
@@ -138,6 +143,14 @@ pub struct CqOptions<'a> {
     /// [`ErrorKind::UnsupportedProvider`] saying so without it). See
     /// [`WcExFlags`] for what each provider supports.
     pub wc_flags: WcExFlags,
+    /// The parent domain whose queue allocator the CQ's memory comes from
+    /// (`ibv_create_cq_ex`'s `parent_domain`, `IBV_CQ_INIT_ATTR_MASK_PD`):
+    /// a parent domain of the same context
+    /// ([`ProtectionDomain::alloc_parent_domain`]). mlx5 refuses a plain
+    /// protection domain with [`ErrorKind::InvalidArgument`] (`EINVAL`, as
+    /// libmlx5); rxe ignores it, as rdma-core's rxe. The CQ holds a parent
+    /// domain: its destroy fails with `EBUSY` while the CQ exists.
+    pub parent_domain: Option<&'a ProtectionDomain>,
 }
 
 impl Context {
@@ -196,7 +209,22 @@ impl Context {
                 ));
             }
         }
+        if let Some(pd) = opts.parent_domain {
+            if !Arc::ptr_eq(&pd.inner.ctx, ctx) {
+                return Err(Error::new(
+                    "ibv_create_cq_ex",
+                    ErrorKind::InvalidArgument,
+                    "the parent domain belongs to another context",
+                ));
+            }
+        }
+        let domain = opts.parent_domain.and_then(|pd| pd.domain.clone());
         let request = CqRequest {
+            pd: match opts.parent_domain {
+                None => CqPd::None,
+                Some(pd) if pd.is_parent_domain() => CqPd::ParentDomain,
+                Some(_) => CqPd::ProtectionDomain,
+            },
             cqe,
             comp_vector: opts.comp_vector,
             wc_flags: opts.wc_flags,
@@ -211,7 +239,11 @@ impl Context {
         } else {
             0
         };
-        let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request)?;
+        let any_domain = domain
+            .as_deref()
+            .map(DomainInner::as_any)
+            .unwrap_or_default();
+        let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request, any_domain)?;
         let user_handle = ctx.events.new_handle();
         let (handle, actual) = ctx
             .ioctl_or_write(
@@ -279,6 +311,7 @@ impl Context {
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
             _channel: opts.channel.map(|c| c.inner.clone()),
+            _domain: domain,
             context: opts.context,
             shared,
         });

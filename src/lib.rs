@@ -74,6 +74,7 @@
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
 //! | `ibv_reg_mr`, `ibv_reg_mr_iova2`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] / [`ProtectionDomain::register_raw_iova`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
+//! | `ibv_alloc_parent_domain`, `ibv_alloc_td`, `ibv_dealloc_td` | [`ProtectionDomain::alloc_parent_domain`] with [`ParentDomainAttr`] ([`Context::alloc_td`] → [`ThreadDomain`], a [`QueueAllocator`]) → [`ProtectionDomain`]; CQs: [`CqOptions::parent_domain`] |
 //! | `ibv_alloc_mw`, `ibv_bind_mw`, `ibv_dealloc_mw`, `IBV_WR_BIND_MW`, `IBV_WR_LOCAL_INV`, `IBV_WR_SEND_WITH_INV` | [`ProtectionDomain::alloc_mw`] → [`MemoryWindow`], [`MemoryWindow::bind_to`] → [`SendOp::BindMw`], [`SendOp::LocalInvalidate`], [`SendOp::SendWithInvalidate`] |
 //! | `ibv_wr_atomic_write` (`IBV_WR_ATOMIC_WRITE`) | [`SendOp::AtomicWrite`], [`WrSession::atomic_write`] |
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
@@ -125,6 +126,7 @@ mod mr;
 mod mw;
 pub mod netlink;
 mod object;
+mod parent_domain;
 mod pd;
 mod qp;
 mod qp_attr;
@@ -132,6 +134,7 @@ mod qp_state;
 pub mod qpx;
 mod query;
 mod query_types;
+pub mod queue_alloc;
 mod recv_queue;
 mod send_batch;
 mod shared_memory;
@@ -252,12 +255,14 @@ pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
 pub use mw::{MemoryWindow, MwBind, MwType};
+pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;
 pub use qp_state::{check_modify, next_states, required_attrs};
 pub use qpx::WrSession;
 pub use query::*;
+pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;
 pub use send_batch::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};

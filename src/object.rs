@@ -117,6 +117,35 @@ pub(crate) fn destroy<T: Destroy>(arc: Arc<Owned<T>>, op: &'static str) -> Resul
     }
 }
 
+/// [`destroy`] that gives the reference back on any failure: `EBUSY`
+/// while other references exist, or the kernel's refusal (the object is
+/// then as it was, and its last drop tries again).
+pub(crate) fn try_destroy<T: Destroy>(
+    arc: Arc<Owned<T>>,
+    op: &'static str,
+) -> std::result::Result<(), (Arc<Owned<T>>, Error)> {
+    match Arc::try_unwrap(arc) {
+        Ok(owned) => match owned.destroy_kernel() {
+            Ok(()) => {
+                owned.mark_destroyed();
+                Ok(())
+            }
+            Err(e) => Err((Arc::new(owned), e)),
+        },
+        Err(shared) => {
+            let others = Arc::strong_count(&shared) - 1;
+            Err((
+                shared,
+                busy(
+                    op,
+                    others,
+                    "it is destroyed when the last of them is dropped",
+                ),
+            ))
+        }
+    }
+}
+
 /// The error for destroying an object that is still referenced.
 pub(crate) fn busy(op: &'static str, others: usize, then: &str) -> Error {
     Error::sys(op, crate::sys::Errno::EBUSY).with_detail(format!(

@@ -12,8 +12,9 @@ use crate::{
     abi,
     context::{Context, ContextInner, Verb},
     error::{Error, Result},
-    object::{self, Destroy, Owned},
-    providers::AnyPd,
+    object::{Destroy, Owned},
+    parent_domain::DomainInner,
+    providers::{AnyDomain, AnyPd},
 };
 
 /// A protection domain's kernel object; children hold an `Arc` of it.
@@ -46,9 +47,15 @@ impl Destroy for PdInner {
 ///
 /// Memory regions, queue pairs, SRQs and address handles created from it hold
 /// it alive; it is deallocated when the last of them and this handle are gone.
+///
+/// A parent domain ([`ProtectionDomain::alloc_parent_domain`]) is one too:
+/// the same kernel PD, with a thread domain and a queue allocator that the
+/// QPs, SRQs and CQs made in it use (`crate::parent_domain`).
 #[derive(Debug, Clone)]
 pub struct ProtectionDomain {
     pub(crate) inner: Arc<Owned<PdInner>>,
+    /// What a parent domain adds; the objects made in it hold it.
+    pub(crate) domain: Option<Arc<DomainInner>>,
 }
 
 impl Context {
@@ -76,6 +83,7 @@ impl Context {
                 handle: resp.pd_handle,
                 driver,
             }),
+            domain: None,
         })
     }
 }
@@ -96,9 +104,20 @@ impl ProtectionDomain {
     /// Deallocates the PD now, like `ibv_dealloc_pd`, reporting errors.
     ///
     /// Fails with `EBUSY` while other handles to it or objects created from
-    /// it exist; it is then deallocated when the last of them is dropped.
+    /// it exist (parent domains over it among them); it is then deallocated
+    /// when the last of them is dropped. [`ProtectionDomain::try_destroy`]
+    /// gives the handle back instead.
     #[doc(alias = "ibv_dealloc_pd")]
     pub fn destroy(self) -> Result<()> {
-        object::destroy(self.inner, "ibv_dealloc_pd")
+        self.try_destroy().map_err(Into::into)
+    }
+
+    /// The provider's view of what a parent domain adds (nothing for a
+    /// plain PD).
+    pub(crate) fn any_domain(&self) -> AnyDomain<'_> {
+        self.domain
+            .as_deref()
+            .map(DomainInner::as_any)
+            .unwrap_or_default()
     }
 }

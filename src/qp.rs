@@ -29,6 +29,7 @@ use crate::{
         Registry, Stream, Target,
     },
     object::{Destroy, Owned, ParentLink},
+    parent_domain::DomainInner,
     pd::{PdInner, ProtectionDomain},
     providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
@@ -71,6 +72,9 @@ pub struct QpInitAttr<'a> {
 pub(crate) struct QpInner {
     pub(crate) ctx: Arc<ContextInner>,
     _pd: Arc<Owned<PdInner>>,
+    /// The parent domain it was made in, which its queue memory may come
+    /// from.
+    _domain: Option<Arc<DomainInner>>,
     // Counted in their parents' `children` while the QP exists.
     _send_cq: ParentLink<CqInner>,
     _recv_cq: ParentLink<CqInner>,
@@ -246,9 +250,12 @@ impl ProtectionDomain {
             sq_sig_all: init.sq_sig_all,
             has_srq: init.srq.is_some(),
         };
-        let (plan, shared) = ctx
-            .provider
-            .plan_qp(ctx.device(), &self.inner.driver, &request)?;
+        let (plan, shared) = ctx.provider.plan_qp(
+            ctx.device(),
+            &self.inner.driver,
+            &request,
+            self.any_domain(),
+        )?;
         let mut out = (plan, cap, 0u32);
         let handle = ctx
             .ioctl_or_write(
@@ -344,6 +351,7 @@ impl ProtectionDomain {
         let inner = Owned::new(QpInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
+            _domain: self.domain.clone(),
             _send_cq: cq_link(init.send_cq),
             _recv_cq: cq_link(init.recv_cq),
             _srq: init

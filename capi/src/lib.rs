@@ -39,6 +39,7 @@ mod cq_ex;
 
 mod ah;
 mod mw;
+mod parent_domain;
 mod pd;
 mod qp;
 mod qp_ex;

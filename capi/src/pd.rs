@@ -6,16 +6,19 @@
 //! objects made from it (MRs here, QPs, SRQs and AHs in their modules) take
 //! it shared through [`Pd::with`], the deallocation exclusively.
 //!
+//! A parent domain (`ibv_alloc_parent_domain`, `parent_domain.rs`) is a
+//! [`Pd`] too, holding uverbs' parent domain: every verb that takes a PD
+//! takes it.
+//!
 //! # When uverbs refuses a deallocation
 //!
-//! uverbs' `ProtectionDomain::destroy` and `MemoryRegion::destroy` consume
-//! the handle and do not give it back when they fail (CQs, QPs and SRQs do,
-//! in their `DestroyError`). The PD's memory regions are counted here, so
-//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs; for
-//! the other objects that use a PD (QPs, SRQs, AHs) uverbs answers `EBUSY`
-//! and the handle is gone: the kernel PD then lives until the last of them
-//! is destroyed, the C object stays readable, no new object can be made
-//! from it (`EINVAL`), and the next `ibv_dealloc_pd` frees the C object.
+//! `ibv_dealloc_pd` uses uverbs' `ProtectionDomain::try_destroy`, which
+//! gives the PD back on any failure (`EBUSY` while QPs, SRQs, AHs, MWs,
+//! CQs of a parent domain or parent domains over it use it; the kernel's
+//! refusal): the C object is then as it was, and can be deallocated again.
+//! `MemoryRegion::destroy` consumes the handle and does not give it back
+//! when it fails, so the PD's memory regions are counted here, and
+//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs.
 
 #![allow(unsafe_code)]
 
@@ -23,7 +26,7 @@ use core::ffi::{c_int, c_uint, c_void};
 use std::{
     os::fd::BorrowedFd,
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
         Mutex, PoisonError, RwLock,
     },
 };
@@ -69,9 +72,6 @@ pub struct Pd {
     pd: RwLock<Option<ProtectionDomain>>,
     /// Memory regions registered in it and not deregistered.
     mrs: AtomicUsize,
-    /// uverbs refused the deallocation and kept the PD for the objects
-    /// that use it (see the module documentation).
-    orphaned: AtomicBool,
 }
 
 // SAFETY: the C part is written once before the object is handed out; its
@@ -100,6 +100,21 @@ impl Pd {
     pub(crate) fn with<R>(&self, f: impl FnOnce(&ProtectionDomain) -> R) -> Result<R, Errno> {
         let pd = self.pd.read().unwrap_or_else(PoisonError::into_inner);
         pd.as_ref().map(f).ok_or(Errno::EINVAL)
+    }
+
+    /// Boxes `uv` (a PD or a parent domain of `ctx`) as the C object and
+    /// returns the program's pointer.
+    pub(crate) fn into_c(ctx: &Context, uv: ProtectionDomain) -> *mut ibv_pd {
+        let pd = Box::new(Pd {
+            c: ibv_pd {
+                context: ctx.as_c(),
+                handle: uv.handle(),
+            },
+            ctx,
+            pd: RwLock::new(Some(uv)),
+            mrs: AtomicUsize::new(0),
+        });
+        Box::into_raw(pd).cast()
     }
 
     /// The context the PD belongs to.
@@ -152,21 +167,10 @@ pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd 
         Ok(c) => c,
         Err(e) => return errno::null(e),
     };
-    let uv = match ctx.uv.alloc_pd() {
-        Ok(pd) => pd,
-        Err(e) => return errno::null(errno::of(&e)),
-    };
-    let pd = Box::new(Pd {
-        c: ibv_pd {
-            context: ctx.as_c(),
-            handle: uv.handle(),
-        },
-        ctx,
-        pd: RwLock::new(Some(uv)),
-        mrs: AtomicUsize::new(0),
-        orphaned: AtomicBool::new(false),
-    });
-    Box::into_raw(pd).cast()
+    match ctx.uv.alloc_pd() {
+        Ok(uv) => Pd::into_c(ctx, uv),
+        Err(e) => errno::null(errno::of(&e)),
+    }
 }
 
 /// Deallocates a protection domain: 0, or the positive errno (`EBUSY`
@@ -188,16 +192,14 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
         if p.mrs.load(Ordering::Acquire) > 0 {
             return errno::positive(Errno::EBUSY);
         }
-        match guard.take() {
-            Some(uv) => {
-                if let Err(e) = uv.destroy() {
-                    p.orphaned.store(true, Ordering::Release);
-                    return errno::positive(errno::of(&e));
-                }
-            }
-            // uverbs kept it for its last users; it goes with them.
-            None if p.orphaned.load(Ordering::Acquire) => {}
-            None => return errno::positive(Errno::EINVAL),
+        let Some(uv) = guard.take() else {
+            return errno::positive(Errno::EINVAL);
+        };
+        // A refused deallocation gives the PD back, as it was.
+        if let Err(e) = uv.try_destroy() {
+            let (uv, e) = e.into_parts();
+            *guard = Some(uv);
+            return errno::positive(errno::of(&e));
         }
     }
     // SAFETY: `pd` came from `Box::into_raw` in `ibv_alloc_pd` and the

@@ -11,6 +11,8 @@
 //! - `uar.rs`: UAR pages and blue-flame registers (dynamic or static),
 //!   which doorbell a QP rings and the lock a shared one needs;
 //! - `buf.rs`: queue buffers and doorbell records the library allocates;
+//!   `alloc.rs`: where their memory comes from (a parent domain's
+//!   allocator, libmlx5's `MLX_*_ALLOC_TYPE` variables);
 //! - `wqe.rs` / `cqe.rs`: segment encoders and the CQE decoder, byte-exact
 //!   against `mlx5dv.h` (`golden.rs` checks them with the header's helpers);
 //! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
@@ -40,8 +42,9 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+    CqCreated, CqPd, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest,
+    Provider, QpCreated, QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
+    SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -49,10 +52,11 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpState, QpType, QueueResource,
 };
 
 mod ah;
+mod alloc;
 mod buf;
 pub(crate) mod clock;
 pub(crate) mod context;
@@ -81,6 +85,7 @@ mod wqe;
 pub(crate) use context::Mlx5State;
 
 use ah::{build_av, Mlx5Ah};
+use alloc::{AllocType, BufSpec, Component};
 use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
@@ -115,6 +120,35 @@ pub(crate) struct Mlx5Pd {
     pub(crate) pdn: u32,
 }
 
+/// An mlx5 thread domain: its own bfreg (`mlx5_td`), given back to the
+/// context's thread-domain bfregs when it is dropped.
+#[derive(Debug)]
+pub(crate) struct Mlx5Td {
+    /// `None` with static UARs ([`Uars::td_bfreg`]).
+    bfreg: Option<Arc<Bfreg>>,
+    uars: Arc<Uars>,
+}
+
+impl Drop for Mlx5Td {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bfreg {
+            self.uars.release_td(b);
+        }
+    }
+}
+
+/// The older variable that makes huge pages a QP's default
+/// (libmlx5's `qptype2key`).
+fn huge_key(t: QpType) -> &'static str {
+    match t {
+        QpType::Rc => "HUGE_RC",
+        QpType::Uc => "HUGE_UC",
+        QpType::Ud => "HUGE_UD",
+        QpType::RawPacket => "HUGE_RAW_ETH",
+        _ => "HUGE_NA",
+    }
+}
+
 /// Driver input and output of a create command.
 #[derive(Debug)]
 pub(crate) struct Drv<I, O> {
@@ -137,6 +171,8 @@ pub(crate) struct Mlx5QpShared {
     rq: Option<Arc<RqTrack>>,
     uidx: Option<u32>,
     bfreg: Mutex<Option<Arc<Bfreg>>>,
+    /// The bfreg is its thread domain's, which gives it back.
+    td_bfreg: bool,
     track: OnceLock<Arc<QpTrack>>,
     cqs: OnceLock<[Arc<CqCore>; 2]>,
     resources: Arc<Resources>,
@@ -195,7 +231,7 @@ impl Drop for Mlx5QpShared {
             self.resources.free_uidx(u);
         }
         let bfreg = self.bfreg.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(b) = bfreg {
+        if let Some(b) = bfreg.filter(|_| !self.td_bfreg) {
             self.uars.release(&b);
         }
     }
@@ -263,6 +299,7 @@ impl Provider for Mlx5 {
 
     type Context = Mlx5Ctx;
     type Pd = Mlx5Pd;
+    type Td = Mlx5Td;
     type Ah = Mlx5Ah;
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
@@ -339,6 +376,19 @@ impl Provider for Mlx5 {
         Ok(Mlx5Pd { pdn })
     }
 
+    /// libmlx5's `mlx5_alloc_parent_domain`: any context has them.
+    fn check_parent_domain(_: &Mlx5Ctx) -> Result<()> {
+        Ok(())
+    }
+
+    /// libmlx5's `mlx5_alloc_td`: a dedicated bfreg.
+    fn alloc_td(ctx: &Mlx5Ctx, dev: Device<'_>) -> Result<Mlx5Td> {
+        Ok(Mlx5Td {
+            bfreg: ctx.uars.td_bfreg(dev)?,
+            uars: ctx.uars.clone(),
+        })
+    }
+
     fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Mlx5Ah, Errno> {
         let mut resp = abi::Mlx5IbCreateAhResp::new_zeroed();
         run(resp.as_mut_bytes())?;
@@ -347,8 +397,9 @@ impl Provider for Mlx5 {
 
     fn plan_cq(
         ctx: &Mlx5Ctx,
-        _: Device<'_>,
+        dev: Device<'_>,
         req: &CqRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::CqPlan, Arc<CqCore>)> {
         // libmlx5 (`CREATE_CQ_SUPPORTED_WC_FLAGS`) also takes CVLAN, FLOW_TAG
         // and TM_INFO; this provider decodes none of them.
@@ -383,6 +434,15 @@ impl Provider for Mlx5 {
                  which converts device ticks to nanoseconds",
             ));
         }
+        // `create_cq`: a PD that is not a parent domain is EINVAL.
+        if req.pd == CqPd::ProtectionDomain {
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::InvalidArgument,
+                "IBV_CQ_INIT_ATTR_MASK_PD: the PD is no parent domain (libmlx5 takes a \
+                 parent domain only)",
+            ));
+        }
         let ncqe = req
             .cqe
             .checked_add(1)
@@ -397,7 +457,19 @@ impl Provider for Mlx5 {
             })?;
         let dv = req.mlx5.unwrap_or_default();
         let cqe_size = cq::cqe_size(dv.cqe_size, std::env::var_os("MLX5_CQE_SIZE").as_deref())?;
-        let core = Arc::new(CqCore::new(ncqe, cqe_size)?);
+        // `mlx5_alloc_cq_buf`: whole pages, page aligned.
+        let core = Arc::new(CqCore::new_in(ncqe, cqe_size, |len| {
+            let spec = BufSpec {
+                len: len.div_ceil(alloc::PAGE) * alloc::PAGE,
+                alignment: alloc::PAGE,
+                resource: QueueResource::Cq,
+                alloc_type: AllocType::from_env(Component::Cq, Some("HUGE_CQ")),
+                component: Component::Cq,
+                allocator: domain.allocator,
+                what: "allocate mlx5 CQ buffer",
+            };
+            QueueBuf::alloc(Some(dev), &spec)
+        })?);
         let mut input = abi::Mlx5IbCreateCq::new_zeroed();
         input.buf_addr = core.buf.addr();
         input.db_addr = core.buf.db_addr();
@@ -514,6 +586,7 @@ impl Provider for Mlx5 {
         dev: Device<'_>,
         _: &Mlx5Pd,
         req: &QpRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::QpPlan, Mlx5QpShared)> {
         let s = &ctx.state;
         let g = qp::geometry(
@@ -523,9 +596,31 @@ impl Provider for Mlx5 {
             u32::from(s.max_sq_desc_sz),
             u32::from(s.max_rq_desc_sz),
         )?;
-        let buf = Arc::new(QueueBuf::new(g.buf_len, "allocate mlx5 QP buffer")?);
+        // `mlx5_alloc_qp_buf`: an allocator is asked for the buffer rounded
+        // up to libmlx5's alignment for it; the others round it to pages.
+        let max_stride = wqe::SEND_WQE_BB.max(1 << g.rq_wqe_shift);
+        let alignment = match domain.allocator {
+            Some(_) => alloc::custom_qp_alignment(g.buf_len, max_stride),
+            None => alloc::PAGE,
+        };
+        let spec = BufSpec {
+            len: g.buf_len.next_multiple_of(alignment),
+            alignment,
+            resource: QueueResource::Qp,
+            alloc_type: AllocType::from_env(Component::Qp, Some(huge_key(req.qp_type))),
+            component: Component::Qp,
+            allocator: domain.allocator,
+            what: "allocate mlx5 QP buffer",
+        };
+        let buf = Arc::new(QueueBuf::alloc(Some(dev), &spec)?);
         let uidx = uidx_for(ctx)?;
-        let bfreg = ctx.uars.qp_bfreg(dev)?;
+        // `mlx5_create_qp`: a thread domain's bfreg, else the context's.
+        let td_bfreg = domain.td.and_then(|td| td.bfreg.clone());
+        let from_td = td_bfreg.is_some();
+        let bfreg = match td_bfreg {
+            Some(b) => Some(b),
+            None => ctx.uars.qp_bfreg(dev)?,
+        };
         let mut input = abi::Mlx5IbCreateQp::new_zeroed();
         input.buf_addr = buf.addr();
         input.db_addr = buf.db_addr();
@@ -543,6 +638,7 @@ impl Provider for Mlx5 {
             rq: (g.rq_wqe_cnt > 0).then(|| Arc::new(RqTrack::new(g.rq_wqe_cnt))),
             uidx,
             bfreg: Mutex::new(bfreg),
+            td_bfreg: from_td,
             track: OnceLock::new(),
             cqs: OnceLock::new(),
             resources: ctx.resources.clone(),
@@ -734,9 +830,10 @@ impl Provider for Mlx5 {
 
     fn plan_srq(
         ctx: &Mlx5Ctx,
-        _: Device<'_>,
+        dev: Device<'_>,
         _: &Mlx5Pd,
         req: &SrqRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::SrqPlan, Mlx5SrqShared)> {
         let invalid = |d: String| Error::new("ibv_create_srq", ErrorKind::InvalidArgument, d);
         let max = req
@@ -752,10 +849,17 @@ impl Provider for Mlx5 {
                 req.max_sge, ctx.state.max_rq_desc_sz
             )));
         }
-        let buf = Arc::new(QueueBuf::new(
-            max as usize * stride,
-            "allocate mlx5 SRQ buffer",
-        )?);
+        // `mlx5_alloc_srq_buf`: the WQEs' bytes, page aligned.
+        let spec = BufSpec {
+            len: max as usize * stride,
+            alignment: alloc::PAGE,
+            resource: QueueResource::Srq,
+            alloc_type: AllocType::from_env(Component::Srq, None),
+            component: Component::Srq,
+            allocator: domain.allocator,
+            what: "allocate mlx5 SRQ buffer",
+        };
+        let buf = Arc::new(QueueBuf::alloc(Some(dev), &spec)?);
         let uidx = uidx_for(ctx)?;
         let mut input = abi::Mlx5IbCreateSrq::new_zeroed();
         input.buf_addr = buf.addr();

@@ -37,6 +37,7 @@ mod faults;
 mod memory_window;
 mod objects;
 mod owned_mr;
+mod parent_domain;
 mod perf;
 mod pingpong;
 mod porting;
