@@ -20,7 +20,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpCap, QpState,
 };
 
 /// The objects a new QP is attached to (see [`QpLinks`]).
@@ -368,6 +368,11 @@ macro_rules! providers {
             /// The hook run after the kernel destroyed the QP.
             pub(crate) fn on_destroyed(&self) {
                 match self { $(AnyQpShared::$v(s) => <$p>::on_qp_destroyed(s)),+ }
+            }
+
+            /// The capacities the created QP reports.
+            pub(crate) fn granted_cap(&self, kernel: &QpCap) -> QpCap {
+                match self { $(AnyQpShared::$v(s) => <$p>::qp_cap(s, kernel)),+ }
             }
         }
 

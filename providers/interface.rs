@@ -29,7 +29,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType,
+    AhAttr, QpCap, QpCreateFlags, QpState, QpType, SendOpsFlags,
 };
 
 /// The driver data of a create command: input sent after the core request,
@@ -110,14 +110,20 @@ pub(crate) struct CqCreated {
 // queues (mlx5) need all of it.
 #[allow(dead_code)]
 pub(crate) struct QpRequest {
-    /// RC, UC or UD.
+    /// The QP's type (the core passes any; the provider refuses what it
+    /// does not create).
     pub(crate) qp_type: QpType,
-    /// Requested sizes (receive sizes are 0 on an SRQ).
+    /// Requested sizes, as asked (also on an SRQ, where the kernel is
+    /// sent no receive sizes: libmlx5 checks `max_recv_wr` there too).
     pub(crate) cap: QpCap,
     /// A completion for every send.
     pub(crate) sq_sig_all: bool,
     /// Receives come from an SRQ: the QP has no receive queue.
     pub(crate) has_srq: bool,
+    /// Creation flags (the kernel checks them; rxe refuses any).
+    pub(crate) create_flags: QpCreateFlags,
+    /// The send operations the QP will post (`None`: not said).
+    pub(crate) send_ops: Option<SendOpsFlags>,
 }
 
 /// What the kernel answered to a QP create.
@@ -347,6 +353,15 @@ pub(crate) trait Provider: Sized + 'static {
         created: &QpCreated,
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
+
+    /// The capacities the created QP reports (`ibv_create_qp`'s `cap`),
+    /// from the kernel's answer `kernel`: that answer by default; mlx5
+    /// reports its own sizing, as libmlx5 overwrites the kernel's
+    /// (`create_qp`: `max_send_wr`, `max_recv_wr`, `max_recv_sge`, and the
+    /// inline size it sent).
+    fn qp_cap(_shared: &Self::QpShared, kernel: &QpCap) -> QpCap {
+        *kernel
+    }
 
     /// Runs after a successful modify that set the QP's state, before the
     /// state is published to posts (on RESET, mlx5 starts a new epoch of

@@ -49,7 +49,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpCap, QpState, QpType,
 };
 
 mod ah;
@@ -65,6 +65,7 @@ mod golden;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod qp;
+mod qp_size;
 #[cfg(test)]
 mod reset_tests;
 mod rq;
@@ -83,9 +84,9 @@ use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
 pub(crate) use sq::SqBatch;
-use sq::{Known, Mlx5Sq, SqTrack};
+use sq::{Known, Mlx5Sq, SqGeometry, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
-use wqe::Av;
+use wqe::{Av, SEND_WQE_BB};
 
 /// The mlx5 provider.
 #[derive(Debug)]
@@ -135,7 +136,7 @@ pub(crate) struct Mlx5QpShared {
     cqs: OnceLock<[Arc<CqCore>; 2]>,
     resources: Arc<Resources>,
     uars: Arc<Uars>,
-    geometry: qp::QpGeometry,
+    geometry: qp_size::QpGeometry,
 }
 
 impl Mlx5QpShared {
@@ -481,14 +482,18 @@ impl Provider for Mlx5 {
         req: &QpRequest,
     ) -> Result<(Self::QpPlan, Mlx5QpShared)> {
         let s = &ctx.state;
-        let g = qp::geometry(
-            req.qp_type,
-            &req.cap,
-            req.has_srq,
-            u32::from(s.max_sq_desc_sz),
-            u32::from(s.max_rq_desc_sz),
-        )?;
-        let buf = Arc::new(QueueBuf::new(g.buf_len, "allocate mlx5 QP buffer")?);
+        let limits = qp_size::QpLimits {
+            max_sq_desc_sz: i32::from(s.max_sq_desc_sz),
+            max_rq_desc_sz: i32::from(s.max_rq_desc_sz),
+            max_send_wqebb: s.resp.max_send_wqebb as i32,
+            max_recv_wr: s.resp.max_recv_wr as i32,
+        };
+        let g = qp_size::geometry(req.qp_type, &req.cap, req.has_srq, req.send_ops, &limits)?;
+        // A QP without a send queue (max_send_wr 0) still gets a ring of
+        // one WQEBB past the receive queue, never posted to (max_post 0)
+        // and never told to the kernel (sq_wqe_count 0).
+        let len = g.buf_len.max(g.sq.offset + SEND_WQE_BB);
+        let buf = Arc::new(QueueBuf::new(len, "allocate mlx5 QP buffer")?);
         let uidx = uidx_for(ctx)?;
         let bfreg = ctx.uars.qp_bfreg(dev)?;
         let mut input = abi::Mlx5IbCreateQp::new_zeroed();
@@ -497,6 +502,9 @@ impl Provider for Mlx5 {
         input.sq_wqe_count = g.sq.wqe_cnt;
         input.rq_wqe_count = g.rq_wqe_cnt;
         input.rq_wqe_shift = g.rq_wqe_shift;
+        if g.separate_sq {
+            input.sq_buf_addr = buf.addr() + g.sq.offset as u64;
+        }
         input.uidx = uidx.unwrap_or(NO_UIDX);
         if let Some(b) = &bfreg {
             input.bfreg_index = b.index;
@@ -530,6 +538,17 @@ impl Provider for Mlx5 {
         created: &QpCreated,
         links: QpLinks<'_, Self>,
     ) -> Result<Mlx5Qp> {
+        if req.qp_type == QpType::RawPacket {
+            // The kernel (and the device) took it, sized as libmlx5 sizes
+            // it; this provider cannot post to it (a raw packet send WQE
+            // carries an Ethernet segment with the packet's inline headers,
+            // `set_eth_seg`). The core destroys the QP on this error.
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::UnsupportedProvider,
+                "raw packet QPs: the mlx5 provider has no raw Ethernet send path",
+            ));
+        }
         let bfreg = {
             let mut slot = shared.bfreg.lock().unwrap_or_else(|p| p.into_inner());
             match &*slot {
@@ -570,9 +589,13 @@ impl Provider for Mlx5 {
             .cqs
             .set([links.send_cq.clone(), links.recv_cq.clone()]);
         let g = &shared.geometry;
+        let sq_ring = SqGeometry {
+            wqe_cnt: g.sq.wqe_cnt.max(1),
+            ..g.sq
+        };
         let sq = Mlx5Sq::new(
             shared.buf.clone(),
-            g.sq,
+            sq_ring,
             created.qp_num,
             req.qp_type,
             req.sq_sig_all,
@@ -622,6 +645,16 @@ impl Provider for Mlx5 {
         qp.sq.reset();
         if let Some(rq) = &mut qp.rq {
             rq.reset();
+        }
+    }
+
+    /// What libmlx5's `create_qp` reports: its own `max_post` and receive
+    /// queue for the work requests and receive SGEs, the inline size it
+    /// sized (and sent), the kernel's `max_send_sge`.
+    fn qp_cap(shared: &Mlx5QpShared, kernel: &QpCap) -> QpCap {
+        QpCap {
+            max_send_sge: kernel.max_send_sge,
+            ..shared.geometry.cap
         }
     }
 
