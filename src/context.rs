@@ -315,6 +315,9 @@ impl Context {
         mode: CommandMode,
         request: OpenRequest,
     ) -> Result<Self> {
+        // A device found without listing (`DeviceInfo` built by hand) still
+        // honours RDMAV_FORK_SAFE before anything is allocated.
+        crate::fork::init_from_env();
         let kind = ProviderKind::for_driver(device.driver_id, &device.name)?;
         let driver_id = device.driver_id.unwrap_or(abi::RDMA_DRIVER_UNKNOWN);
         if !kind.abi_versions().contains(&device.abi_version) {

@@ -81,6 +81,8 @@
 //! | `ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`, `ibv_wc_read_*` (`ibv_cq_ex`), `IBV_WC_EX_WITH_*` | [`CompletionQueue::start_poll`] → [`CqPoll`] ([`CqPoll::next`], drop, [`CqPoll::wr_id`], [`CqPoll::byte_len`], [`CqPoll::completion_ts`], ...), [`CqOptions::wc_flags`] ([`WcExFlags`]) |
 //! | `ibv_wc_read_completion_wallclock_ns` (`IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`) | [`CqPoll::completion_wallclock_ns`] (mlx5, with the kernel's clock info page) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
+//! | `ibv_create_qp_ex` (`create_flags`, `send_ops_flags`) | [`ProtectionDomain::create_qp_with`], [`QpCreateOptions`] ([`QpCreateFlags`], [`SendOpsFlags`]) |
+//! | `ibv_fork_init`, `ibv_is_fork_initialized`, `RDMAV_FORK_SAFE` | [`fork_init`], [`fork_status`] → [`ForkStatus`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
@@ -117,6 +119,7 @@ mod event_count;
 mod event_fd;
 mod event_registry;
 pub mod events;
+mod fork;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -251,6 +254,7 @@ pub use cq::{CompletionQueue, CqOptions};
 pub use cq_poll::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
+pub use fork::{copy_on_fork, fork_init, fork_status, fork_status_with, ForkStatus};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
 pub use mw::{MemoryWindow, MwBind, MwType};
 pub use pd::ProtectionDomain;

@@ -32,6 +32,7 @@ use crate::{
     abi,
     context::Verb,
     error::{Error, ErrorKind, Result},
+    fork::{self, ForkGuard},
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
     shared_memory,
@@ -113,6 +114,10 @@ pub(crate) struct MrInner {
     rkey: u32,
     addr: u64,
     len: usize,
+    /// The range's fork protection ([`crate::fork_init`]); released after
+    /// the deregistration, before the memory is unmapped or given back
+    /// (fields drop in order).
+    _fork: Option<ForkGuard>,
     // Dropped after `destroy_kernel` has deregistered the region.
     backing: Backing,
 }
@@ -285,6 +290,18 @@ impl ProtectionDomain {
     ) -> Result<MemoryRegion> {
         let op = "IB_USER_VERBS_CMD_REG_MR";
         check_access(op, access)?;
+        // libibverbs' ibv_reg_mr: the range is kept from children before it
+        // is registered (not an on-demand region, which pins nothing), and
+        // released if the registration fails.
+        let fork = if access.contains(AccessFlags::ON_DEMAND) {
+            None
+        } else {
+            fork::protect(addr as usize, len).map_err(|e| {
+                Error::sys(op, e).with_detail(format!(
+                    "madvise(MADV_DONTFORK) of {addr:#x}+{len} (fork_init) failed"
+                ))
+            })?
+        };
         let mut req = abi::IbUverbsRegMr::new_zeroed();
         req.start = addr;
         req.length = len as u64;
@@ -319,6 +336,7 @@ impl ProtectionDomain {
                 rkey: resp.rkey,
                 addr: iova,
                 len,
+                _fork: fork,
                 backing,
             }),
         })
@@ -379,6 +397,7 @@ impl ProtectionDomain {
                 rkey,
                 addr: iova,
                 len,
+                _fork: None,
                 backing: Backing::DmaBuf,
             }),
         })

@@ -76,13 +76,22 @@ fn an_mlx5_qp_without_a_send_queue_is_created_and_takes_no_send() {
     let (model, ctx) = mlx5();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let mut qp = create(&pd, &cq, QpType::Rc, cap(0, 1, 100, 1, 5000), QpCreateOptions::new())
-        .unwrap();
+    let mut qp = create(
+        &pd,
+        &cq,
+        QpType::Rc,
+        cap(0, 1, 100, 1, 5000),
+        QpCreateOptions::new(),
+    )
+    .unwrap();
     // libmlx5: no send queue, the inline size as asked, 4 receive WQEs.
     assert_eq!(qp.cap(), cap(0, 4, 100, 1, 5000));
     let e = qp.post_send(&[SendWr::send(1, &[])]).unwrap_err();
     assert!(
-        matches!(e.kind, PostErrorKind::QueueFull | PostErrorKind::BadState(_)),
+        matches!(
+            e.kind,
+            PostErrorKind::QueueFull | PostErrorKind::BadState(_)
+        ),
         "{e}"
     );
     assert!(model.violations().is_empty(), "{:?}", model.violations());
@@ -96,7 +105,14 @@ fn mlx5_creation_flags_are_the_kernels_to_check() {
     let flags = |f| QpCreateOptions::new().create_flags(f);
     let small = cap(4, 4, 1, 1, 0);
     // The model's HCA has block_lb_mc: UD takes the flag.
-    create(&pd, &cq, QpType::Ud, small, flags(QpCreateFlags::BLOCK_SELF_MCAST_LB)).unwrap();
+    create(
+        &pd,
+        &cq,
+        QpType::Ud,
+        small,
+        flags(QpCreateFlags::BLOCK_SELF_MCAST_LB),
+    )
+    .unwrap();
     // The core takes flags on UD and raw packet QPs only, SCATTER_FCS on
     // raw packet ones only (check_creation_flags: EINVAL).
     for (t, f) in [
@@ -108,8 +124,14 @@ fn mlx5_creation_flags_are_the_kernels_to_check() {
         assert_eq!(e.errno(), Errno::EINVAL, "{t} {f:?}: {e}");
     }
     // A flag the device lacks (end_pad): EOPNOTSUPP.
-    let e = create(&pd, &cq, QpType::Ud, small, flags(QpCreateFlags::PCI_WRITE_END_PADDING))
-        .unwrap_err();
+    let e = create(
+        &pd,
+        &cq,
+        QpType::Ud,
+        small,
+        flags(QpCreateFlags::PCI_WRITE_END_PADDING),
+    )
+    .unwrap_err();
     assert_eq!(e.errno(), Errno::EOPNOTSUPP, "{e}");
     assert!(model.violations().is_empty(), "{:?}", model.violations());
 }
@@ -127,7 +149,11 @@ fn raw_packet_qps_get_the_devices_answer() {
     let e = create(&pd, &cq, QpType::RawPacket, cap(16, 16, 1, 1, 0), none).unwrap_err();
     assert_eq!(e.errno(), Errno::EOPNOTSUPP, "{e}");
     let e = create(&pd, &cq, QpType::RawPacket, cap(16, 16, 62, 1, 0), none).unwrap_err();
-    assert_eq!((e.kind(), e.errno()), (ErrorKind::InvalidArgument, Errno::EINVAL), "{e}");
+    assert_eq!(
+        (e.kind(), e.errno()),
+        (ErrorKind::InvalidArgument, Errno::EINVAL),
+        "{e}"
+    );
     // Nothing is left behind: the PD and CQ still destroy.
     cq.destroy().unwrap();
     pd.destroy().unwrap();

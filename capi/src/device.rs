@@ -23,8 +23,6 @@ use std::{
 };
 
 use uverbs::{
-    abi,
-    netlink::{self, Request},
     sys::{Errno, Kernel},
     DeviceInfo, NodeType,
 };
@@ -396,51 +394,33 @@ pub unsafe extern "C" fn ibv_read_sysfs_file(
     c_int::try_from(len).unwrap_or(c_int::MAX)
 }
 
-/// Whether the kernel keeps pinned pages in the parent on `fork`
-/// (`RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`, Linux 5.13+), which makes
-/// libibverbs' `MADV_DONTFORK` bookkeeping unneeded.
-fn copy_on_fork() -> bool {
-    let mut req = Request::nldev(abi::RDMA_NLDEV_CMD_SYS_GET, netlink::NLM_F_REQUEST, 1);
-    let mut cof = false;
-    let asked = kernel().netlink_rdma(req.finish(), &mut |msg| {
-        for a in netlink::attrs(msg) {
-            if a.kind == abi::RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK {
-                cof = a.u8().is_some_and(|v| v != 0);
-            }
-        }
-    });
-    asked.is_ok() && cof
-}
-
-/// `ibv_fork_init`: 0 when the kernel makes fork safe by itself (copy on
-/// fork, as newer libibverbs answers); `EOPNOTSUPP` otherwise: uverbs does
-/// not mark registered memory `MADV_DONTFORK`, so this library cannot make
-/// an older kernel's fork safe.
+/// `ibv_fork_init`: turns on uverbs' fork protection
+/// ([`uverbs::fork_init`]: registered memory and queue buffers
+/// `MADV_DONTFORK` while they exist), as libibverbs 44 does whatever the
+/// kernel: 0, or `EINVAL` when memory was registered before (libibverbs'
+/// `too_late`), `ENOSYS` when the kernel refuses `MADV_DONTFORK`.
 ///
 /// # Safety
 /// None.
 #[export_name = "uverbs_ibv_fork_init"]
 pub unsafe extern "C" fn ibv_fork_init() -> c_int {
-    if copy_on_fork() {
-        0
-    } else {
-        errno::positive(Errno::EOPNOTSUPP)
+    match uverbs::fork_init() {
+        Ok(()) => 0,
+        Err(e) => errno::positive(errno::of(&e)),
     }
 }
 
-/// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2) on a copy-on-fork
-/// kernel, `IBV_FORK_DISABLED` (0) otherwise (this library never enables
-/// the `MADV_DONTFORK` bookkeeping).
+/// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2) on a kernel that
+/// copies pinned pages at fork (nldev `RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`,
+/// Linux 5.13+), else `IBV_FORK_ENABLED` (1) after a successful
+/// `ibv_fork_init` (or `RDMAV_FORK_SAFE`), `IBV_FORK_DISABLED` (0)
+/// otherwise ([`uverbs::fork_status_with`]).
 ///
 /// # Safety
 /// None.
 #[export_name = "uverbs_ibv_is_fork_initialized"]
 pub unsafe extern "C" fn ibv_is_fork_initialized() -> c_int {
-    if copy_on_fork() {
-        2
-    } else {
-        0
-    }
+    uverbs::fork_status_with(kernel().as_ref()).raw() as c_int
 }
 
 /// `ibv_node_type_str`: libibverbs' text for an `enum ibv_node_type`.

@@ -32,6 +32,7 @@
 #[cfg(any(test, feature = "test-utils"))]
 pub use crate::testing::kernel as fake;
 mod linux;
+pub(crate) mod memory;
 mod raw_write;
 
 use std::{

@@ -50,6 +50,7 @@ use super::{
 use crate::{
     abi,
     error::{Error, Result},
+    fork::ForkGuard,
     providers::dma::DmaBuf,
     sys::Errno,
 };
@@ -87,6 +88,10 @@ struct UmemInner {
     /// The memory, when this library allocated it (dropped after the
     /// deregistration, in `Drop`).
     memory: Option<DmaBuf>,
+    /// The fork protection of the program's memory (libmlx5's
+    /// `ibv_dontfork_range` in `mlx5dv_devx_umem_reg`), released after the
+    /// deregistration.
+    fork: Option<ForkGuard>,
 }
 
 /// The UMEMs alive, by context (its address) and UMEM id: what
@@ -191,6 +196,13 @@ impl Devx {
             return Err(invalid(OP, "a UMEM of 0 bytes"));
         }
         let dev = self.device();
+        // The program's memory: protected from fork while registered (the
+        // library's own is, as a `DmaBuf`).
+        let fork = match (source, &memory) {
+            (Source::Addr(a), None) => crate::fork::protect(a as usize, len)
+                .map_err(|e| Error::sys(OP, e).with_detail("madvise(MADV_DONTFORK) (fork_init)"))?,
+            _ => None,
+        };
         let mut id = 0u32;
         let (handle, addr) = {
             let mut cmd = dev.ioctl_cmd(
@@ -244,6 +256,7 @@ impl Devx {
             addr,
             len,
             memory,
+            fork,
         });
         live().insert((context_key(self), id), Arc::downgrade(&inner));
         Ok(DevxUmem { inner })
@@ -326,6 +339,9 @@ impl Drop for UmemInner {
             // is closed.
             if let Some(m) = self.memory.take() {
                 std::mem::forget(m);
+            }
+            if let Some(f) = self.fork.take() {
+                std::mem::forget(f);
             }
         }
     }
