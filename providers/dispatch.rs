@@ -11,7 +11,8 @@ use std::ops::RangeInclusive;
 use super::{
     interface::{
         CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+        QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
+        SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -99,6 +100,17 @@ macro_rules! providers {
                 match self { $(ProviderKind::$v => <$p as Provider>::ABI_VERSIONS),+ }
             }
 
+            /// Sets up the state of an imported context.
+            pub(crate) fn import(
+                self,
+                dev: Device<'_>,
+                query: &mut QueryContext<'_>,
+            ) -> Result<AnyContext> {
+                match self {
+                    $(ProviderKind::$v => Ok(AnyContext::$v(<$p>::import(dev, query)?))),+
+                }
+            }
+
             /// Opens the provider's context state.
             pub(crate) fn open(
                 self,
@@ -155,6 +167,18 @@ macro_rules! providers {
             /// The firmware version as the provider formats it.
             pub(crate) fn fw_ver(&self, raw: u64) -> String {
                 match self { $(AnyContext::$v(_) => <$p>::fw_ver(raw)),+ }
+            }
+
+            /// The driver data of an imported PD.
+            pub(crate) fn import_pd(&self, dev: Device<'_>, handle: u32) -> Result<AnyPd> {
+                match self {
+                    $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::import_pd(c, dev, handle)?))),+
+                }
+            }
+
+            /// Whether the provider imports memory regions.
+            pub(crate) fn imports_mrs(&self) -> bool {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::IMPORTS_MRS),+ }
             }
 
             /// `ALLOC_PD`'s driver data; `run` executes the command.

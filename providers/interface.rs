@@ -62,6 +62,11 @@ pub(crate) enum DevxRequest {
 /// given driver data; the core keeps what the core response says.
 pub(crate) type GetContext<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
 
+/// Runs `UVERBS_METHOD_QUERY_CONTEXT` (an imported context), with the
+/// provider's driver output attribute if it has one (`(id, buffer)`); the
+/// core keeps what the core attributes say.
+pub(crate) type QueryContext<'a> = dyn FnMut(Option<(u16, &mut [u8])>) -> Result<()> + 'a;
+
 /// Runs a command with the given driver output buffer.
 pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
 
@@ -236,6 +241,28 @@ pub(crate) trait Provider: Sized + 'static {
         get_context: &mut GetContext<'_>,
         request: &OpenRequest,
     ) -> Result<Self::Context>;
+
+    /// Sets up the state of a context another process (or this one)
+    /// opened, whose command fd the program passed on (libibverbs'
+    /// `import_context`, `ibv_import_device`): `query` runs
+    /// `UVERBS_METHOD_QUERY_CONTEXT` with the provider's driver attribute.
+    /// A provider that shares nothing (rdma-core's rxe has no
+    /// `import_context`) keeps the default: `EOPNOTSUPP`.
+    fn import(_dev: Device<'_>, _query: &mut QueryContext<'_>) -> Result<Self::Context> {
+        Err(no_import(Self::NAME, "ibv_import_device"))
+    }
+
+    /// The driver data of a PD this context did not allocate, by its
+    /// handle (`ibv_import_pd`: mlx5 asks the kernel its PD number). The
+    /// default: `EOPNOTSUPP`.
+    fn import_pd(_ctx: &Self::Context, _dev: Device<'_>, _handle: u32) -> Result<Self::Pd> {
+        Err(no_import(Self::NAME, "ibv_import_pd"))
+    }
+
+    /// Whether memory regions are imported (`ibv_import_mr`, which the
+    /// core runs: `UVERBS_METHOD_QUERY_MR`); rdma-core's rxe has no
+    /// `import_mr`.
+    const IMPORTS_MRS: bool = false;
 
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {
@@ -456,4 +483,16 @@ pub(crate) trait Provider: Sized + 'static {
     /// The driver data of `MODIFY_SRQ`: `run` executes the command with the
     /// driver input given.
     fn modify_srq(srq: &Self::Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno>;
+}
+
+/// The error of an import a provider does not make.
+pub(crate) fn no_import(provider: &str, op: &'static str) -> crate::error::Error {
+    crate::error::Error::new(
+        op,
+        crate::error::ErrorKind::UnsupportedProvider,
+        format!(
+            "the {provider} provider shares no objects between contexts (as rdma-core's: no \
+             import ops)"
+        ),
+    )
 }

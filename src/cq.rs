@@ -220,9 +220,13 @@ impl Context {
                         cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_FLAGS, create_flags);
                     }
                     cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
-                    // Optional, as libibverbs sends it: older kernels lack it.
+                    // Optional, as libibverbs sends it: older kernels lack it;
+                    // but not for an imported context, whose CQs must
+                    // report to its own async fd (`fallback_require_ioctl`).
                     cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
-                    cmd.optional();
+                    if !ctx.imported {
+                        cmd.optional();
+                    }
                     let (drv_in, drv_out) = plan.driver_bufs();
                     cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;

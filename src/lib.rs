@@ -73,6 +73,7 @@
 //! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], [`Context::open_device`], drop |
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
+//! | `ibv_import_device`, `ibv_import_pd`, `ibv_import_mr`, `ibv_unimport_*` | [`Context::import`] (and [`Context::dup_cmd_fd`]), [`Context::import_pd`], [`ProtectionDomain::import_mr`], drop or [`ProtectionDomain::unimport`] / [`MemoryRegion::unimport`] |
 //! | `ibv_reg_mr`, `ibv_reg_mr_iova2`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] / [`ProtectionDomain::register_raw_iova`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
 //! | `ibv_alloc_mw`, `ibv_bind_mw`, `ibv_dealloc_mw`, `IBV_WR_BIND_MW`, `IBV_WR_LOCAL_INV`, `IBV_WR_SEND_WITH_INV` | [`ProtectionDomain::alloc_mw`] → [`MemoryWindow`], [`MemoryWindow::bind_to`] → [`SendOp::BindMw`], [`SendOp::LocalInvalidate`], [`SendOp::SendWithInvalidate`] |
 //! | `ibv_wr_atomic_write` (`IBV_WR_ATOMIC_WRITE`) | [`SendOp::AtomicWrite`], [`WrSession::atomic_write`] |
@@ -123,6 +124,7 @@ mod fork;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod import;
 pub mod ioctl;
 mod mr;
 mod mw;

@@ -7,7 +7,7 @@
 //! libmlx5 itself on the model with them).
 
 use uverbs::sys::Errno;
-use uverbs::testing::mlx5::fake_mlx5;
+use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::testing::rxe::fake_rxe;
 use uverbs::{
     CompletionQueue, Context, CqOptions, ErrorKind, PostErrorKind, ProtectionDomain, QpCap,
@@ -148,6 +148,11 @@ fn raw_packet_qps_get_the_devices_answer() {
     let none = QpCreateOptions::new();
     let e = create(&pd, &cq, QpType::RawPacket, cap(16, 16, 1, 1, 0), none).unwrap_err();
     assert_eq!(e.errno(), Errno::EOPNOTSUPP, "{e}");
+    assert_eq!(
+        e.kernel_errno(),
+        Some(Errno::EOPNOTSUPP),
+        "the device's answer: {e}"
+    );
     let e = create(&pd, &cq, QpType::RawPacket, cap(16, 16, 62, 1, 0), none).unwrap_err();
     assert_eq!(
         (e.kind(), e.errno()),
@@ -175,4 +180,36 @@ fn rxe_refuses_every_creation_flag() {
     // kernel), the same QP is created.
     let opts = QpCreateOptions::new().send_ops(SendOpsFlags::SEND);
     create(&pd, &cq, QpType::Ud, cap(4, 4, 1, 1, 0), opts).unwrap();
+}
+
+/// A device that creates raw packet QPs (a ConnectX with Ethernet ports):
+/// the provider, which has no raw Ethernet send path, destroys the QP it
+/// got and says so (EOPNOTSUPP); nothing is left on the device.
+#[test]
+fn a_raw_packet_qp_the_device_creates_is_destroyed_again() {
+    let model = fake_mlx5_with(Options {
+        raw_packet_qps: true,
+        ..Options::default()
+    });
+    let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let e = create(
+        &pd,
+        &cq,
+        QpType::RawPacket,
+        cap(16, 16, 1, 1, 0),
+        QpCreateOptions::new(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::UnsupportedProvider,
+        "refused after the create: {e}"
+    );
+    assert_eq!(e.kernel_errno(), None);
+    assert_eq!(model.raw_packet_qp_count(), 0, "destroyed");
+    cq.destroy().unwrap();
+    pd.destroy().unwrap();
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
 }

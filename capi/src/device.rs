@@ -16,7 +16,7 @@ use core::ffi::{c_char, c_int, CStr};
 use std::{
     ffi::CString,
     os::{
-        fd::{AsFd, AsRawFd},
+        fd::{AsFd, AsRawFd, FromRawFd},
         unix::ffi::OsStringExt,
     },
     sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError},
@@ -310,6 +310,58 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
     let cmd_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
     Context::create(uv, d.as_c(), cmd_fd, async_fd)
+}
+
+/// `ibv_import_device`: a context on the kernel context whose command fd
+/// `cmd_fd` is (a duplicate of another context's `cmd_fd`, maybe another
+/// process's), through `uverbs::Context::import`. NULL and `errno` on
+/// failure: `EINVAL` when `cmd_fd` is no character device, `ENODEV` when
+/// no RDMA device has it, `EOPNOTSUPP` on a provider that imports nothing
+/// (rxe, as rdma-core's rxe) or a kernel that cannot describe the
+/// context.
+///
+/// As in libibverbs, the library takes `cmd_fd` over on success: the
+/// context works on a duplicate of its own, so `cmd_fd` itself is closed
+/// at once (libibverbs closes it at `ibv_close_device`), and
+/// `ctx->cmd_fd` is the duplicate. On failure `cmd_fd` stays the
+/// program's (libibverbs closes it when the provider's import fails).
+///
+/// # Safety
+/// None beyond C's: `cmd_fd` is only `fstat`ed and duplicated until the
+/// import succeeded; then the program has handed it over.
+#[export_name = "uverbs_ibv_import_device"]
+pub unsafe extern "C" fn ibv_import_device(cmd_fd: c_int) -> *mut ibv_context {
+    let mut st = core::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fstat` writes a `struct stat` into the buffer given; an
+    // invalid descriptor makes it fail, not misbehave.
+    let rc = unsafe { libc::fstat(cmd_fd, st.as_mut_ptr()) };
+    // SAFETY: `fstat` succeeded, so it filled the struct.
+    if rc != 0 || unsafe { st.assume_init_ref() }.st_mode & libc::S_IFMT != libc::S_IFCHR {
+        return errno::null(Errno::EINVAL);
+    }
+    // SAFETY: `cmd_fd` is open (fstat succeeded); the borrow ends with the
+    // import, which duplicates it.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(cmd_fd) };
+    let uv = match uverbs::Context::import(kernel(), borrowed) {
+        Ok(uv) => uv,
+        Err(e) => return errno::null(errno::of(&e)),
+    };
+    // The device entry programs compare `ctx->device` with.
+    let info = uv.device();
+    let dev = scan().ok().and_then(|list| {
+        list.into_iter()
+            .find(|d| (&d.info.name, d.info.dev) == (&info.name, info.dev))
+    });
+    let Some(dev) = dev else {
+        return errno::null(Errno::ENODEV);
+    };
+    // SAFETY: the program handed `cmd_fd` over (libibverbs' contract); the
+    // context works on its own duplicate.
+    drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(cmd_fd) });
+    // SAFETY: as in `ibv_open_device`.
+    let own_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
+    let async_fd = uv.async_fd().as_fd().as_raw_fd();
+    Context::create(uv, dev.as_c(), own_fd, async_fd)
 }
 
 /// `ibv_close_device`: frees the context; 0, or -1 and `EINVAL` for NULL.

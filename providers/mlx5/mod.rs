@@ -41,7 +41,8 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
     CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+    QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
+    SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -248,6 +249,40 @@ fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
     }
 }
 
+impl Mlx5 {
+    /// The context state from its driver response, at open and at import
+    /// (libmlx5's `mlx5_set_context`): the UARs, the clock page.
+    fn set_up(dev: Device<'_>, state: Mlx5State) -> Result<Mlx5Ctx> {
+        if state.cqe_version > 1 {
+            return Err(Error::new(
+                "GET_CONTEXT",
+                ErrorKind::Malformed,
+                format!(
+                    "mlx5 CQE version {} (rdma-core knows 0 and 1)",
+                    state.cqe_version
+                ),
+            ));
+        }
+        let uars = Uars::open(
+            dev,
+            UarGeometry {
+                tot_bfregs: state.resp.tot_bfregs,
+                bf_reg_size: state.bf_reg_size,
+                num_uars_per_page: state.num_uars_per_page,
+            },
+        )?;
+        // The same system page length the UAR mappings use (`Uars::open`).
+        let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
+        let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
+        Ok(Mlx5Ctx {
+            state,
+            uars: Arc::new(uars),
+            resources: Arc::default(),
+            clock: clock.map(Arc::new),
+        })
+    }
+}
+
 impl Provider for Mlx5 {
     const NAME: &'static str = "mlx5";
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_MLX5;
@@ -282,34 +317,48 @@ impl Provider for Mlx5 {
         request: &OpenRequest,
     ) -> Result<Mlx5Ctx> {
         let state = Mlx5State::open(get_context, request.devx)?;
-        if state.cqe_version > 1 {
-            return Err(Error::new(
-                "GET_CONTEXT",
-                ErrorKind::Malformed,
-                format!(
-                    "mlx5 CQE version {} (rdma-core knows 0 and 1)",
-                    state.cqe_version
-                ),
+        Self::set_up(dev, state)
+    }
+
+    /// libmlx5's `mlx5_import_context`: the context's driver response
+    /// again (`MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX`, main.c
+    /// `mlx5_ib_query_ucontext`), set up as at open, but only a context
+    /// with dynamic UARs (`mlx5_set_context` with `is_import`: static
+    /// bfregs are EINVAL; the UARs this context rings are its own).
+    fn import(dev: Device<'_>, query: &mut QueryContext<'_>) -> Result<Mlx5Ctx> {
+        let mut out = vec![0u8; Mlx5State::response_len()];
+        query(Some((abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &mut out)))?;
+        // Whether the context has a DevX uid is not in the response.
+        let state = Mlx5State::from_response(context::ContextRequest { devx: false }, &out)
+            .ok_or_else(|| {
+                Error::new(
+                    "UVERBS_METHOD_QUERY_CONTEXT",
+                    ErrorKind::Malformed,
+                    "short mlx5_ib_alloc_ucontext_resp",
+                )
+            })?;
+        if state.resp.tot_bfregs != 0 {
+            return Err(Error::sys("ibv_import_device", Errno::EINVAL).with_detail(
+                "the context uses static bfregs (a kernel without dynamic UARs): libmlx5 \
+                 imports only contexts with dynamic UARs",
             ));
         }
-        let uars = Uars::open(
-            dev,
-            UarGeometry {
-                tot_bfregs: state.resp.tot_bfregs,
-                bf_reg_size: state.bf_reg_size,
-                num_uars_per_page: state.num_uars_per_page,
-            },
-        )?;
-        // The same system page length the UAR mappings use (`Uars::open`).
-        let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
-        let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
-        Ok(Mlx5Ctx {
-            state,
-            uars: Arc::new(uars),
-            resources: Arc::default(),
-            clock: clock.map(Arc::new),
-        })
+        Self::set_up(dev, state)
     }
+
+    /// `MLX5_IB_METHOD_PD_QUERY` (std_types.c): the PD number.
+    fn import_pd(_: &Mlx5Ctx, dev: Device<'_>, handle: u32) -> Result<Mlx5Pd> {
+        let mut pdn = 0u32;
+        let mut cmd = dev.ioctl_cmd(abi::UVERBS_OBJECT_PD, abi::MLX5_IB_METHOD_PD_QUERY);
+        cmd.object(abi::MLX5_IB_ATTR_QUERY_PD_HANDLE, handle);
+        cmd.output(abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN, pdn.as_mut_bytes());
+        dev.ioctl(&mut cmd)
+            .map_err(|e| Error::sys("MLX5_IB_METHOD_PD_QUERY", e))?;
+        drop(cmd);
+        Ok(Mlx5Pd { pdn })
+    }
+
+    const IMPORTS_MRS: bool = true;
 
     /// `mlx5_query_device_ex` prints the sub-minor with four digits.
     fn fw_ver(raw: u64) -> String {

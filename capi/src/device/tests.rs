@@ -203,3 +203,35 @@ fn node_type_texts_are_libibverbs_texts() {
     assert_eq!(s(-1), "unknown");
     assert_eq!(s(8), "unknown");
 }
+
+#[test]
+fn import_device_checks_the_fd_as_libibverbs() {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(std::env::current_exe().expect("exe")).expect("open");
+    Errno::clear();
+    // SAFETY: the call only fstat()s a descriptor that is no char device.
+    let p = unsafe { ibv_import_device(file.as_raw_fd()) };
+    assert!(p.is_null());
+    assert_eq!(
+        last_errno(),
+        Errno::EINVAL,
+        "a regular file is no uverbs device"
+    );
+    // SAFETY: as above; -1 is no descriptor at all.
+    let p = unsafe { ibv_import_device(-1) };
+    assert!(p.is_null());
+    assert_eq!(last_errno(), Errno::EINVAL);
+    // A character device no RDMA device has: ENODEV, and the fd is left
+    // to the program.
+    let chr = std::fs::File::open("/dev/null").expect("/dev/null");
+    let none = FakeKernel::new();
+    none.char_dev(libc::makedev(1, 3));
+    test_kernel::with(Arc::new(none), || {
+        // SAFETY: fstat()ed; the import fails before it takes the fd.
+        let p = unsafe { ibv_import_device(chr.as_raw_fd()) };
+        assert!(p.is_null());
+        assert_eq!(last_errno(), Errno::ENODEV);
+    });
+    // SAFETY: still open: fcntl only reads its flags.
+    assert!(unsafe { libc::fcntl(chr.as_raw_fd(), libc::F_GETFD) } >= 0);
+}

@@ -63,6 +63,9 @@ pub(crate) struct Books {
     pub(crate) uars: Uars,
     pub(crate) pds: Vec<u32>,
     pub(crate) ahs: Vec<u32>,
+    /// Raw packet QPs (`Options::raw_packet_qps`): handles the kernel
+    /// gave, which the HCA never sees.
+    pub(crate) raw_qps: Vec<u32>,
     /// The last GET_CONTEXT's driver response, which QUERY_CONTEXT repeats.
     pub(crate) uctx_resp: Option<abi::Mlx5IbAllocUcontextResp>,
     /// The device's clock info page (one per device, as mlx5_core's

@@ -78,6 +78,12 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => {
             let h = value(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE)? as u32;
             let mut b = lock(&s.books);
+            if let Some(at) = b.raw_qps.iter().position(|&r| r == h) {
+                b.raw_qps.swap_remove(at);
+                let resp = abi::IbUverbsDestroyQpResp::new_zeroed();
+                cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
+                return Ok(());
+            }
             let mut g = lock(&s.hca);
             let qpn = g
                 .qps
@@ -294,7 +300,10 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     // packet QPs (`create_raw_packet_qp`), for CAP_NET_RAW (the core's
     // `UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE)`, EPERM without it).
     let Some(transport) = transport else {
-        return Err(Errno::EOPNOTSUPP);
+        if !s.options.raw_packet_qps {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        return create_raw_qp(s, cmd, &cap);
     };
     let mut violations = Vec::new();
     let known = abi::MLX5_QP_FLAG_SIGNATURE
@@ -430,6 +439,29 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
     let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
     resp.bfreg_index = bfreg.map_or(uar::INVALID_BFREG, uar::gross);
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+/// A raw packet QP on a device with raw Ethernet
+/// (`Options::raw_packet_qps`): a handle and a QP number, the capacities
+/// as asked, no bfreg of the context's (the library names a UAR page);
+/// the HCA never sees it.
+fn create_raw_qp(
+    s: &Shared,
+    cmd: &mut IoctlCmd<'_>,
+    cap: &abi::IbUverbsQpCap,
+) -> Result<(), Errno> {
+    let mut b = lock(&s.books);
+    let h = b.new_handle();
+    b.raw_qps.push(h);
+    drop(b);
+    let qpn = 0x100 + h;
+    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE, h);
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, cap.as_bytes());
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
+    let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
+    resp.bfreg_index = uar::INVALID_BFREG;
     cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
     Ok(())
 }
