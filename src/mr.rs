@@ -424,7 +424,8 @@ impl ProtectionDomain {
     /// # Errors
     ///
     /// `EOPNOTSUPP` on a provider that imports nothing (rxe, as rdma-core's);
-    /// the kernel's answer for a handle that names no region.
+    /// the kernel's answer for a handle that names nothing (`ENOENT`) or no
+    /// region (`EINVAL`).
     #[doc(alias = "ibv_import_mr")]
     pub fn import_mr(&self, handle: u32) -> Result<MemoryRegion> {
         let op = "UVERBS_METHOD_QUERY_MR";

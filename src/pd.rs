@@ -96,7 +96,7 @@ impl Context {
     /// # Errors
     ///
     /// `EOPNOTSUPP` on a provider that imports nothing (rxe); the kernel's
-    /// answer for a handle that names no PD (`EINVAL`, or `ENOENT`).
+    /// answer for a handle that names nothing (`ENOENT`) or no PD (`EINVAL`).
     #[doc(alias = "ibv_import_pd")]
     pub fn import_pd(&self, handle: u32) -> Result<ProtectionDomain> {
         let ctx = &self.inner;

@@ -143,18 +143,26 @@ fn unimport_gives_back_what_was_not_imported() {
     assert_eq!(model.mr_count(), 0);
 }
 
+/// The kernel's answers for a handle of no object (ENOENT) and of another
+/// type (EINVAL; 6.1 rdma_core.c `uverbs_get_uobject_from_file`).
 #[test]
-fn bad_handles_are_the_kernels_einval() {
+fn bad_handles_are_the_kernels_enoent_or_einval() {
     let model = fake_mlx5();
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
-    let imported = Context::import(model.dyn_kernel(), ctx.dup_cmd_fd().unwrap().as_fd()).unwrap();
+    let mr = pd.alloc_mr(4096, ALL).unwrap();
+    let fd = ctx.dup_cmd_fd().unwrap();
+    let imported = Context::import(model.dyn_kernel(), fd.as_fd()).unwrap();
+    let e = imported.import_pd(pd.handle() + 100).unwrap_err();
+    assert_eq!(e.errno(), Errno::ENOENT, "{e}");
+    let e = imported.import_pd(mr.handle()).unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL, "{e}");
+    let ipd = imported.import_pd(pd.handle()).unwrap();
+    assert_eq!(ipd.import_mr(12345).unwrap_err().errno(), Errno::ENOENT);
     assert_eq!(
-        imported.import_pd(pd.handle() + 100).unwrap_err().errno(),
+        ipd.import_mr(pd.handle()).unwrap_err().errno(),
         Errno::EINVAL
     );
-    let ipd = imported.import_pd(pd.handle()).unwrap();
-    assert_eq!(ipd.import_mr(12345).unwrap_err().errno(), Errno::EINVAL);
 }
 
 /// rdma-core's rxe has no import ops: EOPNOTSUPP, which pyverbs takes for

@@ -410,8 +410,8 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
 /// `ibv_import_pd`: the PD another context of the same kernel context
 /// allocated, by its handle (`uverbs::Context::import_pd`); NULL and
 /// `errno` on failure (`EOPNOTSUPP` on rxe, as rdma-core's rxe; the
-/// kernel's `EINVAL` for a handle that names no PD; `EINVAL` for a NULL
-/// context).
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL context).
 ///
 /// # Safety
 /// `context` is NULL or an open context of this library.
@@ -467,8 +467,8 @@ pub unsafe extern "C" fn ibv_unimport_pd(pd: *mut ibv_pd) {
 /// handle (`uverbs::ProtectionDomain::import_mr`: `QUERY_MR`'s keys and
 /// length); `mr->addr` is NULL, as libibverbs leaves it (the memory is
 /// the owner's). NULL and `errno` on failure (`EOPNOTSUPP` on rxe; the
-/// kernel's `EINVAL` for a handle that names no region; `EINVAL` for a
-/// NULL PD).
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL PD).
 ///
 /// # Safety
 /// `pd` is NULL or a live PD of this library.
