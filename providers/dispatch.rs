@@ -11,8 +11,8 @@ use std::ops::RangeInclusive;
 use super::{
     interface::{
         CqCreated, CqRequest, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
-        QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
-        SESSION_BATCH,
+        QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
+        SrqRequest, SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -21,7 +21,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpCap, QpState,
 };
 
 /// The objects a new QP is attached to (see [`QpLinks`]).
@@ -109,6 +109,17 @@ macro_rules! providers {
                 match self { $(ProviderKind::$v => <$p as Provider>::ABI_VERSIONS),+ }
             }
 
+            /// Sets up the state of an imported context.
+            pub(crate) fn import(
+                self,
+                dev: Device<'_>,
+                query: &mut QueryContext<'_>,
+            ) -> Result<AnyContext> {
+                match self {
+                    $(ProviderKind::$v => Ok(AnyContext::$v(<$p>::import(dev, query)?))),+
+                }
+            }
+
             /// Opens the provider's context state.
             pub(crate) fn open(
                 self,
@@ -183,6 +194,18 @@ macro_rules! providers {
             /// The device's free-running clock, when the provider reads it.
             pub(crate) fn read_raw_clock(&self) -> Option<u64> {
                 match self { $(AnyContext::$v(c) => <$p>::read_raw_clock(c)),+ }
+            }
+
+            /// The driver data of an imported PD.
+            pub(crate) fn import_pd(&self, dev: Device<'_>, handle: u32) -> Result<AnyPd> {
+                match self {
+                    $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::import_pd(c, dev, handle)?))),+
+                }
+            }
+
+            /// Whether the provider imports memory regions.
+            pub(crate) fn imports_mrs(&self) -> bool {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::IMPORTS_MRS),+ }
             }
 
             /// `ALLOC_PD`'s driver data; `run` executes the command.
@@ -428,6 +451,11 @@ macro_rules! providers {
             /// The hook run after the kernel destroyed the QP.
             pub(crate) fn on_destroyed(&self) {
                 match self { $(AnyQpShared::$v(s) => <$p>::on_qp_destroyed(s)),+ }
+            }
+
+            /// The capacities the created QP reports.
+            pub(crate) fn granted_cap(&self, kernel: &QpCap) -> QpCap {
+                match self { $(AnyQpShared::$v(s) => <$p>::qp_cap(s, kernel)),+ }
             }
         }
 

@@ -12,12 +12,14 @@
 //! pages by virtual address (a later buffer at the same address would share
 //! the stale pinned page) and the device model pins nothing.
 //!
-//! Fork safety (`MADV_DONTFORK`, libibverbs' `ibv_dontfork_range`) is not
-//! applied: kernels since 5.13 keep pinned pages in the parent on fork, and
-//! the crate's memory regions do the same.
+//! With fork protection on ([`crate::fork_init`]), the buffer is
+//! `MADV_DONTFORK` while it exists, as libmlx5's buffers are
+//! (`ibv_dontfork_range` in `mlx5_alloc_buf`, `ibv_dofork_range` in
+//! `mlx5_free_buf`).
 
 use crate::{
     error::{Error, ErrorKind, Result},
+    fork::{self, ForkGuard},
     sys::{Errno, Mapping},
 };
 
@@ -27,6 +29,9 @@ pub(crate) const PAGE: usize = 4096;
 /// A zeroed, page-aligned buffer for the device.
 #[derive(Debug)]
 pub(crate) struct DmaBuf {
+    /// Released (`MADV_DOFORK`) before the memory is unmapped: fields
+    /// drop in order.
+    _fork: Option<ForkGuard>,
     map: Mapping,
     len: usize,
     /// Backed by huge pages ([`DmaBuf::new_huge`]).
@@ -59,7 +64,11 @@ impl DmaBuf {
                     Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
                 )
             })?;
+        let fork = fork::protect(map.as_mut_ptr() as usize, rounded).map_err(|e| {
+            Error::sys(what, e).with_detail("madvise(MADV_DONTFORK) of the buffer (fork_init)")
+        })?;
         Ok(DmaBuf {
+            _fork: fork,
             map,
             len: rounded,
             huge: false,
@@ -91,7 +100,11 @@ impl DmaBuf {
                     Errno::from_raw(e.raw_os_error().unwrap_or(libc::ENOMEM)),
                 )
             })?;
+        let fork = fork::protect(map.as_mut_ptr() as usize, rounded).map_err(|e| {
+            Error::sys(what, e).with_detail("madvise(MADV_DONTFORK) of the buffer (fork_init)")
+        })?;
         Ok(DmaBuf {
+            _fork: fork,
             map,
             len: rounded,
             huge: true,

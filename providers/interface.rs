@@ -29,7 +29,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType, QueueAllocator,
+    AhAttr, QpCap, QpCreateFlags, QpState, QpType, QueueAllocator, SendOpsFlags,
 };
 
 /// The driver data of a create command: input sent after the core request,
@@ -61,6 +61,11 @@ pub(crate) enum DevxRequest {
 /// Runs the `GET_CONTEXT` command (ioctl, or the write fallback) with the
 /// given driver data; the core keeps what the core response says.
 pub(crate) type GetContext<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
+
+/// Runs `UVERBS_METHOD_QUERY_CONTEXT` (an imported context), with the
+/// provider's driver output attribute if it has one (`(id, buffer)`); the
+/// core keeps what the core attributes say.
+pub(crate) type QueryContext<'a> = dyn FnMut(Option<(u16, &mut [u8])>) -> Result<()> + 'a;
 
 /// Runs a command with the given driver output buffer.
 pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
@@ -106,15 +111,15 @@ pub(crate) struct CqRequest {
     /// the core has refused what no provider supports; the provider
     /// refuses what it has not (rxe: timestamps).
     pub(crate) wc_flags: WcExFlags,
-    /// mlx5's own attributes (`mlx5dv_create_cq`), already checked against
-    /// the device by `uverbs::mlx5`; only the mlx5 provider sees them.
-    pub(crate) mlx5: Option<Mlx5CqRequest>,
+    /// A driver's own attributes (mlx5's `mlx5dv_create_cq`), already
+    /// checked against the device by the provider's API that took them.
+    pub(crate) driver: Option<DriverCqAttrs>,
 }
 
-/// The mlx5 attributes of a CQ create (`struct mlx5dv_cq_init_attr`,
-/// checked): what goes into `mlx5_ib_create_cq`.
+/// A driver's own CQ attributes (mlx5's `struct mlx5dv_cq_init_attr`,
+/// checked): what goes into its create command's driver data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Mlx5CqRequest {
+pub(crate) struct DriverCqAttrs {
     /// The CQE size asked for (64 or 128); `None`: `MLX5_CQE_SIZE` or 64.
     pub(crate) cqe_size: Option<u16>,
     /// CQE compression with this response format (`cqe_comp_en`).
@@ -141,14 +146,20 @@ pub(crate) struct CqCreated {
 // queues (mlx5) need all of it.
 #[allow(dead_code)]
 pub(crate) struct QpRequest {
-    /// RC, UC or UD.
+    /// The QP's type (the core passes any; the provider refuses what it
+    /// does not create).
     pub(crate) qp_type: QpType,
-    /// Requested sizes (receive sizes are 0 on an SRQ).
+    /// Requested sizes, as asked (also on an SRQ, where the kernel is
+    /// sent no receive sizes: libmlx5 checks `max_recv_wr` there too).
     pub(crate) cap: QpCap,
     /// A completion for every send.
     pub(crate) sq_sig_all: bool,
     /// Receives come from an SRQ: the QP has no receive queue.
     pub(crate) has_srq: bool,
+    /// Creation flags (the kernel checks them; rxe refuses any).
+    pub(crate) create_flags: QpCreateFlags,
+    /// The send operations the QP will post (`None`: not said).
+    pub(crate) send_ops: Option<SendOpsFlags>,
 }
 
 /// What the kernel answered to a QP create.
@@ -313,6 +324,28 @@ pub(crate) trait Provider: Sized + 'static {
         None
     }
 
+    /// Sets up the state of a context another process (or this one)
+    /// opened, whose command fd the program passed on (libibverbs'
+    /// `import_context`, `ibv_import_device`): `query` runs
+    /// `UVERBS_METHOD_QUERY_CONTEXT` with the provider's driver attribute.
+    /// A provider that shares nothing (rdma-core's rxe has no
+    /// `import_context`) keeps the default: `EOPNOTSUPP`.
+    fn import(_dev: Device<'_>, _query: &mut QueryContext<'_>) -> Result<Self::Context> {
+        Err(no_import(Self::NAME, "ibv_import_device"))
+    }
+
+    /// The driver data of a PD this context did not allocate, by its
+    /// handle (`ibv_import_pd`: mlx5 asks the kernel its PD number). The
+    /// default: `EOPNOTSUPP`.
+    fn import_pd(_ctx: &Self::Context, _dev: Device<'_>, _handle: u32) -> Result<Self::Pd> {
+        Err(no_import(Self::NAME, "ibv_import_pd"))
+    }
+
+    /// Whether memory regions are imported (`ibv_import_mr`, which the
+    /// core runs: `UVERBS_METHOD_QUERY_MR`); rdma-core's rxe has no
+    /// `import_mr`.
+    const IMPORTS_MRS: bool = false;
+
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {
         let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
@@ -444,6 +477,15 @@ pub(crate) trait Provider: Sized + 'static {
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
 
+    /// The capacities the created QP reports (`ibv_create_qp`'s `cap`),
+    /// from the kernel's answer `kernel`: that answer by default; mlx5
+    /// reports its own sizing, as libmlx5 overwrites the kernel's
+    /// (`create_qp`: `max_send_wr`, `max_recv_wr`, `max_recv_sge`, and the
+    /// inline size it sent).
+    fn qp_cap(_shared: &Self::QpShared, kernel: &QpCap) -> QpCap {
+        *kernel
+    }
+
     /// Runs after a successful modify that set the QP's state, before the
     /// state is published to posts (on RESET, mlx5 starts a new epoch of
     /// its receive queue's tail and asks its CQs to drop the QP's
@@ -538,4 +580,16 @@ pub(crate) trait Provider: Sized + 'static {
     /// The driver data of `MODIFY_SRQ`: `run` executes the command with the
     /// driver input given.
     fn modify_srq(srq: &Self::Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno>;
+}
+
+/// The error of an import a provider does not make.
+pub(crate) fn no_import(provider: &str, op: &'static str) -> crate::error::Error {
+    crate::error::Error::new(
+        op,
+        crate::error::ErrorKind::UnsupportedProvider,
+        format!(
+            "the {provider} provider shares no objects between contexts (as rdma-core's: no \
+             import ops)"
+        ),
+    )
 }

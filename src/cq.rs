@@ -169,13 +169,13 @@ impl Context {
         self.create_cq_with(cqe, opts, None)
     }
 
-    /// [`Context::create_cq`] with mlx5's attributes
-    /// ([`crate::mlx5::Mlx5Context::create_cq`], checked there).
+    /// [`Context::create_cq`] with a driver's own attributes, checked by
+    /// the provider's API that asks for them.
     pub(crate) fn create_cq_with(
         &self,
         cqe: u32,
         opts: CqOptions<'_>,
-        mlx5: Option<crate::providers::Mlx5CqRequest>,
+        driver: Option<crate::providers::DriverCqAttrs>,
     ) -> Result<CompletionQueue> {
         let ctx = &self.inner;
         let unknown = opts.wc_flags - WcExFlags::KNOWN;
@@ -228,7 +228,7 @@ impl Context {
             cqe,
             comp_vector: opts.comp_vector,
             wc_flags: opts.wc_flags,
-            mlx5,
+            driver,
         };
         // libibverbs `ibv_cmd_create_cq_ex`: either timestamp asks the
         // kernel for completion timestamps (ioctl only: the write fallback
@@ -264,9 +264,13 @@ impl Context {
                         cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_FLAGS, create_flags);
                     }
                     cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
-                    // Optional, as libibverbs sends it: older kernels lack it.
+                    // Optional, as libibverbs sends it: older kernels lack it;
+                    // but not for an imported context, whose CQs must
+                    // report to its own async fd (`fallback_require_ioctl`).
                     cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
-                    cmd.optional();
+                    if !ctx.imported {
+                        cmd.optional();
+                    }
                     let (drv_in, drv_out) = plan.driver_bufs();
                     cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;

@@ -11,7 +11,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::{Context, ContextInner, Verb},
-    error::{Error, Result},
+    error::{DestroyError, Error, ErrorKind, Result},
     object::{Destroy, Owned},
     parent_domain::DomainInner,
     providers::{AnyDomain, AnyPd},
@@ -24,9 +24,16 @@ pub(crate) struct PdInner {
     pub(crate) handle: u32,
     /// The provider's driver data (mlx5: the PD number).
     pub(crate) driver: AnyPd,
+    /// Imported by handle ([`Context::import_pd`]): another context owns
+    /// the kernel object.
+    pub(crate) imported: bool,
 }
 
 impl Destroy for PdInner {
+    fn owns_kernel_object(&self) -> bool {
+        !self.imported
+    }
+
     fn destroy_kernel(&self) -> Result<()> {
         self.ctx
             .destroy_simple(
@@ -82,6 +89,32 @@ impl Context {
                 ctx: ctx.clone(),
                 handle: resp.pd_handle,
                 driver,
+                imported: false,
+            }),
+            domain: None,
+        })
+    }
+
+    /// The PD another context of the same kernel user context allocated,
+    /// by its handle, like `ibv_import_pd` (see [`Context::import`]; the
+    /// handle comes from [`ProtectionDomain::handle`] over there). Dropped
+    /// or [`ProtectionDomain::unimport`]ed, it leaves the kernel PD to its
+    /// owner.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` on a provider that imports nothing (rxe); the kernel's
+    /// answer for a handle that names nothing (`ENOENT`) or no PD (`EINVAL`).
+    #[doc(alias = "ibv_import_pd")]
+    pub fn import_pd(&self, handle: u32) -> Result<ProtectionDomain> {
+        let ctx = &self.inner;
+        let driver = ctx.provider.import_pd(ctx.device(), handle)?;
+        Ok(ProtectionDomain {
+            inner: Owned::new(PdInner {
+                ctx: ctx.clone(),
+                handle,
+                driver,
+                imported: true,
             }),
             domain: None,
         })
@@ -106,7 +139,9 @@ impl ProtectionDomain {
     /// Fails with `EBUSY` while other handles to it or objects created from
     /// it exist (parent domains over it among them); it is then deallocated
     /// when the last of them is dropped. [`ProtectionDomain::try_destroy`]
-    /// gives the handle back instead.
+    /// gives the handle back instead. An imported PD is deallocated too,
+    /// for its owner as well (as `ibv_dealloc_pd` does); to let go of it
+    /// only, drop it or [`ProtectionDomain::unimport`] it.
     #[doc(alias = "ibv_dealloc_pd")]
     pub fn destroy(self) -> Result<()> {
         self.try_destroy().map_err(Into::into)
@@ -119,5 +154,29 @@ impl ProtectionDomain {
             .as_deref()
             .map(DomainInner::as_any)
             .unwrap_or_default()
+    }
+
+    /// Whether the PD was imported ([`Context::import_pd`]).
+    pub fn is_imported(&self) -> bool {
+        self.inner.imported
+    }
+
+    /// Lets go of an imported PD, like `ibv_unimport_pd`: the kernel PD
+    /// stays its owner's (objects created from this handle keep it until
+    /// they are gone). A PD this context allocated is given back
+    /// (`EINVAL`): it owns its kernel object, [`ProtectionDomain::destroy`]
+    /// or drop it.
+    #[doc(alias = "ibv_unimport_pd")]
+    pub fn unimport(self) -> std::result::Result<(), DestroyError<Self>> {
+        if !self.inner.imported {
+            let e = Error::new(
+                "ibv_unimport_pd",
+                ErrorKind::InvalidArgument,
+                "the PD was allocated here, not imported",
+            );
+            return Err(DestroyError::new(self, e));
+        }
+        drop(self);
+        Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Protection domains and memory regions: `ibv_alloc_pd`, `ibv_dealloc_pd`,
 //! `ibv_reg_mr` (and its `_iova`/`_iova2` forms), `ibv_reg_dmabuf_mr`,
-//! `ibv_rereg_mr`, `ibv_dereg_mr`.
+//! `ibv_rereg_mr`, `ibv_dereg_mr`, and their imports from another context
+//! (`ibv_import_pd`, `ibv_unimport_pd`, `ibv_import_mr`, `ibv_unimport_mr`).
 //!
 //! A [`Pd`] holds its uverbs [`ProtectionDomain`] behind a `RwLock`: the
 //! objects made from it (MRs here, QPs, SRQs and AHs in their modules) take
@@ -136,6 +137,9 @@ pub struct Mr {
     /// Registered from a dma-buf (libibverbs' `IBV_MR_TYPE_DMABUF_MR`,
     /// which `ibv_rereg_mr` refuses).
     dmabuf: bool,
+    /// Imported (`ibv_import_mr`, libibverbs' `IBV_MR_TYPE_IMPORTED_MR`):
+    /// not counted in its PD, which may be unimported first.
+    imported: bool,
 }
 
 // SAFETY: as for `Pd`.
@@ -233,7 +237,10 @@ fn new_mr(
     length: usize,
     dmabuf: bool,
 ) -> *mut ibv_mr {
-    p.mrs.fetch_add(1, Ordering::AcqRel);
+    let imported = mr.is_imported();
+    if !imported {
+        p.mrs.fetch_add(1, Ordering::AcqRel);
+    }
     let boxed = Box::new(Mr {
         c: ibv_mr {
             context: p.c.context,
@@ -247,6 +254,7 @@ fn new_mr(
         mr: Mutex::new(Some(mr)),
         pd: p,
         dmabuf,
+        imported,
     });
     Box::into_raw(boxed).cast()
 }
@@ -386,10 +394,12 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
         return errno::positive(Errno::EINVAL);
     };
     let result = uv.destroy();
-    // SAFETY: a PD outlives its MRs (its deallocation fails while they
-    // are counted).
-    let p = unsafe { &*m.pd };
-    p.mrs.fetch_sub(1, Ordering::AcqRel);
+    if !m.imported {
+        // SAFETY: a PD outlives the MRs it counts (its deallocation fails
+        // while they are counted).
+        let p = unsafe { &*m.pd };
+        p.mrs.fetch_sub(1, Ordering::AcqRel);
+    }
     if let Err(e) = result {
         return errno::positive(errno::of(&e));
     }
@@ -397,6 +407,111 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
     // gives it up with this call.
     drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
     0
+}
+
+/// `ibv_import_pd`: the PD another context of the same kernel context
+/// allocated, by its handle (`uverbs::Context::import_pd`); NULL and
+/// `errno` on failure (`EOPNOTSUPP` on rxe, as rdma-core's rxe; the
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL context).
+///
+/// # Safety
+/// `context` is NULL or an open context of this library.
+#[export_name = "uverbs_ibv_import_pd"]
+pub unsafe extern "C" fn ibv_import_pd(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd {
+    // SAFETY: the caller's contract.
+    let ctx = match unsafe { Context::from_c(context) } {
+        Ok(c) => c,
+        Err(e) => return errno::null(e),
+    };
+    let uv = match ctx.uv.import_pd(pd_handle) {
+        Ok(pd) => pd,
+        Err(e) => return errno::null(errno::of(&e)),
+    };
+    Pd::into_c(ctx, uv)
+}
+
+/// `ibv_unimport_pd`: frees the PD object and lets go of the kernel PD,
+/// which stays its owner's (`uverbs::ProtectionDomain::unimport`); objects
+/// made from it keep it until they are gone. A PD this library allocated
+/// (not imported) is deallocated. NULL: nothing.
+///
+/// # Safety
+/// `pd` is NULL or a PD of this library not yet freed; the program uses it
+/// no more.
+#[export_name = "uverbs_ibv_unimport_pd"]
+pub unsafe extern "C" fn ibv_unimport_pd(pd: *mut ibv_pd) {
+    // SAFETY: the caller's contract.
+    let Ok(p) = (unsafe { Pd::from_c(pd) }) else {
+        return;
+    };
+    let uv = p.pd.write().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(uv) = uv {
+        // Not imported: given back, and dropped (deallocated).
+        drop(uv.unimport());
+    }
+    // SAFETY: `pd` came from `Box::into_raw` here or in `ibv_alloc_pd` and
+    // the program gives it up with this call.
+    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+}
+
+/// `ibv_import_mr`: the memory region another context registered, by its
+/// handle (`uverbs::ProtectionDomain::import_mr`: `QUERY_MR`'s keys and
+/// length); `mr->addr` is NULL, as libibverbs leaves it (the memory is
+/// the owner's). NULL and `errno` on failure (`EOPNOTSUPP` on rxe; the
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL PD).
+///
+/// # Safety
+/// `pd` is NULL or a live PD of this library.
+#[export_name = "uverbs_ibv_import_mr"]
+pub unsafe extern "C" fn ibv_import_mr(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::null(e),
+    };
+    let made = p.with(|uv| {
+        uv.import_mr(mr_handle)
+            .map(|mr| {
+                let len = mr.len();
+                new_mr(p, pd, mr, core::ptr::null_mut(), len, false)
+            })
+            .map_err(|e| errno::of(&e))
+    });
+    match made {
+        Ok(Ok(mr)) => mr,
+        Ok(Err(e)) | Err(e) => errno::null(e),
+    }
+}
+
+/// `ibv_unimport_mr`: frees the MR object and lets go of the region,
+/// which stays registered for its owner
+/// (`uverbs::MemoryRegion::unimport`). A region this library registered
+/// (not imported) is deregistered. NULL: nothing.
+///
+/// # Safety
+/// `mr` is NULL or an MR of this library not yet freed; the program uses
+/// it no more.
+#[export_name = "uverbs_ibv_unimport_mr"]
+pub unsafe extern "C" fn ibv_unimport_mr(mr: *mut ibv_mr) {
+    // SAFETY: the caller's contract.
+    let Ok(m) = (unsafe { Mr::from_c(mr) }) else {
+        return;
+    };
+    let uv = m.mr.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(uv) = uv {
+        // Not imported: given back, and dropped (deregistered).
+        drop(uv.unimport());
+        if !m.imported {
+            // SAFETY: as in `ibv_dereg_mr`.
+            let p = unsafe { &*m.pd };
+            p.mrs.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
+    // gives it up with this call.
+    drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
 }
 
 /// Re-registers a memory region. uverbs cannot (the kernel's REREG_MR is

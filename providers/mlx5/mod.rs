@@ -43,8 +43,8 @@ use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
     CqCreated, CqPd, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest,
-    Provider, QpCreated, QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
-    SrqRequest, SESSION_BATCH,
+    Provider, QpCreated, QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut,
+    SrqCreated, SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -52,7 +52,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState, QpType, QueueResource,
+    AhAttr, QpCap, QpState, QpType, QueueResource,
 };
 
 mod ah;
@@ -72,6 +72,7 @@ mod golden;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod qp;
+mod qp_size;
 #[cfg(test)]
 mod reset_tests;
 mod rq;
@@ -91,9 +92,9 @@ use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
 pub(crate) use sq::SqBatch;
-use sq::{Known, Mlx5Sq, SqTrack};
+use sq::{Known, Mlx5Sq, SqGeometry, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
-use wqe::Av;
+use wqe::{Av, SEND_WQE_BB};
 
 /// The mlx5 provider.
 #[derive(Debug)]
@@ -177,7 +178,7 @@ pub(crate) struct Mlx5QpShared {
     cqs: OnceLock<[Arc<CqCore>; 2]>,
     resources: Arc<Resources>,
     uars: Arc<Uars>,
-    geometry: qp::QpGeometry,
+    geometry: qp_size::QpGeometry,
 }
 
 impl Mlx5QpShared {
@@ -290,6 +291,42 @@ fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
     }
 }
 
+impl Mlx5 {
+    /// The context state from its driver response, at open and at import
+    /// (libmlx5's `mlx5_set_context`): the UARs, the clock page.
+    fn set_up(dev: Device<'_>, state: Mlx5State) -> Result<Mlx5Ctx> {
+        if state.cqe_version > 1 {
+            return Err(Error::new(
+                "GET_CONTEXT",
+                ErrorKind::Malformed,
+                format!(
+                    "mlx5 CQE version {} (rdma-core knows 0 and 1)",
+                    state.cqe_version
+                ),
+            ));
+        }
+        let uars = Uars::open(
+            dev,
+            UarGeometry {
+                tot_bfregs: state.resp.tot_bfregs,
+                bf_reg_size: state.bf_reg_size,
+                num_uars_per_page: state.num_uars_per_page,
+            },
+        )?;
+        // The same system page length the UAR mappings use (`Uars::open`).
+        let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
+        let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
+        let core_clock = clock::CoreClockPage::map(dev, &state.resp, page_len);
+        Ok(Mlx5Ctx {
+            state,
+            uars: Arc::new(uars),
+            resources: Arc::default(),
+            clock: clock.map(Arc::new),
+            core_clock,
+        })
+    }
+}
+
 impl Provider for Mlx5 {
     const NAME: &'static str = "mlx5";
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_MLX5;
@@ -325,36 +362,48 @@ impl Provider for Mlx5 {
         request: &OpenRequest,
     ) -> Result<Mlx5Ctx> {
         let state = Mlx5State::open(get_context, request.devx)?;
-        if state.cqe_version > 1 {
-            return Err(Error::new(
-                "GET_CONTEXT",
-                ErrorKind::Malformed,
-                format!(
-                    "mlx5 CQE version {} (rdma-core knows 0 and 1)",
-                    state.cqe_version
-                ),
+        Self::set_up(dev, state)
+    }
+
+    /// libmlx5's `mlx5_import_context`: the context's driver response
+    /// again (`MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX`, main.c
+    /// `mlx5_ib_query_ucontext`), set up as at open, but only a context
+    /// with dynamic UARs (`mlx5_set_context` with `is_import`: static
+    /// bfregs are EINVAL; the UARs this context rings are its own).
+    fn import(dev: Device<'_>, query: &mut QueryContext<'_>) -> Result<Mlx5Ctx> {
+        let mut out = vec![0u8; Mlx5State::response_len()];
+        query(Some((abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &mut out)))?;
+        // Whether the context has a DevX uid is not in the response.
+        let state = Mlx5State::from_response(context::ContextRequest { devx: false }, &out)
+            .ok_or_else(|| {
+                Error::new(
+                    "UVERBS_METHOD_QUERY_CONTEXT",
+                    ErrorKind::Malformed,
+                    "short mlx5_ib_alloc_ucontext_resp",
+                )
+            })?;
+        if state.resp.tot_bfregs != 0 {
+            return Err(Error::sys("ibv_import_device", Errno::EINVAL).with_detail(
+                "the context uses static bfregs (a kernel without dynamic UARs): libmlx5 \
+                 imports only contexts with dynamic UARs",
             ));
         }
-        let uars = Uars::open(
-            dev,
-            UarGeometry {
-                tot_bfregs: state.resp.tot_bfregs,
-                bf_reg_size: state.bf_reg_size,
-                num_uars_per_page: state.num_uars_per_page,
-            },
-        )?;
-        // The same system page length the UAR mappings use (`Uars::open`).
-        let page_len = state.num_uars_per_page as usize * uar::ADAPTER_PAGE;
-        let clock = clock::ClockPage::map(dev, state.resp.clock_info_versions, page_len);
-        let core_clock = clock::CoreClockPage::map(dev, &state.resp, page_len);
-        Ok(Mlx5Ctx {
-            state,
-            uars: Arc::new(uars),
-            resources: Arc::default(),
-            clock: clock.map(Arc::new),
-            core_clock,
-        })
+        Self::set_up(dev, state)
     }
+
+    /// `MLX5_IB_METHOD_PD_QUERY` (std_types.c): the PD number.
+    fn import_pd(_: &Mlx5Ctx, dev: Device<'_>, handle: u32) -> Result<Mlx5Pd> {
+        let mut pdn = 0u32;
+        let mut cmd = dev.ioctl_cmd(abi::UVERBS_OBJECT_PD, abi::MLX5_IB_METHOD_PD_QUERY);
+        cmd.object(abi::MLX5_IB_ATTR_QUERY_PD_HANDLE, handle);
+        cmd.output(abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN, pdn.as_mut_bytes());
+        dev.ioctl(&mut cmd)
+            .map_err(|e| Error::sys("MLX5_IB_METHOD_PD_QUERY", e))?;
+        drop(cmd);
+        Ok(Mlx5Pd { pdn })
+    }
+
+    const IMPORTS_MRS: bool = true;
 
     /// `mlx5_query_rt_values`: the core clock's counter, when mapped.
     fn read_raw_clock(ctx: &Mlx5Ctx) -> Option<u64> {
@@ -455,7 +504,7 @@ impl Provider for Mlx5 {
                     format!("{} CQEs: an mlx5 CQ holds at most 2^24 - 1", req.cqe),
                 )
             })?;
-        let dv = req.mlx5.unwrap_or_default();
+        let dv = req.driver.unwrap_or_default();
         let cqe_size = cq::cqe_size(dv.cqe_size, std::env::var_os("MLX5_CQE_SIZE").as_deref())?;
         // `mlx5_alloc_cq_buf`: whole pages, page aligned.
         let core = Arc::new(CqCore::new_in(ncqe, cqe_size, |len| {
@@ -589,22 +638,26 @@ impl Provider for Mlx5 {
         domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::QpPlan, Mlx5QpShared)> {
         let s = &ctx.state;
-        let g = qp::geometry(
-            req.qp_type,
-            &req.cap,
-            req.has_srq,
-            u32::from(s.max_sq_desc_sz),
-            u32::from(s.max_rq_desc_sz),
-        )?;
+        let limits = qp_size::QpLimits {
+            max_sq_desc_sz: i32::from(s.max_sq_desc_sz),
+            max_rq_desc_sz: i32::from(s.max_rq_desc_sz),
+            max_send_wqebb: s.resp.max_send_wqebb as i32,
+            max_recv_wr: s.resp.max_recv_wr as i32,
+        };
+        let g = qp_size::geometry(req.qp_type, &req.cap, req.has_srq, req.send_ops, &limits)?;
+        // A QP without a send queue (max_send_wr 0) still gets a ring of
+        // one WQEBB past the receive queue, never posted to (max_post 0)
+        // and never told to the kernel (sq_wqe_count 0).
+        let len = g.buf_len.max(g.sq.offset + SEND_WQE_BB);
         // `mlx5_alloc_qp_buf`: an allocator is asked for the buffer rounded
         // up to libmlx5's alignment for it; the others round it to pages.
         let max_stride = wqe::SEND_WQE_BB.max(1 << g.rq_wqe_shift);
         let alignment = match domain.allocator {
-            Some(_) => alloc::custom_qp_alignment(g.buf_len, max_stride),
+            Some(_) => alloc::custom_qp_alignment(len, max_stride),
             None => alloc::PAGE,
         };
         let spec = BufSpec {
-            len: g.buf_len.next_multiple_of(alignment),
+            len: len.next_multiple_of(alignment),
             alignment,
             resource: QueueResource::Qp,
             alloc_type: AllocType::from_env(Component::Qp, Some(huge_key(req.qp_type))),
@@ -627,6 +680,9 @@ impl Provider for Mlx5 {
         input.sq_wqe_count = g.sq.wqe_cnt;
         input.rq_wqe_count = g.rq_wqe_cnt;
         input.rq_wqe_shift = g.rq_wqe_shift;
+        if g.separate_sq {
+            input.sq_buf_addr = buf.addr() + g.sq.offset as u64;
+        }
         input.uidx = uidx.unwrap_or(NO_UIDX);
         if let Some(b) = &bfreg {
             input.bfreg_index = b.index;
@@ -661,6 +717,17 @@ impl Provider for Mlx5 {
         created: &QpCreated,
         links: QpLinks<'_, Self>,
     ) -> Result<Mlx5Qp> {
+        if req.qp_type == QpType::RawPacket {
+            // The kernel (and the device) took it, sized as libmlx5 sizes
+            // it; this provider cannot post to it (a raw packet send WQE
+            // carries an Ethernet segment with the packet's inline headers,
+            // `set_eth_seg`). The core destroys the QP on this error.
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::UnsupportedProvider,
+                "raw packet QPs: the mlx5 provider has no raw Ethernet send path",
+            ));
+        }
         let bfreg = {
             let mut slot = shared.bfreg.lock().unwrap_or_else(|p| p.into_inner());
             match &*slot {
@@ -701,9 +768,13 @@ impl Provider for Mlx5 {
             .cqs
             .set([links.send_cq.clone(), links.recv_cq.clone()]);
         let g = &shared.geometry;
+        let sq_ring = SqGeometry {
+            wqe_cnt: g.sq.wqe_cnt.max(1),
+            ..g.sq
+        };
         let sq = Mlx5Sq::new(
             shared.buf.clone(),
-            g.sq,
+            sq_ring,
             created.qp_num,
             req.qp_type,
             req.sq_sig_all,
@@ -753,6 +824,16 @@ impl Provider for Mlx5 {
         qp.sq.reset();
         if let Some(rq) = &mut qp.rq {
             rq.reset();
+        }
+    }
+
+    /// What libmlx5's `create_qp` reports: its own `max_post` and receive
+    /// queue for the work requests and receive SGEs, the inline size it
+    /// sized (and sent), the kernel's `max_send_sge`.
+    fn qp_cap(shared: &Mlx5QpShared, kernel: &QpCap) -> QpCap {
+        QpCap {
+            max_send_sge: kernel.max_send_sge,
+            ..shared.geometry.cap
         }
     }
 

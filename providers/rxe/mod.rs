@@ -263,6 +263,16 @@ impl Provider for Rxe {
                 format!("QP type {:?}: rxe supports RC, UC and UD", req.qp_type),
             ));
         }
+        // rdma-core's rxe takes no creation flag (`check_qp_init_attr`:
+        // `RXE_QP_CREATE_FLAGS_SUP` is 0), nor does the kernel's
+        // (`rxe_create_qp`: EOPNOTSUPP).
+        if !req.create_flags.is_empty() {
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::UnsupportedProvider,
+                format!("creation flags {:?}: rxe takes none", req.create_flags),
+            ));
+        }
         Ok((RxeResp(abi::RxeCreateQpResp::new_zeroed()), ()))
     }
 

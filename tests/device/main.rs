@@ -34,6 +34,7 @@ mod cq_ex;
 mod devinfo;
 mod devx;
 mod faults;
+mod import_fork;
 mod memory_window;
 mod objects;
 mod owned_mr;
