@@ -39,7 +39,9 @@ use crate::{
     queue_alloc::QueueAllocator,
 };
 
-/// A thread domain (`struct ibv_td`): see the [module](self) documentation.
+/// A thread domain (`struct ibv_td`), from [`crate::Context::alloc_td`]: a
+/// [`crate::ParentDomainAttr`] with it gives the parent domain's QPs a
+/// doorbell of their own.
 #[derive(Debug, Clone)]
 pub struct ThreadDomain {
     pub(crate) inner: Arc<TdInner>,
