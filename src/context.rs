@@ -22,6 +22,7 @@ use crate::abi;
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
+    context_fds::{Borrowed, Entered},
     device_list::{self, DeviceInfo},
     error::{Context as _, Error, ErrorKind, Result},
     event_count::Registry,
@@ -109,16 +110,17 @@ pub(crate) struct ContextInner {
     pub(crate) events: Registry,
     /// Set once the device is gone (DEVICE_FATAL read, or EIO).
     pub(crate) removed: AtomicBool,
-    // Field order matters for drop: the async event fd is closed before the
-    // command fd (the last close of the command fd tears the ucontext down).
-    pub(crate) async_fd: EventFd,
+    /// The command fd and the async event fd (closed after the provider's
+    /// mappings are dropped, async event fd first).
     pub(crate) transport: Transport,
 }
 
 impl ContextInner {
-    /// The command fd.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.transport.fd()
+    /// The context's fds for one command (the async event fd a create
+    /// command passes, an async event read): `EBADF` once the context is
+    /// closed ([`Context::close`]).
+    pub(crate) fn enter(&self) -> Result<Entered<'_>, Errno> {
+        self.transport.enter()
     }
 
     /// The providers' view of this context: transport and command fd.
@@ -274,14 +276,70 @@ pub(crate) fn disassociated_is_destroyed(result: Result<(), Errno>) -> Result<()
 ///
 /// Cloning is cheap and shares the context; it is closed, as
 /// `ibv_close_device` closes it, when the last clone and the last object
-/// created from it are gone.
+/// created from it are gone, or earlier by [`Context::close`].
 #[doc(alias = "ibv_close_device")]
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Context {
     pub(crate) inner: Arc<ContextInner>,
 }
 
+impl Clone for Context {
+    fn clone(&self) -> Self {
+        Context::from_inner(self.inner.clone())
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.inner.transport.fds().release();
+    }
+}
+
 impl Context {
+    /// A handle on `inner`: every `Context` counts as a user of the
+    /// context's fds for as long as it lives (`context_fds.rs`), as it may
+    /// lend them out ([`Context::async_fd`], [`Context::cmd_fd`]).
+    pub(crate) fn from_inner(inner: Arc<ContextInner>) -> Context {
+        inner.transport.fds().register();
+        Context { inner }
+    }
+
+    /// Closes the context now, as `ibv_close_device` does: its command fd
+    /// and async event fd are closed even while objects made from it (or
+    /// other clones of it) are alive, as soon as no command is in flight
+    /// and no other clone lends them out (at once, when this is the last
+    /// clone). The kernel then destroys what is left when it releases the
+    /// command fd's file, which it does once no mapping of it remains
+    /// either (an mlx5 UAR page or an rxe queue an object still maps keeps
+    /// it until that object is gone).
+    ///
+    /// Afterwards every command of the context and of its objects fails
+    /// with `EBADF` without reaching the kernel: a surviving object's
+    /// `destroy()` reports that and gives the object back, and dropping it
+    /// leaks its memory as for any refused destroy (the kernel object may
+    /// still use it; see `object.rs`). Data-path calls that need no command
+    /// (posting and polling on mlx5) still touch the object's own memory.
+    /// [`Context::async_fd`] and [`Context::cmd_fd`] of a clone, or of a
+    /// handle an object makes afterwards ([`ProtectionDomain::context`](crate::ProtectionDomain::context)),
+    /// are a placeholder that never polls readable.
+    ///
+    /// Fails only when that placeholder cannot be made (the first close of
+    /// the process opens it: `EMFILE`); the context is then left as it was
+    /// and closes as if dropped.
+    #[doc(alias = "ibv_close_device")]
+    pub fn close(self) -> Result<()> {
+        let placeholder =
+            crate::context_fds::placeholder().map_err(|e| Error::sys("close the context", e))?;
+        self.inner.transport.fds().close(placeholder);
+        Ok(())
+    }
+
+    /// Whether [`Context::close`] was called on this context (through any
+    /// clone).
+    pub fn is_closed(&self) -> bool {
+        self.inner.transport.fds().is_closed()
+    }
+
     /// Opens a device by name (`None`: the first device), like `ibv_open_device`.
     #[doc(alias = "ibv_open_device")]
     pub fn open(name: Option<&str>) -> Result<Self> {
@@ -337,14 +395,15 @@ impl Context {
         }
         // The provider runs GET_CONTEXT with its driver data (and retries
         // with less if the kernel refuses); the core keeps the core answer.
-        let transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
+        let mut transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
         let mut opened = None;
         let provider = kind.open(
             transport.device(),
             &mut |driver_in, driver_out| {
+                let fds = transport.enter().op("GET_CONTEXT")?;
                 opened = Some(get_context(
                     kernel.as_ref(),
-                    transport.fd(),
+                    fds.cmd(),
                     driver_id,
                     &fallback,
                     driver_in,
@@ -370,24 +429,24 @@ impl Context {
                     "the write command returned no async event fd",
                 ))
             }
-            None => alloc_async_fd(kernel.as_ref(), transport.fd(), driver_id)?,
+            None => {
+                let fds = transport.enter().op("UVERBS_METHOD_ASYNC_EVENT_ALLOC")?;
+                alloc_async_fd(kernel.as_ref(), fds.cmd(), driver_id)?
+            }
         };
-        let async_fd = EventFd::new(kernel.clone(), async_fd, "async event fd");
-        Ok(Context {
-            inner: Arc::new(ContextInner {
-                kernel,
-                device,
-                driver_id,
-                num_comp_vectors: ctx.num_comp_vectors,
-                core_support: ctx.core_support,
-                provider,
-                fallback,
-                events: Registry::default(),
-                removed: AtomicBool::new(false),
-                async_fd,
-                transport,
-            }),
-        })
+        transport.set_async_fd(EventFd::new(kernel.clone(), async_fd, "async event fd"));
+        Ok(Context::from_inner(Arc::new(ContextInner {
+            kernel,
+            device,
+            driver_id,
+            num_comp_vectors: ctx.num_comp_vectors,
+            core_support: ctx.core_support,
+            provider,
+            fallback,
+            events: Registry::default(),
+            removed: AtomicBool::new(false),
+            transport,
+        })))
     }
 
     /// The device this context was opened on.
@@ -442,9 +501,17 @@ impl Context {
     /// address of memory it does not own), must not destroy, modify or
     /// reuse the handles of objects this crate created, and must not close
     /// the fd or change its flags.
+    ///
+    /// After [`Context::close`] it is a placeholder on which every command
+    /// fails.
     #[allow(unsafe_code)] // an `unsafe fn`: the contract above
     pub unsafe fn cmd_fd(&self) -> BorrowedFd<'_> {
-        self.inner.fd()
+        // SAFETY: `self` is a registered handle (`from_inner`) for as long
+        // as the borrow lives.
+        match unsafe { self.inner.transport.fds().borrow() } {
+            Borrowed::Open(fds) => fds.cmd.as_fd(),
+            Borrowed::Closed(p) => p,
+        }
     }
 
     /// How commands reach the kernel.
@@ -465,8 +532,17 @@ impl Context {
     /// acknowledge it. An explicit `destroy()` of its CQ, QP or SRQ then
     /// waits for it forever, as `ibv_destroy_qp` does for an event never
     /// acknowledged; `try_destroy()` and dropping the object do not wait.
+    ///
+    /// After [`Context::close`] it is a placeholder that never polls
+    /// readable.
+    #[allow(unsafe_code)] // borrows through the handle's registration
     pub fn async_fd(&self) -> BorrowedFd<'_> {
-        self.inner.async_fd.as_fd()
+        // SAFETY: `self` is a registered handle (`from_inner`) for as long
+        // as the borrow lives.
+        match unsafe { self.inner.transport.fds().borrow() } {
+            Borrowed::Open(fds) => fds.async_fd(),
+            Borrowed::Closed(p) => p,
+        }
     }
 
     /// How many objects the context's event map holds: live CQs, QPs and
@@ -609,6 +685,45 @@ fn alloc_async_fd(kernel: &dyn Kernel, fd: BorrowedFd<'_>, driver_id: u32) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `Context::close` with objects alive (issue 39 item 4): the handles
+    /// the objects make afterwards are closed, lend the placeholder, and
+    /// no command of theirs reaches the kernel (`EBADF`); dropping the
+    /// objects then leaks them (their destroys are refused) without
+    /// panicking. That the two fds are really closed is
+    /// `context_fds::tests`, and over the rxe kernel the C program
+    /// `capi/tests/c/close_device.c`.
+    #[test]
+    #[allow(unsafe_code)] // reads the number `cmd_fd` lends
+    fn close_ends_the_context_while_its_objects_live() {
+        use std::os::fd::AsRawFd;
+        let fake = crate::testing::rxe::fake_rxe();
+        let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(4, crate::CqOptions::default()).unwrap();
+        let clone = ctx.clone();
+        assert!(!clone.is_closed());
+        ctx.close().unwrap();
+        assert!(clone.is_closed(), "every handle sees the close");
+        drop(clone);
+        let calls = fake.kernel.calls().len();
+        let again = pd.context();
+        assert!(again.is_closed());
+        let placeholder = crate::context_fds::placeholder().unwrap().as_raw_fd();
+        assert_eq!(again.async_fd().as_raw_fd(), placeholder);
+        // SAFETY: only the number is read.
+        assert_eq!(unsafe { again.cmd_fd() }.as_raw_fd(), placeholder);
+        let e = again.alloc_pd().unwrap_err();
+        assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
+        let e = again.try_get_async_event().unwrap_err();
+        assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
+        drop((cq, pd, again));
+        assert_eq!(
+            fake.kernel.calls().len(),
+            calls,
+            "nothing reached the kernel after the close"
+        );
+    }
 
     #[test]
     fn fallback_is_remembered_per_verb_and_globally() {

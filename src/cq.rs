@@ -218,6 +218,8 @@ impl Context {
                 Verb::CreateCq,
                 &mut plan,
                 |plan| {
+                    // Keeps the async event fd open until the command is done.
+                    let fds = ctx.enter()?;
                     let mut resp_cqe = 0u32;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE);
@@ -233,7 +235,7 @@ impl Context {
                     }
                     cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
                     // Optional, as libibverbs sends it: older kernels lack it.
-                    cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, fds.async_fd());
                     cmd.optional();
                     let (drv_in, drv_out) = plan.driver_bufs();
                     cmd.driver_in(drv_in).driver_out(drv_out);
