@@ -12,8 +12,8 @@ use std::{
     sync::Arc,
 };
 
+use super::context_fds::{ContextFds, Entered};
 use crate::{
-    context_fds::{ContextFds, Entered},
     event_fd::EventFd,
     ioctl::IoctlCmd,
     sys::{Errno, Kernel, Mapping, Protection, WriteCmd},

@@ -22,13 +22,15 @@ use crate::abi;
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::{
-    context_fds::{Borrowed, Entered},
     device_list::{self, DeviceInfo},
     error::{Context as _, Error, ErrorKind, Result},
     event_count::Registry,
     event_fd::EventFd,
     ioctl::{is_unsupported, IoctlCmd},
-    providers::{AnyContext, Device, OpenRequest, ProviderKind, Transport},
+    providers::{
+        context_fds::{Borrowed, Entered},
+        AnyContext, Device, OpenRequest, ProviderKind, Transport,
+    },
     sys::{self, Errno, Kernel, WriteCmd},
 };
 
@@ -328,8 +330,8 @@ impl Context {
     /// and closes as if dropped.
     #[doc(alias = "ibv_close_device")]
     pub fn close(self) -> Result<()> {
-        let placeholder =
-            crate::context_fds::placeholder().map_err(|e| Error::sys("close the context", e))?;
+        let placeholder = crate::providers::context_fds::placeholder()
+            .map_err(|e| Error::sys("close the context", e))?;
         self.inner.transport.fds().close(placeholder);
         Ok(())
     }
@@ -685,45 +687,6 @@ fn alloc_async_fd(kernel: &dyn Kernel, fd: BorrowedFd<'_>, driver_id: u32) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// `Context::close` with objects alive (issue 39 item 4): the handles
-    /// the objects make afterwards are closed, lend the placeholder, and
-    /// no command of theirs reaches the kernel (`EBADF`); dropping the
-    /// objects then leaks them (their destroys are refused) without
-    /// panicking. That the two fds are really closed is
-    /// `context_fds::tests`, and over the rxe kernel the C program
-    /// `capi/tests/c/close_device.c`.
-    #[test]
-    #[allow(unsafe_code)] // reads the number `cmd_fd` lends
-    fn close_ends_the_context_while_its_objects_live() {
-        use std::os::fd::AsRawFd;
-        let fake = crate::testing::rxe::fake_rxe();
-        let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
-        let pd = ctx.alloc_pd().unwrap();
-        let cq = ctx.create_cq(4, crate::CqOptions::default()).unwrap();
-        let clone = ctx.clone();
-        assert!(!clone.is_closed());
-        ctx.close().unwrap();
-        assert!(clone.is_closed(), "every handle sees the close");
-        drop(clone);
-        let calls = fake.kernel.calls().len();
-        let again = pd.context();
-        assert!(again.is_closed());
-        let placeholder = crate::context_fds::placeholder().unwrap().as_raw_fd();
-        assert_eq!(again.async_fd().as_raw_fd(), placeholder);
-        // SAFETY: only the number is read.
-        assert_eq!(unsafe { again.cmd_fd() }.as_raw_fd(), placeholder);
-        let e = again.alloc_pd().unwrap_err();
-        assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
-        let e = again.try_get_async_event().unwrap_err();
-        assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
-        drop((cq, pd, again));
-        assert_eq!(
-            fake.kernel.calls().len(),
-            calls,
-            "nothing reached the kernel after the close"
-        );
-    }
 
     #[test]
     fn fallback_is_remembered_per_verb_and_globally() {

@@ -109,7 +109,6 @@ mod async_event;
 pub mod cm;
 mod comp_channel;
 mod context;
-mod context_fds;
 mod cq;
 mod cq_poll;
 mod device_list;

@@ -1,6 +1,7 @@
 //! The two fds of an open context (the command fd and the async event fd),
 //! which [`Context::close`](crate::Context::close) closes while objects made
-//! from the context still live.
+//! from the context still live. The core's half of the provider
+//! interface's [`Transport`](super::Transport), which owns them.
 //!
 //! libibverbs' `ibv_close_device` closes both fds whatever objects are
 //! alive (rdma-core 44 `verbs_uninit_context`); the kernel then destroys
