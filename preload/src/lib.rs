@@ -65,7 +65,7 @@ use uverbs::{
 
 use fd_table::Fd;
 use real::{in_shim, Guard};
-use signals::Critical;
+use signals::{Critical, Ready};
 
 /// The model of one process and the thread that runs its HCA.
 #[derive(Debug)]
@@ -637,21 +637,22 @@ unsafe fn read_event(
     // SAFETY: the fd is open (tracked until closed).
     let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
     let r = loop {
-        let mut gone = false;
-        if !nonblocking {
+        let ready = if nonblocking {
+            Ready::NonBlocking
+        } else {
             // Sleeps until a record is queued, as the kernel's event files
             // do, with no lock held and signals deliverable.
             match signals::wait_readable(fd) {
-                Ok(readable) => gone = !readable,
+                Ok(r) => r,
                 Err(e) => break Err(e),
             }
-        }
+        };
         let _c = Critical::enter();
         let m = match model_of(s) {
             Ok(m) => m,
             Err(e) => break Err(e),
         };
-        let r = if gone {
+        let r = if ready == Ready::NoWriter {
             // The model dropped the fd (a destroyed DevX channel): its
             // reads answer at once.
             m.kernel.read(bfd, out)
@@ -660,7 +661,7 @@ unsafe fn read_event(
         };
         match r {
             // Another reader took the record first: sleep again.
-            Err(Errno::EAGAIN) if !nonblocking && !gone => continue,
+            Err(Errno::EAGAIN) if ready == Ready::Readable => continue,
             r => break r,
         }
     };

@@ -68,11 +68,22 @@ impl Drop for Critical {
     }
 }
 
+/// What [`wait_readable`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ready {
+    /// A byte is in the pipe: a record is queued.
+    Readable,
+    /// The write end is closed (the model dropped the fd): nothing will
+    /// ever be queued.
+    NoWriter,
+    /// The file is non-blocking after all (`FIONBIO`, which the shim does
+    /// not see): no wait, the read answers.
+    NonBlocking,
+}
+
 /// Sleeps until the pipe read end `fd` (an event fd of the model, which
-/// holds a byte while a record is queued) has a byte, without taking it.
-/// `Ok(true)`: readable; `Ok(false)`: its write end is closed (the model
-/// dropped the fd), so nothing will ever be queued; `Err(EINTR)`: a signal
-/// handler without `SA_RESTART` ran.
+/// holds a byte while a record is queued) has a byte, without taking it;
+/// `Err(EINTR)`: a signal handler without `SA_RESTART` ran.
 ///
 /// The sleep is a `tee(2)` of one byte into a pipe of its own: `tee` waits
 /// for data in the input pipe without consuming it (`ipipe_prep`, which
@@ -80,7 +91,7 @@ impl Drop for Critical {
 /// `SA_RESTART` as it does for the read of a uverbs event file). Without a
 /// pipe to spare (`EMFILE`), it is a `poll(2)`, which a signal always ends
 /// with `EINTR`.
-pub(crate) fn wait_readable(fd: c_int) -> Result<bool, Errno> {
+pub(crate) fn wait_readable(fd: c_int) -> Result<Ready, Errno> {
     let mut scratch = [0 as c_int; 2];
     // SAFETY: `scratch` has room for the two fds.
     if unsafe { libc::pipe2(scratch.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -98,16 +109,14 @@ pub(crate) fn wait_readable(fd: c_int) -> Result<bool, Errno> {
         real::close(scratch[1]);
     }
     match r {
-        n if n > 0 => Ok(true),
-        0 => Ok(false),
-        // A pipe the program made non-blocking meanwhile: readiness is
-        // the read's business.
-        _ if e == Errno::EAGAIN => Ok(true),
+        n if n > 0 => Ok(Ready::Readable),
+        0 => Ok(Ready::NoWriter),
+        _ if e == Errno::EAGAIN => Ok(Ready::NonBlocking),
         _ => Err(e),
     }
 }
 
-fn wait_poll(fd: c_int) -> Result<bool, Errno> {
+fn wait_poll(fd: c_int) -> Result<Ready, Errno> {
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -115,7 +124,8 @@ fn wait_poll(fd: c_int) -> Result<bool, Errno> {
     };
     // SAFETY: one pollfd of this frame.
     match unsafe { libc::poll(&mut p, 1, -1) } {
-        n if n > 0 => Ok(p.revents & libc::POLLIN != 0),
+        n if n > 0 && p.revents & libc::POLLIN != 0 => Ok(Ready::Readable),
+        n if n > 0 => Ok(Ready::NoWriter),
         _ => Err(Errno::last()),
     }
 }

@@ -25,7 +25,8 @@
  *               event fd answers EAGAIN while nothing is queued
  *               (O_NONBLOCK), and EINVAL once an event is queued (a record
  *               does not fit in 0 bytes: ib_uverbs_event_read), which
- *               stays queued;
+ *               stays queued; a channel made non-blocking with FIONBIO
+ *               reads EAGAIN;
  *   eintr:      a handler without SA_RESTART ends a blocking
  *               ibv_get_cq_event and ibv_get_async_event with -1/EINTR; one
  *               with SA_RESTART does not end ibv_get_cq_event, which
@@ -48,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -347,6 +349,19 @@ static void read_null(struct ibv_context *ctx)
 	r = read(ctx->async_fd, NULL, 0);
 	check(r == -1 && errno == EAGAIN,
 	      "read-null: read(async_fd, NULL, 0) with nothing queued -> EAGAIN");
+	{
+		/* O_NONBLOCK set with FIONBIO rather than fcntl: the file's flag. */
+		char b[64];
+		int on = 1, off = 0;
+
+		set_nonblocking(l.ch->fd, 0);
+		errno = 0;
+		r = ioctl(l.ch->fd, FIONBIO, &on) ? -2 : read(l.ch->fd, b, sizeof(b));
+		check(r == -1 && errno == EAGAIN,
+		      "read-null: a channel made non-blocking with FIONBIO reads EAGAIN");
+		ioctl(l.ch->fd, FIONBIO, &off);
+		set_nonblocking(l.ch->fd, 1);
+	}
 	if (loop_post(&l, 3, 64)) {
 		check(0, "read-null: RDMA WRITE posted");
 		return;
