@@ -10,7 +10,10 @@
 //!   The lookups that decide whether a call is the shim's at all take no
 //!   lock (`fd_table.rs`). Signals stay blocked only for the time the model
 //!   needs to answer a command; one that arrives meanwhile is delivered as
-//!   the section ends.
+//!   the section ends. A handler's call on an fd that is not the shim's
+//!   takes no lock and allocates nothing; one on the shim's own fds runs
+//!   model code, which allocates (safe unless the handler interrupted
+//!   `malloc` itself).
 //! - **Blocking reads.** A blocking read of an event fd sleeps outside any
 //!   critical section, in the kernel, on the pipe that backs the fd
 //!   ([`wait_readable`]): a signal ends it with `EINTR` when its handler has
