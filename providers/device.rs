@@ -8,21 +8,25 @@
 #![allow(unsafe_code)] // the funnel into the transport's `unsafe fn`s
 
 use std::{
-    os::fd::{AsFd, BorrowedFd, OwnedFd},
+    os::fd::{BorrowedFd, OwnedFd},
     sync::Arc,
 };
 
+use super::context_fds::{ContextFds, Entered};
 use crate::{
+    event_fd::EventFd,
     ioctl::IoctlCmd,
     sys::{Errno, Kernel, Mapping, Protection, WriteCmd},
 };
 
-/// The kernel transport of one open context: the transport and the command
-/// fd (whose last close tears the kernel's ucontext down).
+/// The kernel transport of one open context: the transport and the
+/// context's fds (the command fd, whose last close tears the kernel's
+/// ucontext down, and the async event fd), which `Context::close` closes
+/// while objects live on (`context_fds.rs`).
 #[derive(Debug)]
 pub(crate) struct Transport {
     kernel: Arc<dyn Kernel>,
-    cmd_fd: OwnedFd,
+    fds: ContextFds,
     driver_id: u32,
 }
 
@@ -31,14 +35,25 @@ impl Transport {
     pub(crate) fn new(kernel: Arc<dyn Kernel>, cmd_fd: OwnedFd, driver_id: u32) -> Self {
         Transport {
             kernel,
-            cmd_fd,
+            fds: ContextFds::new(cmd_fd),
             driver_id,
         }
     }
 
-    /// The command fd.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.cmd_fd.as_fd()
+    /// The context's fds.
+    pub(crate) fn fds(&self) -> &ContextFds {
+        &self.fds
+    }
+
+    /// Sets the async event fd, once the context is open.
+    pub(crate) fn set_async_fd(&mut self, events: EventFd) {
+        self.fds.set_events(events);
+    }
+
+    /// The context's fds for one command: `EBADF` once it is closed (the
+    /// command is not sent).
+    pub(crate) fn enter(&self) -> Result<Entered<'_>, Errno> {
+        self.fds.enter().ok_or(Errno::EBADF)
     }
 
     /// The providers' view of it.
@@ -100,15 +115,18 @@ impl Device<'_> {
         IoctlCmd::new(object, method, self.t.driver_id)
     }
 
-    /// Runs an ioctl on the command fd (see [`ioctl_on`]).
+    /// Runs an ioctl on the command fd (see [`ioctl_on`]); `EBADF` once
+    /// the context is closed.
     pub(crate) fn ioctl(&self, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
-        ioctl_on(&*self.t.kernel, self.t.fd(), cmd)
+        let fds = self.t.enter()?;
+        ioctl_on(&*self.t.kernel, fds.cmd(), cmd)
     }
 
     /// Runs a legacy or extended write command on the command fd (see
     /// [`ioctl_on`]).
     pub(crate) fn write_cmd(&self, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
-        write_cmd_on(&*self.t.kernel, self.t.fd(), cmd)
+        let fds = self.t.enter()?;
+        write_cmd_on(&*self.t.kernel, fds.cmd(), cmd)
     }
 
     /// A raw `write()` of prebuilt command bytes (rxe's send doorbell: a
@@ -116,14 +134,16 @@ impl Device<'_> {
     /// buffer the doorbell owns and never reads).
     #[inline]
     pub(crate) fn write(&self, bytes: &[u8]) -> Result<usize, Errno> {
+        let fds = self.t.enter()?;
         // SAFETY: the one raw command is rxe's doorbell (above): its
         // response address is a heap buffer the `Doorbell` owns for as
         // long as the bytes exist (`providers/rxe/doorbell.rs`).
-        unsafe { self.t.kernel.write(self.t.fd(), bytes) }
+        unsafe { self.t.kernel.write(fds.cmd(), bytes) }
     }
 
     /// Maps `len` bytes the kernel exports at `offset` of the command fd.
     pub(crate) fn mmap(&self, len: usize, offset: u64, prot: Protection) -> Result<Mapping, Errno> {
-        self.t.kernel.mmap(self.t.fd(), len, offset, prot)
+        let fds = self.t.enter()?;
+        self.t.kernel.mmap(fds.cmd(), len, offset, prot)
     }
 }

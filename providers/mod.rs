@@ -43,6 +43,7 @@
 //! is audited with the crate's and nothing here is a stable plugin API.
 
 pub mod barrier;
+pub(crate) mod context_fds;
 mod device;
 mod dispatch;
 pub(crate) mod dma;

@@ -420,7 +420,14 @@ impl Context {
         };
         let decode =
             |desc: abi::IbUverbsAsyncEventDesc| Some(self.decode(desc.element, desc.event_type));
-        match ctx.async_fd.next(wait, op, read, decode) {
+        // The fds stay open while this read waits, even if another handle
+        // closes the context meanwhile (as a read in the kernel keeps the
+        // file); a closed context answers EBADF.
+        let fds = ctx.enter().map_err(|e| Error::sys(op, e))?;
+        let Some(events) = fds.fds().events.as_ref() else {
+            return Err(Error::sys(op, Errno::EBADF));
+        };
+        match events.next(wait, op, read, decode) {
             Ok(None) if removed_now() => Err(removed()),
             Err(e) if e.kernel_errno() == Some(Errno::EIO) => {
                 ctx.removed.store(true, Ordering::Release);

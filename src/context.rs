@@ -27,7 +27,10 @@ use crate::{
     event_count::Registry,
     event_fd::EventFd,
     ioctl::{is_unsupported, IoctlCmd},
-    providers::{AnyContext, Device, OpenRequest, ProviderKind, Transport},
+    providers::{
+        context_fds::{Borrowed, Entered},
+        AnyContext, Device, OpenRequest, ProviderKind, Transport,
+    },
     sys::{self, Errno, Kernel, WriteCmd},
 };
 
@@ -113,16 +116,17 @@ pub(crate) struct ContextInner {
     /// creates that name the async event fd take no write fallback
     /// (libibverbs' `fallback_require_ioctl` for an imported context).
     pub(crate) imported: bool,
-    // Field order matters for drop: the async event fd is closed before the
-    // command fd (the last close of the command fd tears the ucontext down).
-    pub(crate) async_fd: EventFd,
+    /// The command fd and the async event fd (closed after the provider's
+    /// mappings are dropped, async event fd first).
     pub(crate) transport: Transport,
 }
 
 impl ContextInner {
-    /// The command fd.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.transport.fd()
+    /// The context's fds for one command (the async event fd a create
+    /// command passes, an async event read): `EBADF` once the context is
+    /// closed ([`Context::close`]).
+    pub(crate) fn enter(&self) -> Result<Entered<'_>, Errno> {
+        self.transport.enter()
     }
 
     /// The providers' view of this context: transport and command fd.
@@ -284,14 +288,70 @@ pub(crate) fn disassociated_is_destroyed(result: Result<(), Errno>) -> Result<()
 ///
 /// Cloning is cheap and shares the context; it is closed, as
 /// `ibv_close_device` closes it, when the last clone and the last object
-/// created from it are gone.
+/// created from it are gone, or earlier by [`Context::close`].
 #[doc(alias = "ibv_close_device")]
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Context {
     pub(crate) inner: Arc<ContextInner>,
 }
 
+impl Clone for Context {
+    fn clone(&self) -> Self {
+        Context::from_inner(self.inner.clone())
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.inner.transport.fds().release();
+    }
+}
+
 impl Context {
+    /// A handle on `inner`: every `Context` counts as a user of the
+    /// context's fds for as long as it lives (`context_fds.rs`), as it may
+    /// lend them out ([`Context::async_fd`], [`Context::cmd_fd`]).
+    pub(crate) fn from_inner(inner: Arc<ContextInner>) -> Context {
+        inner.transport.fds().register();
+        Context { inner }
+    }
+
+    /// Closes the context now, as `ibv_close_device` does: its command fd
+    /// and async event fd are closed even while objects made from it (or
+    /// other clones of it) are alive, as soon as no command is in flight
+    /// and no other clone lends them out (at once, when this is the last
+    /// clone). The kernel then destroys what is left when it releases the
+    /// command fd's file, which it does once no mapping of it remains
+    /// either (an mlx5 UAR page or an rxe queue an object still maps keeps
+    /// it until that object is gone).
+    ///
+    /// Afterwards every command of the context and of its objects fails
+    /// with `EBADF` without reaching the kernel: a surviving object's
+    /// `destroy()` reports that and gives the object back, and dropping it
+    /// leaks its memory as for any refused destroy (the kernel object may
+    /// still use it; see `object.rs`). Data-path calls that need no command
+    /// (posting and polling on mlx5) still touch the object's own memory.
+    /// [`Context::async_fd`] and [`Context::cmd_fd`] of a clone, or of a
+    /// handle an object makes afterwards ([`ProtectionDomain::context`](crate::ProtectionDomain::context)),
+    /// are a placeholder that never polls readable.
+    ///
+    /// Fails only when that placeholder cannot be made (the first close of
+    /// the process opens it: `EMFILE`); the context is then left as it was
+    /// and closes as if dropped.
+    #[doc(alias = "ibv_close_device")]
+    pub fn close(self) -> Result<()> {
+        let placeholder = crate::providers::context_fds::placeholder()
+            .map_err(|e| Error::sys("close the context", e))?;
+        self.inner.transport.fds().close(placeholder);
+        Ok(())
+    }
+
+    /// Whether [`Context::close`] was called on this context (through any
+    /// clone).
+    pub fn is_closed(&self) -> bool {
+        self.inner.transport.fds().is_closed()
+    }
+
     /// Opens a device by name (`None`: the first device), like `ibv_open_device`.
     #[doc(alias = "ibv_open_device")]
     pub fn open(name: Option<&str>) -> Result<Self> {
@@ -337,14 +397,15 @@ impl Context {
         }
         // The provider runs GET_CONTEXT with its driver data (and retries
         // with less if the kernel refuses); the core keeps the core answer.
-        let transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
+        let mut transport = Transport::new(kernel.clone(), cmd_fd, driver_id);
         let mut opened = None;
         let provider = kind.open(
             transport.device(),
             &mut |driver_in, driver_out| {
+                let fds = transport.enter().op("GET_CONTEXT")?;
                 opened = Some(get_context(
                     kernel.as_ref(),
-                    transport.fd(),
+                    fds.cmd(),
                     driver_id,
                     &fallback,
                     driver_in,
@@ -370,25 +431,25 @@ impl Context {
                     "the write command returned no async event fd",
                 ))
             }
-            None => alloc_async_fd(kernel.as_ref(), transport.fd(), driver_id)?,
+            None => {
+                let fds = transport.enter().op("UVERBS_METHOD_ASYNC_EVENT_ALLOC")?;
+                alloc_async_fd(kernel.as_ref(), fds.cmd(), driver_id)?
+            }
         };
-        let async_fd = EventFd::new(kernel.clone(), async_fd, "async event fd");
-        Ok(Context {
-            inner: Arc::new(ContextInner {
-                kernel,
-                device,
-                driver_id,
-                num_comp_vectors: ctx.num_comp_vectors,
-                core_support: ctx.core_support,
-                provider,
-                fallback,
-                events: Registry::default(),
-                removed: AtomicBool::new(false),
-                imported: false,
-                async_fd,
-                transport,
-            }),
-        })
+        transport.set_async_fd(EventFd::new(kernel.clone(), async_fd, "async event fd"));
+        Ok(Context::from_inner(Arc::new(ContextInner {
+            kernel,
+            device,
+            driver_id,
+            num_comp_vectors: ctx.num_comp_vectors,
+            core_support: ctx.core_support,
+            provider,
+            fallback,
+            events: Registry::default(),
+            removed: AtomicBool::new(false),
+            imported: false,
+            transport,
+        })))
     }
 
     /// The device this context was opened on.
@@ -444,9 +505,17 @@ impl Context {
     /// address of memory it does not own), must not destroy, modify or
     /// reuse the handles of objects this crate created, and must not close
     /// the fd or change its flags.
+    ///
+    /// After [`Context::close`] it is a placeholder on which every command
+    /// fails.
     #[allow(unsafe_code)] // an `unsafe fn`: the contract above
     pub unsafe fn cmd_fd(&self) -> BorrowedFd<'_> {
-        self.inner.fd()
+        // SAFETY: `self` is a registered handle (`from_inner`) for as long
+        // as the borrow lives.
+        match unsafe { self.inner.transport.fds().borrow() } {
+            Borrowed::Open(fds) => fds.cmd.as_fd(),
+            Borrowed::Closed(p) => p,
+        }
     }
 
     /// How commands reach the kernel.
@@ -467,8 +536,17 @@ impl Context {
     /// acknowledge it. An explicit `destroy()` of its CQ, QP or SRQ then
     /// waits for it forever, as `ibv_destroy_qp` does for an event never
     /// acknowledged; `try_destroy()` and dropping the object do not wait.
+    ///
+    /// After [`Context::close`] it is a placeholder that never polls
+    /// readable.
+    #[allow(unsafe_code)] // borrows through the handle's registration
     pub fn async_fd(&self) -> BorrowedFd<'_> {
-        self.inner.async_fd.as_fd()
+        // SAFETY: `self` is a registered handle (`from_inner`) for as long
+        // as the borrow lives.
+        match unsafe { self.inner.transport.fds().borrow() } {
+            Borrowed::Open(fds) => fds.async_fd(),
+            Borrowed::Closed(p) => p,
+        }
     }
 
     /// How many objects the context's event map holds: live CQs, QPs and

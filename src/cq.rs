@@ -250,6 +250,8 @@ impl Context {
                 Verb::CreateCq,
                 &mut plan,
                 |plan| {
+                    // Keeps the async event fd open until the command is done.
+                    let fds = ctx.enter()?;
                     let mut resp_cqe = 0u32;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_CQ, abi::UVERBS_METHOD_CQ_CREATE);
@@ -267,7 +269,7 @@ impl Context {
                     // Optional, as libibverbs sends it: older kernels lack it;
                     // but not for an imported context, whose CQs must
                     // report to its own async fd (`fallback_require_ioctl`).
-                    cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, fds.async_fd());
                     if !ctx.imported {
                         cmd.optional();
                     }

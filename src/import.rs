@@ -87,7 +87,7 @@ impl Context {
         let kind = provider_for(&device, op)?;
         let driver_id = device.driver_id.unwrap_or(abi::RDMA_DRIVER_UNKNOWN);
         let own = kernel.dup_fd(cmd_fd).op(op)?;
-        let transport = Transport::new(kernel.clone(), own, driver_id);
+        let mut transport = Transport::new(kernel.clone(), own, driver_id);
         let mut queried = None;
         let provider = kind.import(transport.device(), &mut |driver_out| {
             queried = Some(query_context(
@@ -105,24 +105,24 @@ impl Context {
                 format!("the {} provider queried no context", kind.name()),
             )
         })?;
-        let async_fd = alloc_async_fd(kernel.as_ref(), transport.fd(), driver_id)?;
-        let async_fd = EventFd::new(kernel.clone(), async_fd, "async event fd");
-        Ok(Context {
-            inner: Arc::new(ContextInner {
-                kernel,
-                device,
-                driver_id,
-                num_comp_vectors,
-                core_support,
-                provider,
-                fallback: Fallback::default(),
-                events: Registry::default(),
-                removed: AtomicBool::new(false),
-                imported: true,
-                async_fd,
-                transport,
-            }),
-        })
+        let async_fd = {
+            let fds = transport.enter().op("UVERBS_METHOD_ASYNC_EVENT_ALLOC")?;
+            alloc_async_fd(kernel.as_ref(), fds.cmd(), driver_id)?
+        };
+        transport.set_async_fd(EventFd::new(kernel.clone(), async_fd, "async event fd"));
+        Ok(Context::from_inner(Arc::new(ContextInner {
+            kernel,
+            device,
+            driver_id,
+            num_comp_vectors,
+            core_support,
+            provider,
+            fallback: Fallback::default(),
+            events: Registry::default(),
+            removed: AtomicBool::new(false),
+            imported: true,
+            transport,
+        })))
     }
 
     /// A duplicate of the command fd (`dup(ctx->cmd_fd)`), to hand to
@@ -131,10 +131,9 @@ impl Context {
     /// (the kernel knows no owner within a user context): hand it only to
     /// whom you would hand the context.
     pub fn dup_cmd_fd(&self) -> Result<OwnedFd> {
-        self.inner
-            .kernel
-            .dup_fd(self.inner.fd())
-            .op("dup the command fd")
+        let op = "dup the command fd";
+        let fds = self.inner.transport.enter().op(op)?;
+        self.inner.kernel.dup_fd(fds.cmd()).op(op)
     }
 
     /// Whether the context was made by [`Context::import`].
@@ -169,7 +168,8 @@ fn query_context(
     if let Some((id, buf)) = driver_out {
         cmd.output(id, buf);
     }
-    crate::providers::ioctl_on(kernel, transport.fd(), &mut cmd).map_err(|e| {
+    let fds = transport.enter().op(op)?;
+    crate::providers::ioctl_on(kernel, fds.cmd(), &mut cmd).map_err(|e| {
         let err = Error::sys(op, e);
         match e {
             Errno::EOPNOTSUPP | Errno::EPROTONOSUPPORT | Errno::ENOTTY => {

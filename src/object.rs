@@ -25,8 +25,10 @@
 //! mlx5_ib caches doorbell pages by virtual address), or attribute its
 //! completions to the next object given the same user index. The kernel
 //! releases everything when the context's fd is closed, which the leaked
-//! reference to the context keeps open until the process exits. This is
-//! what `UmemInner::drop` does for a DevX UMEM.
+//! reference to the context keeps open until the process exits (unless
+//! `Context::close` closed it: the leaked memory stays allocated either
+//! way, so what the kernel still writes lands nowhere the process reuses).
+//! This is what `UmemInner::drop` does for a DevX UMEM.
 #![allow(unsafe_code)] // `Owned::drop` drops its `ManuallyDrop` field once
 
 use std::{

@@ -124,9 +124,7 @@ impl Context {
 impl ProtectionDomain {
     /// The context this PD belongs to.
     pub fn context(&self) -> Context {
-        Context {
-            inner: self.inner.ctx.clone(),
-        }
+        Context::from_inner(self.inner.ctx.clone())
     }
 
     /// The kernel's handle for this PD.

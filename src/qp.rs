@@ -9,12 +9,9 @@
 //! ([`crate::check_modify`]), so a missing attribute is named instead of
 //! surfacing as the kernel's bare `EINVAL`.
 
-use std::{
-    os::fd::AsFd,
-    sync::{
-        atomic::{AtomicU64, AtomicU8, Ordering},
-        Arc,
-    },
+use std::sync::{
+    atomic::{AtomicU64, AtomicU8, Ordering},
+    Arc,
 };
 
 use zerocopy::{FromZeros, IntoBytes};
@@ -278,6 +275,8 @@ impl ProtectionDomain {
                 Verb::CreateQp,
                 &mut out,
                 |(plan, resp_cap, qp_num)| {
+                    // Keeps the async event fd open until the command is done.
+                    let fds = ctx.enter()?;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_CREATE);
                     let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
@@ -302,7 +301,7 @@ impl ProtectionDomain {
                     if flags != 0 {
                         cmd.flags_in(abi::UVERBS_ATTR_CREATE_QP_FLAGS, u64::from(flags));
                     }
-                    cmd.fd(abi::UVERBS_ATTR_CREATE_QP_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_QP_EVENT_FD, fds.async_fd());
                     cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, resp_cap.as_mut_bytes());
                     cmd.output(
                         abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM,

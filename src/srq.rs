@@ -6,12 +6,9 @@
 //! `DESTROY_SRQ`) and waits for the acknowledgement of its async events
 //! (`SRQ_LIMIT_REACHED`, `SRQ_ERR`).
 
-use std::{
-    os::fd::AsFd,
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc,
-    },
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc,
 };
 
 use zerocopy::{FromZeros, IntoBytes};
@@ -150,6 +147,8 @@ impl ProtectionDomain {
                 Verb::CreateSrq,
                 &mut out,
                 |(plan, max_wr, max_sge)| {
+                    // Keeps the async event fd open until the command is done.
+                    let fds = ctx.enter()?;
                     let mut srq_num = 0u32;
                     let mut cmd =
                         ctx.ioctl_cmd(abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_CREATE);
@@ -163,7 +162,7 @@ impl ProtectionDomain {
                         abi::UVERBS_ATTR_CREATE_SRQ_TYPE,
                         u64::from(abi::IB_UVERBS_SRQT_BASIC),
                     );
-                    cmd.fd(abi::UVERBS_ATTR_CREATE_SRQ_EVENT_FD, ctx.async_fd.as_fd());
+                    cmd.fd(abi::UVERBS_ATTR_CREATE_SRQ_EVENT_FD, fds.async_fd());
                     cmd.output(
                         abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,
                         max_wr.as_mut_bytes(),

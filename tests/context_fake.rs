@@ -286,3 +286,60 @@ fn rxe_refuses_other_qp_types_as_the_kernel_does() {
         "nothing may reach the kernel"
     );
 }
+
+/// `Context::close` with objects alive (issue 39 item 4; what
+/// `ibv_close_device` does): every handle sees it closed, handles the
+/// objects make afterwards lend a placeholder fd that never polls readable
+/// (the one every closed context lends), and no command of theirs reaches
+/// the kernel (`EBADF`); dropping the objects then leaks them (their
+/// destroys are refused) without panicking. That the fds themselves are
+/// closed is `providers::context_fds`' unit and loom tests, and over the rxe
+/// kernel `capi/tests/c/close_device.c` (tests/device/cabi.rs).
+#[test]
+fn close_ends_the_context_while_its_objects_live() {
+    use std::os::fd::{AsFd, AsRawFd};
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(4, uverbs::CqOptions::default()).unwrap();
+    let async_fd = ctx.async_fd().as_raw_fd();
+    let clone = ctx.clone();
+    assert!(!clone.is_closed());
+    ctx.close().unwrap();
+    assert!(clone.is_closed(), "every handle sees the close");
+    drop(clone);
+    let calls = fake.kernel.calls().len();
+    let again = pd.context();
+    assert!(again.is_closed());
+    let lent = again.async_fd();
+    assert_ne!(
+        lent.as_raw_fd(),
+        async_fd,
+        "made while the async fd was open"
+    );
+    let mut p = [nix::poll::PollFd::new(
+        lent.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    assert_eq!(nix::poll::poll(&mut p, 0u8), Ok(0), "never readable");
+    let e = again.alloc_pd().unwrap_err();
+    assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
+    let e = again.try_get_async_event().unwrap_err();
+    assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
+    // A second closed context lends the same placeholder.
+    let other = Context::open_with(fake.dyn_kernel(), None).unwrap();
+    let other_pd = other.alloc_pd().unwrap();
+    other.close().unwrap();
+    assert_eq!(
+        other_pd.context().async_fd().as_raw_fd(),
+        again.async_fd().as_raw_fd()
+    );
+    let calls_after = fake.kernel.calls().len();
+    drop((cq, pd, again, other_pd));
+    assert_eq!(
+        fake.kernel.calls().len(),
+        calls_after,
+        "the drops send no destroy"
+    );
+    assert!(calls_after > calls, "the second context was opened");
+}

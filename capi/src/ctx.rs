@@ -185,8 +185,14 @@ impl Context {
         (&raw const self.vctx.context).cast_mut()
     }
 
-    /// Frees the context behind `p` (`ibv_close_device`): the uverbs
-    /// context closes when the objects made from it are gone too.
+    /// Frees the context behind `p` (`ibv_close_device`) and closes the
+    /// uverbs context's command fd and async event fd whatever objects made
+    /// from it are still alive, as libibverbs' `verbs_uninit_context` does
+    /// (`uverbs::Context::close`): the kernel destroys what the program
+    /// left when it releases the file. The objects the program leaked stay
+    /// allocated; their commands would fail (`EBADF`), but the program may
+    /// not use them any more than with libibverbs, where they point at the
+    /// freed context.
     ///
     /// # Safety
     /// As [`Context::from_c`], and the program uses `p` no more.
@@ -196,7 +202,15 @@ impl Context {
         let raw = (ctx as *const Context).cast_mut();
         // SAFETY: `raw` came from `Box::into_raw` in `create` and the
         // program gives up its pointer.
-        drop(unsafe { Box::from_raw(raw) });
+        let ctx = unsafe { Box::from_raw(raw) };
+        let Context { uv, attached, .. } = *ctx;
+        // What the context made on first use goes first, while its
+        // commands still reach the kernel.
+        drop(attached);
+        // rdma-core's close never fails: neither does this one. Should the
+        // placeholder fd of closed contexts not be made (EMFILE), the fds
+        // close when the last object goes, as a dropped context's do.
+        let _ = uv.close();
         Ok(())
     }
 }

@@ -17,6 +17,12 @@
 //!   what the model maps; `read`, `fcntl`
 //!   and `close` of the fds the model handed out (completion channels,
 //!   the async event fd, DevX channels) go to the model.
+//! - Every interposed call is async-signal-safe where libc's is: fds are
+//!   looked up without a lock (`fd_table.rs`), and the shim holds locks
+//!   only with every signal blocked; blocking reads sleep where a signal
+//!   can interrupt them (`signals.rs`).
+//! - A child forked without exec gets a model of its own when it opens the
+//!   device (`fork.rs`).
 //! - At exit the model's violations are appended to the file named by
 //!   `UVERBS_MODEL_REPORT` (stderr when unset), one per line, so a harness
 //!   can fail a run.
@@ -30,19 +36,25 @@
 #![allow(unsafe_code)] // exported C symbols (`no_mangle`), the ELF constructor, raw fds
 
 mod decode;
+mod fd_table;
+mod fork;
 mod plain_write;
 mod real;
+mod signals;
 mod specs;
 mod sysfs;
 mod two_stacks;
 
 use std::{
-    collections::HashMap,
     ffi::CStr,
     io::Write,
-    os::fd::{BorrowedFd, RawFd},
+    os::fd::BorrowedFd,
     path::PathBuf,
-    sync::{Arc, Mutex, MutexGuard, OnceLock},
+    ptr::null_mut,
+    sync::{
+        atomic::{AtomicPtr, Ordering},
+        Arc, Mutex, MutexGuard, OnceLock,
+    },
 };
 
 use libc::{c_char, c_int, c_ulong, c_void, mode_t, off_t, size_t, ssize_t};
@@ -51,32 +63,46 @@ use uverbs::{
     testing::mlx5::{self as model, HcaThread, Mlx5Model},
 };
 
+use fd_table::Fd;
 use real::{in_shim, Guard};
+use signals::{Critical, Ready};
 
-/// A file descriptor the shim handed out.
-#[derive(Debug, Clone, Copy)]
-enum Fd {
-    /// A uverbs command fd (one user context each).
-    Cmd,
-    /// An fd the model created (completion channel, async events, DevX
-    /// channel): reads are the model's; `O_NONBLOCK` as the program set it.
-    Event { nonblocking: bool },
+/// The model of one process and the thread that runs its HCA.
+#[derive(Debug)]
+struct Model {
+    model: Arc<Mlx5Model>,
+    kernel: Arc<dyn Kernel>,
+    hca: Mutex<Option<HcaThread>>,
+    /// The process that made it.
+    pid: u32,
+}
+
+impl Model {
+    fn new() -> Model {
+        let model = model::fake_mlx5();
+        let kernel = model.dyn_kernel();
+        Model {
+            model,
+            kernel,
+            hca: Mutex::new(None),
+            pid: std::process::id(),
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Shim {
-    model: Arc<Mlx5Model>,
-    kernel: Arc<dyn Kernel>,
     sysfs: PathBuf,
-    hca: Mutex<Option<HcaThread>>,
-    fds: Mutex<HashMap<RawFd, Fd>>,
+    /// The process that wrote the sysfs tree; it removes it at exit.
+    sysfs_owner: u32,
     trace: bool,
     /// `UVERBS_MODEL_HCA=manual`: no HCA thread; the program calls
     /// [`uverbs_model_process`].
     manual_hca: bool,
-    /// The process that built the model: a child forked without exec
-    /// inherits it (without the HCA thread) and leaves it alone at exit.
-    pid: u32,
+    /// This process's model, never freed: made by the constructor; null in
+    /// a child forked without exec (`fork.rs`) until the child opens the
+    /// device, which makes it a model of its own.
+    model: AtomicPtr<Model>,
 }
 
 static SHIM: OnceLock<Shim> = OnceLock::new();
@@ -95,19 +121,48 @@ fn set_errno(e: Errno) {
 }
 
 impl Shim {
-    fn kind(&self, fd: RawFd) -> Option<Fd> {
-        lock(&self.fds).get(&fd).copied()
+    /// This process's model, if it has one.
+    fn model(&self) -> Option<&'static Model> {
+        let p = self.model.load(Ordering::Acquire);
+        // SAFETY: a non-null pointer here came from `Box::into_raw` (init,
+        // `model_or_new`) and is never freed.
+        unsafe { p.as_ref() }
     }
 
-    /// Starts the HCA at the first device open, unless the program runs
+    /// This process's model, made now in a forked child that has none.
+    fn model_or_new(&self) -> &'static Model {
+        if let Some(m) = self.model() {
+            return m;
+        }
+        let fresh = Box::into_raw(Box::new(Model::new()));
+        match self
+            .model
+            .compare_exchange(null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // SAFETY: `fresh` is live and now never freed.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` lost the race and was never shared;
+                // `winner` is live and never freed.
+                unsafe {
+                    drop(Box::from_raw(fresh));
+                    &*winner
+                }
+            }
+        }
+    }
+
+    /// Starts `m`'s HCA at the first device open, unless the program runs
     /// the device itself (`UVERBS_MODEL_HCA=manual`, [`uverbs_model_process`]).
-    fn start_hca(&self) {
+    /// Inside a [`Critical`]: the thread inherits a mask that blocks every
+    /// signal, so the program's handlers never run on it.
+    fn start_hca(&self, m: &Model) {
         if self.manual_hca {
             return;
         }
-        let mut h = lock(&self.hca);
+        let mut h = lock(&m.hca);
         if h.is_none() {
-            *h = Some(self.model.spawn_hca());
+            *h = Some(m.model.spawn_hca());
         }
     }
 }
@@ -119,8 +174,10 @@ impl Shim {
 /// machine to themselves. Found with `dlsym(RTLD_DEFAULT, ...)`.
 #[no_mangle]
 pub extern "C" fn uverbs_model_process() -> usize {
-    let _g = Guard::enter();
-    shim().map_or(0, |s| s.model.process())
+    let _c = Critical::enter();
+    shim()
+        .and_then(Shim::model)
+        .map_or(0, |m| m.model.process())
 }
 
 /// Makes the next `n` event deliveries to data-mode DevX channels fail as
@@ -129,9 +186,9 @@ pub extern "C" fn uverbs_model_process() -> usize {
 /// `dlsym(RTLD_DEFAULT, ...)` (`capi/tests/c/devx_events.c`).
 #[no_mangle]
 pub extern "C" fn uverbs_model_devx_fail_event_allocs(n: u32) {
-    let _g = Guard::enter();
-    if let Some(s) = shim() {
-        s.model.devx_fail_event_allocs(n);
+    let _c = Critical::enter();
+    if let Some(m) = shim().and_then(Shim::model) {
+        m.model.devx_fail_event_allocs(n);
     }
 }
 
@@ -140,9 +197,9 @@ pub extern "C" fn uverbs_model_devx_fail_event_allocs(n: u32) {
 /// `poll` reports `POLLRDHUP`): for test programs, found with `dlsym`.
 #[no_mangle]
 pub extern "C" fn uverbs_model_devx_destroy_fds() {
-    let _g = Guard::enter();
-    if let Some(s) = shim() {
-        s.model.devx_destroy_fds();
+    let _c = Critical::enter();
+    if let Some(m) = shim().and_then(Shim::model) {
+        m.model.devx_destroy_fds();
     }
 }
 
@@ -156,11 +213,10 @@ static FINI: extern "C" fn() = fini;
 
 extern "C" fn init() {
     let _g = Guard::enter();
-    let model = model::fake_mlx5();
-    let kernel = model.dyn_kernel();
+    let m = Model::new();
     let dir = std::env::temp_dir().join(format!("uverbs-model-sysfs.{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    if let Err(e) = sysfs::write_tree(&*kernel, &dir) {
+    if let Err(e) = sysfs::write_tree(&*m.kernel, &dir) {
         eprintln!(
             "uverbs-model-preload: writing the sysfs tree to {}: {e}",
             dir.display()
@@ -171,39 +227,40 @@ extern "C" fn init() {
     std::env::set_var("SYSFS_PATH", &dir);
     let trace = std::env::var_os("UVERBS_PRELOAD_TRACE").is_some_and(|v| v == "1");
     let _ = SHIM.set(Shim {
-        model,
-        kernel,
         sysfs: dir,
-        hca: Mutex::new(None),
+        sysfs_owner: std::process::id(),
         manual_hca: std::env::var_os("UVERBS_MODEL_HCA").is_some_and(|v| v == "manual"),
-        fds: Mutex::new(HashMap::new()),
         trace,
-        pid: std::process::id(),
+        model: AtomicPtr::new(Box::into_raw(Box::new(m))),
     });
+    fork::install();
 }
 
 extern "C" fn fini() {
     let _g = Guard::enter();
     let Some(s) = shim() else { return };
-    if s.pid != std::process::id() {
-        // A forked child: the tree and the HCA thread are the parent's.
-        return;
+    let pid = std::process::id();
+    if s.sysfs_owner == pid {
+        // A forked child leaves the tree to its parent.
+        let _ = std::fs::remove_dir_all(&s.sysfs);
     }
-    let _ = std::fs::remove_dir_all(&s.sysfs);
     // Only a process that opened the device reports (its children that
-    // did not, such as a shell, have nothing to say).
-    let Some(hca) = lock(&s.hca).take() else {
+    // did not, such as a shell, have nothing to say); a forked child that
+    // did reports what its own model saw.
+    let Some(m) = s.model().filter(|m| m.pid == pid) else {
+        return;
+    };
+    let Some(hca) = lock(&m.hca).take() else {
         return;
     };
     drop(hca); // a last pass, then the thread stops
-    let pid = s.pid;
-    let lines: Vec<String> = s
+    let lines: Vec<String> = m
         .model
         .violations()
         .into_iter()
         .map(|v| format!("pid {pid}: violation: {v}"))
         .collect();
-    for d in s.model.ignored_doorbells() {
+    for d in m.model.ignored_doorbells() {
         eprintln!("uverbs-model-preload: pid {pid}: ignored doorbell: {d}");
     }
     if lines.is_empty() {
@@ -241,10 +298,11 @@ fn uverbs_path(path: *const c_char) -> Option<bool> {
 
 const DEV_NULL: &CStr = c"/dev/null";
 
-/// Opens a command fd.
+/// Opens a command fd (of this process's model: in a forked child, a
+/// model of its own).
 fn open_device(flags: c_int) -> c_int {
     let Some(s) = shim() else { return -1 };
-    let _g = Guard::enter();
+    let _c = Critical::enter();
     // SAFETY: a static path.
     let fd = unsafe {
         real::open(
@@ -253,12 +311,18 @@ fn open_device(flags: c_int) -> c_int {
             0,
         )
     };
-    if fd >= 0 {
-        lock(&s.fds).insert(fd, Fd::Cmd);
-        s.start_hca();
-        if s.trace {
-            eprintln!("uverbs-model-preload: open uverbs0 -> fd {fd}");
-        }
+    if fd < 0 {
+        return fd;
+    }
+    if !fd_table::set(fd, Fd::Cmd) {
+        // SAFETY: the fd just opened, not handed out.
+        unsafe { real::close(fd) };
+        set_errno(Errno::EMFILE);
+        return -1;
+    }
+    s.start_hca(s.model_or_new());
+    if s.trace {
+        eprintln!("uverbs-model-preload: open uverbs0 -> fd {fd}");
     }
     fd
 }
@@ -407,13 +471,44 @@ pub unsafe extern "C" fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_
     unsafe { real::socket(domain, ty, protocol) }
 }
 
-/// The shim and the kind of `fd`, unless the call is the shim's own.
+/// The shim and the kind of `fd`, unless the call is the shim's own. No
+/// lock: a signal handler may ask in the middle of another call
+/// (`fd_table.rs`).
 fn tracked(fd: c_int) -> Option<(&'static Shim, Fd)> {
     if in_shim() {
         return None;
     }
     let s = shim()?;
-    Some((s, s.kind(fd)?))
+    Some((s, fd_table::get(fd)?))
+}
+
+/// The model behind a command or event fd of this process (every such fd
+/// was made by it: a forked child's inherited ones are [`Fd::Inherited`]).
+fn model_of(s: &Shim) -> Result<&'static Model, Errno> {
+    s.model().ok_or(Errno::EIO)
+}
+
+/// Records the fds a command created (completion channels, async event
+/// and DevX fds); one beyond the fd table is closed and the command fails
+/// with `EMFILE`.
+fn track_new(m: &Model, fds: Vec<c_int>) -> Result<(), Errno> {
+    let mut result = Ok(());
+    for f in fds {
+        if !fd_table::set(f, Fd::Event { nonblocking: false }) {
+            m.model.kernel.forget_fd(f);
+            // SAFETY: the model's new fd, which the shim cannot track.
+            unsafe { real::close(f) };
+            result = Err(Errno::EMFILE);
+        }
+    }
+    result
+}
+
+/// The answer to a call on an fd a forked child inherited: its objects are
+/// the parent's model's, out of the child's reach (`fork.rs`).
+fn inherited<T>(fail: T) -> T {
+    set_errno(Errno::EIO);
+    fail
 }
 
 /// # Safety
@@ -424,15 +519,22 @@ fn tracked(fd: c_int) -> Option<(&'static Shim, Fd)> {
 pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
     match tracked(fd) {
         Some((s, Fd::Cmd)) => {
-            let _g = Guard::enter();
+            let _c = Critical::enter();
             if request != decode::RDMA_VERBS_IOCTL {
                 set_errno(Errno::ENOTTY);
                 return -1;
             }
+            let m = match model_of(s) {
+                Ok(m) => m,
+                Err(e) => {
+                    set_errno(e);
+                    return -1;
+                }
+            };
             // SAFETY: the fd is open (tracked until closed); `arg` is the
             // program's command, read as the kernel reads it.
             let r =
-                unsafe { decode::ioctl(&*s.kernel, BorrowedFd::borrow_raw(fd), arg.cast::<u8>()) };
+                unsafe { decode::ioctl(&*m.kernel, BorrowedFd::borrow_raw(fd), arg.cast::<u8>()) };
             if s.trace {
                 // SAFETY: the header's object and method ids, when present.
                 let (o, m) = unsafe {
@@ -449,20 +551,15 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
                     "uverbs-model-preload: ioctl fd {fd} object {o:#x} method {m:#x} -> {r:?}"
                 );
             }
-            match r {
-                Ok(fds) => {
-                    let mut t = lock(&s.fds);
-                    for f in fds {
-                        t.insert(f, Fd::Event { nonblocking: false });
-                    }
-                    0
-                }
+            match r.and_then(|fds| track_new(m, fds)) {
+                Ok(()) => 0,
                 Err(e) => {
                     set_errno(e);
                     -1
                 }
             }
         }
+        Some((_, Fd::Inherited)) => inherited(-1),
         // SAFETY: the program's arguments.
         _ => unsafe { real::ioctl(fd, request, arg) },
     }
@@ -473,38 +570,108 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
 /// `write(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssize_t {
-    if let Some((s, Fd::Cmd)) = tracked(fd) {
-        let _g = Guard::enter();
-        // SAFETY: the fd is open (tracked until closed); `buf` is the
-        // program's command of `n` bytes, read as the kernel reads it.
-        let r = unsafe {
-            plain_write::write(&*s.kernel, BorrowedFd::borrow_raw(fd), buf.cast::<u8>(), n)
-        };
-        if s.trace {
-            let cmd = if buf.is_null() || n < 4 {
-                0
-            } else {
-                // SAFETY: the program's buffer of `n` bytes.
-                unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
-            };
-            eprintln!("uverbs-model-preload: write fd {fd} command {cmd:#x} -> {r:?}");
-        }
-        return match r {
-            Ok(fds) => {
-                let mut t = lock(&s.fds);
-                for f in fds {
-                    t.insert(f, Fd::Event { nonblocking: false });
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => {
+            let _c = Critical::enter();
+            let m = match model_of(s) {
+                Ok(m) => m,
+                Err(e) => {
+                    set_errno(e);
+                    return -1;
                 }
-                n as ssize_t
+            };
+            // SAFETY: the fd is open (tracked until closed); `buf` is the
+            // program's command of `n` bytes, read as the kernel reads it.
+            let r = unsafe {
+                plain_write::write(&*m.kernel, BorrowedFd::borrow_raw(fd), buf.cast::<u8>(), n)
+            };
+            if s.trace {
+                let cmd = if buf.is_null() || n < 4 {
+                    0
+                } else {
+                    // SAFETY: the program's buffer of `n` bytes.
+                    unsafe { std::ptr::read_unaligned(buf.cast::<u32>()) }
+                };
+                eprintln!("uverbs-model-preload: write fd {fd} command {cmd:#x} -> {r:?}");
             }
-            Err(e) => {
-                set_errno(e);
-                -1
+            match r.and_then(|fds| track_new(m, fds)) {
+                Ok(()) => n as ssize_t,
+                Err(e) => {
+                    set_errno(e);
+                    -1
+                }
+            }
+        }
+        Some((_, Fd::Inherited)) => inherited(-1),
+        // SAFETY: the program's arguments.
+        _ => unsafe { real::write(fd, buf, n) },
+    }
+}
+
+/// `read` of an event fd: the model's record, after a wait the program's
+/// signals can interrupt when the fd is blocking (`signals.rs`).
+///
+/// # Safety
+///
+/// `buf` has `n` writable bytes (or `n` is 0).
+unsafe fn read_event(
+    s: &Shim,
+    fd: c_int,
+    buf: *mut c_void,
+    n: size_t,
+    nonblocking: bool,
+) -> ssize_t {
+    if buf.is_null() && n > 0 {
+        set_errno(Errno::EFAULT);
+        return -1;
+    }
+    // The kernel never touches a 0-byte buffer (NULL included): a record
+    // does not fit in it (`ib_uverbs_event_read`: EINVAL), and an empty
+    // queue answers EAGAIN or is waited on.
+    let out: &mut [u8] = if n == 0 {
+        &mut []
+    } else {
+        // SAFETY: the program's buffer of `n` bytes, not NULL.
+        unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) }
+    };
+    // SAFETY: the fd is open (tracked until closed).
+    let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let r = loop {
+        let ready = if nonblocking {
+            Ready::NonBlocking
+        } else {
+            // Sleeps until a record is queued, as the kernel's event files
+            // do, with no lock held and signals deliverable.
+            match signals::wait_readable(fd) {
+                Ok(r) => r,
+                Err(e) => break Err(e),
             }
         };
+        let _c = Critical::enter();
+        let m = match model_of(s) {
+            Ok(m) => m,
+            Err(e) => break Err(e),
+        };
+        let r = if ready == Ready::NoWriter {
+            // The model dropped the fd (a destroyed DevX channel): its
+            // reads answer at once.
+            m.kernel.read(bfd, out)
+        } else {
+            m.model.kernel.try_read(bfd, out)
+        };
+        match r {
+            // Another reader took the record first: sleep again.
+            Err(Errno::EAGAIN) if ready == Ready::Readable => continue,
+            r => break r,
+        }
+    };
+    match r {
+        Ok(n) => n as ssize_t,
+        Err(e) => {
+            set_errno(e);
+            -1
+        }
     }
-    // SAFETY: the program's arguments.
-    unsafe { real::write(fd, buf, n) }
 }
 
 /// # Safety
@@ -517,40 +684,21 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
             set_errno(Errno::EINVAL);
             -1
         }
-        Some((s, Fd::Event { nonblocking })) => {
-            let _g = Guard::enter();
-            if buf.is_null() && n > 0 {
-                set_errno(Errno::EFAULT);
-                return -1;
-            }
-            // SAFETY: the program's buffer of `n` bytes.
-            let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), n) };
-            // SAFETY: the fd is open (tracked until closed).
-            let bfd = unsafe { BorrowedFd::borrow_raw(fd) };
-            let r = loop {
-                if !nonblocking {
-                    // A blocking read sleeps until a record is queued, as
-                    // the kernel's event files do.
-                    if let Err(e) = s.kernel.wait_readable(bfd, None) {
-                        break Err(e);
-                    }
-                }
-                match s.kernel.read(bfd, out) {
-                    // Another reader took it first: sleep again.
-                    Err(Errno::EAGAIN) if !nonblocking => continue,
-                    r => break r,
-                }
-            };
-            match r {
-                Ok(n) => n as ssize_t,
-                Err(e) => {
-                    set_errno(e);
-                    -1
-                }
-            }
-        }
+        // SAFETY: the program's buffer of `n` bytes.
+        Some((s, Fd::Event { nonblocking })) => unsafe { read_event(s, fd, buf, n, nonblocking) },
+        Some((_, Fd::Inherited)) => inherited(-1),
         // SAFETY: the program's arguments.
         None => unsafe { real::read(fd, buf, n) },
+    }
+}
+
+/// Forgets a tracked fd the program closes or replaces.
+fn forget(s: &Shim, fd: c_int) {
+    if let Some(Fd::Event { .. }) = fd_table::clear(fd) {
+        let _c = Critical::enter();
+        if let Some(m) = s.model() {
+            m.model.kernel.forget_fd(fd);
+        }
     }
 }
 
@@ -559,12 +707,8 @@ pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, n: size_t) -> ssize_t
 /// `close(2)`.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if let Some((s, kind)) = tracked(fd) {
-        let _g = Guard::enter();
-        lock(&s.fds).remove(&fd);
-        if let Fd::Event { .. } = kind {
-            s.model.kernel.forget_fd(fd);
-        }
+    if let Some((s, _)) = tracked(fd) {
+        forget(s, fd);
     }
     // SAFETY: the program's argument.
     unsafe { real::close(fd) }
@@ -572,17 +716,22 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
 
 /// Tracks a duplicate of a tracked fd (`ibv_import_device` is given a
 /// `dup` of a command fd); `r` is what the real call returned.
-fn track_dup(s: &Shim, kind: Fd, r: c_int) -> c_int {
-    if r >= 0 {
-        lock(&s.fds).insert(r, kind);
+fn track_dup(kind: Fd, r: c_int) -> c_int {
+    if r >= 0 && !fd_table::set(r, kind) {
+        // SAFETY: the duplicate just made, which the shim cannot track.
+        unsafe { real::close(r) };
+        set_errno(Errno::EMFILE);
+        return -1;
     }
     r
 }
 
-/// A new number for `to` (closes what it was, as `dup2` does).
-fn retarget(s: &Shim, to: c_int) {
-    if let Some(Fd::Event { .. }) = lock(&s.fds).remove(&to) {
-        s.model.kernel.forget_fd(to);
+/// Whether a duplicate of this kind of fd is tracked: a command fd's (its
+/// commands are the model's) and an inherited one's (whose commands fail).
+fn dup_kind(kind: Fd) -> Option<Fd> {
+    match kind {
+        Fd::Cmd | Fd::Inherited => Some(kind),
+        Fd::Event { .. } => None,
     }
 }
 
@@ -593,9 +742,9 @@ fn retarget(s: &Shim, to: c_int) {
 pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
     // SAFETY: the program's argument.
     let r = unsafe { real::dup(fd) };
-    match tracked(fd) {
-        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
-        _ => r,
+    match tracked(fd).and_then(|(_, k)| dup_kind(k)) {
+        Some(k) => track_dup(k, r),
+        None => r,
     }
 }
 
@@ -605,13 +754,13 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn dup2(fd: c_int, to: c_int) -> c_int {
     if let Some(s) = shim().filter(|_| !in_shim() && fd != to) {
-        retarget(s, to);
+        forget(s, to);
     }
     // SAFETY: the program's arguments.
     let r = unsafe { real::dup2(fd, to) };
-    match tracked(fd) {
-        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
-        _ => r,
+    match tracked(fd).and_then(|(_, k)| dup_kind(k)) {
+        Some(k) => track_dup(k, r),
+        None => r,
     }
 }
 
@@ -621,28 +770,31 @@ pub unsafe extern "C" fn dup2(fd: c_int, to: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn dup3(fd: c_int, to: c_int, flags: c_int) -> c_int {
     if let Some(s) = shim().filter(|_| !in_shim() && fd != to) {
-        retarget(s, to);
+        forget(s, to);
     }
     // SAFETY: the program's arguments.
     let r = unsafe { real::dup3(fd, to, flags) };
-    match tracked(fd) {
-        Some((s, Fd::Cmd)) => track_dup(s, Fd::Cmd, r),
-        _ => r,
+    match tracked(fd).and_then(|(_, k)| dup_kind(k)) {
+        Some(k) => track_dup(k, r),
+        None => r,
     }
 }
 
 /// `fcntl` on the shim's fds: `O_NONBLOCK` of a model fd is the model's
 /// business (its reads), the real fd keeps the flags the model gave it.
 fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Option<c_int> {
-    let _g = Guard::enter();
     match (kind, cmd) {
         (Fd::Event { .. }, libc::F_SETFL) => {
             let nb = arg & libc::O_NONBLOCK as c_ulong != 0;
-            lock(&s.fds).insert(fd, Fd::Event { nonblocking: nb });
-            // SAFETY: the fd is open.
-            let _ = s
-                .kernel
-                .set_nonblocking(unsafe { BorrowedFd::borrow_raw(fd) }, nb);
+            let _c = Critical::enter();
+            if fd_table::set(fd, Fd::Event { nonblocking: nb }) {
+                if let Some(m) = s.model() {
+                    // SAFETY: the fd is open.
+                    let _ = m
+                        .kernel
+                        .set_nonblocking(unsafe { BorrowedFd::borrow_raw(fd) }, nb);
+                }
+            }
             Some(0)
         }
         (Fd::Event { nonblocking }, libc::F_GETFL) => {
@@ -660,10 +812,10 @@ fn fcntl_tracked(s: &Shim, fd: c_int, kind: Fd, cmd: c_int, arg: c_ulong) -> Opt
         }
         // An O_PATH fd refuses F_SETFL; a uverbs fd takes it.
         (Fd::Cmd, libc::F_SETFL) => Some(0),
-        (Fd::Cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
+        (Fd::Cmd | Fd::Inherited, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) => {
             // SAFETY: duplicating the fd, as the program asked.
             let r = unsafe { real::fcntl(fd, cmd, arg) };
-            Some(track_dup(s, Fd::Cmd, r))
+            Some(track_dup(kind, r))
         }
         _ => None,
     }
@@ -708,7 +860,14 @@ fn mmap_device(
     flags: c_int,
     off: off_t,
 ) -> *mut c_void {
-    let _g = Guard::enter();
+    let _c = Critical::enter();
+    let m = match model_of(s) {
+        Ok(m) => m,
+        Err(e) => {
+            set_errno(e);
+            return libc::MAP_FAILED;
+        }
+    };
     if !addr.is_null() && flags & libc::MAP_FIXED != 0 || flags & libc::MAP_SHARED == 0 || off < 0 {
         set_errno(Errno::EINVAL);
         return libc::MAP_FAILED;
@@ -719,7 +878,7 @@ fn mmap_device(
         Protection::ReadOnly
     };
     // SAFETY: the fd is open (tracked until closed).
-    let r = s
+    let r = m
         .kernel
         .mmap(unsafe { BorrowedFd::borrow_raw(fd) }, len, off as u64, p);
     if s.trace {
@@ -754,8 +913,10 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    if let Some((s, Fd::Cmd)) = tracked(fd) {
-        return mmap_device(s, fd, addr, len, prot, flags, off);
+    match tracked(fd) {
+        Some((s, Fd::Cmd)) => return mmap_device(s, fd, addr, len, prot, flags, off),
+        Some((_, Fd::Inherited)) => return inherited(libc::MAP_FAILED),
+        _ => {}
     }
     // SAFETY: the program's arguments.
     unsafe { real::mmap(addr, len, prot, flags, fd, off) }

@@ -20,7 +20,7 @@ use uverbs::{
     RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest, WorkCompletion,
 };
 
-use crate::{lock, real::Guard, shim};
+use crate::{lock, real::Guard, shim, signals::Critical};
 
 /// The Q_Key every UD QP of the test uses.
 const QKEY: u32 = 0x1111_1111;
@@ -108,9 +108,14 @@ fn with_side(what: &str, f: impl FnOnce(&mut Side) -> Result<c_int, String>) -> 
 pub extern "C" fn uverbs_ts_open() -> c_int {
     let _g = Guard::enter();
     let Some(s) = shim() else { return -1 };
-    s.start_hca();
+    let m = {
+        let _c = Critical::enter();
+        let m = s.model_or_new();
+        s.start_hca(m);
+        m
+    };
     let r = (|| -> uverbs::Result<Side> {
-        let ctx = Context::open_with(s.model.dyn_kernel(), None)?;
+        let ctx = Context::open_with(m.model.dyn_kernel(), None)?;
         let pd = ctx.alloc_pd()?;
         let cq = ctx.create_cq(256, CqOptions::default())?;
         Ok(Side {
@@ -413,7 +418,7 @@ pub unsafe extern "C" fn uverbs_ts_poll(out: *mut TsWc, max: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn uverbs_ts_sq(qpn: u32, buf: *mut *const u8, wqe_cnt: *mut u32) -> c_int {
     let _g = Guard::enter();
-    let Some(q) = shim().and_then(|s| s.model.qp(qpn)) else {
+    let Some(q) = shim().and_then(|s| s.model()).and_then(|m| m.model.qp(qpn)) else {
         eprintln!("uverbs_ts_sq: the model has no QP {qpn:#x}");
         return -1;
     };

@@ -155,7 +155,7 @@ impl ChannelInner {
             .filter_map(|(_, w)| w.upgrade())
             .find(|c| matches(c.device.node_guid, c.device.index));
         if let Some(inner) = found {
-            return Ok(Context { inner });
+            return Ok(Context::from_inner(inner));
         }
         let devs = devices_with(self.fd.kernel())?;
         let Some(dev) = devs.into_iter().find(|d| matches(d.node_guid, d.index)) else {

@@ -330,6 +330,13 @@ pub unsafe trait Kernel: Send + Sync + fmt::Debug {
     fn read_dir(&self, path: &Path) -> std::io::Result<Vec<OsString>>;
 }
 
+/// A new epoll instance with nothing in it (`epoll_create1`): an fd that
+/// never polls readable and fails every read, write and ioctl, which closed
+/// contexts hand out in place of theirs (`context_fds.rs`).
+pub(crate) fn empty_epoll() -> Result<OwnedFd, Errno> {
+    nix::sys::epoll::Epoll::new(nix::sys::epoll::EpollCreateFlags::EPOLL_CLOEXEC).map(|e| e.0)
+}
+
 /// The transport used when the caller does not choose one: the running
 /// kernel, one shared `Arc` for the process (rdma_cm shares a verbs context
 /// per device and transport, and tells transports apart by this `Arc`).

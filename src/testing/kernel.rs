@@ -484,6 +484,45 @@ impl FakeKernel {
             };
         }
     }
+
+    /// [`Kernel::read`] as if `fd` were non-blocking: a record if one is
+    /// queued, `EAGAIN` otherwise, never a wait (for a caller that does its
+    /// own waiting on the fd, such as the LD_PRELOAD shim's reads, which a
+    /// signal must be able to interrupt).
+    pub fn try_read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        self.read_as(fd, buf, true)
+    }
+
+    fn read_as(
+        &self,
+        fd: BorrowedFd<'_>,
+        buf: &mut [u8],
+        nonblocking: bool,
+    ) -> Result<usize, Errno> {
+        let raw = fd.as_raw_fd();
+        let reader = self.reader_of(raw);
+        if let Some(h) = reader {
+            return call(&h, |f: &mut ReadFn| f(buf, nonblocking));
+        }
+        // A record longer than the buffer is refused and stays queued, as
+        // the uverbs event files do (`ib_uverbs_event_read`: EINVAL). An
+        // empty queue answers EAGAIN when the fd is non-blocking, and is
+        // waited on otherwise, as the kernel's read waits.
+        let (result, after) = loop {
+            let (result, after) = self.with(|s| {
+                let after = s.after_read.clone();
+                (Self::take_record(s, raw, buf), after)
+            });
+            if result != Err(Errno::EAGAIN) || nonblocking {
+                break (result, after);
+            }
+            self.wait_queued(fd, raw, None)?;
+        };
+        if let (Ok(n), Some(f)) = (&result, after) {
+            f(raw, &buf[..*n]);
+        }
+        result
+    }
 }
 
 /// One readiness byte in the pipe of `fd`, if it has one.
@@ -608,30 +647,8 @@ unsafe impl Kernel for FakeKernel {
     }
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        let raw = fd.as_raw_fd();
-        let reader = self.reader_of(raw);
-        let nonblocking = self.is_nonblocking(raw);
-        if let Some(h) = reader {
-            return call(&h, |f: &mut ReadFn| f(buf, nonblocking));
-        }
-        // A record longer than the buffer is refused and stays queued, as
-        // the uverbs event files do (`ib_uverbs_event_read`: EINVAL). An
-        // empty queue answers EAGAIN when the fd is non-blocking, and is
-        // waited on otherwise, as the kernel's read waits.
-        let (result, after) = loop {
-            let (result, after) = self.with(|s| {
-                let after = s.after_read.clone();
-                (Self::take_record(s, raw, buf), after)
-            });
-            if result != Err(Errno::EAGAIN) || nonblocking {
-                break (result, after);
-            }
-            self.wait_queued(fd, raw, None)?;
-        };
-        if let (Ok(n), Some(f)) = (&result, after) {
-            f(raw, &buf[..*n]);
-        }
-        result
+        let nonblocking = self.is_nonblocking(fd.as_raw_fd());
+        self.read_as(fd, buf, nonblocking)
     }
 
     fn wait_readable(

@@ -9,6 +9,9 @@
 //! - the C program `capi/tests/c/static_verbs.c` passes over both
 //!   libraries (dynamic) and, in the musl run, as a fully static binary
 //!   with no libibverbs at all;
+//! - `capi/tests/c/close_device.c` (contexts closed with objects alive
+//!   keep the fd count flat) and `capi/tests/c/process.c` (signals, EINTR,
+//!   fork, reads with no buffer, a PD in use) pass alike over both;
 //! - the programs resolve our library and stubs (`LD_TRACE_LOADED_OBJECTS`),
 //!   and perftest's binaries start over them (every import bound).
 //!
@@ -372,6 +375,51 @@ fn c_qp_ex_ops_pass_over_ours_and_where_rdma_core_passes() {
     let (real, ours) = c_checks("qp_ex", &[]);
     assert!(ours.len() >= real.len());
     c_checks_ours_only("qp_ex", &ours);
+}
+
+/// Runs a C program of capi/tests/c over rdma-core and over ours, each
+/// within `timeout`: every check passes over both, and the same ones.
+fn c_all_pass_over_both(name: &str, timeout: Duration, min_checks: usize) {
+    let prog = cabi_dir().join(name);
+    let prog = prog.to_str().expect("a UTF-8 path");
+    let passes = |lib: Lib| -> Vec<String> {
+        let out = run(&mut command(lib, prog, &[]), timeout);
+        assert!(out.ok(), "{name} over {lib:?} failed:\n{out:#?}");
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("PASS "))
+            .map(str::to_string)
+            .collect()
+    };
+    let real = passes(Lib::RdmaCore);
+    let ours = passes(Lib::Ours);
+    assert!(
+        real.len() >= min_checks,
+        "{name} checked almost nothing: {real:?}"
+    );
+    assert_eq!(ours, real, "{name}: the same checks pass over both");
+}
+
+/// `ibv_close_device` with objects alive (capi/tests/c/close_device.c,
+/// issue 39 item 4): 2000 contexts opened and closed cleanly, leaving a
+/// PD, and leaving a PD, MR, CQ and QP alive; the process has as many fds
+/// afterwards, over rdma-core (whose verbs_uninit_context closes both fds
+/// whatever is alive) and over ours.
+#[test]
+fn c_close_device_releases_the_fds_whatever_is_alive() {
+    c_all_pass_over_both("close_device", Duration::from_secs(600), 7);
+}
+
+/// A process around the verbs on the kernel itself
+/// (capi/tests/c/process.c, issue 39 items 5-9; the same program runs on
+/// the mlx5 model through the LD_PRELOAD shim, scripts/rdma-core-on-model.sh
+/// step b3): a signal handler's async-signal-safe calls, read(fd, NULL, 0)
+/// of the event fds, EINTR and SA_RESTART on blocking gets, children
+/// forked after the parent used the device, DEALLOC_PD while the PD is in
+/// use. The kernel's answers are the reference of the shim's.
+#[test]
+fn c_process_signals_fork_and_busy_pd_match_rdma_core() {
+    c_all_pass_over_both("process", Duration::from_secs(300), 15);
 }
 
 /// The static program is built for musl (capi/build-static.sh) in the

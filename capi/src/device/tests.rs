@@ -129,6 +129,37 @@ fn open_gives_the_context_uverbs_fds_and_close_frees_it() {
     });
 }
 
+/// `ibv_close_device` closes the uverbs context (its command fd and async
+/// event fd) even while a PD made from it is alive, as libibverbs'
+/// `verbs_uninit_context` closes both fds (issue 39 item 4): a handle kept
+/// for the test sees it closed, and commands through it never reach the
+/// kernel. That the fds are then closed is uverbs' `context_fds` tests,
+/// and over the rxe kernel `capi/tests/c/close_device.c`.
+#[test]
+fn close_closes_the_uverbs_context_whatever_is_still_alive() {
+    let fake = fake_rxe();
+    test_kernel::with(fake.dyn_kernel(), || {
+        let (list, _) = rxe_list();
+        // SAFETY: a device of this library; the context is closed once and
+        // the PD, left alive as a program may leave it, is used no more.
+        unsafe {
+            let ctx = ibv_open_device(*list);
+            assert!(!ctx.is_null(), "{}", last_errno());
+            let pd = crate::pd::ibv_alloc_pd(ctx);
+            assert!(!pd.is_null(), "{}", last_errno());
+            let uv = Context::from_c(ctx).unwrap().uv.clone();
+            assert!(!uv.is_closed());
+            assert_eq!(ibv_close_device(ctx), 0);
+            assert!(uv.is_closed(), "closed with a PD alive");
+            let calls = fake.kernel.calls().len();
+            let e = uv.alloc_pd().unwrap_err();
+            assert_eq!(e.kernel_errno(), Some(Errno::EBADF), "{e}");
+            assert_eq!(fake.kernel.calls().len(), calls, "nothing sent");
+            ibv_free_device_list(list);
+        }
+    });
+}
+
 #[test]
 fn sysfs_files_read_as_libibverbs_reads_them() {
     let dir = std::env::temp_dir().join(format!("uverbs-cabi-sysfs-{}", std::process::id()));

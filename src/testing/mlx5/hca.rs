@@ -130,6 +130,8 @@ pub(crate) struct Cq {
 #[derive(Debug)]
 pub(crate) struct Srq {
     pub(crate) handle: u32,
+    /// The PD handle it was created on.
+    pub(crate) pd: u32,
     pub(crate) buf: u64,
     pub(crate) db: u64,
     pub(crate) wqe_cnt: u32,
@@ -143,6 +145,9 @@ pub(crate) struct Srq {
 #[derive(Debug)]
 pub(crate) struct Qp {
     pub(crate) handle: u32,
+    /// The PD handle of a verbs QP (0: none, a DevX QP's PD is the
+    /// firmware's business).
+    pub(crate) pd: u32,
     pub(crate) transport: Transport,
     pub(crate) buf: u64,
     pub(crate) db: u64,
@@ -384,6 +389,7 @@ impl Qp {
     pub(crate) fn new(handle: u32, transport: Transport, uar: u32) -> Self {
         Qp {
             handle,
+            pd: 0,
             transport,
             buf: 0,
             db: 0,

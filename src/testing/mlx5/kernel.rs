@@ -62,7 +62,8 @@ pub(crate) struct Books {
     next: u32,
     pub(crate) uars: Uars,
     pub(crate) pds: Vec<u32>,
-    pub(crate) ahs: Vec<u32>,
+    /// Address handles and the PD each was created on.
+    pub(crate) ahs: Vec<(u32, u32)>,
     /// Raw packet QPs (`Options::raw_packet_qps`): handles the kernel
     /// gave, which the HCA never sees.
     pub(crate) raw_qps: Vec<u32>,
@@ -410,7 +411,7 @@ pub(crate) fn lookup_error(s: &Shared, h: u32) -> Errno {
     let b = lock(&s.books);
     let g = lock(&s.hca);
     let live = b.pds.contains(&h)
-        || b.ahs.contains(&h)
+        || b.ahs.iter().any(|&(a, _)| a == h)
         || b.raw_qps.contains(&h)
         || b.uars.objects.contains_key(&h)
         || g.mrs.get(h).is_some()
@@ -706,16 +707,36 @@ fn handle_in(core_in: &[u8]) -> Result<u32, Errno> {
     Ok(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
 }
 
+/// DEALLOC_PD, refused with `EBUSY` while a QP, SRQ, MR or AH uses the
+/// PD: Linux 6.1 `uverbs_free_pd` (`uverbs_std_types.c:121-130`) checks
+/// `pd->usecnt`, which `ib_qp_usecnt_inc` (`verbs.c:1306`, QPs),
+/// `ib_create_srq_user` (`verbs.c:1038`), `ib_uverbs_reg_mr`
+/// (`uverbs_cmd.c:741`), `ib_uverbs_alloc_mw` (`uverbs_cmd.c:953`; the
+/// model has no memory windows) and `_rdma_create_ah` (`verbs.c:544`)
+/// count. The refused PD stays as it was.
 fn dealloc_pd(s: &Shared, h: u32) -> Result<(), Errno> {
     let mut b = lock(&s.books);
     let i = b.pds.iter().position(|&p| p == h).ok_or(Errno::EINVAL)?;
+    let g = lock(&s.hca);
+    let used = g.qps.values().any(|q| q.pd == h)
+        || g.srqs.values().any(|q| q.pd == h)
+        || g.mrs.on_pd(h)
+        || b.ahs.iter().any(|&(_, pd)| pd == h);
+    drop(g);
+    if used {
+        return Err(Errno::EBUSY);
+    }
     b.pds.remove(i);
     Ok(())
 }
 
 fn destroy_ah(s: &Shared, h: u32) -> Result<(), Errno> {
     let mut b = lock(&s.books);
-    let i = b.ahs.iter().position(|&p| p == h).ok_or(Errno::EINVAL)?;
+    let i = b
+        .ahs
+        .iter()
+        .position(|&(a, _)| a == h)
+        .ok_or(Errno::EINVAL)?;
     b.ahs.remove(i);
     Ok(())
 }
@@ -804,8 +825,16 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
                 .map_err(|_| Errno::EINVAL)?
                 .0;
             check_mr_access(req.access_flags)?;
-            let h = lock(&s.books).new_handle();
+            // `ib_uverbs_reg_mr`: an unknown PD is EINVAL
+            // (`uobj_get_obj_read` fails); the books stay locked until
+            // the MR is in place, so a DEALLOC_PD sees it.
+            let mut b = lock(&s.books);
+            if !b.pds.contains(&req.pd_handle) {
+                return Err(Errno::EINVAL);
+            }
+            let h = b.new_handle();
             let mr = super::memory::Mr {
+                pd: req.pd_handle,
                 start: req.start,
                 iova: req.hca_va,
                 len: req.length,
@@ -814,6 +843,7 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
                 access: req.access_flags,
             };
             lock(&s.hca).mrs.insert(h, mr);
+            drop(b);
             let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
             resp.mr_handle = h;
             resp.lkey = mr.lkey;
@@ -868,9 +898,13 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
                 return Err(Errno::EINVAL);
             }
             let h = {
+                // `ib_uverbs_create_ah`: an unknown PD is EINVAL.
                 let mut b = lock(&s.books);
+                if !b.pds.contains(&req.pd_handle) {
+                    return Err(Errno::EINVAL);
+                }
                 let h = b.new_handle();
-                b.ahs.push(h);
+                b.ahs.push((h, req.pd_handle));
                 h
             };
             let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();

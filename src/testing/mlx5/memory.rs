@@ -80,6 +80,8 @@ pub(crate) fn dbrec(addr: u64, i: u64) -> u32 {
 /// the device addresses as `iova..iova + len`.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Mr {
+    /// The PD handle it was registered on (its use keeps the PD).
+    pub(crate) pd: u32,
     pub(crate) start: u64,
     pub(crate) iova: u64,
     pub(crate) len: u64,
@@ -120,6 +122,11 @@ impl Mrs {
 
     pub(crate) fn len(&self) -> usize {
         self.by_handle.len()
+    }
+
+    /// Whether an MR uses PD handle `pd`.
+    pub(crate) fn on_pd(&self, pd: u32) -> bool {
+        self.by_handle.values().any(|m| m.pd == pd)
     }
 
     /// Translates `len` bytes at device address `va` under `key` (an lkey,

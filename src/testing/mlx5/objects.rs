@@ -275,6 +275,7 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     if transport.is_none() && !lock(&s.hca).cqe_v1 {
         return Err(Errno::EINVAL);
     }
+    let pd = value(cmd, abi::UVERBS_ATTR_CREATE_QP_PD_HANDLE)? as u32;
     let send_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE)? as u32;
     let recv_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE)? as u32;
     let srq_h = cmd
@@ -348,6 +349,12 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         (0, 0)
     };
     let mut b = lock(&s.books);
+    // The core looks the PD up first (an unknown handle: ENOENT,
+    // `lookup_get_idr_uobject`); the books stay locked until the QP is in
+    // place, so a DEALLOC_PD sees it.
+    if !b.pds.contains(&pd) {
+        return Err(Errno::ENOENT);
+    }
     let cqe_v1 = lock(&s.hca).cqe_v1;
     // get_qp_user_index: v1 needs a user index, v0 the default one.
     let uidx = if cqe_v1 {
@@ -416,6 +423,7 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     g.qps.insert(
         qpn,
         Qp {
+            pd,
             buf: d.buf_addr,
             db: d.db_addr,
             sq_cnt: d.sq_wqe_count,
@@ -568,6 +576,7 @@ pub(crate) fn scatter_rooms(
 
 fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
+    let pd = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_PD_HANDLE)? as u32;
     let max_wr = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR)? as u32;
     let max_sge = value(cmd, abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE)? as u32;
     let drv = cmd
@@ -586,7 +595,13 @@ fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     }
     let wqe_cnt = (max_wr + 1).next_power_of_two();
     let stride = (16 + 16 * max_sge).next_power_of_two().max(32);
-    let h = lock(&s.books).new_handle();
+    // As for a QP: the PD is looked up first, and stays while the SRQ is
+    // put in place.
+    let mut b = lock(&s.books);
+    if !b.pds.contains(&pd) {
+        return Err(Errno::ENOENT);
+    }
+    let h = b.new_handle();
     let srqn = 0x800 + h;
     let mut g = lock(&s.hca);
     if d.flags & abi::MLX5_SRQ_FLAG_SIGNATURE != 0 {
@@ -598,6 +613,7 @@ fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         srqn,
         Srq {
             handle: h,
+            pd,
             buf: d.buf_addr,
             db: d.db_addr,
             wqe_cnt,
@@ -606,7 +622,7 @@ fn create_srq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             taken: 0,
         },
     );
-    drop(g);
+    drop((g, b));
     cmd.set_new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE, h);
     cmd.write_output(
         abi::UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR,

@@ -102,25 +102,35 @@ fn uar_alloc(model: &Mlx5Model, kind: u32) -> Result<(u32, u64, u32, u32), Errno
 
 /// QP_CREATE with hand-built driver data: (QP number, response bfreg).
 fn raw_qp(rig: &Rig, cq: &super::HCq, d: &abi::Mlx5IbCreateQp) -> Result<(u32, u32), Errno> {
+    raw_qp_on(rig, rig.pd.handle(), cq, d).map(|(_, qpn, bfreg)| (qpn, bfreg))
+}
+
+/// [`raw_qp`] on PD handle `pd`: (QP handle, QP number, response bfreg).
+fn raw_qp_on(
+    rig: &Rig,
+    pd: u32,
+    cq: &super::HCq,
+    d: &abi::Mlx5IbCreateQp,
+) -> Result<(u32, u32, u32), Errno> {
     let mut cap = abi::IbUverbsQpCap::new_zeroed();
     cap.max_send_wr = 4;
     cap.max_recv_wr = 4;
     let mut cap_out = [0u8; 20];
     let mut qpn = [0u8; 4];
     let mut out = [0u8; 40];
-    {
+    let handle = {
         let mut cmd = IoctlCmd::new(
             abi::UVERBS_OBJECT_QP,
             abi::UVERBS_METHOD_QP_CREATE,
             abi::RDMA_DRIVER_MLX5,
         );
-        cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
+        let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE);
         cmd.input_u64(abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE, 1);
         cmd.const_in(
             abi::UVERBS_ATTR_CREATE_QP_TYPE,
             u64::from(abi::IB_UVERBS_QPT_RC),
         );
-        cmd.object(abi::UVERBS_ATTR_CREATE_QP_PD_HANDLE, rig.pd.handle());
+        cmd.object(abi::UVERBS_ATTR_CREATE_QP_PD_HANDLE, pd);
         cmd.object(abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE, cq.cq.handle());
         cmd.object(abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE, cq.cq.handle());
         cmd.input(abi::UVERBS_ATTR_CREATE_QP_CAP, cap.as_bytes());
@@ -128,9 +138,10 @@ fn raw_qp(rig: &Rig, cq: &super::HCq, d: &abi::Mlx5IbCreateQp) -> Result<(u32, u
         cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &mut qpn);
         cmd.driver_in(d.as_bytes()).driver_out(&mut out);
         ioctl(&rig.model, &mut cmd)?;
-    }
+        cmd.new_handle(h)
+    };
     let bfreg = u32::from_ne_bytes(out[..4].try_into().expect("4 bytes"));
-    Ok((u32::from_ne_bytes(qpn), bfreg))
+    Ok((handle, u32::from_ne_bytes(qpn), bfreg))
 }
 
 /// Driver data of a small RC QP (CQE v1).
@@ -588,8 +599,10 @@ fn the_gid_table_needs_room_for_every_entry() {
 #[test]
 fn reg_mr_checks_the_access_flags_as_the_core_does() {
     let model = fake_mlx5_with(Options::default());
+    let pd = alloc_pd(&model);
     let reg = |access: u32| {
         let mut req = abi::IbUverbsRegMr::new_zeroed();
+        req.pd_handle = pd;
         req.start = 0x10000;
         req.length = 4096;
         req.hca_va = 0x10000;
@@ -771,4 +784,169 @@ fn devx_flags_attributes_take_four_or_eight_bytes() {
     assert_eq!(alloc(&omit.to_ne_bytes()), Ok(()));
     assert_eq!(alloc(&u64::from(omit).to_ne_bytes()), Ok(()));
     assert_eq!(alloc(&2u32.to_ne_bytes()), Err(Errno::EINVAL));
+}
+
+/// ALLOC_PD as a write command: the PD handle.
+fn alloc_pd(model: &Mlx5Model) -> u32 {
+    let mut resp = abi::IbUverbsAllocPdResp::new_zeroed();
+    let mut drv = [0u8; 4];
+    write_cmd(
+        model,
+        &mut crate::sys::WriteCmd {
+            command: abi::IB_USER_VERBS_CMD_ALLOC_PD,
+            core_in: &[0u8; 8],
+            core_out: resp.as_mut_bytes(),
+            driver_out: &mut drv,
+            ..Default::default()
+        },
+    )
+    .expect("ALLOC_PD");
+    resp.pd_handle
+}
+
+/// A `{u32 handle}` write command (DEALLOC_PD, DEREG_MR, DESTROY_AH).
+fn by_handle(model: &Mlx5Model, command: u32, h: u32) -> Result<(), Errno> {
+    write_cmd(
+        model,
+        &mut crate::sys::WriteCmd {
+            command,
+            core_in: &h.to_ne_bytes(),
+            ..Default::default()
+        },
+    )
+}
+
+/// A destroy method with a handle and a response attribute (QP, SRQ).
+fn destroy(model: &Mlx5Model, object: u16, method: u16, h: u32) -> Result<(), Errno> {
+    let mut resp = [0u8; 16];
+    let mut cmd = IoctlCmd::new(object, method, abi::RDMA_DRIVER_MLX5);
+    cmd.object(0, h);
+    cmd.output(1, &mut resp);
+    ioctl(model, &mut cmd)
+}
+
+/// Linux 6.1 `uverbs_free_pd` refuses a PD whose `usecnt` a QP, SRQ, MR or
+/// AH holds with `EBUSY` and leaves it usable; the model did not (issue 39
+/// item 9), and libmlx5 then freed its PD under the QP. Objects on an
+/// unknown PD are refused as the core refuses them.
+#[test]
+fn a_pd_is_not_deallocated_while_an_object_uses_it() {
+    let rig = Rig::new(Options::default());
+    let model = &*rig.model;
+    let cq = rig.cq(8);
+    let dealloc = |h| by_handle(model, abi::IB_USER_VERBS_CMD_DEALLOC_PD, h);
+    // A QP.
+    let pd = alloc_pd(model);
+    let mut d = qp_data();
+    d.flags = abi::MLX5_QP_FLAG_UAR_PAGE_INDEX;
+    d.bfreg_index = cq.uar;
+    let (qp, ..) = raw_qp_on(&rig, pd, &cq, &d).unwrap();
+    assert_eq!(dealloc(pd), Err(Errno::EBUSY), "a QP uses the PD");
+    let (qp2, ..) = raw_qp_on(&rig, pd, &cq, &d).expect("the refused PD is still usable");
+    for h in [qp, qp2] {
+        destroy(
+            model,
+            abi::UVERBS_OBJECT_QP,
+            abi::UVERBS_METHOD_QP_DESTROY,
+            h,
+        )
+        .unwrap();
+    }
+    assert_eq!(dealloc(pd), Ok(()));
+    assert_eq!(dealloc(pd), Err(Errno::EINVAL), "gone");
+    assert_eq!(
+        raw_qp_on(&rig, pd, &cq, &d).unwrap_err(),
+        Errno::ENOENT,
+        "lookup_get_idr_uobject: no such handle"
+    );
+    // An SRQ.
+    let pd = alloc_pd(model);
+    let srq = |pd: u32| {
+        let mut drv = abi::Mlx5IbCreateSrq::new_zeroed();
+        drv.buf_addr = 0x3000;
+        drv.db_addr = 0x4000;
+        let mut out = [0u8; 8];
+        let mut cmd = IoctlCmd::new(
+            abi::UVERBS_OBJECT_SRQ,
+            abi::UVERBS_METHOD_SRQ_CREATE,
+            abi::RDMA_DRIVER_MLX5,
+        );
+        let h = cmd.new_object(abi::UVERBS_ATTR_CREATE_SRQ_HANDLE);
+        cmd.object(abi::UVERBS_ATTR_CREATE_SRQ_PD_HANDLE, pd);
+        cmd.input_u64(abi::UVERBS_ATTR_CREATE_SRQ_USER_HANDLE, 1);
+        cmd.input_u32(abi::UVERBS_ATTR_CREATE_SRQ_MAX_WR, 4);
+        cmd.input_u32(abi::UVERBS_ATTR_CREATE_SRQ_MAX_SGE, 1);
+        cmd.driver_in(drv.as_bytes()).driver_out(&mut out);
+        ioctl(model, &mut cmd).map(|()| cmd.new_handle(h))
+    };
+    let s = srq(pd).unwrap();
+    assert_eq!(dealloc(pd), Err(Errno::EBUSY), "an SRQ uses the PD");
+    destroy(
+        model,
+        abi::UVERBS_OBJECT_SRQ,
+        abi::UVERBS_METHOD_SRQ_DESTROY,
+        s,
+    )
+    .unwrap();
+    assert_eq!(dealloc(pd), Ok(()));
+    assert_eq!(srq(pd), Err(Errno::ENOENT));
+    // An MR.
+    let pd = alloc_pd(model);
+    let mr = |pd: u32| {
+        let mut req = abi::IbUverbsRegMr::new_zeroed();
+        req.pd_handle = pd;
+        req.start = 0x10000;
+        req.length = 4096;
+        req.hca_va = 0x10000;
+        req.access_flags = abi::IB_UVERBS_ACCESS_LOCAL_WRITE;
+        let mut resp = abi::IbUverbsRegMrResp::new_zeroed();
+        write_cmd(
+            model,
+            &mut crate::sys::WriteCmd {
+                command: abi::IB_USER_VERBS_CMD_REG_MR,
+                core_in: req.as_bytes(),
+                core_out: resp.as_mut_bytes(),
+                ..Default::default()
+            },
+        )
+        .map(|()| resp.mr_handle)
+    };
+    let m = mr(pd).unwrap();
+    assert_eq!(dealloc(pd), Err(Errno::EBUSY), "an MR uses the PD");
+    by_handle(model, abi::IB_USER_VERBS_CMD_DEREG_MR, m).unwrap();
+    assert_eq!(dealloc(pd), Ok(()));
+    assert_eq!(mr(pd), Err(Errno::EINVAL), "ib_uverbs_reg_mr: no such PD");
+    // An AH.
+    let pd = alloc_pd(model);
+    let ah = |pd: u32| {
+        let mut req = abi::IbUverbsCreateAh::new_zeroed();
+        req.pd_handle = pd;
+        req.attr.is_global = 1;
+        req.attr.port_num = 1;
+        let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();
+        let mut drv = [0u8; 16];
+        write_cmd(
+            model,
+            &mut crate::sys::WriteCmd {
+                command: abi::IB_USER_VERBS_CMD_CREATE_AH,
+                core_in: req.as_bytes(),
+                core_out: resp.as_mut_bytes(),
+                driver_out: &mut drv,
+                ..Default::default()
+            },
+        )
+        .map(|()| resp.ah_handle)
+    };
+    let a = ah(pd).unwrap();
+    assert_eq!(dealloc(pd), Err(Errno::EBUSY), "an AH uses the PD");
+    by_handle(model, abi::IB_USER_VERBS_CMD_DESTROY_AH, a).unwrap();
+    assert_eq!(dealloc(pd), Ok(()));
+    assert_eq!(
+        ah(pd),
+        Err(Errno::EINVAL),
+        "ib_uverbs_create_ah: no such PD"
+    );
+    // The rig's PD, which the CQ does not use, is still its own.
+    drop(cq);
+    assert!(model.violations().is_empty());
 }
