@@ -82,7 +82,7 @@
 //! | `ibv_wc_read_completion_wallclock_ns` (`IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`) | [`CqPoll::completion_wallclock_ns`] (mlx5, with the kernel's clock info page) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
-//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
+//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
 //! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
 //! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`] (or [`AsyncEvent::defer_ack`] then `ack_async_events(n)`), [`AsyncEventType::description`] |
@@ -133,7 +133,7 @@ pub mod qpx;
 mod query;
 mod query_types;
 mod recv_queue;
-mod send_batch;
+pub mod send_session;
 mod shared_memory;
 mod srq;
 mod sync;
@@ -259,7 +259,7 @@ pub use qp_state::{check_modify, next_states, required_attrs};
 pub use qpx::WrSession;
 pub use query::*;
 pub use recv_queue::RecvQueue;
-pub use send_batch::SendBatch;
+pub use send_session::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
 pub use wc::{WcExFlags, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};

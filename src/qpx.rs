@@ -2,9 +2,13 @@
 //! `ibv_wr_rdma_write`, `ibv_wr_set_sge`, ..., `ibv_wr_complete`), with
 //! what C checks on every request checked once, or by the compiler.
 //!
-//! A [`WrSession`] is started on a QP with [`QueuePair::start_wr`], typed
-//! by the QP's transport ([`Rc`], [`Uc`], [`Ud`]) and its provider
-//! ([`Mlx5`], [`Rxe`]):
+//! A [`WrSession`] is a typed view of the QP's one send session (its
+//! cursor lives in the provider's send queue: [`crate::send_session`]),
+//! started on a QP with [`QueuePair::start_wr`], typed by the QP's
+//! transport ([`Rc`], [`Uc`], [`Ud`]) and its provider ([`Mlx5`],
+//! [`Rxe`]). The view costs nothing over the queue's own calls: it holds
+//! the provider's queue directly, and (mlx5) the session's cursor in
+//! registers while it lives.
 //!
 //! - the **QP type** is checked once, when the session starts; from then
 //!   on an operation the type cannot carry does not compile (an RDMA read
@@ -202,12 +206,12 @@ use crate::providers::typed::{Queues, TypedProvider};
 ///
 /// Dropping the session without `complete` aborts it: none of its requests
 /// executes. A session passed to `mem::forget` is not completed either
-/// (as for [`crate::SendBatch`]: mlx5 writes over its requests with the
-/// next ones, rxe sends them with the next doorbell); nothing unsound
-/// happens.
+/// (as for [`crate::SendBatch`], the untyped view of the same session:
+/// mlx5 writes over its requests with the next ones, rxe sends them with
+/// the next doorbell); nothing unsound happens.
 #[must_use = "a session posts nothing until complete() is called"]
 pub struct WrSession<'q, K: QpKind, P: ProviderKind> {
-    batch: <P as TypedProvider>::Batch<'q>,
+    view: <P as TypedProvider>::View<'q>,
     /// Requests written so far.
     pushed: usize,
     /// Completed or aborted (nothing left for `Drop` to do).
@@ -230,7 +234,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     pub(crate) fn start(queues: Queues<'q>) -> Option<Self> {
         Some(WrSession {
-            batch: P::start(queues)?,
+            view: P::start(queues)?,
             pushed: 0,
             closed: false,
             kind: PhantomData,
@@ -449,7 +453,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     pub fn complete(mut self) -> Result<(), PostError> {
         self.closed = true;
-        P::complete(&mut self.batch, self.pushed)
+        P::complete(&mut self.view, self.pushed)
     }
 
     /// Takes every request of the session back, like `ibv_wr_abort`: none
@@ -462,7 +466,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     fn close_aborted(&mut self) {
         if !self.closed {
             self.closed = true;
-            P::abort(&mut self.batch);
+            P::abort(&mut self.view);
         }
     }
 
@@ -470,7 +474,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         let ud = matches!(K::TYPE, QpType::Ud);
-        match P::push(&mut self.batch, wr, ud) {
+        match P::push(&mut self.view, wr, ud) {
             Ok(()) => {
                 self.pushed += 1;
                 Ok(())
@@ -500,7 +504,7 @@ impl<K: QpKind> WrSession<'_, K, crate::qpx::Mlx5> {
     /// is counted in WQEs of that size).
     #[doc(alias = "mlx5dv_wr_raw_wqe")]
     pub fn raw_wqe(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostError> {
-        match self.batch.push_raw(wr_id, wqe) {
+        match self.view.push_raw(wr_id, wqe) {
             Ok(()) => {
                 self.pushed += 1;
                 Ok(())

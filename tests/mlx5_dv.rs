@@ -299,3 +299,115 @@ fn a_raw_wqe_is_copied_in_with_its_index_and_completes_as_driver2() {
     s.abort();
     mlx5_pair::assert_clean(&p.model);
 }
+
+/// `mlx5::push_raw_wqe`: raw WQEs written into the QP's send session call
+/// by call (`begin_send` .. `complete_send`, as the C library's
+/// `mlx5dv_wr_raw_wqe` writes them), between requests the library builds,
+/// each in order with its own index and completion; refusals take
+/// nothing.
+#[test]
+fn raw_wqes_join_a_session_of_calls() {
+    use uverbs::{PostErrorKind, QpType, RecvWr, SendWr, WcOpcode, WcStatus};
+    let mut p = mlx5_pair::pair(QpType::Rc, 4);
+    p.mr_a.write(0, &[0x5a; 16]).unwrap();
+    let sge = p.mr_a.sge(0, 16).unwrap();
+    let mut wqe = [0u8; 32];
+    wqe[0..4].copy_from_slice(&0x0a_u32.to_be_bytes());
+    wqe[4..8].copy_from_slice(&(p.a.qp_num() << 8 | 2).to_be_bytes());
+    wqe[11] = 0x08;
+    wqe[16..20].copy_from_slice(&sge.length.to_be_bytes());
+    wqe[20..24].copy_from_slice(&sge.lkey.to_be_bytes());
+    wqe[24..32].copy_from_slice(&sge.addr.to_be_bytes());
+    // No session open: refused.
+    let e = mlx5::push_raw_wqe(&mut p.a, 1, &wqe).unwrap_err();
+    assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
+    for round in 0..3u64 {
+        for k in 0..3 {
+            p.b.post_recv(&[RecvWr::new(10 * round + k, &[p.mr_b.sge(0, 64).unwrap()])])
+                .unwrap();
+        }
+        p.a.begin_send().unwrap();
+        mlx5::push_raw_wqe(&mut p.a, 100 * round, &wqe).unwrap();
+        p.a.push_send(&SendWr::send(100 * round + 1, &[sge]))
+            .unwrap();
+        let mut bad = wqe;
+        bad[7] = 0;
+        let e = mlx5::push_raw_wqe(&mut p.a, 7, &bad).unwrap_err();
+        assert_eq!(e.index, 2);
+        mlx5::push_raw_wqe(&mut p.a, 100 * round + 2, &wqe).unwrap();
+        assert_eq!(p.a.send_pending(), Some(3));
+        p.a.complete_send().unwrap();
+        let ca = mlx5_pair::run_and_poll(&p.model, &mut p.cq_a, 3);
+        let got: Vec<_> = ca.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
+        assert_eq!(
+            got,
+            [
+                (100 * round, WcStatus::SUCCESS, WcOpcode::DRIVER2),
+                (100 * round + 1, WcStatus::SUCCESS, WcOpcode::SEND),
+                (100 * round + 2, WcStatus::SUCCESS, WcOpcode::DRIVER2),
+            ]
+        );
+        let cb = mlx5_pair::run_and_poll(&p.model, &mut p.cq_b, 3);
+        assert!(cb.iter().all(|w| w.byte_len == 16), "{cb:?}");
+    }
+    mlx5_pair::assert_clean(&p.model);
+}
+
+/// On a QP of another provider (rxe, on the fake kernel) a raw WQE is
+/// refused as a typed session of the wrong provider is.
+#[test]
+fn a_raw_wqe_on_an_rxe_qp_is_the_wrong_provider() {
+    use uverbs::testing::rxe::{fake_rxe, DEV};
+    use uverbs::{CqOptions, PostErrorKind, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState};
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            context: 0,
+            qp_type: uverbs::QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    for (state, mask) in [
+        (
+            QpState::Init,
+            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY,
+        ),
+        (QpState::Rtr, QpAttrMask::STATE),
+        (QpState::Rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN),
+    ] {
+        let attr = QpAttr {
+            qp_state: state,
+            port_num: 1,
+            qkey: 0x11,
+            ..QpAttr::default()
+        };
+        qp.modify(&attr, mask).unwrap();
+    }
+    qp.begin_send().unwrap();
+    let e = mlx5::push_raw_wqe(&mut qp, 1, &[0u8; 64]).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            PostErrorKind::WrongProvider {
+                qp: "rxe",
+                session: "mlx5"
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(qp.send_pending(), Some(0));
+    qp.abort_send();
+}

@@ -62,6 +62,7 @@ pub mod devx;
 pub mod dv;
 mod dv_create;
 mod dv_obj;
+mod dv_qp;
 mod dv_query;
 #[cfg(test)]
 mod golden;
@@ -85,7 +86,7 @@ use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
-pub(crate) use sq::SqBatch;
+pub(crate) use sq::SqSession;
 use sq::{Known, Mlx5Sq, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
 use wqe::Av;
@@ -267,7 +268,7 @@ impl Provider for Mlx5 {
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
     type Cq = Mlx5Cq;
-    type SendBatch<'q> = SqBatch<'q>;
+    type SendSession<'q> = SqSession<'q>;
     type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
     type QpShared = Mlx5QpShared;
     type Qp = Mlx5Qp;
@@ -674,33 +675,48 @@ impl Provider for Mlx5 {
             .map_err(|(index, kind)| PostError { index, kind })
     }
 
-    #[inline(always)]
-    fn start_send_batch<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqBatch<'q> {
-        qp.sq.start_batch()
+    #[inline]
+    fn begin_send(qp: &mut Mlx5Qp) {
+        qp.sq.begin();
     }
 
     #[inline(always)]
-    fn push_send(batch: &mut SqBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        batch.push(wr, av_of, Known::Nothing)
+    fn resume_send<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqSession<'q> {
+        qp.sq.resume()
+    }
+
+    #[inline(always)]
+    fn start_send<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqSession<'q> {
+        qp.sq.start()
+    }
+
+    #[inline(always)]
+    fn suspend_send(s: SqSession<'_>) {
+        s.suspend();
+    }
+
+    #[inline(always)]
+    fn push_send(s: &mut SqSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        s.push(wr, av_of, Known::Nothing)
     }
 
     #[inline(always)]
     fn push_send_typed(
-        batch: &mut SqBatch<'_>,
+        s: &mut SqSession<'_>,
         wr: &SendWr<'_>,
         ud: bool,
     ) -> Result<(), PostErrorKind> {
-        batch.push(wr, av_of, Known::Typed { ud })
+        s.push(wr, av_of, Known::Typed { ud })
     }
 
     #[inline(always)]
-    fn complete_send_batch(batch: &mut SqBatch<'_>, pushed: usize) -> Result<(), PostError> {
-        batch.complete(pushed);
+    fn complete_send(s: &mut SqSession<'_>, pushed: usize) -> Result<(), PostError> {
+        s.complete(pushed);
         Ok(())
     }
 
     /// Nothing to undo: the queue's counters never moved.
-    fn abort_send_batch(_: &mut SqBatch<'_>) {}
+    fn abort_send(_: &mut SqSession<'_>) {}
 
     #[inline]
     fn post_recv(qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
