@@ -437,6 +437,16 @@ macro_rules! providers {
                 match self { $(AnyQp::$v(qp) => <$p>::begin_send(qp)),+ }
             }
 
+            /// One request into the open send session, called on its own.
+            #[inline(always)]
+            pub(crate) fn push_send_open(
+                &mut self,
+                dev: Device<'_>,
+                wr: &SendWr<'_>,
+            ) -> Result<(), PostErrorKind> {
+                match self { $(AnyQp::$v(qp) => <$p>::push_send_open(qp, dev, wr)),+ }
+            }
+
             /// The open send session as a view.
             #[inline(always)]
             pub(crate) fn resume_send<'q>(&'q mut self, dev: Device<'q>) -> AnySendSession<'q> {

@@ -417,6 +417,23 @@ pub(crate) trait Provider: Sized + 'static {
     /// with what the view wrote, for the next [`Provider::resume_send`].
     fn suspend_send(s: Self::SendSession<'_>);
 
+    /// One request into the open session, called on its own
+    /// (`QueuePair::push_send`): the view made, pushed to and suspended in
+    /// one dispatch on the provider. A provider may make a lighter view
+    /// for one request (mlx5 reads the queue's settings by reference
+    /// instead of copying them).
+    #[inline(always)]
+    fn push_send_open(
+        qp: &mut Self::Qp,
+        dev: Device<'_>,
+        wr: &SendWr<'_>,
+    ) -> Result<(), PostErrorKind> {
+        let mut s = Self::resume_send(qp, dev);
+        let r = Self::push_send(&mut s, wr);
+        Self::suspend_send(s);
+        r
+    }
+
     /// Checks and writes one send WQE at the session's cursor, not yet
     /// visible to the device or kernel; on an error nothing of it is taken.
     fn push_send(s: &mut Self::SendSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;

@@ -41,7 +41,7 @@ use crate::{
         AnyFn,
     },
     pd::Pd,
-    qp_ex::{self, Session},
+    qp_ex,
     srq::Srq,
 };
 use guard::Guarded;
@@ -74,20 +74,22 @@ pub struct Qp {
     /// `ibv_qp_ex.wr_flush` of rdma-core after 44, allocated so that a
     /// program built against a newer verbs.h finds it.
     pub wr_flush: AnyFn,
-    pub(crate) qp: Guarded<QueuePair>,
+    /// The uverbs QP and the `ibv_wr_*` session's state (`crate::qp_ex`),
+    /// under the lock the session holds from `wr_start` to `wr_complete`.
+    pub(crate) qp: Guarded<QueuePair, qp_ex::Session>,
     /// The QP's own receive queue, split off (`QueuePair::split_recv`)
     /// with its own lock and conversion buffers, so that receives posted on
     /// one thread never wait for sends posted on another (libibverbs'
     /// providers lock a QP's two queues apart). `None` for a QP on an SRQ.
     rq: Mutex<Option<(RecvQueue, PostBufs)>>,
-    /// The `ibv_wr_*` session of `c`'s slots (`crate::qp_ex`).
-    pub(crate) session: Session,
+    /// What the `ibv_wr_*` session needs of the QP, set at creation.
+    pub(crate) config: qp_ex::Config,
 }
 
 const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
 
 // SAFETY: the C part's pointers name this library's live objects or the
-// program's own context value; the uverbs QP is behind `Guarded`'s mutex
+// program's own context value; the uverbs QP is behind `Guarded`'s lock
 // and its receive queue behind `rq`'s.
 unsafe impl Send for Qp {}
 // SAFETY: as for Send.
@@ -149,7 +151,7 @@ impl Qp {
             wr_flush: None,
             qp: Guarded::new(),
             rq: Mutex::new(None),
-            session: Session::new(),
+            config: qp_ex::Config::default(),
         });
         b.wr_flush = qp_ex::install(&mut b.c);
         b
@@ -216,9 +218,7 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     })???;
     let qp = made.map_err(|e| errno::of(&e))?;
     let granted = attr::c_cap(&qp.cap());
-    let provider = qp_ex::Provider::named(pd.context().uv.provider_name());
-    let config = qp_ex::Config::new(req.extended, qp_type, provider, &qp.cap());
-    b.session.configure(config);
+    b.config = qp_ex::Config::new(req.extended, qp_type, &qp.cap());
     let base = &mut b.c.qp_base;
     base.context = pd.c.context;
     base.qp_context = req.qp_context;
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
         Ok(q) => q,
         Err(e) => return errno::positive(e),
     };
-    if let Err(e) = q.qp.destroy() {
+    if let Err(e) = q.qp.destroy(qp_ex::end_for_destroy) {
         return errno::positive(e);
     }
     // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
@@ -547,9 +547,8 @@ pub(crate) unsafe extern "C" fn post_send(
         _ => return errno::positive(Errno::EINVAL),
     };
     let r = q.qp.posting(|uv, bufs| {
-        let (qp_type, max_inline) = (uv.qp_type(), uv.cap().max_inline_data);
         // SAFETY: verbs.h's contract: a chain of valid requests.
-        unsafe { post::post_send_chain(bufs, qp_type, max_inline, wr, bad_wr, |w| uv.post_send(w)) }
+        unsafe { post::post_send_chain(bufs, uv, wr, bad_wr) }
     });
     r.unwrap_or_else(errno::positive)
 }

@@ -696,6 +696,15 @@ impl Provider for Mlx5 {
     }
 
     #[inline(always)]
+    fn push_send_open(
+        qp: &mut Mlx5Qp,
+        _: Device<'_>,
+        wr: &SendWr<'_>,
+    ) -> Result<(), PostErrorKind> {
+        qp.sq.push_open(wr, av_of)
+    }
+
+    #[inline(always)]
     fn push_send(s: &mut SqSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
         s.push(wr, av_of, Known::Nothing)
     }

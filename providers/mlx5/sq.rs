@@ -451,16 +451,6 @@ impl<R: Borrow<SqRules>> Writer<'_, R> {
             Known::Typed { ud } => ud,
         };
         if ud {
-            // The operation before the destination, as rxe checks them
-            // (`validate`): an RDMA write on a UD QP is refused as such,
-            // with a destination or without.
-            if known == Known::Nothing
-                && !matches!(wr.op, SendOp::Send | SendOp::SendWithImm { .. })
-            {
-                return Err(PostErrorKind::OpNotSupported(
-                    "UD QPs support only SEND and SEND_WITH_IMM",
-                ));
-            }
             let Some(dest) = wr.ud else {
                 return Err(PostErrorKind::BadDestination(
                     "a send on a UD QP needs a destination (SendWr::to)",

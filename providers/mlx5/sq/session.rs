@@ -53,6 +53,49 @@ impl Cursor {
     }
 }
 
+impl Cursor {
+    /// Makes sure the queue takes one more request: the room counted
+    /// down, the poller's tail read again when it runs out. A full queue's
+    /// next blocks may still be read by the device, so nothing may be
+    /// written there: `QueueFull`, nothing taken.
+    #[inline(always)]
+    fn take_room(&mut self, shape: &SqShape) -> Result<(), PostErrorKind> {
+        if self.room == 0 {
+            self.room = shape.room(self.head);
+            if self.room == 0 {
+                return Err(PostErrorKind::QueueFull);
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves past the WQE just written.
+    #[inline(always)]
+    fn advance(&mut self, last: Last) {
+        self.last = last;
+        self.room -= 1;
+        self.head = self.head.wrapping_add(1);
+        self.cur = self.cur.wrapping_add(wqebbs(last.ds));
+    }
+
+    /// Checks and writes one WQE at the cursor (the one push every way
+    /// into the session takes): on an error nothing of it is taken.
+    #[inline(always)]
+    fn push<R: Borrow<SqRules>>(
+        &mut self,
+        shape: &SqShape,
+        w: &Writer<'_, R>,
+        wr: &SendWr<'_>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+        known: Known,
+    ) -> Result<(), PostErrorKind> {
+        self.take_room(shape)?;
+        let last = w.write_wqe(wr, &av_of, self.cur, self.head, known)?;
+        self.advance(last);
+        Ok(())
+    }
+}
+
 impl Default for Cursor {
     fn default() -> Self {
         Cursor::at(Posted::default(), 0)
@@ -104,6 +147,23 @@ impl Mlx5Sq {
     }
 }
 
+impl Mlx5Sq {
+    /// One request into the open session, on its own (a session of
+    /// calls): the queue's settings read by reference (one request does
+    /// not repay copying them), the cursor moved where it is.
+    #[inline(always)]
+    pub(crate) fn push_open(
+        &mut self,
+        wr: &SendWr<'_>,
+        av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
+    ) -> Result<(), PostErrorKind> {
+        // The cursor written in place (not copied out and back).
+        let Mlx5Sq { shape, state } = self;
+        let w = shape.writer(|rules| rules);
+        state.open.push(shape, &w, wr, av_of, Known::Nothing)
+    }
+}
+
 impl SqShape {
     /// The cursor of a session opened after `posted`.
     #[inline(always)]
@@ -137,22 +197,7 @@ impl<R: Borrow<SqRules>> SqSession<'_, R> {
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
         known: Known,
     ) -> Result<(), PostErrorKind> {
-        // The room first: a full queue's next blocks may still be read by
-        // the device, so nothing may be written there.
-        if self.c.room == 0 {
-            self.c.room = self.shape.room(self.c.head);
-            if self.c.room == 0 {
-                return Err(PostErrorKind::QueueFull);
-            }
-        }
-        let last = self
-            .w
-            .write_wqe(wr, &av_of, self.c.cur, self.c.head, known)?;
-        self.c.last = last;
-        self.c.room -= 1;
-        self.c.head = self.c.head.wrapping_add(1);
-        self.c.cur = self.c.cur.wrapping_add(wqebbs(last.ds));
-        Ok(())
+        self.c.push(self.shape, &self.w, wr, av_of, known)
     }
 
     /// Writes a WQE the program built (`mlx5dv_wr_raw_wqe`), as the next
@@ -174,17 +219,9 @@ impl<R: Borrow<SqRules>> SqSession<'_, R> {
                 "a raw WQE larger than the WQEs the send queue was sized for",
             ));
         }
-        if self.c.room == 0 {
-            self.c.room = self.shape.room(self.c.head);
-            if self.c.room == 0 {
-                return Err(PostErrorKind::QueueFull);
-            }
-        }
+        self.c.take_room(self.shape)?;
         let last = self.w.write_raw(wqe, ds, self.c.cur, wr_id, self.c.head);
-        self.c.last = last;
-        self.c.room -= 1;
-        self.c.head = self.c.head.wrapping_add(1);
-        self.c.cur = self.c.cur.wrapping_add(wqebbs(ds));
+        self.c.advance(last);
         Ok(())
     }
 
