@@ -10,8 +10,9 @@ use std::ops::RangeInclusive;
 
 use super::{
     interface::{
-        CqCreated, CqRequest, DriverData, GetContext, OpenRequest, Provider, QpCreated, QpLinks,
-        QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+        CqCreated, CqRequest, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
+        QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
+        SrqRequest, SESSION_BATCH,
     },
     mlx5, rxe, Device,
 };
@@ -20,7 +21,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpCap, QpState,
 };
 
 /// The objects a new QP is attached to (see [`QpLinks`]).
@@ -32,6 +33,9 @@ pub(crate) struct AnyQpLinks<'a> {
     /// The SRQ's provider state.
     pub(crate) srq: Option<&'a AnySrqShared>,
 }
+
+/// The parent domain an object is created in (see [`Domain`]).
+pub(crate) type AnyDomain<'a> = Domain<'a, AnyTd>;
 
 /// A plan or data-path state reached a context of another provider: the
 /// core never does this (every state comes from the context it is used with).
@@ -111,6 +115,17 @@ macro_rules! providers {
                 match self { $(ProviderKind::$v => <$p as Provider>::ABI_VERSIONS),+ }
             }
 
+            /// Sets up the state of an imported context.
+            pub(crate) fn import(
+                self,
+                dev: Device<'_>,
+                query: &mut QueryContext<'_>,
+            ) -> Result<AnyContext> {
+                match self {
+                    $(ProviderKind::$v => Ok(AnyContext::$v(<$p>::import(dev, query)?))),+
+                }
+            }
+
             /// Opens the provider's context state.
             pub(crate) fn open(
                 self,
@@ -129,6 +144,7 @@ macro_rules! providers {
         providers!(@enum AnyContext, Context, "Per-context provider state." $(, $v => $p)+);
         providers!(@enum AnyPd, Pd, "Per-PD driver data." $(, $v => $p)+);
         providers!(@enum AnyAh, Ah, "Per-AH driver data." $(, $v => $p)+);
+        providers!(@enum AnyTd, Td, "A thread domain's provider state." $(, $v => $p)+);
         providers!(@enum AnyCqPlan, CqPlan, "A CQ create in progress." $(, $v => $p)+);
         providers!(@enum AnyCqShared, CqShared, "CQ state kept with the kernel CQ." $(, $v => $p)+);
         providers!(@enum AnyCq, Cq, "A CQ's consumer side." $(, $v => $p)+);
@@ -192,9 +208,31 @@ macro_rules! providers {
                 match self { $(AnyContext::$v(c) => <$p>::read_raw_clock(c)),+ }
             }
 
+            /// The driver data of an imported PD.
+            pub(crate) fn import_pd(&self, dev: Device<'_>, handle: u32) -> Result<AnyPd> {
+                match self {
+                    $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::import_pd(c, dev, handle)?))),+
+                }
+            }
+
+            /// Whether the provider imports memory regions.
+            pub(crate) fn imports_mrs(&self) -> bool {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::IMPORTS_MRS),+ }
+            }
+
             /// `ALLOC_PD`'s driver data; `run` executes the command.
             pub(crate) fn alloc_pd(&self, run: &mut RunWithOut<'_>) -> Result<AnyPd, Errno> {
                 match self { $(AnyContext::$v(c) => Ok(AnyPd::$v(<$p>::alloc_pd(c, run)?))),+ }
+            }
+
+            /// Whether the provider has parent domains.
+            pub(crate) fn check_parent_domain(&self) -> Result<()> {
+                match self { $(AnyContext::$v(c) => <$p>::check_parent_domain(c)),+ }
+            }
+
+            /// A thread domain's provider state.
+            pub(crate) fn alloc_td(&self, dev: Device<'_>) -> Result<AnyTd> {
+                match self { $(AnyContext::$v(c) => Ok(AnyTd::$v(<$p>::alloc_td(c, dev)?))),+ }
             }
 
             /// `CREATE_AH`'s driver data; `run` executes the command.
@@ -209,14 +247,22 @@ macro_rules! providers {
             }
 
             /// Step 1 of a CQ create.
+            #[allow(unreachable_patterns)]
             pub(crate) fn plan_cq(
                 &self,
                 dev: Device<'_>,
                 req: &CqRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnyCqPlan, AnyCqShared)> {
                 match self {
                     $(AnyContext::$v(c) => {
-                        let (plan, shared) = <$p>::plan_cq(c, dev, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_cq")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_cq(c, dev, req, domain)?;
                         Ok((AnyCqPlan::$v(plan), AnyCqShared::$v(shared)))
                     })+
                 }
@@ -246,10 +292,17 @@ macro_rules! providers {
                 dev: Device<'_>,
                 pd: &AnyPd,
                 req: &QpRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnyQpPlan, AnyQpShared)> {
                 match (self, pd) {
                     $((AnyContext::$v(c), AnyPd::$v(pd)) => {
-                        let (plan, shared) = <$p>::plan_qp(c, dev, pd, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_qp")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_qp(c, dev, pd, req, domain)?;
                         Ok((AnyQpPlan::$v(plan), AnyQpShared::$v(shared)))
                     })+
                     _ => Err(mismatch("ibv_create_qp")),
@@ -294,10 +347,17 @@ macro_rules! providers {
                 dev: Device<'_>,
                 pd: &AnyPd,
                 req: &SrqRequest,
+                domain: AnyDomain<'_>,
             ) -> Result<(AnySrqPlan, AnySrqShared)> {
                 match (self, pd) {
                     $((AnyContext::$v(c), AnyPd::$v(pd)) => {
-                        let (plan, shared) = <$p>::plan_srq(c, dev, pd, req)?;
+                        let td = match domain.td {
+                            None => None,
+                            Some(AnyTd::$v(td)) => Some(td),
+                            Some(_) => return Err(mismatch("ibv_create_srq")),
+                        };
+                        let domain = Domain { allocator: domain.allocator, td };
+                        let (plan, shared) = <$p>::plan_srq(c, dev, pd, req, domain)?;
                         Ok((AnySrqPlan::$v(plan), AnySrqShared::$v(shared)))
                     })+
                     _ => Err(mismatch("ibv_create_srq")),
@@ -403,6 +463,11 @@ macro_rules! providers {
             /// The hook run after the kernel destroyed the QP.
             pub(crate) fn on_destroyed(&self) {
                 match self { $(AnyQpShared::$v(s) => <$p>::on_qp_destroyed(s)),+ }
+            }
+
+            /// The capacities the created QP reports.
+            pub(crate) fn granted_cap(&self, kernel: &QpCap) -> QpCap {
+                match self { $(AnyQpShared::$v(s) => <$p>::qp_cap(s, kernel)),+ }
             }
         }
 

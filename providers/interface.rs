@@ -21,15 +21,15 @@
 //! The data path (post, poll, arm) takes that state by `&mut` where the
 //! handle owns the producer or consumer side, so it needs no lock.
 
-use std::{fmt::Debug, ops::RangeInclusive};
+use std::{fmt::Debug, ops::RangeInclusive, sync::Arc};
 
 use super::Device;
 use crate::{
-    error::Result,
+    error::{Error, ErrorKind, Result},
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType,
+    AhAttr, QpCap, QpCreateFlags, QpState, QpType, QueueAllocator, SendOpsFlags,
 };
 
 /// The driver data of a create command: input sent after the core request,
@@ -62,6 +62,11 @@ pub(crate) enum DevxRequest {
 /// given driver data; the core keeps what the core response says.
 pub(crate) type GetContext<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
 
+/// Runs `UVERBS_METHOD_QUERY_CONTEXT` (an imported context), with the
+/// provider's driver output attribute if it has one (`(id, buffer)`); the
+/// core keeps what the core attributes say.
+pub(crate) type QueryContext<'a> = dyn FnMut(Option<(u16, &mut [u8])>) -> Result<()> + 'a;
+
 /// Runs a command with the given driver output buffer.
 pub(crate) type RunWithOut<'a> = dyn FnMut(&mut [u8]) -> Result<(), Errno> + 'a;
 
@@ -76,12 +81,28 @@ pub(crate) type RunWithInOut<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + '
 /// most (`src/cq_poll.rs`: the size of a CQ's session buffer).
 pub(crate) const SESSION_BATCH: usize = 64;
 
+/// The PD `ibv_create_cq_ex` was given (`IBV_CQ_INIT_ATTR_MASK_PD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// rxe ignores it, as rdma-core's rxe.
+#[allow(dead_code)]
+pub(crate) enum CqPd {
+    /// None.
+    None,
+    /// A plain protection domain (libmlx5 refuses it with `EINVAL`).
+    ProtectionDomain,
+    /// A parent domain: its allocator and thread domain come as the
+    /// create's [`Domain`].
+    ParentDomain,
+}
+
 /// What `ibv_create_cq` asked for.
 #[derive(Debug, Clone, Copy)]
 // rxe reads only part of it; providers that size and allocate their own
 // queues (mlx5) need all of it.
 #[allow(dead_code)]
 pub(crate) struct CqRequest {
+    /// The PD it was given.
+    pub(crate) pd: CqPd,
     /// Minimum number of completions the CQ holds.
     pub(crate) cqe: u32,
     /// Completion vector.
@@ -90,15 +111,15 @@ pub(crate) struct CqRequest {
     /// the core has refused what no provider supports; the provider
     /// refuses what it has not (rxe: timestamps).
     pub(crate) wc_flags: WcExFlags,
-    /// mlx5's own attributes (`mlx5dv_create_cq`), already checked against
-    /// the device by `uverbs::mlx5`; only the mlx5 provider sees them.
-    pub(crate) mlx5: Option<Mlx5CqRequest>,
+    /// A driver's own attributes (mlx5's `mlx5dv_create_cq`), already
+    /// checked against the device by the provider's API that took them.
+    pub(crate) driver: Option<DriverCqAttrs>,
 }
 
-/// The mlx5 attributes of a CQ create (`struct mlx5dv_cq_init_attr`,
-/// checked): what goes into `mlx5_ib_create_cq`.
+/// A driver's own CQ attributes (mlx5's `struct mlx5dv_cq_init_attr`,
+/// checked): what goes into its create command's driver data.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Mlx5CqRequest {
+pub(crate) struct DriverCqAttrs {
     /// The CQE size asked for (64 or 128); `None`: `MLX5_CQE_SIZE` or 64.
     pub(crate) cqe_size: Option<u16>,
     /// CQE compression with this response format (`cqe_comp_en`).
@@ -125,14 +146,20 @@ pub(crate) struct CqCreated {
 // queues (mlx5) need all of it.
 #[allow(dead_code)]
 pub(crate) struct QpRequest {
-    /// RC, UC or UD.
+    /// The QP's type (the core passes any; the provider refuses what it
+    /// does not create).
     pub(crate) qp_type: QpType,
-    /// Requested sizes (receive sizes are 0 on an SRQ).
+    /// Requested sizes, as asked (also on an SRQ, where the kernel is
+    /// sent no receive sizes: libmlx5 checks `max_recv_wr` there too).
     pub(crate) cap: QpCap,
     /// A completion for every send.
     pub(crate) sq_sig_all: bool,
     /// Receives come from an SRQ: the QP has no receive queue.
     pub(crate) has_srq: bool,
+    /// Creation flags (the kernel checks them; rxe refuses any).
+    pub(crate) create_flags: QpCreateFlags,
+    /// The send operations the QP will post (`None`: not said).
+    pub(crate) send_ops: Option<SendOpsFlags>,
 }
 
 /// What the kernel answered to a QP create.
@@ -175,6 +202,47 @@ pub(crate) struct SrqCreated {
     pub(crate) max_sge: u32,
 }
 
+/// The parent domain a CQ, QP or SRQ is created in, as its provider sees
+/// it (libmlx5's `mlx5_parent_domain`): the program's queue allocator and
+/// the thread domain's provider state, each if it has one. The default is
+/// a plain PD's: neither.
+pub(crate) struct Domain<'a, Td> {
+    /// Where the provider asks for queue memory first.
+    pub(crate) allocator: Option<&'a Arc<dyn QueueAllocator>>,
+    /// The thread domain's provider state.
+    pub(crate) td: Option<&'a Td>,
+}
+
+impl<Td> Clone for Domain<'_, Td> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<Td> Copy for Domain<'_, Td> {}
+
+impl<Td> Default for Domain<'_, Td> {
+    fn default() -> Self {
+        Domain {
+            allocator: None,
+            td: None,
+        }
+    }
+}
+
+/// The error of a provider without parent or thread domains (rdma-core's
+/// rxe leaves both ops unset: libibverbs answers `EOPNOTSUPP`).
+pub(crate) fn no_domains(op: &'static str, provider: &str) -> Error {
+    Error::new(
+        op,
+        ErrorKind::UnsupportedProvider,
+        format!(
+            "the {provider} provider has no parent or thread domains (as rdma-core's \
+             {provider})"
+        ),
+    )
+}
+
 /// The objects a new QP is attached to, as their provider state: the CQs
 /// its completions go to and the SRQ it receives from. mlx5 needs them to
 /// find a QP's work requests from a CQE and to clean a CQ of a QP's CQEs.
@@ -202,6 +270,9 @@ pub(crate) trait Provider: Sized + 'static {
     type Context: Debug + Send + Sync;
     /// Per-PD driver data (mlx5's PD number).
     type Pd: Debug + Send + Sync;
+    /// A thread domain's state (mlx5: its dedicated bfreg, given back when
+    /// it is dropped).
+    type Td: Debug + Send + Sync;
     /// Per-AH driver data (rxe's AH index).
     type Ah: Debug + Send + Sync;
     /// A CQ create in progress.
@@ -256,6 +327,28 @@ pub(crate) trait Provider: Sized + 'static {
         None
     }
 
+    /// Sets up the state of a context another process (or this one)
+    /// opened, whose command fd the program passed on (libibverbs'
+    /// `import_context`, `ibv_import_device`): `query` runs
+    /// `UVERBS_METHOD_QUERY_CONTEXT` with the provider's driver attribute.
+    /// A provider that shares nothing (rdma-core's rxe has no
+    /// `import_context`) keeps the default: `EOPNOTSUPP`.
+    fn import(_dev: Device<'_>, _query: &mut QueryContext<'_>) -> Result<Self::Context> {
+        Err(no_import(Self::NAME, "ibv_import_device"))
+    }
+
+    /// The driver data of a PD this context did not allocate, by its
+    /// handle (`ibv_import_pd`: mlx5 asks the kernel its PD number). The
+    /// default: `EOPNOTSUPP`.
+    fn import_pd(_ctx: &Self::Context, _dev: Device<'_>, _handle: u32) -> Result<Self::Pd> {
+        Err(no_import(Self::NAME, "ibv_import_pd"))
+    }
+
+    /// Whether memory regions are imported (`ibv_import_mr`, which the
+    /// core runs: `UVERBS_METHOD_QUERY_MR`); rdma-core's rxe has no
+    /// `import_mr`.
+    const IMPORTS_MRS: bool = false;
+
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {
         let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);
@@ -265,6 +358,18 @@ pub(crate) trait Provider: Sized + 'static {
     /// The driver data of `ALLOC_PD`: `run` executes the command with the
     /// driver output buffer given.
     fn alloc_pd(ctx: &Self::Context, run: &mut RunWithOut<'_>) -> Result<Self::Pd, Errno>;
+
+    /// Whether the provider has parent domains (`alloc_parent_domain`);
+    /// the default refuses, as libibverbs without the op.
+    fn check_parent_domain(_ctx: &Self::Context) -> Result<()> {
+        Err(no_domains("ibv_alloc_parent_domain", Self::NAME))
+    }
+
+    /// Allocates a thread domain's state (`alloc_td`); the default
+    /// refuses, as libibverbs without the op.
+    fn alloc_td(_ctx: &Self::Context, _dev: Device<'_>) -> Result<Self::Td> {
+        Err(no_domains("ibv_alloc_td", Self::NAME))
+    }
 
     /// The driver data of `CREATE_AH`, as for [`Provider::alloc_pd`]; `attr`
     /// is what the AH was created with (mlx5 builds its address vector).
@@ -279,6 +384,7 @@ pub(crate) trait Provider: Sized + 'static {
         ctx: &Self::Context,
         dev: Device<'_>,
         req: &CqRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::CqPlan, Self::CqShared)>;
 
     /// Step 3 of a CQ create.
@@ -360,6 +466,7 @@ pub(crate) trait Provider: Sized + 'static {
         dev: Device<'_>,
         pd: &Self::Pd,
         req: &QpRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::QpPlan, Self::QpShared)>;
 
     /// Step 3 of a QP create.
@@ -372,6 +479,15 @@ pub(crate) trait Provider: Sized + 'static {
         created: &QpCreated,
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
+
+    /// The capacities the created QP reports (`ibv_create_qp`'s `cap`),
+    /// from the kernel's answer `kernel`: that answer by default; mlx5
+    /// reports its own sizing, as libmlx5 overwrites the kernel's
+    /// (`create_qp`: `max_send_wr`, `max_recv_wr`, `max_recv_sge`, and the
+    /// inline size it sent).
+    fn qp_cap(_shared: &Self::QpShared, kernel: &QpCap) -> QpCap {
+        *kernel
+    }
 
     /// Runs after a successful modify that set the QP's state, before the
     /// state is published to posts (on RESET, mlx5 starts a new epoch of
@@ -486,6 +602,7 @@ pub(crate) trait Provider: Sized + 'static {
         dev: Device<'_>,
         pd: &Self::Pd,
         req: &SrqRequest,
+        domain: Domain<'_, Self::Td>,
     ) -> Result<(Self::SrqPlan, Self::SrqShared)>;
 
     /// Step 3 of an SRQ create; also returns the SRQ number.
@@ -503,4 +620,16 @@ pub(crate) trait Provider: Sized + 'static {
     /// The driver data of `MODIFY_SRQ`: `run` executes the command with the
     /// driver input given.
     fn modify_srq(srq: &Self::Srq, run: &mut RunWithIn<'_>) -> Result<(), Errno>;
+}
+
+/// The error of an import a provider does not make.
+pub(crate) fn no_import(provider: &str, op: &'static str) -> crate::error::Error {
+    crate::error::Error::new(
+        op,
+        crate::error::ErrorKind::UnsupportedProvider,
+        format!(
+            "the {provider} provider shares no objects between contexts (as rdma-core's: no \
+             import ops)"
+        ),
+    )
 }

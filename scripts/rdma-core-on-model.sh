@@ -105,7 +105,7 @@ step "b1. C transcripts over rdma-core and over ours: the same output"
 # (scripts/test.sh's); unset, on-model.sh assembles one.
 for prog in mlx5dv devx_events; do
   # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
-  if ! cc $CFLAGS -Wall -Werror -o "$WORK/$prog" "$ROOT/capi/tests/c/$prog.c" $LDFLAGS -libverbs -lmlx5; then
+  if ! cc $CFLAGS -Wall -Werror -o "$WORK/$prog" "$ROOT/capi/tests/c/$prog.c" $LDFLAGS -libverbs -lmlx5 -ldl; then
     fail "$prog (build)"; continue
   fi
   if "$ON" -- "$WORK/$prog" >"$WORK/$prog.rdma-core" 2>"$WORK/$prog.rdma-core.err" \

@@ -109,6 +109,10 @@ pub(crate) struct ContextInner {
     pub(crate) events: Registry,
     /// Set once the device is gone (DEVICE_FATAL read, or EIO).
     pub(crate) removed: AtomicBool,
+    /// Made by [`Context::import`] on another context's command fd: object
+    /// creates that name the async event fd take no write fallback
+    /// (libibverbs' `fallback_require_ioctl` for an imported context).
+    pub(crate) imported: bool,
     // Field order matters for drop: the async event fd is closed before the
     // command fd (the last close of the command fd tears the ucontext down).
     pub(crate) async_fd: EventFd,
@@ -180,6 +184,12 @@ impl ContextInner {
                 Err(e) if self.fallback.record(verb, e) => {}
                 other => return other,
             }
+        }
+        // The write commands cannot name this context's async event fd:
+        // the object's events would go to the exporter's
+        // (cmd_cq.c / cmd_qp.c / cmd_srq.c: `fallback_require_ioctl`).
+        if self.imported && matches!(verb, Verb::CreateCq | Verb::CreateQp | Verb::CreateSrq) {
+            return Err(Errno::EOPNOTSUPP);
         }
         write(state)
     }
@@ -315,21 +325,11 @@ impl Context {
         mode: CommandMode,
         request: OpenRequest,
     ) -> Result<Self> {
-        let kind = ProviderKind::for_driver(device.driver_id, &device.name)?;
+        // A device found without listing (`DeviceInfo` built by hand) still
+        // honours RDMAV_FORK_SAFE before anything is allocated.
+        crate::fork::init_from_env();
+        let kind = provider_for(&device, "open device")?;
         let driver_id = device.driver_id.unwrap_or(abi::RDMA_DRIVER_UNKNOWN);
-        if !kind.abi_versions().contains(&device.abi_version) {
-            return Err(Error::new(
-                "open device",
-                ErrorKind::AbiVersion,
-                format!(
-                    "{} reports driver ABI version {}; the {} provider speaks {:?}",
-                    device.name,
-                    device.abi_version,
-                    kind.name(),
-                    kind.abi_versions()
-                ),
-            ));
-        }
         let cmd_fd = open_node(kernel.as_ref(), &device)?;
         let fallback = Fallback::default();
         if mode == CommandMode::WriteOnly {
@@ -384,6 +384,7 @@ impl Context {
                 fallback,
                 events: Registry::default(),
                 removed: AtomicBool::new(false),
+                imported: false,
                 async_fd,
                 transport,
             }),
@@ -432,7 +433,8 @@ impl Context {
     }
 
     /// The command fd, for programs that send commands of their own (a
-    /// driver method this crate lacks, `ibv_import_device`-style sharing).
+    /// driver method this crate lacks). To share the context, hand out
+    /// [`Context::dup_cmd_fd`] instead ([`Context::import`]).
     ///
     /// # Safety
     ///
@@ -477,6 +479,25 @@ impl Context {
     pub fn event_map_len(&self) -> usize {
         self.inner.events.len()
     }
+}
+
+/// The provider of `device`, whose driver ABI version it must speak.
+pub(crate) fn provider_for(device: &DeviceInfo, op: &'static str) -> Result<ProviderKind> {
+    let kind = ProviderKind::for_driver(device.driver_id, &device.name)?;
+    if !kind.abi_versions().contains(&device.abi_version) {
+        return Err(Error::new(
+            op,
+            ErrorKind::AbiVersion,
+            format!(
+                "{} reports driver ABI version {}; the {} provider speaks {:?}",
+                device.name,
+                device.abi_version,
+                kind.name(),
+                kind.abi_versions()
+            ),
+        ));
+    }
+    Ok(kind)
 }
 
 fn open_node(kernel: &dyn Kernel, device: &DeviceInfo) -> Result<OwnedFd> {
@@ -593,7 +614,11 @@ fn get_context(
 }
 
 /// `UVERBS_METHOD_ASYNC_EVENT_ALLOC`: the context's async event fd.
-fn alloc_async_fd(kernel: &dyn Kernel, fd: BorrowedFd<'_>, driver_id: u32) -> Result<OwnedFd> {
+pub(crate) fn alloc_async_fd(
+    kernel: &dyn Kernel,
+    fd: BorrowedFd<'_>,
+    driver_id: u32,
+) -> Result<OwnedFd> {
     let op = "UVERBS_METHOD_ASYNC_EVENT_ALLOC";
     let mut cmd = IoctlCmd::new(
         abi::UVERBS_OBJECT_ASYNC_EVENT,

@@ -30,7 +30,9 @@ use crate::{
         Registry, Stream, Target,
     },
     object::{Destroy, Owned},
-    providers::{AnyCq, AnyCqShared, CqCreated, CqRequest, DriverData},
+    parent_domain::DomainInner,
+    pd::ProtectionDomain,
+    providers::{AnyCq, AnyCqShared, CqCreated, CqPd, CqRequest, DriverData},
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
 };
@@ -46,6 +48,9 @@ pub(crate) struct CqInner {
     pub(crate) children: Arc<AtomicUsize>,
     /// Keeps the channel (and its fd) alive while the CQ may signal it.
     _channel: Option<Arc<ChannelInner>>,
+    /// The parent domain it was made in ([`CqOptions::parent_domain`]),
+    /// which its queue memory may come from.
+    _domain: Option<Arc<DomainInner>>,
     /// `CqOptions::context`.
     pub(crate) context: u64,
     /// The provider's state kept with the kernel CQ: dropped after the CQ
@@ -138,6 +143,14 @@ pub struct CqOptions<'a> {
     /// [`ErrorKind::UnsupportedProvider`] saying so without it). See
     /// [`WcExFlags`] for what each provider supports.
     pub wc_flags: WcExFlags,
+    /// The parent domain whose queue allocator the CQ's memory comes from
+    /// (`ibv_create_cq_ex`'s `parent_domain`, `IBV_CQ_INIT_ATTR_MASK_PD`):
+    /// a parent domain of the same context
+    /// ([`ProtectionDomain::alloc_parent_domain`]). mlx5 refuses a plain
+    /// protection domain with [`ErrorKind::InvalidArgument`] (`EINVAL`, as
+    /// libmlx5); rxe ignores it, as rdma-core's rxe. The CQ holds a parent
+    /// domain: its destroy fails with `EBUSY` while the CQ exists.
+    pub parent_domain: Option<&'a ProtectionDomain>,
 }
 
 impl Context {
@@ -156,13 +169,13 @@ impl Context {
         self.create_cq_with(cqe, opts, None)
     }
 
-    /// [`Context::create_cq`] with mlx5's attributes
-    /// ([`crate::mlx5::Mlx5Context::create_cq`], checked there).
+    /// [`Context::create_cq`] with a driver's own attributes, checked by
+    /// the provider's API that asks for them.
     pub(crate) fn create_cq_with(
         &self,
         cqe: u32,
         opts: CqOptions<'_>,
-        mlx5: Option<crate::providers::Mlx5CqRequest>,
+        driver: Option<crate::providers::DriverCqAttrs>,
     ) -> Result<CompletionQueue> {
         let ctx = &self.inner;
         let unknown = opts.wc_flags - WcExFlags::KNOWN;
@@ -196,11 +209,26 @@ impl Context {
                 ));
             }
         }
+        if let Some(pd) = opts.parent_domain {
+            if !Arc::ptr_eq(&pd.inner.ctx, ctx) {
+                return Err(Error::new(
+                    "ibv_create_cq_ex",
+                    ErrorKind::InvalidArgument,
+                    "the parent domain belongs to another context",
+                ));
+            }
+        }
+        let domain = opts.parent_domain.and_then(|pd| pd.domain.clone());
         let request = CqRequest {
+            pd: match opts.parent_domain {
+                None => CqPd::None,
+                Some(pd) if pd.is_parent_domain() => CqPd::ParentDomain,
+                Some(_) => CqPd::ProtectionDomain,
+            },
             cqe,
             comp_vector: opts.comp_vector,
             wc_flags: opts.wc_flags,
-            mlx5,
+            driver,
         };
         // libibverbs `ibv_cmd_create_cq_ex`: either timestamp asks the
         // kernel for completion timestamps (ioctl only: the write fallback
@@ -211,7 +239,11 @@ impl Context {
         } else {
             0
         };
-        let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request)?;
+        let any_domain = domain
+            .as_deref()
+            .map(DomainInner::as_any)
+            .unwrap_or_default();
+        let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request, any_domain)?;
         let user_handle = ctx.events.new_handle();
         let (handle, actual) = ctx
             .ioctl_or_write(
@@ -232,9 +264,13 @@ impl Context {
                         cmd.input_u32(abi::UVERBS_ATTR_CREATE_CQ_FLAGS, create_flags);
                     }
                     cmd.output(abi::UVERBS_ATTR_CREATE_CQ_RESP_CQE, resp_cqe.as_mut_bytes());
-                    // Optional, as libibverbs sends it: older kernels lack it.
+                    // Optional, as libibverbs sends it: older kernels lack it;
+                    // but not for an imported context, whose CQs must
+                    // report to its own async fd (`fallback_require_ioctl`).
                     cmd.fd(abi::UVERBS_ATTR_CREATE_CQ_EVENT_FD, ctx.async_fd.as_fd());
-                    cmd.optional();
+                    if !ctx.imported {
+                        cmd.optional();
+                    }
                     let (drv_in, drv_out) = plan.driver_bufs();
                     cmd.driver_in(drv_in).driver_out(drv_out);
                     ctx.ioctl(&mut cmd)?;
@@ -279,6 +315,7 @@ impl Context {
             events: events.clone(),
             children: Arc::new(AtomicUsize::new(0)),
             _channel: opts.channel.map(|c| c.inner.clone()),
+            _domain: domain,
             context: opts.context,
             shared,
         });

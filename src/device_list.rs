@@ -156,6 +156,9 @@ pub fn devices() -> Result<Vec<DeviceInfo>> {
 
 /// [`devices`] through a chosen transport.
 pub fn devices_with(kernel: &Arc<dyn Kernel>) -> Result<Vec<DeviceInfo>> {
+    // libibverbs' ibverbs_init, at the first device listing:
+    // RDMAV_FORK_SAFE / IBV_FORK_SAFE turn fork protection on.
+    crate::fork::init_from_env();
     // An answer from netlink is final, even an empty one (as in libibverbs);
     // sysfs is only asked when netlink itself fails.
     let mut list = match from_netlink(kernel.as_ref()) {

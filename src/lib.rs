@@ -73,7 +73,9 @@
 //! | `ibv_open_device`, `ibv_close_device` | [`Context::open`], [`Context::open_device`], drop |
 //! | `ibv_query_device(_ex)`, `ibv_query_port`, `ibv_query_gid_table` | [`Context::query_device`], [`Context::query_port`], [`Context::query_gid_table`] |
 //! | `ibv_alloc_pd` | [`Context::alloc_pd`] → [`ProtectionDomain`] |
+//! | `ibv_import_device`, `ibv_import_pd`, `ibv_import_mr`, `ibv_unimport_*` | [`Context::import`] (and [`Context::dup_cmd_fd`]), [`Context::import_pd`], [`ProtectionDomain::import_mr`], drop or [`ProtectionDomain::unimport`] / [`MemoryRegion::unimport`] |
 //! | `ibv_reg_mr`, `ibv_reg_mr_iova2`, `ibv_reg_dmabuf_mr`, `ibv_dereg_mr` | [`ProtectionDomain::alloc_mr`], [`ProtectionDomain::register_raw`] / [`ProtectionDomain::register_raw_iova`] (unsafe), [`ProtectionDomain::register_dmabuf`] → [`MemoryRegion`]; your own `Vec`/`Box`/mapping: [`ProtectionDomain::register_owned`] → [`OwnedMemoryRegion`] |
+//! | `ibv_alloc_parent_domain`, `ibv_alloc_td`, `ibv_dealloc_td` | [`ProtectionDomain::alloc_parent_domain`] with [`ParentDomainAttr`] ([`Context::alloc_td`] → [`ThreadDomain`], a [`QueueAllocator`]) → [`ProtectionDomain`]; CQs: [`CqOptions::parent_domain`] |
 //! | `ibv_alloc_mw`, `ibv_bind_mw`, `ibv_dealloc_mw`, `IBV_WR_BIND_MW`, `IBV_WR_LOCAL_INV`, `IBV_WR_SEND_WITH_INV` | [`ProtectionDomain::alloc_mw`] → [`MemoryWindow`], [`MemoryWindow::bind_to`] → [`SendOp::BindMw`], [`SendOp::LocalInvalidate`], [`SendOp::SendWithInvalidate`] |
 //! | `ibv_wr_atomic_write` (`IBV_WR_ATOMIC_WRITE`) | [`SendOp::AtomicWrite`], [`WrSession::atomic_write`] |
 //! | `ibv_create_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events` | [`Context::create_comp_channel`], [`CompletionChannel::get_event`], drop of [`CqEvent`] / [`ack_cq_events`], or by count: [`CqEvent::defer_ack`] then [`CompletionQueue::ack_events`] (see [`events`]) |
@@ -81,6 +83,8 @@
 //! | `ibv_start_poll`, `ibv_next_poll`, `ibv_end_poll`, `ibv_wc_read_*` (`ibv_cq_ex`), `IBV_WC_EX_WITH_*` | [`CompletionQueue::start_poll`] → [`CqPoll`] ([`CqPoll::next`], drop, [`CqPoll::wr_id`], [`CqPoll::byte_len`], [`CqPoll::completion_ts`], ...), [`CqOptions::wc_flags`] ([`WcExFlags`]) |
 //! | `ibv_wc_read_completion_wallclock_ns` (`IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`) | [`CqPoll::completion_wallclock_ns`] (mlx5, with the kernel's clock info page) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
+//! | `ibv_create_qp_ex` (`create_flags`, `send_ops_flags`) | [`ProtectionDomain::create_qp_with`], [`QpCreateOptions`] ([`QpCreateFlags`], [`SendOpsFlags`]) |
+//! | `ibv_fork_init`, `ibv_is_fork_initialized`, `RDMAV_FORK_SAFE` | [`fork_init`], [`fork_status`] → [`ForkStatus`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
@@ -117,21 +121,26 @@ mod event_count;
 mod event_fd;
 mod event_registry;
 pub mod events;
+mod fork;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod import;
 pub mod ioctl;
 mod mr;
 mod mw;
 pub mod netlink;
 mod object;
+mod parent_domain;
 mod pd;
 mod qp;
 mod qp_attr;
+mod qp_options;
 mod qp_state;
 pub mod qpx;
 mod query;
 mod query_types;
+pub mod queue_alloc;
 mod recv_queue;
 pub mod send_session;
 mod shared_memory;
@@ -250,14 +259,18 @@ pub use cq::{CompletionQueue, CqOptions};
 pub use cq_poll::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
+pub use fork::{copy_on_fork, fork_init, fork_status, fork_status_with, ForkStatus};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
 pub use mw::{MemoryWindow, MwBind, MwType};
+pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;
+pub use qp_options::{QpCreateFlags, QpCreateOptions, SendOpsFlags};
 pub use qp_state::{check_modify, next_states, required_attrs};
 pub use qpx::WrSession;
 pub use query::*;
+pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;
 pub use send_session::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};

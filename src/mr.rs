@@ -31,7 +31,8 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::Verb,
-    error::{Error, ErrorKind, Result},
+    error::{DestroyError, Error, ErrorKind, Result},
+    fork::{self, ForkGuard},
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
     shared_memory,
@@ -102,6 +103,9 @@ enum Backing {
     Borrowed,
     /// A dma-buf: not mapped in this process.
     DmaBuf,
+    /// Another context's region, imported by handle: its memory is the
+    /// owner's (maybe in another process).
+    Imported,
 }
 
 /// A memory region's kernel object.
@@ -113,11 +117,19 @@ pub(crate) struct MrInner {
     rkey: u32,
     addr: u64,
     len: usize,
+    /// The range's fork protection ([`crate::fork_init`]); released after
+    /// the deregistration, before the memory is unmapped or given back
+    /// (fields drop in order).
+    _fork: Option<ForkGuard>,
     // Dropped after `destroy_kernel` has deregistered the region.
     backing: Backing,
 }
 
 impl Destroy for MrInner {
+    fn owns_kernel_object(&self) -> bool {
+        !matches!(self.backing, Backing::Imported)
+    }
+
     fn destroy_kernel(&self) -> Result<()> {
         self.pd
             .ctx
@@ -285,6 +297,18 @@ impl ProtectionDomain {
     ) -> Result<MemoryRegion> {
         let op = "IB_USER_VERBS_CMD_REG_MR";
         check_access(op, access)?;
+        // libibverbs' ibv_reg_mr: the range is kept from children before it
+        // is registered (not an on-demand region, which pins nothing), and
+        // released if the registration fails.
+        let fork = if access.contains(AccessFlags::ON_DEMAND) {
+            None
+        } else {
+            fork::protect(addr as usize, len).map_err(|e| {
+                Error::sys(op, e).with_detail(format!(
+                    "madvise(MADV_DONTFORK) of {addr:#x}+{len} (fork_init) failed"
+                ))
+            })?
+        };
         let mut req = abi::IbUverbsRegMr::new_zeroed();
         req.start = addr;
         req.length = len as u64;
@@ -319,6 +343,7 @@ impl ProtectionDomain {
                 rkey: resp.rkey,
                 addr: iova,
                 len,
+                _fork: fork,
                 backing,
             }),
         })
@@ -379,7 +404,72 @@ impl ProtectionDomain {
                 rkey,
                 addr: iova,
                 len,
+                _fork: None,
                 backing: Backing::DmaBuf,
+            }),
+        })
+    }
+}
+
+impl ProtectionDomain {
+    /// The memory region another context of the same kernel user context
+    /// registered, by its handle, like `ibv_import_mr` (see
+    /// [`crate::Context::import`]): `UVERBS_METHOD_QUERY_MR` answers its
+    /// keys, length and address ([`MemoryRegion::addr`]: the iova work
+    /// requests name, where rdma-core leaves `mr->addr` NULL). The memory
+    /// is the owner's: this handle neither reads nor writes it
+    /// ([`MemoryRegion::as_ptr`] is `None`), and dropping it or
+    /// [`MemoryRegion::unimport`] leaves the registration to its owner.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` on a provider that imports nothing (rxe, as rdma-core's);
+    /// the kernel's answer for a handle that names nothing (`ENOENT`) or no
+    /// region (`EINVAL`).
+    #[doc(alias = "ibv_import_mr")]
+    pub fn import_mr(&self, handle: u32) -> Result<MemoryRegion> {
+        let op = "UVERBS_METHOD_QUERY_MR";
+        let ctx = &self.inner.ctx;
+        if !ctx.provider.imports_mrs() {
+            return Err(Error::new(
+                "ibv_import_mr",
+                ErrorKind::UnsupportedProvider,
+                format!(
+                    "the {} provider shares no memory regions between contexts (as \
+                     rdma-core's: no import_mr)",
+                    ctx.provider.name()
+                ),
+            ));
+        }
+        let (mut lkey, mut rkey, mut length, mut iova) = (0u32, 0u32, 0u64, 0u64);
+        let mut cmd = ctx.ioctl_cmd(abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_QUERY_MR);
+        cmd.object(abi::UVERBS_ATTR_QUERY_MR_HANDLE, handle);
+        cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_LKEY, lkey.as_mut_bytes());
+        cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_RKEY, rkey.as_mut_bytes());
+        cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_LENGTH, length.as_mut_bytes());
+        // Since Linux 5.12 (older kernels leave it out): optional.
+        let at = cmd.output(abi::UVERBS_ATTR_QUERY_MR_RESP_IOVA, iova.as_mut_bytes());
+        cmd.optional();
+        ctx.ioctl(&mut cmd).map_err(|e| Error::sys(op, e))?;
+        let has_iova = cmd.is_valid_output(at);
+        drop(cmd);
+        let len = usize::try_from(length).map_err(|_| {
+            Error::new(
+                op,
+                ErrorKind::Malformed,
+                format!("a region of {length} bytes"),
+            )
+        })?;
+        Ok(MemoryRegion {
+            inner: Owned::new(MrInner {
+                pd: self.inner.clone(),
+                handle,
+                lkey,
+                rkey,
+                addr: if has_iova { iova } else { 0 },
+                len,
+                _fork: None,
+                backing: Backing::Imported,
             }),
         })
     }
@@ -608,10 +698,35 @@ impl MemoryRegion {
     }
 
     /// Deregisters the region now, like `ibv_dereg_mr`, reporting errors.
-    /// Fails with `EBUSY` while clones of this handle exist.
+    /// Fails with `EBUSY` while clones of this handle exist. An imported
+    /// region is deregistered too, for its owner as well (as
+    /// `ibv_dereg_mr` does); to let go of it only, drop it or
+    /// [`MemoryRegion::unimport`] it.
     #[doc(alias = "ibv_dereg_mr")]
     pub fn destroy(self) -> Result<()> {
         object::destroy(self.inner, "ibv_dereg_mr")
+    }
+
+    /// Whether the region was imported ([`ProtectionDomain::import_mr`]).
+    pub fn is_imported(&self) -> bool {
+        matches!(self.inner.backing, Backing::Imported)
+    }
+
+    /// Lets go of an imported region, like `ibv_unimport_mr`: the
+    /// registration stays its owner's. A region registered here is given
+    /// back (`EINVAL`): [`MemoryRegion::destroy`] or drop it.
+    #[doc(alias = "ibv_unimport_mr")]
+    pub fn unimport(self) -> std::result::Result<(), DestroyError<Self>> {
+        if !self.is_imported() {
+            let e = Error::new(
+                "ibv_unimport_mr",
+                ErrorKind::InvalidArgument,
+                "the region was registered here, not imported",
+            );
+            return Err(DestroyError::new(self, e));
+        }
+        drop(self);
+        Ok(())
     }
 }
 

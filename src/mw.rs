@@ -195,6 +195,7 @@ impl MemoryWindow {
     /// The PD the window belongs to.
     pub fn pd(&self) -> ProtectionDomain {
         ProtectionDomain {
+            domain: None,
             inner: self.inner.pd.clone(),
         }
     }

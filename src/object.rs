@@ -6,7 +6,9 @@
 //! destroyed while the kernel still uses it from a child. The kernel object is
 //! destroyed exactly once: by an explicit `destroy()` (which reports errors,
 //! and fails with `EBUSY` while other references exist), or when the last
-//! reference is dropped (best effort: `Drop` never panics and ignores errors).
+//! reference is dropped (best effort: `Drop` never panics and ignores errors),
+//! unless it was imported from another context (`crate::import`), whose
+//! last drop releases only this process's handle.
 //! CQs, QPs and SRQs, which receive events, follow the protocol of
 //! [`crate::event_count`] instead of [`destroy`].
 //!
@@ -44,6 +46,13 @@ pub(crate) trait Destroy {
     /// can reach the object any more (its last reference is being dropped,
     /// or an explicit destroy proved it was the only one).
     fn destroy_kernel(&self) -> Result<()>;
+
+    /// Whether dropping the last reference destroys the kernel object:
+    /// not for an imported one, which another context created and owns
+    /// (`ibv_unimport_pd`); its explicit destroy still does.
+    fn owns_kernel_object(&self) -> bool {
+        true
+    }
 }
 
 /// A kernel object with destroy-once semantics; leaked when its kernel
@@ -79,7 +88,7 @@ impl<T: Destroy> Deref for Owned<T> {
 
 impl<T: Destroy> Drop for Owned<T> {
     fn drop(&mut self) {
-        if !*self.destroyed.get_mut() {
+        if !*self.destroyed.get_mut() && self.obj.owns_kernel_object() {
             *self.destroyed.get_mut() = true;
             if self.obj.destroy_kernel().is_err() {
                 // The kernel object lives on: so does everything it may use.
@@ -114,6 +123,35 @@ pub(crate) fn destroy<T: Destroy>(arc: Arc<Owned<T>>, op: &'static str) -> Resul
             Arc::strong_count(&shared) - 1,
             "it is destroyed when the last of them is dropped",
         )),
+    }
+}
+
+/// [`destroy`] that gives the reference back on any failure: `EBUSY`
+/// while other references exist, or the kernel's refusal (the object is
+/// then as it was, and its last drop tries again).
+pub(crate) fn try_destroy<T: Destroy>(
+    arc: Arc<Owned<T>>,
+    op: &'static str,
+) -> std::result::Result<(), (Arc<Owned<T>>, Error)> {
+    match Arc::try_unwrap(arc) {
+        Ok(owned) => match owned.destroy_kernel() {
+            Ok(()) => {
+                owned.mark_destroyed();
+                Ok(())
+            }
+            Err(e) => Err((Arc::new(owned), e)),
+        },
+        Err(shared) => {
+            let others = Arc::strong_count(&shared) - 1;
+            Err((
+                shared,
+                busy(
+                    op,
+                    others,
+                    "it is destroyed when the last of them is dropped",
+                ),
+            ))
+        }
     }
 }
 
@@ -224,6 +262,31 @@ mod tests {
         drop(link);
         assert_eq!(seen.load(Ordering::SeqCst), 1, "released while counted");
         assert_eq!(children.load(Ordering::SeqCst), 0);
+    }
+
+    /// An object another context owns (imported): its drop leaves the
+    /// kernel object, its explicit destroy does not.
+    #[derive(Debug)]
+    struct Imported(Arc<AtomicUsize>);
+
+    impl Destroy for Imported {
+        fn destroy_kernel(&self) -> Result<()> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+
+        fn owns_kernel_object(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn an_imported_object_is_destroyed_only_explicitly() {
+        let n = Arc::new(AtomicUsize::new(0));
+        drop(Owned::new(Imported(n.clone())));
+        assert_eq!(n.load(Ordering::SeqCst), 0, "dropped: released only");
+        destroy(Owned::new(Imported(n.clone())), "test").unwrap();
+        assert_eq!(n.load(Ordering::SeqCst), 1, "destroyed explicitly");
     }
 
     #[test]

@@ -11,9 +11,10 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::{Context, ContextInner, Verb},
-    error::{Error, Result},
-    object::{self, Destroy, Owned},
-    providers::AnyPd,
+    error::{DestroyError, Error, ErrorKind, Result},
+    object::{Destroy, Owned},
+    parent_domain::DomainInner,
+    providers::{AnyDomain, AnyPd},
 };
 
 /// A protection domain's kernel object; children hold an `Arc` of it.
@@ -23,9 +24,16 @@ pub(crate) struct PdInner {
     pub(crate) handle: u32,
     /// The provider's driver data (mlx5: the PD number).
     pub(crate) driver: AnyPd,
+    /// Imported by handle ([`Context::import_pd`]): another context owns
+    /// the kernel object.
+    pub(crate) imported: bool,
 }
 
 impl Destroy for PdInner {
+    fn owns_kernel_object(&self) -> bool {
+        !self.imported
+    }
+
     fn destroy_kernel(&self) -> Result<()> {
         self.ctx
             .destroy_simple(
@@ -46,9 +54,15 @@ impl Destroy for PdInner {
 ///
 /// Memory regions, queue pairs, SRQs and address handles created from it hold
 /// it alive; it is deallocated when the last of them and this handle are gone.
+///
+/// A parent domain ([`ProtectionDomain::alloc_parent_domain`]) is one too:
+/// the same kernel PD, with a thread domain and a queue allocator that the
+/// QPs, SRQs and CQs made in it use (`crate::parent_domain`).
 #[derive(Debug, Clone)]
 pub struct ProtectionDomain {
     pub(crate) inner: Arc<Owned<PdInner>>,
+    /// What a parent domain adds; the objects made in it hold it.
+    pub(crate) domain: Option<Arc<DomainInner>>,
 }
 
 impl Context {
@@ -75,7 +89,34 @@ impl Context {
                 ctx: ctx.clone(),
                 handle: resp.pd_handle,
                 driver,
+                imported: false,
             }),
+            domain: None,
+        })
+    }
+
+    /// The PD another context of the same kernel user context allocated,
+    /// by its handle, like `ibv_import_pd` (see [`Context::import`]; the
+    /// handle comes from [`ProtectionDomain::handle`] over there). Dropped
+    /// or [`ProtectionDomain::unimport`]ed, it leaves the kernel PD to its
+    /// owner.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` on a provider that imports nothing (rxe); the kernel's
+    /// answer for a handle that names nothing (`ENOENT`) or no PD (`EINVAL`).
+    #[doc(alias = "ibv_import_pd")]
+    pub fn import_pd(&self, handle: u32) -> Result<ProtectionDomain> {
+        let ctx = &self.inner;
+        let driver = ctx.provider.import_pd(ctx.device(), handle)?;
+        Ok(ProtectionDomain {
+            inner: Owned::new(PdInner {
+                ctx: ctx.clone(),
+                handle,
+                driver,
+                imported: true,
+            }),
+            domain: None,
         })
     }
 }
@@ -96,9 +137,46 @@ impl ProtectionDomain {
     /// Deallocates the PD now, like `ibv_dealloc_pd`, reporting errors.
     ///
     /// Fails with `EBUSY` while other handles to it or objects created from
-    /// it exist; it is then deallocated when the last of them is dropped.
+    /// it exist (parent domains over it among them); it is then deallocated
+    /// when the last of them is dropped. [`ProtectionDomain::try_destroy`]
+    /// gives the handle back instead. An imported PD is deallocated too,
+    /// for its owner as well (as `ibv_dealloc_pd` does); to let go of it
+    /// only, drop it or [`ProtectionDomain::unimport`] it.
     #[doc(alias = "ibv_dealloc_pd")]
     pub fn destroy(self) -> Result<()> {
-        object::destroy(self.inner, "ibv_dealloc_pd")
+        self.try_destroy().map_err(Into::into)
+    }
+
+    /// The provider's view of what a parent domain adds (nothing for a
+    /// plain PD).
+    pub(crate) fn any_domain(&self) -> AnyDomain<'_> {
+        self.domain
+            .as_deref()
+            .map(DomainInner::as_any)
+            .unwrap_or_default()
+    }
+
+    /// Whether the PD was imported ([`Context::import_pd`]).
+    pub fn is_imported(&self) -> bool {
+        self.inner.imported
+    }
+
+    /// Lets go of an imported PD, like `ibv_unimport_pd`: the kernel PD
+    /// stays its owner's (objects created from this handle keep it until
+    /// they are gone). A PD this context allocated is given back
+    /// (`EINVAL`): it owns its kernel object, [`ProtectionDomain::destroy`]
+    /// or drop it.
+    #[doc(alias = "ibv_unimport_pd")]
+    pub fn unimport(self) -> std::result::Result<(), DestroyError<Self>> {
+        if !self.inner.imported {
+            let e = Error::new(
+                "ibv_unimport_pd",
+                ErrorKind::InvalidArgument,
+                "the PD was allocated here, not imported",
+            );
+            return Err(DestroyError::new(self, e));
+        }
+        drop(self);
+        Ok(())
     }
 }

@@ -29,12 +29,14 @@ use crate::{
         Registry, Stream, Target,
     },
     object::{Destroy, Owned, ParentLink},
+    parent_domain::DomainInner,
     pd::{PdInner, ProtectionDomain},
     providers::{AnyQp, AnyQpLinks, AnyQpShared, DriverData, QpCreated, QpRequest},
     qp_attr::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
     },
+    qp_options::QpCreateOptions,
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
     qpx::{self, WrSession},
     recv_queue::RecvQueue,
@@ -71,6 +73,9 @@ pub struct QpInitAttr<'a> {
 pub(crate) struct QpInner {
     pub(crate) ctx: Arc<ContextInner>,
     _pd: Arc<Owned<PdInner>>,
+    /// The parent domain it was made in, which its queue memory may come
+    /// from.
+    _domain: Option<Arc<DomainInner>>,
     // Counted in their parents' `children` while the QP exists.
     _send_cq: ParentLink<CqInner>,
     _recv_cq: ParentLink<CqInner>,
@@ -210,6 +215,21 @@ impl ProtectionDomain {
     /// Creates a queue pair, like `ibv_create_qp`.
     #[doc(alias = "ibv_create_qp")]
     pub fn create_qp(&self, init: &QpInitAttr<'_>) -> Result<QueuePair> {
+        self.create_qp_with(init, &QpCreateOptions::default())
+    }
+
+    /// Creates a queue pair with creation flags or declared send
+    /// operations, like `ibv_create_qp_ex` with
+    /// `IBV_QP_INIT_ATTR_CREATE_FLAGS` / `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`
+    /// (see [`QpCreateOptions`]). Creation flags need the `QP_CREATE`
+    /// ioctl method (the legacy write command has no room for them):
+    /// without it they fail with `EOPNOTSUPP`.
+    #[doc(alias = "ibv_create_qp_ex")]
+    pub fn create_qp_with(
+        &self,
+        init: &QpInitAttr<'_>,
+        opts: &QpCreateOptions,
+    ) -> Result<QueuePair> {
         let op = "UVERBS_METHOD_QP_CREATE";
         let ctx = &self.inner.ctx;
         for cq in [init.send_cq, init.recv_cq] {
@@ -245,19 +265,22 @@ impl ProtectionDomain {
         }
         let request = QpRequest {
             qp_type: init.qp_type,
-            cap: QpCap {
-                max_send_wr: cap.max_send_wr,
-                max_recv_wr: cap.max_recv_wr,
-                max_send_sge: cap.max_send_sge,
-                max_recv_sge: cap.max_recv_sge,
-                max_inline_data: cap.max_inline_data,
-            },
+            cap: init.cap,
             sq_sig_all: init.sq_sig_all,
             has_srq: init.srq.is_some(),
+            create_flags: opts.create_flags,
+            send_ops: opts.send_ops,
         };
-        let (plan, shared) = ctx
-            .provider
-            .plan_qp(ctx.device(), &self.inner.driver, &request)?;
+        let mut flags = opts.create_flags.bits();
+        if init.sq_sig_all {
+            flags |= abi::IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
+        }
+        let (plan, shared) = ctx.provider.plan_qp(
+            ctx.device(),
+            &self.inner.driver,
+            &request,
+            self.any_domain(),
+        )?;
         let mut out = (plan, cap, 0u32);
         let handle = ctx
             .ioctl_or_write(
@@ -285,11 +308,8 @@ impl ProtectionDomain {
                         abi::UVERBS_ATTR_CREATE_QP_TYPE,
                         u64::from(init.qp_type.raw()),
                     );
-                    if init.sq_sig_all {
-                        cmd.flags_in(
-                            abi::UVERBS_ATTR_CREATE_QP_FLAGS,
-                            u64::from(abi::IB_UVERBS_QP_CREATE_SQ_SIG_ALL),
-                        );
+                    if flags != 0 {
+                        cmd.flags_in(abi::UVERBS_ATTR_CREATE_QP_FLAGS, u64::from(flags));
                     }
                     cmd.fd(abi::UVERBS_ATTR_CREATE_QP_EVENT_FD, ctx.async_fd.as_fd());
                     cmd.output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, resp_cap.as_mut_bytes());
@@ -303,6 +323,12 @@ impl ProtectionDomain {
                     Ok(cmd.new_handle(h))
                 },
                 |(plan, resp_cap, qp_num)| {
+                    if !opts.create_flags.is_empty() {
+                        // libibverbs would use EX_CREATE_QP
+                        // (`fallback_require_ex`); kernels without the
+                        // ioctl method predate 6.1.
+                        return Err(Errno::EOPNOTSUPP);
+                    }
                     let mut req = abi::IbUverbsCreateQp::new_zeroed();
                     req.user_handle = user_handle;
                     req.pd_handle = self.inner.handle;
@@ -353,6 +379,7 @@ impl ProtectionDomain {
         let inner = Owned::new(QpInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
+            _domain: self.domain.clone(),
             _send_cq: cq_link(init.send_cq),
             _recv_cq: cq_link(init.recv_cq),
             _srq: init
@@ -368,13 +395,13 @@ impl ProtectionDomain {
             shared,
         });
         ctx.events.insert(user_handle, Target::new(events, &inner));
-        let cap = QpCap {
+        let cap = inner.shared.granted_cap(&QpCap {
             max_send_wr: got.max_send_wr,
             max_recv_wr: got.max_recv_wr,
             max_send_sge: got.max_send_sge,
             max_recv_sge: got.max_recv_sge,
             max_inline_data: got.max_inline_data,
-        };
+        });
         let queues = ctx.provider.finish_qp(
             ctx.device(),
             plan,

@@ -196,6 +196,7 @@ pub(crate) mod sealed {
 
 // The providers' side of typed sessions lives with the providers
 // (`providers/typed.rs`): the markers, and each one's batch.
+pub use crate::providers::typed::RawWqes;
 pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};
 use crate::providers::typed::{Queues, TypedProvider};
 
@@ -470,6 +471,25 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
         }
     }
 
+    /// Writes one request of a provider's own kind through its view
+    /// (`f`; mlx5's raw WQEs), counted as the session's; on an error
+    /// nothing of it is taken.
+    pub(crate) fn push_own(
+        &mut self,
+        f: impl FnOnce(&mut <P as TypedProvider>::View<'q>) -> Result<(), crate::PostErrorKind>,
+    ) -> Result<(), PostError> {
+        match f(&mut self.view) {
+            Ok(()) => {
+                self.pushed += 1;
+                Ok(())
+            }
+            Err(kind) => Err(PostError {
+                index: self.pushed,
+                kind,
+            }),
+        }
+    }
+
     /// Checks and writes one request; on an error nothing of it is taken.
     #[inline(always)]
     fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
@@ -487,7 +507,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     }
 }
 
-impl<K: QpKind> WrSession<'_, K, crate::qpx::Mlx5> {
+impl<K: QpKind, P: RawWqes> WrSession<'_, K, P> {
     /// Posts a WQE the program built itself, like `mlx5dv_wr_raw_wqe`: the
     /// bytes of a whole send WQE (ctrl segment first, in the device's byte
     /// order), its size the ctrl segment's DS (`qpn_ds & 0x3f` 16-byte
@@ -504,16 +524,7 @@ impl<K: QpKind> WrSession<'_, K, crate::qpx::Mlx5> {
     /// is counted in WQEs of that size).
     #[doc(alias = "mlx5dv_wr_raw_wqe")]
     pub fn raw_wqe(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostError> {
-        match self.view.push_raw(wr_id, wqe) {
-            Ok(()) => {
-                self.pushed += 1;
-                Ok(())
-            }
-            Err(kind) => Err(PostError {
-                index: self.pushed,
-                kind,
-            }),
-        }
+        self.push_own(|b| P::push_raw(b, wr_id, wqe))
     }
 }
 

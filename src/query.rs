@@ -88,8 +88,8 @@ impl Context {
                 "ibv_query_rt_values_ex",
                 ErrorKind::UnsupportedProvider,
                 format!(
-                    "the {} provider reads no device clock here (mlx5 maps it when the kernel \
-                     offers MLX5_IB_ALLOC_UCONTEXT_RESP_MASK_CORE_CLOCK_OFFSET)",
+                    "the {} provider reads no device clock on this context (none, or the \
+                     kernel maps none)",
                     self.provider_name()
                 ),
             )),

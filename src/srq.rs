@@ -25,6 +25,7 @@ use crate::{
         Registry, Stream, Target,
     },
     object::{Destroy, Owned},
+    parent_domain::DomainInner,
     pd::{PdInner, ProtectionDomain},
     providers::{AnySrq, AnySrqShared, DriverData, SrqCreated, SrqRequest},
     sys::Errno,
@@ -52,6 +53,9 @@ pub struct SrqAttr {
 pub(crate) struct SrqInner {
     pub(crate) ctx: Arc<ContextInner>,
     _pd: Arc<Owned<PdInner>>,
+    /// The parent domain it was made in, which its queue memory may come
+    /// from.
+    _domain: Option<Arc<DomainInner>>,
     pub(crate) handle: u32,
     pub(crate) user_handle: u64,
     /// `SrqOptions::context`.
@@ -137,6 +141,7 @@ impl ProtectionDomain {
                 max_wr: attr.max_wr,
                 max_sge: attr.max_sge,
             },
+            self.any_domain(),
         )?;
         let user_handle = ctx.events.new_handle();
         let mut out = (plan, 0u32, 0u32);
@@ -214,6 +219,7 @@ impl ProtectionDomain {
         let inner = Owned::new(SrqInner {
             ctx: ctx.clone(),
             _pd: self.inner.clone(),
+            _domain: self.domain.clone(),
             handle,
             user_handle,
             context: opts.context,

@@ -27,6 +27,9 @@ use std::{
 
 /// Modules of the crate a provider may import.
 /// (`event_fd`: the one reader of event fds, which mlx5's DevX channels use;
+/// `fork`: the process's fork protection, which the buffers providers
+/// allocate for the device go through, as libibverbs offers its providers
+/// `ibv_dontfork_range` (`driver.h`);
 /// `testing`: the test doubles, for the providers' unit tests; the module
 /// exists only in test and `test-utils` builds, so other code that names it
 /// does not build.)
@@ -34,6 +37,7 @@ const VOCABULARY: &[&str] = &[
     "abi",
     "error",
     "event_fd",
+    "fork",
     "ioctl",
     // The synchronisation primitives, std's or loom's (`--cfg loom`).
     "sync",

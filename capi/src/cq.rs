@@ -48,8 +48,10 @@ use crate::{
     layout::{
         context::ibv_context,
         cq::{ibv_comp_channel, ibv_cq, ibv_cq_ex, ibv_wc},
+        pd::ibv_pd,
         pthread_cond_t, pthread_mutex_t, AnyFn,
     },
+    pd::Pd,
 };
 
 /// Completion events handed out and acknowledged, and whether a destroy
@@ -246,6 +248,9 @@ pub(crate) struct CqCreate {
     pub(crate) channel: *mut ibv_comp_channel,
     pub(crate) comp_vector: c_int,
     pub(crate) wc_flags: WcExFlags,
+    /// `ibv_create_cq_ex`'s `parent_domain` (`IBV_CQ_INIT_ATTR_MASK_PD`),
+    /// or NULL.
+    pub(crate) parent_domain: *mut ibv_pd,
 }
 
 /// Creates a CQ: boxes the C object, lets `fill` set its `ibv_cq_ex` part
@@ -342,8 +347,26 @@ pub(crate) unsafe fn create_with(
         comp_vector,
         context: raw as u64,
         wc_flags: attr.wc_flags,
+        parent_domain: None,
     };
-    match make(&ctx.uv, cqe, opts) {
+    let made = if attr.parent_domain.is_null() {
+        Ok(make(&ctx.uv, cqe, opts))
+    } else {
+        // SAFETY: the caller's contract: a live PD of this library.
+        unsafe { Pd::from_c(attr.parent_domain) }.and_then(|pd| {
+            pd.with(|pd| {
+                make(
+                    &ctx.uv,
+                    cqe,
+                    CqOptions {
+                        parent_domain: Some(pd),
+                        ..opts
+                    },
+                )
+            })
+        })
+    };
+    match made.and_then(|r| r.map_err(|e| errno::of(&e))) {
         Ok(q) => {
             // SAFETY: `raw` is the allocation just made; nothing else has
             // its address yet (the uverbs CQ keeps it as a number).
@@ -359,7 +382,7 @@ pub(crate) unsafe fn create_with(
             if let Some(ch) = channel {
                 ch.detach();
             }
-            Err(errno::of(&e))
+            Err(e)
         }
     }
 }
@@ -385,6 +408,7 @@ pub unsafe extern "C" fn ibv_create_cq(
         channel,
         comp_vector,
         wc_flags: WcExFlags::STANDARD,
+        parent_domain: core::ptr::null_mut(),
     };
     // SAFETY: the caller's contract.
     match unsafe { create(context, &attr, crate::cq_ex::fill_ops) } {

@@ -69,7 +69,6 @@ use crate::{
         AnyFn,
     },
     owner::{thread_token, OwnerLock},
-    pd::Pd,
 };
 
 /// `IBV_CQ_INIT_ATTR_MASK_FLAGS`: `flags` is valid.
@@ -103,14 +102,16 @@ pub(crate) fn create_args(a: &ibv_cq_init_attr_ex) -> Result<CqCreate, Errno> {
     if a.comp_mask & MASK_FLAGS != 0 && a.flags & !SINGLE_THREADED != 0 {
         return Err(Errno::EOPNOTSUPP);
     }
-    if a.comp_mask & MASK_PD != 0 {
-        // A parent domain (custom buffer allocators) is the only use of a
-        // PD here; this library makes none, and rdma-core's rxe ignores
-        // the PD. A NULL one is refused.
-        // SAFETY: `Pd::from_c` only tests NULL before the program's
-        // pointer is used, and nothing below uses it.
-        unsafe { Pd::from_c(a.parent_domain) }?;
-    }
+    // The parent domain whose allocator the CQ's memory comes from (mlx5;
+    // rxe ignores it, as rdma-core's). A NULL one is refused.
+    let parent_domain = if a.comp_mask & MASK_PD != 0 {
+        if a.parent_domain.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        a.parent_domain
+    } else {
+        core::ptr::null_mut()
+    };
     let (Ok(cqe), Ok(comp_vector)) = (c_int::try_from(a.cqe), c_int::try_from(a.comp_vector))
     else {
         // The kernel's answer for a cqe above max_cqe, and uverbs' for a
@@ -123,6 +124,7 @@ pub(crate) fn create_args(a: &ibv_cq_init_attr_ex) -> Result<CqCreate, Errno> {
         channel: a.channel,
         comp_vector,
         wc_flags: WcExFlags::from_bits_retain(a.wc_flags),
+        parent_domain,
     })
 }
 

@@ -16,15 +16,13 @@ use core::ffi::{c_char, c_int, CStr};
 use std::{
     ffi::CString,
     os::{
-        fd::{AsFd, AsRawFd},
+        fd::{AsFd, AsRawFd, FromRawFd},
         unix::ffi::OsStringExt,
     },
     sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError},
 };
 
 use uverbs::{
-    abi,
-    netlink::{self, Request},
     sys::{Errno, Kernel},
     DeviceInfo, NodeType,
 };
@@ -314,6 +312,58 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
     Context::create(uv, d.as_c(), cmd_fd, async_fd)
 }
 
+/// `ibv_import_device`: a context on the kernel context whose command fd
+/// `cmd_fd` is (a duplicate of another context's `cmd_fd`, maybe another
+/// process's), through `uverbs::Context::import`. NULL and `errno` on
+/// failure: `EINVAL` when `cmd_fd` is no character device, `ENODEV` when
+/// no RDMA device has it, `EOPNOTSUPP` on a provider that imports nothing
+/// (rxe, as rdma-core's rxe) or a kernel that cannot describe the
+/// context.
+///
+/// As in libibverbs, the library takes `cmd_fd` over on success: the
+/// context works on a duplicate of its own, so `cmd_fd` itself is closed
+/// at once (libibverbs closes it at `ibv_close_device`), and
+/// `ctx->cmd_fd` is the duplicate. On failure `cmd_fd` stays the
+/// program's (libibverbs closes it when the provider's import fails).
+///
+/// # Safety
+/// None beyond C's: `cmd_fd` is only `fstat`ed and duplicated until the
+/// import succeeded; then the program has handed it over.
+#[export_name = "uverbs_ibv_import_device"]
+pub unsafe extern "C" fn ibv_import_device(cmd_fd: c_int) -> *mut ibv_context {
+    let mut st = core::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fstat` writes a `struct stat` into the buffer given; an
+    // invalid descriptor makes it fail, not misbehave.
+    let rc = unsafe { libc::fstat(cmd_fd, st.as_mut_ptr()) };
+    // SAFETY: `fstat` succeeded, so it filled the struct.
+    if rc != 0 || unsafe { st.assume_init_ref() }.st_mode & libc::S_IFMT != libc::S_IFCHR {
+        return errno::null(Errno::EINVAL);
+    }
+    // SAFETY: `cmd_fd` is open (fstat succeeded); the borrow ends with the
+    // import, which duplicates it.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(cmd_fd) };
+    let uv = match uverbs::Context::import(kernel(), borrowed) {
+        Ok(uv) => uv,
+        Err(e) => return errno::null(errno::of(&e)),
+    };
+    // The device entry programs compare `ctx->device` with.
+    let info = uv.device();
+    let dev = scan().ok().and_then(|list| {
+        list.into_iter()
+            .find(|d| (&d.info.name, d.info.dev) == (&info.name, info.dev))
+    });
+    let Some(dev) = dev else {
+        return errno::null(Errno::ENODEV);
+    };
+    // SAFETY: the program handed `cmd_fd` over (libibverbs' contract); the
+    // context works on its own duplicate.
+    drop(unsafe { std::os::fd::OwnedFd::from_raw_fd(cmd_fd) });
+    // SAFETY: as in `ibv_open_device`.
+    let own_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
+    let async_fd = uv.async_fd().as_fd().as_raw_fd();
+    Context::create(uv, dev.as_c(), own_fd, async_fd)
+}
+
 /// `ibv_close_device`: frees the context; 0, or -1 and `EINVAL` for NULL.
 ///
 /// # Safety
@@ -396,51 +446,33 @@ pub unsafe extern "C" fn ibv_read_sysfs_file(
     c_int::try_from(len).unwrap_or(c_int::MAX)
 }
 
-/// Whether the kernel keeps pinned pages in the parent on `fork`
-/// (`RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`, Linux 5.13+), which makes
-/// libibverbs' `MADV_DONTFORK` bookkeeping unneeded.
-fn copy_on_fork() -> bool {
-    let mut req = Request::nldev(abi::RDMA_NLDEV_CMD_SYS_GET, netlink::NLM_F_REQUEST, 1);
-    let mut cof = false;
-    let asked = kernel().netlink_rdma(req.finish(), &mut |msg| {
-        for a in netlink::attrs(msg) {
-            if a.kind == abi::RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK {
-                cof = a.u8().is_some_and(|v| v != 0);
-            }
-        }
-    });
-    asked.is_ok() && cof
-}
-
-/// `ibv_fork_init`: 0 when the kernel makes fork safe by itself (copy on
-/// fork, as newer libibverbs answers); `EOPNOTSUPP` otherwise: uverbs does
-/// not mark registered memory `MADV_DONTFORK`, so this library cannot make
-/// an older kernel's fork safe.
+/// `ibv_fork_init`: turns on uverbs' fork protection
+/// ([`uverbs::fork_init`]: registered memory and queue buffers
+/// `MADV_DONTFORK` while they exist), as libibverbs 44 does whatever the
+/// kernel: 0, or `EINVAL` when memory was registered before (libibverbs'
+/// `too_late`), `ENOSYS` when the kernel refuses `MADV_DONTFORK`.
 ///
 /// # Safety
 /// None.
 #[export_name = "uverbs_ibv_fork_init"]
 pub unsafe extern "C" fn ibv_fork_init() -> c_int {
-    if copy_on_fork() {
-        0
-    } else {
-        errno::positive(Errno::EOPNOTSUPP)
+    match uverbs::fork_init() {
+        Ok(()) => 0,
+        Err(e) => errno::positive(errno::of(&e)),
     }
 }
 
-/// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2) on a copy-on-fork
-/// kernel, `IBV_FORK_DISABLED` (0) otherwise (this library never enables
-/// the `MADV_DONTFORK` bookkeeping).
+/// `ibv_is_fork_initialized`: `IBV_FORK_UNNEEDED` (2) on a kernel that
+/// copies pinned pages at fork (nldev `RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK`,
+/// Linux 5.13+), else `IBV_FORK_ENABLED` (1) after a successful
+/// `ibv_fork_init` (or `RDMAV_FORK_SAFE`), `IBV_FORK_DISABLED` (0)
+/// otherwise ([`uverbs::fork_status_with`]).
 ///
 /// # Safety
 /// None.
 #[export_name = "uverbs_ibv_is_fork_initialized"]
 pub unsafe extern "C" fn ibv_is_fork_initialized() -> c_int {
-    if copy_on_fork() {
-        2
-    } else {
-        0
-    }
+    uverbs::fork_status_with(kernel().as_ref()).raw() as c_int
 }
 
 /// `ibv_node_type_str`: libibverbs' text for an `enum ibv_node_type`.

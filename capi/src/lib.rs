@@ -40,6 +40,7 @@ mod cq_ex;
 
 mod ah;
 mod mw;
+mod parent_domain;
 mod pd;
 mod qp;
 mod qp_ex;

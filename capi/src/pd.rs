@@ -1,21 +1,25 @@
 //! Protection domains and memory regions: `ibv_alloc_pd`, `ibv_dealloc_pd`,
 //! `ibv_reg_mr` (and its `_iova`/`_iova2` forms), `ibv_reg_dmabuf_mr`,
-//! `ibv_rereg_mr`, `ibv_dereg_mr`.
+//! `ibv_rereg_mr`, `ibv_dereg_mr`, and their imports from another context
+//! (`ibv_import_pd`, `ibv_unimport_pd`, `ibv_import_mr`, `ibv_unimport_mr`).
 //!
 //! A [`Pd`] holds its uverbs [`ProtectionDomain`] behind a `RwLock`: the
 //! objects made from it (MRs here, QPs, SRQs and AHs in their modules) take
 //! it shared through [`Pd::with`], the deallocation exclusively.
 //!
+//! A parent domain (`ibv_alloc_parent_domain`, `parent_domain.rs`) is a
+//! [`Pd`] too, holding uverbs' parent domain: every verb that takes a PD
+//! takes it.
+//!
 //! # When uverbs refuses a deallocation
 //!
-//! uverbs' `ProtectionDomain::destroy` and `MemoryRegion::destroy` consume
-//! the handle and do not give it back when they fail (CQs, QPs and SRQs do,
-//! in their `DestroyError`). The PD's memory regions are counted here, so
-//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs; for
-//! the other objects that use a PD (QPs, SRQs, AHs) uverbs answers `EBUSY`
-//! and the handle is gone: the kernel PD then lives until the last of them
-//! is destroyed, the C object stays readable, no new object can be made
-//! from it (`EINVAL`), and the next `ibv_dealloc_pd` frees the C object.
+//! `ibv_dealloc_pd` uses uverbs' `ProtectionDomain::try_destroy`, which
+//! gives the PD back on any failure (`EBUSY` while QPs, SRQs, AHs, MWs,
+//! CQs of a parent domain or parent domains over it use it; the kernel's
+//! refusal): the C object is then as it was, and can be deallocated again.
+//! `MemoryRegion::destroy` consumes the handle and does not give it back
+//! when it fails, so the PD's memory regions are counted here, and
+//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs.
 
 #![allow(unsafe_code)]
 
@@ -23,7 +27,7 @@ use core::ffi::{c_int, c_uint, c_void};
 use std::{
     os::fd::BorrowedFd,
     sync::{
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicUsize, Ordering},
         Mutex, PoisonError, RwLock,
     },
 };
@@ -69,9 +73,6 @@ pub struct Pd {
     pd: RwLock<Option<ProtectionDomain>>,
     /// Memory regions registered in it and not deregistered.
     mrs: AtomicUsize,
-    /// uverbs refused the deallocation and kept the PD for the objects
-    /// that use it (see the module documentation).
-    orphaned: AtomicBool,
 }
 
 // SAFETY: the C part is written once before the object is handed out; its
@@ -102,6 +103,21 @@ impl Pd {
         pd.as_ref().map(f).ok_or(Errno::EINVAL)
     }
 
+    /// Boxes `uv` (a PD or a parent domain of `ctx`) as the C object and
+    /// returns the program's pointer.
+    pub(crate) fn into_c(ctx: &Context, uv: ProtectionDomain) -> *mut ibv_pd {
+        let pd = Box::new(Pd {
+            c: ibv_pd {
+                context: ctx.as_c(),
+                handle: uv.handle(),
+            },
+            ctx,
+            pd: RwLock::new(Some(uv)),
+            mrs: AtomicUsize::new(0),
+        });
+        Box::into_raw(pd).cast()
+    }
+
     /// The context the PD belongs to.
     pub(crate) fn context(&self) -> &Context {
         // SAFETY: set from a live context at allocation; verbs.h's contract
@@ -121,6 +137,9 @@ pub struct Mr {
     /// Registered from a dma-buf (libibverbs' `IBV_MR_TYPE_DMABUF_MR`,
     /// which `ibv_rereg_mr` refuses).
     dmabuf: bool,
+    /// Imported (`ibv_import_mr`, libibverbs' `IBV_MR_TYPE_IMPORTED_MR`):
+    /// not counted in its PD, which may be unimported first.
+    imported: bool,
 }
 
 // SAFETY: as for `Pd`.
@@ -152,21 +171,10 @@ pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd 
         Ok(c) => c,
         Err(e) => return errno::null(e),
     };
-    let uv = match ctx.uv.alloc_pd() {
-        Ok(pd) => pd,
-        Err(e) => return errno::null(errno::of(&e)),
-    };
-    let pd = Box::new(Pd {
-        c: ibv_pd {
-            context: ctx.as_c(),
-            handle: uv.handle(),
-        },
-        ctx,
-        pd: RwLock::new(Some(uv)),
-        mrs: AtomicUsize::new(0),
-        orphaned: AtomicBool::new(false),
-    });
-    Box::into_raw(pd).cast()
+    match ctx.uv.alloc_pd() {
+        Ok(uv) => Pd::into_c(ctx, uv),
+        Err(e) => errno::null(errno::of(&e)),
+    }
 }
 
 /// Deallocates a protection domain: 0, or the positive errno (`EBUSY`
@@ -188,16 +196,14 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
         if p.mrs.load(Ordering::Acquire) > 0 {
             return errno::positive(Errno::EBUSY);
         }
-        match guard.take() {
-            Some(uv) => {
-                if let Err(e) = uv.destroy() {
-                    p.orphaned.store(true, Ordering::Release);
-                    return errno::positive(errno::of(&e));
-                }
-            }
-            // uverbs kept it for its last users; it goes with them.
-            None if p.orphaned.load(Ordering::Acquire) => {}
-            None => return errno::positive(Errno::EINVAL),
+        let Some(uv) = guard.take() else {
+            return errno::positive(Errno::EINVAL);
+        };
+        // A refused deallocation gives the PD back, as it was.
+        if let Err(e) = uv.try_destroy() {
+            let (uv, e) = e.into_parts();
+            *guard = Some(uv);
+            return errno::positive(errno::of(&e));
         }
     }
     // SAFETY: `pd` came from `Box::into_raw` in `ibv_alloc_pd` and the
@@ -231,7 +237,10 @@ fn new_mr(
     length: usize,
     dmabuf: bool,
 ) -> *mut ibv_mr {
-    p.mrs.fetch_add(1, Ordering::AcqRel);
+    let imported = mr.is_imported();
+    if !imported {
+        p.mrs.fetch_add(1, Ordering::AcqRel);
+    }
     let boxed = Box::new(Mr {
         c: ibv_mr {
             context: p.c.context,
@@ -245,6 +254,7 @@ fn new_mr(
         mr: Mutex::new(Some(mr)),
         pd: p,
         dmabuf,
+        imported,
     });
     Box::into_raw(boxed).cast()
 }
@@ -384,10 +394,12 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
         return errno::positive(Errno::EINVAL);
     };
     let result = uv.destroy();
-    // SAFETY: a PD outlives its MRs (its deallocation fails while they
-    // are counted).
-    let p = unsafe { &*m.pd };
-    p.mrs.fetch_sub(1, Ordering::AcqRel);
+    if !m.imported {
+        // SAFETY: a PD outlives the MRs it counts (its deallocation fails
+        // while they are counted).
+        let p = unsafe { &*m.pd };
+        p.mrs.fetch_sub(1, Ordering::AcqRel);
+    }
     if let Err(e) = result {
         return errno::positive(errno::of(&e));
     }
@@ -395,6 +407,111 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
     // gives it up with this call.
     drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
     0
+}
+
+/// `ibv_import_pd`: the PD another context of the same kernel context
+/// allocated, by its handle (`uverbs::Context::import_pd`); NULL and
+/// `errno` on failure (`EOPNOTSUPP` on rxe, as rdma-core's rxe; the
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL context).
+///
+/// # Safety
+/// `context` is NULL or an open context of this library.
+#[export_name = "uverbs_ibv_import_pd"]
+pub unsafe extern "C" fn ibv_import_pd(context: *mut ibv_context, pd_handle: u32) -> *mut ibv_pd {
+    // SAFETY: the caller's contract.
+    let ctx = match unsafe { Context::from_c(context) } {
+        Ok(c) => c,
+        Err(e) => return errno::null(e),
+    };
+    let uv = match ctx.uv.import_pd(pd_handle) {
+        Ok(pd) => pd,
+        Err(e) => return errno::null(errno::of(&e)),
+    };
+    Pd::into_c(ctx, uv)
+}
+
+/// `ibv_unimport_pd`: frees the PD object and lets go of the kernel PD,
+/// which stays its owner's (`uverbs::ProtectionDomain::unimport`); objects
+/// made from it keep it until they are gone. A PD this library allocated
+/// (not imported) is deallocated. NULL: nothing.
+///
+/// # Safety
+/// `pd` is NULL or a PD of this library not yet freed; the program uses it
+/// no more.
+#[export_name = "uverbs_ibv_unimport_pd"]
+pub unsafe extern "C" fn ibv_unimport_pd(pd: *mut ibv_pd) {
+    // SAFETY: the caller's contract.
+    let Ok(p) = (unsafe { Pd::from_c(pd) }) else {
+        return;
+    };
+    let uv = p.pd.write().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(uv) = uv {
+        // Not imported: given back, and dropped (deallocated).
+        drop(uv.unimport());
+    }
+    // SAFETY: `pd` came from `Box::into_raw` here or in `ibv_alloc_pd` and
+    // the program gives it up with this call.
+    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+}
+
+/// `ibv_import_mr`: the memory region another context registered, by its
+/// handle (`uverbs::ProtectionDomain::import_mr`: `QUERY_MR`'s keys and
+/// length); `mr->addr` is NULL, as libibverbs leaves it (the memory is
+/// the owner's). NULL and `errno` on failure (`EOPNOTSUPP` on rxe; the
+/// kernel's `ENOENT` for a handle that names nothing, `EINVAL` for one of
+/// another object; `EINVAL` for a NULL PD).
+///
+/// # Safety
+/// `pd` is NULL or a live PD of this library.
+#[export_name = "uverbs_ibv_import_mr"]
+pub unsafe extern "C" fn ibv_import_mr(pd: *mut ibv_pd, mr_handle: u32) -> *mut ibv_mr {
+    // SAFETY: the caller's contract.
+    let p = match unsafe { Pd::from_c(pd) } {
+        Ok(p) => p,
+        Err(e) => return errno::null(e),
+    };
+    let made = p.with(|uv| {
+        uv.import_mr(mr_handle)
+            .map(|mr| {
+                let len = mr.len();
+                new_mr(p, pd, mr, core::ptr::null_mut(), len, false)
+            })
+            .map_err(|e| errno::of(&e))
+    });
+    match made {
+        Ok(Ok(mr)) => mr,
+        Ok(Err(e)) | Err(e) => errno::null(e),
+    }
+}
+
+/// `ibv_unimport_mr`: frees the MR object and lets go of the region,
+/// which stays registered for its owner
+/// (`uverbs::MemoryRegion::unimport`). A region this library registered
+/// (not imported) is deregistered. NULL: nothing.
+///
+/// # Safety
+/// `mr` is NULL or an MR of this library not yet freed; the program uses
+/// it no more.
+#[export_name = "uverbs_ibv_unimport_mr"]
+pub unsafe extern "C" fn ibv_unimport_mr(mr: *mut ibv_mr) {
+    // SAFETY: the caller's contract.
+    let Ok(m) = (unsafe { Mr::from_c(mr) }) else {
+        return;
+    };
+    let uv = m.mr.lock().unwrap_or_else(PoisonError::into_inner).take();
+    if let Some(uv) = uv {
+        // Not imported: given back, and dropped (deregistered).
+        drop(uv.unimport());
+        if !m.imported {
+            // SAFETY: as in `ibv_dereg_mr`.
+            let p = unsafe { &*m.pd };
+            p.mrs.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+    // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
+    // gives it up with this call.
+    drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
 }
 
 /// Re-registers a memory region. uverbs cannot (the kernel's REREG_MR is

@@ -23,7 +23,10 @@ use core::{
     ptr::null_mut,
 };
 
-use uverbs::{sys::Errno, QpAttrMask, QpInitAttr, QueuePair, RecvQueue, SharedReceiveQueue};
+use uverbs::{
+    sys::Errno, QpAttrMask, QpCreateFlags, QpCreateOptions, QpInitAttr, QueuePair, RecvQueue,
+    SendOpsFlags, SharedReceiveQueue,
+};
 
 use crate::{
     cq::{self, Cq},
@@ -54,6 +57,8 @@ use std::sync::{
 /// `IBV_QP_INIT_ATTR_*` of `ibv_qp_init_attr_ex.comp_mask`.
 const IBV_QP_INIT_ATTR_PD: u32 = 1 << 0;
 const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
+/// `IBV_QP_CREATE_SOURCE_QPN` (`ibv_qp_init_attr_ex.source_qpn`).
+const IBV_QP_CREATE_SOURCE_QPN: u32 = 1 << 10;
 /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: the `ibv_wr_*` operations asked for
 /// (`qp_ex::check_send_ops`).
 const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
@@ -171,6 +176,8 @@ struct Request {
     /// Through the `create_qp_ex` op: `ibv_qp_to_qp_ex` gives the QP's
     /// `ibv_qp_ex`.
     extended: bool,
+    /// `create_flags` and `send_ops_flags` of `ibv_qp_init_attr_ex`.
+    opts: QpCreateOptions,
 }
 
 /// Creates the QP `req` describes; returns it and the capacities granted.
@@ -200,15 +207,18 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
                 s: &uverbs::CompletionQueue,
                 r: &uverbs::CompletionQueue,
                 q: Option<&SharedReceiveQueue>| {
-        pd.create_qp(&QpInitAttr {
-            qp_type,
-            send_cq: s,
-            recv_cq: r,
-            srq: q,
-            cap: attr::cap(&req.cap),
-            sq_sig_all: req.sq_sig_all != 0,
-            context: address,
-        })
+        pd.create_qp_with(
+            &QpInitAttr {
+                qp_type,
+                send_cq: s,
+                recv_cq: r,
+                srq: q,
+                cap: attr::cap(&req.cap),
+                sq_sig_all: req.sq_sig_all != 0,
+                context: address,
+            },
+            &req.opts,
+        )
     };
     let made = pd.with(|uv_pd| {
         cq::with_cqs(send, recv, |s, r| match srq {
@@ -270,6 +280,7 @@ pub unsafe extern "C" fn ibv_create_qp(
         qp_type: a.qp_type,
         sq_sig_all: a.sq_sig_all,
         extended: false,
+        opts: QpCreateOptions::new(),
     };
     // SAFETY: the caller's contract.
     match unsafe { create(&req) } {
@@ -282,11 +293,13 @@ pub unsafe extern "C" fn ibv_create_qp(
 }
 
 /// The `create_qp_ex` op (`ibv_create_qp_ex`): the PD comes in the
-/// attributes (`IBV_QP_INIT_ATTR_PD`, required), create flags are taken
-/// only when none is set (uverbs has none), `send_ops_flags` when uverbs
-/// posts every operation they name on the QP's type (`EOPNOTSUPP`
-/// otherwise, as rxe refuses what it lacks), and XRC, TSO and RSS fail
-/// with `EOPNOTSUPP`. The QP it makes has an `ibv_qp_ex`
+/// attributes (`IBV_QP_INIT_ATTR_PD`, required), create flags go to uverbs
+/// (which passes them to the kernel; its rxe provider refuses any) but
+/// `IBV_QP_CREATE_SOURCE_QPN` (`EOPNOTSUPP`: uverbs has no source QPN),
+/// `send_ops_flags` when uverbs posts every operation they name on the
+/// QP's type (`EOPNOTSUPP` otherwise, as rxe refuses what it lacks; then
+/// they size the send queue, as libmlx5 sizes it), and XRC, TSO and RSS
+/// fail with `EOPNOTSUPP`. The QP it makes has an `ibv_qp_ex`
 /// ([`crate::qp_ex::ibv_qp_to_qp_ex`]), as rxe's `create_qp_ex` gives
 /// one whatever the mask.
 pub(crate) unsafe extern "C" fn create_qp_ex(
@@ -302,11 +315,17 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         return errno::null(Errno::EINVAL);
     }
     if mask & UNSUPPORTED_INIT_ATTR != 0
-        || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 && a.create_flags != 0)
+        || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0
+            && a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0)
     {
         return errno::null(Errno::EOPNOTSUPP);
     }
+    let mut opts = QpCreateOptions::new();
+    if mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
+        opts = opts.create_flags(QpCreateFlags::from_bits_retain(a.create_flags));
+    }
     if mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
+        opts = opts.send_ops(SendOpsFlags::from_bits_retain(a.send_ops_flags));
         let qp_type = match a.qp_type {
             2..=4 => attr::qp_type(a.qp_type),
             _ => return errno::null(Errno::EOPNOTSUPP),
@@ -339,6 +358,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         qp_type: a.qp_type,
         sq_sig_all: a.sq_sig_all,
         extended: true,
+        opts,
     };
     // SAFETY: verbs.h's contract: the objects named are live.
     match unsafe { create(&req) } {

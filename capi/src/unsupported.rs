@@ -6,16 +6,17 @@
 //!   `ibv_copy_path_rec_from_kern`, libibverbs' marshall.c): done here,
 //!   field by field, from uverbs-abi's declarations of
 //!   `<rdma/ib_user_verbs.h>` and `<rdma/ib_user_sa.h>`;
-//! - sharing objects between processes (`ibv_import_*`, `ibv_unimport_*`)
-//!   and enhanced connection establishment (`ibv_query_ece`, `ibv_set_ece`):
+//! - device memory's import (`ibv_import_dm`, `ibv_unimport_dm`) and
+//!   enhanced connection establishment (`ibv_query_ece`, `ibv_set_ece`):
 //!   uverbs has neither, so each fails with `EOPNOTSUPP` in its function's
 //!   convention, which is what rdma-core 44 answers on rxe too (its rxe
-//!   provider has no import or ECE op). The `unimport` calls return nothing
-//!   and have nothing to undo: no object can be imported.
+//!   provider has no import or ECE op); `ibv_unimport_dm` has nothing to
+//!   undo. (Contexts, PDs and MRs are imported in `device.rs` and
+//!   `pd.rs`.)
 
 #![allow(unsafe_code)]
 
-use core::{ffi::c_int, mem::MaybeUninit, ptr::addr_of_mut};
+use core::{ffi::c_int, ptr::addr_of_mut};
 
 use uverbs::{
     abi::{IbUserPathRec, IbUverbsAhAttr, IbUverbsQpAttr},
@@ -24,11 +25,8 @@ use uverbs::{
 
 use crate::errno;
 use crate::layout::context::ibv_context;
+use crate::layout::qp::{ibv_ah_attr, ibv_qp, ibv_qp_attr};
 use crate::layout::unsupported::{ibv_dm, ibv_ece, ibv_sa_path_rec};
-use crate::layout::{
-    pd::{ibv_mr, ibv_pd},
-    qp::{ibv_ah_attr, ibv_qp, ibv_qp_attr},
-};
 
 /// Stores `v` in a 4-byte C field whatever integer type declares it:
 /// verbs.h's enum fields (`enum ibv_mtu path_mtu`) are int-sized, and the
@@ -186,65 +184,6 @@ pub unsafe extern "C" fn ibv_copy_path_rec_from_kern(
 }
 
 // ------------------------------------------------- import / unimport
-
-/// `ibv_import_device`: a context on another process's `cmd_fd`. Not
-/// supported: NULL with `errno` `EOPNOTSUPP` (`EINVAL` first when `cmd_fd`
-/// is not a character device, as libibverbs checks).
-///
-/// # Safety
-/// None beyond C's: `cmd_fd` is only `fstat`ed.
-#[export_name = "uverbs_ibv_import_device"]
-pub unsafe extern "C" fn ibv_import_device(cmd_fd: c_int) -> *mut ibv_context {
-    let mut st = MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `fstat` writes a `struct stat` into the buffer given; an
-    // invalid descriptor makes it fail, not misbehave.
-    let rc = unsafe { libc::fstat(cmd_fd, st.as_mut_ptr()) };
-    // SAFETY: `fstat` succeeded, so it filled the struct.
-    if rc != 0 || unsafe { st.assume_init_ref() }.st_mode & libc::S_IFMT != libc::S_IFCHR {
-        return errno::null(Errno::EINVAL);
-    }
-    errno::null(Errno::EOPNOTSUPP)
-}
-
-/// `ibv_import_pd`: another process's protection domain. Not supported:
-/// NULL with `errno` `EOPNOTSUPP` (`EINVAL` for a NULL context).
-///
-/// # Safety
-/// None: the pointer is only compared with NULL.
-#[export_name = "uverbs_ibv_import_pd"]
-pub unsafe extern "C" fn ibv_import_pd(context: *mut ibv_context, _pd_handle: u32) -> *mut ibv_pd {
-    if context.is_null() {
-        return errno::null(Errno::EINVAL);
-    }
-    errno::null(Errno::EOPNOTSUPP)
-}
-
-/// `ibv_unimport_pd`: nothing to undo (no PD can be imported here).
-///
-/// # Safety
-/// None: the pointer is not used.
-#[export_name = "uverbs_ibv_unimport_pd"]
-pub unsafe extern "C" fn ibv_unimport_pd(_pd: *mut ibv_pd) {}
-
-/// `ibv_import_mr`: another process's memory region. Not supported: NULL
-/// with `errno` `EOPNOTSUPP` (`EINVAL` for a NULL PD).
-///
-/// # Safety
-/// None: the pointer is only compared with NULL.
-#[export_name = "uverbs_ibv_import_mr"]
-pub unsafe extern "C" fn ibv_import_mr(pd: *mut ibv_pd, _mr_handle: u32) -> *mut ibv_mr {
-    if pd.is_null() {
-        return errno::null(Errno::EINVAL);
-    }
-    errno::null(Errno::EOPNOTSUPP)
-}
-
-/// `ibv_unimport_mr`: nothing to undo (no MR can be imported here).
-///
-/// # Safety
-/// None: the pointer is not used.
-#[export_name = "uverbs_ibv_unimport_mr"]
-pub unsafe extern "C" fn ibv_unimport_mr(_mr: *mut ibv_mr) {}
 
 /// `ibv_import_dm`: another process's device memory. Not supported: NULL
 /// with `errno` `EOPNOTSUPP` (`EINVAL` for a NULL context).

@@ -1,5 +1,9 @@
 //! Queue memory the device reads or writes: a queue buffer (WQEs or CQEs)
-//! followed by its doorbell record, in one page-aligned allocation.
+//! and its doorbell record, by default in one page-aligned allocation (the
+//! record in the page after the queue). Where else they may come from (a
+//! parent domain's allocator, huge pages) is `alloc.rs`; every queue starts
+//! at least 64-byte aligned (a page for CQs and SRQs, libmlx5's alignment
+//! for QPs, checked when an allocator answers).
 //!
 //! The kernel pins the buffer (`buf_addr`, a whole number of pages) and,
 //! separately, the page holding the doorbell record (`db_addr`,
@@ -23,40 +27,102 @@ use std::{
     },
 };
 
-use super::wqe::Seg;
+use super::{
+    alloc::{self, Backing, BufSpec, Origin},
+    wqe::Seg,
+};
 use crate::{
     error::Result,
-    providers::dma::{DmaBuf, PAGE},
+    providers::{
+        dma::{DmaBuf, PAGE},
+        Device,
+    },
 };
 
 /// The unit WQEs are written in (`MLX5_SEND_WQE_DS`).
 pub(crate) const UNIT: usize = 16;
 
 /// A queue buffer and its doorbell record.
+///
+/// By default one anonymous allocation: the queue, then a page whose first
+/// 8 bytes are the record. In a parent domain with an allocator, or with an
+/// allocation type ([`super::alloc`]), each may come from elsewhere; every
+/// access goes through `base` and `db`, which its backings keep valid for
+/// as long as the buffer lives.
 #[derive(Debug)]
 pub(crate) struct QueueBuf {
-    dma: DmaBuf,
-    /// Bytes of queue (a multiple of the page size).
+    /// The queue's first byte.
+    base: *mut u8,
+    /// Bytes of queue.
     len: usize,
+    /// The doorbell record (two 4-aligned 32-bit words).
+    db: *mut u8,
+    queue: Backing,
+    dbrec: Backing,
 }
+
+// SAFETY: `base` and `db` point into memory the backings own or were lent
+// for the buffer's lifetime (an allocator's, by `QueueAllocator`'s
+// contract); it is only read and written with raw and atomic accesses,
+// from any thread, as the device does.
+unsafe impl Send for QueueBuf {}
+// SAFETY: as for `Send`: every access through `&QueueBuf` is raw or atomic.
+unsafe impl Sync for QueueBuf {}
 
 impl QueueBuf {
     /// Allocates `len` bytes of queue (rounded up to pages) and a doorbell
-    /// record page after them, zeroed.
+    /// record page after them, zeroed: the default, anonymous memory
+    /// (unit tests; the provider allocates with [`QueueBuf::alloc`]).
+    #[cfg(test)]
     pub(crate) fn new(len: usize, what: &'static str) -> Result<Self> {
-        let len = len.max(1).div_ceil(PAGE) * PAGE;
-        let dma = DmaBuf::new(len + PAGE, what)?;
-        Ok(QueueBuf { dma, len })
+        let rounded = len.max(1).div_ceil(PAGE) * PAGE;
+        let dma = DmaBuf::new(rounded + PAGE, what)?;
+        let base = dma.as_ptr();
+        Ok(QueueBuf {
+            base,
+            len: rounded,
+            db: base.wrapping_add(rounded),
+            queue: Backing::Own(dma),
+            dbrec: Backing::InQueue,
+        })
+    }
+
+    /// The queue as `spec` asks for it and its doorbell record, each where
+    /// libmlx5 would take it ([`super::alloc`]); `dev` maps contiguous
+    /// pages. Zeroed.
+    pub(crate) fn alloc(dev: Option<Device<'_>>, spec: &BufSpec<'_>) -> Result<Self> {
+        let (q, record_page) = alloc::queue(dev, spec)?;
+        let (db, dbrec) = match alloc::dbrec(spec.allocator, spec.what)? {
+            Some(p) => (p.ptr.as_ptr(), p.backing),
+            None if record_page => (q.ptr.as_ptr().wrapping_add(q.len), Backing::InQueue),
+            None => {
+                let d = DmaBuf::new(PAGE, spec.what)?;
+                (d.as_ptr(), Backing::Own(d))
+            }
+        };
+        Ok(QueueBuf {
+            base: q.ptr.as_ptr(),
+            len: q.len,
+            db,
+            queue: q.backing,
+            dbrec,
+        })
+    }
+
+    /// Where the queue and the doorbell record came from.
+    #[allow(dead_code)] // tests and diagnostics
+    pub(crate) fn origins(&self) -> (Origin, Origin) {
+        (self.queue.origin(), self.dbrec.origin())
     }
 
     /// The queue's address (`buf_addr`).
     pub(crate) fn addr(&self) -> u64 {
-        self.dma.addr()
+        self.base as u64
     }
 
     /// The doorbell record's address (`db_addr`).
     pub(crate) fn db_addr(&self) -> u64 {
-        self.dma.addr() + self.len as u64
+        self.db as u64
     }
 
     /// Bytes of queue.
@@ -72,7 +138,7 @@ impl QueueBuf {
             return false;
         }
         // SAFETY: inside the queue (checked above), raw write.
-        unsafe { std::ptr::write_bytes(self.dma.as_ptr().add(at), value, n) };
+        unsafe { std::ptr::write_bytes(self.base.add(at), value, n) };
         true
     }
 
@@ -86,7 +152,7 @@ impl QueueBuf {
         // SAFETY: `at` is inside the queue; the byte is accessed atomically
         // by every reader and writer that races on it (the device's writes
         // are DMA; the test model stores it atomically).
-        let b = unsafe { AtomicU8::from_ptr(self.dma.as_ptr().add(at)) };
+        let b = unsafe { AtomicU8::from_ptr(self.base.add(at)) };
         Some(b.load(Ordering::Acquire))
     }
 
@@ -98,10 +164,11 @@ impl QueueBuf {
             return None;
         }
         let mut out = [0u8; N];
-        let src = self.dma.as_ptr().wrapping_add(at).cast::<u64>();
+        let src = self.base.wrapping_add(at).cast::<u64>();
         for (i, chunk) in out.chunks_exact_mut(8).enumerate() {
             // SAFETY: `at + 8 * i + 8 <= at + N <= len` and `at` is 8-aligned
-            // in a page-aligned allocation: an aligned u64 inside the queue.
+            // in an allocation aligned to 64 bytes at least (module doc): an
+            // aligned u64 inside the queue.
             // Volatile: the device may write the memory at any time.
             let v = unsafe { std::ptr::read_volatile(src.add(i)) };
             chunk.copy_from_slice(&v.to_ne_bytes());
@@ -126,10 +193,11 @@ impl QueueBuf {
     }
 
     fn dbrec(&self, i: usize) -> &AtomicU32 {
-        // SAFETY: the record page follows the queue in the same allocation
-        // (`new`); words 0 and 1 are 4-aligned and inside it, and they are
-        // only accessed atomically.
-        unsafe { AtomicU32::from_ptr(self.dma.as_ptr().add(self.len + 4 * i).cast()) }
+        // SAFETY: `db` is the doorbell record, 8 bytes aligned to 8 (a page
+        // after the queue or of its own, or an allocator's answer to an
+        // 8-byte, 8-aligned request) that the backings keep valid; words 0
+        // and 1 are inside it and only accessed atomically.
+        unsafe { AtomicU32::from_ptr(self.db.add(4 * i).cast()) }
     }
 }
 
@@ -179,7 +247,7 @@ impl Units {
     #[inline(always)]
     pub(crate) fn view(&self) -> UnitsView<'_> {
         UnitsView {
-            base: self.buf.dma.as_ptr().wrapping_add(self.offset),
+            base: self.buf.base.wrapping_add(self.offset),
             mask: self.mask,
             _ring: PhantomData,
         }
@@ -198,7 +266,7 @@ impl Units {
     pub(crate) fn get(&self, u: u32) -> Seg {
         let at = self.offset + (u & self.mask) as usize * UNIT;
         // SAFETY: inside the ring, aligned, as in `put`; a raw read.
-        Seg(unsafe { self.buf.dma.as_ptr().add(at).cast::<[u64; 2]>().read() })
+        Seg(unsafe { self.buf.base.add(at).cast::<[u64; 2]>().read() })
     }
 }
 
@@ -259,7 +327,7 @@ impl QueueBuf {
     pub(crate) fn cqes(&self, g: CqeGeometry) -> Option<CqeRing<'_>> {
         (g.bytes <= self.len).then(|| CqeRing {
             // Entries are 64 or 128 bytes (`CqeGeometry::new`).
-            first: self.dma.as_ptr().wrapping_add((1 << g.shift) - 64),
+            first: self.base.wrapping_add((1 << g.shift) - 64),
             mask: g.mask,
             shift: g.shift,
             _buf: PhantomData,
@@ -407,7 +475,7 @@ impl CqeRef<'_> {
     pub(crate) fn word(self, i: usize) -> u64 {
         // SAFETY: word `i % 8` of the CQE is inside the buffer and 8-aligned
         // (a `CqeRef` is made only for an entry of its run; entries are 64
-        // or 128 bytes in a page-aligned allocation). Volatile: the device
+        // or 128 bytes in an allocation aligned to 64 at least). Volatile: the device
         // may write at any time.
         unsafe { std::ptr::read_volatile(self.cqe.cast::<u64>().add(i % 8)) }
     }

@@ -287,7 +287,21 @@ impl CqCore {
 
     /// A CQ of `ncqe` (a power of two) CQEs of `cqe_size` bytes, each
     /// marked invalid (`op_own = 0xF0`).
+    #[cfg(test)]
     pub(crate) fn new(ncqe: u32, cqe_size: usize) -> crate::Result<Self> {
+        Self::new_in(ncqe, cqe_size, |len| {
+            QueueBuf::new(len, "allocate mlx5 CQ buffer")
+        })
+    }
+
+    /// [`CqCore::new`] with the buffer `alloc` makes for the CQEs' bytes
+    /// (`mlx5_alloc_cq_buf`: an allocation type, or a parent domain's
+    /// allocator); it must hold them all.
+    pub(crate) fn new_in(
+        ncqe: u32,
+        cqe_size: usize,
+        alloc: impl FnOnce(usize) -> crate::Result<QueueBuf>,
+    ) -> crate::Result<Self> {
         let geometry = CqeGeometry::new(ncqe, cqe_size).ok_or_else(|| {
             Error::new(
                 "ibv_create_cq",
@@ -298,7 +312,14 @@ impl CqCore {
                 ),
             )
         })?;
-        let buf = QueueBuf::new(ncqe as usize * cqe_size, "allocate mlx5 CQ buffer")?;
+        let buf = alloc(ncqe as usize * cqe_size)?;
+        if buf.cqes(geometry).is_none() {
+            return Err(Error::new(
+                "ibv_create_cq",
+                ErrorKind::Malformed,
+                "the CQ buffer is smaller than its CQEs (a bug in the mlx5 sizing)",
+            ));
+        }
         for i in 0..ncqe as usize {
             buf.fill(i * cqe_size + cqe_size - 1, 1, 0xf0);
         }

@@ -7,7 +7,7 @@ use super::dv::Mlx5Context;
 use super::dv_query::Mlx5DeviceFlags;
 use crate::{
     error::{Error, ErrorKind, Result},
-    providers::Mlx5CqRequest,
+    providers::DriverCqAttrs,
     CompletionQueue, CqOptions,
 };
 
@@ -114,7 +114,7 @@ impl Mlx5Context<'_> {
                 }
             }
         }
-        let req = Mlx5CqRequest {
+        let req = DriverCqAttrs {
             cqe_size: attr.cqe_size,
             compressed_format: attr.compressed_format,
             pad: attr.pad,

@@ -382,8 +382,8 @@ fn dc_odp_caps(out: &[u8]) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::devx::devx_set;
     use super::*;
-    use crate::mlx5::devx_set;
 
     /// A `query_hca_cap_out` with the given bits set.
     fn caps(bits: &[(usize, u32, u64)]) -> Vec<u8> {

@@ -11,6 +11,8 @@
 //! - `uar.rs`: UAR pages and blue-flame registers (dynamic or static),
 //!   which doorbell a QP rings and the lock a shared one needs;
 //! - `buf.rs`: queue buffers and doorbell records the library allocates;
+//!   `alloc.rs`: where their memory comes from (a parent domain's
+//!   allocator, libmlx5's `MLX_*_ALLOC_TYPE` variables);
 //! - `wqe.rs` / `cqe.rs`: segment encoders and the CQE decoder, byte-exact
 //!   against `mlx5dv.h` (`golden.rs` checks them with the header's helpers);
 //! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
@@ -40,8 +42,9 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, Member, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
+    CqCreated, CqPd, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest,
+    Provider, QpCreated, QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut,
+    SrqCreated, SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -49,10 +52,11 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpState,
+    AhAttr, QpCap, QpState, QpType, QueueResource,
 };
 
 mod ah;
+mod alloc;
 mod buf;
 pub(crate) mod clock;
 pub(crate) mod context;
@@ -69,6 +73,7 @@ mod golden;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod qp;
+mod qp_size;
 #[cfg(test)]
 mod reset_tests;
 mod rq;
@@ -82,14 +87,15 @@ mod wqe;
 pub(crate) use context::Mlx5State;
 
 use ah::{build_av, Mlx5Ah};
+use alloc::{AllocType, BufSpec, Component};
 use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
 pub(crate) use sq::SqSession;
-use sq::{Known, Mlx5Sq, SqTrack};
+use sq::{Known, Mlx5Sq, SqGeometry, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
-use wqe::Av;
+use wqe::{Av, SEND_WQE_BB};
 
 /// The mlx5 provider.
 #[derive(Debug)]
@@ -116,6 +122,35 @@ pub(crate) struct Mlx5Pd {
     pub(crate) pdn: u32,
 }
 
+/// An mlx5 thread domain: its own bfreg (`mlx5_td`), given back to the
+/// context's thread-domain bfregs when it is dropped.
+#[derive(Debug)]
+pub(crate) struct Mlx5Td {
+    /// `None` with static UARs ([`Uars::td_bfreg`]).
+    bfreg: Option<Arc<Bfreg>>,
+    uars: Arc<Uars>,
+}
+
+impl Drop for Mlx5Td {
+    fn drop(&mut self) {
+        if let Some(b) = &self.bfreg {
+            self.uars.release_td(b);
+        }
+    }
+}
+
+/// The older variable that makes huge pages a QP's default
+/// (libmlx5's `qptype2key`).
+fn huge_key(t: QpType) -> &'static str {
+    match t {
+        QpType::Rc => "HUGE_RC",
+        QpType::Uc => "HUGE_UC",
+        QpType::Ud => "HUGE_UD",
+        QpType::RawPacket => "HUGE_RAW_ETH",
+        _ => "HUGE_NA",
+    }
+}
+
 /// Driver input and output of a create command.
 #[derive(Debug)]
 pub(crate) struct Drv<I, O> {
@@ -138,11 +173,13 @@ pub(crate) struct Mlx5QpShared {
     rq: Option<Arc<RqTrack>>,
     uidx: Option<u32>,
     bfreg: Mutex<Option<Arc<Bfreg>>>,
+    /// The bfreg is its thread domain's, which gives it back.
+    td_bfreg: bool,
     track: OnceLock<Arc<QpTrack>>,
     cqs: OnceLock<[Arc<CqCore>; 2]>,
     resources: Arc<Resources>,
     uars: Arc<Uars>,
-    geometry: qp::QpGeometry,
+    geometry: qp_size::QpGeometry,
 }
 
 impl Mlx5QpShared {
@@ -196,7 +233,7 @@ impl Drop for Mlx5QpShared {
             self.resources.free_uidx(u);
         }
         let bfreg = self.bfreg.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(b) = bfreg {
+        if let Some(b) = bfreg.filter(|_| !self.td_bfreg) {
             self.uars.release(&b);
         }
     }
@@ -255,40 +292,10 @@ fn uidx_for(ctx: &Mlx5Ctx) -> Result<Option<u32>> {
     }
 }
 
-impl Provider for Mlx5 {
-    const NAME: &'static str = "mlx5";
-    const DRIVER_ID: u32 = abi::RDMA_DRIVER_MLX5;
-    /// `MLX5_IB_UVERBS_ABI_VERSION` is 1; rdma-core accepts 1..=1
-    /// (`MLX5_UVERBS_MIN_ABI_VERSION`/`MAX`).
-    const ABI_VERSIONS: RangeInclusive<u32> = 1..=1;
-
-    type Context = Mlx5Ctx;
-    type Pd = Mlx5Pd;
-    type Ah = Mlx5Ah;
-    type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
-    type CqShared = Arc<CqCore>;
-    type Cq = Mlx5Cq;
-    type SendSession<'q> = SqSession<'q>;
-    type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
-    type QpShared = Mlx5QpShared;
-    type Qp = Mlx5Qp;
-    type Rq = Mlx5Rq;
-    type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
-    type SrqShared = Mlx5SrqShared;
-    type Srq = Mlx5Srq;
-
-    /// mlx5 devices are named `mlx5_N` by the kernel (the convention
-    /// libibverbs' sysfs matching relies on as well).
-    fn claims_sysfs_device(name: &str, _has_parent: bool) -> bool {
-        name.starts_with("mlx5")
-    }
-
-    fn open(
-        dev: Device<'_>,
-        get_context: &mut GetContext<'_>,
-        request: &OpenRequest,
-    ) -> Result<Mlx5Ctx> {
-        let state = Mlx5State::open(get_context, request.devx)?;
+impl Mlx5 {
+    /// The context state from its driver response, at open and at import
+    /// (libmlx5's `mlx5_set_context`): the UARs, the clock page.
+    fn set_up(dev: Device<'_>, state: Mlx5State) -> Result<Mlx5Ctx> {
         if state.cqe_version > 1 {
             return Err(Error::new(
                 "GET_CONTEXT",
@@ -319,6 +326,85 @@ impl Provider for Mlx5 {
             core_clock,
         })
     }
+}
+
+impl Provider for Mlx5 {
+    const NAME: &'static str = "mlx5";
+    const DRIVER_ID: u32 = abi::RDMA_DRIVER_MLX5;
+    /// `MLX5_IB_UVERBS_ABI_VERSION` is 1; rdma-core accepts 1..=1
+    /// (`MLX5_UVERBS_MIN_ABI_VERSION`/`MAX`).
+    const ABI_VERSIONS: RangeInclusive<u32> = 1..=1;
+
+    type Context = Mlx5Ctx;
+    type Pd = Mlx5Pd;
+    type Td = Mlx5Td;
+    type Ah = Mlx5Ah;
+    type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
+    type CqShared = Arc<CqCore>;
+    type Cq = Mlx5Cq;
+    type SendSession<'q> = SqSession<'q>;
+    type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
+    type QpShared = Mlx5QpShared;
+    type Qp = Mlx5Qp;
+    type Rq = Mlx5Rq;
+    type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
+    type SrqShared = Mlx5SrqShared;
+    type Srq = Mlx5Srq;
+
+    /// mlx5 devices are named `mlx5_N` by the kernel (the convention
+    /// libibverbs' sysfs matching relies on as well).
+    fn claims_sysfs_device(name: &str, _has_parent: bool) -> bool {
+        name.starts_with("mlx5")
+    }
+
+    fn open(
+        dev: Device<'_>,
+        get_context: &mut GetContext<'_>,
+        request: &OpenRequest,
+    ) -> Result<Mlx5Ctx> {
+        let state = Mlx5State::open(get_context, request.devx)?;
+        Self::set_up(dev, state)
+    }
+
+    /// libmlx5's `mlx5_import_context`: the context's driver response
+    /// again (`MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX`, main.c
+    /// `mlx5_ib_query_ucontext`), set up as at open, but only a context
+    /// with dynamic UARs (`mlx5_set_context` with `is_import`: static
+    /// bfregs are EINVAL; the UARs this context rings are its own).
+    fn import(dev: Device<'_>, query: &mut QueryContext<'_>) -> Result<Mlx5Ctx> {
+        let mut out = vec![0u8; Mlx5State::response_len()];
+        query(Some((abi::MLX5_IB_ATTR_QUERY_CONTEXT_RESP_UCTX, &mut out)))?;
+        // Whether the context has a DevX uid is not in the response.
+        let state = Mlx5State::from_response(context::ContextRequest { devx: false }, &out)
+            .ok_or_else(|| {
+                Error::new(
+                    "UVERBS_METHOD_QUERY_CONTEXT",
+                    ErrorKind::Malformed,
+                    "short mlx5_ib_alloc_ucontext_resp",
+                )
+            })?;
+        if state.resp.tot_bfregs != 0 {
+            return Err(Error::sys("ibv_import_device", Errno::EINVAL).with_detail(
+                "the context uses static bfregs (a kernel without dynamic UARs): libmlx5 \
+                 imports only contexts with dynamic UARs",
+            ));
+        }
+        Self::set_up(dev, state)
+    }
+
+    /// `MLX5_IB_METHOD_PD_QUERY` (std_types.c): the PD number.
+    fn import_pd(_: &Mlx5Ctx, dev: Device<'_>, handle: u32) -> Result<Mlx5Pd> {
+        let mut pdn = 0u32;
+        let mut cmd = dev.ioctl_cmd(abi::UVERBS_OBJECT_PD, abi::MLX5_IB_METHOD_PD_QUERY);
+        cmd.object(abi::MLX5_IB_ATTR_QUERY_PD_HANDLE, handle);
+        cmd.output(abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN, pdn.as_mut_bytes());
+        dev.ioctl(&mut cmd)
+            .map_err(|e| Error::sys("MLX5_IB_METHOD_PD_QUERY", e))?;
+        drop(cmd);
+        Ok(Mlx5Pd { pdn })
+    }
+
+    const IMPORTS_MRS: bool = true;
 
     /// `mlx5_query_rt_values`: the core clock's counter, when mapped.
     fn read_raw_clock(ctx: &Mlx5Ctx) -> Option<u64> {
@@ -340,6 +426,19 @@ impl Provider for Mlx5 {
         Ok(Mlx5Pd { pdn })
     }
 
+    /// libmlx5's `mlx5_alloc_parent_domain`: any context has them.
+    fn check_parent_domain(_: &Mlx5Ctx) -> Result<()> {
+        Ok(())
+    }
+
+    /// libmlx5's `mlx5_alloc_td`: a dedicated bfreg.
+    fn alloc_td(ctx: &Mlx5Ctx, dev: Device<'_>) -> Result<Mlx5Td> {
+        Ok(Mlx5Td {
+            bfreg: ctx.uars.td_bfreg(dev)?,
+            uars: ctx.uars.clone(),
+        })
+    }
+
     fn create_ah(_: &Mlx5Ctx, attr: &AhAttr, run: &mut RunWithOut<'_>) -> Result<Mlx5Ah, Errno> {
         let mut resp = abi::Mlx5IbCreateAhResp::new_zeroed();
         run(resp.as_mut_bytes())?;
@@ -348,8 +447,9 @@ impl Provider for Mlx5 {
 
     fn plan_cq(
         ctx: &Mlx5Ctx,
-        _: Device<'_>,
+        dev: Device<'_>,
         req: &CqRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::CqPlan, Arc<CqCore>)> {
         // libmlx5 (`CREATE_CQ_SUPPORTED_WC_FLAGS`) also takes CVLAN, FLOW_TAG
         // and TM_INFO; this provider decodes none of them.
@@ -384,6 +484,15 @@ impl Provider for Mlx5 {
                  which converts device ticks to nanoseconds",
             ));
         }
+        // `create_cq`: a PD that is not a parent domain is EINVAL.
+        if req.pd == CqPd::ProtectionDomain {
+            return Err(Error::new(
+                "ibv_create_cq_ex",
+                ErrorKind::InvalidArgument,
+                "IBV_CQ_INIT_ATTR_MASK_PD: the PD is no parent domain (libmlx5 takes a \
+                 parent domain only)",
+            ));
+        }
         let ncqe = req
             .cqe
             .checked_add(1)
@@ -396,9 +505,21 @@ impl Provider for Mlx5 {
                     format!("{} CQEs: an mlx5 CQ holds at most 2^24 - 1", req.cqe),
                 )
             })?;
-        let dv = req.mlx5.unwrap_or_default();
+        let dv = req.driver.unwrap_or_default();
         let cqe_size = cq::cqe_size(dv.cqe_size, std::env::var_os("MLX5_CQE_SIZE").as_deref())?;
-        let core = Arc::new(CqCore::new(ncqe, cqe_size)?);
+        // `mlx5_alloc_cq_buf`: whole pages, page aligned.
+        let core = Arc::new(CqCore::new_in(ncqe, cqe_size, |len| {
+            let spec = BufSpec {
+                len: len.div_ceil(alloc::PAGE) * alloc::PAGE,
+                alignment: alloc::PAGE,
+                resource: QueueResource::Cq,
+                alloc_type: AllocType::from_env(Component::Cq, Some("HUGE_CQ")),
+                component: Component::Cq,
+                allocator: domain.allocator,
+                what: "allocate mlx5 CQ buffer",
+            };
+            QueueBuf::alloc(Some(dev), &spec)
+        })?);
         let mut input = abi::Mlx5IbCreateCq::new_zeroed();
         input.buf_addr = core.buf.addr();
         input.db_addr = core.buf.db_addr();
@@ -515,24 +636,54 @@ impl Provider for Mlx5 {
         dev: Device<'_>,
         _: &Mlx5Pd,
         req: &QpRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::QpPlan, Mlx5QpShared)> {
         let s = &ctx.state;
-        let g = qp::geometry(
-            req.qp_type,
-            &req.cap,
-            req.has_srq,
-            u32::from(s.max_sq_desc_sz),
-            u32::from(s.max_rq_desc_sz),
-        )?;
-        let buf = Arc::new(QueueBuf::new(g.buf_len, "allocate mlx5 QP buffer")?);
+        let limits = qp_size::QpLimits {
+            max_sq_desc_sz: i32::from(s.max_sq_desc_sz),
+            max_rq_desc_sz: i32::from(s.max_rq_desc_sz),
+            max_send_wqebb: s.resp.max_send_wqebb as i32,
+            max_recv_wr: s.resp.max_recv_wr as i32,
+        };
+        let g = qp_size::geometry(req.qp_type, &req.cap, req.has_srq, req.send_ops, &limits)?;
+        // A QP without a send queue (max_send_wr 0) still gets a ring of
+        // one WQEBB past the receive queue, never posted to (max_post 0)
+        // and never told to the kernel (sq_wqe_count 0).
+        let len = g.buf_len.max(g.sq.offset + SEND_WQE_BB);
+        // `mlx5_alloc_qp_buf`: an allocator is asked for the buffer rounded
+        // up to libmlx5's alignment for it; the others round it to pages.
+        let max_stride = wqe::SEND_WQE_BB.max(1 << g.rq_wqe_shift);
+        let alignment = match domain.allocator {
+            Some(_) => alloc::custom_qp_alignment(len, max_stride),
+            None => alloc::PAGE,
+        };
+        let spec = BufSpec {
+            len: len.next_multiple_of(alignment),
+            alignment,
+            resource: QueueResource::Qp,
+            alloc_type: AllocType::from_env(Component::Qp, Some(huge_key(req.qp_type))),
+            component: Component::Qp,
+            allocator: domain.allocator,
+            what: "allocate mlx5 QP buffer",
+        };
+        let buf = Arc::new(QueueBuf::alloc(Some(dev), &spec)?);
         let uidx = uidx_for(ctx)?;
-        let bfreg = ctx.uars.qp_bfreg(dev)?;
+        // `mlx5_create_qp`: a thread domain's bfreg, else the context's.
+        let td_bfreg = domain.td.and_then(|td| td.bfreg.clone());
+        let from_td = td_bfreg.is_some();
+        let bfreg = match td_bfreg {
+            Some(b) => Some(b),
+            None => ctx.uars.qp_bfreg(dev)?,
+        };
         let mut input = abi::Mlx5IbCreateQp::new_zeroed();
         input.buf_addr = buf.addr();
         input.db_addr = buf.db_addr();
         input.sq_wqe_count = g.sq.wqe_cnt;
         input.rq_wqe_count = g.rq_wqe_cnt;
         input.rq_wqe_shift = g.rq_wqe_shift;
+        if g.separate_sq {
+            input.sq_buf_addr = buf.addr() + g.sq.offset as u64;
+        }
         input.uidx = uidx.unwrap_or(NO_UIDX);
         if let Some(b) = &bfreg {
             input.bfreg_index = b.index;
@@ -544,6 +695,7 @@ impl Provider for Mlx5 {
             rq: (g.rq_wqe_cnt > 0).then(|| Arc::new(RqTrack::new(g.rq_wqe_cnt))),
             uidx,
             bfreg: Mutex::new(bfreg),
+            td_bfreg: from_td,
             track: OnceLock::new(),
             cqs: OnceLock::new(),
             resources: ctx.resources.clone(),
@@ -566,6 +718,17 @@ impl Provider for Mlx5 {
         created: &QpCreated,
         links: QpLinks<'_, Self>,
     ) -> Result<Mlx5Qp> {
+        if req.qp_type == QpType::RawPacket {
+            // The kernel (and the device) took it, sized as libmlx5 sizes
+            // it; this provider cannot post to it (a raw packet send WQE
+            // carries an Ethernet segment with the packet's inline headers,
+            // `set_eth_seg`). The core destroys the QP on this error.
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::UnsupportedProvider,
+                "raw packet QPs: the mlx5 provider has no raw Ethernet send path",
+            ));
+        }
         let bfreg = {
             let mut slot = shared.bfreg.lock().unwrap_or_else(|p| p.into_inner());
             match &*slot {
@@ -606,9 +769,13 @@ impl Provider for Mlx5 {
             .cqs
             .set([links.send_cq.clone(), links.recv_cq.clone()]);
         let g = &shared.geometry;
+        let sq_ring = SqGeometry {
+            wqe_cnt: g.sq.wqe_cnt.max(1),
+            ..g.sq
+        };
         let sq = Mlx5Sq::new(
             shared.buf.clone(),
-            g.sq,
+            sq_ring,
             created.qp_num,
             req.qp_type,
             req.sq_sig_all,
@@ -658,6 +825,16 @@ impl Provider for Mlx5 {
         qp.sq.reset();
         if let Some(rq) = &mut qp.rq {
             rq.reset();
+        }
+    }
+
+    /// What libmlx5's `create_qp` reports: its own `max_post` and receive
+    /// queue for the work requests and receive SGEs, the inline size it
+    /// sized (and sent), the kernel's `max_send_sge`.
+    fn qp_cap(shared: &Mlx5QpShared, kernel: &QpCap) -> QpCap {
+        QpCap {
+            max_send_sge: kernel.max_send_sge,
+            ..shared.geometry.cap
         }
     }
 
@@ -759,9 +936,10 @@ impl Provider for Mlx5 {
 
     fn plan_srq(
         ctx: &Mlx5Ctx,
-        _: Device<'_>,
+        dev: Device<'_>,
         _: &Mlx5Pd,
         req: &SrqRequest,
+        domain: Domain<'_, Mlx5Td>,
     ) -> Result<(Self::SrqPlan, Mlx5SrqShared)> {
         let invalid = |d: String| Error::new("ibv_create_srq", ErrorKind::InvalidArgument, d);
         let max = req
@@ -777,10 +955,17 @@ impl Provider for Mlx5 {
                 req.max_sge, ctx.state.max_rq_desc_sz
             )));
         }
-        let buf = Arc::new(QueueBuf::new(
-            max as usize * stride,
-            "allocate mlx5 SRQ buffer",
-        )?);
+        // `mlx5_alloc_srq_buf`: the WQEs' bytes, page aligned.
+        let spec = BufSpec {
+            len: max as usize * stride,
+            alignment: alloc::PAGE,
+            resource: QueueResource::Srq,
+            alloc_type: AllocType::from_env(Component::Srq, None),
+            component: Component::Srq,
+            allocator: domain.allocator,
+            what: "allocate mlx5 SRQ buffer",
+        };
+        let buf = Arc::new(QueueBuf::alloc(Some(dev), &spec)?);
         let uidx = uidx_for(ctx)?;
         let mut input = abi::Mlx5IbCreateSrq::new_zeroed();
         input.buf_addr = buf.addr();

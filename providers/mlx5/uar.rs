@@ -341,6 +341,10 @@ struct Pool {
     /// Shared bfregs created so far, and the next one to hand out.
     shared: Vec<Arc<Bfreg>>,
     next_shared: usize,
+    /// Free bfregs for thread domains (libmlx5's `dyn_uar_bf_list`): the
+    /// rest of the pages thread domains were given a bfreg of, and those
+    /// given back.
+    free_td: Vec<Arc<Bfreg>>,
 }
 
 /// A context's UARs: the NC page for CQ arming and the bfregs of QPs.
@@ -566,6 +570,41 @@ impl Uars {
             pool.shared.extend(bfregs);
         }
         Ok(Some(pool.shared[idx].clone()))
+    }
+
+    /// A thread domain's own bfreg (`mlx5_attach_dedicated_uar`): a free
+    /// one of the pages thread domains took, or the first of a new BF page
+    /// (kept apart from the QPs' dedicated and shared ones), rung without
+    /// a lock. Without write-combining, the NC doorbell (doorbells only,
+    /// which need no lock either). Static UARs: `None`, the kernel chooses
+    /// the QPs' bfregs as without a thread domain (libmlx5 would map a
+    /// page of the context's "dynamic" static bfregs, which it asks for
+    /// only when the program sets `MLX5_NUM_DYN_BFREGS`-like attributes
+    /// this crate does not have).
+    pub(crate) fn td_bfreg(&self, dev: Device<'_>) -> Result<Option<Arc<Bfreg>>> {
+        if self.is_static() {
+            return Ok(None);
+        }
+        if self.bf_reg_size == 0 {
+            return Ok(Some(self.nc_bfreg.clone()));
+        }
+        let mut pool = self.pool();
+        if let Some(b) = pool.free_td.pop() {
+            return Ok(Some(b));
+        }
+        let mut bfregs = self.alloc_bf_page(dev, false)?.into_iter();
+        let first = bfregs.next();
+        // Handed out from the end: the page's next bfreg first.
+        pool.free_td.extend(bfregs.rev());
+        Ok(first)
+    }
+
+    /// Gives a thread domain's bfreg back when the thread domain goes.
+    pub(crate) fn release_td(&self, bfreg: &Arc<Bfreg>) {
+        if bfreg.buf_size == 0 || self.is_static() {
+            return;
+        }
+        self.pool().free_td.push(bfreg.clone());
     }
 
     /// Gives a QP's dedicated bfreg back when the QP is destroyed.

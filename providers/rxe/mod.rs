@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, DriverData, GetContext, OpenRequest, Provider, QpCreated,
+    CqCreated, CqRequest, Device, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
     QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
 };
 use crate::{
@@ -108,6 +108,10 @@ impl Provider for Rxe {
 
     type Context = RxeContext;
     type Pd = ();
+    /// Never made: rxe has no thread domains (the default
+    /// [`Provider::alloc_td`] refuses, as does rdma-core's rxe, which
+    /// leaves `alloc_td` and `alloc_parent_domain` unset).
+    type Td = ();
     type Ah = RxeAh;
     type CqPlan = RxeResp<abi::RxeCreateCqResp>;
     type CqShared = ();
@@ -152,7 +156,12 @@ impl Provider for Rxe {
     /// only (`RXE_SUP_WC_EX_FLAGS`): the kernel's `struct ib_uverbs_wc` has
     /// no timestamp, and rxe refuses the kernel's timestamp flag too
     /// (`rxe_create_cq`: any `attr->flags` is `EOPNOTSUPP`).
-    fn plan_cq(_: &RxeContext, _: Device<'_>, req: &CqRequest) -> Result<(Self::CqPlan, ())> {
+    fn plan_cq(
+        _: &RxeContext,
+        _: Device<'_>,
+        req: &CqRequest,
+        _: Domain<'_, ()>,
+    ) -> Result<(Self::CqPlan, ())> {
         let extra = req.wc_flags - WcExFlags::STANDARD;
         if !extra.is_empty() {
             let what = if extra.intersects(WcExFlags::TIMESTAMPS) {
@@ -244,6 +253,7 @@ impl Provider for Rxe {
         _: Device<'_>,
         _: &(),
         req: &QpRequest,
+        _: Domain<'_, ()>,
     ) -> Result<(Self::QpPlan, ())> {
         // The kernel refuses the others with EOPNOTSUPP too
         // (drivers/infiniband/sw/rxe/rxe_qp.c, rxe_qp_chk_init), and
@@ -254,6 +264,16 @@ impl Provider for Rxe {
                 "ibv_create_qp",
                 ErrorKind::UnsupportedProvider,
                 format!("QP type {:?}: rxe supports RC, UC and UD", req.qp_type),
+            ));
+        }
+        // rdma-core's rxe takes no creation flag (`check_qp_init_attr`:
+        // `RXE_QP_CREATE_FLAGS_SUP` is 0), nor does the kernel's
+        // (`rxe_create_qp`: EOPNOTSUPP).
+        if !req.create_flags.is_empty() {
+            return Err(Error::new(
+                "ibv_create_qp",
+                ErrorKind::UnsupportedProvider,
+                format!("creation flags {:?}: rxe takes none", req.create_flags),
             ));
         }
         Ok((RxeResp(abi::RxeCreateQpResp::new_zeroed()), ()))
@@ -377,6 +397,7 @@ impl Provider for Rxe {
         _: Device<'_>,
         _: &(),
         _: &SrqRequest,
+        _: Domain<'_, ()>,
     ) -> Result<(Self::SrqPlan, ())> {
         Ok((RxeResp(abi::RxeCreateSrqResp::new_zeroed()), ()))
     }

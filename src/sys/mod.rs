@@ -32,6 +32,7 @@
 #[cfg(any(test, feature = "test-utils"))]
 pub use crate::testing::kernel as fake;
 mod linux;
+pub(crate) mod memory;
 mod raw_write;
 
 use std::{
@@ -312,6 +313,15 @@ pub unsafe trait Kernel: Send + Sync + fmt::Debug {
     /// reply message (the `nlmsghdr` included) until the kernel signals the end:
     /// `NLMSG_DONE` for dump requests, or the first reply otherwise.
     fn netlink_rdma(&self, request: &[u8], on_message: &mut dyn FnMut(&[u8])) -> Result<(), Errno>;
+
+    /// `fcntl(fd, F_DUPFD_CLOEXEC, 0)`: a new descriptor for the same open
+    /// file (a context's command fd, for `ibv_import_device`). The default
+    /// asks the running kernel, which duplicates whatever `fd` is; a fake
+    /// that tracks its fds overrides it.
+    fn dup_fd(&self, fd: BorrowedFd<'_>) -> Result<OwnedFd, Errno> {
+        fd.try_clone_to_owned()
+            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EBADF)))
+    }
 
     /// Reads a small text file (sysfs).
     fn read_to_string(&self, path: &Path) -> std::io::Result<String>;

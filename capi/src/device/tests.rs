@@ -169,20 +169,26 @@ fn fork_status_follows_the_kernels_copy_on_fork() {
         m.u8(abi::RDMA_NLDEV_SYS_ATTR_COPY_ON_FORK, 1);
         Ok(vec![m.finish().to_vec()])
     });
+    // The protection is the process's: whether this process registered
+    // memory before (other tests) decides ibv_fork_init's answer, as in
+    // pyverbs' test_fork: 0 then ENABLED, or EINVAL (too late) then
+    // DISABLED; a copy-on-fork kernel makes it UNNEEDED either way.
+    // SAFETY: no arguments.
+    let r = unsafe { ibv_fork_init() };
+    assert!(r == 0 || r == libc::EINVAL, "{r}");
     test_kernel::with(cof, || {
         // SAFETY: no arguments.
-        unsafe {
-            assert_eq!(ibv_fork_init(), 0);
-            assert_eq!(ibv_is_fork_initialized(), 2, "IBV_FORK_UNNEEDED");
-        }
+        assert_eq!(unsafe { ibv_is_fork_initialized() }, 2, "IBV_FORK_UNNEEDED");
     });
     // A kernel that does not report it (before 5.13).
     test_kernel::with(Arc::new(FakeKernel::new()), || {
+        let want = if r == 0 { 1 } else { 0 };
         // SAFETY: no arguments.
-        unsafe {
-            assert_eq!(ibv_fork_init(), libc::EOPNOTSUPP);
-            assert_eq!(ibv_is_fork_initialized(), 0, "IBV_FORK_DISABLED");
-        }
+        let status = unsafe { ibv_is_fork_initialized() };
+        assert_eq!(status, want, "ENABLED / DISABLED");
+        // Again: the same answer (0 stays 0, too late stays too late).
+        // SAFETY: no arguments.
+        assert_eq!(unsafe { ibv_fork_init() }, r);
     });
 }
 
@@ -196,4 +202,36 @@ fn node_type_texts_are_libibverbs_texts() {
     assert_eq!(s(0), "unknown");
     assert_eq!(s(-1), "unknown");
     assert_eq!(s(8), "unknown");
+}
+
+#[test]
+fn import_device_checks_the_fd_as_libibverbs() {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(std::env::current_exe().expect("exe")).expect("open");
+    Errno::clear();
+    // SAFETY: the call only fstat()s a descriptor that is no char device.
+    let p = unsafe { ibv_import_device(file.as_raw_fd()) };
+    assert!(p.is_null());
+    assert_eq!(
+        last_errno(),
+        Errno::EINVAL,
+        "a regular file is no uverbs device"
+    );
+    // SAFETY: as above; -1 is no descriptor at all.
+    let p = unsafe { ibv_import_device(-1) };
+    assert!(p.is_null());
+    assert_eq!(last_errno(), Errno::EINVAL);
+    // A character device no RDMA device has: ENODEV, and the fd is left
+    // to the program.
+    let chr = std::fs::File::open("/dev/null").expect("/dev/null");
+    let none = FakeKernel::new();
+    none.char_dev(libc::makedev(1, 3));
+    test_kernel::with(Arc::new(none), || {
+        // SAFETY: fstat()ed; the import fails before it takes the fd.
+        let p = unsafe { ibv_import_device(chr.as_raw_fd()) };
+        assert!(p.is_null());
+        assert_eq!(last_errno(), Errno::ENODEV);
+    });
+    // SAFETY: still open: fcntl only reads its flags.
+    assert!(unsafe { libc::fcntl(chr.as_raw_fd(), libc::F_GETFD) } >= 0);
 }

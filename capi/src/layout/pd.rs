@@ -1,4 +1,6 @@
-//! `struct ibv_pd`, `struct ibv_mr` and `struct ibv_mw` (verbs.h at v44).
+//! `struct ibv_pd`, `struct ibv_mr` and `struct ibv_mw` (verbs.h at v44),
+//! and what parent domains are made of: `struct ibv_td`,
+//! `struct ibv_td_init_attr`, `struct ibv_parent_domain_init_attr`.
 //!
 //! Programs read `mr->lkey` and `mr->rkey` for every work request and
 //! `mr->addr`/`mr->length` to describe buffers; `pd->context` and
@@ -54,13 +56,69 @@ pub struct ibv_mw {
     pub r#type: c_int,
 }
 
+/// `struct ibv_td`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct ibv_td {
+    pub context: *mut ibv_context,
+}
+
+/// `struct ibv_td_init_attr` (`ibv_alloc_td`'s argument).
+#[repr(C)]
+#[derive(Debug)]
+pub struct ibv_td_init_attr {
+    pub comp_mask: u32,
+}
+
+/// A parent domain's `alloc` callback: memory, NULL, or
+/// `IBV_ALLOCATOR_USE_DEFAULT`.
+pub type AllocFn = unsafe extern "C" fn(
+    pd: *mut ibv_pd,
+    pd_context: *mut c_void,
+    size: usize,
+    alignment: usize,
+    resource_type: u64,
+) -> *mut c_void;
+
+/// A parent domain's `free` callback.
+pub type FreeFn = unsafe extern "C" fn(
+    pd: *mut ibv_pd,
+    pd_context: *mut c_void,
+    ptr: *mut c_void,
+    resource_type: u64,
+);
+
+/// `struct ibv_parent_domain_init_attr` (`ibv_alloc_parent_domain`'s
+/// argument).
+#[repr(C)]
+#[derive(Debug)]
+pub struct ibv_parent_domain_init_attr {
+    pub pd: *mut ibv_pd,
+    pub td: *mut ibv_td,
+    pub comp_mask: u32,
+    pub alloc: Option<AllocFn>,
+    pub free: Option<FreeFn>,
+    pub pd_context: *mut c_void,
+}
+
 c_layout!(IBV_PD: "struct ibv_pd" = ibv_pd, 16, [context, handle]);
+c_layout!(IBV_TD: "struct ibv_td" = ibv_td, 8, [context]);
+c_layout!(IBV_TD_INIT_ATTR: "struct ibv_td_init_attr" = ibv_td_init_attr, 4, [comp_mask]);
+c_layout!(IBV_PARENT_DOMAIN_INIT_ATTR: "struct ibv_parent_domain_init_attr" =
+    ibv_parent_domain_init_attr, 48, [pd, td, comp_mask, alloc, free, pd_context]);
 c_layout!(IBV_MW: "struct ibv_mw" = ibv_mw, 32, [context, pd, rkey, handle, r#type]);
 c_layout!(IBV_MR: "struct ibv_mr" = ibv_mr, 48,
     [context, pd, addr, length, handle, lkey, rkey]);
 
 /// This module's layouts.
-pub const LAYOUTS: &[Layout] = &[IBV_PD, IBV_MR, IBV_MW];
+pub const LAYOUTS: &[Layout] = &[
+    IBV_PD,
+    IBV_MR,
+    IBV_MW,
+    IBV_TD,
+    IBV_TD_INIT_ATTR,
+    IBV_PARENT_DOMAIN_INIT_ATTR,
+];
 
 #[cfg(test)]
 mod tests {

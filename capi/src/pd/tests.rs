@@ -167,3 +167,89 @@ fn another_iova_names_the_region_for_work_requests() {
     }
     drop(buf);
 }
+
+/// `ibv_import_device`, `ibv_import_pd`, `ibv_import_mr` on the mlx5
+/// device model, and their unimports: the imported objects carry the
+/// owner's handles and keys (`mr->addr` NULL, as libibverbs), letting go
+/// of them leaves the owner's, which deregister and deallocate after.
+#[test]
+fn imported_pds_and_mrs_carry_the_owners_handles_and_keys() {
+    use std::os::fd::AsRawFd;
+
+    use crate::device::{ibv_close_device, ibv_import_device, test_kernel};
+
+    let model = uverbs::testing::mlx5::fake_mlx5();
+    test_kernel::with(model.dyn_kernel(), || {
+        let uv = uverbs::Context::open_with(model.dyn_kernel(), None).unwrap();
+        let ctx = Context::create(uv, null_mut(), -1, -1);
+        let mut buf = buffer();
+        let addr = buf.as_mut_ptr().cast::<c_void>();
+        // A command fd to hand over: the model's are /dev/null (a
+        // character device, which libibverbs' check wants).
+        let fd = std::fs::File::open("/dev/null").unwrap();
+        let raw = std::os::fd::OwnedFd::from(fd);
+        // SAFETY: the context just made, a buffer that outlives the MR; the
+        // imported objects are freed before the owner's.
+        unsafe {
+            let pd = ibv_alloc_pd(ctx);
+            let mr = ibv_reg_mr(pd, addr, 4096, 1 | 2 | 4);
+            assert!(!pd.is_null() && !mr.is_null());
+            let ictx = ibv_import_device(raw.as_raw_fd());
+            assert!(!ictx.is_null(), "{}", std::io::Error::last_os_error());
+            // The library took the fd over.
+            std::mem::forget(raw);
+            assert!(!(*ictx).device.is_null());
+            let ipd = ibv_import_pd(ictx, (*pd).handle);
+            assert!(!ipd.is_null(), "{}", std::io::Error::last_os_error());
+            assert_eq!(((*ipd).context, (*ipd).handle), (ictx, (*pd).handle));
+            let imr = ibv_import_mr(ipd, (*mr).handle);
+            assert!(!imr.is_null(), "{}", std::io::Error::last_os_error());
+            assert_eq!(
+                ((*imr).lkey, (*imr).rkey, (*imr).length, (*imr).handle),
+                ((*mr).lkey, (*mr).rkey, 4096, (*mr).handle)
+            );
+            assert!((*imr).addr.is_null());
+            assert_eq!(((*imr).pd, (*imr).context), (ipd, ictx));
+            // Handles of nothing: the kernel's ENOENT.
+            assert!(ibv_import_mr(ipd, 999).is_null());
+            assert_eq!(last_errno(), libc::ENOENT);
+            assert!(ibv_import_pd(ictx, 999).is_null());
+            assert_eq!(last_errno(), libc::ENOENT);
+            let regions = model.mr_count();
+            ibv_unimport_mr(imr);
+            ibv_unimport_pd(ipd);
+            assert_eq!(model.mr_count(), regions, "the owner's region stays");
+            assert_eq!(ibv_close_device(ictx), 0);
+            assert_eq!(ibv_dereg_mr(mr), 0);
+            assert_eq!(model.mr_count(), regions - 1);
+            assert_eq!(ibv_dealloc_pd(pd), 0);
+            crate::ctx::Context::destroy(ctx).unwrap();
+        }
+        drop(buf);
+    });
+}
+
+/// rdma-core's rxe imports nothing: EOPNOTSUPP; NULL arguments: EINVAL.
+#[test]
+fn rxe_imports_nothing_and_null_is_einval() {
+    let r = Rig::new();
+    // SAFETY: the rig's context; NULL is checked.
+    unsafe {
+        assert!(ibv_import_pd(r.ctx, 1).is_null());
+        assert_eq!(last_errno(), libc::EOPNOTSUPP);
+        let pd = ibv_alloc_pd(r.ctx);
+        let mut buf = buffer();
+        let mr = ibv_reg_mr(pd, buf.as_mut_ptr().cast(), 4096, 1);
+        assert!(ibv_import_mr(pd, (*mr).handle).is_null());
+        assert_eq!(last_errno(), libc::EOPNOTSUPP);
+        assert!(ibv_import_pd(null_mut(), 1).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        assert!(ibv_import_mr(null_mut(), 1).is_null());
+        assert_eq!(last_errno(), libc::EINVAL);
+        ibv_unimport_pd(null_mut());
+        ibv_unimport_mr(null_mut());
+        assert_eq!(ibv_dereg_mr(mr), 0);
+        assert_eq!(ibv_dealloc_pd(pd), 0);
+        drop(buf);
+    }
+}

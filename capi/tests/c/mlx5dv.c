@@ -6,6 +6,8 @@
  * Only values that do not depend on the process (no addresses, no
  * handles) are printed.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -123,6 +125,15 @@ static int views(struct ibv_context *c)
 	printf("\npd: pdn %#x\n", dpd.pdn);
 	struct mlx5dv_obj bad = { .pd = { pd, &dpd } };
 	printf("init_obj of nothing %d\n", mlx5dv_init_obj(&bad, 0));
+	/* The MLX5_1.0 ABI of mlx5dv_init_obj: a CQ's cq_uar is the address of
+	 * a pointer to the UAR. */
+	int (*init_obj_1_0)(struct mlx5dv_obj *, uint64_t) =
+		(int (*)(struct mlx5dv_obj *, uint64_t))dlvsym(RTLD_DEFAULT, "mlx5dv_init_obj", "MLX5_1.0");
+	struct mlx5dv_cq dc10 = { 0 };
+	struct mlx5dv_obj o10 = { .cq = { cq, &dc10 } };
+	r = init_obj_1_0 ? init_obj_1_0(&o10, MLX5DV_OBJ_CQ) : -1;
+	printf("init_obj@MLX5_1.0 %d: cq_uar points at the UAR %d, cqn the same %d\n", r,
+	       init_obj_1_0 && *(void **)dc10.cq_uar == dc.cq_uar, dc10.cqn == dc.cqn);
 
 	/* An RDMA WRITE of 64 bytes from buf to buf + 4096, by hand. */
 	char *buf = aligned_alloc(4096, 8192);

@@ -55,6 +55,7 @@ use super::{
 use crate::{
     abi,
     error::{DestroyError, Error, Result},
+    fork::ForkGuard,
     providers::dma::DmaBuf,
     sys::Errno,
 };
@@ -95,6 +96,10 @@ struct UmemInner {
     /// Still registered with the kernel: false once [`DevxUmem::dereg`]
     /// deregistered it (the objects holding it then hold a shell).
     registered: Mutex<bool>,
+    /// The fork protection of the program's memory (libmlx5's
+    /// `ibv_dontfork_range` in `mlx5dv_devx_umem_reg`), released after the
+    /// deregistration.
+    fork: Option<ForkGuard>,
 }
 
 /// What [`Devx::umem_reg_ex`] registers (`struct mlx5dv_devx_umem_in`).
@@ -270,6 +275,13 @@ impl Devx {
             return Err(invalid(OP, "a UMEM of 0 bytes"));
         }
         let dev = self.device();
+        // The program's memory: protected from fork while registered (the
+        // library's own is, as a `DmaBuf`).
+        let fork = match (source, &memory) {
+            (Source::Addr(a), None) => crate::fork::protect(a as usize, len)
+                .map_err(|e| Error::sys(OP, e).with_detail("madvise(MADV_DONTFORK) (fork_init)"))?,
+            _ => None,
+        };
         let mut id = 0u32;
         let (handle, addr) = {
             let mut cmd = dev.ioctl_cmd(
@@ -324,6 +336,7 @@ impl Devx {
             len,
             memory,
             registered: Mutex::new(true),
+            fork,
         });
         live().insert((context_key(self), id), Arc::downgrade(&inner));
         Ok(DevxUmem { inner })
@@ -455,6 +468,9 @@ impl Drop for UmemInner {
             self.unlist();
             if let Some(m) = self.memory.take() {
                 std::mem::forget(m);
+            }
+            if let Some(f) = self.fork.take() {
+                std::mem::forget(f);
             }
         }
     }

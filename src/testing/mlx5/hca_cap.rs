@@ -39,6 +39,7 @@ mod general {
     pub(super) const SCTR_DATA_CQE: (usize, u32) = (0x215, 1);
     pub(super) const ROCE: (usize, u32) = (0x21d, 1);
     pub(super) const ATOMIC: (usize, u32) = (0x21e, 1);
+    pub(super) const BLOCK_LB_MC: (usize, u32) = (0x228, 1);
     pub(super) const LOG_PG_SZ: (usize, u32) = (0x258, 8);
     pub(super) const BF: (usize, u32) = (0x260, 1);
     pub(super) const LOG_BF_REG_SIZE: (usize, u32) = (0x26b, 5);
@@ -127,6 +128,10 @@ fn general_page(caps: &Caps, p: &mut [u8]) {
     set(p, SCTR_DATA_CQE, 1);
     // Compare-and-swap and fetch-and-add (`exec.rs`).
     set(p, ATOMIC, 1);
+    // QPs may block their own multicast (`IB_QP_CREATE_BLOCK_MULTICAST_LOOPBACK`,
+    // `objects.rs` `driver_create_flags`): kept trivially, the model
+    // delivers no multicast at all (no ATTACH_MCAST).
+    set(p, BLOCK_LB_MC, 1);
     set(p, LOG_PG_SZ, 12);
     if caps.bf_reg_size != 0 {
         set(p, BF, 1);
@@ -169,7 +174,8 @@ mod tests {
         // Offsets written out from mlx5_ifc.h's `cmd_hca_cap` (not this
         // module's constants): port_type 0x1b6/2, num_ports 0x1b8/8,
         // cqe_version 0x1fc/4, log_max_qp_sz 0x88/8, log_bf_reg_size
-        // 0x26b/5, sctr_data_cqe 0x215/1, roce 0x21d/1, atomic 0x21e/1.
+        // 0x26b/5, sctr_data_cqe 0x215/1, roce 0x21d/1, atomic 0x21e/1,
+        // block_lb_mc 0x228/1, end_pad 0x160/1, eth_net_offloads 0x21c/1.
         assert_eq!(get(page, 0x1b6, 2), 1, "port_type: Ethernet");
         assert_eq!(get(page, 0x1b8, 8), 1, "num_ports");
         assert_eq!(get(page, 0x1fc, 4), 1, "cqe_version");
@@ -181,6 +187,9 @@ mod tests {
             (1, 1),
             "roce, atomic"
         );
+        assert_eq!(get(page, 0x228, 1), 1, "block_lb_mc");
+        // end_pad, eth_net_offloads: off (no such QP flags).
+        assert_eq!((get(page, 0x160, 1), get(page, 0x21c, 1)), (0, 0));
         // Features libmlx5 reads and would turn on from a stray bit stay
         // off (rdma-core v44 `providers/mlx5/mlx5_ifc.h`): hca_cap_2,
         // dma_mmo_sq, qpc_extension, sho, qos, general_obj_types, crypto,

@@ -63,6 +63,9 @@ pub(crate) struct Books {
     pub(crate) uars: Uars,
     pub(crate) pds: Vec<u32>,
     pub(crate) ahs: Vec<u32>,
+    /// Raw packet QPs (`Options::raw_packet_qps`): handles the kernel
+    /// gave, which the HCA never sees.
+    pub(crate) raw_qps: Vec<u32>,
     /// The last GET_CONTEXT's driver response, which QUERY_CONTEXT repeats.
     pub(crate) uctx_resp: Option<abi::Mlx5IbAllocUcontextResp>,
     /// The device's clock info page (one per device, as mlx5_core's
@@ -343,7 +346,7 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         (abi::UVERBS_OBJECT_PD, abi::MLX5_IB_METHOD_PD_QUERY) => {
             let h = value(cmd, abi::MLX5_IB_ATTR_QUERY_PD_HANDLE)? as u32;
             if !lock(&s.books).pds.contains(&h) {
-                return Err(Errno::EINVAL);
+                return Err(lookup_error(s, h));
             }
             cmd.write_output(
                 abi::MLX5_IB_ATTR_QUERY_PD_RESP_PDN,
@@ -353,7 +356,8 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         }
         (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_QUERY_MR) => {
             let h = value(cmd, abi::UVERBS_ATTR_QUERY_MR_HANDLE)? as u32;
-            let mr = lock(&s.hca).mrs.get(h).ok_or(Errno::EINVAL)?;
+            let mr = lock(&s.hca).mrs.get(h);
+            let mr = mr.ok_or_else(|| lookup_error(s, h))?;
             cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_LKEY, &mr.lkey.to_ne_bytes());
             cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_RKEY, &mr.rkey.to_ne_bytes());
             cmd.write_output(abi::UVERBS_ATTR_QUERY_MR_RESP_LENGTH, &mr.len.to_ne_bytes());
@@ -393,6 +397,30 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             _,
         ) => super::devx::ioctl(s, cmd),
         _ => objects::ioctl(s, cmd),
+    }
+}
+
+/// Why an IDR attribute's handle names no object of the method's type
+/// (6.1 rdma_core.c `uverbs_get_uobject_from_file`,
+/// `lookup_get_idr_uobject`): `ENOENT` for a handle that names nothing
+/// (never given, or destroyed), `EINVAL` for one that names an object of
+/// another type. The model knows the verbs objects' handles (not DevX
+/// objects', which it answers `ENOENT` for).
+pub(crate) fn lookup_error(s: &Shared, h: u32) -> Errno {
+    let b = lock(&s.books);
+    let g = lock(&s.hca);
+    let live = b.pds.contains(&h)
+        || b.ahs.contains(&h)
+        || b.raw_qps.contains(&h)
+        || b.uars.objects.contains_key(&h)
+        || g.mrs.get(h).is_some()
+        || g.cqs.values().any(|c| c.handle == h)
+        || g.qps.values().any(|q| q.handle == h)
+        || g.srqs.values().any(|q| q.handle == h);
+    if live {
+        Errno::EINVAL
+    } else {
+        Errno::ENOENT
     }
 }
 

@@ -116,6 +116,11 @@ pub struct Options {
     /// `clock_info`): `clock_info_versions` is 0 and its mmap refused, so
     /// the library cannot convert timestamps to wall-clock time.
     pub no_clock_info: bool,
+    /// A device with raw Ethernet (a ConnectX with Ethernet ports, as root):
+    /// QP_CREATE makes raw packet QPs, which the HCA never executes (no
+    /// Ethernet datapath here), for testing what a library does with one.
+    /// Off: they are refused (EOPNOTSUPP), the model's default device.
+    pub raw_packet_qps: bool,
 }
 
 impl Default for Options {
@@ -128,6 +133,7 @@ impl Default for Options {
             refuse_devx: false,
             legacy_devx_errors: false,
             no_clock_info: false,
+            raw_packet_qps: false,
         }
     }
 }
@@ -594,6 +600,11 @@ impl Mlx5Model {
     /// The live DevX objects and UMEMs.
     pub fn devx_counts(&self) -> (usize, usize) {
         kernel::lock(&self.shared.devx).counts()
+    }
+
+    /// The raw packet QPs that exist ([`Options::raw_packet_qps`]).
+    pub fn raw_packet_qp_count(&self) -> usize {
+        kernel::lock(&self.shared.books).raw_qps.len()
     }
 
     /// The memory regions the device knows.

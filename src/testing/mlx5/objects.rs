@@ -78,6 +78,12 @@ pub(crate) fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY) => {
             let h = value(cmd, abi::UVERBS_ATTR_DESTROY_QP_HANDLE)? as u32;
             let mut b = lock(&s.books);
+            if let Some(at) = b.raw_qps.iter().position(|&r| r == h) {
+                b.raw_qps.swap_remove(at);
+                let resp = abi::IbUverbsDestroyQpResp::new_zeroed();
+                cmd.write_output(abi::UVERBS_ATTR_DESTROY_QP_RESP, resp.as_bytes());
+                return Ok(());
+            }
             let mut g = lock(&s.hca);
             let qpn = g
                 .qps
@@ -254,12 +260,21 @@ fn create_cq(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
 fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let value = |cmd: &IoctlCmd<'_>, id| cmd.input_value(id).ok_or(Errno::EINVAL);
     value(cmd, abi::UVERBS_ATTR_CREATE_QP_USER_HANDLE)?;
-    let transport = match value(cmd, abi::UVERBS_ATTR_CREATE_QP_TYPE)? as u32 {
-        abi::IB_UVERBS_QPT_RC => Transport::Rc,
-        abi::IB_UVERBS_QPT_UC => Transport::Uc,
-        abi::IB_UVERBS_QPT_UD => Transport::Ud,
+    let qp_type = value(cmd, abi::UVERBS_ATTR_CREATE_QP_TYPE)? as u32;
+    let create_flags = core_create_flags(cmd, qp_type)?;
+    let transport = match qp_type {
+        abi::IB_UVERBS_QPT_RC => Some(Transport::Rc),
+        abi::IB_UVERBS_QPT_UC => Some(Transport::Uc),
+        abi::IB_UVERBS_QPT_UD => Some(Transport::Ud),
+        // Refused below, after the checks mlx5_ib makes first.
+        abi::IB_UVERBS_QPT_RAW_PACKET => None,
         _ => return Err(Errno::EOPNOTSUPP), // not modelled
     };
+    // check_valid_flow: "Raw Packet QP is only supported for CQE version
+    // > 0".
+    if transport.is_none() && !lock(&s.hca).cqe_v1 {
+        return Err(Errno::EINVAL);
+    }
     let send_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE)? as u32;
     let recv_cq_h = value(cmd, abi::UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE)? as u32;
     let srq_h = cmd
@@ -277,6 +292,19 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
         return Err(Errno::EINVAL); // shorter than offsetof(ece_options)
     }
     let d = abi::Mlx5IbCreateQp::read_from_bytes(&padded::<56>(&drv)).map_err(|_| Errno::EINVAL)?;
+    driver_create_flags(create_flags)?;
+    // The device the model plays executes no raw Ethernet (no flow
+    // steering, no Ethernet segment in its send WQEs): it refuses the type
+    // as mlx5_ib refuses a QP type a device lacks (`check_qp_type`,
+    // EOPNOTSUPP). On a ConnectX with Ethernet ports mlx5_ib creates raw
+    // packet QPs (`create_raw_packet_qp`), for CAP_NET_RAW (the core's
+    // `UVERBS_HANDLER(UVERBS_METHOD_QP_CREATE)`, EPERM without it).
+    let Some(transport) = transport else {
+        if !s.options.raw_packet_qps {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        return create_raw_qp(s, cmd, &cap);
+    };
     let mut violations = Vec::new();
     let known = abi::MLX5_QP_FLAG_SIGNATURE
         | abi::MLX5_QP_FLAG_SCATTER_CQE
@@ -412,6 +440,79 @@ fn create_qp(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
     let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
     resp.bfreg_index = bfreg.map_or(uar::INVALID_BFREG, uar::gross);
     cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+/// A raw packet QP on a device with raw Ethernet
+/// (`Options::raw_packet_qps`): a handle and a QP number, the capacities
+/// as asked, no bfreg of the context's (the library names a UAR page);
+/// the HCA never sees it.
+fn create_raw_qp(
+    s: &Shared,
+    cmd: &mut IoctlCmd<'_>,
+    cap: &abi::IbUverbsQpCap,
+) -> Result<(), Errno> {
+    let mut b = lock(&s.books);
+    let h = b.new_handle();
+    b.raw_qps.push(h);
+    drop(b);
+    let qpn = 0x100 + h;
+    cmd.set_new_object(abi::UVERBS_ATTR_CREATE_QP_HANDLE, h);
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_CAP, cap.as_bytes());
+    cmd.write_output(abi::UVERBS_ATTR_CREATE_QP_RESP_QP_NUM, &qpn.to_ne_bytes());
+    let mut resp = abi::Mlx5IbCreateQpResp::new_zeroed();
+    resp.bfreg_index = uar::INVALID_BFREG;
+    cmd.write_output(abi::UVERBS_ATTR_UHW_OUT, resp.as_bytes());
+    Ok(())
+}
+
+/// The creation flags a QP create carries, checked as the 6.1 core
+/// checks them (uverbs_std_types_qp.c): `uverbs_get_flags32` takes only
+/// BLOCK_MULTICAST_LOOPBACK, SCATTER_FCS, CVLAN_STRIPPING,
+/// PCI_WRITE_END_PADDING and SQ_SIG_ALL (EINVAL for any other bit);
+/// `check_creation_flags` takes flags other than SQ_SIG_ALL only on UD and
+/// raw packet QPs, SCATTER_FCS and CVLAN_STRIPPING only on raw packet
+/// ones (EINVAL); a SOURCE_QPN attribute adds `IB_QP_CREATE_SOURCE_QPN`.
+/// Returns the flags the driver is left to take (SQ_SIG_ALL is the
+/// core's own).
+fn core_create_flags(cmd: &IoctlCmd<'_>, qp_type: u32) -> Result<u32, Errno> {
+    const IB_QP_CREATE_SOURCE_QPN: u32 = 1 << 10;
+    let flags = cmd
+        .input_value(abi::UVERBS_ATTR_CREATE_QP_FLAGS)
+        .unwrap_or(0);
+    let known = abi::IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK
+        | abi::IB_UVERBS_QP_CREATE_SCATTER_FCS
+        | abi::IB_UVERBS_QP_CREATE_CVLAN_STRIPPING
+        | abi::IB_UVERBS_QP_CREATE_PCI_WRITE_END_PADDING
+        | abi::IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
+    if flags & !u64::from(known) != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let mut flags = flags as u32 & !abi::IB_UVERBS_QP_CREATE_SQ_SIG_ALL;
+    let raw = qp_type == abi::IB_UVERBS_QPT_RAW_PACKET;
+    if flags != 0 && !raw && qp_type != abi::IB_UVERBS_QPT_UD {
+        return Err(Errno::EINVAL);
+    }
+    let eth_only = abi::IB_UVERBS_QP_CREATE_SCATTER_FCS | abi::IB_UVERBS_QP_CREATE_CVLAN_STRIPPING;
+    if flags & eth_only != 0 && !raw {
+        return Err(Errno::EINVAL);
+    }
+    if cmd.find(abi::UVERBS_ATTR_CREATE_QP_SOURCE_QPN).is_some() {
+        flags |= IB_QP_CREATE_SOURCE_QPN;
+    }
+    Ok(flags)
+}
+
+/// mlx5_ib's `process_create_flags` (6.1 qp.c 2905-2954) on the model's
+/// HCA (`hca_cap.rs`): each flag needs its device capability, and the
+/// model has only `block_lb_mc` (BLOCK_MULTICAST_LOOPBACK, kept trivially:
+/// the model delivers no multicast); end_pad (PCI_WRITE_END_PADDING),
+/// eth_net_offloads (SCATTER_FCS, CVLAN_STRIPPING) are off and SOURCE_QPN
+/// needs an InfiniBand port: a flag left over is EOPNOTSUPP.
+fn driver_create_flags(flags: u32) -> Result<(), Errno> {
+    if flags & !abi::IB_UVERBS_QP_CREATE_BLOCK_MULTICAST_LOOPBACK != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
     Ok(())
 }
 
