@@ -21,7 +21,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState,
+    AhAttr, QpCap, QpState, QpType, SendOpsFlags,
 };
 
 /// The objects a new QP is attached to (see [`QpLinks`]).
@@ -196,6 +196,11 @@ macro_rules! providers {
             /// The provider's name.
             pub(crate) fn name(&self) -> &'static str {
                 match self { $(AnyContext::$v(_) => <$p as Provider>::NAME),+ }
+            }
+
+            /// The send operations the provider posts on a QP of `qp_type`.
+            pub(crate) fn send_ops(&self, qp_type: QpType) -> Option<SendOpsFlags> {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::send_ops(qp_type)),+ }
             }
 
             /// The firmware version as the provider formats it.

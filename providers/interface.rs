@@ -480,6 +480,12 @@ pub(crate) trait Provider: Sized + 'static {
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
 
+    /// The send operations this provider posts on a QP of `qp_type`
+    /// (`ibv_qp_init_attr_ex::send_ops_flags` a QP may be created with:
+    /// rdma-core's providers refuse the others at creation); `None` for a
+    /// type it gives no send queue it posts to.
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags>;
+
     /// The capacities the created QP reports (`ibv_create_qp`'s `cap`),
     /// from the kernel's answer `kernel`: that answer by default; mlx5
     /// reports its own sizing, as libmlx5 overwrites the kernel's

@@ -147,14 +147,14 @@ impl TypedProvider for Rxe {
 /// ([`crate::WrSession::raw_wqe`]): mlx5's `mlx5dv_wr_raw_wqe`. Sealed, as
 /// [`ProviderKind`].
 pub trait RawWqes: ProviderKind {
-    /// Writes a raw WQE as the batch's next request.
+    /// Writes a raw WQE as the session's next request.
     #[doc(hidden)]
-    fn push_raw(b: &mut Self::Batch<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind>;
+    fn push_raw(v: &mut Self::View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind>;
 }
 
 impl RawWqes for Mlx5 {
     #[inline]
-    fn push_raw(b: &mut Mlx5Batch<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
+    fn push_raw(b: &mut Mlx5View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
         b.push_raw(wr_id, wqe)
     }
 }

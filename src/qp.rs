@@ -251,6 +251,25 @@ impl ProtectionDomain {
                 "the SRQ belongs to another context",
             ));
         }
+        // The send operations asked for must be ones the provider posts on
+        // the QP's type, as rdma-core's providers check at creation (rxe's
+        // `check_qp_init_attr`, libmlx5's `mlx5_qp_fill_wr_pfns`:
+        // EOPNOTSUPP).
+        if let Some(ops) = opts.send_ops {
+            let posts = ctx.provider.send_ops(init.qp_type);
+            if !posts.is_some_and(|p| p.contains(ops)) {
+                return Err(Error::new(
+                    "ibv_create_qp_ex",
+                    ErrorKind::UnsupportedProvider,
+                    format!(
+                        "{ops:?} on a {} QP: the {} provider posts {posts:?} there \
+                         (Context::send_ops)",
+                        init.qp_type,
+                        ctx.provider.name()
+                    ),
+                ));
+            }
+        }
         let user_handle = ctx.events.new_handle();
         let srq_handle = init.srq.map(|s| s.inner.handle);
         let mut cap = abi::IbUverbsQpCap::new_zeroed();

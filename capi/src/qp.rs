@@ -60,7 +60,7 @@ const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
 /// `IBV_QP_CREATE_SOURCE_QPN` (`ibv_qp_init_attr_ex.source_qpn`).
 const IBV_QP_CREATE_SOURCE_QPN: u32 = 1 << 10;
 /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: the `ibv_wr_*` operations asked for
-/// (`qp_ex::check_send_ops`).
+/// (`uverbs::Context::send_ops`).
 const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
 /// XRCD, MAX_TSO_HEADER, IND_TABLE and RX_HASH: known, and not done here
 /// (`EOPNOTSUPP`).
@@ -325,18 +325,21 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         opts = opts.create_flags(QpCreateFlags::from_bits_retain(a.create_flags));
     }
     if mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        opts = opts.send_ops(SendOpsFlags::from_bits_retain(a.send_ops_flags));
-        let qp_type = match a.qp_type {
-            2..=4 => attr::qp_type(a.qp_type),
-            _ => return errno::null(Errno::EOPNOTSUPP),
-        };
+        let ops = SendOpsFlags::from_bits_retain(a.send_ops_flags);
+        opts = opts.send_ops(ops);
+        // Checked here, before the PD (uverbs checks again when it creates
+        // the QP): what the provider posts on the QP's type, none on a type
+        // without an `ibv_qp_ex` (rxe's `check_qp_init_attr`).
         // SAFETY: verbs.h's contract: the program's open context.
-        let provider = match unsafe { crate::ctx::Context::from_c(context) } {
-            Ok(c) => qp_ex::Provider::named(c.uv.provider_name()),
+        let posts = match unsafe { crate::ctx::Context::from_c(context) } {
+            Ok(c) => match a.qp_type {
+                2..=4 => c.uv.send_ops(attr::qp_type(a.qp_type)),
+                _ => None,
+            },
             Err(e) => return errno::null(e),
         };
-        if let Err(e) = qp_ex::check_send_ops(qp_type, provider, a.send_ops_flags) {
-            return errno::null(e);
+        if !posts.is_some_and(|p| p.contains(ops)) {
+            return errno::null(Errno::EOPNOTSUPP);
         }
     }
     if mask & IBV_QP_INIT_ATTR_PD == 0 {

@@ -76,11 +76,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
-use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rxe},
-    sys::Errno,
-    QpCap, QpType,
-};
+use uverbs::{QpCap, QpType};
 
 use crate::{
     layout::qp::{ibv_qp, ibv_qp_ex},
@@ -88,81 +84,6 @@ use crate::{
 };
 pub(crate) use ops::install;
 pub(crate) use session::{end_for_destroy, Session};
-
-/// `IBV_QP_EX_WITH_*` (`send_ops_flags`) that uverbs posts.
-const WITH_RDMA_WRITE: u64 = 1 << 0;
-const WITH_RDMA_WRITE_WITH_IMM: u64 = 1 << 1;
-const WITH_SEND: u64 = 1 << 2;
-const WITH_SEND_WITH_IMM: u64 = 1 << 3;
-const WITH_RDMA_READ: u64 = 1 << 4;
-const WITH_ATOMIC_CMP_AND_SWP: u64 = 1 << 5;
-const WITH_ATOMIC_FETCH_AND_ADD: u64 = 1 << 6;
-pub(crate) const WITH_LOCAL_INV: u64 = 1 << 7;
-pub(crate) const WITH_BIND_MW: u64 = 1 << 8;
-pub(crate) const WITH_SEND_WITH_INV: u64 = 1 << 9;
-pub(crate) const WITH_ATOMIC_WRITE: u64 = 1 << 12;
-
-/// The operations a QP type may be created with: rxe's per-type sets
-/// (rdma-core providers/rxe/rxe.c `RXE_SUP_*_QP_SEND_OPS_FLAGS`), as
-/// ibv_wr_post(3) says: "If the QP does not support all the requested work
-/// request types then QP creation will fail". `ATOMIC_WRITE` is accepted
-/// as rxe's table has it whatever the kernel: 6.1's kernel fails the
-/// request itself. uverbs' mlx5 provider posts no binds, invalidations or
-/// atomic writes (`PostErrorKind::OpNotSupported`), so its QPs are
-/// created without them.
-const fn supported_send_ops(qp_type: QpType, provider: Provider) -> Option<u64> {
-    const SENDS: u64 = WITH_SEND | WITH_SEND_WITH_IMM;
-    const WRITES: u64 = WITH_RDMA_WRITE | WITH_RDMA_WRITE_WITH_IMM;
-    const RC_ONLY: u64 = WITH_RDMA_READ | WITH_ATOMIC_CMP_AND_SWP | WITH_ATOMIC_FETCH_AND_ADD;
-    const WINDOWS: u64 = WITH_BIND_MW | WITH_SEND_WITH_INV;
-    const RC_WINDOWS: u64 = WINDOWS | WITH_LOCAL_INV | WITH_ATOMIC_WRITE;
-    let rxe = matches!(provider, Provider::Rxe);
-    match qp_type {
-        QpType::Rc if rxe => Some(SENDS | WRITES | RC_ONLY | RC_WINDOWS),
-        QpType::Rc => Some(SENDS | WRITES | RC_ONLY),
-        QpType::Uc if rxe => Some(SENDS | WRITES | WINDOWS),
-        QpType::Uc => Some(SENDS | WRITES),
-        QpType::Ud => Some(SENDS),
-        _ => None,
-    }
-}
-
-/// Checks `send_ops_flags` (`IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`) for a QP of
-/// `qp_type`: `EOPNOTSUPP` for an operation it cannot have, and for any
-/// flag on a type rxe gives no `ibv_qp_ex` (as rxe's
-/// `check_qp_init_attr`).
-pub(crate) fn check_send_ops(
-    qp_type: QpType,
-    provider: Provider,
-    send_ops_flags: u64,
-) -> Result<(), Errno> {
-    match supported_send_ops(qp_type, provider) {
-        Some(ok) if send_ops_flags & !ok == 0 => Ok(()),
-        _ => Err(Errno::EOPNOTSUPP),
-    }
-}
-
-/// The provider whose typed session the QP's requests are written with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Provider {
-    Rxe,
-    Mlx5,
-    /// No typed session: every `wr_complete` with requests fails.
-    Other,
-}
-
-impl Provider {
-    /// The provider of this name (`uverbs::Context::provider_name`).
-    pub(crate) fn named(name: &str) -> Provider {
-        if name == <Rxe as ProviderKind>::NAME {
-            Provider::Rxe
-        } else if name == <Mlx5 as ProviderKind>::NAME {
-            Provider::Mlx5
-        } else {
-            Provider::Other
-        }
-    }
-}
 
 /// What a QP's sessions need to know of it, set once at creation.
 #[derive(Debug, Clone, Copy, Default)]

@@ -52,7 +52,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType, QueueResource,
+    AhAttr, QpCap, QpState, QpType, QueueResource, SendOpsFlags,
 };
 
 mod ah;
@@ -350,6 +350,28 @@ impl Provider for Mlx5 {
     type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
     type SrqShared = Mlx5SrqShared;
     type Srq = Mlx5Srq;
+
+    /// libmlx5's sets (`providers/mlx5/qp.c` `mlx5_qp_fill_wr_pfns`,
+    /// `MLX5_SUPPORTED_SEND_OPS_FLAGS_RC`/`_UC`/`_UD`) without what this
+    /// provider builds no WQE for (windows, invalidations, atomic writes:
+    /// UMR WQEs and their opcodes, refused by its posts too), and without
+    /// TSO (raw packet QPs, whose send path it has not).
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags> {
+        let sends = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+        let writes = SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+        match qp_type {
+            QpType::Rc => Some(
+                sends
+                    | writes
+                    | SendOpsFlags::RDMA_READ
+                    | SendOpsFlags::ATOMIC_CMP_AND_SWP
+                    | SendOpsFlags::ATOMIC_FETCH_AND_ADD,
+            ),
+            QpType::Uc => Some(sends | writes),
+            QpType::Ud => Some(sends),
+            _ => None,
+        }
+    }
 
     /// mlx5 devices are named `mlx5_N` by the kernel (the convention
     /// libibverbs' sysfs matching relies on as well).

@@ -22,7 +22,7 @@ use crate::{
     sys::{Errno, Mapping, Protection},
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpType,
+    AhAttr, QpType, SendOpsFlags,
 };
 
 pub(crate) mod cq;
@@ -124,6 +124,30 @@ impl Provider for Rxe {
     type SrqPlan = RxeResp<abi::RxeCreateSrqResp>;
     type SrqShared = ();
     type Srq = RxeRq;
+
+    /// rdma-core's rxe (`providers/rxe/rxe.c` `RXE_SUP_RC_QP_SEND_OPS_FLAGS`,
+    /// `_UC_`, `_UD_`): RC every operation but TSO, UC sends, writes,
+    /// binds and sends with invalidate, UD sends.
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags> {
+        let sends = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+        let writes = SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+        let windows = SendOpsFlags::BIND_MW | SendOpsFlags::SEND_WITH_INV;
+        match qp_type {
+            QpType::Rc => Some(
+                sends
+                    | writes
+                    | windows
+                    | SendOpsFlags::RDMA_READ
+                    | SendOpsFlags::ATOMIC_CMP_AND_SWP
+                    | SendOpsFlags::ATOMIC_FETCH_AND_ADD
+                    | SendOpsFlags::LOCAL_INV
+                    | SendOpsFlags::ATOMIC_WRITE,
+            ),
+            QpType::Uc => Some(sends | writes | windows),
+            QpType::Ud => Some(sends),
+            _ => None,
+        }
+    }
 
     /// rxe devices carry a `parent` attribute (their netdev); `rxe` is the
     /// name `rdma link add` suggests.
