@@ -160,6 +160,18 @@ pub(crate) struct QpRequest {
     pub(crate) create_flags: QpCreateFlags,
     /// The send operations the QP will post (`None`: not said).
     pub(crate) send_ops: Option<SendOpsFlags>,
+    /// A driver's own attributes (mlx5's `mlx5dv_create_qp`), already
+    /// checked by the provider's API that took them.
+    pub(crate) driver: Option<DriverQpAttrs>,
+}
+
+/// A driver's own QP attributes (mlx5's `struct mlx5dv_qp_init_attr`,
+/// checked): what goes into its create command's driver data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DriverQpAttrs {
+    /// Creation flags of the driver data, for the kernel to check (mlx5:
+    /// `mlx5_ib_create_qp.flags`' `MLX5_QP_FLAG_*`).
+    pub(crate) flags: u32,
 }
 
 /// What the kernel answered to a QP create.

@@ -230,6 +230,18 @@ impl ProtectionDomain {
         init: &QpInitAttr<'_>,
         opts: &QpCreateOptions,
     ) -> Result<QueuePair> {
+        self.create_qp_driver(init, opts, None)
+    }
+
+    /// [`ProtectionDomain::create_qp_with`] with a driver's own attributes
+    /// (mlx5's `mlx5dv_create_qp`), checked by the provider's API that
+    /// takes them.
+    pub(crate) fn create_qp_driver(
+        &self,
+        init: &QpInitAttr<'_>,
+        opts: &QpCreateOptions,
+        driver: Option<crate::providers::DriverQpAttrs>,
+    ) -> Result<QueuePair> {
         let op = "UVERBS_METHOD_QP_CREATE";
         let ctx = &self.inner.ctx;
         for cq in [init.send_cq, init.recv_cq] {
@@ -289,6 +301,7 @@ impl ProtectionDomain {
             has_srq: init.srq.is_some(),
             create_flags: opts.create_flags,
             send_ops: opts.send_ops,
+            driver,
         };
         let mut flags = opts.create_flags.bits();
         if init.sq_sig_all {

@@ -35,6 +35,7 @@ use crate::{
         context::ibv_context,
         cq::ibv_cq,
         device::ibv_gid,
+        mlx5::mlx5dv_qp_ex,
         pd::ibv_pd,
         pthread_cond_t, pthread_mutex_t,
         qp::{
@@ -89,6 +90,10 @@ pub struct Qp {
     rq: Mutex<Option<(RecvQueue, PostBufs)>>,
     /// What the `ibv_wr_*` session needs of the QP, set at creation.
     pub(crate) config: qp_ex::Config,
+    /// `struct mlx5dv_qp_ex` (`mlx5dv_qp_ex_from_ibv_qp_ex`): the mlx5
+    /// `wr_*` slots, filled by `mlx5dv_create_qp` for what it was asked
+    /// (`crate::mlx5::qp`), NULL otherwise.
+    pub dv: mlx5dv_qp_ex,
 }
 
 const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
@@ -157,21 +162,22 @@ impl Qp {
             qp: Guarded::new(),
             rq: Mutex::new(None),
             config: qp_ex::Config::default(),
+            dv: mlx5dv_qp_ex::default(),
         });
         b.wr_flush = qp_ex::install(&mut b.c);
         b
     }
 }
 
-/// What both creation paths ask for.
-struct Request {
+/// What the creation paths ask for.
+pub(crate) struct Request {
     pd: *mut ibv_pd,
     qp_context: *mut c_void,
     send_cq: *mut ibv_cq,
     recv_cq: *mut ibv_cq,
     srq: *mut ibv_srq,
     cap: ibv_qp_cap,
-    qp_type: c_int,
+    pub(crate) qp_type: c_int,
     sq_sig_all: c_int,
     /// Through the `create_qp_ex` op: `ibv_qp_to_qp_ex` gives the QP's
     /// `ibv_qp_ex`.
@@ -180,11 +186,37 @@ struct Request {
     opts: QpCreateOptions,
 }
 
+/// How a QP's uverbs QP is made: `ProtectionDomain::create_qp_with`, or
+/// `mlx5dv_create_qp`'s maker.
+pub(crate) type Make<'a> = &'a dyn Fn(
+    &uverbs::ProtectionDomain,
+    &QpInitAttr<'_>,
+    &QpCreateOptions,
+) -> uverbs::Result<QueuePair>;
+
 /// Creates the QP `req` describes; returns it and the capacities granted.
 ///
 /// # Safety
 /// The pointers in `req` are NULL or live objects of this library.
 unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
+    if matches!(req.qp_type, 9 | 10 | 0xff) {
+        // XRC needs an XRC domain, DRIVER a provider's own attributes.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let make: Make<'_> = &|pd, init, opts| pd.create_qp_with(init, opts);
+    // SAFETY: the caller's contract.
+    unsafe { create_with(req, make) }
+}
+
+/// [`create`], the uverbs QP made by `make` (which also takes the driver
+/// QP type, `IBV_QPT_DRIVER`, as mlx5's attributes make it).
+///
+/// # Safety
+/// As [`create`].
+pub(crate) unsafe fn create_with(
+    req: &Request,
+    make: Make<'_>,
+) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     // SAFETY: the caller's contract.
     let pd = unsafe { Pd::from_c(req.pd) }?;
     // SAFETY: the caller's contract.
@@ -196,9 +228,8 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
         Some(unsafe { Srq::from_c(req.srq) }?)
     };
     let qp_type = match req.qp_type {
-        2..=4 | 8 => attr::qp_type(req.qp_type),
-        // XRC needs an XRC domain, DRIVER a provider's own attributes.
-        9 | 10 | 0xff => return Err(Errno::EOPNOTSUPP),
+        2..=4 | 8 | 0xff => attr::qp_type(req.qp_type),
+        9 | 10 => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
     };
     let mut b = Qp::blank();
@@ -207,7 +238,8 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
                 s: &uverbs::CompletionQueue,
                 r: &uverbs::CompletionQueue,
                 q: Option<&SharedReceiveQueue>| {
-        pd.create_qp_with(
+        make(
+            pd,
             &QpInitAttr {
                 qp_type,
                 send_cq: s,
@@ -310,15 +342,39 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     let Some(a) = (unsafe { attr.as_mut() }) else {
         return errno::null(Errno::EINVAL);
     };
+    // SAFETY: verbs.h's contract.
+    let made = unsafe { ex_request(context, a) }.and_then(|req| {
+        // SAFETY: verbs.h's contract: the objects named are live.
+        unsafe { create(&req) }
+    });
+    match made {
+        Ok((qp, cap)) => {
+            a.cap = cap;
+            qp
+        }
+        Err(e) => errno::null(e),
+    }
+}
+
+/// The request of an `ibv_qp_init_attr_ex`, checked as `create_qp_ex`
+/// checks it (see there).
+///
+/// # Safety
+/// `context` is NULL or an open context of this library; the PD `a`
+/// names is NULL or live.
+pub(crate) unsafe fn ex_request(
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+) -> Result<Request, Errno> {
     let mask = a.comp_mask;
     if mask & !KNOWN_INIT_ATTR != 0 {
-        return errno::null(Errno::EINVAL);
+        return Err(Errno::EINVAL);
     }
     if mask & UNSUPPORTED_INIT_ATTR != 0
         || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0
             && a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0)
     {
-        return errno::null(Errno::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     let mut opts = QpCreateOptions::new();
     if mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
@@ -331,27 +387,27 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         // the QP): what the provider posts on the QP's type, none on a type
         // without an `ibv_qp_ex` (rxe's `check_qp_init_attr`).
         // SAFETY: verbs.h's contract: the program's open context.
-        let posts = match unsafe { crate::ctx::Context::from_c(context) } {
-            Ok(c) => match a.qp_type {
-                2..=4 => c.uv.send_ops(attr::qp_type(a.qp_type)),
-                _ => None,
-            },
-            Err(e) => return errno::null(e),
+        let posts = match a.qp_type {
+            // SAFETY: the caller's contract.
+            2..=4 => unsafe { crate::ctx::Context::from_c(context) }?
+                .uv
+                .send_ops(attr::qp_type(a.qp_type)),
+            _ => None,
         };
         if !posts.is_some_and(|p| p.contains(ops)) {
-            return errno::null(Errno::EOPNOTSUPP);
+            return Err(Errno::EOPNOTSUPP);
         }
     }
     if mask & IBV_QP_INIT_ATTR_PD == 0 {
-        return errno::null(Errno::EINVAL);
+        return Err(Errno::EINVAL);
     }
-    // SAFETY: verbs.h's contract: the PD is NULL or live.
+    // SAFETY: the caller's contract: the PD is NULL or live.
     if let Ok(pd) = unsafe { Pd::from_c(a.pd) } {
         if pd.c.context != context {
-            return errno::null(Errno::EINVAL);
+            return Err(Errno::EINVAL);
         }
     }
-    let req = Request {
+    Ok(Request {
         pd: a.pd,
         qp_context: a.qp_context,
         send_cq: a.send_cq,
@@ -362,15 +418,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         sq_sig_all: a.sq_sig_all,
         extended: true,
         opts,
-    };
-    // SAFETY: verbs.h's contract: the objects named are live.
-    match unsafe { create(&req) } {
-        Ok((qp, cap)) => {
-            a.cap = cap;
-            qp
-        }
-        Err(e) => errno::null(e),
-    }
+    })
 }
 
 /// `ibv_modify_qp`: 0 or the positive errno; on success with

@@ -83,7 +83,7 @@ use crate::{
     qp::Qp,
 };
 pub(crate) use ops::install;
-pub(crate) use session::{end_for_destroy, Session};
+pub(crate) use session::{end_for_destroy, push_own, Session};
 
 /// What a QP's sessions need to know of it, set once at creation.
 #[derive(Debug, Clone, Copy, Default)]

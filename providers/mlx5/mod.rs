@@ -711,6 +711,10 @@ impl Provider for Mlx5 {
             input.bfreg_index = b.index;
             input.flags |= abi::MLX5_QP_FLAG_UAR_PAGE_INDEX;
         }
+        // `mlx5dv_create_qp`'s flags the kernel decides on.
+        if let Some(d) = req.driver {
+            input.flags |= d.flags;
+        }
         let shared = Mlx5QpShared {
             buf,
             sq: Arc::new(SqTrack::new(g.sq.wqe_cnt)),

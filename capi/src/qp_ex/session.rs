@@ -219,6 +219,26 @@ pub(crate) fn end_for_destroy(slot: &mut QpSlot) {
     }
 }
 
+/// A request of a provider's own kind (mlx5's `mlx5dv_wr_raw_wqe`),
+/// written by `push` (given the QP and `qpx->wr_id`) as the session's next
+/// request, after the one still open; a setter after it has no request to
+/// set. Nothing outside the calling thread's session.
+pub(crate) fn push_own(q: &Qp, push: impl FnOnce(&mut QueuePair, u64) -> Result<(), PostError>) {
+    with_open(q, |s, uv, _| {
+        if s.req == Req::Building {
+            s.flush(uv);
+        }
+        if s.err.is_some() {
+            return;
+        }
+        s.req = Req::Pushed;
+        let wr_id = q.c.wr_id.load(core::sync::atomic::Ordering::Relaxed);
+        if let Err(e) = push(uv, wr_id) {
+            s.fail(session_errno(&e));
+        }
+    });
+}
+
 /// `SendFlags` of a builder's `wr_flags`: `IBV_SEND_INLINE` is the data
 /// setter's to say.
 #[inline(always)]
