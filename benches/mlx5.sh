@@ -141,10 +141,12 @@ def col(who, name):
     # own ibv_wr_* builders, which the typed rows compare with too); an
     # extended-CQ poll row (cqex_*) the work of the plain poll row.
     if who in ("libmlx5", "cabi"):
-        if name.startswith("wrx_"):
-            name = "wr_" + name.removeprefix("wrx_")
+        for p in ("wrx_", "wrc_"):
+            if name.startswith(p):
+                name = "wr_" + name.removeprefix(p)
     elif who != "uverbs":
-        name = name.removeprefix("wrx_").removeprefix("wr_").removeprefix("cqex_")
+        name = (name.removeprefix("wrx_").removeprefix("wrc_").removeprefix("wr_")
+                .removeprefix("cqex_"))
     if any(name not in runs[(who, r)] for r in rounds):
         return None
     return [runs[(who, r)][name] for r in rounds]

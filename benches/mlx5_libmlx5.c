@@ -199,6 +199,79 @@ static void post_recvs(int n)
 	}
 }
 
+/*
+ * Whether row `name` runs: all of them unless UVERBS_BENCH_ROWS lists some
+ * (comma-separated names without the lib_ prefix), as
+ * benches/callgrind.sh --cabi runs one row per process.
+ */
+static int wanted(const char *name)
+{
+	const char *rows = getenv("UVERBS_BENCH_ROWS");
+	if (!rows || !*rows)
+		return 1;
+	size_t n = strlen(name);
+	for (const char *p = rows; (p = strstr(p, name)); p += n)
+		if ((p == rows || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/*
+ * The timed work of each row, one function each (noinline), so that an
+ * instruction count of the function is the row's (benches/callgrind.sh
+ * --cabi): a chunk of posts of `batch` writes, a chunk of inline sends, a
+ * chunk of requester CQEs polled, and the same through a CQ session.
+ */
+static __attribute__((noinline)) void write_chunk(int wr, int batch, long done)
+{
+	for (unsigned k = 0; k + batch <= CHUNK; k += batch) {
+		if (wr ? wr_writes(batch, done, 0) : post_writes(batch, done, 0))
+			die("post");
+		done += batch;
+	}
+}
+
+static __attribute__((noinline)) void inline_chunk(int wr, long done)
+{
+	for (unsigned k = 0; k < CHUNK; k++) {
+		if (wr ? wr_inline(done, 0) : post_inline(done, 0))
+			die("post inline");
+		done++;
+	}
+}
+
+static __attribute__((noinline)) void poll_chunk(void)
+{
+	struct ibv_wc wc[16];
+	unsigned got = 0;
+	while (got < CHUNK) {
+		int m = ibv_poll_cq(cq, 16, wc);
+		if (m < 0)
+			die("ibv_poll_cq");
+		got += m;
+	}
+}
+
+static __attribute__((noinline)) uint64_t cqex_chunk(void)
+{
+	uint64_t sink = 0;
+	unsigned got = 0;
+	struct ibv_poll_cq_attr pa = {0};
+	while (got < CHUNK) {
+		if (ibv_start_poll(cqx, &pa))
+			continue;
+		do {
+			sink += cqx->wr_id + cqx->status + ibv_wc_read_opcode(cqx) +
+				ibv_wc_read_byte_len(cqx) + ibv_wc_read_qp_num(cqx);
+			got++;
+		} while (ibv_next_poll(cqx) == 0);
+		ibv_end_poll(cqx);
+	}
+	if (got != CHUNK)
+		die("ibv_start_poll: a CQE too many");
+	return sink;
+}
+
 static void connect_to_self(int gid_index)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
@@ -320,36 +393,35 @@ int main(int argc, char **argv)
 		const char *prefix = post_kind ? "lib_wr_" : "lib_";
 		for (unsigned b = 0; b < 3; b++) {
 			int batch = batches[b];
+			char name[32];
+			snprintf(name, sizeof name, "%swrite_batch%d", prefix + 4, batch);
+			if (!wanted(name))
+				continue;
 			double t = 0;
 			long done = 0;
 			while (done < iters) {
 				double t0 = now_ns();
-				for (unsigned k = 0; k + batch <= CHUNK; k += batch) {
-					if (post_kind ? wr_writes(batch, done, 0) : post_writes(batch, done, 0))
-						die("post");
-					done += batch;
-				}
+				write_chunk(post_kind, batch, done);
+				done += CHUNK - CHUNK % batch;
 				t += now_ns() - t0;
 				drain();
 			}
 			printf("%swrite_batch%d %.2f\n", prefix, batch, t / done);
 		}
+		if (!wanted(post_kind ? "wr_inline_send" : "inline_send"))
+			continue;
 		double t = 0;
 		long done = 0;
 		while (done < iters) {
 			double t0 = now_ns();
-			for (unsigned k = 0; k < CHUNK; k++) {
-				if (post_kind ? wr_inline(done, 0) : post_inline(done, 0))
-					die("post inline");
-				done++;
-			}
+			inline_chunk(post_kind, done);
+			done += CHUNK;
 			t += now_ns() - t0;
 			drain();
 		}
 		printf("%sinline_send %.2f\n", prefix, t / done);
 	}
-	{
-		struct ibv_wc wc[16];
+	if (wanted("poll_cqe")) {
 		double t = 0;
 		long done = 0;
 		while (done < iters) {
@@ -360,20 +432,14 @@ int main(int argc, char **argv)
 			for (unsigned j = 0; j < CHUNK; j++)
 				inject(ci + j, posted - CHUNK + j);
 			double t0 = now_ns();
-			unsigned got = 0;
-			while (got < CHUNK) {
-				int m = ibv_poll_cq(cq, 16, wc);
-				if (m < 0)
-					die("ibv_poll_cq");
-				got += m;
-			}
+			poll_chunk();
 			t += now_ns() - t0;
 			ci += CHUNK;
 			done += CHUNK;
 		}
 		printf("lib_poll_cqe %.2f\n", t / done);
 	}
-	{
+	if (wanted("cqex_poll_cqe")) {
 		double t = 0;
 		long done = 0;
 		uint64_t sink = 0;
@@ -384,21 +450,8 @@ int main(int argc, char **argv)
 			for (unsigned j = 0; j < CHUNK; j++)
 				inject(ci + j, posted - CHUNK + j);
 			double t0 = now_ns();
-			unsigned got = 0;
-			struct ibv_poll_cq_attr pa = {0};
-			while (got < CHUNK) {
-				if (ibv_start_poll(cqx, &pa))
-					continue;
-				do {
-					sink += cqx->wr_id + cqx->status + ibv_wc_read_opcode(cqx) +
-						ibv_wc_read_byte_len(cqx) + ibv_wc_read_qp_num(cqx);
-					got++;
-				} while (ibv_next_poll(cqx) == 0);
-				ibv_end_poll(cqx);
-			}
+			sink += cqex_chunk();
 			t += now_ns() - t0;
-			if (got != CHUNK)
-				die("ibv_start_poll: a CQE too many");
 			ci += CHUNK;
 			done += CHUNK;
 		}

@@ -21,7 +21,7 @@ use crate::{
     sys::Errno,
     wc::WorkCompletion,
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState,
+    AhAttr, QpCap, QpState, QpType, SendOpsFlags,
 };
 
 /// The objects a new QP is attached to (see [`QpLinks`]).
@@ -63,6 +63,12 @@ pub(crate) trait Member: Provider {
     fn qp_shared_of(qp: &AnyQpShared) -> Option<&Self::QpShared>;
     /// This provider's SRQ producer side, if `srq` is one of its SRQs.
     fn srq_of(srq: &AnySrq) -> Option<&Self::Srq>;
+    /// This provider's view of a send session, if `s` is one of its QPs'
+    /// (mlx5's raw WQEs, written into the session as the C library's
+    /// `mlx5dv_wr_raw_wqe` asks).
+    fn send_session_of<'a, 'q>(
+        s: &'a mut AnySendSession<'q>,
+    ) -> Option<&'a mut Self::SendSession<'q>>;
 }
 
 macro_rules! providers {
@@ -178,12 +184,23 @@ macro_rules! providers {
             fn srq_of(srq: &AnySrq) -> Option<&Self::Srq> {
                 match srq { AnySrq::$v(s) => Some(s), _ => None }
             }
+            #[allow(unreachable_patterns)]
+            fn send_session_of<'a, 'q>(
+                s: &'a mut AnySendSession<'q>,
+            ) -> Option<&'a mut Self::SendSession<'q>> {
+                match s { AnySendSession::$v(s) => Some(s), _ => None }
+            }
         })+
 
         impl AnyContext {
             /// The provider's name.
             pub(crate) fn name(&self) -> &'static str {
                 match self { $(AnyContext::$v(_) => <$p as Provider>::NAME),+ }
+            }
+
+            /// The send operations the provider posts on a QP of `qp_type`.
+            pub(crate) fn send_ops(&self, qp_type: QpType) -> Option<SendOpsFlags> {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::send_ops(qp_type)),+ }
             }
 
             /// The firmware version as the provider formats it.
@@ -476,11 +493,35 @@ macro_rules! providers {
                 match self { $(AnyQp::$v(qp) => <$p>::restart_queues(qp)),+ }
             }
 
-            /// Starts a send batch.
+            /// Opens the send session and views it (`ibv_wr_start`).
             #[inline(always)]
-            pub(crate) fn start_send_batch<'q>(&'q mut self, dev: Device<'q>) -> AnySendBatch<'q> {
+            pub(crate) fn start_send<'q>(&'q mut self, dev: Device<'q>) -> AnySendSession<'q> {
                 match self {
-                    $(AnyQp::$v(qp) => AnySendBatch::$v(<$p>::start_send_batch(qp, dev))),+
+                    $(AnyQp::$v(qp) => AnySendSession::$v(<$p>::start_send(qp, dev))),+
+                }
+            }
+
+            /// Opens the send session, its cursor in the queue.
+            #[inline]
+            pub(crate) fn begin_send(&mut self) {
+                match self { $(AnyQp::$v(qp) => <$p>::begin_send(qp)),+ }
+            }
+
+            /// One request into the open send session, called on its own.
+            #[inline(always)]
+            pub(crate) fn push_send_open(
+                &mut self,
+                dev: Device<'_>,
+                wr: &SendWr<'_>,
+            ) -> Result<(), PostErrorKind> {
+                match self { $(AnyQp::$v(qp) => <$p>::push_send_open(qp, dev, wr)),+ }
+            }
+
+            /// The open send session as a view.
+            #[inline(always)]
+            pub(crate) fn resume_send<'q>(&'q mut self, dev: Device<'q>) -> AnySendSession<'q> {
+                match self {
+                    $(AnyQp::$v(qp) => AnySendSession::$v(<$p>::resume_send(qp, dev))),+
                 }
             }
 
@@ -509,12 +550,12 @@ macro_rules! providers {
             }
         }
 
-        /// A send batch being written, of the QP's provider.
+        /// A view of a QP's send session, of the QP's provider.
         #[derive(Debug)]
-        pub(crate) enum AnySendBatch<'q> { $($v(<$p as Provider>::SendBatch<'q>)),+ }
+        pub(crate) enum AnySendSession<'q> { $($v(<$p as Provider>::SendSession<'q>)),+ }
 
-        impl AnySendBatch<'_> {
-            /// Writes one send WQE of the batch.
+        impl AnySendSession<'_> {
+            /// Writes one send WQE at the session's cursor.
             ///
             /// Each arm passes on a copy of the request made in that arm.
             /// Were an arm to pass the caller's `wr` to a call that is not
@@ -528,23 +569,30 @@ macro_rules! providers {
             #[inline(always)]
             pub(crate) fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
                 match self {
-                    $(AnySendBatch::$v(b) => {
+                    $(AnySendSession::$v(s) => {
                         let wr = *wr;
-                        <$p>::push_send(b, &wr)
+                        <$p>::push_send(s, &wr)
                     }),+
                 }
             }
 
-            /// Hands the batch over and rings the doorbell once.
+            /// Hands the session's WQEs over and rings the doorbell once.
             #[inline(always)]
             pub(crate) fn complete(&mut self, pushed: usize) -> Result<(), PostError> {
-                match self { $(AnySendBatch::$v(b) => <$p>::complete_send_batch(b, pushed)),+ }
+                match self { $(AnySendSession::$v(s) => <$p>::complete_send(s, pushed)),+ }
             }
 
-            /// Drops the batch.
+            /// Drops the session's WQEs.
             #[inline]
             pub(crate) fn abort(&mut self) {
-                match self { $(AnySendBatch::$v(b) => <$p>::abort_send_batch(b)),+ }
+                match self { $(AnySendSession::$v(s) => <$p>::abort_send(s)),+ }
+            }
+
+            /// Puts the view's cursor back into the queue (the session
+            /// stays open).
+            #[inline(always)]
+            pub(crate) fn suspend(self) {
+                match self { $(AnySendSession::$v(s) => <$p>::suspend_send(s)),+ }
             }
         }
 

@@ -160,6 +160,18 @@ pub(crate) struct QpRequest {
     pub(crate) create_flags: QpCreateFlags,
     /// The send operations the QP will post (`None`: not said).
     pub(crate) send_ops: Option<SendOpsFlags>,
+    /// A driver's own attributes (mlx5's `mlx5dv_create_qp`), already
+    /// checked by the provider's API that took them.
+    pub(crate) driver: Option<DriverQpAttrs>,
+}
+
+/// A driver's own QP attributes (mlx5's `struct mlx5dv_qp_init_attr`,
+/// checked): what goes into its create command's driver data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DriverQpAttrs {
+    /// Creation flags of the driver data, for the kernel to check (mlx5:
+    /// `mlx5_ib_create_qp.flags`' `MLX5_QP_FLAG_*`).
+    pub(crate) flags: u32,
 }
 
 /// What the kernel answered to a QP create.
@@ -290,11 +302,14 @@ pub(crate) trait Provider: Sized + 'static {
     /// A QP's own receive queue taken out of [`Provider::Qp`]
     /// ([`Provider::take_rq`]), posted to on its own.
     type Rq: Debug + Send + Sync;
-    /// A send batch being written (`ibv_wr_start` .. `ibv_wr_complete`),
-    /// holding the QP's queues borrowed. It may keep the queue's counters
-    /// in itself until it completes (mlx5 does, so they stay in registers
-    /// over a batch written in one function).
-    type SendBatch<'q>: Debug + Send
+    /// The QP's send session seen through a view (`ibv_wr_start` ..
+    /// `ibv_wr_complete`): the session's cursor (where the next WQE goes,
+    /// what is written and not yet handed over) lives in the QP's send
+    /// queue ([`Provider::begin_send`]); a view holds the queue borrowed
+    /// and may keep the cursor in itself while it lives (mlx5 does, so it
+    /// stays in registers over requests written in one function), giving
+    /// it back to the queue when it is suspended, completed or aborted.
+    type SendSession<'q>: Debug + Send
     where
         Self: 'q;
     /// An SRQ create in progress.
@@ -477,6 +492,12 @@ pub(crate) trait Provider: Sized + 'static {
         links: QpLinks<'_, Self>,
     ) -> Result<Self::Qp>;
 
+    /// The send operations this provider posts on a QP of `qp_type`
+    /// (`ibv_qp_init_attr_ex::send_ops_flags` a QP may be created with:
+    /// rdma-core's providers refuse the others at creation); `None` for a
+    /// type it gives no send queue it posts to.
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags>;
+
     /// The capacities the created QP reports (`ibv_create_qp`'s `cap`),
     /// from the kernel's answer `kernel`: that answer by default; mlx5
     /// reports its own sizing, as libmlx5 overwrites the kernel's
@@ -506,13 +527,50 @@ pub(crate) trait Provider: Sized + 'static {
     /// error at index `i` the requests before `i` are posted and rung.
     fn post_send(qp: &mut Self::Qp, dev: Device<'_>, wrs: &[SendWr<'_>]) -> Result<(), PostError>;
 
-    /// Starts a send batch (`ibv_wr_start`) on the QP's queues, borrowed
-    /// for it: no other post happens until it is completed or aborted.
-    fn start_send_batch<'q>(qp: &'q mut Self::Qp, dev: Device<'q>) -> Self::SendBatch<'q>;
+    /// Opens the QP's send session (`ibv_wr_start`): its cursor, in the
+    /// send queue, at the end of what was handed over. Nothing is visible
+    /// to the device or the kernel until [`Provider::complete_send`]. The
+    /// core calls it with no session open (it aborts an open one first).
+    fn begin_send(qp: &mut Self::Qp);
 
-    /// Checks and writes one send WQE of the batch, not yet visible to the
-    /// device or kernel; on an error nothing of it is taken.
-    fn push_send(batch: &mut Self::SendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
+    /// The open session as a view (its cursor taken out of the queue),
+    /// for requests written now; [`Provider::suspend_send`] puts the cursor
+    /// back, [`Provider::complete_send`] or [`Provider::abort_send`] end
+    /// the session.
+    fn resume_send<'q>(qp: &'q mut Self::Qp, dev: Device<'q>) -> Self::SendSession<'q>;
+
+    /// [`Provider::begin_send`] and [`Provider::resume_send`] at once (what
+    /// `ibv_wr_start` followed by requests in one function is).
+    #[inline(always)]
+    fn start_send<'q>(qp: &'q mut Self::Qp, dev: Device<'q>) -> Self::SendSession<'q> {
+        Self::begin_send(qp);
+        Self::resume_send(qp, dev)
+    }
+
+    /// Puts a view's cursor back into the queue: the session stays open,
+    /// with what the view wrote, for the next [`Provider::resume_send`].
+    fn suspend_send(s: Self::SendSession<'_>);
+
+    /// One request into the open session, called on its own
+    /// (`QueuePair::push_send`): the view made, pushed to and suspended in
+    /// one dispatch on the provider. A provider may make a lighter view
+    /// for one request (mlx5 reads the queue's settings by reference
+    /// instead of copying them).
+    #[inline(always)]
+    fn push_send_open(
+        qp: &mut Self::Qp,
+        dev: Device<'_>,
+        wr: &SendWr<'_>,
+    ) -> Result<(), PostErrorKind> {
+        let mut s = Self::resume_send(qp, dev);
+        let r = Self::push_send(&mut s, wr);
+        Self::suspend_send(s);
+        r
+    }
+
+    /// Checks and writes one send WQE at the session's cursor, not yet
+    /// visible to the device or kernel; on an error nothing of it is taken.
+    fn push_send(s: &mut Self::SendSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind>;
 
     /// [`Provider::push_send`] of a typed session's request
     /// ([`crate::WrSession`]): the QP's type was checked once for the
@@ -521,23 +579,23 @@ pub(crate) trait Provider: Sized + 'static {
     /// makes them anyway.
     #[inline(always)]
     fn push_send_typed(
-        batch: &mut Self::SendBatch<'_>,
+        s: &mut Self::SendSession<'_>,
         wr: &SendWr<'_>,
         ud: bool,
     ) -> Result<(), PostErrorKind> {
         let _ = ud;
-        Self::push_send(batch, wr)
+        Self::push_send(s, wr)
     }
 
-    /// Ends the batch (`ibv_wr_complete`): hands its WQEs over and rings the
-    /// doorbell once; `pushed` (how many) is the index a doorbell error
-    /// reports. Called at most once per batch.
-    fn complete_send_batch(batch: &mut Self::SendBatch<'_>, pushed: usize)
-        -> Result<(), PostError>;
+    /// Ends the session (`ibv_wr_complete`): hands its WQEs over and rings
+    /// the doorbell once; `pushed` (how many) is the index a doorbell error
+    /// reports. Called at most once per session.
+    fn complete_send(s: &mut Self::SendSession<'_>, pushed: usize) -> Result<(), PostError>;
 
-    /// Drops the batch (`ibv_wr_abort`): none of its WQEs is ever executed.
-    /// Called at most once per batch, and never after a complete.
-    fn abort_send_batch(batch: &mut Self::SendBatch<'_>);
+    /// Ends the session (`ibv_wr_abort`): none of its WQEs is ever
+    /// executed, and the queue is as before [`Provider::begin_send`].
+    /// Called at most once per session, and never after a complete.
+    fn abort_send(s: &mut Self::SendSession<'_>);
 
     /// Writes receive WQEs.
     fn post_recv(qp: &mut Self::Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;

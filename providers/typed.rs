@@ -1,15 +1,15 @@
 //! The providers' side of typed posting sessions (`crate::qpx`,
 //! `QueuePair::start_wr`): the public markers a session is typed by
-//! ([`Mlx5`], [`Rxe`]), and for each the provider's send batch, held by the
-//! session directly so that its requests are written without a dispatch on
-//! the provider. The core's `qpx` re-exports the markers and is generic
+//! ([`Mlx5`], [`Rxe`]), and for each the provider's view of the QP's send
+//! session, held by the typed view directly so that its requests are
+//! written without a dispatch on the provider. The core's `qpx` re-exports the markers and is generic
 //! over [`ProviderKind`]; like `dispatch.rs`, this is the one place that
 //! names both providers for it.
 
 use crate::{
     providers::{
-        mlx5::{Mlx5 as Mlx5Provider, SqBatch},
-        rxe::{Rxe as RxeProvider, RxeSendBatch},
+        mlx5::{Mlx5 as Mlx5Provider, SqSession},
+        rxe::{Rxe as RxeProvider, RxeSendSession},
         AnyQp, Device, Provider,
     },
     wr::{PostError, PostErrorKind, SendWr},
@@ -41,21 +41,22 @@ impl ProviderKind for Rxe {
     const NAME: &'static str = RxeProvider::NAME;
 }
 
-/// What a typed session needs of its provider: the provider's send batch
-/// and its calls. Public (as a supertrait of [`ProviderKind`]) but not
+/// What a typed session needs of its provider: the provider's view of the
+/// send session and its calls. Public (as a supertrait of [`ProviderKind`]) but not
 /// nameable outside the crate, so it seals [`ProviderKind`].
 pub trait TypedProvider: 'static {
-    /// The provider's send batch.
-    type Batch<'q>: Send;
-    /// The batch on the QP's queues if they are this provider's.
-    fn start(q: Queues<'_>) -> Option<Self::Batch<'_>>;
+    /// The provider's view of the send session.
+    type View<'q>: Send;
+    /// Opens the send session on the QP's queues and views it, if they are
+    /// this provider's.
+    fn start(q: Queues<'_>) -> Option<Self::View<'_>>;
     /// Checks and writes one request of a typed session (`ud`: the
     /// session's QP is UD).
-    fn push(b: &mut Self::Batch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind>;
-    /// Ends the batch of `pushed` requests: one doorbell.
-    fn complete(b: &mut Self::Batch<'_>, pushed: usize) -> Result<(), PostError>;
-    /// Drops the batch: none of its requests executes.
-    fn abort(b: &mut Self::Batch<'_>);
+    fn push(v: &mut Self::View<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind>;
+    /// Ends the session of `pushed` requests: one doorbell.
+    fn complete(v: &mut Self::View<'_>, pushed: usize) -> Result<(), PostError>;
+    /// Ends the session: none of its requests executes.
+    fn abort(v: &mut Self::View<'_>);
 }
 
 /// A QP's queues and the device their doorbells need (opaque).
@@ -72,11 +73,11 @@ impl<'q> Queues<'q> {
     }
 }
 
-/// An mlx5 send batch (opaque).
+/// A view of an mlx5 send session (opaque).
 #[derive(Debug)]
-pub struct Mlx5Batch<'q>(SqBatch<'q>);
+pub struct Mlx5View<'q>(SqSession<'q>);
 
-impl Mlx5Batch<'_> {
+impl Mlx5View<'_> {
     /// A WQE the program built ([`crate::WrSession::raw_wqe`]).
     #[inline]
     pub(crate) fn push_raw(&mut self, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
@@ -84,61 +85,61 @@ impl Mlx5Batch<'_> {
     }
 }
 
-/// An rxe send batch (opaque).
+/// A view of an rxe send session (opaque).
 #[derive(Debug)]
-pub struct RxeBatch<'q>(RxeSendBatch<'q>);
+pub struct RxeView<'q>(RxeSendSession<'q>);
 
 impl TypedProvider for Mlx5 {
-    type Batch<'q> = Mlx5Batch<'q>;
+    type View<'q> = Mlx5View<'q>;
 
     #[inline(always)]
-    fn start(q: Queues<'_>) -> Option<Mlx5Batch<'_>> {
+    fn start(q: Queues<'_>) -> Option<Mlx5View<'_>> {
         match q.queues {
-            AnyQp::Mlx5(qp) => Some(Mlx5Batch(Mlx5Provider::start_send_batch(qp, q.dev))),
+            AnyQp::Mlx5(qp) => Some(Mlx5View(Mlx5Provider::start_send(qp, q.dev))),
             _ => None,
         }
     }
 
     #[inline(always)]
-    fn push(b: &mut Mlx5Batch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
+    fn push(b: &mut Mlx5View<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
         Mlx5Provider::push_send_typed(&mut b.0, wr, ud)
     }
 
     #[inline(always)]
-    fn complete(b: &mut Mlx5Batch<'_>, pushed: usize) -> Result<(), PostError> {
-        Mlx5Provider::complete_send_batch(&mut b.0, pushed)
+    fn complete(b: &mut Mlx5View<'_>, pushed: usize) -> Result<(), PostError> {
+        Mlx5Provider::complete_send(&mut b.0, pushed)
     }
 
     #[inline(always)]
-    fn abort(b: &mut Mlx5Batch<'_>) {
-        Mlx5Provider::abort_send_batch(&mut b.0)
+    fn abort(b: &mut Mlx5View<'_>) {
+        Mlx5Provider::abort_send(&mut b.0)
     }
 }
 
 impl TypedProvider for Rxe {
-    type Batch<'q> = RxeBatch<'q>;
+    type View<'q> = RxeView<'q>;
 
     #[inline(always)]
-    fn start(q: Queues<'_>) -> Option<RxeBatch<'_>> {
+    fn start(q: Queues<'_>) -> Option<RxeView<'_>> {
         match q.queues {
-            AnyQp::Rxe(qp) => Some(RxeBatch(RxeProvider::start_send_batch(qp, q.dev))),
+            AnyQp::Rxe(qp) => Some(RxeView(RxeProvider::start_send(qp, q.dev))),
             _ => None,
         }
     }
 
     #[inline(always)]
-    fn push(b: &mut RxeBatch<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
+    fn push(b: &mut RxeView<'_>, wr: &SendWr<'_>, ud: bool) -> Result<(), PostErrorKind> {
         RxeProvider::push_send_typed(&mut b.0, wr, ud)
     }
 
     #[inline(always)]
-    fn complete(b: &mut RxeBatch<'_>, pushed: usize) -> Result<(), PostError> {
-        RxeProvider::complete_send_batch(&mut b.0, pushed)
+    fn complete(b: &mut RxeView<'_>, pushed: usize) -> Result<(), PostError> {
+        RxeProvider::complete_send(&mut b.0, pushed)
     }
 
     #[inline(always)]
-    fn abort(b: &mut RxeBatch<'_>) {
-        RxeProvider::abort_send_batch(&mut b.0)
+    fn abort(b: &mut RxeView<'_>) {
+        RxeProvider::abort_send(&mut b.0)
     }
 }
 
@@ -146,14 +147,14 @@ impl TypedProvider for Rxe {
 /// ([`crate::WrSession::raw_wqe`]): mlx5's `mlx5dv_wr_raw_wqe`. Sealed, as
 /// [`ProviderKind`].
 pub trait RawWqes: ProviderKind {
-    /// Writes a raw WQE as the batch's next request.
+    /// Writes a raw WQE as the session's next request.
     #[doc(hidden)]
-    fn push_raw(b: &mut Self::Batch<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind>;
+    fn push_raw(v: &mut Self::View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind>;
 }
 
 impl RawWqes for Mlx5 {
     #[inline]
-    fn push_raw(b: &mut Mlx5Batch<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
+    fn push_raw(b: &mut Mlx5View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {
         b.push_raw(wr_id, wqe)
     }
 }

@@ -477,6 +477,16 @@ impl Context {
         self.inner.provider.name()
     }
 
+    /// The send operations this context's QPs of type `qp_type` post, the
+    /// `send_ops_flags` such a QP may be created with
+    /// ([`crate::QpCreateOptions::send_ops`]); `None` for a type with no
+    /// send queue this crate posts to. rxe: rdma-core's rxe sets
+    /// (`RXE_SUP_*_QP_SEND_OPS_FLAGS`); mlx5: libmlx5's without memory
+    /// windows, invalidations and atomic writes, which its posts refuse.
+    pub fn send_ops(&self, qp_type: crate::QpType) -> Option<crate::SendOpsFlags> {
+        self.inner.provider.send_ops(qp_type)
+    }
+
     /// The provider's state, for provider-specific APIs (`uverbs::mlx5`).
     pub(crate) fn provider_state(&self) -> &AnyContext {
         &self.inner.provider

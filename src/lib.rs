@@ -86,7 +86,7 @@
 //! | `ibv_create_qp_ex` (`create_flags`, `send_ops_flags`) | [`ProtectionDomain::create_qp_with`], [`QpCreateOptions`] ([`QpCreateFlags`], [`SendOpsFlags`]) |
 //! | `ibv_fork_init`, `ibv_is_fork_initialized`, `RDMAV_FORK_SAFE` | [`fork_init`], [`fork_status`] → [`ForkStatus`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
-//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`] |
+//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
 //! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
 //! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`] (or [`AsyncEvent::defer_ack`] then `ack_async_events(n)`), [`AsyncEventType::description`] |
@@ -142,7 +142,7 @@ mod query;
 mod query_types;
 pub mod queue_alloc;
 mod recv_queue;
-mod send_batch;
+pub mod send_session;
 mod shared_memory;
 mod srq;
 mod sync;
@@ -272,7 +272,7 @@ pub use qpx::WrSession;
 pub use query::*;
 pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;
-pub use send_batch::SendBatch;
+pub use send_session::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
 pub use wc::{WcExFlags, WcFlags, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};

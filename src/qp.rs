@@ -37,7 +37,7 @@ use crate::{
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
     qpx::{self, WrSession},
     recv_queue::RecvQueue,
-    send_batch::SendBatch,
+    send_session::{OpenSend, SendBatch},
     srq::{SharedReceiveQueue, SrqInner},
     sys::{Errno, WriteCmd},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
@@ -105,8 +105,12 @@ fn next_gate(gate: u64, next: QpState, set: bool) -> u64 {
 
 /// What a post is about to do, for [`QueuePair::pass_gate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Posting {
+pub(crate) enum Posting {
+    /// `post_send`: refused while a send session is open.
     Sends,
+    /// Opening a send session (`begin_send`, `start_send`, `start_wr`):
+    /// an open one is aborted first.
+    Session,
     Receives,
 }
 
@@ -157,7 +161,7 @@ impl EventObject for QpInner {
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) inner: Arc<Owned<QpInner>>,
-    queues: AnyQp,
+    pub(crate) queues: AnyQp,
     cap: QpCap,
     /// The state after the last modify (low byte) and how many modifies
     /// set RESET (the 56 bits above, which do not wrap): one word, so that
@@ -165,13 +169,13 @@ pub struct QueuePair {
     /// ([`QueuePair::pass_gate`]). Here rather than in the shared
     /// [`QpInner`]: only this handle's `modify` writes it and only its
     /// posts and `state` read it, and a post then needs no pointer to it.
-    gate: AtomicU64,
+    pub(crate) gate: AtomicU64,
     /// The gate word ([`QueuePair::gate`]) the last post that found the QP
     /// in a sending state passed with ([`GATE_NEVER`] before one did).
-    gate_passed: u64,
+    pub(crate) gate_passed: u64,
     /// The resets ([`QueuePair::gate`]'s upper bits) the queues were
     /// restarted for.
-    resets_seen: u64,
+    pub(crate) resets_seen: u64,
     /// The QP's type, here too so a typed session checks it without
     /// reaching for the shared part.
     qp_type: QpType,
@@ -179,6 +183,11 @@ pub struct QueuePair {
     /// ([`QueuePair::split_recv`]): `modify` updates it as it updates
     /// [`QueuePair::gate`]. `None` while the QP posts its own receives.
     recv_gate: Option<Arc<AtomicU64>>,
+    /// The send session opened by [`QueuePair::begin_send`], if one is
+    /// open (`src/send_session.rs`). While it is, [`QueuePair::gate_passed`]
+    /// is [`GATE_NEVER`], so that every post and session start takes
+    /// [`QueuePair::cross_gate`], which sees it.
+    pub(crate) send_open: Option<OpenSend>,
 }
 
 /// The error of a typed session started for another provider than the
@@ -197,7 +206,7 @@ fn wrong_provider(inner: &QpInner, session: &'static str) -> PostError {
 
 /// A gate word no QP has (its state byte is no state), so the first post
 /// takes [`QueuePair::cross_gate`].
-const GATE_NEVER: u64 = u64::MAX;
+pub(crate) const GATE_NEVER: u64 = u64::MAX;
 
 impl ProtectionDomain {
     /// Creates a queue pair, like `ibv_create_qp`.
@@ -217,6 +226,18 @@ impl ProtectionDomain {
         &self,
         init: &QpInitAttr<'_>,
         opts: &QpCreateOptions,
+    ) -> Result<QueuePair> {
+        self.create_qp_driver(init, opts, None)
+    }
+
+    /// [`ProtectionDomain::create_qp_with`] with a driver's own attributes
+    /// (mlx5's `mlx5dv_create_qp`), checked by the provider's API that
+    /// takes them.
+    pub(crate) fn create_qp_driver(
+        &self,
+        init: &QpInitAttr<'_>,
+        opts: &QpCreateOptions,
+        driver: Option<crate::providers::DriverQpAttrs>,
     ) -> Result<QueuePair> {
         let op = "UVERBS_METHOD_QP_CREATE";
         let ctx = &self.inner.ctx;
@@ -239,6 +260,25 @@ impl ProtectionDomain {
                 "the SRQ belongs to another context",
             ));
         }
+        // The send operations asked for must be ones the provider posts on
+        // the QP's type, as rdma-core's providers check at creation (rxe's
+        // `check_qp_init_attr`, libmlx5's `mlx5_qp_fill_wr_pfns`:
+        // EOPNOTSUPP).
+        if let Some(ops) = opts.send_ops {
+            let posts = ctx.provider.send_ops(init.qp_type);
+            if !posts.is_some_and(|p| p.contains(ops)) {
+                return Err(Error::new(
+                    "ibv_create_qp_ex",
+                    ErrorKind::UnsupportedProvider,
+                    format!(
+                        "{ops:?} on a {} QP: the {} provider posts {posts:?} there \
+                         (Context::send_ops)",
+                        init.qp_type,
+                        ctx.provider.name()
+                    ),
+                ));
+            }
+        }
         let user_handle = ctx.events.new_handle();
         let srq_handle = init.srq.map(|s| s.inner.handle);
         let mut cap = abi::IbUverbsQpCap::new_zeroed();
@@ -258,6 +298,7 @@ impl ProtectionDomain {
             has_srq: init.srq.is_some(),
             create_flags: opts.create_flags,
             send_ops: opts.send_ops,
+            driver,
         };
         let mut flags = opts.create_flags.bits();
         if init.sq_sig_all {
@@ -417,6 +458,7 @@ impl ProtectionDomain {
             resets_seen: 0,
             qp_type: init.qp_type,
             recv_gate: None,
+            send_open: None,
         })
     }
 }
@@ -634,7 +676,7 @@ impl QueuePair {
     /// release, so the queues restart after the provider's own reset.
     /// Inlined into callers in other crates (`start_send`).
     #[inline(always)]
-    fn pass_gate(&mut self, posting: Posting) -> Result<(), PostError> {
+    pub(crate) fn pass_gate(&mut self, posting: Posting) -> Result<(), PostError> {
         let gate = self.gate.load(Ordering::Acquire);
         if gate == self.gate_passed {
             return Ok(());
@@ -656,6 +698,20 @@ impl QueuePair {
     /// receives).
     #[inline(always)]
     fn cross_gate(&mut self, gate: u64, posting: Posting) -> Result<(), PostError> {
+        if self.send_open.is_some() {
+            // `post_send` (which inlines this) gets no call: a call anywhere
+            // in it costs its loop registers (see `post_send`).
+            return match posting {
+                Posting::Sends => Err(PostError {
+                    index: 0,
+                    kind: PostErrorKind::BadState(
+                        "a send session is open on the QP (begin_send): complete or abort it \
+                         before post_send",
+                    ),
+                }),
+                _ => self.cross_gate_in_session(gate, posting),
+            };
+        }
         let resets = gate >> 8;
         if resets != self.resets_seen {
             self.resets_seen = resets;
@@ -667,7 +723,9 @@ impl QueuePair {
             self.gate_passed = gate;
         }
         let refused = match posting {
-            Posting::Sends if !sends => "sends need the QP in RTS (or SQD, SQE, ERR)",
+            Posting::Sends | Posting::Session if !sends => {
+                "sends need the QP in RTS (or SQD, SQE, ERR)"
+            }
             Posting::Receives if state == QpState::Reset => "receives cannot be posted in RESET",
             _ => return Ok(()),
         };
@@ -677,29 +735,33 @@ impl QueuePair {
         })
     }
 
-    /// Starts a [`SendBatch`]: send work requests pushed one at a time and
-    /// rung with one doorbell by [`SendBatch::complete`], like
-    /// `ibv_wr_start` on an `ibv_qp_ex` (see [`crate::SendBatch`]); any QP
-    /// takes batches. Needs the QP in a state that sends, as
-    /// [`QueuePair::post_send`] does.
+    /// Starts the QP's send session and returns an untyped view of it, a
+    /// [`SendBatch`]: send work requests pushed one at a time and rung with
+    /// one doorbell by [`SendBatch::complete`], like `ibv_wr_start` on an
+    /// `ibv_qp_ex` (see [`crate::send_session`]); any QP takes sessions. A
+    /// session open through [`QueuePair::begin_send`] is aborted first.
+    /// Needs the QP in a state that sends, as [`QueuePair::post_send`]
+    /// does.
     #[doc(alias = "ibv_wr_start")]
     #[doc(alias = "ibv_qp_ex")]
     #[inline(always)]
     pub fn start_send(&mut self) -> Result<SendBatch<'_>, PostError> {
-        self.pass_gate(Posting::Sends)?;
+        self.pass_gate(Posting::Session)?;
         let dev = self.inner.ctx.device();
-        Ok(SendBatch::new(self.queues.start_send_batch(dev)))
+        Ok(SendBatch::new(self.queues.start_send(dev)))
     }
 
-    /// Starts a typed posting session ([`WrSession`], the `ibv_qp_ex` API:
-    /// see [`crate::qpx`]) for a QP of transport `K` ([`qpx::Rc`],
-    /// [`qpx::Uc`], [`qpx::Ud`]) on provider `P` ([`qpx::Mlx5`],
-    /// [`qpx::Rxe`]), like `ibv_wr_start` (no `ibv_qp_to_qp_ex` or create
-    /// flag first: any QP takes sessions). Checks once what the session's
-    /// requests then need not: the QP's type
-    /// ([`PostErrorKind::WrongQpType`]), its provider
+    /// Starts the QP's send session and returns a typed view of it
+    /// ([`WrSession`], the `ibv_qp_ex` API: see [`crate::qpx`]) for a QP of
+    /// transport `K` ([`qpx::Rc`], [`qpx::Uc`], [`qpx::Ud`]) on provider
+    /// `P` ([`qpx::Mlx5`], [`qpx::Rxe`]), like `ibv_wr_start` (no
+    /// `ibv_qp_to_qp_ex` or create flag first: any QP takes sessions).
+    /// Checks once what the session's requests then need not: the QP's
+    /// type ([`PostErrorKind::WrongQpType`]), its provider
     /// ([`PostErrorKind::WrongProvider`]) and its state (sends need RTS,
-    /// [`PostErrorKind::BadState`]).
+    /// [`PostErrorKind::BadState`]). A session open through
+    /// [`QueuePair::begin_send`] is aborted first (see
+    /// [`crate::send_session`]).
     #[doc(alias = "ibv_wr_start")]
     #[doc(alias = "ibv_qp_to_qp_ex")]
     #[inline(always)]
@@ -709,7 +771,7 @@ impl QueuePair {
         if self.qp_type != K::TYPE {
             return Err(self.wrong_qp_type(K::TYPE));
         }
-        self.pass_gate(Posting::Sends)?;
+        self.pass_gate(Posting::Session)?;
         let QueuePair { queues, inner, .. } = self;
         let dev = inner.ctx.device();
         match WrSession::start(crate::providers::typed::Queues::new(queues, dev)) {

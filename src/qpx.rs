@@ -2,9 +2,13 @@
 //! `ibv_wr_rdma_write`, `ibv_wr_set_sge`, ..., `ibv_wr_complete`), with
 //! what C checks on every request checked once, or by the compiler.
 //!
-//! A [`WrSession`] is started on a QP with [`QueuePair::start_wr`], typed
-//! by the QP's transport ([`Rc`], [`Uc`], [`Ud`]) and its provider
-//! ([`Mlx5`], [`Rxe`]):
+//! A [`WrSession`] is a typed view of the QP's one send session (its
+//! cursor lives in the provider's send queue: [`crate::send_session`]),
+//! started on a QP with [`QueuePair::start_wr`], typed by the QP's
+//! transport ([`Rc`], [`Uc`], [`Ud`]) and its provider ([`Mlx5`],
+//! [`Rxe`]). The view costs nothing over the queue's own calls: it holds
+//! the provider's queue directly, and (mlx5) the session's cursor in
+//! registers while it lives.
 //!
 //! - the **QP type** is checked once, when the session starts; from then
 //!   on an operation the type cannot carry does not compile (an RDMA read
@@ -203,12 +207,12 @@ use crate::providers::typed::{Queues, TypedProvider};
 ///
 /// Dropping the session without `complete` aborts it: none of its requests
 /// executes. A session passed to `mem::forget` is not completed either
-/// (as for [`crate::SendBatch`]: mlx5 writes over its requests with the
-/// next ones, rxe sends them with the next doorbell); nothing unsound
-/// happens.
+/// (as for [`crate::SendBatch`], the untyped view of the same session:
+/// mlx5 writes over its requests with the next ones, rxe sends them with
+/// the next doorbell); nothing unsound happens.
 #[must_use = "a session posts nothing until complete() is called"]
 pub struct WrSession<'q, K: QpKind, P: ProviderKind> {
-    batch: <P as TypedProvider>::Batch<'q>,
+    view: <P as TypedProvider>::View<'q>,
     /// Requests written so far.
     pushed: usize,
     /// Completed or aborted (nothing left for `Drop` to do).
@@ -231,7 +235,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     pub(crate) fn start(queues: Queues<'q>) -> Option<Self> {
         Some(WrSession {
-            batch: P::start(queues)?,
+            view: P::start(queues)?,
             pushed: 0,
             closed: false,
             kind: PhantomData,
@@ -450,7 +454,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     pub fn complete(mut self) -> Result<(), PostError> {
         self.closed = true;
-        P::complete(&mut self.batch, self.pushed)
+        P::complete(&mut self.view, self.pushed)
     }
 
     /// Takes every request of the session back, like `ibv_wr_abort`: none
@@ -463,18 +467,18 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     fn close_aborted(&mut self) {
         if !self.closed {
             self.closed = true;
-            P::abort(&mut self.batch);
+            P::abort(&mut self.view);
         }
     }
 
-    /// Writes one request of a provider's own kind through its batch
+    /// Writes one request of a provider's own kind through its view
     /// (`f`; mlx5's raw WQEs), counted as the session's; on an error
     /// nothing of it is taken.
     pub(crate) fn push_own(
         &mut self,
-        f: impl FnOnce(&mut <P as TypedProvider>::Batch<'q>) -> Result<(), crate::PostErrorKind>,
+        f: impl FnOnce(&mut <P as TypedProvider>::View<'q>) -> Result<(), crate::PostErrorKind>,
     ) -> Result<(), PostError> {
-        match f(&mut self.batch) {
+        match f(&mut self.view) {
             Ok(()) => {
                 self.pushed += 1;
                 Ok(())
@@ -490,7 +494,7 @@ impl<'q, K: QpKind, P: ProviderKind> WrSession<'q, K, P> {
     #[inline(always)]
     fn push(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         let ud = matches!(K::TYPE, QpType::Ud);
-        match P::push(&mut self.batch, wr, ud) {
+        match P::push(&mut self.view, wr, ud) {
             Ok(()) => {
                 self.pushed += 1;
                 Ok(())

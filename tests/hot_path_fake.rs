@@ -3,7 +3,8 @@
 //! `next`, the accessors (the wall-clock timestamp among them), an early
 //! end and the `poll` that takes what it left) make no system call and allocate nothing; a batch of sends makes
 //! exactly one system call (the rxe doorbell) and allocates nothing,
-//! whether posted as a slice, as a send batch or through a typed session.
+//! whether posted as a slice, as a send batch, through a typed session or
+//! through the send session's non-borrowing calls.
 // A counting global allocator needs `unsafe impl GlobalAlloc`.
 #![allow(unsafe_code)]
 
@@ -140,6 +141,31 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
         [Call::RawWrite(32)],
         "a completed typed session is one doorbell write, an aborted one none"
     );
+    // The session through the non-borrowing calls (`begin_send`,
+    // `push_send`, `complete_send`: the C library's `ibv_wr_*`): the same.
+    fake.kernel.clear_calls();
+    let before_calls = allocations();
+    qp.begin_send().unwrap();
+    for wr in &sends {
+        qp.push_send(wr).unwrap();
+    }
+    assert_eq!(qp.send_pending(), Some(3));
+    assert!(fake.kernel.calls().is_empty(), "a push_send made a call");
+    qp.complete_send().unwrap();
+    assert_eq!(qp.send_pending(), None);
+    qp.begin_send().unwrap();
+    qp.push_send(&sends[0]).unwrap();
+    qp.abort_send();
+    assert_eq!(
+        allocations() - before_calls,
+        0,
+        "a session of calls allocated"
+    );
+    assert_eq!(
+        fake.kernel.calls(),
+        [Call::RawWrite(32)],
+        "a completed session is one doorbell write, an aborted one none"
+    );
     // A failing doorbell: the requests are in the queue, and the error's
     // index is how many (for a slice as for a batch).
     fake.kernel.on_raw_write(|_| Err(uverbs::sys::Errno::EIO));
@@ -151,6 +177,13 @@ fn post_and_poll_make_only_the_doorbell_syscall_and_never_allocate() {
     let e = batch.complete().unwrap_err();
     assert_eq!(e.index, 1);
     assert!(matches!(e.kind, uverbs::PostErrorKind::Doorbell(_)), "{e}");
+    qp.begin_send().unwrap();
+    qp.push_send(&sends[1]).unwrap();
+    qp.push_send(&sends[2]).unwrap();
+    let e = qp.complete_send().unwrap_err();
+    assert_eq!(e.index, 2);
+    assert!(matches!(e.kind, uverbs::PostErrorKind::Doorbell(_)), "{e}");
+    assert_eq!(qp.send_pending(), None, "closed whatever the doorbell said");
 
     // Extended polling over 40 CQEs the kernel wrote: a session that ends
     // early, a poll of what it left, one that reads to the end, and a
@@ -257,7 +290,7 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         SendWr::send(10, &sge).unsignaled(),
         SendWr::send(12, &[]).inline(b"hi"),
     ];
-    let mut wc = [WorkCompletion::default(); 8];
+    let mut wc = [WorkCompletion::default(); 16];
     // Warm up once: the first completion resolves and caches its QP.
     qp.post_recv(&recvs[..1]).unwrap();
     qp.post_send(&sends[1..]).unwrap();
@@ -278,10 +311,16 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
             s.send().wr_id(13).unsignaled().sge(sge[0]).unwrap();
             s.send_imm(5).wr_id(14).inline(b"hi").unwrap();
             s.complete().unwrap();
+            qp.post_recv(&recvs).unwrap();
+            qp.begin_send().unwrap();
+            qp.push_send(&sends[0]).unwrap();
+            qp.push_send(&sends[1]).unwrap();
+            qp.complete_send().unwrap();
         });
-        // Five receives and the two signaled inline sends (the batch's send
-        // and the typed session's first are unsignaled).
-        assert_eq!(n, 7, "{how:?}: {:?}", &wc[..n]);
+        // Seven receives and the three signaled inline sends (the batch's
+        // send, the typed session's first and the calls' first are
+        // unsignaled).
+        assert_eq!(n, 10, "{how:?}: {:?}", &wc[..n]);
     }
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,

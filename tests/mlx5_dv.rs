@@ -299,3 +299,341 @@ fn a_raw_wqe_is_copied_in_with_its_index_and_completes_as_driver2() {
     s.abort();
     mlx5_pair::assert_clean(&p.model);
 }
+
+/// `mlx5::push_raw_wqe`: raw WQEs written into the QP's send session call
+/// by call (`begin_send` .. `complete_send`, as the C library's
+/// `mlx5dv_wr_raw_wqe` writes them), between requests the library builds,
+/// each in order with its own index and completion; refusals take
+/// nothing.
+#[test]
+fn raw_wqes_join_a_session_of_calls() {
+    use uverbs::{PostErrorKind, QpType, RecvWr, SendWr, WcOpcode, WcStatus};
+    let mut p = mlx5_pair::pair(QpType::Rc, 4);
+    p.mr_a.write(0, &[0x5a; 16]).unwrap();
+    let sge = p.mr_a.sge(0, 16).unwrap();
+    let mut wqe = [0u8; 32];
+    wqe[0..4].copy_from_slice(&0x0a_u32.to_be_bytes());
+    wqe[4..8].copy_from_slice(&(p.a.qp_num() << 8 | 2).to_be_bytes());
+    wqe[11] = 0x08;
+    wqe[16..20].copy_from_slice(&sge.length.to_be_bytes());
+    wqe[20..24].copy_from_slice(&sge.lkey.to_be_bytes());
+    wqe[24..32].copy_from_slice(&sge.addr.to_be_bytes());
+    // No session open: refused.
+    let e = mlx5::push_raw_wqe(&mut p.a, 1, &wqe).unwrap_err();
+    assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
+    for round in 0..3u64 {
+        for k in 0..3 {
+            p.b.post_recv(&[RecvWr::new(10 * round + k, &[p.mr_b.sge(0, 64).unwrap()])])
+                .unwrap();
+        }
+        p.a.begin_send().unwrap();
+        mlx5::push_raw_wqe(&mut p.a, 100 * round, &wqe).unwrap();
+        p.a.push_send(&SendWr::send(100 * round + 1, &[sge]))
+            .unwrap();
+        let mut bad = wqe;
+        bad[7] = 0;
+        let e = mlx5::push_raw_wqe(&mut p.a, 7, &bad).unwrap_err();
+        assert_eq!(e.index, 2);
+        mlx5::push_raw_wqe(&mut p.a, 100 * round + 2, &wqe).unwrap();
+        assert_eq!(p.a.send_pending(), Some(3));
+        p.a.complete_send().unwrap();
+        let ca = mlx5_pair::run_and_poll(&p.model, &mut p.cq_a, 3);
+        let got: Vec<_> = ca.iter().map(|w| (w.wr_id, w.status, w.opcode)).collect();
+        assert_eq!(
+            got,
+            [
+                (100 * round, WcStatus::SUCCESS, WcOpcode::DRIVER2),
+                (100 * round + 1, WcStatus::SUCCESS, WcOpcode::SEND),
+                (100 * round + 2, WcStatus::SUCCESS, WcOpcode::DRIVER2),
+            ]
+        );
+        let cb = mlx5_pair::run_and_poll(&p.model, &mut p.cq_b, 3);
+        assert!(cb.iter().all(|w| w.byte_len == 16), "{cb:?}");
+    }
+    mlx5_pair::assert_clean(&p.model);
+}
+
+/// On a QP of another provider (rxe, on the fake kernel) a raw WQE is
+/// refused as a typed session of the wrong provider is.
+#[test]
+fn a_raw_wqe_on_an_rxe_qp_is_the_wrong_provider() {
+    use uverbs::testing::rxe::{fake_rxe, DEV};
+    use uverbs::{CqOptions, PostErrorKind, QpAttr, QpAttrMask, QpCap, QpInitAttr, QpState};
+    let fake = fake_rxe();
+    let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
+    let mut qp = pd
+        .create_qp(&QpInitAttr {
+            context: 0,
+            qp_type: uverbs::QpType::Ud,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    for (state, mask) in [
+        (
+            QpState::Init,
+            QpAttrMask::STATE | QpAttrMask::PKEY_INDEX | QpAttrMask::PORT | QpAttrMask::QKEY,
+        ),
+        (QpState::Rtr, QpAttrMask::STATE),
+        (QpState::Rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN),
+    ] {
+        let attr = QpAttr {
+            qp_state: state,
+            port_num: 1,
+            qkey: 0x11,
+            ..QpAttr::default()
+        };
+        qp.modify(&attr, mask).unwrap();
+    }
+    qp.begin_send().unwrap();
+    let e = mlx5::push_raw_wqe(&mut qp, 1, &[0u8; 64]).unwrap_err();
+    assert!(
+        matches!(
+            e.kind,
+            PostErrorKind::WrongProvider {
+                qp: "rxe",
+                session: "mlx5"
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(qp.send_pending(), Some(0));
+    qp.abort_send();
+}
+
+/// `Mlx5Context::create_qp` (`mlx5dv_create_qp`): libmlx5 44's checks in
+/// its order, the flags the kernel decides sent to it (the device model
+/// refuses them as mlx5_ib does on its HCA, EOPNOTSUPP: the answer
+/// libmlx5 gets there, capi/tests/c/mlx5dv.c), the scatter-to-CQE flags
+/// taking nothing away, raw WQEs on RC, UC and UD and nothing else.
+#[test]
+fn mlx5_qps_take_mlx5s_attributes_as_libmlx5_checks_them() {
+    use uverbs::mlx5::{DcType, Mlx5QpAttr, Mlx5QpCreateFlags as F, Mlx5SendOps as Ops};
+    use uverbs::sys::Errno;
+    use uverbs::{CqOptions, QpCap, QpCreateOptions, QpInitAttr, QpType};
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
+    let init = |qp_type| QpInitAttr {
+        qp_type,
+        send_cq: &cq,
+        recv_cq: &cq,
+        srq: None,
+        cap: QpCap {
+            max_send_wr: 8,
+            max_recv_wr: 8,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+            max_inline_data: 0,
+        },
+        sq_sig_all: false,
+        context: 0,
+    };
+    let opts = QpCreateOptions::new();
+    let attr = Mlx5QpAttr::default;
+    type Row = (&'static str, QpType, Mlx5QpAttr, Option<(ErrorKind, Errno)>);
+    let rows: [Row; 16] = [
+        ("nothing", QpType::Rc, attr(), None),
+        (
+            "scatter disabled",
+            QpType::Rc,
+            attr().create_flags(F::DISABLE_SCATTER_TO_CQE),
+            None,
+        ),
+        (
+            "scatter allowed",
+            QpType::Rc,
+            attr().create_flags(F::ALLOW_SCATTER_TO_CQE),
+            None,
+        ),
+        (
+            "scatter both",
+            QpType::Rc,
+            attr().create_flags(F::DISABLE_SCATTER_TO_CQE | F::ALLOW_SCATTER_TO_CQE),
+            Some((ErrorKind::InvalidArgument, Errno::EINVAL)),
+        ),
+        (
+            "tunnel offloads",
+            QpType::Rc,
+            attr().create_flags(F::TUNNEL_OFFLOADS),
+            Some((ErrorKind::Os, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "self loopback UC",
+            QpType::Rc,
+            attr().create_flags(F::TIR_ALLOW_SELF_LOOPBACK_UC),
+            Some((ErrorKind::Os, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "packet-based credits",
+            QpType::Rc,
+            attr().create_flags(F::PACKET_BASED_CREDIT_MODE),
+            Some((ErrorKind::Os, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "signature pipelining",
+            QpType::Rc,
+            attr().create_flags(F::SIG_PIPELINING),
+            Some((ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "raw WQEs on RC",
+            QpType::Rc,
+            attr().send_ops(Ops::RAW_WQE),
+            None,
+        ),
+        (
+            "raw WQEs on UC",
+            QpType::Uc,
+            attr().send_ops(Ops::RAW_WQE),
+            None,
+        ),
+        (
+            "raw WQEs on UD",
+            QpType::Ud,
+            attr().send_ops(Ops::RAW_WQE),
+            None,
+        ),
+        (
+            "MR lists on RC",
+            QpType::Rc,
+            attr().send_ops(Ops::MR_LIST | Ops::RAW_WQE),
+            Some((ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "memcpy on RC",
+            QpType::Rc,
+            attr().send_ops(Ops::MEMCPY),
+            Some((ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "a DCI",
+            QpType::Driver,
+            attr().dc(DcType::Dci),
+            Some((ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP)),
+        ),
+        (
+            "a driver QP without DC",
+            QpType::Driver,
+            attr(),
+            Some((ErrorKind::InvalidArgument, Errno::EINVAL)),
+        ),
+        (
+            "a DCT on RC",
+            QpType::Rc,
+            attr().dc(DcType::Dct),
+            Some((ErrorKind::InvalidArgument, Errno::EINVAL)),
+        ),
+    ];
+    for (what, qp_type, a, want) in rows {
+        let got = m.create_qp(&pd, &init(qp_type), &opts, a);
+        match (got, want) {
+            (Ok(qp), None) => assert_eq!(qp.qp_type(), qp_type, "{what}"),
+            (Err(e), Some((kind, errno))) => {
+                assert_eq!((e.kind(), e.errno()), (kind, errno), "{what}: {e}")
+            }
+            (Ok(_), Some(w)) => panic!("{what}: created, {w:?} expected"),
+            (Err(e), None) => panic!("{what}: {e}"),
+        }
+    }
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+}
+
+/// A QP made by `Mlx5Context::create_qp` with raw WQEs posts them, through
+/// a typed session and through the session's calls, next to requests the
+/// library builds.
+#[test]
+fn an_mlx5dv_qp_with_raw_wqes_posts_them() {
+    use uverbs::mlx5::{Mlx5QpAttr, Mlx5SendOps};
+    use uverbs::qpx::{Mlx5, Rc};
+    use uverbs::{
+        AccessFlags, CqOptions, QpCap, QpCreateOptions, QpInitAttr, QpType, SendOpsFlags, SendWr,
+        WcOpcode, WcStatus,
+    };
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let m = ctx.mlx5().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let mut cq = ctx.create_cq(32, CqOptions::default()).unwrap();
+    let mut qp = m
+        .create_qp(
+            &pd,
+            &QpInitAttr {
+                qp_type: QpType::Rc,
+                send_cq: &cq,
+                recv_cq: &cq,
+                srq: None,
+                cap: QpCap {
+                    max_send_wr: 8,
+                    max_recv_wr: 8,
+                    max_send_sge: 1,
+                    max_recv_sge: 1,
+                    max_inline_data: 0,
+                },
+                sq_sig_all: false,
+                context: 0,
+            },
+            &QpCreateOptions::new().send_ops(SendOpsFlags::RDMA_WRITE),
+            Mlx5QpAttr::default().send_ops(Mlx5SendOps::RAW_WQE),
+        )
+        .unwrap();
+    let all = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
+    qp_connect::to_rts(&qp, qp.qp_num(), mlx5_pair::gid(&ctx), 1, all, 7);
+    let mr = pd.alloc_mr(4096, all).unwrap();
+    mr.write(0, b"raw wqe!").unwrap();
+    // An RDMA WRITE of 8 bytes to mr + 1024: ctrl, remote address, data.
+    let mut wqe = [0u8; 48];
+    wqe[0..4].copy_from_slice(&0x08_u32.to_be_bytes());
+    wqe[4..8].copy_from_slice(&(qp.qp_num() << 8 | 3).to_be_bytes());
+    wqe[11] = 0x08;
+    wqe[16..24].copy_from_slice(&(mr.addr() + 1024).to_be_bytes());
+    wqe[24..28].copy_from_slice(&mr.rkey().to_be_bytes());
+    wqe[32..36].copy_from_slice(&8u32.to_be_bytes());
+    wqe[36..40].copy_from_slice(&mr.lkey().to_be_bytes());
+    wqe[40..48].copy_from_slice(&mr.addr().to_be_bytes());
+    for round in 0..4u64 {
+        mr.write(1024, &[0; 8]).unwrap();
+        if round % 2 == 0 {
+            let mut s = qp.start_wr::<Rc, Mlx5>().unwrap();
+            s.raw_wqe(10 * round, &wqe).unwrap();
+            s.complete().unwrap();
+        } else {
+            qp.begin_send().unwrap();
+            uverbs::mlx5::push_raw_wqe(&mut qp, 10 * round, &wqe).unwrap();
+            let src = [mr.sge(0, 8).unwrap()];
+            let wr = SendWr::new(
+                10 * round + 1,
+                uverbs::SendOp::RdmaWrite {
+                    remote_addr: mr.addr() + 2048,
+                    rkey: mr.rkey(),
+                },
+                &src,
+            );
+            qp.push_send(&wr).unwrap();
+            qp.complete_send().unwrap();
+        }
+        let n = if round % 2 == 0 { 1 } else { 2 };
+        let wc = mlx5_pair::run_and_poll(&model, &mut cq, n);
+        assert_eq!(
+            (wc[0].wr_id, wc[0].status, wc[0].opcode),
+            (10 * round, WcStatus::SUCCESS, WcOpcode::DRIVER2)
+        );
+        let mut got = [0u8; 8];
+        mr.read(1024, &mut got).unwrap();
+        assert_eq!(&got, b"raw wqe!", "round {round}");
+    }
+    mlx5_pair::assert_clean(&model);
+}

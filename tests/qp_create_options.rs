@@ -213,3 +213,64 @@ fn a_raw_packet_qp_the_device_creates_is_destroyed_again() {
     pd.destroy().unwrap();
     assert!(model.violations().is_empty(), "{:?}", model.violations());
 }
+
+/// The send operations a QP may be created with are the ones its provider
+/// posts on its type (`Context::send_ops`), as rdma-core's providers
+/// refuse the others at creation with EOPNOTSUPP: rxe's sets
+/// (`RXE_SUP_*_QP_SEND_OPS_FLAGS`), mlx5's without windows,
+/// invalidations and atomic writes; nothing on a type without a send
+/// queue posted to.
+#[test]
+fn send_operations_are_the_providers_for_the_qp_type() {
+    let all = SendOpsFlags::all() - SendOpsFlags::TSO;
+    let sends = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+    let writes = SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+    let rc_mlx5 = sends
+        | writes
+        | SendOpsFlags::RDMA_READ
+        | SendOpsFlags::ATOMIC_CMP_AND_SWP
+        | SendOpsFlags::ATOMIC_FETCH_AND_ADD;
+    let windows = SendOpsFlags::BIND_MW | SendOpsFlags::SEND_WITH_INV;
+    let rxe = fake_rxe();
+    let rxe_ctx = Context::open_with(rxe.dyn_kernel(), None).unwrap();
+    let (_model, mlx5_ctx) = mlx5();
+    let table = [
+        (
+            &rxe_ctx,
+            QpType::Rc,
+            Some(all & SendOpsFlags::from_bits_truncate(0x13ff)),
+        ),
+        (&rxe_ctx, QpType::Uc, Some(sends | writes | windows)),
+        (&rxe_ctx, QpType::Ud, Some(sends)),
+        (&rxe_ctx, QpType::RawPacket, None),
+        (&mlx5_ctx, QpType::Rc, Some(rc_mlx5)),
+        (&mlx5_ctx, QpType::Uc, Some(sends | writes)),
+        (&mlx5_ctx, QpType::Ud, Some(sends)),
+        (&mlx5_ctx, QpType::RawPacket, None),
+    ];
+    for (ctx, qp_type, want) in table {
+        assert_eq!(
+            ctx.send_ops(qp_type),
+            want,
+            "{} {qp_type}",
+            ctx.provider_name()
+        );
+    }
+    for ctx in [&rxe_ctx, &mlx5_ctx] {
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
+        for qp_type in [QpType::Rc, QpType::Uc, QpType::Ud] {
+            let posts = ctx.send_ops(qp_type).unwrap();
+            // Everything it posts: created.
+            let opts = QpCreateOptions::new().send_ops(posts);
+            create(&pd, &cq, qp_type, cap(4, 4, 1, 1, 0), opts).unwrap();
+            // Each operation it does not: refused, nothing created.
+            for op in (SendOpsFlags::all() - posts).iter() {
+                let opts = QpCreateOptions::new().send_ops(op);
+                let e = create(&pd, &cq, qp_type, cap(4, 4, 1, 1, 0), opts).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
+                assert_eq!(e.errno(), Errno::EOPNOTSUPP, "{e}");
+            }
+        }
+    }
+}

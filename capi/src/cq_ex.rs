@@ -56,14 +56,8 @@
 
 use core::{
     ffi::{c_int, c_uint},
-    ptr,
-    sync::atomic::{
-        AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
-        Ordering::{Acquire, Relaxed, Release},
-    },
+    sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed},
 };
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-
 use uverbs::{sys::Errno, WcExFlags, WorkCompletion};
 
 use crate::{
@@ -74,6 +68,7 @@ use crate::{
         cq::{ibv_cq_ex, ibv_cq_init_attr_ex, ibv_poll_cq_attr, ibv_wc_tm_info},
         AnyFn,
     },
+    owner::{thread_token, OwnerLock},
 };
 
 /// `IBV_CQ_INIT_ATTR_MASK_FLAGS`: `flags` is valid.
@@ -181,16 +176,12 @@ pub(crate) fn fill_ops(c: &mut ibv_cq_ex) {
     c.read_completion_wallclock_ns = READ_COMPLETION_WALLCLOCK_NS;
 }
 
-/// A CQ's polling session: which thread has one open, and the completion
-/// it is at (see the module's doc).
+/// A CQ's polling session: which thread has one open (an owner lock,
+/// `crate::owner`), and the completion it is at (see the module's doc).
 #[derive(Debug, Default)]
 pub(crate) struct Session {
-    /// The [`thread_token`] of the thread whose session is open; 0: none.
-    owner: AtomicUsize,
-    /// Threads waiting in `start_poll` for the session to end.
-    waiters: Mutex<u32>,
-    /// Signalled when a session ends and someone waits.
-    ended: Condvar,
+    /// Held by the thread whose session is open.
+    owner: OwnerLock,
     /// The current completion's fields other than `status` and `wr_id`.
     cur: Current,
 }
@@ -212,55 +203,27 @@ struct Current {
     wallclock_ns: AtomicU64,
 }
 
-/// A number that tells the calling thread from every other live thread:
-/// the address of its own thread-local byte (never 0).
-fn thread_token() -> usize {
-    thread_local! {
-        static TOKEN: u8 = const { 0 };
-    }
-    TOKEN.with(|t| ptr::from_ref(t) as usize)
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl Session {
     /// Opens the session for thread `me`, waiting while another thread's
     /// is open; `EDEADLK` if `me`'s own is.
     fn open(&self, me: usize) -> Result<(), Errno> {
-        if self.owner.compare_exchange(0, me, Acquire, Relaxed).is_ok() {
-            return Ok(());
-        }
-        if self.owner.load(Relaxed) == me {
+        if self.owner.held_by(me) {
             return Err(Errno::EDEADLK);
         }
-        let mut w = lock(&self.waiters);
-        *w += 1;
-        // A closer clears `owner` and then takes `waiters` to notify: it
-        // cannot slip between a failed exchange here and the wait.
-        while self
-            .owner
-            .compare_exchange(0, me, Acquire, Relaxed)
-            .is_err()
-        {
-            w = self.ended.wait(w).unwrap_or_else(PoisonError::into_inner);
-        }
-        *w -= 1;
+        self.owner.acquire(me);
         Ok(())
     }
 
     /// Ends `me`'s session; nothing if `me` has none open.
     fn close(&self, me: usize) {
-        if self.owner.compare_exchange(me, 0, Release, Relaxed).is_ok() && *lock(&self.waiters) > 0
-        {
-            self.ended.notify_one();
+        if self.owner.held_by(me) {
+            self.owner.release();
         }
     }
 
     /// Whether `me` has the session open.
     fn is_open_by(&self, me: usize) -> bool {
-        self.owner.load(Relaxed) == me
+        self.owner.held_by(me)
     }
 }
 

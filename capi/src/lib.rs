@@ -27,6 +27,7 @@
 pub mod layout;
 
 mod errno;
+mod owner;
 
 mod async_event;
 mod ctx;

@@ -35,6 +35,7 @@ use crate::{
         context::ibv_context,
         cq::ibv_cq,
         device::ibv_gid,
+        mlx5::mlx5dv_qp_ex,
         pd::ibv_pd,
         pthread_cond_t, pthread_mutex_t,
         qp::{
@@ -44,7 +45,7 @@ use crate::{
         AnyFn,
     },
     pd::Pd,
-    qp_ex::{self, Session},
+    qp_ex,
     srq::Srq,
 };
 use guard::Guarded;
@@ -60,7 +61,7 @@ const IBV_QP_INIT_ATTR_CREATE_FLAGS: u32 = 1 << 2;
 /// `IBV_QP_CREATE_SOURCE_QPN` (`ibv_qp_init_attr_ex.source_qpn`).
 const IBV_QP_CREATE_SOURCE_QPN: u32 = 1 << 10;
 /// `IBV_QP_INIT_ATTR_SEND_OPS_FLAGS`: the `ibv_wr_*` operations asked for
-/// (`qp_ex::check_send_ops`).
+/// (`uverbs::Context::send_ops`).
 const IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: u32 = 1 << 6;
 /// XRCD, MAX_TSO_HEADER, IND_TABLE and RX_HASH: known, and not done here
 /// (`EOPNOTSUPP`).
@@ -79,20 +80,26 @@ pub struct Qp {
     /// `ibv_qp_ex.wr_flush` of rdma-core after 44, allocated so that a
     /// program built against a newer verbs.h finds it.
     pub wr_flush: AnyFn,
-    pub(crate) qp: Guarded<QueuePair>,
+    /// The uverbs QP and the `ibv_wr_*` session's state (`crate::qp_ex`),
+    /// under the lock the session holds from `wr_start` to `wr_complete`.
+    pub(crate) qp: Guarded<QueuePair, qp_ex::Session>,
     /// The QP's own receive queue, split off (`QueuePair::split_recv`)
     /// with its own lock and conversion buffers, so that receives posted on
     /// one thread never wait for sends posted on another (libibverbs'
     /// providers lock a QP's two queues apart). `None` for a QP on an SRQ.
     rq: Mutex<Option<(RecvQueue, PostBufs)>>,
-    /// The `ibv_wr_*` session of `c`'s slots (`crate::qp_ex`).
-    pub(crate) session: Session,
+    /// What the `ibv_wr_*` session needs of the QP, set at creation.
+    pub(crate) config: qp_ex::Config,
+    /// `struct mlx5dv_qp_ex` (`mlx5dv_qp_ex_from_ibv_qp_ex`): the mlx5
+    /// `wr_*` slots, filled by `mlx5dv_create_qp` for what it was asked
+    /// (`crate::mlx5::qp`), NULL otherwise.
+    pub dv: mlx5dv_qp_ex,
 }
 
 const _: () = assert!(offset_of!(Qp, wr_flush) == 352);
 
 // SAFETY: the C part's pointers name this library's live objects or the
-// program's own context value; the uverbs QP is behind `Guarded`'s mutex
+// program's own context value; the uverbs QP is behind `Guarded`'s lock
 // and its receive queue behind `rq`'s.
 unsafe impl Send for Qp {}
 // SAFETY: as for Send.
@@ -154,22 +161,23 @@ impl Qp {
             wr_flush: None,
             qp: Guarded::new(),
             rq: Mutex::new(None),
-            session: Session::new(),
+            config: qp_ex::Config::default(),
+            dv: mlx5dv_qp_ex::default(),
         });
         b.wr_flush = qp_ex::install(&mut b.c);
         b
     }
 }
 
-/// What both creation paths ask for.
-struct Request {
+/// What the creation paths ask for.
+pub(crate) struct Request {
     pd: *mut ibv_pd,
     qp_context: *mut c_void,
     send_cq: *mut ibv_cq,
     recv_cq: *mut ibv_cq,
     srq: *mut ibv_srq,
     cap: ibv_qp_cap,
-    qp_type: c_int,
+    pub(crate) qp_type: c_int,
     sq_sig_all: c_int,
     /// Through the `create_qp_ex` op: `ibv_qp_to_qp_ex` gives the QP's
     /// `ibv_qp_ex`.
@@ -178,11 +186,37 @@ struct Request {
     opts: QpCreateOptions,
 }
 
+/// How a QP's uverbs QP is made: `ProtectionDomain::create_qp_with`, or
+/// `mlx5dv_create_qp`'s maker.
+pub(crate) type Make<'a> = &'a dyn Fn(
+    &uverbs::ProtectionDomain,
+    &QpInitAttr<'_>,
+    &QpCreateOptions,
+) -> uverbs::Result<QueuePair>;
+
 /// Creates the QP `req` describes; returns it and the capacities granted.
 ///
 /// # Safety
 /// The pointers in `req` are NULL or live objects of this library.
 unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
+    if matches!(req.qp_type, 9 | 10 | 0xff) {
+        // XRC needs an XRC domain, DRIVER a provider's own attributes.
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let make: Make<'_> = &|pd, init, opts| pd.create_qp_with(init, opts);
+    // SAFETY: the caller's contract.
+    unsafe { create_with(req, make) }
+}
+
+/// [`create`], the uverbs QP made by `make` (which also takes the driver
+/// QP type, `IBV_QPT_DRIVER`, as mlx5's attributes make it).
+///
+/// # Safety
+/// As [`create`].
+pub(crate) unsafe fn create_with(
+    req: &Request,
+    make: Make<'_>,
+) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     // SAFETY: the caller's contract.
     let pd = unsafe { Pd::from_c(req.pd) }?;
     // SAFETY: the caller's contract.
@@ -194,9 +228,8 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
         Some(unsafe { Srq::from_c(req.srq) }?)
     };
     let qp_type = match req.qp_type {
-        2..=4 | 8 => attr::qp_type(req.qp_type),
-        // XRC needs an XRC domain, DRIVER a provider's own attributes.
-        9 | 10 | 0xff => return Err(Errno::EOPNOTSUPP),
+        2..=4 | 8 | 0xff => attr::qp_type(req.qp_type),
+        9 | 10 => return Err(Errno::EOPNOTSUPP),
         _ => return Err(Errno::EINVAL),
     };
     let mut b = Qp::blank();
@@ -205,7 +238,8 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
                 s: &uverbs::CompletionQueue,
                 r: &uverbs::CompletionQueue,
                 q: Option<&SharedReceiveQueue>| {
-        pd.create_qp_with(
+        make(
+            pd,
             &QpInitAttr {
                 qp_type,
                 send_cq: s,
@@ -226,9 +260,7 @@ unsafe fn create(req: &Request) -> Result<(*mut ibv_qp, ibv_qp_cap), Errno> {
     })???;
     let qp = made.map_err(|e| errno::of(&e))?;
     let granted = attr::c_cap(&qp.cap());
-    let provider = qp_ex::Provider::named(pd.context().uv.provider_name());
-    let config = qp_ex::Config::new(req.extended, qp_type, provider, &qp.cap());
-    b.session.configure(config);
+    b.config = qp_ex::Config::new(req.extended, qp_type, &qp.cap());
     let base = &mut b.c.qp_base;
     base.context = pd.c.context;
     base.qp_context = req.qp_context;
@@ -310,45 +342,72 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
     let Some(a) = (unsafe { attr.as_mut() }) else {
         return errno::null(Errno::EINVAL);
     };
+    // SAFETY: verbs.h's contract.
+    let made = unsafe { ex_request(context, a) }.and_then(|req| {
+        // SAFETY: verbs.h's contract: the objects named are live.
+        unsafe { create(&req) }
+    });
+    match made {
+        Ok((qp, cap)) => {
+            a.cap = cap;
+            qp
+        }
+        Err(e) => errno::null(e),
+    }
+}
+
+/// The request of an `ibv_qp_init_attr_ex`, checked as `create_qp_ex`
+/// checks it (see there).
+///
+/// # Safety
+/// `context` is NULL or an open context of this library; the PD `a`
+/// names is NULL or live.
+pub(crate) unsafe fn ex_request(
+    context: *mut ibv_context,
+    a: &ibv_qp_init_attr_ex,
+) -> Result<Request, Errno> {
     let mask = a.comp_mask;
     if mask & !KNOWN_INIT_ATTR != 0 {
-        return errno::null(Errno::EINVAL);
+        return Err(Errno::EINVAL);
     }
     if mask & UNSUPPORTED_INIT_ATTR != 0
         || (mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0
             && a.create_flags & IBV_QP_CREATE_SOURCE_QPN != 0)
     {
-        return errno::null(Errno::EOPNOTSUPP);
+        return Err(Errno::EOPNOTSUPP);
     }
     let mut opts = QpCreateOptions::new();
     if mask & IBV_QP_INIT_ATTR_CREATE_FLAGS != 0 {
         opts = opts.create_flags(QpCreateFlags::from_bits_retain(a.create_flags));
     }
     if mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 {
-        opts = opts.send_ops(SendOpsFlags::from_bits_retain(a.send_ops_flags));
-        let qp_type = match a.qp_type {
-            2..=4 => attr::qp_type(a.qp_type),
-            _ => return errno::null(Errno::EOPNOTSUPP),
-        };
+        let ops = SendOpsFlags::from_bits_retain(a.send_ops_flags);
+        opts = opts.send_ops(ops);
+        // Checked here, before the PD (uverbs checks again when it creates
+        // the QP): what the provider posts on the QP's type, none on a type
+        // without an `ibv_qp_ex` (rxe's `check_qp_init_attr`).
         // SAFETY: verbs.h's contract: the program's open context.
-        let provider = match unsafe { crate::ctx::Context::from_c(context) } {
-            Ok(c) => qp_ex::Provider::named(c.uv.provider_name()),
-            Err(e) => return errno::null(e),
+        let posts = match a.qp_type {
+            // SAFETY: the caller's contract.
+            2..=4 => unsafe { crate::ctx::Context::from_c(context) }?
+                .uv
+                .send_ops(attr::qp_type(a.qp_type)),
+            _ => None,
         };
-        if let Err(e) = qp_ex::check_send_ops(qp_type, provider, a.send_ops_flags) {
-            return errno::null(e);
+        if !posts.is_some_and(|p| p.contains(ops)) {
+            return Err(Errno::EOPNOTSUPP);
         }
     }
     if mask & IBV_QP_INIT_ATTR_PD == 0 {
-        return errno::null(Errno::EINVAL);
+        return Err(Errno::EINVAL);
     }
-    // SAFETY: verbs.h's contract: the PD is NULL or live.
+    // SAFETY: the caller's contract: the PD is NULL or live.
     if let Ok(pd) = unsafe { Pd::from_c(a.pd) } {
         if pd.c.context != context {
-            return errno::null(Errno::EINVAL);
+            return Err(Errno::EINVAL);
         }
     }
-    let req = Request {
+    Ok(Request {
         pd: a.pd,
         qp_context: a.qp_context,
         send_cq: a.send_cq,
@@ -359,15 +418,7 @@ pub(crate) unsafe extern "C" fn create_qp_ex(
         sq_sig_all: a.sq_sig_all,
         extended: true,
         opts,
-    };
-    // SAFETY: verbs.h's contract: the objects named are live.
-    match unsafe { create(&req) } {
-        Ok((qp, cap)) => {
-            a.cap = cap;
-            qp
-        }
-        Err(e) => errno::null(e),
-    }
+    })
 }
 
 /// `ibv_modify_qp`: 0 or the positive errno; on success with
@@ -473,7 +524,7 @@ pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
         Ok(q) => q,
         Err(e) => return errno::positive(e),
     };
-    if let Err(e) = q.qp.destroy() {
+    if let Err(e) = q.qp.destroy(qp_ex::end_for_destroy) {
         return errno::positive(e);
     }
     // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
@@ -567,9 +618,8 @@ pub(crate) unsafe extern "C" fn post_send(
         _ => return errno::positive(Errno::EINVAL),
     };
     let r = q.qp.posting(|uv, bufs| {
-        let (qp_type, max_inline) = (uv.qp_type(), uv.cap().max_inline_data);
         // SAFETY: verbs.h's contract: a chain of valid requests.
-        unsafe { post::post_send_chain(bufs, qp_type, max_inline, wr, bad_wr, |w| uv.post_send(w)) }
+        unsafe { post::post_send_chain(bufs, uv, wr, bad_wr) }
     });
     r.unwrap_or_else(errno::positive)
 }

@@ -52,7 +52,7 @@ pub struct Srq {
 }
 
 // SAFETY: the C part's pointers name this library's live objects or the
-// program's own context value; the uverbs SRQ is behind `Guarded`'s mutex.
+// program's own context value; the uverbs SRQ is behind `Guarded`'s lock.
 unsafe impl Send for Srq {}
 // SAFETY: as for Send.
 unsafe impl Sync for Srq {}
@@ -238,7 +238,7 @@ pub unsafe extern "C" fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
         Ok(s) => s,
         Err(e) => return errno::positive(e),
     };
-    if let Err(e) = s.srq.destroy() {
+    if let Err(e) = s.srq.destroy(|_| {}) {
         return errno::positive(e);
     }
     // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.

@@ -21,6 +21,7 @@ pub use super::clock::ClockInfo;
 pub use super::devx::*;
 pub use super::dv_create::{cqe_comp_format, Mlx5CqAttr};
 pub use super::dv_obj::{CqView, QpView, SrqView, WqView};
+pub use super::dv_qp::{push_raw_wqe, DcType, Mlx5QpAttr, Mlx5QpCreateFlags, Mlx5SendOps};
 pub use super::dv_query::{
     CqeCompCaps, CryptoCaps, DciStreamsCaps, Mlx5DeviceAttr, Mlx5DeviceFlags, SigCaps,
     StridingRqCaps, SwParsingCaps,

@@ -52,7 +52,7 @@ use crate::{
     sys::Errno,
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpCap, QpState, QpType, QueueResource,
+    AhAttr, QpCap, QpState, QpType, QueueResource, SendOpsFlags,
 };
 
 mod ah;
@@ -66,6 +66,7 @@ pub mod devx;
 pub mod dv;
 mod dv_create;
 mod dv_obj;
+mod dv_qp;
 mod dv_query;
 #[cfg(test)]
 mod golden;
@@ -91,7 +92,7 @@ use buf::QueueBuf;
 use cq::{CqCore, Mlx5Cq, Restart};
 use qp::{QpTrack, Resources, NO_UIDX};
 use rq::{Mlx5Rq, Mlx5Srq, RqTrack, SrqTrack};
-pub(crate) use sq::SqBatch;
+pub(crate) use sq::SqSession;
 use sq::{Known, Mlx5Sq, SqGeometry, SqTrack};
 use uar::{Bfreg, UarGeometry, Uars};
 use wqe::{Av, SEND_WQE_BB};
@@ -341,7 +342,7 @@ impl Provider for Mlx5 {
     type CqPlan = Drv<abi::Mlx5IbCreateCq, abi::Mlx5IbCreateCqResp>;
     type CqShared = Arc<CqCore>;
     type Cq = Mlx5Cq;
-    type SendBatch<'q> = SqBatch<'q>;
+    type SendSession<'q> = SqSession<'q>;
     type QpPlan = Drv<abi::Mlx5IbCreateQp, abi::Mlx5IbCreateQpResp>;
     type QpShared = Mlx5QpShared;
     type Qp = Mlx5Qp;
@@ -349,6 +350,28 @@ impl Provider for Mlx5 {
     type SrqPlan = Drv<abi::Mlx5IbCreateSrq, abi::Mlx5IbCreateSrqResp>;
     type SrqShared = Mlx5SrqShared;
     type Srq = Mlx5Srq;
+
+    /// libmlx5's sets (`providers/mlx5/qp.c` `mlx5_qp_fill_wr_pfns`,
+    /// `MLX5_SUPPORTED_SEND_OPS_FLAGS_RC`/`_UC`/`_UD`) without what this
+    /// provider builds no WQE for (windows, invalidations, atomic writes:
+    /// UMR WQEs and their opcodes, refused by its posts too), and without
+    /// TSO (raw packet QPs, whose send path it has not).
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags> {
+        let sends = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+        let writes = SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+        match qp_type {
+            QpType::Rc => Some(
+                sends
+                    | writes
+                    | SendOpsFlags::RDMA_READ
+                    | SendOpsFlags::ATOMIC_CMP_AND_SWP
+                    | SendOpsFlags::ATOMIC_FETCH_AND_ADD,
+            ),
+            QpType::Uc => Some(sends | writes),
+            QpType::Ud => Some(sends),
+            _ => None,
+        }
+    }
 
     /// mlx5 devices are named `mlx5_N` by the kernel (the convention
     /// libibverbs' sysfs matching relies on as well).
@@ -688,6 +711,10 @@ impl Provider for Mlx5 {
             input.bfreg_index = b.index;
             input.flags |= abi::MLX5_QP_FLAG_UAR_PAGE_INDEX;
         }
+        // `mlx5dv_create_qp`'s flags the kernel decides on.
+        if let Some(d) = req.driver {
+            input.flags |= d.flags;
+        }
         let shared = Mlx5QpShared {
             buf,
             sq: Arc::new(SqTrack::new(g.sq.wqe_cnt)),
@@ -851,33 +878,57 @@ impl Provider for Mlx5 {
             .map_err(|(index, kind)| PostError { index, kind })
     }
 
-    #[inline(always)]
-    fn start_send_batch<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqBatch<'q> {
-        qp.sq.start_batch()
+    #[inline]
+    fn begin_send(qp: &mut Mlx5Qp) {
+        qp.sq.begin();
     }
 
     #[inline(always)]
-    fn push_send(batch: &mut SqBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        batch.push(wr, av_of, Known::Nothing)
+    fn resume_send<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqSession<'q> {
+        qp.sq.resume()
+    }
+
+    #[inline(always)]
+    fn start_send<'q>(qp: &'q mut Mlx5Qp, _: Device<'q>) -> SqSession<'q> {
+        qp.sq.start()
+    }
+
+    #[inline(always)]
+    fn suspend_send(s: SqSession<'_>) {
+        s.suspend();
+    }
+
+    #[inline(always)]
+    fn push_send_open(
+        qp: &mut Mlx5Qp,
+        _: Device<'_>,
+        wr: &SendWr<'_>,
+    ) -> Result<(), PostErrorKind> {
+        qp.sq.push_open(wr, av_of)
+    }
+
+    #[inline(always)]
+    fn push_send(s: &mut SqSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        s.push(wr, av_of, Known::Nothing)
     }
 
     #[inline(always)]
     fn push_send_typed(
-        batch: &mut SqBatch<'_>,
+        s: &mut SqSession<'_>,
         wr: &SendWr<'_>,
         ud: bool,
     ) -> Result<(), PostErrorKind> {
-        batch.push(wr, av_of, Known::Typed { ud })
+        s.push(wr, av_of, Known::Typed { ud })
     }
 
     #[inline(always)]
-    fn complete_send_batch(batch: &mut SqBatch<'_>, pushed: usize) -> Result<(), PostError> {
-        batch.complete(pushed);
+    fn complete_send(s: &mut SqSession<'_>, pushed: usize) -> Result<(), PostError> {
+        s.complete(pushed);
         Ok(())
     }
 
     /// Nothing to undo: the queue's counters never moved.
-    fn abort_send_batch(_: &mut SqBatch<'_>) {}
+    fn abort_send(_: &mut SqSession<'_>) {}
 
     #[inline]
     fn post_recv(qp: &mut Mlx5Qp, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {

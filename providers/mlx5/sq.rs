@@ -102,9 +102,10 @@ use std::{
     },
 };
 
-mod batch;
+mod session;
 
-pub(crate) use batch::SqBatch;
+use session::Cursor;
+pub(crate) use session::SqSession;
 
 /// What the caller of a push knows of its request before any check: on
 /// the typed path ([`crate::WrSession`]) the QP's type was checked once
@@ -165,7 +166,7 @@ impl Slots<'_> {
     /// `room`) may write the slot again. `None` does not happen (every
     /// masked counter indexes a slot).
     /// The third value: whether the WQE was a raw one
-    /// ([`SqBatch::push_raw`]), whose completion is `WcOpcode::DRIVER2`.
+    /// ([`SqSession::push_raw`]), whose completion is `WcOpcode::DRIVER2`.
     #[inline(always)]
     pub(crate) fn take(self, wqe_counter: u16) -> Option<(u64, u32, bool)> {
         let slot = self.at(u32::from(wqe_counter))?;
@@ -250,8 +251,18 @@ impl SqTrack {
 pub(crate) struct Mlx5Sq {
     /// What does not change after creation.
     shape: SqShape,
-    /// What the device was given.
+    /// What the device was given, and the send session's cursor.
+    state: SqState,
+}
+
+/// What a send queue's posting changes: what the device was given, and
+/// where the open send session is (`sq/session.rs`).
+#[derive(Debug, Clone, Copy, Default)]
+struct SqState {
     posted: Posted,
+    /// The send session's cursor (meaningful while one is open: set when
+    /// it begins, written back by views that suspend).
+    open: Cursor,
 }
 
 /// A send queue's counters: what was handed to the device.
@@ -748,7 +759,7 @@ impl Mlx5Sq {
                 bfreg,
                 track,
             },
-            posted: Posted::default(),
+            state: SqState::default(),
         })
     }
 
@@ -763,7 +774,7 @@ impl Mlx5Sq {
     /// wrap this way).
     #[cfg(test)]
     pub(crate) fn skip_to(&mut self, head: u32) {
-        self.posted.head = head;
+        self.state.posted.head = head;
         self.shape.track.tail.store(head, Ordering::Release);
     }
 
@@ -772,8 +783,8 @@ impl Mlx5Sq {
     /// the tail moves up to it, every WQE posted before being dead ("Resets"
     /// in the module's documentation).
     pub(crate) fn reset(&mut self) {
-        self.posted.cur_post = 0;
-        self.shape.track.free(self.posted.head);
+        self.state.posted.cur_post = 0;
+        self.shape.track.free(self.state.posted.head);
     }
 
     /// Writes one WQE per request and rings the doorbell once for those
@@ -783,8 +794,8 @@ impl Mlx5Sq {
     /// segments were written, into its WQE's room, which the device does
     /// not read: the doorbell record stops before it).
     ///
-    /// Through the batch's push, not a loop of its own: the batch holds the
-    /// queue's counters in registers (`benches/callgrind.sh --mlx5`: 265
+    /// Through a send session's push, not a loop of its own: the session's
+    /// view holds the queue's counters in registers (`benches/callgrind.sh --mlx5`: 265
     /// instructions instead of 287 for one RDMA write, 327 instead of 355
     /// for an inline SEND, the same per request in 64). Its settings it
     /// reads by reference ([`Writer`]).
@@ -794,7 +805,7 @@ impl Mlx5Sq {
         wrs: &[SendWr<'_>],
         av_of: impl for<'w> Fn(&SendWr<'w>) -> Result<&'w Av, PostErrorKind>,
     ) -> Result<(), (usize, PostErrorKind)> {
-        let mut batch = self.start_batch_with(|rules| rules);
+        let mut batch = self.start_with(|rules| rules);
         for (i, wr) in wrs.iter().enumerate() {
             if let Err(kind) = batch.push(wr, &av_of, Known::Nothing) {
                 batch.complete(i);

@@ -22,7 +22,7 @@ use crate::{
     sys::{Errno, Mapping, Protection},
     wc::{WcExFlags, WorkCompletion},
     wr::{PostError, PostErrorKind, RecvWr, SendWr},
-    AhAttr, QpType,
+    AhAttr, QpType, SendOpsFlags,
 };
 
 pub(crate) mod cq;
@@ -87,10 +87,13 @@ fn ring_send(doorbell: &Doorbell, dev: Device<'_>, count: usize) -> Result<(), P
     })
 }
 
-/// A send batch on an rxe QP: its WQEs are in the ring, our producer
-/// index past them, until complete stores that index for the kernel.
+/// A view of an rxe QP's send session: the session's cursor is the ring's
+/// producer index as we keep it (`Producer::prod`), past the WQEs written,
+/// and where the session began (`RxeSq`'s mark), both in the queue as
+/// rdma-core's rxe keeps them in its QP; complete stores that index for
+/// the kernel. The view holds nothing of its own but the queue borrowed.
 #[derive(Debug)]
-pub(crate) struct RxeSendBatch<'q> {
+pub(crate) struct RxeSendSession<'q> {
     qp: &'q mut RxeQp,
     /// For the doorbell.
     dev: Device<'q>,
@@ -113,7 +116,7 @@ impl Provider for Rxe {
     type CqPlan = RxeResp<abi::RxeCreateCqResp>;
     type CqShared = ();
     type Cq = RxeCq;
-    type SendBatch<'q> = RxeSendBatch<'q>;
+    type SendSession<'q> = RxeSendSession<'q>;
     type QpPlan = RxeResp<abi::RxeCreateQpResp>;
     type QpShared = ();
     type Qp = RxeQp;
@@ -121,6 +124,30 @@ impl Provider for Rxe {
     type SrqPlan = RxeResp<abi::RxeCreateSrqResp>;
     type SrqShared = ();
     type Srq = RxeRq;
+
+    /// rdma-core's rxe (`providers/rxe/rxe.c` `RXE_SUP_RC_QP_SEND_OPS_FLAGS`,
+    /// `_UC_`, `_UD_`): RC every operation but TSO, UC sends, writes,
+    /// binds and sends with invalidate, UD sends.
+    fn send_ops(qp_type: QpType) -> Option<SendOpsFlags> {
+        let sends = SendOpsFlags::SEND | SendOpsFlags::SEND_WITH_IMM;
+        let writes = SendOpsFlags::RDMA_WRITE | SendOpsFlags::RDMA_WRITE_WITH_IMM;
+        let windows = SendOpsFlags::BIND_MW | SendOpsFlags::SEND_WITH_INV;
+        match qp_type {
+            QpType::Rc => Some(
+                sends
+                    | writes
+                    | windows
+                    | SendOpsFlags::RDMA_READ
+                    | SendOpsFlags::ATOMIC_CMP_AND_SWP
+                    | SendOpsFlags::ATOMIC_FETCH_AND_ADD
+                    | SendOpsFlags::LOCAL_INV
+                    | SendOpsFlags::ATOMIC_WRITE,
+            ),
+            QpType::Uc => Some(sends | writes | windows),
+            QpType::Ud => Some(sends),
+            _ => None,
+        }
+    }
 
     /// rxe devices carry a `parent` attribute (their netdev); `rxe` is the
     /// name `rdma link add` suggests.
@@ -324,38 +351,46 @@ impl Provider for Rxe {
         }
     }
 
-    fn start_send_batch<'q>(qp: &'q mut RxeQp, dev: Device<'q>) -> RxeSendBatch<'q> {
-        qp.sq.start_batch();
-        RxeSendBatch { qp, dev }
+    fn begin_send(qp: &mut RxeQp) {
+        qp.sq.begin();
     }
 
+    #[inline(always)]
+    fn resume_send<'q>(qp: &'q mut RxeQp, dev: Device<'q>) -> RxeSendSession<'q> {
+        RxeSendSession { qp, dev }
+    }
+
+    /// Nothing to put back: the cursor never left the queue.
+    #[inline(always)]
+    fn suspend_send(_: RxeSendSession<'_>) {}
+
     #[inline]
-    fn push_send(batch: &mut RxeSendBatch<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        batch.qp.sq.push(wr)
+    fn push_send(s: &mut RxeSendSession<'_>, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        s.qp.sq.push(wr)
     }
 
     #[inline(always)]
     fn push_send_typed(
-        batch: &mut RxeSendBatch<'_>,
+        s: &mut RxeSendSession<'_>,
         wr: &SendWr<'_>,
         _ud: bool,
     ) -> Result<(), PostErrorKind> {
-        batch.qp.sq.push_typed(wr)
+        s.qp.sq.push_typed(wr)
     }
 
-    // Inlined (with what it calls taking the QP, not the batch) so that a
-    // caller's batch stays in registers: the batch's address is never taken.
+    // Inlined (with what it calls taking the QP, not the session) so that
+    // a caller's view stays in registers: the view's address is never taken.
     #[inline]
-    fn complete_send_batch(batch: &mut RxeSendBatch<'_>, pushed: usize) -> Result<(), PostError> {
-        if !batch.qp.sq.complete_batch() {
+    fn complete_send(s: &mut RxeSendSession<'_>, pushed: usize) -> Result<(), PostError> {
+        if !s.qp.sq.complete_session() {
             return Ok(());
         }
-        ring_send(&batch.qp.doorbell, batch.dev, pushed)
+        ring_send(&s.qp.doorbell, s.dev, pushed)
     }
 
     #[inline]
-    fn abort_send_batch(batch: &mut RxeSendBatch<'_>) {
-        batch.qp.sq.abort_batch();
+    fn abort_send(s: &mut RxeSendSession<'_>) {
+        s.qp.sq.abort_session();
     }
 
     #[inline]

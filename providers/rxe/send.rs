@@ -82,8 +82,9 @@ pub(crate) struct RxeSq {
     max_inline: u32,
     /// `IB_UVERBS_QPT_*` (RC, UC or UD).
     qp_type: u8,
-    /// Our producer index when the current send batch started.
-    batch_mark: u32,
+    /// Our producer index when the send session began: the session's
+    /// requests are those from here to `ring.prod()` (its cursor).
+    session_mark: u32,
 }
 
 impl RxeSq {
@@ -118,7 +119,7 @@ impl RxeSq {
             max_sge,
             max_inline,
             qp_type,
-            batch_mark: 0,
+            session_mark: 0,
         })
     }
 
@@ -158,12 +159,12 @@ impl RxeSq {
         Ok(())
     }
 
-    /// Starts a send batch (`ibv_wr_start`): remembers where it begins.
-    pub(crate) fn start_batch(&mut self) {
-        self.batch_mark = self.ring.prod();
+    /// Opens the send session (`ibv_wr_start`): remembers where it begins.
+    pub(crate) fn begin(&mut self) {
+        self.session_mark = self.ring.prod();
     }
 
-    /// Validates and writes one WQE of a batch, taken into our producer
+    /// Validates and writes one WQE of a session, taken into our producer
     /// index but not handed to the kernel; on an error nothing of it is
     /// taken.
     #[inline]
@@ -209,19 +210,19 @@ impl RxeSq {
         Ok(())
     }
 
-    /// Ends a batch (`ibv_wr_complete`): hands its WQEs to the kernel;
+    /// Ends the session (`ibv_wr_complete`): hands its WQEs to the kernel;
     /// whether there were any (the caller then rings the doorbell).
-    pub(crate) fn complete_batch(&mut self) -> bool {
-        let any = self.ring.prod() != self.batch_mark;
+    pub(crate) fn complete_session(&mut self) -> bool {
+        let any = self.ring.prod() != self.session_mark;
         if any {
             self.ring.publish();
         }
         any
     }
 
-    /// Drops a batch (`ibv_wr_abort`): its WQEs were never handed over.
-    pub(crate) fn abort_batch(&mut self) {
-        self.ring.rewind(self.batch_mark);
+    /// Ends the session (`ibv_wr_abort`): its WQEs were never handed over.
+    pub(crate) fn abort_session(&mut self) {
+        self.ring.rewind(self.session_mark);
     }
 
     /// RC `validate_send_wr` plus the per-QP-type opcode rules; returns the

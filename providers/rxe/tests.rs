@@ -439,9 +439,9 @@ fn fence_reaches_the_ring_wqes_send_flags_on_both_paths() {
     for batch in [false, true] {
         let post = |sq: &mut RxeSq, wr: &SendWr<'_>| {
             if batch {
-                sq.start_batch();
+                sq.begin();
                 assert_eq!(sq.push(wr), Ok(()));
-                assert!(sq.complete_batch());
+                assert!(sq.complete_session());
             } else {
                 assert_eq!(sq.post(std::slice::from_ref(wr)), Ok(()));
             }
@@ -655,7 +655,7 @@ fn full_queue_and_partial_failure() {
 fn send_batch_publishes_at_complete_and_abort_takes_back() {
     let (mut sq, k) = sq(RC);
     for lap in 0..6u64 {
-        sq.start_batch();
+        sq.begin();
         for i in 0..5 {
             assert_eq!(sq.push(&SendWr::send(1000 + i, &[])), Ok(()));
         }
@@ -664,10 +664,10 @@ fn send_batch_publishes_at_complete_and_abort_takes_back() {
             k.consumer(),
             "lap {lap}: a push was published"
         );
-        sq.abort_batch();
-        assert!(!sq.complete_batch(), "an aborted batch left WQEs");
+        sq.abort_session();
+        assert!(!sq.complete_session(), "an aborted batch left WQEs");
 
-        sq.start_batch();
+        sq.begin();
         let five = [Sge::default(); 5];
         assert_eq!(sq.push(&SendWr::send(lap * 10, &[])), Ok(()));
         assert!(matches!(
@@ -676,14 +676,14 @@ fn send_batch_publishes_at_complete_and_abort_takes_back() {
         ));
         assert_eq!(sq.push(&SendWr::send(lap * 10 + 1, &[])), Ok(()));
         assert_eq!(k.producer(), k.consumer());
-        assert!(sq.complete_batch());
+        assert!(sq.complete_session());
         let ids: Vec<u64> = std::iter::from_fn(|| k.consume())
             .map(|b| send_wqe(&b).wr.wr_id)
             .collect();
         assert_eq!(ids, [lap * 10, lap * 10 + 1], "lap {lap}");
     }
     // Seven slots: the eighth push is refused, the seven are published.
-    sq.start_batch();
+    sq.begin();
     for i in 0..7 {
         assert_eq!(sq.push(&SendWr::send(i, &[])), Ok(()));
     }
@@ -691,7 +691,7 @@ fn send_batch_publishes_at_complete_and_abort_takes_back() {
         sq.push(&SendWr::send(7, &[])),
         Err(PostErrorKind::QueueFull)
     );
-    assert!(sq.complete_batch());
+    assert!(sq.complete_session());
     assert_eq!(std::iter::from_fn(|| k.consume()).count(), 7);
 }
 

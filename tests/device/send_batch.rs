@@ -195,3 +195,74 @@ fn a_ud_send_batch_carries_each_requests_destination() {
     }
     ah.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// The send session through its non-borrowing calls (`begin_send`,
+/// `push_send`, `complete_send`, `abort_send`: the session's cursor in
+/// the kernel-mapped ring, as the C library's `ibv_wr_*` reach it): the
+/// kernel sees nothing before complete, a modify between the calls leaves
+/// the session as it was, an aborted session never runs and its slots
+/// carry the next requests, and a post meets the open session.
+#[test]
+fn a_session_of_calls_executes_at_complete_and_an_aborted_one_never() {
+    let mut p = pair(QpType::Rc, 8, 7);
+    let local = mr(&p.pd, 4096);
+    let remote = mr(&p.pd, 4096);
+    local.write(0, &[0xaa; 64]).unwrap();
+    let (ra, rkey) = (remote.addr(), remote.rkey());
+    let src = [local.sge(0, 8).unwrap()];
+    let mut next = 0u64;
+    for lap in 0..6u64 {
+        p.a.begin_send().unwrap();
+        for k in 0..8 {
+            let wr = SendWr::new(
+                1000 + k,
+                SendOp::RdmaWrite {
+                    remote_addr: ra + 2048 + 8 * k,
+                    rkey,
+                },
+                &src,
+            );
+            p.a.push_send(&wr).unwrap();
+        }
+        let e = p.a.post_send(&[SendWr::send(1, &src)]).unwrap_err();
+        assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
+        p.a.abort_send();
+        let vals: Vec<[u8; 8]> = (0..8).map(|k| (next + k).to_le_bytes()).collect();
+        p.a.begin_send().unwrap();
+        for (k, v) in vals.iter().enumerate() {
+            let id = next + k as u64;
+            let wr = SendWr::new(
+                id,
+                SendOp::RdmaWrite {
+                    remote_addr: ra + 8 * (id % 256),
+                    rkey,
+                },
+                &[],
+            )
+            .inline(v);
+            p.a.push_send(&if k == 7 { wr } else { wr.unsignaled() })
+                .unwrap();
+            if k == 3 && lap % 2 == 0 {
+                // The QP is free between the calls: RTS to RTS.
+                let attr = uverbs::QpAttr::with_state(uverbs::QpState::Rts);
+                p.a.modify(&attr, uverbs::QpAttrMask::STATE).unwrap();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        let mut wc = [WorkCompletion::default(); 4];
+        assert_eq!(p.cq_a.poll(&mut wc), 0, "a request ran before complete");
+        p.a.complete_send().unwrap();
+        let s = wait(&mut p.cq_a, 1);
+        assert_eq!((s[0].wr_id, s[0].status), (next + 7, WcStatus::SUCCESS));
+        for id in next..next + 8 {
+            assert_eq!(remote.read_u64(8 * (id as usize % 256)).unwrap(), id);
+        }
+        next += 8;
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(p.cq_a.poll(&mut wc), 0, "{wc:?}");
+    let mut untouched = [0u8; 64];
+    remote.read(2048, &mut untouched).unwrap();
+    assert_eq!(untouched, [0; 64], "an aborted write reached remote memory");
+}

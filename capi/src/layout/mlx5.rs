@@ -328,7 +328,7 @@ c_layout!(MLX5DV_QP_INIT_ATTR: "struct mlx5dv_qp_init_attr" = mlx5dv_qp_init_att
 /// `struct mlx5dv_qp_ex`: the mlx5-only `wr_*` operations of a QP created
 /// with `mlx5dv_create_qp`, found with `mlx5dv_qp_ex_from_ibv_qp_ex`.
 #[repr(C)]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct mlx5dv_qp_ex {
     pub comp_mask: u64,
     pub wr_set_dc_addr: AnyFn,

@@ -161,7 +161,7 @@ fn run_c(dir: &std::path::Path, name: &str, program: &str) -> Option<String> {
 /// `send_ops_flags` bits.
 #[test]
 fn verbs_h_enum_values_match() {
-    use uverbs::{AccessFlags, MwBind, SendOp, WcOpcode};
+    use uverbs::{AccessFlags, MwBind, SendOp, SendOpsFlags, WcOpcode};
     let Some(dir) = headers("enum probe") else {
         return;
     };
@@ -200,15 +200,35 @@ fn verbs_h_enum_values_match() {
         ("IBV_MW_TYPE_1", uverbs::MwType::Type1.raw().into()),
         ("IBV_MW_TYPE_2", uverbs::MwType::Type2.raw().into()),
         ("IBV_ACCESS_MW_BIND", AccessFlags::MW_BIND.bits().into()),
-        ("IBV_QP_EX_WITH_LOCAL_INV", crate::qp_ex::WITH_LOCAL_INV),
-        ("IBV_QP_EX_WITH_BIND_MW", crate::qp_ex::WITH_BIND_MW),
+        ("IBV_QP_EX_WITH_RDMA_WRITE", SendOpsFlags::RDMA_WRITE.bits()),
         (
-            "IBV_QP_EX_WITH_SEND_WITH_INV",
-            crate::qp_ex::WITH_SEND_WITH_INV,
+            "IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM",
+            SendOpsFlags::RDMA_WRITE_WITH_IMM.bits(),
+        ),
+        ("IBV_QP_EX_WITH_SEND", SendOpsFlags::SEND.bits()),
+        (
+            "IBV_QP_EX_WITH_SEND_WITH_IMM",
+            SendOpsFlags::SEND_WITH_IMM.bits(),
+        ),
+        ("IBV_QP_EX_WITH_RDMA_READ", SendOpsFlags::RDMA_READ.bits()),
+        (
+            "IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP",
+            SendOpsFlags::ATOMIC_CMP_AND_SWP.bits(),
         ),
         (
+            "IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD",
+            SendOpsFlags::ATOMIC_FETCH_AND_ADD.bits(),
+        ),
+        ("IBV_QP_EX_WITH_LOCAL_INV", SendOpsFlags::LOCAL_INV.bits()),
+        ("IBV_QP_EX_WITH_BIND_MW", SendOpsFlags::BIND_MW.bits()),
+        (
+            "IBV_QP_EX_WITH_SEND_WITH_INV",
+            SendOpsFlags::SEND_WITH_INV.bits(),
+        ),
+        ("IBV_QP_EX_WITH_TSO", SendOpsFlags::TSO.bits()),
+        (
             "IBV_QP_EX_WITH_ATOMIC_WRITE",
-            crate::qp_ex::WITH_ATOMIC_WRITE,
+            SendOpsFlags::ATOMIC_WRITE.bits(),
         ),
     ];
     let mut c =

@@ -1,26 +1,41 @@
 //! The one place QPs and SRQs lock: the uverbs object, the buffers its
-//! posts convert into, and libibverbs' destroy, which waits for the
-//! program to acknowledge the object's async events.
+//! posts convert into, libibverbs' destroy, which waits for the program to
+//! acknowledge the object's async events, and (QPs) the `ibv_wr_*`
+//! session, which holds the lock from `wr_start` to `wr_complete`.
 //!
-//! uverbs' posts take `&mut`, so each object sits behind a mutex that the
-//! posts, modifies, queries and acknowledgements take. A QP's receives do
-//! not: its receive queue is split off at creation
-//! (`QueuePair::split_recv`) and posted under a lock of its own (`Qp::rq`
-//! in `qp.rs`), so a thread posting receives never waits for one posting
-//! sends.
+//! uverbs' posts take `&mut`, so each object sits behind an
+//! [`OwnerLock`]: posts, modifies, queries and acknowledgements take it for
+//! their call; a QP's `ibv_wr_*` session takes it in `wr_start` and keeps
+//! it, as rdma-core's providers keep their send queue's lock, until
+//! `wr_complete` or `wr_abort` (the calls in between find the calling
+//! thread the owner: [`Guarded::owned`]). The owning thread may call the
+//! object's other functions inside its session (a modify, a query): they
+//! find the lock theirs already. A QP's receives do not take it: its
+//! receive queue is split off at creation (`QueuePair::split_recv`) and
+//! posted under a lock of its own (`Qp::rq` in `qp.rs`), so a thread
+//! posting receives never waits for one posting sends.
 //!
 //! The program acknowledges async events by count (`ibv_ack_async_event`),
 //! from any thread, through the object: uverbs' destroy refuses while
 //! acknowledgements are deferred (`EBUSY`), libibverbs' destroy waits for
 //! them. So a destroy waits here, with the uverbs object in place so the
 //! acknowledgements reach it, and destroys once none is outstanding.
+//!
+//! Nothing that holds the lock calls back into another function of the
+//! same object, so the exclusive reference each call makes of the slot is
+//! the only one.
 
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+#![allow(unsafe_code)]
+
+use core::cell::UnsafeCell;
 
 use uverbs::{sys::Errno, DestroyError, QueuePair, SharedReceiveQueue};
 
 use super::post::PostBufs;
-use crate::errno;
+use crate::{
+    errno,
+    owner::{thread_token, Entry, OwnerLock},
+};
 
 /// A uverbs object with async events that libibverbs' destroy waits for.
 pub(crate) trait EventObject: Sized {
@@ -56,109 +71,196 @@ impl EventObject for SharedReceiveQueue {
     }
 }
 
-#[derive(Debug)]
-struct Slot<T> {
+/// What the lock guards.
+#[derive(Debug, Default)]
+pub(crate) struct Slot<T, S> {
     /// `None` before creation and while a destroy holds it.
-    obj: Option<T>,
-    bufs: PostBufs,
+    pub(crate) obj: Option<T>,
+    pub(crate) bufs: PostBufs,
     /// Acknowledgements that arrived while a destroy held the object,
     /// applied when it comes back.
     missed: u32,
+    /// What a session of calls keeps between them (a QP's `ibv_wr_*`
+    /// session, `crate::qp_ex`; nothing for an SRQ).
+    pub(crate) session: S,
 }
 
 /// A uverbs QP or SRQ as its C object holds it.
 #[derive(Debug)]
-pub(crate) struct Guarded<T> {
-    slot: Mutex<Slot<T>>,
-    acked: Condvar,
+pub(crate) struct Guarded<T, S = ()> {
+    lock: OwnerLock,
+    slot: UnsafeCell<Slot<T, S>>,
 }
 
-impl<T: EventObject> Guarded<T> {
+// SAFETY: the slot is reached only by the thread holding `lock` (see
+// `Held`), so it is shared between threads as a mutex shares its value.
+unsafe impl<T: Send, S: Send> Sync for Guarded<T, S> {}
+
+/// The lock held for one call: the slot, and whether to release at the
+/// end (not when the calling thread held it already, inside its session).
+pub(crate) struct Held<'a, T, S> {
+    g: &'a Guarded<T, S>,
+    entry: Entry,
+}
+
+impl<T, S> Held<'_, T, S> {
+    /// The guarded slot.
+    pub(crate) fn slot(&mut self) -> &mut Slot<T, S> {
+        // SAFETY: this thread holds the lock, and `&mut self` makes this
+        // the only reference made through this `Held`; no other `Held` of
+        // this thread is alive meanwhile (the module's rule: no function
+        // holding the lock calls another of the same object).
+        unsafe { &mut *self.g.slot.get() }
+    }
+
+    /// Keeps the lock held after this value is dropped (a session begun:
+    /// its last call releases it with [`Guarded::release_session`]).
+    pub(crate) fn keep(mut self) {
+        self.entry = Entry::Reentered;
+    }
+}
+
+impl<T, S> Drop for Held<'_, T, S> {
+    fn drop(&mut self) {
+        if self.entry == Entry::Taken {
+            self.g.lock.release();
+        }
+    }
+}
+
+impl<T: EventObject, S: Default> Guarded<T, S> {
     /// An empty slot (the object comes with [`Guarded::set`]).
     pub(crate) fn new() -> Self {
         Guarded {
-            slot: Mutex::new(Slot {
+            lock: OwnerLock::default(),
+            slot: UnsafeCell::new(Slot {
                 obj: None,
                 bufs: PostBufs::default(),
                 missed: 0,
+                session: S::default(),
             }),
-            acked: Condvar::new(),
+        }
+    }
+}
+
+impl<T: EventObject, S> Guarded<T, S> {
+    /// Takes the lock for the calling thread (or finds it held by it).
+    #[inline]
+    pub(crate) fn hold(&self) -> Held<'_, T, S> {
+        Held {
+            g: self,
+            entry: self.lock.acquire(thread_token()),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Slot<T>> {
-        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    /// The slot, if the calling thread holds the lock (inside its
+    /// session); `None` from any other thread.
+    ///
+    /// # Safety
+    /// The caller holds no other reference into the slot while it uses
+    /// this one (the module's rule).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref, reason = "the lock makes it exclusive")]
+    pub(crate) unsafe fn owned(&self) -> Option<&mut Slot<T, S>> {
+        if self.lock.held_by(thread_token()) {
+            // SAFETY: this thread holds the lock; the caller's contract
+            // makes this the only reference into the slot.
+            Some(unsafe { &mut *self.slot.get() })
+        } else {
+            None
+        }
+    }
+
+    /// Releases the lock a session kept ([`Held::keep`]); the calling
+    /// thread holds it.
+    pub(crate) fn release_session(&self) {
+        self.lock.release();
     }
 
     /// Puts the created object in.
     pub(crate) fn set(&self, obj: T) {
-        self.lock().obj = Some(obj);
+        self.hold().slot().obj = Some(obj);
     }
 
     /// Runs `f` on the object (`EINVAL` if there is none).
     pub(crate) fn with<R>(&self, f: impl FnOnce(&T) -> R) -> Result<R, Errno> {
-        let g = self.lock();
-        g.obj.as_ref().map(f).ok_or(Errno::EINVAL)
+        let mut h = self.hold();
+        h.slot().obj.as_ref().map(f).ok_or(Errno::EINVAL)
     }
 
     /// Runs a post: `f` gets the object and the conversion buffers.
+    #[inline]
     pub(crate) fn posting<R>(
         &self,
         f: impl FnOnce(&mut T, &mut PostBufs) -> R,
     ) -> Result<R, Errno> {
-        let mut g = self.lock();
-        let Slot { obj, bufs, .. } = &mut *g;
+        let mut h = self.hold();
+        let Slot { obj, bufs, .. } = h.slot();
         obj.as_mut().map(|o| f(o, bufs)).ok_or(Errno::EINVAL)
     }
 
-    /// Acknowledges one async event (`ibv_ack_async_event`).
+    /// Acknowledges one async event (`ibv_ack_async_event`), and wakes a
+    /// destroy that waits for it.
     pub(crate) fn ack_async_event(&self) -> Result<(), Errno> {
-        let mut g = self.lock();
-        let r = match g.obj.as_ref() {
+        let mut h = self.hold();
+        let s = h.slot();
+        let r = match s.obj.as_ref() {
             Some(o) => o.ack(1).map_err(|e| errno::of(&e)),
             None => {
-                g.missed += 1;
+                s.missed += 1;
                 Ok(())
             }
         };
-        drop(g);
-        self.acked.notify_all();
+        drop(h);
+        self.lock.wake();
         r
     }
 
     /// Destroys the object as libibverbs does: waits until the program has
     /// acknowledged every async event it was given, then destroys; on
-    /// failure the object stays (and the errno is returned).
-    pub(crate) fn destroy(&self) -> Result<(), Errno> {
-        let mut g = self.lock();
+    /// failure the object stays (and the errno is returned). `before` runs
+    /// on the slot first, with the lock held (a QP's open session is
+    /// dropped there).
+    pub(crate) fn destroy(&self, before: impl FnOnce(&mut Slot<T, S>)) -> Result<(), Errno> {
+        let me = thread_token();
+        let mut h = self.hold();
+        before(h.slot());
+        if h.entry == Entry::Reentered {
+            // Inside the caller's own session, which `before` ended: the
+            // lock is taken as if anew (acknowledgements from other
+            // threads must get in while this waits).
+            h.entry = Entry::Taken;
+        }
         loop {
-            let Some(obj) = g.obj.as_ref() else {
+            let s = h.slot();
+            let Some(obj) = s.obj.as_ref() else {
                 return Err(Errno::EINVAL);
             };
             if obj.deferred() > 0 {
-                g = self.acked.wait(g).unwrap_or_else(PoisonError::into_inner);
+                self.lock.release_and_wait(me);
                 continue;
             }
-            let Some(obj) = g.obj.take() else {
+            let Some(obj) = s.obj.take() else {
                 return Err(Errno::EINVAL);
             };
             // Not held across the destroy: it may wait for event values
             // other threads hold, whose acknowledgements come through here.
-            drop(g);
+            drop(h);
             let e = match obj.destroy() {
                 Ok(()) => return Ok(()),
                 Err(e) => e,
             };
             let no = errno::of(e.error());
             let obj = e.into_inner();
-            g = self.lock();
-            let missed = core::mem::take(&mut g.missed);
+            h = self.hold();
+            let s = h.slot();
+            let missed = core::mem::take(&mut s.missed);
             if missed > 0 {
                 // Best effort: they were deferred before (they were counted).
                 let _ = obj.ack(missed);
             }
             let again = no == Errno::EBUSY && (missed > 0 || obj.deferred() > 0);
-            g.obj = Some(obj);
+            s.obj = Some(obj);
             if !again {
                 return Err(no);
             }

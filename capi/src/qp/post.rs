@@ -1,21 +1,23 @@
-//! `ibv_send_wr` / `ibv_recv_wr` chains as uverbs [`SendWr`] / [`RecvWr`]
-//! slices, posted with one uverbs call per chain.
+//! `ibv_send_wr` / `ibv_recv_wr` chains as uverbs [`SendWr`] / [`RecvWr`]s.
 //!
-//! A chain is read twice: the first pass checks each request and copies
-//! its scatter/gather entries (or, for `IBV_SEND_INLINE`, the bytes they
-//! name) into the QP's reusable buffers, and stops at the first request it
-//! refuses; the second builds the uverbs requests over those buffers. The
-//! requests before a refused one are posted, as rdma-core's providers post
-//! a chain request by request, and `*bad_wr` names the first request not
-//! posted: the refused one, or the one uverbs' post stopped at
-//! ([`PostError::index`]). No allocation once the buffers have grown to the
-//! program's largest chain.
+//! A send chain is read once: each request is translated and pushed into
+//! one uverbs send session (`QueuePair::start_send`), which is completed
+//! with one doorbell for the requests before the first one refused
+//! ([`post_send_chain`]). A receive chain is read twice: the first pass
+//! checks each request and copies its scatter/gather entries into the
+//! reusable buffers, and stops at the first request it refuses; the second
+//! builds the uverbs requests over those buffers, posted with one uverbs
+//! call. Either way the requests before a refused one are posted, as
+//! rdma-core's providers post a chain request by request, and `*bad_wr`
+//! names the first request not posted: the refused one, or the one uverbs
+//! stopped at ([`PostError::index`]). No allocation once the buffers have
+//! grown to the program's largest chain.
 
 use core::{ffi::c_int, slice};
 
 use uverbs::{
-    sys::Errno, MwBind, Payload, PostError, PostErrorKind, QpType, RecvWr, SendFlags, SendOp,
-    SendWr, Sge, UdDest,
+    sys::Errno, MwBind, Payload, PostError, PostErrorKind, QpType, QueuePair, RecvWr, SendFlags,
+    SendOp, SendWr, Sge, UdDest,
 };
 
 use crate::{
@@ -49,7 +51,6 @@ const IBV_SEND_INLINE: u32 = 1 << 3;
 pub(crate) struct PostBufs {
     sges: Vec<Sge>,
     inline: Vec<u8>,
-    sends: Vec<SendWr<'static>>,
     recvs: Vec<RecvWr<'static>>,
 }
 
@@ -189,118 +190,140 @@ unsafe fn nth<T>(first: *mut T, index: usize, next: impl Fn(&T) -> *mut T) -> *m
     p
 }
 
-/// Posts the send chain at `first` through `post` (the QP's uverbs post):
-/// 0, or the errno with `*bad_wr` set.
+/// A send request as uverbs takes it, its SGE list and inline bytes read
+/// where the program has them (an inline list of several pieces is
+/// gathered into `bufs`, an SGE list of several entries copied there).
+///
+/// # Safety
+/// `wr` is a valid request whose pointers (SGE list, inline data, AH)
+/// are valid, as verbs.h requires.
+#[inline(always)]
+unsafe fn translate<'a>(
+    wr: &'a ibv_send_wr,
+    bufs: &'a mut PostBufs,
+    one: &'a mut Sge,
+    ud: bool,
+    max_inline: u32,
+) -> Result<SendWr<'a>, Errno> {
+    // SAFETY: the caller's contract.
+    let op = unsafe { send_op(wr) }?;
+    let dest = if ud {
+        // SAFETY: the caller's contract.
+        Some(unsafe { ud_dest(wr) }?)
+    } else {
+        None
+    };
+    // SAFETY: the caller's contract.
+    let list = unsafe { sg_list(wr.sg_list, wr.num_sge) }?;
+    let inline = wr.send_flags & IBV_SEND_INLINE != 0;
+    let payload = if inline {
+        let total = list.iter().fold(0u64, |n, s| n + u64::from(s.length));
+        if total > u64::from(max_inline) {
+            return Err(Errno::EINVAL);
+        }
+        // Inline data is read from the addresses the SGEs name, program
+        // memory valid for the post (the providers copy it the same way).
+        let bytes = |s: &ibv_sge| {
+            // SAFETY: as said above; `length` bytes at `addr`.
+            unsafe {
+                slice::from_raw_parts(
+                    core::ptr::with_exposed_provenance::<u8>(s.addr as usize),
+                    s.length as usize,
+                )
+            }
+        };
+        match list {
+            [s] if s.length > 0 => Payload::Inline(bytes(s)),
+            _ => {
+                bufs.inline.clear();
+                for s in list.iter().filter(|s| s.length > 0) {
+                    bufs.inline.extend_from_slice(bytes(s));
+                }
+                Payload::Inline(&bufs.inline)
+            }
+        }
+    } else {
+        match list {
+            [s] => {
+                *one = sge(s);
+                Payload::Sges(slice::from_ref(one))
+            }
+            _ => {
+                bufs.sges.clear();
+                bufs.sges.extend(list.iter().map(sge));
+                Payload::Sges(&bufs.sges)
+            }
+        }
+    };
+    let flags = SendFlags::from_bits_retain(wr.send_flags & !IBV_SEND_INLINE)
+        | if inline {
+            SendFlags::INLINE
+        } else {
+            SendFlags::empty()
+        };
+    Ok(SendWr {
+        wr_id: wr.wr_id,
+        op,
+        payload,
+        flags,
+        ud: dest,
+    })
+}
+
+/// Posts the send chain at `first` on `uv` in one pass, one uverbs send
+/// session: each request translated and pushed in turn, the session
+/// completed (one doorbell) for those before the first refused one, as
+/// rdma-core's providers post a chain request by request. 0, or the errno
+/// with `*bad_wr` set to the first request not posted: the refused one,
+/// or (a failed doorbell) the one after those pushed. `EINVAL` for the
+/// whole chain inside the calling thread's own `ibv_wr_*` session (whose
+/// WQEs are the queue's next ones; rdma-core's providers deadlock on
+/// their own lock there). No allocation once the buffers have grown to
+/// the program's largest lists.
 ///
 /// # Safety
 /// `first` is a chain of live requests whose pointers (SGE lists, inline
 /// data, AHs) are valid, as verbs.h requires; `bad_wr` is writable.
 pub(crate) unsafe fn post_send_chain(
     bufs: &mut PostBufs,
-    qp_type: QpType,
-    max_inline: u32,
+    uv: &mut QueuePair,
     first: *mut ibv_send_wr,
     bad_wr: *mut *mut ibv_send_wr,
-    post: impl FnOnce(&[SendWr<'_>]) -> Result<(), PostError>,
 ) -> c_int {
-    let ud = qp_type == QpType::Ud;
-    bufs.sges.clear();
-    bufs.inline.clear();
-    // Pass 1: check and copy.
+    let refuse = |e: Errno| {
+        // SAFETY: the caller's contract.
+        unsafe { bad_wr.write(first) };
+        errno::positive(e)
+    };
+    if uv.send_pending().is_some() {
+        return refuse(Errno::EINVAL);
+    }
+    let ud = uv.qp_type() == QpType::Ud;
+    let max_inline = uv.cap().max_inline_data;
+    let mut session = match uv.start_send() {
+        Ok(s) => s,
+        Err(e) => return refuse(post_errno(&e)),
+    };
     let mut refused = None;
-    let mut count = 0usize;
     let mut p = first;
+    let mut count = 0usize;
+    let mut one = Sge::default();
     while !p.is_null() {
         // SAFETY: the caller's contract.
         let wr = unsafe { &*p };
-        let checked = (|| {
-            // SAFETY: the caller's contract.
-            unsafe { send_op(wr) }?;
-            if ud {
-                // SAFETY: the caller's contract.
-                unsafe { ud_dest(wr) }?;
-            }
-            // SAFETY: the caller's contract.
-            let list = unsafe { sg_list(wr.sg_list, wr.num_sge) }?;
-            if wr.send_flags & IBV_SEND_INLINE != 0 {
-                let total = list.iter().fold(0u64, |n, s| n + u64::from(s.length));
-                if total > u64::from(max_inline) {
-                    return Err(Errno::EINVAL);
-                }
-                for s in list.iter().filter(|s| s.length > 0) {
-                    // SAFETY: inline data is read from the addresses the
-                    // SGEs name, program memory valid for the post (the
-                    // providers copy it the same way).
-                    let bytes = unsafe {
-                        slice::from_raw_parts(
-                            core::ptr::with_exposed_provenance::<u8>(s.addr as usize),
-                            s.length as usize,
-                        )
-                    };
-                    bufs.inline.extend_from_slice(bytes);
-                }
-            } else {
-                bufs.sges.extend(list.iter().map(sge));
-            }
-            Ok(())
-        })();
-        if let Err(e) = checked {
+        // SAFETY: the caller's contract.
+        let pushed = match unsafe { translate(wr, bufs, &mut one, ud, max_inline) } {
+            Ok(w) => session.push(&w).map_err(|e| post_errno(&e)),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = pushed {
             refused = Some((count, e));
             break;
         }
         count += 1;
         p = wr.next;
     }
-    // Pass 2: the uverbs requests over the copies.
-    let mut wrs: Vec<SendWr<'_>> = recycle(core::mem::take(&mut bufs.sends));
-    let (mut at_sge, mut at_byte) = (0usize, 0usize);
-    let mut p = first;
-    for _ in 0..count {
-        // SAFETY: pass 1 read these `count` requests.
-        let wr = unsafe { &*p };
-        p = wr.next;
-        // SAFETY: as in pass 1.
-        let (Ok(op), Ok(list)) = (unsafe { send_op(wr) }, unsafe {
-            sg_list(wr.sg_list, wr.num_sge)
-        }) else {
-            break;
-        };
-        let inline = wr.send_flags & IBV_SEND_INLINE != 0;
-        let payload = if inline {
-            let len = list.iter().map(|s| s.length as usize).sum::<usize>();
-            let data = bufs.inline.get(at_byte..at_byte + len).unwrap_or(&[]);
-            at_byte += len;
-            Payload::Inline(data)
-        } else {
-            let sges = bufs.sges.get(at_sge..at_sge + list.len()).unwrap_or(&[]);
-            at_sge += list.len();
-            Payload::Sges(sges)
-        };
-        let dest = if ud {
-            // SAFETY: as in pass 1.
-            match unsafe { ud_dest(wr) } {
-                Ok(d) => Some(d),
-                Err(_) => break,
-            }
-        } else {
-            None
-        };
-        wrs.push(SendWr {
-            wr_id: wr.wr_id,
-            op,
-            payload,
-            flags: SendFlags::from_bits_retain(wr.send_flags & !IBV_SEND_INLINE)
-                | if inline {
-                    SendFlags::INLINE
-                } else {
-                    SendFlags::empty()
-                },
-            ud: dest,
-        });
-    }
-    let posted = if wrs.is_empty() { Ok(()) } else { post(&wrs) };
-    bufs.sends = recycle(wrs);
-    let failed = match posted {
+    let failed = match session.complete() {
         Err(e) => Some((e.index, post_errno(&e))),
         Ok(()) => refused,
     };

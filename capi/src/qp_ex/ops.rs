@@ -4,9 +4,9 @@
 //! rdma-core appends after 44.
 //!
 //! A builder reads `qpx->wr_id` and `qpx->wr_flags` when it is called, as
-//! rxe's do; the program writes them through its pointer, so they are
-//! atomics read with relaxed loads (the program orders its own writes
-//! before its call). The operations uverbs has no objects for
+//! rxe's and mlx5's do; the program writes them through its pointer, so
+//! they are atomics read with relaxed loads (the program orders its own
+//! writes before its call). The operations uverbs has no objects for
 //! (`wr_send_tso`, `wr_flush`, `wr_set_xrc_srqn`) fail the session: its
 //! `wr_complete` returns `EOPNOTSUPP` and posts nothing.
 
@@ -17,9 +17,9 @@ use core::{
     sync::atomic::Ordering,
 };
 
-use uverbs::{sys::Errno, Sge};
+use uverbs::{sys::Errno, SendOp, Sge};
 
-use super::pending::{Op, UdAddr};
+use super::session::{self, flags, with_open};
 use crate::{
     errno,
     layout::{
@@ -35,24 +35,33 @@ use crate::{
 ///
 /// # Safety
 /// `qpx` is NULL or a live QP of this library.
+#[inline(always)]
 unsafe fn qp<'a>(qpx: *mut ibv_qp_ex) -> Option<&'a Qp> {
     // SAFETY: the caller's contract; `ibv_qp_ex` starts with the `ibv_qp`.
     unsafe { Qp::from_c(qpx.cast()) }.ok()
 }
 
 /// A builder: a request of `op` with the `wr_id` and `wr_flags` the
-/// program wrote.
+/// program wrote; `whole`: the operation carries its own data (pushed
+/// now).
 ///
 /// # Safety
 /// As [`qp`].
-unsafe fn build(qpx: *mut ibv_qp_ex, op: Op) {
+#[inline(always)]
+unsafe fn build(qpx: *mut ibv_qp_ex, op: SendOp, whole: bool) {
     // SAFETY: the caller's contract.
     let Some(q) = (unsafe { qp(qpx) }) else {
         return;
     };
-    let wr_id = q.c.wr_id.load(Ordering::Relaxed);
-    let flags = q.c.wr_flags.load(Ordering::Relaxed);
-    q.session.record(|p, _| p.build(wr_id, flags, op));
+    with_open(q, |s, uv, config| {
+        let wr_id = q.c.wr_id.load(Ordering::Relaxed);
+        let flags = flags(q.c.wr_flags.load(Ordering::Relaxed));
+        if whole {
+            s.build_whole(uv, config, wr_id, flags, op);
+        } else {
+            s.build(uv, config, wr_id, flags, op);
+        }
+    });
 }
 
 /// A builder or setter that cannot be carried out: the session fails
@@ -63,7 +72,7 @@ unsafe fn build(qpx: *mut ibv_qp_ex, op: Op) {
 unsafe fn fail(qpx: *mut ibv_qp_ex, e: Errno) {
     // SAFETY: the caller's contract.
     if let Some(q) = unsafe { qp(qpx) } {
-        q.session.record(|p, _| p.fail(e));
+        with_open(q, |s, _, _| s.fail(e));
     }
 }
 
@@ -81,7 +90,7 @@ unsafe fn unsupported(qpx: *mut ibv_qp_ex) {
 unsafe extern "C" fn wr_start(qpx: *mut ibv_qp_ex) {
     // SAFETY: verbs.h's contract: a live QP.
     if let Some(q) = unsafe { qp(qpx) } {
-        q.session.start();
+        session::start(q);
     }
 }
 
@@ -92,9 +101,7 @@ unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
     let Some(q) = (unsafe { qp(qpx) }) else {
         return errno::positive(Errno::EINVAL);
     };
-    // SAFETY: verbs.h's contract: the AHs given to `ibv_wr_set_ud_addr`
-    // are live.
-    match unsafe { q.session.complete(q) } {
+    match session::complete(q) {
         Ok(()) => 0,
         Err(e) => errno::positive(e),
     }
@@ -104,63 +111,82 @@ unsafe extern "C" fn wr_complete(qpx: *mut ibv_qp_ex) -> c_int {
 unsafe extern "C" fn wr_abort(qpx: *mut ibv_qp_ex) {
     // SAFETY: verbs.h's contract: a live QP.
     if let Some(q) = unsafe { qp(qpx) } {
-        q.session.abort();
+        session::abort(q);
     }
 }
 
 /// `ibv_wr_send`.
 unsafe extern "C" fn wr_send(qpx: *mut ibv_qp_ex) {
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::Send) }
+    unsafe { build(qpx, SendOp::Send, false) }
 }
 
 /// `ibv_wr_send_imm` (`imm` big-endian, as in `ibv_send_wr`).
 unsafe extern "C" fn wr_send_imm(qpx: *mut ibv_qp_ex, imm: u32) {
+    let op = SendOp::SendWithImm {
+        imm: u32::from_be(imm),
+    };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::SendImm(u32::from_be(imm))) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_rdma_write`.
-unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+unsafe extern "C" fn wr_rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, remote_addr: u64) {
+    let op = SendOp::RdmaWrite { remote_addr, rkey };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::Write { rkey, addr }) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_rdma_write_imm`.
-unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
-    let imm = u32::from_be(imm);
+unsafe extern "C" fn wr_rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, remote_addr: u64, imm: u32) {
+    let op = SendOp::RdmaWriteWithImm {
+        remote_addr,
+        rkey,
+        imm: u32::from_be(imm),
+    };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::WriteImm { rkey, addr, imm }) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_rdma_read`.
-unsafe extern "C" fn wr_rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
+unsafe extern "C" fn wr_rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, remote_addr: u64) {
+    let op = SendOp::RdmaRead { remote_addr, rkey };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::Read { rkey, addr }) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_atomic_cmp_swp`.
 unsafe extern "C" fn wr_atomic_cmp_swp(
     qpx: *mut ibv_qp_ex,
     rkey: u32,
-    addr: u64,
+    remote_addr: u64,
     compare: u64,
     swap: u64,
 ) {
-    let op = Op::CmpSwp {
+    let op = SendOp::CompareSwap {
+        remote_addr,
         rkey,
-        addr,
         compare,
         swap,
     };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, op) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_atomic_fetch_add`.
-unsafe extern "C" fn wr_atomic_fetch_add(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, add: u64) {
+unsafe extern "C" fn wr_atomic_fetch_add(
+    qpx: *mut ibv_qp_ex,
+    rkey: u32,
+    remote_addr: u64,
+    add: u64,
+) {
+    let op = SendOp::FetchAdd {
+        remote_addr,
+        rkey,
+        add,
+    };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::FetchAdd { rkey, addr, add }) }
+    unsafe { build(qpx, op, false) }
 }
 
 /// `ibv_wr_bind_mw`: binds `mw` to `info`'s range with the new key
@@ -181,7 +207,7 @@ unsafe extern "C" fn wr_bind_mw(
         .and_then(|info| unsafe { mw::binding(mw, rkey, info) });
     match bind {
         // SAFETY: verbs.h's contract: a live QP.
-        Ok(b) => unsafe { build(qpx, Op::BindMw(b)) },
+        Ok(b) => unsafe { build(qpx, SendOp::BindMw(b), true) },
         // SAFETY: as above.
         Err(e) => unsafe { fail(qpx, e) },
     }
@@ -190,13 +216,13 @@ unsafe extern "C" fn wr_bind_mw(
 /// `ibv_wr_local_inv`.
 unsafe extern "C" fn wr_local_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::LocalInv(rkey)) }
+    unsafe { build(qpx, SendOp::LocalInvalidate { rkey }, true) }
 }
 
 /// `ibv_wr_send_inv`.
 unsafe extern "C" fn wr_send_inv(qpx: *mut ibv_qp_ex, rkey: u32) {
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::SendInv(rkey)) }
+    unsafe { build(qpx, SendOp::SendWithInvalidate { rkey }, false) }
 }
 
 /// `ibv_wr_send_tso`: uverbs has no TSO (nor raw packet QPs).
@@ -210,7 +236,7 @@ unsafe extern "C" fn wr_send_tso(qpx: *mut ibv_qp_ex, _hdr: *mut c_void, _sz: u1
 unsafe extern "C" fn wr_atomic_write(
     qpx: *mut ibv_qp_ex,
     rkey: u32,
-    addr: u64,
+    remote_addr: u64,
     data: *const c_void,
 ) {
     if data.is_null() {
@@ -219,8 +245,13 @@ unsafe extern "C" fn wr_atomic_write(
     }
     // SAFETY: verbs.h's contract: `data` names 8 readable bytes.
     let data = unsafe { data.cast::<[u8; 8]>().read_unaligned() };
+    let op = SendOp::AtomicWrite {
+        remote_addr,
+        rkey,
+        data,
+    };
     // SAFETY: verbs.h's contract: a live QP.
-    unsafe { build(qpx, Op::AtomicWrite { rkey, addr, data }) }
+    unsafe { build(qpx, op, true) }
 }
 
 /// `ibv_wr_flush` (rdma-core after 44): not in uverbs' operations.
@@ -242,118 +273,88 @@ unsafe extern "C" fn wr_set_xrc_srqn(qpx: *mut ibv_qp_ex, _srqn: u32) {
     unsafe { unsupported(qpx) }
 }
 
-/// `ibv_wr_set_ud_addr`: the AH is resolved at `wr_complete`.
+/// `ibv_wr_set_ud_addr`: the AH is resolved when the request is pushed.
 unsafe extern "C" fn wr_set_ud_addr(qpx: *mut ibv_qp_ex, ah: *mut ibv_ah, qpn: u32, qkey: u32) {
     // SAFETY: verbs.h's contract: a live QP.
-    let Some(q) = (unsafe { qp(qpx) }) else {
-        return;
-    };
-    q.session.record(|p, _| {
-        if ah.is_null() {
-            return p.fail(Errno::EINVAL);
-        }
-        p.set_ud_addr(UdAddr {
-            ah: ah as usize,
-            remote_qpn: qpn,
-            remote_qkey: qkey,
-        });
-    });
+    if let Some(q) = unsafe { qp(qpx) } {
+        with_open(q, |s, uv, config| s.set_ud_addr(uv, config, ah, qpn, qkey));
+    }
 }
 
 /// `ibv_wr_set_sge`.
 unsafe extern "C" fn wr_set_sge(qpx: *mut ibv_qp_ex, lkey: u32, addr: u64, length: u32) {
     // SAFETY: verbs.h's contract: a live QP.
     if let Some(q) = unsafe { qp(qpx) } {
-        q.session
-            .record(|p, _| p.set_sge(Sge::new(addr, length, lkey)));
+        with_open(q, |s, uv, config| {
+            s.set_sge(uv, config, Sge::new(addr, length, lkey));
+        });
     }
 }
 
 /// `ibv_wr_set_sge_list`: at most the QP's `max_send_sge` (`ENOSPC`, as
-/// rxe), copied.
+/// rxe).
 unsafe extern "C" fn wr_set_sge_list(qpx: *mut ibv_qp_ex, num: usize, list: *const ibv_sge) {
-    // SAFETY: verbs.h's contract: a live QP.
-    let Some(q) = (unsafe { qp(qpx) }) else {
-        return;
+    let list = if num == 0 {
+        &[][..]
+    } else if list.is_null() {
+        // SAFETY: verbs.h's contract: a live QP.
+        return unsafe { fail(qpx, Errno::EINVAL) };
+    } else {
+        // SAFETY: verbs.h's contract: `num` entries, read during the call.
+        unsafe { slice::from_raw_parts(list, num) }
     };
-    q.session.record(|p, config| {
-        if num > config.max_sge as usize {
-            return p.fail(Errno::ENOSPC);
-        }
-        if num > 0 && list.is_null() {
-            return p.fail(Errno::EINVAL);
-        }
-        let list = if num == 0 {
-            &[][..]
-        } else {
-            // SAFETY: verbs.h's contract: `num` entries, read during the call.
-            unsafe { slice::from_raw_parts(list, num) }
-        };
-        p.set_sge_list(list.iter().map(|s| Sge::new(s.addr, s.length, s.lkey)));
-    });
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
+        with_open(q, |s, uv, config| s.set_sge_list(uv, config, list));
+    }
 }
 
-/// The bytes `addr`/`length` name, or `None` for NULL with a length.
-///
-/// # Safety
-/// `addr` is NULL or points to `length` readable bytes.
-unsafe fn bytes<'a>(addr: *const c_void, length: usize) -> Option<&'a [u8]> {
-    if length == 0 {
-        return Some(&[]);
-    }
-    if addr.is_null() {
-        return None;
-    }
-    // SAFETY: the caller's contract.
-    Some(unsafe { slice::from_raw_parts(addr.cast::<u8>(), length) })
-}
-
-/// `ibv_wr_set_inline_data`: copied now (the program may reuse the buffer
-/// when the call returns).
+/// `ibv_wr_set_inline_data`: the bytes are taken during the call (the
+/// program may reuse the buffer when it returns).
 unsafe extern "C" fn wr_set_inline_data(qpx: *mut ibv_qp_ex, addr: *mut c_void, length: usize) {
-    // SAFETY: verbs.h's contract: a live QP.
-    let Some(q) = (unsafe { qp(qpx) }) else {
-        return;
+    let bytes = if length == 0 {
+        &[][..]
+    } else if addr.is_null() {
+        // SAFETY: verbs.h's contract: a live QP.
+        return unsafe { fail(qpx, Errno::EINVAL) };
+    } else {
+        // SAFETY: verbs.h's contract: `length` bytes at `addr`, read
+        // during the call.
+        unsafe { slice::from_raw_parts(addr.cast::<u8>(), length) }
     };
-    q.session.record(|p, config| {
-        // SAFETY: verbs.h's contract: `length` bytes at `addr`.
-        match unsafe { bytes(addr, length) } {
-            Some(b) => p.set_inline(config, core::iter::once(b)),
-            None => p.fail(Errno::EINVAL),
-        }
-    });
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
+        with_open(q, |s, uv, config| s.set_inline(uv, config, bytes));
+    }
 }
 
-/// `ibv_wr_set_inline_data_list`: the pieces concatenated, copied now.
+/// `ibv_wr_set_inline_data_list`: the pieces concatenated during the call.
 unsafe extern "C" fn wr_set_inline_data_list(
     qpx: *mut ibv_qp_ex,
     num: usize,
     list: *const ibv_data_buf,
 ) {
-    // SAFETY: verbs.h's contract: a live QP.
-    let Some(q) = (unsafe { qp(qpx) }) else {
-        return;
+    let list = if num == 0 {
+        &[][..]
+    } else if list.is_null() {
+        // SAFETY: verbs.h's contract: a live QP.
+        return unsafe { fail(qpx, Errno::EINVAL) };
+    } else {
+        // SAFETY: verbs.h's contract: `num` entries.
+        unsafe { slice::from_raw_parts(list, num) }
     };
-    q.session.record(|p, config| {
-        if num > 0 && list.is_null() {
-            return p.fail(Errno::EINVAL);
-        }
-        let list = if num == 0 {
-            &[][..]
-        } else {
-            // SAFETY: verbs.h's contract: `num` entries.
-            unsafe { slice::from_raw_parts(list, num) }
-        };
-        if list.iter().any(|b| b.addr.is_null() && b.length > 0) {
-            return p.fail(Errno::EINVAL);
-        }
+    if list.iter().any(|b| b.addr.is_null() && b.length > 0) {
+        // SAFETY: verbs.h's contract: a live QP.
+        return unsafe { fail(qpx, Errno::EINVAL) };
+    }
+    // SAFETY: verbs.h's contract: a live QP.
+    if let Some(q) = unsafe { qp(qpx) } {
         // SAFETY: verbs.h's contract: each piece names `length` readable
         // bytes (checked non-NULL above).
-        let pieces = list
-            .iter()
-            .map(|b| unsafe { bytes(b.addr, b.length) }.unwrap_or(&[]));
-        p.set_inline(config, pieces);
-    });
+        with_open(q, |s, uv, config| unsafe {
+            s.set_inline_list(uv, config, list)
+        });
+    }
 }
 
 /// A slot holding `f`, whose type is the slot's verbs.h signature.

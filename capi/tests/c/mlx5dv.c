@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <endian.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 #include <infiniband/mlx5dv.h>
 
@@ -74,6 +75,146 @@ static void dv_cqs(struct ibv_context *c)
 		       dc.cqe_cnt, dc.cqe_size, r, ibv_cq_ex_to_cq(cq)->cqe);
 		ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
 	}
+}
+
+/* mlx5dv_create_qp's attributes: what it accepts and refuses (the
+ * operations of UMR and MMO, which uverbs does not have, are left out:
+ * libmlx5 takes them on the model, uverbs refuses them with EOPNOTSUPP). */
+static void dv_qp_attrs(struct ibv_context *c, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	enum { CF = MLX5DV_QP_INIT_ATTR_MASK_QP_CREATE_FLAGS, OPS = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS,
+	       DC = MLX5DV_QP_INIT_ATTR_MASK_DC };
+	struct { const char *what; enum ibv_qp_type type; uint64_t mask; uint32_t flags; uint64_t ops;
+		 int dc_type; } t[] = {
+		{ "no mlx5 attributes", IBV_QPT_RC, 0, 0, 0, 0 },
+		{ "tunnel offloads", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_TUNNEL_OFFLOADS, 0, 0 },
+		{ "self loopback UC", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_TIR_ALLOW_SELF_LOOPBACK_UC, 0, 0 },
+		{ "self loopback MC", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_TIR_ALLOW_SELF_LOOPBACK_MC, 0, 0 },
+		{ "scatter to CQE disabled", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE, 0, 0 },
+		{ "scatter to CQE allowed", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE, 0, 0 },
+		{ "scatter to CQE both", IBV_QPT_RC, CF,
+		  MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE | MLX5DV_QP_CREATE_ALLOW_SCATTER_TO_CQE, 0, 0 },
+		{ "packet based credit mode", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_PACKET_BASED_CREDIT_MODE, 0, 0 },
+		{ "signature pipelining", IBV_QPT_RC, CF, MLX5DV_QP_CREATE_SIG_PIPELINING, 0, 0 },
+		{ "an unknown create flag", IBV_QPT_RC, CF, 1 << 7, 0, 0 },
+		{ "an unknown comp_mask bit", IBV_QPT_RC, 1 << 4, 0, 0, 0 },
+		{ "raw WQEs on RC", IBV_QPT_RC, OPS, 0, MLX5DV_QP_EX_WITH_RAW_WQE, 0 },
+		{ "raw WQEs on UC", IBV_QPT_UC, OPS, 0, MLX5DV_QP_EX_WITH_RAW_WQE, 0 },
+		{ "raw WQEs on UD", IBV_QPT_UD, OPS, 0, MLX5DV_QP_EX_WITH_RAW_WQE, 0 },
+		{ "MR lists on UC", IBV_QPT_UC, OPS, 0, MLX5DV_QP_EX_WITH_MR_LIST, 0 },
+		{ "an unknown mlx5 operation", IBV_QPT_RC, OPS, 0, 1 << 5, 0 },
+		{ "DC on an RC QP", IBV_QPT_RC, DC, 0, 0, MLX5DV_DCTYPE_DCI },
+		{ "a driver QP without DC", IBV_QPT_DRIVER, 0, 0, 0, 0 },
+		{ "a DCI", IBV_QPT_DRIVER, DC, 0, 0, MLX5DV_DCTYPE_DCI },
+		{ "a DC of type 7", IBV_QPT_DRIVER, DC, 0, 0, 7 },
+	};
+	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+		struct ibv_qp_init_attr_ex ia = { .send_cq = cq, .recv_cq = cq, .qp_type = t[i].type,
+			.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = pd };
+		if (t[i].mask & OPS) {
+			ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+			ia.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		}
+		struct mlx5dv_qp_init_attr da = { .comp_mask = t[i].mask, .create_flags = t[i].flags,
+			.send_ops_flags = t[i].ops };
+		da.dc_init_attr.dc_type = t[i].dc_type;
+		errno = 0;
+		struct ibv_qp *qp = mlx5dv_create_qp(c, &ia, &da);
+		if (!qp) {
+			printf("create_qp with %s: NULL, errno %d\n", t[i].what, errno);
+			continue;
+		}
+		printf("create_qp with %s: type %d, send %u recv %u inline %u\n", t[i].what, qp->qp_type,
+		       ia.cap.max_send_wr, ia.cap.max_recv_wr, ia.cap.max_inline_data);
+		ibv_destroy_qp(qp);
+	}
+}
+
+/* An RC QP made by mlx5dv_create_qp with raw WQEs, connected to itself: a
+ * session posts an RDMA WRITE built by hand (mlx5dv_wr_raw_wqe) and one
+ * built by ibv_wr_rdma_write; both execute, the raw one completing as
+ * IBV_WC_DRIVER2 (MLX5DV_WC_RAW_WQE). */
+static int raw_wqes(struct ibv_context *c, struct ibv_pd *pd, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex ia = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, .pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE };
+	struct mlx5dv_qp_init_attr da = { .comp_mask = MLX5DV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS,
+		.send_ops_flags = MLX5DV_QP_EX_WITH_RAW_WQE };
+	struct ibv_qp *qp = mlx5dv_create_qp(c, &ia, &da);
+	CHECK("raw WQE QP", qp);
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+	struct mlx5dv_qp_ex *dv = qpx ? mlx5dv_qp_ex_from_ibv_qp_ex(qpx) : NULL;
+	CHECK("qp_ex", qpx && dv && dv->wr_raw_wqe);
+	CHECK("connect", !connect_self(c, qp));
+	uint8_t *buf = aligned_alloc(4096, 4096);
+	memset(buf, 0, 4096);
+	memcpy(buf, "raw wqe!", 8);
+	memcpy(buf + 8, "builder!", 8);
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK("mr", mr);
+	/* ctrl + remote address + data: an RDMA WRITE of 8 bytes to buf + 1024. */
+	uint8_t wqe[48] = { 0 };
+	struct mlx5_wqe_ctrl_seg *ctrl = (void *)wqe;
+	mlx5dv_set_ctrl_seg(ctrl, 0x1234, MLX5_OPCODE_RDMA_WRITE, 0, qp->qp_num,
+			    MLX5_WQE_CTRL_CQ_UPDATE, 3, 0, 0);
+	struct mlx5_wqe_raddr_seg *raddr = (void *)(wqe + 16);
+	raddr->raddr = htobe64((uintptr_t)buf + 1024);
+	raddr->rkey = htobe32(mr->rkey);
+	mlx5dv_set_data_seg((void *)(wqe + 32), 8, mr->lkey, (uintptr_t)buf);
+	for (int round = 0; round < 3; round++) {
+		ibv_wr_start(qpx);
+		qpx->wr_id = 10 * round + 1;
+		mlx5dv_wr_raw_wqe(dv, wqe);
+		qpx->wr_id = 10 * round + 2;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)buf + 2048);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)buf + 8, 8);
+		int r = ibv_wr_complete(qpx);
+		struct ibv_wc wc[2];
+		int got = 0;
+		for (int tries = 0; got < 2 && tries < 5000; tries++) {
+			int n = ibv_poll_cq(cq, 2 - got, wc + got);
+			if (n < 0)
+				break;
+			got += n;
+			if (got < 2)
+				usleep(1000);
+		}
+		printf("raw round %d: complete %d, %d completions", round, r, got);
+		for (int i = 0; i < got; i++)
+			printf(" (wr_id %llu status %d opcode %d)", (unsigned long long)wc[i].wr_id,
+			       wc[i].status, wc[i].opcode);
+		printf(", written %.8s %.8s\n", (char *)buf + 1024, (char *)buf + 2048);
+		memset(buf + 1024, '-', 8);
+		memset(buf + 2048, '-', 8);
+	}
+	/* Refused: a raw WQE counting no units. */
+	uint8_t bad[48];
+	memcpy(bad, wqe, sizeof bad);
+	bad[7] = 0;
+	ibv_wr_start(qpx);
+	mlx5dv_wr_raw_wqe(dv, bad);
+	ibv_wr_abort(qpx);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	free(buf);
+	return 0;
+}
+
+/* mlx5dv_create_qp: its attributes, then raw WQEs. */
+static int dv_qps(struct ibv_context *c)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(c);
+	struct ibv_cq *cq = ibv_create_cq(c, 64, NULL, NULL, 0);
+	CHECK("dv_qps pd/cq", pd && cq);
+	dv_qp_attrs(c, pd, cq);
+	int r = raw_wqes(c, pd, cq);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	return r;
 }
 
 /* The views of mlx5dv_init_obj, and an RDMA WRITE posted and completed by
@@ -204,5 +345,7 @@ int main(void) {
   r = ibv_query_rt_values_ex(c, &v);
   printf("rt_values %d comp_mask %#x nonzero %d\n", r, v.comp_mask, v.raw_clock.tv_nsec != 0 || v.raw_clock.tv_sec != 0);
   dv_cqs(c);
+  if (dv_qps(c))
+    return 1;
   return views(c);
 }

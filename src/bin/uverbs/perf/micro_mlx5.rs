@@ -319,6 +319,56 @@ fn op_typed_inline_send(qp: &mut QueuePair, id: u64, data: &[u8]) -> Result<(), 
     s.complete()
 }
 
+/// The same writes through the send session's non-borrowing calls
+/// (`begin_send`, one `push_send` per request, `complete_send`): what the
+/// C library's `ibv_wr_*` calls reach, one call per request.
+#[inline(always)]
+fn call_writes(qp: &mut QueuePair, w: &Write, n: usize) -> Result<(), uverbs::PostError> {
+    qp.begin_send()?;
+    for k in 0..n {
+        let wr = SendWr::new(
+            k as u64,
+            SendOp::RdmaWrite {
+                remote_addr: w.remote_addr,
+                rkey: w.rkey,
+            },
+            &w.sge,
+        );
+        qp.push_send(std::hint::black_box(&if k + 1 == n {
+            wr
+        } else {
+            wr.unsignaled()
+        }))?;
+    }
+    qp.complete_send()
+}
+
+#[inline(never)]
+fn op_call_write1(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(11);
+    call_writes(qp, w, 1)
+}
+
+#[inline(never)]
+fn op_call_write8(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(12);
+    call_writes(qp, w, 8)
+}
+
+#[inline(never)]
+fn op_call_write64(qp: &mut QueuePair, w: &Write) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(13);
+    call_writes(qp, w, 64)
+}
+
+/// An inline SEND through a session of calls of one.
+#[inline(never)]
+fn op_call_inline_send(qp: &mut QueuePair, id: u64, data: &[u8]) -> Result<(), uverbs::PostError> {
+    qp.begin_send()?;
+    qp.push_send(std::hint::black_box(&SendWr::send(id, &[]).inline(data)))?;
+    qp.complete_send()
+}
+
 /// What a timed RDMA write carries.
 struct Write {
     remote_addr: u64,
@@ -545,7 +595,27 @@ pub fn run(o: &Opts) -> Res<()> {
             Ok(())
         }
     });
+    let mut calls = [1usize, 8, 64].map(|n| {
+        let op = match n {
+            1 => op_call_write1,
+            8 => op_call_write8,
+            _ => op_call_write64,
+        };
+        let write = &write;
+        move |qp: &mut QueuePair| -> Res<()> {
+            for _ in 0..CHUNK / n {
+                op(qp, write).map_err(err("post RDMA writes in a session of calls"))?;
+            }
+            Ok(())
+        }
+    });
     let data = [0u8; 16];
+    let mut call_inline = |qp: &mut QueuePair| -> Res<()> {
+        for k in 0..CHUNK as u64 {
+            op_call_inline_send(qp, k, &data).map_err(err("post an inline send by calls"))?;
+        }
+        Ok(())
+    };
     let mut typed_inline = |qp: &mut QueuePair| -> Res<()> {
         for k in 0..CHUNK as u64 {
             op_typed_inline_send(qp, k, &data).map_err(err("post an inline send, typed"))?;
@@ -579,6 +649,9 @@ pub fn run(o: &Opts) -> Res<()> {
     for w in typed.iter_mut() {
         verify(&mut b, &mut qp, w)?;
     }
+    for w in calls.iter_mut() {
+        verify(&mut b, &mut qp, w)?;
+    }
     let recvs: Vec<RecvWr<'_>> = (0..CHUNK).map(|i| RecvWr::new(i as u64, &rsge)).collect();
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut inline)?;
@@ -586,6 +659,8 @@ pub fn run(o: &Opts) -> Res<()> {
     verify(&mut b, &mut qp, &mut batch_inline)?;
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut typed_inline)?;
+    qp.post_recv(&recvs).map_err(err("post receives"))?;
+    verify(&mut b, &mut qp, &mut call_inline)?;
 
     // A warm-up of a third of a second, untimed: started right after
     // another busy process (the C baseline, which `benches/mlx5.sh`
@@ -619,6 +694,12 @@ pub fn run(o: &Opts) -> Res<()> {
     }
     let ns = timed(&mut b, &mut qp, iters, &mut typed_inline)?;
     out!("wrx_inline_send {ns:.2}");
+    for (w, batch) in calls.iter_mut().zip([1, 8, 64]) {
+        let ns = timed(&mut b, &mut qp, iters, w)?;
+        out!("wrc_write_batch{batch} {ns:.2}");
+    }
+    let ns = timed(&mut b, &mut qp, iters, &mut call_inline)?;
+    out!("wrc_inline_send {ns:.2}");
 
     // Polling: CQEs written for WQEs of a posted chunk, then polled in
     // batches of 16 as the C baseline does.
