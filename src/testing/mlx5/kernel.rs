@@ -820,6 +820,21 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
             copy_out(cmd.driver_out, drv.as_bytes())
         }
         c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => dealloc_pd(s, handle_in(cmd.core_in)?),
+        // mlx5 has `alloc_mw` (Linux 6.1 `mlx5_ib_alloc_mw`), so the
+        // kernel takes the command and checks it before the driver sees
+        // it: an unknown PD is EINVAL (`uobj_get_obj_read`), a type other
+        // than 1 or 2 EINVAL (`ib_uverbs_alloc_mw`, `uverbs_cmd.c:933`).
+        // The model executes no memory window, so a valid request is
+        // answered EOPNOTSUPP.
+        c if c == abi::IB_USER_VERBS_CMD_ALLOC_MW => {
+            let req = abi::IbUverbsAllocMw::read_from_prefix(cmd.core_in)
+                .map_err(|_| Errno::EINVAL)?
+                .0;
+            if !lock(&s.books).pds.contains(&req.pd_handle) || !matches!(req.mw_type, 1 | 2) {
+                return Err(Errno::EINVAL);
+            }
+            Err(Errno::EOPNOTSUPP)
+        }
         c if c == abi::IB_USER_VERBS_CMD_REG_MR => {
             let req = abi::IbUverbsRegMr::read_from_prefix(cmd.core_in)
                 .map_err(|_| Errno::EINVAL)?

@@ -950,3 +950,39 @@ fn a_pd_is_not_deallocated_while_an_object_uses_it() {
     drop(cq);
     assert!(model.violations().is_empty());
 }
+
+/// Linux 6.1 `ib_uverbs_alloc_mw` checks the PD and the window type before
+/// mlx5's `alloc_mw` sees the request (`uverbs_cmd.c:927-936`): EINVAL for
+/// either. The model answered EOPNOTSUPP for every request, so libmlx5
+/// (which sends any type, `mlx5_alloc_mw`) made pyverbs' wrong-type test
+/// skip where the kernel makes it pass. A valid request is still refused:
+/// the model executes no memory window.
+#[test]
+fn alloc_mw_checks_the_request_as_the_kernel_does() {
+    let rig = Rig::new(Options::default());
+    let model = &*rig.model;
+    let pd = alloc_pd(model);
+    let alloc = |pd_handle, mw_type| {
+        let req = abi::IbUverbsAllocMw {
+            pd_handle,
+            mw_type,
+            ..abi::IbUverbsAllocMw::new_zeroed()
+        };
+        let mut resp = abi::IbUverbsAllocMwResp::new_zeroed();
+        write_cmd(
+            model,
+            &mut crate::sys::WriteCmd {
+                command: abi::IB_USER_VERBS_CMD_ALLOC_MW,
+                core_in: req.as_bytes(),
+                core_out: resp.as_mut_bytes(),
+                ..Default::default()
+            },
+        )
+    };
+    assert_eq!(alloc(pd, 3), Err(Errno::EINVAL), "no such window type");
+    assert_eq!(alloc(pd, 0), Err(Errno::EINVAL), "no such window type");
+    assert_eq!(alloc(pd + 1000, 1), Err(Errno::EINVAL), "no such PD");
+    assert_eq!(alloc(pd, 1), Err(Errno::EOPNOTSUPP), "not modelled");
+    assert_eq!(alloc(pd, 2), Err(Errno::EOPNOTSUPP), "not modelled");
+    assert!(model.violations().is_empty());
+}
