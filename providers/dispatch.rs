@@ -6,7 +6,7 @@
 //! on it and call the provider's [`Provider`] function directly. Adding a
 //! provider is one line in the list at the bottom.
 
-use std::ops::RangeInclusive;
+use std::{ops::RangeInclusive, sync::atomic::AtomicBool};
 
 use super::{
     interface::{
@@ -406,6 +406,14 @@ macro_rules! providers {
                 match self { $(AnyCq::$v(cq) => <$p>::poll_cq_batch(cq, out, stamps)),+ }
             }
 
+            /// Takes the QPs destroyed or reset whose completions a polling
+            /// session must drop ([`AnyCqShared::clean_flag`]), reporting
+            /// each QP number to `stale`.
+            #[cold]
+            pub(crate) fn take_cleans(&mut self, stale: &mut dyn FnMut(u32)) {
+                match self { $(AnyCq::$v(cq) => <$p>::take_cq_cleans(cq, stale)),+ }
+            }
+
             /// Refreshes the CQ's wall-clock conversion (no syscall, no
             /// allocation).
             #[inline]
@@ -452,6 +460,14 @@ macro_rules! providers {
         }
 
         impl AnyCqShared {
+            /// The flag set while QPs destroyed or reset have completions a
+            /// polling session must drop ([`Provider::cq_clean_flag`]); one
+            /// never set for a provider without.
+            pub(crate) fn clean_flag(&self) -> std::sync::Arc<AtomicBool> {
+                let flag = match self { $(AnyCqShared::$v(s) => <$p>::cq_clean_flag(s)),+ };
+                flag.unwrap_or_default()
+            }
+
             /// The completion-event hook.
             #[inline]
             pub(crate) fn on_completion_event(&self) {

@@ -21,7 +21,11 @@
 //! The data path (post, poll, arm) takes that state by `&mut` where the
 //! handle owns the producer or consumer side, so it needs no lock.
 
-use std::{fmt::Debug, ops::RangeInclusive, sync::Arc};
+use std::{
+    fmt::Debug,
+    ops::RangeInclusive,
+    sync::{atomic::AtomicBool, Arc},
+};
 
 use super::Device;
 use crate::{
@@ -428,6 +432,26 @@ pub(crate) trait Provider: Sized + 'static {
     ) -> usize {
         Self::poll_cq(cq, out)
     }
+
+    /// The CQ's flag, set while QPs destroyed or reset have completions
+    /// to drop that its poller has not looked at (mlx5: its clean
+    /// requests, libmlx5's `__mlx5_cq_clean`). A polling session checks
+    /// it before it hands out a completion it took off the ring earlier
+    /// (`src/cq_poll.rs`; the CQ keeps it from its creation), and then
+    /// asks [`Provider::take_cq_cleans`].
+    /// `None` for a provider that never drops a QP's completions (rxe, as
+    /// rdma-core's rxe leaves them in the CQ).
+    #[inline]
+    fn cq_clean_flag(_shared: &Self::CqShared) -> Option<Arc<AtomicBool>> {
+        None
+    }
+
+    /// Takes what [`Provider::cq_clean_flag`] announced, as the next poll
+    /// would, and reports the QP number of each QP destroyed or reset to
+    /// `stale`: the session drops its completions taken off the ring
+    /// before. No system call, no allocation.
+    #[inline]
+    fn take_cq_cleans(_cq: &mut Self::Cq, _stale: &mut dyn FnMut(u32)) {}
 
     /// Refreshes what the CQ converts completion timestamps to wall-clock
     /// time with, after a session's batch found completions on a CQ

@@ -180,10 +180,10 @@ if [[ -z $MANIFEST ]]; then
     [[ -n $d && -f $d/infiniband/verbs.h ]] && { VERBS_INC=$d; break; }
   done
   [[ -n $VERBS_INC ]] || die "no infiniband/verbs.h (Debian's libibverbs-dev; scripts/test.sh fetches it)"
-  for c in objects qp_ex cq_ex close_device process; do
+  for c in objects qp_ex cq_ex close_device process destroy; do
     [[ -f $REPO/capi/tests/c/$c.c ]] || continue
     cc -O1 -Wall -I "$VERBS_INC" ${UVERBS_ABI_INCLUDE:+-I "$UVERBS_ABI_INCLUDE"} -o "$CABI/$c" \
-      "$REPO/capi/tests/c/$c.c" -L "$(dirname "$SO")" -libverbs -lpthread \
+      "$REPO/capi/tests/c/$c.c" -L "$(dirname "$SO")" -libverbs -lpthread -ldl \
       || die "building capi/tests/c/$c.c failed"
   done
   if [[ $MUSL == 1 ]]; then

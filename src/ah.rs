@@ -7,7 +7,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::Verb,
-    error::{Error, Result},
+    error::{DestroyError, Error, Result},
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
     providers::AnyAh,
@@ -102,9 +102,13 @@ impl AddressHandle {
         &self.inner.driver
     }
 
-    /// Destroys the AH now, like `ibv_destroy_ah`; `EBUSY` while clones exist.
+    /// Destroys the AH now, like `ibv_destroy_ah`, giving it back on any
+    /// failure: `EBUSY` while clones exist, or the kernel's refusal, after
+    /// which it is as it was (UD sends may still use it): destroy it again,
+    /// or drop it (the last drop tries once more).
     #[doc(alias = "ibv_destroy_ah")]
-    pub fn destroy(self) -> Result<()> {
-        object::destroy(self.inner, "ibv_destroy_ah")
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        object::try_destroy(self.inner, "ibv_destroy_ah")
+            .map_err(|(inner, e)| DestroyError::new(AddressHandle { inner }, e))
     }
 }

@@ -332,12 +332,13 @@ impl Context {
                 cqe: actual,
             },
         )?;
+        let polled = PollBuf::new(opts.wc_flags, inner.shared.clean_flag());
         Ok(CompletionQueue {
             inner,
             ring,
             cqe: actual,
             wc_flags: opts.wc_flags,
-            polled: PollBuf::new(opts.wc_flags),
+            polled,
         })
     }
 }

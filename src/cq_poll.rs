@@ -41,12 +41,43 @@
 //! takes its completions off the ring (and frees the work requests they
 //! complete), so completions a session leaves unread stay in the CQ's
 //! batch: the next session returns them first, and so does
-//! [`CompletionQueue::poll`]; none is lost. One difference from libmlx5
-//! follows: libmlx5 removes the CQEs of a QP that is destroyed (or reset)
-//! from the ring, and a completion a session already took off the ring
-//! but left unread is not removed here; it is returned after the destroy.
+//! [`CompletionQueue::poll`]; none is lost.
+//!
+//! # Destroyed and reset QPs
+//!
+//! libmlx5 removes the CQEs of a QP that is destroyed or reset from its
+//! CQs (`__mlx5_cq_clean`, called by `mlx5_destroy_qp` and by
+//! `mlx5_modify_qp` to RESET, under the CQ's lock, so after any session
+//! open at the time). uverbs' mlx5 provider drops those still in the ring
+//! as its poller meets them (`providers/mlx5/cq.rs`), and the
+//! completions a session already took off the ring go too: the provider
+//! sets a flag the CQ shares with its batch (one relaxed load, checked
+//! before a completion taken earlier is handed out: at `start_poll`, at
+//! each [`CqPoll::next`] inside a batch, and in [`CompletionQueue::poll`]
+//! before what a session left), and on seeing it the batch drops the
+//! QPs' completions it holds (the provider's `take_cq_cleans`). So once the
+//! destroy or the reset has returned, no session, open or new, and no
+//! `poll` hands out a completion of the QP from before; with the common
+//! `wr_id = (uintptr_t)request` idiom a program may free the QP's
+//! requests then. (A completion handed out while the destroy runs on
+//! another thread is the program's to order, as with any poll racing a
+//! destroy.) A reset QP's new work completes after the reset published
+//! its state, so none of its new completions is in the batch when the
+//! flag is seen. The QP is named by its number in the batch, which holds
+//! work completions only: a QP created with the destroyed one's number
+//! before its destroy returned (the device's numbering makes that rare)
+//! could lose completions it made in that window. rxe removes nothing:
+//! rdma-core's rxe leaves a destroyed QP's completions in the CQ
+//! (`rxe_destroy_qp`), and so do the kernel and uverbs' rxe provider, whose
+//! flag is never set.
 
-use std::fmt;
+use std::{
+    fmt,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
 
 use crate::{
     providers::{AnyCq, SESSION_BATCH as BATCH},
@@ -59,6 +90,10 @@ use crate::{
 pub(crate) struct PollBuf {
     state: PollState,
     entries: Box<Entries>,
+    /// The CQ's clean flag (the provider's): set, a QP was destroyed or
+    /// reset, and its completions in the batch must go before another is
+    /// handed out (see [`CqPoll`]).
+    stale: Arc<AtomicBool>,
 }
 
 /// What of a CQ's [`PollBuf`] is unread (written when a session ends).
@@ -89,9 +124,44 @@ struct Entries {
     ts: [u64; BATCH],
 }
 
+impl Entries {
+    /// Drops the completions of QP `qp_num` among entries `from..to`,
+    /// moving the others (with their timestamps) together from `from` on,
+    /// in order; returns where they end.
+    fn drop_qp(&mut self, from: usize, to: usize, qp_num: u32) -> usize {
+        let mut kept = from;
+        for i in from..to.min(BATCH) {
+            if self.wc[i].qp_num == qp_num {
+                continue;
+            }
+            if kept != i {
+                self.wc[kept] = self.wc[i];
+                self.ts[kept] = self.ts[i];
+            }
+            kept += 1;
+        }
+        kept
+    }
+}
+
+/// Entries `from..end` of a batch, after the completions of the QPs
+/// destroyed or reset since they were taken off the ring are dropped
+/// (the provider's [`AnyCq::take_cleans`]); returns their new end. Cold:
+/// only when the CQ's clean flag is set.
+#[cold]
+#[inline(never)]
+fn drop_stale(entries: &mut Entries, ring: &mut AnyCq, from: u32, end: u32) -> u32 {
+    let from = from as usize;
+    let mut to = end as usize;
+    ring.take_cleans(&mut |qp_num| to = entries.drop_qp(from, to, qp_num));
+    // At most `end`, itself at most `BATCH`.
+    to as u32
+}
+
 impl PollBuf {
-    /// An empty batch, for a CQ created with `wc_flags`.
-    pub(crate) fn new(wc_flags: WcExFlags) -> Self {
+    /// An empty batch, for a CQ created with `wc_flags` whose clean flag
+    /// is `stale` ([`AnyCqShared::clean_flag`](crate::providers::AnyCqShared::clean_flag)).
+    pub(crate) fn new(wc_flags: WcExFlags, stale: Arc<AtomicBool>) -> Self {
         PollBuf {
             state: PollState {
                 next: 0,
@@ -104,6 +174,7 @@ impl PollBuf {
                 wc: [WorkCompletion::default(); BATCH],
                 ts: [0; BATCH],
             }),
+            stale,
         }
     }
 
@@ -115,11 +186,16 @@ impl PollBuf {
     }
 
     /// [`CompletionQueue::poll`] when a session left completions unread:
-    /// those first, then the ring for the rest of `out`.
+    /// those first (but a destroyed or reset QP's, `stale` being set),
+    /// then the ring for the rest of `out`.
     #[cold]
     #[inline(never)]
     pub(crate) fn poll_unread(&mut self, ring: &mut AnyCq, out: &mut [WorkCompletion]) -> usize {
         let st = &mut self.state;
+        if self.stale.load(Ordering::Relaxed) {
+            let end = drop_stale(&mut self.entries, ring, st.next, st.next + st.left);
+            st.left = end - st.next;
+        }
         let from = st.next as usize;
         let k = (st.left as usize).min(out.len());
         let (head, rest) = out.split_at_mut(k);
@@ -140,19 +216,19 @@ impl PollBuf {
     #[inline]
     pub(crate) fn start<'a>(&'a mut self, ring: &'a mut AnyCq) -> Option<CqPoll<'a>> {
         let st = self.state;
-        let (cur, end) = if st.left != 0 {
+        let (cur, end) = if st.left != 0 && !self.stale.load(Ordering::Relaxed) {
             (st.next, st.next + st.left)
         } else {
-            match refill(st, &mut self.entries, ring) {
-                0 => return None,
-                // At most `BATCH`.
-                n => (0, n as u32),
+            match restart(&mut self.state, &mut self.entries, ring) {
+                (_, 0) => return None,
+                r => r,
             }
         };
         Some(CqPoll {
             ring,
             state: &mut self.state,
             entries: &mut self.entries,
+            stale: &self.stale,
             cur,
             end,
         })
@@ -161,13 +237,35 @@ impl PollBuf {
 
 impl fmt::Debug for PollBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let PollBuf { state, entries: _ } = self;
+        let PollBuf {
+            state,
+            entries: _,
+            stale,
+        } = self;
         f.debug_struct("PollBuf")
             .field("unread", &state.left)
             .field("stamped", &state.stamped)
             .field("wallclock", &state.wallclock)
+            .field("stale", &stale.load(Ordering::Relaxed))
             .finish()
     }
+}
+
+/// Where a session starts when the batch has nothing to hand out at once
+/// (out of line, rarely): what is left of it once the completions of QPs
+/// destroyed or reset since it was taken are gone, else the next batch
+/// ([`refill`]); `(cur, end)`, `end` 0 when the CQ is empty.
+#[inline(never)]
+fn restart(st: &mut PollState, entries: &mut Entries, ring: &mut AnyCq) -> (u32, u32) {
+    if st.left != 0 {
+        let end = drop_stale(entries, ring, st.next, st.next + st.left);
+        st.left = end - st.next;
+        if st.left != 0 {
+            return (st.next, end);
+        }
+    }
+    // At most `BATCH`.
+    (0, refill(*st, entries, ring) as u32)
 }
 
 /// One batch poll into the whole batch (and its timestamps, on a CQ that
@@ -237,6 +335,10 @@ pub struct CqPoll<'a> {
     /// The CQ's record of what is unread, written when the session ends.
     state: &'a mut PollState,
     entries: &'a mut Entries,
+    /// The CQ's clean flag: set, a QP was destroyed or reset since the
+    /// batch was taken off the ring, and its completions in the batch are
+    /// dropped before the next one is handed out.
+    stale: &'a AtomicBool,
     /// The current completion's index in the batch (`< end`).
     cur: u32,
     /// The batch's entries `cur + 1..end` are the session's next ones
@@ -258,9 +360,19 @@ impl CqPoll<'_> {
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> bool {
         let cur = self.cur + 1;
-        if cur < self.end {
+        // One relaxed load more than the batch's bound: whether a QP was
+        // destroyed or reset since the batch was taken.
+        if cur < self.end && !self.stale.load(Ordering::Relaxed) {
             self.cur = cur;
             return true;
+        }
+        if cur < self.end {
+            // A QP was destroyed or reset (cold): its completions go.
+            self.end = drop_stale(self.entries, self.ring, cur, self.end);
+            if cur < self.end {
+                self.cur = cur;
+                return true;
+            }
         }
         // The batch is used up: the next one from the ring. (The call
         // takes the session's parts, not the session: its position stays
@@ -474,14 +586,45 @@ impl CompletionQueue {
     /// A session takes the CQ's completions off its ring up to 64 at a time
     /// (with the same code as [`CompletionQueue::poll`]), into a buffer
     /// the CQ allocated when it was created: no system call and no
-    /// allocation here. A completion taken off the ring is no longer in
-    /// the ring when its QP is destroyed: unlike libmlx5, which removes a
-    /// destroyed QP's completions from the ring, a session returns such a
-    /// completion if it took it before the destroy.
+    /// allocation here. Those of a QP destroyed or reset since are dropped
+    /// from the buffer before the next is handed out, as libmlx5 removes
+    /// them from its CQ (mlx5; rxe removes none, as rdma-core's rxe: see
+    /// the module documentation, "Destroyed and reset QPs").
     #[doc(alias = "ibv_start_poll")]
     #[inline]
     pub fn start_poll(&mut self) -> Option<CqPoll<'_>> {
         let (ring, buf) = self.ring_and_poll_buf();
         buf.start(ring)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A batch's unread entries without a QP's: the others move up in
+    /// order, each with its own timestamp; entries outside the range stay.
+    #[test]
+    fn dropping_a_qps_entries_keeps_the_others_in_order_with_their_timestamps() {
+        let mut e = Entries {
+            wc: [WorkCompletion::default(); BATCH],
+            ts: [0; BATCH],
+        };
+        let qps = [5u32, 5, 1, 5, 2, 5, 3, 5];
+        for (i, &qp_num) in qps.iter().enumerate() {
+            e.wc[i].qp_num = qp_num;
+            e.wc[i].wr_id = i as u64;
+            e.ts[i] = 1000 + i as u64;
+        }
+        // Entry 0 was handed out already; 1..8 are unread.
+        let end = e.drop_qp(1, 8, 5);
+        assert_eq!(end, 4);
+        let ids: Vec<u64> = e.wc[1..end].iter().map(|w| w.wr_id).collect();
+        assert_eq!(ids, [2, 4, 6]);
+        assert_eq!(e.ts[1..end], [1002, 1004, 1006]);
+        assert_eq!((e.wc[0].wr_id, e.ts[0]), (0, 1000), "outside the range");
+        // Nothing of another QP: unchanged.
+        assert_eq!(e.drop_qp(1, end, 9), end);
+        assert_eq!(e.drop_qp(1, 1, 2), 1, "an empty range");
     }
 }

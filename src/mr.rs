@@ -697,14 +697,19 @@ impl MemoryRegion {
         Ok(())
     }
 
-    /// Deregisters the region now, like `ibv_dereg_mr`, reporting errors.
-    /// Fails with `EBUSY` while clones of this handle exist. An imported
-    /// region is deregistered too, for its owner as well (as
-    /// `ibv_dereg_mr` does); to let go of it only, drop it or
-    /// [`MemoryRegion::unimport`] it.
+    /// Deregisters the region now, like `ibv_dereg_mr`, giving it back on
+    /// any failure: `EBUSY` while clones of this handle exist, or the
+    /// kernel's refusal (rxe refuses with `EINVAL` while a memory window
+    /// is bound to the region, rxe_mr.c `rxe_dereg_mr`). Given back, the
+    /// region is as it was, still registered (its keys still open it):
+    /// deregister it again once what kept it is gone, or drop it (the drop
+    /// tries once more). An imported region is deregistered too, for its
+    /// owner as well (as `ibv_dereg_mr` does); to let go of it only, drop
+    /// it or [`MemoryRegion::unimport`] it.
     #[doc(alias = "ibv_dereg_mr")]
-    pub fn destroy(self) -> Result<()> {
-        object::destroy(self.inner, "ibv_dereg_mr")
+    pub fn destroy(self) -> std::result::Result<(), DestroyError<Self>> {
+        object::try_destroy(self.inner, "ibv_dereg_mr")
+            .map_err(|(inner, e)| DestroyError::new(MemoryRegion { inner }, e))
     }
 
     /// Whether the region was imported ([`ProtectionDomain::import_mr`]).

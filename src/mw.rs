@@ -13,8 +13,10 @@
 //! or the device checks that the range lies in the region and that the
 //! region allows binding, and a window only ever gives access to memory
 //! already registered. A region with windows bound to it cannot be
-//! deregistered (rxe refuses with `EINVAL`); the region's memory then stays
-//! mapped, as for any refused destroy (see [`crate::MemoryRegion`]).
+//! deregistered (rxe refuses with `EINVAL`): [`MemoryRegion::destroy`]
+//! gives the region back, still registered, to deregister again once the
+//! windows are deallocated (or invalidated); dropped instead, its memory
+//! stays mapped, as for any refused destroy (see [`crate::MemoryRegion`]).
 //!
 //! On rxe a window's key reaches its whole region, not only the window's
 //! range: the responder checks an access against the region behind the
@@ -36,7 +38,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::{
     abi,
     context::Verb,
-    error::{Error, ErrorKind, Result},
+    error::{DestroyError, Error, ErrorKind, Result},
     mr::AccessFlags,
     object::{self, Destroy, Owned},
     pd::{PdInner, ProtectionDomain},
@@ -247,12 +249,14 @@ impl MemoryWindow {
         })
     }
 
-    /// Deallocates the window now, like `ibv_dealloc_mw`, reporting errors.
-    ///
-    /// Fails with `EBUSY` while other handles to it exist; it is then
-    /// deallocated when the last of them is dropped.
+    /// Deallocates the window now, like `ibv_dealloc_mw`, giving it back
+    /// on any failure: `EBUSY` while other handles to it exist, or the
+    /// kernel's refusal, after which it is as it was (still bound, if it
+    /// was): deallocate it again, or drop it (the last drop tries once
+    /// more).
     #[doc(alias = "ibv_dealloc_mw")]
-    pub fn destroy(self) -> Result<()> {
-        object::destroy(self.inner, "ibv_dealloc_mw")
+    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
+        object::try_destroy(self.inner, "ibv_dealloc_mw")
+            .map_err(|(inner, e)| DestroyError::new(MemoryWindow { inner }, e))
     }
 }

@@ -10,9 +10,19 @@
 //! unless it was imported from another context (`crate::import`), whose
 //! last drop releases only this process's handle.
 //! CQs, QPs and SRQs, which receive events, follow the protocol of
-//! [`crate::event_count`] instead of [`destroy`].
+//! [`crate::event_count`] instead of [`try_destroy`].
 //!
 //! # A destroy the kernel refuses
+//!
+//! An explicit destroy that fails gives the handle back, whatever failed:
+//! `EBUSY` for other references, or the kernel's refusal (rxe refuses to
+//! deregister a region while a memory window is bound to it, `EINVAL`;
+//! the kernel refuses to deallocate a PD another context's objects use,
+//! `EBUSY`). The object is then as it was, as libibverbs leaves it when
+//! `ibv_dereg_mr`, `ibv_dealloc_pd`, `ibv_dealloc_mw` or `ibv_destroy_ah`
+//! return the kernel's errno: usable, and destroyed by a later destroy or
+//! its last drop. Every public `destroy()` returns
+//! `Result<(), DestroyError<Self>>` for that.
 //!
 //! When the last attempt to destroy the kernel object fails (the drop's),
 //! the object is *leaked*: none of its fields is dropped. They hold what the
@@ -109,28 +119,11 @@ impl<T: Destroy> Drop for Owned<T> {
 #[cfg(any(test, feature = "test-utils"))]
 pub(crate) static LEAKED: AtomicUsize = AtomicUsize::new(0);
 
-/// Destroys the object behind the last reference now; `EBUSY` otherwise
-/// (the object is then destroyed when its last reference is dropped). A
-/// failed kernel destroy is reported, and tried once more by that drop,
-/// which leaks the object if it fails again (see the module documentation).
-pub(crate) fn destroy<T: Destroy>(arc: Arc<Owned<T>>, op: &'static str) -> Result<()> {
-    match Arc::try_unwrap(arc) {
-        Ok(owned) => {
-            owned.destroy_kernel()?;
-            owned.mark_destroyed();
-            Ok(())
-        }
-        Err(shared) => Err(busy(
-            op,
-            Arc::strong_count(&shared) - 1,
-            "it is destroyed when the last of them is dropped",
-        )),
-    }
-}
-
-/// [`destroy`] that gives the reference back on any failure: `EBUSY`
-/// while other references exist, or the kernel's refusal (the object is
-/// then as it was, and its last drop tries again).
+/// Destroys the object behind the last reference now, giving the
+/// reference back on any failure: `EBUSY` while other references exist
+/// (the object is then destroyed when the last of them is dropped, unless
+/// a destroy comes first), or the kernel's refusal (the object is then as
+/// it was, and its last drop tries again; see the module documentation).
 pub(crate) fn try_destroy<T: Destroy>(
     arc: Arc<Owned<T>>,
     op: &'static str,
@@ -150,7 +143,7 @@ pub(crate) fn try_destroy<T: Destroy>(
                 busy(
                     op,
                     others,
-                    "it is destroyed when the last of them is dropped",
+                    "destroy them first; dropped, it is destroyed when the last of them is",
                 ),
             ))
         }
@@ -226,7 +219,7 @@ mod tests {
     fn destroyed_exactly_once_explicitly() {
         let n = Arc::new(AtomicUsize::new(0));
         let obj = Owned::new(Counted(n.clone()));
-        destroy(obj, "test").unwrap();
+        try_destroy(obj, "test").map_err(|(_, e)| e).unwrap();
         assert_eq!(n.load(Ordering::SeqCst), 1);
     }
 
@@ -287,7 +280,9 @@ mod tests {
         let n = Arc::new(AtomicUsize::new(0));
         drop(Owned::new(Imported(n.clone())));
         assert_eq!(n.load(Ordering::SeqCst), 0, "dropped: released only");
-        destroy(Owned::new(Imported(n.clone())), "test").unwrap();
+        try_destroy(Owned::new(Imported(n.clone())), "test")
+            .map_err(|(_, e)| e)
+            .unwrap();
         assert_eq!(n.load(Ordering::SeqCst), 1, "destroyed explicitly");
     }
 
@@ -296,10 +291,47 @@ mod tests {
         let n = Arc::new(AtomicUsize::new(0));
         let obj = Owned::new(Counted(n.clone()));
         let child = obj.clone();
-        let err = destroy(obj, "test").unwrap_err();
+        let (obj, err) = try_destroy(obj, "test").unwrap_err();
         assert_eq!(err.errno(), crate::sys::Errno::EBUSY);
         assert_eq!(n.load(Ordering::SeqCst), 0);
+        drop(obj);
         drop(child);
         assert_eq!(n.load(Ordering::SeqCst), 1);
+    }
+
+    /// A kernel object whose destroy the kernel refuses while `refuse`
+    /// is set; counts the destroys that went through.
+    #[derive(Debug)]
+    struct Refusing {
+        refuse: Arc<AtomicBool>,
+        destroyed: Arc<AtomicUsize>,
+    }
+
+    impl Destroy for Refusing {
+        fn destroy_kernel(&self) -> Result<()> {
+            if self.refuse.load(Ordering::SeqCst) {
+                return Err(Error::sys("test", crate::sys::Errno::EINVAL));
+            }
+            self.destroyed.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+
+    /// The kernel's refusal gives the reference back, the object whole:
+    /// the retry destroys it, and nothing is destroyed twice or leaked.
+    #[test]
+    fn a_refused_destroy_gives_the_object_back_and_a_retry_destroys_it() {
+        let refuse = Arc::new(AtomicBool::new(true));
+        let destroyed = Arc::new(AtomicUsize::new(0));
+        let obj = Owned::new(Refusing {
+            refuse: refuse.clone(),
+            destroyed: destroyed.clone(),
+        });
+        let (obj, err) = try_destroy(obj, "test").unwrap_err();
+        assert_eq!(err.errno(), crate::sys::Errno::EINVAL);
+        assert_eq!(destroyed.load(Ordering::SeqCst), 0);
+        refuse.store(false, Ordering::SeqCst);
+        try_destroy(obj, "test").map_err(|(_, e)| e).unwrap();
+        assert_eq!(destroyed.load(Ordering::SeqCst), 1, "destroyed once");
     }
 }

@@ -206,41 +206,4 @@ impl ProtectionDomain {
             domain: None,
         }
     }
-
-    /// Deallocates it now, like `ibv_dealloc_pd`, giving it back on any
-    /// failure: `EBUSY` while other handles to it or objects made from it
-    /// exist (for a parent domain: the objects made in it; for a
-    /// protection domain: also the parent domains over it), or the
-    /// kernel's refusal, after which it is as it was.
-    #[doc(alias = "ibv_dealloc_pd")]
-    pub fn try_destroy(self) -> Result<(), DestroyError<Self>> {
-        match self.domain {
-            Some(domain) => match Arc::try_unwrap(domain) {
-                // What it held (its thread domain, its allocator, its
-                // protection domain) goes with it.
-                Ok(_) => Ok(()),
-                Err(domain) => {
-                    let others = Arc::strong_count(&domain) - 1;
-                    let e = object::busy("ibv_dealloc_pd", others, "destroy them first");
-                    Err(DestroyError::new(
-                        ProtectionDomain {
-                            inner: self.inner,
-                            domain: Some(domain),
-                        },
-                        e,
-                    ))
-                }
-            },
-            None => match object::try_destroy(self.inner, "ibv_dealloc_pd") {
-                Ok(()) => Ok(()),
-                Err((inner, e)) => Err(DestroyError::new(
-                    ProtectionDomain {
-                        inner,
-                        domain: None,
-                    },
-                    e,
-                )),
-            },
-        }
-    }
 }

@@ -12,7 +12,7 @@ use crate::{
     abi,
     context::{Context, ContextInner, Verb},
     error::{DestroyError, Error, ErrorKind, Result},
-    object::{Destroy, Owned},
+    object::{self, Destroy, Owned},
     parent_domain::DomainInner,
     providers::{AnyDomain, AnyPd},
 };
@@ -132,17 +132,45 @@ impl ProtectionDomain {
         self.inner.handle
     }
 
-    /// Deallocates the PD now, like `ibv_dealloc_pd`, reporting errors.
+    /// Deallocates the PD now, like `ibv_dealloc_pd`, giving it back on
+    /// any failure, as it was: `EBUSY` while other handles to it or objects
+    /// made from it exist (for a parent domain: the QPs, SRQs and CQs made
+    /// in it; for a protection domain: also the MRs, MWs and AHs, and the
+    /// parent domains over it), or the kernel's refusal (`EBUSY` while
+    /// another context's objects use an imported PD's kernel object,
+    /// `uverbs_free_pd`). Given back, it keeps working: objects can still
+    /// be made from it, and a later destroy answers `EBUSY` again until
+    /// its users are gone, as libibverbs' `ibv_dealloc_pd` does. Dropped
+    /// instead, it is deallocated when the last of its users goes.
     ///
-    /// Fails with `EBUSY` while other handles to it or objects created from
-    /// it exist (parent domains over it among them); it is then deallocated
-    /// when the last of them is dropped. [`ProtectionDomain::try_destroy`]
-    /// gives the handle back instead. An imported PD is deallocated too,
-    /// for its owner as well (as `ibv_dealloc_pd` does); to let go of it
-    /// only, drop it or [`ProtectionDomain::unimport`] it.
+    /// An imported PD is deallocated too, for its owner as well (as
+    /// `ibv_dealloc_pd` does); to let go of it only, drop it or
+    /// [`ProtectionDomain::unimport`] it.
     #[doc(alias = "ibv_dealloc_pd")]
-    pub fn destroy(self) -> Result<()> {
-        self.try_destroy().map_err(Into::into)
+    pub fn destroy(self) -> std::result::Result<(), DestroyError<Self>> {
+        match self.domain {
+            Some(domain) => match Arc::try_unwrap(domain) {
+                // What it held (its thread domain, its allocator, its
+                // protection domain) goes with it.
+                Ok(_) => Ok(()),
+                Err(domain) => {
+                    let others = Arc::strong_count(&domain) - 1;
+                    let e = object::busy("ibv_dealloc_pd", others, "destroy them first");
+                    let pd = ProtectionDomain {
+                        inner: self.inner,
+                        domain: Some(domain),
+                    };
+                    Err(DestroyError::new(pd, e))
+                }
+            },
+            None => object::try_destroy(self.inner, "ibv_dealloc_pd").map_err(|(inner, e)| {
+                let pd = ProtectionDomain {
+                    inner,
+                    domain: None,
+                };
+                DestroyError::new(pd, e)
+            }),
+        }
     }
 
     /// The provider's view of what a parent domain adds (nothing for a

@@ -4,12 +4,15 @@
 //! `poll()` converts it (the immediate in host order, an invalidated rkey,
 //! UD fields, errors), with completions a session left read first by the
 //! next one and by `poll()`, and completions that arrive during a session
-//! read by it; and completion timestamps, which rxe does not have, are
-//! refused.
+//! read by it; completions of a QP destroyed or reset since a session
+//! took them off the ring are still returned, as rdma-core's rxe returns
+//! them (rxe removes nothing from its CQs; the mlx5 side, which does, is
+//! `tests/mlx5_cq_clean.rs`); and completion timestamps, which rxe does
+//! not have, are refused.
 
 use uverbs::{
     abi::IbUverbsWc, testing::rxe::*, CompletionQueue, Context, CqOptions, CqPoll, ErrorKind,
-    WcExFlags, WcFlags, WcStatus, WorkCompletion,
+    QpCap, QpInitAttr, QpType, WcExFlags, WcFlags, WcStatus, WorkCompletion,
 };
 use zerocopy::FromZeros;
 
@@ -218,4 +221,54 @@ fn rxe_refuses_completion_timestamps_by_name() {
         };
         ctx.create_cq(8, opts).unwrap();
     }
+}
+
+/// rdma-core's rxe removes no completion from a CQ when a QP is destroyed
+/// (providers/rxe/rxe.c `rxe_destroy_qp`: the destroy command and
+/// `munmap`, nothing of the CQ), and neither does the kernel: its
+/// completions after the destroy are returned. So are those a session had
+/// taken off the ring, here, as over rdma-core.
+#[test]
+fn on_rxe_a_destroyed_qps_completions_are_still_returned_as_rdma_core_does() {
+    let (fake, ctx) = open();
+    let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let qp = pd
+        .create_qp(&QpInitAttr {
+            context: 0,
+            qp_type: QpType::Rc,
+            send_cq: &cq,
+            recv_cq: &cq,
+            srq: None,
+            cap: QpCap {
+                max_send_wr: 4,
+                max_recv_wr: 4,
+                max_send_sge: 1,
+                max_recv_sge: 1,
+                max_inline_data: 0,
+            },
+            sq_sig_all: false,
+        })
+        .unwrap();
+    let ring = fake.cq_ring(cq.handle()).unwrap();
+    for i in 0..6u64 {
+        let mut c = IbUverbsWc::new_zeroed();
+        c.wr_id = i;
+        c.qp_num = if i % 2 == 0 { qp.qp_num() } else { 0x99 };
+        assert!(ring.post_cqe(&c));
+    }
+    let s = cq.start_poll().unwrap();
+    assert_eq!(s.wr_id(), 0);
+    drop(s);
+    qp.destroy().unwrap();
+    let mut ids = Vec::new();
+    while let Some(mut s) = cq.start_poll() {
+        loop {
+            ids.push(s.wr_id());
+            if !s.next() {
+                break;
+            }
+        }
+    }
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
 }

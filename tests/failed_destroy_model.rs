@@ -1,17 +1,24 @@
 //! A destroy the kernel refuses, on the mlx5 device model: whatever the
 //! kernel object may still use stays the library's, so the device never
 //! writes memory the process gave back and its completions are never
-//! attributed to another object (issue 27, item 1).
+//! attributed to another object (issue 27, item 1); an explicit destroy
+//! gives the object back, usable, and the retry destroys it (issue 39,
+//! items 1 and 2: address handles and PDs here, MRs and windows on the
+//! fake rxe kernel in `tests/refused_destroy_fake.rs`).
 //!
 //! The model answers the destroy commands with `EBUSY` while told to
 //! (`Mlx5Model::refuse_destroys`), as the kernel does for an object
 //! something else still uses (a DevX QP on a verbs CQ, a flow on a QP),
-//! and keeps using the objects.
+//! and keeps using the objects; it refuses `DEALLOC_PD` on its own while a
+//! QP, SRQ, MR or AH of any context sharing the PD uses it (the kernel's
+//! `uverbs_free_pd`).
+
+use std::os::fd::AsFd;
 
 use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
 use uverbs::{
-    AccessFlags, Context, CqOptions, QpType, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus,
-    WorkCompletion,
+    sys::Errno, AccessFlags, Context, CqOptions, QpType, RecvWr, SendOp, SendWr, SrqAttr, UdDest,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 
 #[path = "shared/mlx5_pair.rs"]
@@ -19,7 +26,7 @@ mod mlx5_pair;
 #[path = "shared/qp_connect.rs"]
 mod qp_connect;
 #[allow(unused_imports)]
-use mlx5_pair::{cap, connect, create_qp, gid, open, QKEY as _};
+use mlx5_pair::{cap, connect, create_qp, gid, open, ud_pair, UdPair, QKEY};
 
 /// Whether `addr` lies in one of this process's mappings.
 fn mapped(addr: u64) -> bool {
@@ -147,4 +154,77 @@ fn a_refused_destroy_leaves_the_device_memory_mapped_and_in_use() {
     );
     drop(c);
     drop(b);
+}
+
+/// An address handle whose destroy the kernel refuses comes back: UD
+/// sends still reach their peer through it, and the retry destroys it
+/// (before, the destroy consumed it: the handle was lost, the kernel AH
+/// left to the drop's retry).
+#[test]
+fn a_refused_address_handle_comes_back_and_still_sends() {
+    let UdPair {
+        model,
+        mut cq_a,
+        mut cq_b,
+        mut a,
+        mut b,
+        mr,
+        ah,
+        ..
+    } = ud_pair();
+    let handle = ah.handle();
+    model.refuse_destroys(true);
+    let e = ah.destroy().unwrap_err();
+    assert_eq!(e.errno(), Errno::EBUSY, "{e}");
+    assert_eq!(e.error().op(), "UVERBS_METHOD_AH_DESTROY");
+    let ah = e.into_inner();
+    assert_eq!(ah.handle(), handle);
+    model.refuse_destroys(false);
+    b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
+        .unwrap();
+    let dest = UdDest {
+        ah: &ah,
+        remote_qpn: b.qp_num(),
+        remote_qkey: QKEY,
+    };
+    a.post_send(&[SendWr::send(1, &[]).inline(b"after").to(dest)])
+        .unwrap();
+    assert_eq!(poll_one(&model, &mut cq_a).status, WcStatus::SUCCESS);
+    let wc = poll_one(&model, &mut cq_b);
+    assert_eq!(
+        (wc.wr_id, wc.status, wc.byte_len),
+        (5, WcStatus::SUCCESS, 45)
+    );
+    ah.destroy().unwrap();
+}
+
+/// The kernel refuses to deallocate a PD that another context's objects
+/// use (an importer's QP on the imported PD: `uverbs_free_pd`'s `usecnt`,
+/// which this context's handles cannot see): the PD comes back, objects
+/// are still made from it, the kernel refuses again while the QP lives,
+/// and the retry after it is gone deallocates it.
+#[test]
+fn a_pd_the_kernel_refuses_for_another_contexts_qp_comes_back_usable() {
+    let model = fake_mlx5();
+    let ctx = open(&model);
+    let pd = ctx.alloc_pd().unwrap();
+    let fd = ctx.dup_cmd_fd().unwrap();
+    let imported = Context::import(model.dyn_kernel(), fd.as_fd()).unwrap();
+    let ipd = imported.import_pd(pd.handle()).unwrap();
+    let icq = imported.create_cq(8, CqOptions::default()).unwrap();
+    let iqp = create_qp(&ipd, QpType::Rc, &icq, None, cap(4, 1, 0));
+    let e = pd.destroy().unwrap_err();
+    assert_eq!(e.errno(), Errno::EBUSY, "{e}");
+    assert_eq!(
+        e.error().op(),
+        "UVERBS_METHOD_PD_DESTROY",
+        "the kernel's answer"
+    );
+    let pd = e.into_inner();
+    let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+    mr.destroy().unwrap();
+    let pd = pd.destroy().unwrap_err().into_inner();
+    iqp.destroy().unwrap();
+    pd.destroy().unwrap();
+    drop(ipd);
 }

@@ -45,13 +45,16 @@ fn alloc_and_dealloc_make_the_kernels_commands_in_both_modes() {
         assert_eq!(two.rkey(), (two.handle() << 8) | 0x3c);
         assert_eq!(one.pd().handle(), pd.handle());
 
-        // An explicit destroy reports EBUSY while a clone lives, then works.
+        // An explicit destroy reports EBUSY while a clone lives, giving
+        // the window back; once the clone is gone, it works.
         let h = two.handle();
         let clone = two.clone();
         let e = two.destroy().unwrap_err();
         assert_eq!(e.errno(), uverbs::sys::Errno::EBUSY, "{e}");
+        let two = e.into_inner();
+        drop(clone);
         fake.kernel.clear_calls();
-        clone.destroy().unwrap();
+        two.destroy().unwrap();
         let destroy = match mode {
             CommandMode::WriteOnly => Call::Write(abi::IB_USER_VERBS_CMD_DEALLOC_MW),
             _ => Call::Ioctl {

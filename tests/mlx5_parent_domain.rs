@@ -273,10 +273,10 @@ fn queue_memory_comes_from_the_allocator_as_libmlx5_asks_and_goes_back_after_des
 
     // In use: neither the parent domain nor its PD can go, and both come
     // back as they were.
-    let pdom = pdom.try_destroy().unwrap_err();
+    let pdom = pdom.destroy().unwrap_err();
     assert_eq!(pdom.errno(), Errno::EBUSY);
     let pdom = pdom.into_inner();
-    let pd = pd.try_destroy().unwrap_err().into_inner();
+    let pd = pd.destroy().unwrap_err().into_inner();
     assert_eq!(a.frees().len(), 0, "nothing freed while the objects live");
 
     // Destroyed: every piece goes back through free, once (the recorder
@@ -289,8 +289,8 @@ fn queue_memory_comes_from_the_allocator_as_libmlx5_asks_and_goes_back_after_des
     cq_b.destroy().unwrap();
     assert_eq!(a.frees().len(), 10);
     assert_eq!(a.live(), 0);
-    pdom.try_destroy().unwrap();
-    pd.try_destroy().unwrap();
+    pdom.destroy().unwrap();
+    pd.destroy().unwrap();
 }
 
 #[test]
@@ -436,7 +436,7 @@ fn a_thread_domain_gives_its_qps_their_own_doorbell_register() {
     assert_eq!(td.errno(), Errno::EBUSY);
     let td = td.into_inner();
     drop((in_td, mr));
-    pdom.try_destroy().unwrap();
+    pdom.destroy().unwrap();
     td.destroy().unwrap();
     // Its register goes to the next thread domain, not to plain QPs.
     let td2 = ctx.alloc_td().unwrap();
@@ -466,9 +466,9 @@ fn a_parent_domain_over_a_parent_domain_is_over_its_protection_domain() {
     );
     // The inner one holds the PD, not the outer parent domain.
     drop(cq);
-    outer.try_destroy().unwrap();
-    let pd = pd.try_destroy().unwrap_err().into_inner();
-    inner.try_destroy().unwrap();
-    pd.try_destroy().unwrap();
+    outer.destroy().unwrap();
+    let pd = pd.destroy().unwrap_err().into_inner();
+    inner.destroy().unwrap();
+    pd.destroy().unwrap();
     assert_clean(&model);
 }

@@ -3,11 +3,13 @@
 //!
 //! The uverbs handle lives in the C object unlocked: UD posts borrow it
 //! (`qp/post.rs`) while the program keeps the AH, which verbs.h requires it
-//! to do until its sends complete.
+//! to do until its sends complete. `ibv_destroy_ah` takes it out for
+//! uverbs' destroy, which gives it back when refused (the kernel's errno):
+//! it goes back in, and the AH is as it was, as libibverbs leaves it.
 
 #![allow(unsafe_code)]
 
-use core::ffi::c_int;
+use core::{ffi::c_int, mem::ManuallyDrop};
 
 use uverbs::{sys::Errno, AddressHandle, AhAttr, WcFlags, WorkCompletion};
 
@@ -30,7 +32,9 @@ use crate::{
 pub struct Ah {
     /// The C part.
     pub c: ibv_ah,
-    ah: AddressHandle,
+    /// Taken out and destroyed by `ibv_destroy_ah` alone, which frees the
+    /// object after (so never dropped with it).
+    ah: ManuallyDrop<AddressHandle>,
 }
 
 // SAFETY: the C part's pointers name the context and PD, which outlive the
@@ -71,7 +75,7 @@ unsafe fn create(pd: *mut ibv_pd, attr: &AhAttr) -> Result<*mut ibv_ah, Errno> {
             pd,
             handle: ah.handle(),
         },
-        ah,
+        ah: ManuallyDrop::new(ah),
     });
     Ok(Box::into_raw(b).cast::<ibv_ah>())
 }
@@ -91,23 +95,36 @@ pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) 
     unsafe { create(pd, &attr::ah_attr(a)) }.unwrap_or_else(errno::null)
 }
 
-/// `ibv_destroy_ah`: 0 or the positive errno. uverbs' destroy consumes
-/// its handle, so a failed destroy (the kernel's) still frees the C object
-/// (uverbs retries the kernel destroy when it drops the handle).
+/// `ibv_destroy_ah`: 0, or the positive errno with the AH as it was (the
+/// kernel refused): a later call tries again.
 ///
 /// # Safety
-/// `ah` is NULL or a live AH of this library, not used afterwards.
+/// `ah` is NULL or a live AH of this library, which no other thread uses
+/// during the call and the program uses no more once it returned 0.
 #[export_name = "uverbs_ibv_destroy_ah"]
 pub unsafe extern "C" fn ibv_destroy_ah(ah: *mut ibv_ah) -> c_int {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { Ah::from_c(ah) } {
-        return errno::positive(e);
+    if ah.is_null() {
+        return errno::positive(Errno::EINVAL);
     }
-    // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
-    let b = unsafe { Box::from_raw(ah.cast::<Ah>()) };
-    match b.ah.destroy() {
-        Ok(()) => 0,
-        Err(e) => errno::positive(errno::of(&e)),
+    let p = ah.cast::<Ah>();
+    // SAFETY: `p` is a live `Ah` (made by `Box::into_raw` in `create`),
+    // which nothing else reaches during the call (the caller's contract):
+    // the handle is taken out and either destroyed, after which only the
+    // box is freed, or put back below.
+    let uv = unsafe { ManuallyDrop::take(&mut (*p).ah) };
+    match uv.destroy() {
+        Ok(()) => {
+            // SAFETY: as above; the program gives the AH up with this
+            // call, and dropping the box leaves its (taken) handle alone.
+            drop(unsafe { Box::from_raw(p) });
+            0
+        }
+        Err(e) => {
+            let (uv, e) = e.into_parts();
+            // SAFETY: as above: the AH is the caller's again, as it was.
+            unsafe { (*p).ah = ManuallyDrop::new(uv) };
+            errno::positive(errno::of(&e))
+        }
     }
 }
 

@@ -43,7 +43,11 @@
 //! the CQ and creating QPs on it never wait for a session (neither waits
 //! for rxe's lock either); completions uverbs took off the ring but the
 //! session did not reach stay in uverbs' CQ, first in line for the next
-//! session and for `ibv_poll_cq`.
+//! session and for `ibv_poll_cq`, except a QP's destroyed or reset since:
+//! uverbs drops them before it hands out the next (mlx5, as libmlx5's
+//! `__mlx5_cq_clean` removes them; rxe keeps them, as rdma-core's rxe
+//! does), so a program that frees a QP's requests after `ibv_destroy_qp`
+//! never reads their `wr_id` again.
 //!
 //! A program that breaks the contract gets errors or another thread's
 //! values, never undefined behaviour: `next_poll` outside the caller's own

@@ -143,21 +143,22 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
     Box::into_raw(boxed).cast()
 }
 
-/// The `dealloc_mw` op: 0, or the positive errno.
+/// The `dealloc_mw` op: 0, or the positive errno with the window as it
+/// was (uverbs gives it back on any failure): a later call tries again.
 unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
     // SAFETY: verbs.h's contract: a live window of this library.
     let m = match unsafe { Mw::from_c(mw) } {
         Ok(m) => m,
         Err(e) => return errno::positive(e),
     };
-    // uverbs' destroy consumes the window whether or not the kernel
-    // refuses (it tries again at its drop, else the kernel object goes
-    // with the context); the C object stays for the program, which may
-    // call again: that call frees it (as `ibv_dealloc_pd` after an
-    // orphaning failure).
-    let taken = m.mw.lock().unwrap_or_else(PoisonError::into_inner).take();
-    if let Some(uv) = taken {
+    {
+        let mut guard = m.mw.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(uv) = guard.take() else {
+            return errno::positive(Errno::EINVAL);
+        };
         if let Err(e) = uv.destroy() {
+            let (uv, e) = e.into_parts();
+            *guard = Some(uv);
             return errno::positive(errno::of(&e));
         }
     }

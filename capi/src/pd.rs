@@ -11,25 +11,23 @@
 //! [`Pd`] too, holding uverbs' parent domain: every verb that takes a PD
 //! takes it.
 //!
-//! # When uverbs refuses a deallocation
+//! # When a destroy is refused
 //!
-//! `ibv_dealloc_pd` uses uverbs' `ProtectionDomain::try_destroy`, which
-//! gives the PD back on any failure (`EBUSY` while QPs, SRQs, AHs, MWs,
-//! CQs of a parent domain or parent domains over it use it; the kernel's
-//! refusal): the C object is then as it was, and can be deallocated again.
-//! `MemoryRegion::destroy` consumes the handle and does not give it back
-//! when it fails, so the PD's memory regions are counted here, and
-//! `ibv_dealloc_pd` answers `EBUSY` for them without asking uverbs.
+//! uverbs' `ProtectionDomain::destroy` and `MemoryRegion::destroy` give
+//! the object back on any failure (`EBUSY` while QPs, SRQs, MRs, AHs, MWs,
+//! CQs of a parent domain or parent domains over a PD use it; the kernel's
+//! refusal, such as rxe's `EINVAL` for a region under a bound memory
+//! window): `ibv_dealloc_pd` and `ibv_dereg_mr` put it back in the C
+//! object and return the errno, as libibverbs does. The C object is then
+//! as it was: objects can still be made from the PD, the region is still
+//! registered, and a later call tries again.
 
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_uint, c_void};
 use std::{
     os::fd::BorrowedFd,
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Mutex, PoisonError, RwLock,
-    },
+    sync::{Mutex, PoisonError, RwLock},
 };
 
 use uverbs::{abi::IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS, sys::Errno};
@@ -71,8 +69,6 @@ pub struct Pd {
     pub c: ibv_pd,
     ctx: *const Context,
     pd: RwLock<Option<ProtectionDomain>>,
-    /// Memory regions registered in it and not deregistered.
-    mrs: AtomicUsize,
 }
 
 // SAFETY: the C part is written once before the object is handed out; its
@@ -113,7 +109,6 @@ impl Pd {
             },
             ctx,
             pd: RwLock::new(Some(uv)),
-            mrs: AtomicUsize::new(0),
         });
         Box::into_raw(pd).cast()
     }
@@ -133,13 +128,9 @@ pub struct Mr {
     /// The C part (`ibv_mr *` is this object's address).
     pub c: ibv_mr,
     mr: Mutex<Option<MemoryRegion>>,
-    pd: *const Pd,
     /// Registered from a dma-buf (libibverbs' `IBV_MR_TYPE_DMABUF_MR`,
     /// which `ibv_rereg_mr` refuses).
     dmabuf: bool,
-    /// Imported (`ibv_import_mr`, libibverbs' `IBV_MR_TYPE_IMPORTED_MR`):
-    /// not counted in its PD, which may be unimported first.
-    imported: bool,
 }
 
 // SAFETY: as for `Pd`.
@@ -178,7 +169,8 @@ pub unsafe extern "C" fn ibv_alloc_pd(context: *mut ibv_context) -> *mut ibv_pd 
 }
 
 /// Deallocates a protection domain: 0, or the positive errno (`EBUSY`
-/// while objects use it).
+/// while objects use it), the PD then as it was (see the module
+/// documentation).
 ///
 /// # Safety
 /// `pd` is NULL or a PD of this library not yet deallocated.
@@ -190,17 +182,13 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
         Err(e) => return errno::positive(e),
     };
     {
+        // Exclusive: no object is being made from the PD meanwhile.
         let mut guard = p.pd.write().unwrap_or_else(PoisonError::into_inner);
-        // Registrations count themselves under the shared lock: none is
-        // half done now.
-        if p.mrs.load(Ordering::Acquire) > 0 {
-            return errno::positive(Errno::EBUSY);
-        }
         let Some(uv) = guard.take() else {
             return errno::positive(Errno::EINVAL);
         };
         // A refused deallocation gives the PD back, as it was.
-        if let Err(e) = uv.try_destroy() {
+        if let Err(e) = uv.destroy() {
             let (uv, e) = e.into_parts();
             *guard = Some(uv);
             return errno::positive(errno::of(&e));
@@ -227,8 +215,7 @@ fn access_flags(ctx: &Context, access: u32) -> Result<AccessFlags, Errno> {
 }
 
 /// Boxes the region registered in `p` (the program's `pd`) and returns the
-/// program's pointer; counts it in the PD (the caller holds `p`'s shared
-/// lock, inside [`Pd::with`]).
+/// program's pointer.
 fn new_mr(
     p: &Pd,
     pd: *mut ibv_pd,
@@ -237,10 +224,6 @@ fn new_mr(
     length: usize,
     dmabuf: bool,
 ) -> *mut ibv_mr {
-    let imported = mr.is_imported();
-    if !imported {
-        p.mrs.fetch_add(1, Ordering::AcqRel);
-    }
     let boxed = Box::new(Mr {
         c: ibv_mr {
             context: p.c.context,
@@ -252,9 +235,7 @@ fn new_mr(
             rkey: mr.rkey(),
         },
         mr: Mutex::new(Some(mr)),
-        pd: p,
         dmabuf,
-        imported,
     });
     Box::into_raw(boxed).cast()
 }
@@ -375,11 +356,9 @@ pub unsafe extern "C" fn ibv_reg_dmabuf_mr(
     }
 }
 
-/// Deregisters a memory region: 0 or the positive errno.
-///
-/// uverbs does not give the region back when the kernel refuses the
-/// deregistration (see the module documentation): the errno is returned
-/// and the C object stays readable; a second call answers `EINVAL`.
+/// Deregisters a memory region: 0, or the positive errno with the region
+/// as it was, still registered (rxe's `EINVAL` while a memory window is
+/// bound to it): a later call tries again.
 ///
 /// # Safety
 /// `mr` is NULL or a live MR of this library.
@@ -390,18 +369,16 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
         Ok(m) => m,
         Err(e) => return errno::positive(e),
     };
-    let Some(uv) = m.mr.lock().unwrap_or_else(PoisonError::into_inner).take() else {
-        return errno::positive(Errno::EINVAL);
-    };
-    let result = uv.destroy();
-    if !m.imported {
-        // SAFETY: a PD outlives the MRs it counts (its deallocation fails
-        // while they are counted).
-        let p = unsafe { &*m.pd };
-        p.mrs.fetch_sub(1, Ordering::AcqRel);
-    }
-    if let Err(e) = result {
-        return errno::positive(errno::of(&e));
+    {
+        let mut guard = m.mr.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(uv) = guard.take() else {
+            return errno::positive(Errno::EINVAL);
+        };
+        if let Err(e) = uv.destroy() {
+            let (uv, e) = e.into_parts();
+            *guard = Some(uv);
+            return errno::positive(errno::of(&e));
+        }
     }
     // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
     // gives it up with this call.
@@ -503,11 +480,6 @@ pub unsafe extern "C" fn ibv_unimport_mr(mr: *mut ibv_mr) {
     if let Some(uv) = uv {
         // Not imported: given back, and dropped (deregistered).
         drop(uv.unimport());
-        if !m.imported {
-            // SAFETY: as in `ibv_dereg_mr`.
-            let p = unsafe { &*m.pd };
-            p.mrs.fetch_sub(1, Ordering::AcqRel);
-        }
     }
     // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
     // gives it up with this call.

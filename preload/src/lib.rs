@@ -192,6 +192,19 @@ pub extern "C" fn uverbs_model_devx_fail_event_allocs(n: u32) {
     }
 }
 
+/// While `on` is not 0, the model refuses the destroys of CQs, QPs, SRQs,
+/// MRs, PDs, AHs and DevX objects with `EBUSY`, leaving them in place, as
+/// the kernel answers for an object something else uses
+/// (`Mlx5Model::refuse_destroys`): for test programs, found with `dlsym`
+/// (`capi/tests/c/destroy.c`).
+#[no_mangle]
+pub extern "C" fn uverbs_model_refuse_destroys(on: i32) {
+    let _c = Critical::enter();
+    if let Some(m) = shim().and_then(Shim::model) {
+        m.model.refuse_destroys(on != 0);
+    }
+}
+
 /// Destroys every DevX command fd and event channel as device removal
 /// does (their reads then answer `EIO`, or `EAGAIN` when non-blocking, and
 /// `poll` reports `POLLRDHUP`): for test programs, found with `dlsym`.

@@ -208,6 +208,9 @@ pub(crate) trait Stamps {
     const ON: bool;
     /// The timestamp of completion `i` of the poll.
     fn set(&mut self, i: usize, ts: u64);
+    /// Moves the timestamp of completion `from` to `to` (`to < from`: the
+    /// completions in between were dropped).
+    fn shift(&mut self, from: usize, to: usize);
 }
 
 /// No timestamps (every poll but a timestamped CQ's `start_poll`).
@@ -218,6 +221,8 @@ impl Stamps for NoStamps {
     const ON: bool = false;
     #[inline(always)]
     fn set(&mut self, _: usize, _: u64) {}
+    #[inline(always)]
+    fn shift(&mut self, _: usize, _: usize) {}
 }
 
 impl Stamps for &mut [u64] {
@@ -228,6 +233,12 @@ impl Stamps for &mut [u64] {
             *s = ts;
         }
     }
+    #[inline(always)]
+    fn shift(&mut self, from: usize, to: usize) {
+        if let Some(&ts) = self.get(from) {
+            self.set(to, ts);
+        }
+    }
 }
 
 /// A request to drop a QP's CQEs.
@@ -235,6 +246,9 @@ impl Stamps for &mut [u64] {
 struct Clean {
     /// The QP's resource number (user index or QP number).
     rsn: u32,
+    /// Its QP number: the completions a poll already wrote, and a polling
+    /// session's buffer, are dropped by it.
+    qp_num: u32,
     /// Drop its CQEs at consumer indexes before this one.
     before: u32,
 }
@@ -272,7 +286,8 @@ pub(crate) struct CqCore {
     ci: AtomicU32,
     clean: Mutex<Vec<CleanRequest>>,
     /// Whether `clean` has requests (set under its lock, with release).
-    clean_pending: AtomicBool,
+    /// Shared with the CQ's polling session buffer ([`CqCore::clean_flag`]).
+    clean_pending: Arc<AtomicBool>,
     /// The program took the CQ's direct view (`mlx5dv_init_obj`): it polls
     /// the ring itself, so a destroyed or reset QP's CQEs are left for it
     /// (libmlx5's `MLX5_CQ_FLAGS_DV_OWNED`, which `__mlx5_cq_clean` honours).
@@ -280,6 +295,16 @@ pub(crate) struct CqCore {
 }
 
 impl CqCore {
+    /// Set while QPs destroyed or reset have clean requests the CQ's
+    /// poller has not taken ([`CqCore::clean`], [`Mlx5Cq::take_cleans`]):
+    /// what a polling session checks before it hands out a completion it
+    /// took off the ring earlier. Set with release under the list's lock,
+    /// cleared by the poller.
+    #[inline(always)]
+    pub(crate) fn clean_flag(&self) -> &Arc<AtomicBool> {
+        &self.clean_pending
+    }
+
     /// CQEs in the ring and bytes per CQE.
     pub(crate) fn shape(&self) -> (u32, usize) {
         (self.geometry.ncqe(), self.geometry.cqe_size())
@@ -330,7 +355,7 @@ impl CqCore {
             arm_sn: AtomicU32::new(0),
             ci: AtomicU32::new(0),
             clean: Mutex::new(Vec::new()),
-            clean_pending: AtomicBool::new(false),
+            clean_pending: Arc::new(AtomicBool::new(false)),
             dv_owned: AtomicBool::new(false),
         })
     }
@@ -350,14 +375,16 @@ impl CqCore {
         cqe_is_valid(op_own, u8::from(ci & self.geometry.ncqe() != 0)).then_some(at)
     }
 
-    /// Marks the CQEs of QP `rsn` now in the CQ for dropping (a QP was
-    /// destroyed or reset: the device writes no more of them), and after a
-    /// reset has the poller `restart` the tail of the QP's receive queue,
-    /// if it completes here, before it takes any CQE after them. Called
-    /// before the reset is published to posts (so before the device can
-    /// complete a WQE of the new epoch): the release store here is what
-    /// the poller's check in [`Mlx5Cq::poll`] sees.
-    pub(crate) fn clean(&self, rsn: u32, restart: Option<Restart>) {
+    /// Marks the CQEs of QP `rsn` (QP number `qp_num`) now in the CQ for
+    /// dropping (a QP was destroyed or reset: the device writes no more of
+    /// them), and after a reset has the poller `restart` the tail of the
+    /// QP's receive queue, if it completes here, before it takes any CQE
+    /// after them. Called before the reset is published to posts (so
+    /// before the device can complete a WQE of the new epoch): the release
+    /// store here is what the poller's check in [`Mlx5Cq::poll`] sees. The
+    /// poller drops the QP's completions it already took off the ring too
+    /// (a polling session's buffer: [`Mlx5Cq::take_cleans`]).
+    pub(crate) fn clean(&self, rsn: u32, qp_num: u32, restart: Option<Restart>) {
         if self.dv_owned.load(Ordering::Acquire) {
             return;
         }
@@ -368,7 +395,11 @@ impl CqCore {
         }
         let mut list = self.clean.lock().unwrap_or_else(|p| p.into_inner());
         list.push(CleanRequest {
-            clean: Clean { rsn, before: ci },
+            clean: Clean {
+                rsn,
+                qp_num,
+                before: ci,
+            },
             restart,
         });
         self.clean_pending.store(true, Ordering::Release);
@@ -510,6 +541,28 @@ impl Mlx5Cq {
         self.clock.as_ref().map(|(_, info)| info.ts_to_ns(ticks))
     }
 
+    /// Takes the CQ's clean requests now, as the next poll would (the
+    /// ring's side is the same: the poll drops the QPs' CQEs still in the
+    /// ring as it meets them, and restarts the receive queues' tails here),
+    /// and reports each request's QP number to `stale`: a polling session
+    /// drops the completions of that QP it took off the ring before the
+    /// request (`src/cq_poll.rs`). Only when [`CqCore::clean_flag`] is set.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take_cleans(&mut self, stale: &mut dyn FnMut(u32)) {
+        let from = self.parser.cleaning.len();
+        take_clean(&self.core, &mut self.parser);
+        for c in self.parser.cleaning.get(from..).unwrap_or_default() {
+            stale(c.qp_num);
+        }
+        // Requests whose CQEs are all behind the consumer index are done
+        // (the poll prunes them the same way once it moved).
+        let ci = self.ci;
+        self.parser
+            .cleaning
+            .retain(|c| (c.before.wrapping_sub(ci) as i32) > 0);
+    }
+
     /// Moves up to `out.len()` completions into `out`.
     ///
     /// Clean requests ([`CqCore::clean`]) are taken after each run's
@@ -619,7 +672,12 @@ impl Mlx5Cq {
             barrier::udma_from_device_barrier();
             // After the barrier: see the function's comment.
             if core.clean_pending.load(Ordering::Relaxed) {
+                let from = self.parser.cleaning.len();
                 take_clean(core, &mut self.parser);
+                if n != 0 {
+                    let taken = self.parser.cleaning.get(from..).unwrap_or_default();
+                    n = drop_taken(taken, out.get_mut(..n).unwrap_or_default(), &mut stamps);
+                }
             }
             let mut k = 0;
             while k < ready {
@@ -672,6 +730,29 @@ impl Mlx5Cq {
         }
         n
     }
+}
+
+/// The completions of `out` (this poll's so far) of no QP `taken` names,
+/// moved to its front in order with their timestamps; returns how many.
+/// A QP destroyed or reset while the poll ran (its request taken between
+/// two runs) may have completions in the runs before: they were written
+/// before the request was taken, so all of that QP's are old (its new
+/// epoch's CQEs come after the request, "Resets" in `sq.rs`).
+#[cold]
+#[inline(never)]
+fn drop_taken<S: Stamps>(taken: &[Clean], out: &mut [WorkCompletion], stamps: &mut S) -> usize {
+    let mut kept = 0;
+    for i in 0..out.len() {
+        if taken.iter().any(|c| c.qp_num == out[i].qp_num) {
+            continue;
+        }
+        if kept != i {
+            out[kept] = out[i];
+            stamps.shift(i, kept);
+        }
+        kept += 1;
+    }
+    kept
 }
 
 /// Takes the CQ's clean requests into the poller's list, restarting the
@@ -1018,6 +1099,42 @@ mod tests {
                 assert_eq!(wc, expected, "op {op}, grh {grh}, tail view");
             }
         }
+    }
+
+    /// The completions a poll wrote before it took a clean request: the
+    /// named QPs' go, the others move up in order with their timestamps.
+    #[test]
+    fn a_poll_drops_what_it_wrote_of_a_qp_whose_clean_it_took() {
+        let qps = [1u32, 7, 2, 7, 7, 3, 9, 1];
+        let mut out: Vec<WorkCompletion> = qps
+            .iter()
+            .enumerate()
+            .map(|(i, &qp_num)| WorkCompletion {
+                wr_id: i as u64,
+                qp_num,
+                ..WorkCompletion::default()
+            })
+            .collect();
+        let mut ts: Vec<u64> = (0..8).map(|i| 100 + i).collect();
+        let taken = [
+            Clean {
+                rsn: 70,
+                qp_num: 7,
+                before: 5,
+            },
+            Clean {
+                rsn: 90,
+                qp_num: 9,
+                before: 5,
+            },
+        ];
+        let n = drop_taken(&taken, &mut out, &mut &mut ts[..]);
+        let kept: Vec<(u64, u32)> = out[..n].iter().map(|w| (w.wr_id, w.qp_num)).collect();
+        assert_eq!(kept, [(0, 1), (2, 2), (5, 3), (7, 1)]);
+        assert_eq!(ts[..n], [100, 102, 105, 107], "each its own timestamp");
+        let mut none = out.clone();
+        assert_eq!(drop_taken(&[], &mut none, &mut NoStamps), 8);
+        assert_eq!(none, out);
     }
 
     /// A CQ's shape is checked when it is made (a poll then checks only

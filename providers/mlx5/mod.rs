@@ -199,11 +199,12 @@ fn clean_cqs(track: &QpTrack, [send, recv]: &[Arc<CqCore>; 2], rq_epoch: Option<
         let rq = track.rq.clone()?;
         Some(Restart { rq, epoch })
     });
+    let (rsn, qp_num) = (track.rsn, track.qp_num);
     if Arc::ptr_eq(send, recv) {
-        send.clean(track.rsn, restart);
+        send.clean(rsn, qp_num, restart);
     } else {
-        send.clean(track.rsn, None);
-        recv.clean(track.rsn, restart);
+        send.clean(rsn, qp_num, None);
+        recv.clean(rsn, qp_num, restart);
     }
 }
 
@@ -599,6 +600,16 @@ impl Provider for Mlx5 {
     }
 
     #[inline]
+    fn cq_clean_flag(shared: &Arc<CqCore>) -> Option<Arc<std::sync::atomic::AtomicBool>> {
+        Some(shared.clean_flag().clone())
+    }
+
+    #[inline]
+    fn take_cq_cleans(cq: &mut Mlx5Cq, stale: &mut dyn FnMut(u32)) {
+        cq.take_cleans(stale);
+    }
+
+    #[inline]
     fn poll_cq_batch(
         cq: &mut Mlx5Cq,
         out: &mut [WorkCompletion; SESSION_BATCH],
@@ -786,6 +797,7 @@ impl Provider for Mlx5 {
         let rsn = shared.uidx.unwrap_or(created.qp_num);
         let track = Arc::new(QpTrack::new(
             rsn,
+            created.qp_num,
             shared.sq.clone(),
             shared.rq.clone(),
             links.srq.map(|s| s.track.clone()),

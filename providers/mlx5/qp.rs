@@ -185,6 +185,9 @@ impl TailReader {
 pub(crate) struct QpTrack {
     /// User index (CQE v1) or QP number (v0): what CQEs name it by.
     pub(crate) rsn: u32,
+    /// The QP number, which work completions carry (a polling session's
+    /// buffer drops the completions of a destroyed or reset QP by it).
+    pub(crate) qp_num: u32,
     alive: AtomicBool,
     pub(crate) sq: Arc<SqTrack>,
     pub(crate) rq: Option<Arc<RqTrack>>,
@@ -194,12 +197,14 @@ pub(crate) struct QpTrack {
 impl QpTrack {
     pub(crate) fn new(
         rsn: u32,
+        qp_num: u32,
         sq: Arc<SqTrack>,
         rq: Option<Arc<RqTrack>>,
         srq: Option<Arc<SrqTrack>>,
     ) -> Self {
         QpTrack {
             rsn,
+            qp_num,
             alive: AtomicBool::new(true),
             sq,
             rq,

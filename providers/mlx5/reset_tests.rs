@@ -85,7 +85,7 @@ impl Rig {
         };
         let sq = Mlx5Sq::new(buf.clone(), g, QPN, QpType::Rc, true, bf, sq_track.clone());
         let rq = Mlx5Rq::new(buf, RQ_WQES, 4, rq_track.clone());
-        let track = Arc::new(QpTrack::new(QPN, sq_track, Some(rq_track), None));
+        let track = Arc::new(QpTrack::new(QPN, QPN, sq_track, Some(rq_track), None));
         let resources = Arc::new(Resources::default());
         resources.insert(track.clone());
         let cq = || {

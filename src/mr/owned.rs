@@ -11,7 +11,7 @@ use std::{fmt, ptr::NonNull, sync::Arc};
 use super::{check_access, AccessFlags, Backing, MrInner};
 use crate::{
     error::{DestroyError, Error, ErrorKind, Result},
-    object::{self, Destroy, Owned},
+    object::{self, Owned},
     pd::ProtectionDomain,
     shared_memory,
     sys::Errno,
@@ -288,28 +288,6 @@ impl ProtectionDomain {
     }
 }
 
-/// Deregisters the region's kernel object; gives it back with the error if
-/// the kernel refuses.
-fn deregister(mr: Arc<Owned<MrInner>>) -> Result<(), (Arc<Owned<MrInner>>, Error)> {
-    match Arc::try_unwrap(mr) {
-        Ok(owned) => match owned.destroy_kernel() {
-            Ok(()) => {
-                owned.mark_destroyed();
-                Ok(())
-            }
-            Err(e) => Err((Arc::new(owned), e)),
-        },
-        // Never: the region does not share its kernel object.
-        Err(shared) => {
-            let others = Arc::strong_count(&shared) - 1;
-            Err((
-                shared,
-                object::busy(DEREGISTER, others, "deregister it again later"),
-            ))
-        }
-    }
-}
-
 impl<B: RegionBuffer> OwnedMemoryRegion<B> {
     /// The local key, for scatter/gather elements.
     pub fn lkey(&self) -> u32 {
@@ -445,7 +423,7 @@ impl<B: RegionBuffer> OwnedMemoryRegion<B> {
             );
             return Err(DestroyError::new(self, e));
         };
-        match deregister(mr) {
+        match object::try_destroy(mr, DEREGISTER) {
             Ok(()) => Ok(<B as sealed::Buffer>::release(held)),
             Err((mr, e)) => {
                 self.live = Some(Live { mr, held });
@@ -460,7 +438,7 @@ impl<B: RegionBuffer> Drop for OwnedMemoryRegion<B> {
         let Some(Live { mr, held }) = self.live.take() else {
             return;
         };
-        match deregister(mr) {
+        match object::try_destroy(mr, DEREGISTER) {
             Ok(()) => drop(held),
             Err((mr, _)) => {
                 // The kernel object lives on, and may still reach the

@@ -10,8 +10,10 @@
 //!   libraries (dynamic) and, in the musl run, as a fully static binary
 //!   with no libibverbs at all;
 //! - `capi/tests/c/close_device.c` (contexts closed with objects alive
-//!   keep the fd count flat) and `capi/tests/c/process.c` (signals, EINTR,
-//!   fork, reads with no buffer, a PD in use) pass alike over both;
+//!   keep the fd count flat), `capi/tests/c/process.c` (signals, EINTR,
+//!   fork, reads with no buffer, a PD in use) and `capi/tests/c/destroy.c`
+//!   (a region under a bound window, completions of a destroyed or reset
+//!   QP) pass alike over both;
 //! - the programs resolve our library and stubs (`LD_TRACE_LOADED_OBJECTS`),
 //!   and perftest's binaries start over them (every import bound).
 //!
@@ -420,6 +422,18 @@ fn c_close_device_releases_the_fds_whatever_is_alive() {
 #[test]
 fn c_process_signals_fork_and_busy_pd_match_rdma_core() {
     c_all_pass_over_both("process", Duration::from_secs(300), 15);
+}
+
+/// Refused destroys and the completions of a destroyed or reset QP on the
+/// kernel itself (capi/tests/c/destroy.c, issue 39 items 1 and 3; the same
+/// program runs on the mlx5 model, scripts/rdma-core-on-model.sh step b4):
+/// rxe refuses `ibv_dereg_mr` of a region under a bound window (`EINVAL`),
+/// which stays registered and deregisters after the window; sessions of an
+/// `ibv_cq_ex` after a QP's destroy or reset return what rdma-core's rxe
+/// returns (its completions left in the CQ: rxe removes none).
+#[test]
+fn c_refused_destroys_and_stale_completions_match_rdma_core() {
+    c_all_pass_over_both("destroy", Duration::from_secs(300), 10);
 }
 
 /// The static program is built for musl (capi/build-static.sh) in the

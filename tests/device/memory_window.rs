@@ -177,12 +177,24 @@ fn deallocating_a_bound_window_ends_its_binding_and_frees_the_region() {
     let mw = p.pd.alloc_mw(MwType::Type2).unwrap();
     let rkey = bind(&mut p, &mw, &target, 0, 128);
     // A region under a bound window cannot be deregistered (rxe_mr.c
-    // `rxe_dereg_mr`, IBA 10.6.7.2.6); try on a second one.
+    // `rxe_dereg_mr`, IBA 10.6.7.2.6); try on a second one. The refused
+    // region comes back still registered: the window's key still writes
+    // into it; once the window is gone, the retry deregisters it (issue
+    // 39 item 1: the destroy consumed it, and it stayed registered).
     let other = bindable(&p);
     let mw2 = p.pd.alloc_mw(MwType::Type2).unwrap();
-    bind(&mut p, &mw2, &other, 0, 64);
+    let rkey2 = bind(&mut p, &mw2, &other, 0, 64);
     let e = other.destroy().unwrap_err();
     assert_eq!(e.errno(), uverbs::sys::Errno::EINVAL, "{e}");
+    let other = e.into_inner();
+    let at = other.addr();
+    assert_eq!(write(&mut p, &src, &[7; 8], at, rkey2), WcStatus::SUCCESS);
+    let mut got = [0u8; 8];
+    other.read(0, &mut got).unwrap();
+    assert_eq!(got, [7; 8], "still registered");
+    let other = other.destroy().unwrap_err().into_inner();
+    mw2.destroy().unwrap();
+    other.destroy().unwrap();
     // Deallocated: the window's key opens nothing.
     mw.destroy().unwrap();
     assert_eq!(

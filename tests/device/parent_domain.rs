@@ -29,5 +29,5 @@ fn rxe_refuses_parent_and_thread_domains_and_ignores_a_cqs_pd() {
     };
     let cq = ctx.create_cq(16, opts).unwrap_or_else(|e| panic!("{e}"));
     cq.destroy().unwrap();
-    pd.try_destroy().unwrap();
+    pd.destroy().unwrap();
 }

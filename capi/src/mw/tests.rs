@@ -100,13 +100,16 @@ fn windows_carry_what_programs_read_and_unknown_types_are_einval() {
         assert_eq!((o.dealloc)(two), 0);
         assert!(e.fake.destroyed(Kind::Mw).contains(&h));
         // A window in use by another handle: uverbs answers EBUSY and
-        // keeps it for that handle; the C object goes at the next call.
+        // gives it back; the C object keeps it, and the next call, once
+        // the other handle is gone, deallocates it.
         let held = Mw::from_c(one).unwrap().mw.lock().unwrap().clone().unwrap();
         assert_eq!((o.dealloc)(one), libc::EBUSY);
         let h = held.handle();
         drop(held);
-        assert!(e.fake.destroyed(Kind::Mw).contains(&h));
+        assert!(!e.fake.destroyed(Kind::Mw).contains(&h));
+        assert_eq!((*one).handle, h, "the C object is as it was");
         assert_eq!((o.dealloc)(one), 0);
+        assert!(e.fake.destroyed(Kind::Mw).contains(&h));
         assert_eq!((o.dealloc)(null_mut()), libc::EINVAL);
     }
 }

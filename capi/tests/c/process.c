@@ -37,7 +37,10 @@
  *               works;
  *   dealloc-pd: ibv_dealloc_pd answers EBUSY while a QP, an SRQ, an MR,
  *               an AH (or a memory window, where the device has them)
- *               uses the PD, and 0 once it is gone.
+ *               uses the PD, leaving the PD usable: a second object of
+ *               the kind and a region are made from it, and ibv_dealloc_pd
+ *               answers EBUSY again (issue 39 item 2: ours answered 0 or
+ *               EINVAL there); 0 once they are gone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -531,13 +534,46 @@ static void fork_children(struct ibv_context *ctx)
 
 /* ------------------------------------------------------------- dealloc-pd */
 
+/* One user of `pd` of kind `i` (0 QP, 1 SRQ, 2 MR, 3 AH, 4 memory
+ * window), NULL and errno when it cannot be made. */
+static void *pd_user(unsigned i, struct ibv_pd *pd, struct ibv_cq *cq, char *buf,
+		     union ibv_gid *gid)
+{
+	struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+				       .cap = { 1, 1, 1, 1, 0 } };
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .dgid = *gid, .sgid_index = (uint8_t)gid_index,
+					   .hop_limit = 1 } };
+
+	switch (i) {
+	case 0: return ibv_create_qp(pd, &qa);
+	case 1: return ibv_create_srq(pd, &sa);
+	case 2: return ibv_reg_mr(pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+	case 3: return ibv_create_ah(pd, &aa);
+	default: return ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	}
+}
+
+/* Destroys a `pd_user` of kind `i`: 0 or the errno. */
+static int pd_user_destroy(unsigned i, void *o)
+{
+	switch (i) {
+	case 0: return ibv_destroy_qp(o);
+	case 1: return ibv_destroy_srq(o);
+	case 2: return ibv_dereg_mr(o);
+	case 3: return ibv_destroy_ah(o);
+	default: return ibv_dealloc_mw(o);
+	}
+}
+
 static void dealloc_pd(struct ibv_context *ctx)
 {
 	static const char *users[] = { "a QP", "an SRQ", "an MR", "an AH", "a memory window" };
 	char *buf = aligned_alloc(4096, LEN);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
 	union ibv_gid gid;
-	char line[200];
+	char line[300];
 
 	if (!buf || !cq || ibv_query_gid(ctx, 1, gid_index, &gid)) {
 		check(0, "dealloc-pd: setup");
@@ -545,54 +581,47 @@ static void dealloc_pd(struct ibv_context *ctx)
 	}
 	for (unsigned i = 0; i < sizeof(users) / sizeof(users[0]); i++) {
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
-		struct ibv_qp_init_attr qa = { .send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-					       .cap = { 1, 1, 1, 1, 0 } };
-		struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
-		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
-					  .grh = { .dgid = gid, .sgid_index = (uint8_t)gid_index,
-						   .hop_limit = 1 } };
-		struct ibv_qp *qp = NULL;
-		struct ibv_srq *srq = NULL;
+		void *user, *second = NULL;
 		struct ibv_mr *mr = NULL;
-		struct ibv_ah *ah = NULL;
-		struct ibv_mw *mw = NULL;
-		int busy, freed, gone;
+		int busy, again = -1, gone, gone2 = 0, gone_mr = 0, freed;
 
 		if (!pd) {
 			check(0, "dealloc-pd: alloc_pd");
 			continue;
 		}
-		switch (i) {
-		case 0: qp = ibv_create_qp(pd, &qa); break;
-		case 1: srq = ibv_create_srq(pd, &sa); break;
-		case 2: mr = ibv_reg_mr(pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE); break;
-		case 3: ah = ibv_create_ah(pd, &aa); break;
-		case 4: mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1); break;
-		}
-		if (!qp && !srq && !mr && !ah && !mw) {
+		user = pd_user(i, pd, cq, buf, &gid);
+		if (!user) {
 			/* The model has no memory windows. */
 			printf("  (skipped %s: %s)\n", users[i], strerror(errno));
 			ibv_dealloc_pd(pd);
 			continue;
 		}
 		busy = ibv_dealloc_pd(pd);
-		if (qp)
-			gone = ibv_destroy_qp(qp);
-		else if (srq)
-			gone = ibv_destroy_srq(srq);
-		else if (mr)
-			gone = ibv_dereg_mr(mr);
-		else if (ah)
-			gone = ibv_destroy_ah(ah);
-		else
-			gone = ibv_dealloc_mw(mw);
+		if (busy == EBUSY) {
+			/* Still the program's, and usable. */
+			second = pd_user(i, pd, cq, buf, &gid);
+			mr = ibv_reg_mr(pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+			again = ibv_dealloc_pd(pd);
+		}
+		gone = pd_user_destroy(i, user);
+		if (second)
+			gone2 = pd_user_destroy(i, second);
+		if (mr)
+			gone_mr = ibv_dereg_mr(mr);
 		freed = busy == EBUSY ? ibv_dealloc_pd(pd) : -1;
-		if (busy != EBUSY || gone || freed)
-			printf("  (%s: dealloc_pd %d, its destroy %d, dealloc_pd again %d)\n",
-			       users[i], busy, gone, freed);
+		if (busy != EBUSY || !second || !mr || again != EBUSY || gone || gone2 || gone_mr ||
+		    freed)
+			printf("  (%s: dealloc_pd %d, then made %s and %s, dealloc_pd %d, destroys %d "
+			       "%d %d, dealloc_pd %d)\n",
+			       users[i], busy, second ? "another" : "none", mr ? "an MR" : "no MR",
+			       again, gone, gone2, gone_mr, freed);
 		snprintf(line, sizeof(line),
-			 "dealloc-pd: EBUSY while %s uses the PD, 0 once it is destroyed", users[i]);
-		check(busy == EBUSY && gone == 0 && freed == 0, line);
+			 "dealloc-pd: EBUSY while %s uses the PD, which stays usable (another one "
+			 "and an MR made from it) and EBUSY, 0 once they are destroyed",
+			 users[i]);
+		check(busy == EBUSY && second && mr && again == EBUSY && gone == 0 && gone2 == 0 &&
+			      gone_mr == 0 && freed == 0,
+		      line);
 	}
 	ibv_destroy_cq(cq);
 	free(buf);

@@ -94,9 +94,9 @@ pub(crate) struct Shared {
     /// `PAGE_SIZE` of the host the model plays (UARs per page × 4 KiB).
     pub(crate) page_len: usize,
     pub(crate) kernel: Weak<FakeKernel>,
-    /// Answer the CQ, QP, SRQ, MR and DevX object destroys with `EBUSY`, leaving the
-    /// objects in place, as the kernel does for an object something else
-    /// still uses ([`super::Mlx5Model::refuse_destroys`]).
+    /// Answer the CQ, QP, SRQ, MR, PD, AH and DevX object destroys with
+    /// `EBUSY`, leaving the objects in place, as the kernel does for an
+    /// object something else still uses ([`super::Mlx5Model::refuse_destroys`]).
     pub(crate) refuse_destroys: AtomicBool,
 }
 
@@ -110,6 +110,8 @@ impl Shared {
                     | (abi::UVERBS_OBJECT_QP, abi::UVERBS_METHOD_QP_DESTROY)
                     | (abi::UVERBS_OBJECT_SRQ, abi::UVERBS_METHOD_SRQ_DESTROY)
                     | (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY)
+                    | (abi::UVERBS_OBJECT_PD, abi::UVERBS_METHOD_PD_DESTROY)
+                    | (abi::UVERBS_OBJECT_AH, abi::UVERBS_METHOD_AH_DESTROY)
                     | (
                         abi::MLX5_IB_OBJECT_DEVX_OBJ,
                         abi::MLX5_IB_METHOD_DEVX_OBJ_DESTROY
@@ -126,6 +128,8 @@ impl Shared {
                     | abi::IB_USER_VERBS_CMD_DESTROY_QP
                     | abi::IB_USER_VERBS_CMD_DESTROY_SRQ
                     | abi::IB_USER_VERBS_CMD_DEREG_MR
+                    | abi::IB_USER_VERBS_CMD_DEALLOC_PD
+                    | abi::IB_USER_VERBS_CMD_DESTROY_AH
             )
     }
 }

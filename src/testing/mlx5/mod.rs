@@ -573,12 +573,12 @@ impl Mlx5Model {
         kernel::lock(&self.shared.devx).fail_allocs(n);
     }
 
-    /// While `on`, CQ, QP, SRQ, MR and DevX object destroys (ioctl and
-    /// write) fail with `EBUSY` and leave the objects in place, as the
+    /// While `on`, CQ, QP, SRQ, MR, PD, AH and DevX object destroys (ioctl
+    /// and write) fail with `EBUSY` and leave the objects in place, as the
     /// kernel answers for an object something else still uses (a DevX QP on
-    /// a verbs CQ; for a DevX object, firmware refusing its destroy command
-    /// with `RES_BUSY`, which `mlx5_cmd_exec` turns into `EBUSY`): the
-    /// device keeps using them.
+    /// a verbs CQ, a PD a DevX object uses; for a DevX object, firmware
+    /// refusing its destroy command with `RES_BUSY`, which `mlx5_cmd_exec`
+    /// turns into `EBUSY`): the device keeps using them.
     pub fn refuse_destroys(&self, on: bool) {
         self.shared
             .refuse_destroys

@@ -87,11 +87,13 @@ pub struct Behaviour {
     /// The device is gone (disassociated, as mlx5 after a removal): every
     /// command fails with EIO.
     pub removed: AtomicBool,
-    /// Destroys of CQs, QPs and SRQs fail with this errno (0: they do
-    /// not), leaving the object in place, as a kernel that refuses.
+    /// Destroys of CQs, QPs, SRQs, MRs, MWs and PDs fail with this errno
+    /// (0: they do not), leaving the object in place, as a kernel that
+    /// refuses (rxe refuses to deregister an MR under a bound window with
+    /// `EINVAL`, uverbs a PD in use with `EBUSY`).
     pub fail_destroy: AtomicI32,
-    /// Holds destroy commands of CQs, QPs and SRQs in the kernel while
-    /// held, as a slow kernel would.
+    /// Holds destroy commands of CQs, QPs, SRQs, MRs, MWs and PDs in the
+    /// kernel while held, as a slow kernel would.
     pub destroy_pause: Pause,
 }
 
@@ -313,7 +315,7 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
         if cmd.command == abi::IB_USER_VERBS_CMD_RESIZE_CQ {
             return resize::resize_cq(&o, &r, cmd);
         }
-        objects_write(&o, &k, cmd).unwrap_or_else(|| write(cmd))
+        objects_write(&o, &k, &b, cmd).unwrap_or_else(|| write(cmd))
     });
     // The rxe send doorbell (a 32-byte POST_SEND write) is accepted.
     let b = behaviour.clone();

@@ -157,7 +157,8 @@ fn refuse_destroy(b: &Behaviour) -> Result<(), Errno> {
     }
 }
 
-/// CQ, QP and SRQ create/destroy (ioctl methods, as 6.1 has them).
+/// CQ, QP and SRQ create/destroy, MR and MW destroy (ioctl methods, as 6.1
+/// has them).
 pub(super) fn objects_ioctl(
     objects: &Objects,
     kernel: &std::sync::Weak<FakeKernel>,
@@ -281,10 +282,12 @@ pub(super) fn objects_ioctl(
         })(),
         (abi::UVERBS_OBJECT_MR, abi::UVERBS_METHOD_MR_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MR_HANDLE).ok_or(Errno::EINVAL)?;
+            refuse_destroy(b)?;
             objects.destroy(kernel, Kind::Mr, h).map(|_| ())
         })(),
         (abi::UVERBS_OBJECT_MW, abi::UVERBS_METHOD_MW_DESTROY) => (|| {
             let h = handle_in(cmd, abi::UVERBS_ATTR_DESTROY_MW_HANDLE).ok_or(Errno::EINVAL)?;
+            refuse_destroy(b)?;
             objects.destroy(kernel, Kind::Mw, h).map(|_| ())
         })(),
         _ => return None,
@@ -296,6 +299,7 @@ pub(super) fn objects_ioctl(
 pub(super) fn objects_write(
     objects: &Objects,
     kernel: &std::sync::Weak<FakeKernel>,
+    b: &Behaviour,
     cmd: &mut WriteCmd<'_>,
 ) -> Option<Result<(), Errno>> {
     match cmd.command {
@@ -323,7 +327,7 @@ pub(super) fn objects_write(
         }
         c if c == abi::IB_USER_VERBS_CMD_DEALLOC_PD => {
             let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
-            Some(objects.destroy(kernel, Kind::Pd, h).map(|_| ()))
+            Some(refuse_destroy(b).and_then(|()| objects.destroy(kernel, Kind::Pd, h).map(|_| ())))
         }
         c if c == abi::IB_USER_VERBS_CMD_REG_MR => {
             let h = objects.create(Kind::Mr, 0);
@@ -348,7 +352,7 @@ pub(super) fn objects_write(
         }
         c if c == abi::IB_USER_VERBS_CMD_DEALLOC_MW => {
             let h = u32::from_ne_bytes(cmd.core_in.get(..4)?.try_into().ok()?);
-            Some(objects.destroy(kernel, Kind::Mw, h).map(|_| ()))
+            Some(refuse_destroy(b).and_then(|()| objects.destroy(kernel, Kind::Mw, h).map(|_| ())))
         }
         // rxe accepts every transition the library lets through.
         c if c == abi::IB_USER_VERBS_CMD_MODIFY_QP => Some(Ok(())),
