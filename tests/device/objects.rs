@@ -95,15 +95,19 @@ fn destroying_parents_in_use_is_refused_and_order_is_kept() {
             sq_sig_all: false,
         })
         .unwrap();
-    // PD clones and children keep the PD: an explicit destroy says EBUSY.
+    // PD clones and children keep the PD: an explicit destroy says EBUSY
+    // and gives the handle back (dropping it is dropping the clone).
     let err = pd.clone().destroy().unwrap_err();
     assert_eq!(err.errno(), uverbs::sys::Errno::EBUSY);
     assert!(err.to_string().contains("still use it"), "{err}");
-    // A CQ used by a QP is refused too.
+    drop(err.into_inner());
+    // A CQ used by a QP is refused too, and given back.
     let err = cq.destroy().unwrap_err();
     assert_eq!(err.errno(), uverbs::sys::Errno::EBUSY);
+    let cq = err.into_inner();
     // Destroy in the right order works, reporting success.
     qp.destroy().unwrap();
+    cq.destroy().unwrap_or_else(|e| panic!("{e}"));
     pd.destroy().unwrap_or_else(|e| panic!("{e}"));
 }
 
