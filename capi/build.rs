@@ -21,7 +21,10 @@
 //!   function exported under no node would be invisible under its name,
 //!   and a listed one missing would leave a program's import unresolved.
 
-use std::{collections::BTreeSet, fmt::Write as _, fs, path::Path};
+use std::{collections::BTreeSet, fs, path::Path};
+
+#[path = "symver.rs"]
+mod symver;
 
 fn main() {
     let dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
@@ -29,100 +32,52 @@ fn main() {
     println!("cargo:rerun-if-changed=libibverbs.map");
     println!("cargo:rerun-if-changed=exports.txt");
     println!("cargo:rerun-if-changed=mlx5/exports.txt");
+    println!("cargo:rerun-if-changed=symver.rs");
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
     println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={dir}/libibverbs.map");
 
     let map = fs::read_to_string(format!("{dir}/libibverbs.map")).expect("read libibverbs.map");
     let list = fs::read_to_string(format!("{dir}/exports.txt")).expect("read exports.txt");
-    // The stubs' jump is per architecture: x86_64 and aarch64.
-    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-    assert!(
-        matches!(arch.as_str(), "x86_64" | "aarch64"),
-        "libibverbs.so.1's symbol versions are generated for x86_64 and aarch64 only, not {arch}"
-    );
-    let kind = if arch == "aarch64" { "%" } else { "@" };
-    let mut asm = String::from(
-        "    \".pushsection .text.uverbs_symver,\\\"ax\\\",%progbits\",\n    \".p2align 4\",\n",
-    );
+    let mut stubs = symver::Stubs::new(".text.uverbs_symver", "libibverbs.so.1");
     let mut listed = BTreeSet::new();
-    for (n, line) in list.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (node, name) = line
-            .split_once(' ')
-            .unwrap_or_else(|| panic!("exports.txt:{}: want `NODE name`", n + 1));
+    for e in symver::entries("exports.txt", &list) {
+        let (name, node) = (&e.name, &e.node);
         assert!(
             map.contains(&format!("{node} {{")),
-            "exports.txt:{}: node {node} is not in libibverbs.map",
-            n + 1
+            "exports.txt: node {node} is not in libibverbs.map"
         );
-        let (name, at) = match name.strip_prefix('@') {
-            Some(alias) => (alias, "@"),
-            None => {
-                assert!(listed.insert(name.to_string()), "exports.txt: {name} twice");
-                (name, "@@")
-            }
-        };
+        assert!(
+            e.alias || listed.insert(name.clone()),
+            "exports.txt: {name} twice"
+        );
         // One stub per name and node, jumping to the Rust function.
-        let stub = format!("uverbs_v{}_{name}", if at == "@" { node } else { "" });
-        let jump = match arch.as_str() {
-            "x86_64" => format!("jmp uverbs_{name}@PLT"),
-            _ => format!("b uverbs_{name}"),
+        let (stub, at) = if e.alias {
+            (format!("uverbs_v{node}_{name}"), "@")
+        } else {
+            (format!("uverbs_v_{name}"), "@@")
         };
-        for l in [
-            format!(".globl {stub}"),
-            format!(".type {stub},{kind}function"),
-            format!("{stub}:"),
-            format!("    {jump}"),
-            format!(".size {stub}, .-{stub}"),
-            format!(".symver {stub}, {name}{at}{node}"),
-        ] {
-            let _ = writeln!(asm, "    \"{l}\",");
-        }
+        stubs.push(&stub, &e.target, Some(&format!("{name}{at}{node}")));
     }
     // libmlx5.so.1's functions (capi/mlx5/exports.txt) live here too, as
     // private exports `uverbs_<name>` that capi/mlx5's stubs jump to. For
     // static links the archive also defines each plain `<name>`; in the
     // cdylib rustc's version script keeps those local, so libibverbs.so.1
-    // exports no mlx5dv_* name of its own.
+    // exports no mlx5dv_* name of its own. An older ABI's entry point
+    // (`@name=target`) is served by its target.
     let mlx5 =
         fs::read_to_string(format!("{dir}/mlx5/exports.txt")).expect("read mlx5/exports.txt");
-    for (n, line) in mlx5.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (_, name) = line
-            .split_once(' ')
-            .unwrap_or_else(|| panic!("mlx5/exports.txt:{}: want `NODE name`", n + 1));
-        if let Some(alias) = name.strip_prefix('@') {
-            // `@name=target`: an older ABI's entry point, served by `target`.
-            let (_, target) = alias
-                .split_once('=')
-                .unwrap_or_else(|| panic!("mlx5/exports.txt:{}: want `NODE @name=target`", n + 1));
-            listed.insert(target.to_string());
+    for e in symver::entries("mlx5/exports.txt", &mlx5) {
+        if e.alias {
+            listed.insert(e.target);
             continue;
         }
         assert!(
-            listed.insert(name.to_string()),
-            "mlx5/exports.txt: {name} twice"
+            listed.insert(e.name.clone()),
+            "mlx5/exports.txt: {} twice",
+            e.name
         );
-        let jump = match arch.as_str() {
-            "x86_64" => format!("jmp uverbs_{name}@PLT"),
-            _ => format!("b uverbs_{name}"),
-        };
-        for l in [
-            format!(".globl {name}"),
-            format!(".type {name},{kind}function"),
-            format!("{name}:"),
-            format!("    {jump}"),
-            format!(".size {name}, .-{name}"),
-        ] {
-            let _ = writeln!(asm, "    \"{l}\",");
-        }
+        stubs.push(&e.name, &e.name, None);
     }
     let mut exported = BTreeSet::new();
     collect_exports(Path::new(&format!("{dir}/src")), &mut exported);
@@ -133,9 +88,7 @@ fn main() {
         "exports.txt and the sources disagree: exported but not listed {unlisted:?}; \
          listed but not exported {missing:?}"
     );
-    asm.push_str("    \".popsection\",\n");
-    let rs = format!("core::arch::global_asm!(\n{asm});\n");
-    fs::write(format!("{out}/symver.rs"), rs).expect("write symver.rs");
+    fs::write(format!("{out}/symver.rs"), stubs.finish()).expect("write symver.rs");
 }
 
 /// The names of `#[export_name = "uverbs_<name>"]` functions under `dir`.

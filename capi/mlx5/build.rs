@@ -16,12 +16,16 @@
 
 use std::{env, fmt::Write as _, fs, path::PathBuf, process::Command};
 
+#[path = "../symver.rs"]
+mod symver;
+
 fn main() {
     let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     println!("cargo:rerun-if-changed=exports.txt");
     println!("cargo:rerun-if-changed=libmlx5.map");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../symver.rs");
     // musl targets build no shared libraries (rustc drops the cdylib):
     // static programs take the functions from libibverbs.a.
     if env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "musl") {
@@ -29,18 +33,9 @@ fn main() {
     }
     let map = fs::read_to_string(dir.join("libmlx5.map")).expect("read libmlx5.map");
     let list = fs::read_to_string(dir.join("exports.txt")).expect("read exports.txt");
-    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
-    assert!(
-        matches!(arch.as_str(), "x86_64" | "aarch64"),
-        "libmlx5.so.1's stubs are generated for x86_64 and aarch64 only, not {arch}"
-    );
-    let kind = if arch == "aarch64" { "%" } else { "@" };
-
-    let mut asm = String::from(
-        "    \".pushsection .text.uverbs_mlx5,\\\"ax\\\",%progbits\",\n    \".p2align 4\",\n",
-    );
+    let mut stubs = symver::Stubs::new(".text.uverbs_mlx5", "libmlx5.so.1");
     let mut targets = Vec::new();
-    for entry in entries(&list) {
+    for entry in symver::entries("exports.txt", &list) {
         assert!(
             map.contains(&format!("{} {{", entry.node)),
             "exports.txt: node {} is not in libmlx5.map",
@@ -51,29 +46,12 @@ fn main() {
             entry.node.replace('.', "_"),
             entry.name
         );
-        let jump = match arch.as_str() {
-            "x86_64" => format!("jmp uverbs_{}@PLT", entry.target),
-            _ => format!("b uverbs_{}", entry.target),
-        };
         let at = if entry.alias { "@" } else { "@@" };
-        for l in [
-            format!(".globl {stub}"),
-            format!(".type {stub},{kind}function"),
-            format!("{stub}:"),
-            format!("    {jump}"),
-            format!(".size {stub}, .-{stub}"),
-            format!(".symver {stub}, {}{at}{}", entry.name, entry.node),
-        ] {
-            let _ = writeln!(asm, "    \"{l}\",");
-        }
+        let version = format!("{}{at}{}", entry.name, entry.node);
+        stubs.push(&stub, &entry.target, Some(&version));
         targets.push(entry.target);
     }
-    asm.push_str("    \".popsection\",\n");
-    fs::write(
-        out.join("stubs.rs"),
-        format!("core::arch::global_asm!(\n{asm});\n"),
-    )
-    .expect("write stubs.rs");
+    fs::write(out.join("stubs.rs"), stubs.finish()).expect("write stubs.rs");
 
     let placeholder = placeholder(&out, &targets);
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmlx5.so.1");
@@ -82,45 +60,6 @@ fn main() {
         dir.join("libmlx5.map").display()
     );
     println!("cargo:rustc-cdylib-link-arg={}", placeholder.display());
-}
-
-/// One line of exports.txt.
-struct Entry {
-    node: String,
-    name: String,
-    /// The private export the stub jumps to (without `uverbs_`).
-    target: String,
-    /// A non-default `name@node`.
-    alias: bool,
-}
-
-fn entries(list: &str) -> Vec<Entry> {
-    let mut v = Vec::new();
-    for (n, line) in list.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (node, rest) = line
-            .split_once(' ')
-            .unwrap_or_else(|| panic!("exports.txt:{}: want `NODE name`", n + 1));
-        let (name, target, alias) = match rest.strip_prefix('@') {
-            Some(a) => {
-                let (name, target) = a.split_once('=').unwrap_or_else(|| {
-                    panic!("exports.txt:{}: an alias is `NODE @name=target`", n + 1)
-                });
-                (name, target, true)
-            }
-            None => (rest, rest, false),
-        };
-        v.push(Entry {
-            node: node.to_string(),
-            name: name.to_string(),
-            target: target.to_string(),
-            alias,
-        });
-    }
-    v
 }
 
 /// Builds `OUT_DIR/placeholder/libibverbs.so` (soname `libibverbs.so.1`)

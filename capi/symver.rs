@@ -1,0 +1,110 @@
+//! What both C libraries' build scripts share (`capi/build.rs` for
+//! `libibverbs.so.1`, `capi/mlx5/build.rs` for `libmlx5.so.1`, each
+//! `#[path]`-mounting this file): the `exports.txt` lines and the one-jump
+//! stubs that give an exported function its symbol version.
+//!
+//! An `exports.txt` line is `NODE name` (the default version,
+//! `name@@NODE`), `NODE @name` (a non-default alias `name@NODE` of the
+//! same function) or `NODE @name=target` (a non-default alias served by
+//! another function, an older ABI's). `#` starts a comment line.
+
+use std::fmt::Write as _;
+
+/// One line of an `exports.txt`.
+pub struct Entry {
+    /// The version node.
+    pub node: String,
+    /// The exported name.
+    pub name: String,
+    /// The function that serves it (`name` unless `@name=target`).
+    pub target: String,
+    /// A non-default `name@node`.
+    pub alias: bool,
+}
+
+/// The entries of `list`, the text of the file `file` (named in panics).
+pub fn entries(file: &str, list: &str) -> Vec<Entry> {
+    let mut v = Vec::new();
+    for (n, line) in list.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (node, rest) = line
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("{file}:{}: want `NODE name`", n + 1));
+        let (name, target, alias) = match rest.strip_prefix('@') {
+            Some(a) => match a.split_once('=') {
+                Some((name, target)) => (name, target, true),
+                None => (a, a, true),
+            },
+            None => (rest, rest, false),
+        };
+        v.push(Entry {
+            node: node.to_string(),
+            name: name.to_string(),
+            target: target.to_string(),
+            alias,
+        });
+    }
+    v
+}
+
+/// Stubs being written into one text section, as the body of a
+/// `core::arch::global_asm!`.
+pub struct Stubs {
+    asm: String,
+    x86: bool,
+}
+
+impl Stubs {
+    /// Stubs in section `section`, for `what` (named in the panic on an
+    /// architecture whose jump is not written here: x86_64 and aarch64).
+    pub fn new(section: &str, what: &str) -> Stubs {
+        let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        assert!(
+            matches!(arch.as_str(), "x86_64" | "aarch64"),
+            "{what}'s stubs are generated for x86_64 and aarch64 only, not {arch}"
+        );
+        let mut asm = String::new();
+        for l in [
+            format!(".pushsection {section},\\\"ax\\\",%progbits"),
+            ".p2align 4".to_string(),
+        ] {
+            let _ = writeln!(asm, "    \"{l}\",");
+        }
+        Stubs {
+            asm,
+            x86: arch == "x86_64",
+        }
+    }
+
+    /// A global function `label` that jumps to `uverbs_<target>`, and, with
+    /// `version` (`name@node` or `name@@node`), that version's definition.
+    pub fn push(&mut self, label: &str, target: &str, version: Option<&str>) {
+        let (kind, jump) = if self.x86 {
+            ("@", format!("jmp uverbs_{target}@PLT"))
+        } else {
+            ("%", format!("b uverbs_{target}"))
+        };
+        let mut lines = vec![
+            format!(".globl {label}"),
+            format!(".type {label},{kind}function"),
+            format!("{label}:"),
+            format!("    {jump}"),
+            format!(".size {label}, .-{label}"),
+        ];
+        if let Some(v) = version {
+            lines.push(format!(".symver {label}, {v}"));
+        }
+        for l in lines {
+            let _ = writeln!(self.asm, "    \"{l}\",");
+        }
+    }
+
+    /// The `global_asm!` invocation of the stubs.
+    pub fn finish(mut self) -> String {
+        self.asm.push_str("    \".popsection\",\n");
+        format!("core::arch::global_asm!(\n{});\n", self.asm)
+    }
+}
