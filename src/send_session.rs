@@ -136,19 +136,8 @@ impl QueuePair {
     pub fn push_send(&mut self, wr: &SendWr<'_>) -> Result<(), PostError> {
         let open = self.open_session()?;
         let dev = self.inner.ctx.device();
-        match self.queues.push_send_open(dev, wr) {
-            Ok(()) => {
-                self.send_open = Some(OpenSend {
-                    pushed: open.pushed + 1,
-                    ..open
-                });
-                Ok(())
-            }
-            Err(kind) => Err(PostError {
-                index: open.pushed,
-                kind,
-            }),
-        }
+        let r = self.queues.push_send_open(dev, wr);
+        self.count_push(open, r)
     }
 
     /// Requests pushed into the open send session, `None` when none is
@@ -197,6 +186,17 @@ impl QueuePair {
         let mut s = self.queues.resume_send(dev);
         let r = push(&mut s);
         s.suspend();
+        self.count_push(open, r)
+    }
+
+    /// Counts a request the open session took, or names the refused one
+    /// by its position in the session.
+    #[inline(always)]
+    fn count_push(
+        &mut self,
+        open: OpenSend,
+        r: Result<(), PostErrorKind>,
+    ) -> Result<(), PostError> {
         match r {
             Ok(()) => {
                 self.send_open = Some(OpenSend {
