@@ -115,8 +115,9 @@ if [[ $MUSL == 1 ]]; then
   export UVERBS_MUSL_BIN=$MUSL_BIN
 fi
 
-# capi's host tests load the cdylib and the staticlib, which `cargo test`
-# does not build (it links the rlib).
+# The C libraries, built here for the steps after the host tests (guest,
+# model, pyverbs). capi's host tests would build them themselves
+# (capi/tests/support/mod.rs), without --features uverbs/tokio.
 step "the C libraries (capi/): libibverbs.so, libibverbs.a and libmlx5.so"
 cargo build -p uverbs-cabi -p uverbs-cabi-mlx5
 

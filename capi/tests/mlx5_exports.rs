@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::{collections::BTreeSet, fmt::Write as _, path::PathBuf, process::Command};
+use std::{collections::BTreeSet, fmt::Write as _, process::Command};
 
 /// One line of exports.txt: `(node, name, private target, default?)`.
 fn exports() -> Vec<(String, String, String, bool)> {
@@ -50,30 +50,6 @@ fn nodes() -> Vec<String> {
         .collect()
 }
 
-/// The built `libmlx5.so`, after checking it is newer than its sources.
-fn libmlx5() -> PathBuf {
-    let so = support::profile_dir().join("libmlx5.so");
-    let built = std::fs::metadata(&so)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (run `cargo build -p uverbs-cabi-mlx5` first)",
-                so.display()
-            )
-        });
-    for src in ["mlx5/exports.txt", "mlx5/libmlx5.map", "mlx5/build.rs"] {
-        let t = std::fs::metadata(support::crate_dir().join(src))
-            .and_then(|m| m.modified())
-            .expect("a source of libmlx5.so");
-        assert!(
-            t <= built,
-            "{} is older than {src}: run `cargo build -p uverbs-cabi-mlx5`",
-            so.display()
-        );
-    }
-    so
-}
-
 fn output(cmd: &mut Command) -> Option<String> {
     match cmd.output() {
         Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
@@ -87,7 +63,7 @@ fn output(cmd: &mut Command) -> Option<String> {
 
 #[test]
 fn libmlx5_defines_every_function_under_its_node_and_needs_libibverbs() {
-    let so = libmlx5();
+    let so = support::libmlx5();
     let Some(syms) = output(
         Command::new("nm")
             .args(["-D", "--with-symbol-versions", "--defined-only"])
@@ -232,7 +208,7 @@ fn every_unsupported_function_fails_in_its_convention_through_libmlx5() {
         support::unavailable("no C compiler");
         return;
     };
-    let so = libmlx5();
+    let so = support::libmlx5();
     let ibv = support::cdylib();
     let dir = support::scratch("mlx5-unsupported");
     // The loader finds libibverbs.so.1 (libmlx5's DT_NEEDED) here.

@@ -1,5 +1,6 @@
 //! What the host tests of the built libraries share: where cargo put them,
-//! the C compiler and Debian's headers (as the layout probe finds them),
+//! building them when `cargo test` did not, the C compiler and Debian's
+//! headers (as the layout probe finds them),
 //! and the rule for a missing tool: outside CI the test is not run (with a
 //! note), in CI (`CI` set) it fails.
 
@@ -23,53 +24,83 @@ pub fn profile_dir() -> PathBuf {
 
 /// The built `libibverbs.so` (installed as `libibverbs.so.1`).
 pub fn cdylib() -> PathBuf {
-    fresh(profile_dir().join("libibverbs.so"))
+    built("libibverbs.so")
 }
 
 /// The built `libibverbs.a`.
 pub fn staticlib() -> PathBuf {
-    fresh(profile_dir().join("libibverbs.a"))
+    built("libibverbs.a")
 }
 
-/// `lib`, after checking it is newer than every source it was built from
-/// (the dependency list cargo writes beside it, `libibverbs.d`: files only
-/// the tests compile, such as `src/*/tests.rs`, are not among them):
-/// `cargo test` builds the rlib its tests link, not the cdylib and the
-/// staticlib, so `cargo build -p uverbs-cabi` (same profile) must come
-/// first (scripts/test.sh runs it).
-fn fresh(lib: PathBuf) -> PathBuf {
-    let built = std::fs::metadata(&lib)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|e| {
-            panic!(
-                "{}: {e} (run `cargo build -p uverbs-cabi` first)",
-                lib.display()
-            )
-        });
-    let deps = lib.with_file_name("libibverbs.d");
-    let listed = std::fs::read_to_string(&deps).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e} (run `cargo build -p uverbs-cabi` first)",
-            deps.display()
-        )
-    });
-    let sources = listed
-        .lines()
-        .filter_map(|l| l.split_once(": ").map(|(_, d)| d))
-        .flat_map(str::split_whitespace)
-        .map(PathBuf::from);
-    for p in sources {
-        if let Ok(t) = std::fs::metadata(&p).and_then(|m| m.modified()) {
-            assert!(
-                t <= built,
-                "{} is older than {}: run `cargo build -p uverbs-cabi` (same profile) before \
-                 these tests",
-                lib.display(),
-                p.display()
-            );
-        }
-    }
+/// The built `libmlx5.so` (capi/mlx5/, installed as `libmlx5.so.1`).
+pub fn libmlx5() -> PathBuf {
+    built("libmlx5.so")
+}
+
+/// `name` in the profile directory, after building it. `cargo test`
+/// builds the rlib its tests link, never the crates' cdylibs and the
+/// staticlib, so the first test of this process that needs one runs
+/// `cargo build -p uverbs-cabi -p uverbs-cabi-mlx5` with the cargo that
+/// built this test, into the same target directory and profile (and
+/// target triple, if one was given): cargo rebuilds what is stale and
+/// nothing else, so a fresh clone's `cargo test --workspace` passes and a
+/// library older than its sources is never tested. (`cargo test` has
+/// released its build lock when it runs the test programs.)
+fn built(name: &str) -> PathBuf {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(build_libraries);
+    let lib = profile_dir().join(name);
+    assert!(lib.is_file(), "{}: not built", lib.display());
     lib
+}
+
+fn build_libraries() {
+    // `target/tmp`, given to integration tests: its parent is the target
+    // directory, whatever CARGO_TARGET_DIR or --target-dir said.
+    let target_dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp")
+        .to_path_buf();
+    let profile_dir = profile_dir();
+    let dir_name = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("the profile directory's name")
+        .to_string();
+    // `target/<profile>` or, with --target, `target/<triple>/<profile>`.
+    let triple = profile_dir
+        .parent()
+        .filter(|p| *p != target_dir)
+        .and_then(Path::file_name)
+        .map(|t| t.to_string_lossy().into_owned());
+    let profile = if dir_name == "debug" {
+        "dev"
+    } else {
+        &dir_name
+    };
+    let workspace = crate_dir()
+        .parent()
+        .expect("capi/ is a workspace member")
+        .join("Cargo.toml");
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "uverbs-cabi",
+            "-p",
+            "uverbs-cabi-mlx5",
+        ])
+        .arg("--manifest-path")
+        .arg(&workspace)
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .args(["--profile", profile]);
+    if let Some(t) = triple {
+        cargo.args(["--target", &t]);
+    }
+    run(&mut cargo);
 }
 
 /// This crate's directory (host tests run in the source tree).
