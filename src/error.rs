@@ -91,16 +91,82 @@ pub struct FirmwareStatus {
     pub out: Vec<u8>,
 }
 
+impl fmt::Display for FirmwareStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "firmware status {:#04x}, syndrome {:#010x}",
+            self.status, self.syndrome
+        )
+    }
+}
+
+impl std::error::Error for FirmwareStatus {}
+
 /// An error from a uverbs operation.
 ///
-/// libibverbs reports the same failures as an errno (in `errno` or as the return value).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// libibverbs reports the same failures as an errno (in `errno` or as the
+/// return value).
+///
+/// The text is short and the rest is in fields and in the source chain, as
+/// the standard library's errors are: `Display` says `"<op> failed"` (and
+/// the library's own explanation, for an error no system call gave); the
+/// kernel's errno is [`std::error::Error::source`], an [`std::io::Error`];
+/// [`Error::op`], [`Error::kind`], [`Error::errno`], [`Error::detail`] and
+/// [`Error::hint`] are what a program matches on. The alternate form
+/// (`{:#}`) writes everything on one line, for a command-line tool:
+///
+/// ```
+/// use uverbs::{Error, ErrorKind, sys::Errno};
+///
+/// let e = Error::sys("open /dev/infiniband/uverbs0", Errno::EACCES);
+/// assert_eq!(e.to_string(), "open /dev/infiniband/uverbs0 failed");
+/// let os = std::error::Error::source(&e).unwrap();
+/// assert_eq!(os.to_string(), std::io::Error::from_raw_os_error(libc::EACCES).to_string());
+/// assert_eq!((e.kind(), e.errno()), (ErrorKind::Os, Errno::EACCES));
+/// assert!(e.hint().unwrap().contains("permissions"));
+/// assert!(format!("{e:#}").starts_with("open /dev/infiniband/uverbs0 failed: EACCES ("));
+/// ```
+#[derive(Debug)]
 pub struct Error {
     op: Cow<'static, str>,
     kind: ErrorKind,
     errno: Option<Errno>,
     detail: Option<Cow<'static, str>>,
     firmware: Option<Box<FirmwareStatus>>,
+    // The kernel's errno as the standard library's error, the end of the
+    // source chain: always `from_raw_os_error(errno)` (no allocation).
+    os: Option<std::io::Error>,
+}
+
+impl Clone for Error {
+    fn clone(&self) -> Self {
+        Error {
+            op: self.op.clone(),
+            kind: self.kind,
+            errno: self.errno,
+            detail: self.detail.clone(),
+            firmware: self.firmware.clone(),
+            os: self.os.as_ref().and(self.errno).and_then(os_error),
+        }
+    }
+}
+
+/// Equal when the operation, kind, errno, detail and firmware answer are.
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.op == other.op
+            && self.kind == other.kind
+            && self.errno == other.errno
+            && self.detail == other.detail
+            && self.firmware == other.firmware
+    }
+}
+
+impl Eq for Error {}
+
+fn os_error(errno: Errno) -> Option<std::io::Error> {
+    Some(std::io::Error::from_raw_os_error(errno as i32))
 }
 
 /// `Result` with the crate's [`Error`].
@@ -121,6 +187,7 @@ impl Error {
             errno: Some(errno),
             detail: None,
             firmware: None,
+            os: os_error(errno),
         }
     }
 
@@ -136,6 +203,7 @@ impl Error {
             errno: None,
             detail: Some(detail.into()),
             firmware: None,
+            os: None,
         }
     }
 
@@ -148,6 +216,7 @@ impl Error {
             errno: Some(Errno::EREMOTEIO),
             detail: None,
             firmware: Some(Box::new(status)),
+            os: os_error(Errno::EREMOTEIO),
         }
     }
 
@@ -192,8 +261,10 @@ impl Error {
         self.firmware.as_deref()
     }
 
-    /// A generic hint for an errno, used when no specific explanation is attached.
-    fn hint(&self) -> Option<&'static str> {
+    /// What to do about a kernel errno, in general terms (permissions,
+    /// locked-memory limit, a removed device, ...), if there is something
+    /// to say. Not part of `Display`: the alternate form (`{:#}`) adds it.
+    pub fn hint(&self) -> Option<&'static str> {
         let errno = self.errno?;
         Some(match errno {
             Errno::EACCES | Errno::EPERM => {
@@ -223,23 +294,42 @@ impl Error {
     }
 }
 
+/// `"<op> failed"`, then `": <detail>"` if the error carries one. The
+/// alternate form (`{:#}`) adds the errno's name and text, the firmware's
+/// answer and the hint: everything on one line, for a tool to print.
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.op)?;
-        match self.errno {
-            Some(e) => write!(f, " failed: {e:?} ({})", e.desc())?,
-            None => write!(f, " failed")?,
+        write!(f, "{} failed", self.op)?;
+        if f.alternate() {
+            if let Some(e) = self.errno {
+                write!(f, ": {e:?} ({})", e.desc())?;
+            }
+            if let Some(fw) = &self.firmware {
+                write!(f, ": {fw}")?;
+            }
         }
         if let Some(detail) = &self.detail {
             write!(f, ": {detail}")?;
-        } else if let Some(hint) = self.hint() {
+        } else if let Some(hint) = self.hint().filter(|_| f.alternate()) {
             write!(f, ": {hint}")?;
         }
         Ok(())
     }
 }
 
-impl std::error::Error for Error {}
+/// The source is the firmware's answer for an [`ErrorKind::Firmware`]
+/// error, else the kernel's errno as an [`std::io::Error`] (none for an
+/// error the library found itself).
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        if let Some(fw) = &self.firmware {
+            return Some(&**fw);
+        }
+        self.os
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A `destroy()` that did not destroy: the error, and the object itself,
 /// unchanged and still usable (a CQ can still be polled, an SRQ refilled).
@@ -298,13 +388,18 @@ impl<T> fmt::Debug for DestroyError<T> {
     }
 }
 
+/// Delegates to the [`Error`] (same text, same source).
 impl<T> fmt::Display for DestroyError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.error, f)
     }
 }
 
-impl<T> std::error::Error for DestroyError<T> {}
+impl<T> std::error::Error for DestroyError<T> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.error)
+    }
+}
 
 impl<T> From<DestroyError<T>> for Error {
     fn from(e: DestroyError<T>) -> Self {
@@ -335,25 +430,69 @@ mod tests {
     use super::*;
 
     #[test]
-    fn display_names_the_operation_the_errno_and_a_hint() {
+    fn display_is_short_and_the_errno_is_the_source() {
         let e = Error::sys("open /dev/infiniband/uverbs0", Errno::EACCES);
-        let s = e.to_string();
-        assert!(
-            s.starts_with("open /dev/infiniband/uverbs0 failed: EACCES"),
-            "{s}"
-        );
-        assert!(s.contains("permissions"), "{s}");
+        assert_eq!(e.to_string(), "open /dev/infiniband/uverbs0 failed");
+        let os = std::error::Error::source(&e).expect("the errno");
+        let io = os.downcast_ref::<std::io::Error>().expect("an io::Error");
+        assert_eq!(io.raw_os_error(), Some(libc::EACCES));
+        assert!(os.source().is_none());
+        assert!(e.hint().expect("a hint").contains("permissions"));
+        // A clone keeps its source.
+        let c = e.clone();
+        let io = std::error::Error::source(&c)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .expect("the clone's errno");
+        assert_eq!((io.raw_os_error(), c), (Some(libc::EACCES), e));
     }
 
     #[test]
-    fn detail_replaces_the_generic_hint() {
+    fn the_alternate_form_says_everything_on_one_line() {
+        let e = Error::sys("open /dev/infiniband/uverbs0", Errno::EACCES);
+        let s = format!("{e:#}");
+        assert!(
+            s.starts_with("open /dev/infiniband/uverbs0 failed: EACCES (Permission denied): "),
+            "{s}"
+        );
+        assert!(s.ends_with(e.hint().unwrap()), "{s}");
+        // A detail replaces the generic hint, in both forms.
         let e = Error::sys("IB_USER_VERBS_CMD_MODIFY_QP", Errno::EINVAL)
             .with_detail("RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS");
         assert_eq!(
             e.to_string(),
+            "IB_USER_VERBS_CMD_MODIFY_QP failed: RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS"
+        );
+        assert_eq!(
+            format!("{e:#}"),
             "IB_USER_VERBS_CMD_MODIFY_QP failed: EINVAL (Invalid argument): \
              RESET->INIT needs PKEY_INDEX, PORT, ACCESS_FLAGS"
         );
+    }
+
+    #[test]
+    fn a_firmware_error_has_the_mailbox_as_its_source() {
+        let status = FirmwareStatus {
+            status: 0x3,
+            syndrome: 0x1234_5678,
+            out: vec![3, 0, 0, 0, 0x12, 0x34, 0x56, 0x78],
+        };
+        let e = Error::firmware("MLX5_CMD_OP_CREATE_CQ", status.clone());
+        assert_eq!(e.to_string(), "MLX5_CMD_OP_CREATE_CQ failed");
+        let src = std::error::Error::source(&e).expect("the firmware's answer");
+        assert_eq!(src.downcast_ref::<FirmwareStatus>(), Some(&status));
+        assert_eq!(src.to_string(), "firmware status 0x03, syndrome 0x12345678");
+        assert_eq!(e.errno(), Errno::EREMOTEIO);
+    }
+
+    #[test]
+    fn a_refused_destroy_has_its_error_s_text_and_source() {
+        let d = DestroyError::new(7u32, Error::sys("UVERBS_METHOD_CQ_DESTROY", Errno::EBUSY));
+        assert_eq!(d.to_string(), "UVERBS_METHOD_CQ_DESTROY failed");
+        let io = std::error::Error::source(&d)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .expect("the errno");
+        assert_eq!(io.raw_os_error(), Some(libc::EBUSY));
+        assert_eq!(d.into_inner(), 7);
     }
 
     #[test]

@@ -403,7 +403,9 @@ impl std::fmt::Display for PostError {
             | PostErrorKind::BadAtomic(why)
             | PostErrorKind::BadState(why)
             | PostErrorKind::UnexpectedPayload(why) => f.write_str(why),
-            PostErrorKind::Doorbell(e) => write!(f, "{e}"),
+            PostErrorKind::Doorbell(_) => {
+                f.write_str("the doorbell was refused (the source says how)")
+            }
             PostErrorKind::WrongQpType { qp, session } => write!(
                 f,
                 "the QP is {qp:?}, the session was started for {session:?}: \
@@ -418,7 +420,16 @@ impl std::fmt::Display for PostError {
     }
 }
 
-impl std::error::Error for PostError {}
+/// The source is the doorbell's [`Error`](crate::Error) for
+/// [`PostErrorKind::Doorbell`]; the other kinds are found by the library.
+impl std::error::Error for PostError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            PostErrorKind::Doorbell(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<PostError> for crate::Error {
     /// A post error as the crate's error (the doorbell's own error, or an

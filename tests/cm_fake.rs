@@ -891,11 +891,13 @@ fn errors_name_the_command_and_the_errno() {
     let id = ch.create_id(PortSpace::Tcp).unwrap();
     k.fail(6, Errno::EINVAL);
     let e = id.connect(&ConnParam::default()).unwrap_err();
-    assert!(
-        e.to_string()
-            .starts_with("RDMA_USER_CM_CMD_CONNECT failed: EINVAL"),
-        "{e}"
-    );
+    assert_eq!(e.to_string(), "RDMA_USER_CM_CMD_CONNECT failed");
+    assert_eq!((e.op(), e.errno()), ("RDMA_USER_CM_CMD_CONNECT", Errno::EINVAL));
+    let io = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .expect("the kernel's errno as the source");
+    assert_eq!(io.raw_os_error(), Some(Errno::EINVAL as i32));
+    assert!(format!("{e:#}").starts_with("RDMA_USER_CM_CMD_CONNECT failed: EINVAL"));
     k.fail(20, Errno::EADDRINUSE);
     let e = id.bind("192.0.2.1:7174".parse().unwrap()).unwrap_err();
     assert_eq!(e.op(), "RDMA_USER_CM_CMD_BIND");

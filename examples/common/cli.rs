@@ -190,7 +190,7 @@ impl Args {
         let s = self.get(i)?;
         Some(s.parse().unwrap_or_else(|e| {
             let name = self.spec.args.get(i).map_or("argument", |a| a.0);
-            self.spec.usage_error(format_args!("{name} {s:?}: {e}"))
+            self.spec.usage_error(format_args!("{name} {s:?}: {e:#}"))
         }))
     }
 }
@@ -273,7 +273,7 @@ fn choose(spec: &Spec, kind: Option<&str>) -> Model {
 /// model found wrong (its protocol violations) is a failure too.
 pub fn finish<E: Display>(result: Result<(), E>) {
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        eprintln!("error: {e:#}");
         std::process::exit(1);
     }
     if let Some(violations) = VIOLATIONS.get() {

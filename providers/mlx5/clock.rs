@@ -399,6 +399,12 @@ mod tests {
                 while !stop.load(Ordering::Relaxed) {
                     w.update(k);
                     k += 1;
+                    // A gap between updates, as the kernel's are a tick
+                    // apart: back to back, a reader on a loaded machine
+                    // may find every read busy.
+                    for _ in 0..256 {
+                        std::hint::spin_loop();
+                    }
                 }
             })
         };

@@ -151,7 +151,7 @@ pub fn main(args: &[String]) -> u8 {
     let list = match uverbs::devices_with(&crate::transport::kernel()) {
         Ok(l) => l,
         Err(e) => {
-            let _ = writeln!(err, "Failed to get IB devices list: {e}");
+            let _ = writeln!(err, "Failed to get IB devices list: {e:#}");
             return 1;
         }
     };
@@ -163,7 +163,7 @@ pub fn main(args: &[String]) -> u8 {
     let ctx = match Context::open_device(crate::transport::kernel(), info) {
         Ok(c) => c,
         Err(e) => {
-            let _ = writeln!(err, "Couldn't get context for {name}: {e}");
+            let _ = writeln!(err, "Couldn't get context for {name}: {e:#}");
             return 1;
         }
     };
@@ -175,7 +175,7 @@ pub fn main(args: &[String]) -> u8 {
         let ev = match ctx.get_async_event() {
             Ok(ev) => ev,
             Err(e) => {
-                let _ = writeln!(err, "{PROG}: {e}");
+                let _ = writeln!(err, "{PROG}: {e:#}");
                 return 1;
             }
         };

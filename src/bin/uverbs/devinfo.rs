@@ -55,7 +55,7 @@ pub(super) fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> 
                     0
                 }
                 Err(e) => {
-                    let _ = writeln!(err, "Failed to get IB devices list: {e}");
+                    let _ = writeln!(err, "Failed to get IB devices list: {e:#}");
                     EXIT_MINUS_ONE
                 }
             };
@@ -65,7 +65,7 @@ pub(super) fn run(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> 
     let list = match device_list() {
         Ok(list) => list,
         Err(e) => {
-            let _ = writeln!(err, "Failed to get IB devices list: {e}");
+            let _ = writeln!(err, "Failed to get IB devices list: {e:#}");
             return EXIT_MINUS_ONE;
         }
     };
@@ -115,7 +115,7 @@ pub(super) fn open_and_print(
         Ok(ctx) => ctx,
         Err(e) => {
             let _ = writeln!(err, "Failed to open device");
-            let _ = writeln!(err, "{PROG}: {}: {e}", dev.name);
+            let _ = writeln!(err, "{PROG}: {}: {e:#}", dev.name);
             return 1;
         }
     };

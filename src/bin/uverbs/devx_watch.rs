@@ -110,7 +110,7 @@ pub fn main(args: &[String]) -> u8 {
             return 0;
         }
         Err(e) => {
-            eprintln!("{PROG}: {e}");
+            eprintln!("{PROG}: {e:#}");
             let _ = usage(&mut io::stderr());
             return 1;
         }
@@ -118,7 +118,7 @@ pub fn main(args: &[String]) -> u8 {
     match watch(&opts, &mut io::stdout()) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("{PROG}: {e}");
+            eprintln!("{PROG}: {e:#}");
             1
         }
     }
@@ -126,7 +126,7 @@ pub fn main(args: &[String]) -> u8 {
 
 fn watch(o: &Opts, out: &mut dyn Write) -> Result<(), String> {
     let kernel = crate::transport::kernel();
-    let list = uverbs::devices_with(&kernel).map_err(|e| e.to_string())?;
+    let list = uverbs::devices_with(&kernel).map_err(|e| format!("{e:#}"))?;
     let dev = match &o.device {
         Some(n) => list
             .into_iter()
@@ -138,11 +138,11 @@ fn watch(o: &Opts, out: &mut dyn Write) -> Result<(), String> {
             .ok_or("no mlx5 device found")?,
     };
     let name = dev.name.clone();
-    let ctx = mlx5::open_device(kernel, dev, OpenFlags::DEVX).map_err(|e| e.to_string())?;
+    let ctx = mlx5::open_device(kernel, dev, OpenFlags::DEVX).map_err(|e| format!("{e:#}"))?;
     let devx = ctx
         .mlx5()
         .and_then(|m| m.devx())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{e:#}"))?;
     let flags = if o.omit_data {
         EventChannelFlags::OMIT_DATA
     } else {
@@ -150,7 +150,7 @@ fn watch(o: &Opts, out: &mut dyn Write) -> Result<(), String> {
     };
     let ch = devx
         .create_event_channel(flags)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{e:#}"))?;
     let w = |out: &mut dyn Write, s: String| {
         let _ = writeln!(out, "{s}");
         let _ = out.flush();
@@ -182,7 +182,7 @@ fn watch(o: &Opts, out: &mut dyn Write) -> Result<(), String> {
     }
     let mut seen = 0u64;
     while o.count.is_none_or(|c| seen < c) {
-        let ev = ch.get_event().map_err(|e| e.to_string())?;
+        let ev = ch.get_event().map_err(|e| format!("{e:#}"))?;
         let line = match ev.eqe {
             Some(eqe) => {
                 let data: String = eqe[32..60]

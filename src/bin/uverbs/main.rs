@@ -120,7 +120,7 @@ fn stdout_line(args: std::fmt::Arguments<'_>) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => std::process::exit(141),
         Err(e) => {
-            eprintln!("uverbs: writing to stdout: {e}");
+            eprintln!("uverbs: writing to stdout: {e:#}");
             std::process::exit(1);
         }
     }

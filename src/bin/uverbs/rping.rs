@@ -184,7 +184,7 @@ pub fn main(args: &[String]) -> u8 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("rping: {e}");
+            eprintln!("rping: {e:#}");
             1
         }
     }
@@ -193,7 +193,7 @@ pub fn main(args: &[String]) -> u8 {
 type Res<T> = Result<T, String>;
 
 fn s<E: std::fmt::Display>(e: E) -> String {
-    e.to_string()
+    format!("{e:#}")
 }
 
 /// Waits for the next CM event (logging it), failing on error events.
@@ -435,10 +435,10 @@ fn run_server(o: &Opts) -> Res<()> {
         .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
     listener
         .bind(SocketAddr::new(ip, o.port))
-        .map_err(|e| format!("rdma_bind_addr: {e}"))?;
+        .map_err(|e| format!("rdma_bind_addr: {e:#}"))?;
     listener
         .listen(3)
-        .map_err(|e| format!("rdma_listen: {e}"))?;
+        .map_err(|e| format!("rdma_listen: {e:#}"))?;
     loop {
         let mut ev = next_event(o, &ch)?;
         if ev.kind() != CmEventKind::ConnectRequest {
@@ -475,10 +475,10 @@ fn serve_one(o: &Opts, ch: &EventChannel, child: &CmId, req: &ConnParam) -> Res<
     }
     child
         .accept_qp(&conn.qp, &param)
-        .map_err(|e| format!("rdma_accept: {e}"))?;
+        .map_err(|e| format!("rdma_accept: {e:#}"))?;
     let result = server_loop(o, &mut conn, ch, child);
     if let Err(e) = &result {
-        eprintln!("rping server failed: {e}");
+        eprintln!("rping server failed: {e:#}");
     }
     let _ = child.disconnect_qp(&conn.qp);
     let Conn { pd, cq, qp, .. } = conn;
@@ -568,14 +568,14 @@ fn run_client(o: &Opts) -> Res<()> {
     let ch = EventChannel::open().map_err(s)?;
     let id = ch.create_id(PortSpace::Tcp).map_err(s)?;
     id.resolve_addr(o.source, dst, Duration::from_millis(2000))
-        .map_err(|e| format!("rdma_resolve_addr: {e}"))?;
+        .map_err(|e| format!("rdma_resolve_addr: {e:#}"))?;
     let ev = next_event(o, &ch)?;
     if ev.kind() != CmEventKind::AddrResolved {
         return Err(format!("waiting for addr resolution: got {}", ev.kind()));
     }
     drop(ev);
     id.resolve_route(Duration::from_millis(2000))
-        .map_err(|e| format!("rdma_resolve_route: {e}"))?;
+        .map_err(|e| format!("rdma_resolve_route: {e:#}"))?;
     let ev = next_event(o, &ch)?;
     if ev.kind() != CmEventKind::RouteResolved {
         return Err(format!("waiting for route resolution: got {}", ev.kind()));
@@ -591,13 +591,13 @@ fn run_client(o: &Opts) -> Res<()> {
         ..ConnParam::default()
     };
     id.connect_qp(&conn.qp, &param)
-        .map_err(|e| format!("rdma_connect: {e}"))?;
+        .map_err(|e| format!("rdma_connect: {e:#}"))?;
     let ev = next_event(o, &ch)?;
     match ev.kind() {
         CmEventKind::ConnectResponse => {
             drop(ev);
             id.complete_connect(&conn.qp)
-                .map_err(|e| format!("rdma_establish: {e}"))?;
+                .map_err(|e| format!("rdma_establish: {e:#}"))?;
         }
         CmEventKind::Established => {}
         k => return Err(format!("wait for CONNECTED: got {k}")),
@@ -607,7 +607,7 @@ fn run_client(o: &Opts) -> Res<()> {
     }
     let result = client_loop(o, &mut conn, &ch, &id);
     if let Err(e) = &result {
-        eprintln!("rping client failed: {e}");
+        eprintln!("rping client failed: {e:#}");
     }
     let _ = id.disconnect_qp(&conn.qp);
     drop(conn);

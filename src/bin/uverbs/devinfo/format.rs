@@ -610,7 +610,7 @@ pub(super) fn print_hca_cap(
         Ok(a) => a,
         Err(e) => {
             writeln!(err, "Failed to query device props")?;
-            writeln!(err, "{PROG}: {}: {e}", id.name)?;
+            writeln!(err, "{PROG}: {}: {e:#}", id.name)?;
             return Ok(2);
         }
     };
@@ -636,7 +636,7 @@ pub(super) fn print_hca_cap(
             Ok(p) => p,
             Err(e) => {
                 writeln!(err, "Failed to query port {port} props")?;
-                writeln!(err, "{PROG}: {}: {e}", id.name)?;
+                writeln!(err, "{PROG}: {}: {e:#}", id.name)?;
                 return Ok(e.errno() as i32);
             }
         };
@@ -650,7 +650,7 @@ pub(super) fn print_hca_cap(
                     Ok(_) => {}
                     Err(e) => {
                         writeln!(err, "Failed to query gid to port {port}, index {index}")?;
-                        writeln!(err, "{PROG}: {}: {e}", id.name)?;
+                        writeln!(err, "{PROG}: {}: {e:#}", id.name)?;
                         return Ok(-1);
                     }
                 }

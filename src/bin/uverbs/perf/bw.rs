@@ -43,7 +43,7 @@ pub fn run(o: &Opts, s: Setup) -> Res<report::Bw> {
             let t = clock.now();
             tposted[scnt..scnt + n].fill(t);
             a.qp.post_send(&wrs)
-                .map_err(|e| format!("post_send (scnt={scnt}): {e}"))?;
+                .map_err(|e| format!("post_send (scnt={scnt}): {e:#}"))?;
             scnt += n;
         }
         if ccnt < iters {

@@ -96,14 +96,14 @@ impl Channel {
     fn send(&mut self, b: &[u8]) -> Res<()> {
         self.0
             .write_all(b)
-            .map_err(|e| format!("to the other side: {e}"))
+            .map_err(|e| format!("to the other side: {e:#}"))
     }
 
     fn recv<const N: usize>(&mut self) -> Res<[u8; N]> {
         let mut b = [0u8; N];
         self.0
             .read_exact(&mut b)
-            .map_err(|e| format!("from the other side (did it fail?): {e}"))?;
+            .map_err(|e| format!("from the other side (did it fail?): {e:#}"))?;
         Ok(b)
     }
 
@@ -138,7 +138,7 @@ pub fn run_processes(o: &Opts, header: impl FnOnce(&Header)) -> Res<(report::Lat
             let status = match server(o, &mut Channel(sb)) {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("{}: side B: {e}", super::PROG);
+                    eprintln!("{}: side B: {e:#}", super::PROG);
                     1
                 }
             };
@@ -151,7 +151,7 @@ pub fn run_processes(o: &Opts, header: impl FnOnce(&Header)) -> Res<(report::Lat
             drop(ch);
             match (r, child.wait()) {
                 (Ok(r), Ok(())) => Ok(r),
-                (Err(e), Err(c)) => Err(format!("{e} ({c})")),
+                (Err(e), Err(c)) => Err(format!("{e:#} ({c})")),
                 (Err(e), Ok(())) | (Ok(_), Err(e)) => Err(e),
             }
         }
@@ -399,7 +399,7 @@ fn write_lat(
                 s.mr.write_u8(last, scnt as u8).map_err(err("buffer"))?;
                 s.qp.post_send(&[SendWr::new(scnt, op, sge)])
             };
-            r.map_err(|e| format!("post_send (scnt={scnt}): {e}"))?;
+            r.map_err(|e| format!("post_send (scnt={scnt}): {e:#}"))?;
         }
         if ccnt < iters {
             poll_one(&mut s.send_cq, &mut wc, "send")?;
@@ -433,7 +433,7 @@ fn send_lat(
             rcnt += 1;
             if rcnt + rx_depth <= iters {
                 s.qp.post_recv(&[RecvWr::new(0, &rsge)])
-                    .map_err(|e| format!("post_recv (rcnt={rcnt}): {e}"))?;
+                    .map_err(|e| format!("post_recv (rcnt={rcnt}): {e:#}"))?;
             }
         }
         if scnt < iters {
@@ -449,7 +449,7 @@ fn send_lat(
                 wr = wr.unsignaled();
             }
             s.qp.post_send(&[wr])
-                .map_err(|e| format!("post_send (scnt={scnt}): {e}"))?;
+                .map_err(|e| format!("post_send (scnt={scnt}): {e:#}"))?;
             if signaled {
                 poll_one(&mut s.send_cq, &mut swc, "send")?;
             }

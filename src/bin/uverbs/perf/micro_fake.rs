@@ -229,21 +229,21 @@ fn tag(t: u8) {
 fn op_post_send_sge(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
     tag(1);
     qp.post_send(std::slice::from_ref(wr))
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[inline(never)]
 fn op_post_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
     tag(2);
     qp.post_send(std::slice::from_ref(wr))
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[inline(never)]
 fn op_post_send_send_inline(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
     tag(3);
     qp.post_send(std::slice::from_ref(wr))
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// One RDMA write through a send batch, the request built at the call site.
@@ -256,9 +256,9 @@ fn op_batch_write_sge(
 ) -> Res<()> {
     tag(10);
     let wr = uverbs::SendWr::new(1, uverbs::SendOp::RdmaWrite { remote_addr, rkey }, sge);
-    let mut batch = qp.start_send().map_err(|e| e.to_string())?;
-    batch.push(&wr).map_err(|e| e.to_string())?;
-    batch.complete().map_err(|e| e.to_string())
+    let mut batch = qp.start_send().map_err(|e| format!("{e:#}"))?;
+    batch.push(&wr).map_err(|e| format!("{e:#}"))?;
+    batch.complete().map_err(|e| format!("{e:#}"))
 }
 
 /// One RDMA write through a typed session (`start_wr::<Rc, Rxe>`).
@@ -272,26 +272,26 @@ fn op_typed_write_sge(
     tag(11);
     let mut s = qp
         .start_wr::<uverbs::qpx::Rc, uverbs::qpx::Rxe>()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{e:#}"))?;
     s.rdma_write(rkey, remote_addr)
         .wr_id(1)
         .sge(sge)
-        .map_err(|e| e.to_string())?;
-    s.complete().map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))?;
+    s.complete().map_err(|e| format!("{e:#}"))
 }
 
 #[inline(never)]
 fn op_post_send_send_sge(qp: &mut uverbs::QueuePair, wr: &uverbs::SendWr<'_>) -> Res<()> {
     tag(9);
     qp.post_send(std::slice::from_ref(wr))
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[inline(never)]
 fn op_post_recv(qp: &mut uverbs::QueuePair, wr: &RecvWr<'_>) -> Res<()> {
     tag(4);
     qp.post_recv(std::slice::from_ref(wr))
-        .map_err(|e| e.to_string())
+        .map_err(|e| format!("{e:#}"))
 }
 
 #[inline(never)]
@@ -327,12 +327,12 @@ fn op_cqex_one(cq: &mut uverbs::CompletionQueue) -> Option<(u64, uverbs::WcStatu
 fn op_mr_read_byte(mr: &uverbs::MemoryRegion, offset: usize) -> Res<u8> {
     tag(7);
     let mut b = [0u8; 1];
-    mr.read(offset, &mut b).map_err(|e| e.to_string())?;
+    mr.read(offset, &mut b).map_err(|e| format!("{e:#}"))?;
     Ok(b[0])
 }
 
 #[inline(never)]
 fn op_mr_read_u8(mr: &uverbs::MemoryRegion, offset: usize) -> Res<u8> {
     tag(8);
-    mr.read_u8(offset).map_err(|e| e.to_string())
+    mr.read_u8(offset).map_err(|e| format!("{e:#}"))
 }

@@ -81,7 +81,7 @@ pub fn main(args: &[String]) -> u8 {
             return 0;
         }
         Err(e) => {
-            eprintln!("{PROG}: {e}");
+            eprintln!("{PROG}: {e:#}");
             let _ = usage(&mut io::stderr());
             return 2;
         }
@@ -89,7 +89,7 @@ pub fn main(args: &[String]) -> u8 {
     match run(&o) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("{PROG}: {e}");
+            eprintln!("{PROG}: {e:#}");
             1
         }
     }
@@ -99,7 +99,7 @@ pub fn main(args: &[String]) -> u8 {
 pub type Res<T> = Result<T, String>;
 
 pub fn err<E: std::fmt::Display>(what: &'static str) -> impl FnOnce(E) -> String {
-    move |e| format!("{what}: {e}")
+    move |e| format!("{what}: {e:#}")
 }
 
 /// One side: a QP, its CQs and its buffer. The buffer has two halves of
@@ -213,12 +213,12 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
 /// Opens the device; returns it with the path MTU to use and the source GID.
 fn open(o: &Opts) -> Res<(Context, Mtu, Gid)> {
     let ctx = Context::open_with(crate::transport::kernel(), o.device.as_deref())
-        .map_err(|e| e.to_string())?;
-    let port = ctx.query_port(o.port).map_err(|e| e.to_string())?;
+        .map_err(|e| format!("{e:#}"))?;
+    let port = ctx.query_port(o.port).map_err(|e| format!("{e:#}"))?;
     let mtu = o.mtu.unwrap_or(port.active_mtu);
     let gid = ctx
         .query_gid(o.port, u32::from(o.gid_index))
-        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("{e:#}"))?
         .ok_or_else(|| format!("GID index {} is empty on port {}", o.gid_index, o.port))?
         .gid;
     Ok((ctx, mtu, gid))
@@ -265,7 +265,7 @@ fn setup(o: &Opts) -> Res<Setup> {
     let mut pds = vec![pd];
     if o.two_contexts {
         let ctx = Context::open_with(crate::transport::kernel(), o.device.as_deref())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| format!("{e:#}"))?;
         let pd = ctx.alloc_pd().map_err(err("allocate PD"))?;
         ctxs.push(ctx);
         pds.push(pd);

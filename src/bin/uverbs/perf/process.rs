@@ -38,7 +38,7 @@ pub enum Forked {
 /// (the allocator's) that another thread held.
 pub fn fork() -> Res<Forked> {
     let threads = std::fs::read_dir("/proc/self/task")
-        .map_err(|e| format!("/proc/self/task: {e} (without procfs, use --threads)"))?
+        .map_err(|e| format!("/proc/self/task: {e:#} (without procfs, use --threads)"))?
         .count();
     if threads != 1 {
         return Err(format!(
@@ -98,7 +98,7 @@ impl Child {
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
                 self.reaped = true;
-                return Err(format!("waitpid {}: {e}", self.pid));
+                return Err(format!("waitpid {}: {e:#}", self.pid));
             }
         }
     }

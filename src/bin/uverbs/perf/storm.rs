@@ -222,7 +222,7 @@ fn one_event(
     };
     let t0 = Instant::now();
     a.qp.post_send(&[SendWr::new(wr_id, op, sge)])
-        .map_err(|e| format!("post_send: {e}"))?;
+        .map_err(|e| format!("post_send: {e:#}"))?;
     let ev = channel.get_event().map_err(err("get_event"))?;
     let dt = t0.elapsed();
     if !ev.is_for(&a.cq) {
@@ -271,7 +271,10 @@ fn storm(
                 let cq = ctx
                     .create_cq(2, with_channel)
                     .map_err(err("storm: create CQ"))?;
-                destroyed(cq.destroy().map_err(|e| format!("storm: destroy CQ: {e}")))?;
+                destroyed(
+                    cq.destroy()
+                        .map_err(|e| format!("storm: destroy CQ: {e:#}")),
+                )?;
             }
             Ok(())
         }
@@ -281,10 +284,13 @@ fn storm(
                 .map_err(err("storm: create CQ"))?;
             while !stop.load(Ordering::Acquire) {
                 let qp = rc_qp(pd, &cq, &cq).map_err(err("storm: create QP"))?;
-                destroyed(qp.destroy().map_err(|e| format!("storm: destroy QP: {e}")))?;
+                destroyed(
+                    qp.destroy()
+                        .map_err(|e| format!("storm: destroy QP: {e:#}")),
+                )?;
             }
             cq.destroy()
-                .map_err(|e| format!("storm: destroy its CQ: {e}"))
+                .map_err(|e| format!("storm: destroy its CQ: {e:#}"))
         }
         Storm::Srq => {
             while !stop.load(Ordering::Acquire) {
@@ -297,7 +303,7 @@ fn storm(
                     .map_err(err("storm: create SRQ"))?;
                 destroyed(
                     srq.destroy()
-                        .map_err(|e| format!("storm: destroy SRQ: {e}")),
+                        .map_err(|e| format!("storm: destroy SRQ: {e:#}")),
                 )?;
             }
             Ok(())
@@ -305,7 +311,10 @@ fn storm(
         Storm::Pd => {
             while !stop.load(Ordering::Acquire) {
                 let pd = ctx.alloc_pd().map_err(err("storm: allocate PD"))?;
-                destroyed(pd.destroy().map_err(|e| format!("storm: destroy PD: {e}")))?;
+                destroyed(
+                    pd.destroy()
+                        .map_err(|e| format!("storm: destroy PD: {e:#}")),
+                )?;
             }
             Ok(())
         }

@@ -74,7 +74,7 @@ fn main(t: Transport, argv: &[String]) -> u8 {
 /// Prints `msg` (and the library's error, for the details) on stderr.
 pub fn fail(msg: &str, e: impl std::fmt::Display) {
     eprintln!("{msg}");
-    eprintln!("  ({e})");
+    eprintln!("  ({e:#})");
 }
 
 /// The next completions of the pingpong loop, as the C tools get them: with
@@ -122,7 +122,7 @@ pub fn open_device(o: &Options) -> Option<Context> {
     let list = match uverbs::devices_with(&crate::transport::kernel()) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("Failed to get IB devices list: {e}");
+            eprintln!("Failed to get IB devices list: {e:#}");
             return None;
         }
     };
