@@ -892,7 +892,10 @@ fn errors_name_the_command_and_the_errno() {
     k.fail(6, Errno::EINVAL);
     let e = id.connect(&ConnParam::default()).unwrap_err();
     assert_eq!(e.to_string(), "RDMA_USER_CM_CMD_CONNECT failed");
-    assert_eq!((e.op(), e.errno()), ("RDMA_USER_CM_CMD_CONNECT", Errno::EINVAL));
+    assert_eq!(
+        (e.op(), e.errno()),
+        ("RDMA_USER_CM_CMD_CONNECT", Errno::EINVAL)
+    );
     let io = std::error::Error::source(&e)
         .and_then(|s| s.downcast_ref::<std::io::Error>())
         .expect("the kernel's errno as the source");
