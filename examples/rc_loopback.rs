@@ -1,8 +1,8 @@
 //! An RC exchange from nothing: open a device, build a PD, a CQ and two RC
-//! QPs, connect them to each other (RESET -> INIT -> RTR -> RTS), send a
-//! message from one to the other and read it back from the receive buffer.
-//! Between two hosts only the QP numbers and GIDs would travel over a side
-//! channel (a TCP socket, as `uverbs rc-pingpong` does), or rdma_cm
+//! QPs, connect them to each other (RESET -> INIT -> RTR -> RTS, one
+//! `bring_up` call each), send a message from one to the other and read it
+//! back from the receive buffer. Between two hosts only the endpoints'
+//! bytes would travel over a side channel (a TCP socket), or rdma_cm
 //! (`uverbs::cm`) would set the QPs up.
 //!
 //! ```sh
@@ -19,44 +19,9 @@ mod cli;
 
 use cli::{Model, Spec};
 use uverbs::{
-    AccessFlags, AhAttr, CqOptions, Gid, GidType, GlobalRoute, Mtu, QpAttr, QpCap, QpInitAttr,
-    QpState, QpType, QueuePair, RecvWr, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, BringUp, CqOptions, Endpoint, GidType, QpCap, QpInitAttr, QpType, RecvWr, SendWr,
+    WcOpcode, WcStatus, WorkCompletion,
 };
-
-/// Moves `qp` to RTS towards `dest_qp_num` at `dgid` on port 1. Each
-/// transition gets exactly the attributes it requires: `modify_to` computes
-/// the mask, and names what is missing if something is.
-fn connect(qp: &QueuePair, dest_qp_num: u32, sgid_index: u8, dgid: Gid) -> uverbs::Result<()> {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: AccessFlags::LOCAL_WRITE,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3); // 1024 bytes
-    attr.dest_qp_num = dest_qp_num;
-    attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 12;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.max_rd_atomic = 1;
-    qp.modify_to(&attr)
-}
 
 const SPEC: Spec = Spec {
     name: "rc_loopback",
@@ -104,8 +69,16 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .find(|e| e.port == 1 && e.gid_type == GidType::RoceV2)
         .ok_or("port 1 has no RoCE v2 GID (is an IP address configured?)")?;
-    connect(&a, b.qp_num(), gid.index as u8, gid.gid)?;
-    connect(&b, a.qp_num(), gid.index as u8, gid.gid)?;
+    // What a peer needs to reach a QP (its number, GID, PSN, MTU) is its
+    // endpoint; between two hosts its bytes (`encode`, `decode`) travel
+    // over a side channel. One call then takes a QP to RTS against it,
+    // through INIT and RTR, each transition with exactly the attributes it
+    // requires.
+    let link = BringUp::new(1).gid_index(gid.index as u8);
+    let (to_a, to_b) = (a.endpoint(&link)?, b.endpoint(&link)?);
+    let to_b = Endpoint::decode(&to_b.encode())?; // as it would arrive
+    a.bring_up(&link, &to_b)?;
+    b.bring_up(&link, &to_a)?;
 
     // Registered memory is copied in and out, never borrowed: the device
     // may write it at any time.

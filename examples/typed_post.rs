@@ -136,10 +136,8 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut a = pd.create_qp(&init(&send_cq))?;
     let mut b = pd.create_qp(&init(&recv_cq))?;
     // Port 1's RoCE v2 GID; the peer may write into our region.
-    let gid = loopback::pick_gid(&ctx)?;
     let access = AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE;
-    loopback::connect_with(&a, b.qp_num(), gid, access)?;
-    loopback::connect_with(&b, a.qp_num(), gid, access)?;
+    loopback::connect_pair_with(&ctx, &a, &b, access)?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)?;
     b.post_recv(&[RecvWr::new(100, &[mr.sge(0, 64)?])])?;
 

@@ -3,9 +3,8 @@
 //! connection).
 
 use uverbs::{
-    AccessFlags, AhAttr, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
-    GlobalRoute, MemoryRegion, Mtu, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
-    WcStatus, WorkCompletion,
+    AccessFlags, BringUp, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
+    MemoryRegion, Mtu, QpCap, QpInitAttr, QpType, QueuePair, WcStatus, WorkCompletion,
 };
 
 /// The pieces the examples use (the context and PD stay alive through them).
@@ -49,9 +48,7 @@ pub fn setup(ctx: &Context, messages: usize) -> uverbs::Result<Loopback> {
     };
     let a = pd.create_qp(&init)?;
     let b = pd.create_qp(&init)?;
-    let gid = pick_gid(ctx)?;
-    connect(&a, b.qp_num(), gid)?;
-    connect(&b, a.qp_num(), gid)?;
+    connect_pair(ctx, &a, &b)?;
     let buf = pd.alloc_mr(64 * (messages + 1), AccessFlags::LOCAL_WRITE)?;
     buf.write(0, b"ping")?;
     Ok(Loopback {
@@ -78,48 +75,23 @@ pub fn pick_gid(ctx: &Context) -> uverbs::Result<(u8, uverbs::Gid)> {
     Ok((e.index as u8, e.gid))
 }
 
-/// Connects `qp` to `remote` through INIT, RTR and RTS, each with the
-/// attributes the transition requires (`QueuePair::modify_to`).
-pub fn connect(qp: &QueuePair, remote: u32, gid: (u8, uverbs::Gid)) -> uverbs::Result<()> {
-    connect_with(qp, remote, gid, AccessFlags::LOCAL_WRITE)
-}
-
-/// [`connect`] with the remote access `access` grants the peer.
-pub fn connect_with(
-    qp: &QueuePair,
-    remote: u32,
-    (sgid_index, dgid): (u8, uverbs::Gid),
+/// Connects `a` and `b` to each other on `ctx`'s port 1 (its RoCE v2 GID,
+/// MTU 1024), each granting the other `access`: each QP's endpoint, then
+/// one `bring_up` per QP.
+pub fn connect_pair_with(
+    ctx: &Context,
+    a: &QueuePair,
+    b: &QueuePair,
     access: AccessFlags,
 ) -> uverbs::Result<()> {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        qp_access_flags: access,
-        ..QpAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rtr;
-    attr.path_mtu = Mtu(3);
-    attr.dest_qp_num = remote;
-    attr.max_dest_rd_atomic = 1;
-    attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
-    qp.modify_to(&attr)?;
-    attr.qp_state = QpState::Rts;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = 7;
-    attr.max_rd_atomic = 1;
-    qp.modify_to(&attr)
+    let (gid_index, _) = pick_gid(ctx)?;
+    let link = BringUp::new(1)
+        .gid_index(gid_index)
+        .mtu(Mtu::MTU_1024)
+        .access(access);
+    let (to_a, to_b) = (a.endpoint(&link)?, b.endpoint(&link)?);
+    a.bring_up(&link, &to_b)?;
+    b.bring_up(&link, &to_a)
 }
 
 /// Polls until the CQ is empty; checks and counts the completions.
@@ -154,9 +126,6 @@ pub fn cap(depth: u32) -> QpCap {
 }
 
 /// Connects `a` and `b` to each other (loopback on `ctx`'s port 1).
-#[allow(dead_code)] // not every example uses it
 pub fn connect_pair(ctx: &Context, a: &QueuePair, b: &QueuePair) -> uverbs::Result<()> {
-    let gid = pick_gid(ctx)?;
-    connect(a, b.qp_num(), gid)?;
-    connect(b, a.qp_num(), gid)
+    connect_pair_with(ctx, a, b, AccessFlags::LOCAL_WRITE)
 }

@@ -19,7 +19,7 @@ pub use self::{
     netlink::{kernel_values, netlink_attrs, netlink_datagram, nldev_discovery, sysfs_text},
     rxe::rxe_ring,
     verbs::{ah_from_wc, qp_attr, verbs_responses},
-    wire::{pingpong_wire, rping_wire},
+    wire::{endpoint, pingpong_wire, rping_wire},
 };
 use crate::engine::Target;
 
@@ -103,6 +103,8 @@ pub const TARGETS: &[Target] = &[
         "DevX async command answers: wr_id and output length, short answers Malformed"),
     target!(pingpong_wire, wire::pingpong_wire_seeds, PINGPONG, 80,
         "the CLI pingpong address message (defect 6): decoded or refused with an error naming the bad field, never a panic; encodes back when fields fit"),
+    target!(endpoint, wire::endpoint_seeds, BINARY, 64,
+        "uverbs::Endpoint::decode on a peer's bytes: decoded or refused as InvalidArgument with a reason, never a panic; what decodes encodes back to the same fields and decodes again to the same endpoint"),
     target!(rping_wire, wire::rping_wire_seeds, BINARY, 64,
         "the CLI rping_rdma_info and ping text: the info round-trips exactly, ping text stops at the first NUL"),
 ];

@@ -1,5 +1,6 @@
-//! The CLI's wire formats: what a pingpong or rping peer sends over the
-//! network, decoded by the CLI's own code (see `crate::pingpong_wire`).
+//! The wire formats: what a pingpong or rping peer sends over the network,
+//! decoded by the CLI's own code (see `crate::pingpong_wire`), and the
+//! library's `Endpoint` encoding a program sends its peer.
 
 use uverbs::Gid;
 
@@ -69,6 +70,39 @@ pub fn pingpong_wire_seeds() -> Vec<(&'static str, Vec<u8>)> {
             b"0000:000011:abcdef:0000000\xc3\xa90000000000000000000000000\0".to_vec(),
         ),
     ]
+}
+
+/// `uverbs::Endpoint`'s byte encoding, as a peer sends it: decoded or
+/// refused as InvalidArgument with a reason, never a panic; what decodes
+/// encodes back to the same first 36 bytes (with version 1's length) and
+/// decodes again to the same endpoint.
+pub fn endpoint(data: &[u8]) {
+    match uverbs::Endpoint::decode(data) {
+        Ok(e) => {
+            let b = e.encode();
+            assert_eq!(b.len(), uverbs::Endpoint::ENCODED_LEN);
+            // Bytes 6..8 are written zero and ignored when read.
+            assert_eq!(&b[2..6], &data[2..6], "fields move");
+            assert_eq!(&b[6..8], &[0, 0]);
+            assert_eq!(&b[8..], &data[8..b.len()], "fields move");
+            assert_eq!(b[..2], [1, 36]);
+            assert_eq!(uverbs::Endpoint::decode(&b), Ok(e));
+        }
+        Err(e) => {
+            assert_eq!(e.kind(), uverbs::ErrorKind::InvalidArgument, "{e:#}");
+            assert!(e.detail().is_some(), "{e:#}");
+        }
+    }
+}
+
+pub fn endpoint_seeds() -> Vec<(&'static str, Vec<u8>)> {
+    let mut e = uverbs::Endpoint::new(0x11, 0xab_cdef, Gid([0; 16]));
+    e.gid.0[10..].copy_from_slice(&[0xff, 0xff, 192, 0, 2, 1]);
+    let v1 = e.encode().to_vec();
+    let mut longer = v1.clone();
+    longer[1] = 40;
+    longer.extend_from_slice(&[1, 2, 3, 4]);
+    vec![("v1-roce", v1), ("v1-longer", longer)]
 }
 
 /// rping's `struct rping_rdma_info` (16 bytes, any value valid: it

@@ -6,8 +6,9 @@
 //!
 //! Layout: [`args`] (command lines), [`wire`] (address messages and the TCP
 //! exchange), this module (device setup, PSNs, timing and the summary
-//! lines), [`single`] (the one-QP loop RC, UC and UD share), [`rc`], [`uc`],
-//! [`ud`] (their QP transitions) and [`srq`] (its own tool).
+//! lines), [`link`] (the QP transitions, through the library's bring-up),
+//! [`single`] (the one-QP loop RC, UC and UD share) and [`srq`] (its own
+//! tool).
 //!
 //! Options the library cannot honour (`-o`/`-O`/`-P` on-demand paging, `-t`
 //! completion timestamps, `-j` device memory; `srq -o`) first get the C
@@ -17,20 +18,17 @@
 //! (`QueuePair::start_wr`), as `use_new_send` posts through `ibv_wr_*`.
 
 mod args;
-mod rc;
+mod link;
 mod single;
 mod srq;
-mod uc;
-mod ud;
 mod wire;
 
 use std::time::Instant;
 
-use uverbs::{AhAttr, Context, Gid, GlobalRoute, Mtu};
+use uverbs::{Context, Gid};
 
 pub use args::Transport;
 use args::{Options, Parsed};
-use wire::Dest;
 
 /// `PINGPONG_RECV_WRID`.
 pub const RECV_WRID: u64 = 1;
@@ -234,49 +232,6 @@ pub fn local_gid(ctx: &Context, port: u8, gidx: i32, err_msg: &str) -> Option<Gi
     }
 }
 
-/// `lrand48() & 0xffffff`: a random 24-bit PSN (from the OS-seeded hasher
-/// keys std uses, so no extra dependency).
-pub fn random_psn() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    (h.finish() & 0xff_ffff) as u32
-}
-
-/// What connecting a QP to its peer needs (`pp_connect_ctx`'s arguments).
-pub struct Peer {
-    pub ib_port: u8,
-    pub my_psn: u32,
-    pub mtu: Mtu,
-    pub sl: u8,
-    pub dest: Dest,
-    /// `-g` as the C tools pass it: an int stored into a `uint8_t`.
-    pub sgid_idx: i32,
-}
-
-/// The address vector of `pp_connect_ctx`: global (hop limit 1, `sgid_idx`)
-/// when the remote GID's interface id is non-zero.
-pub fn ah_attr(p: &Peer) -> AhAttr {
-    let grh = (!p.dest.gid.is_null()).then(|| GlobalRoute {
-        dgid: p.dest.gid,
-        sgid_index: p.sgid_idx as u8,
-        hop_limit: 1,
-        ..GlobalRoute::default()
-    });
-    AhAttr {
-        grh,
-        dlid: p.dest.lid as u16,
-        sl: p.sl,
-        src_path_bits: 0,
-        port_num: p.ib_port,
-        ..AhAttr::default()
-    }
-}
-
 /// The two summary lines, computed as the C tools compute them (a `float`
 /// of microseconds, `long long` bytes).
 pub fn summary(size: u32, iters: u32, start: Instant, end: Instant) -> [String; 2] {
@@ -320,32 +275,6 @@ mod tests {
                 "200 iters in 0.12 seconds = 617.28 usec/iter".to_string(),
             ]
         );
-    }
-
-    #[test]
-    fn psns_are_24_bit() {
-        assert!((0..100).all(|_| random_psn() <= 0xff_ffff));
-    }
-
-    #[test]
-    fn ah_is_global_only_with_an_interface_id() {
-        let mut dest = Dest {
-            lid: 7,
-            ..Dest::default()
-        };
-        let p = |dest| Peer {
-            ib_port: 1,
-            my_psn: 0,
-            mtu: Mtu(3),
-            sl: 2,
-            dest,
-            sgid_idx: 1,
-        };
-        let a = ah_attr(&p(dest));
-        assert_eq!((a.grh, a.dlid, a.sl, a.port_num), (None, 7, 2, 1));
-        dest.gid.0[15] = 1;
-        let g = ah_attr(&p(dest)).grh.unwrap();
-        assert_eq!((g.dgid, g.sgid_index, g.hop_limit), (dest.gid, 1, 1));
     }
 
     #[test]

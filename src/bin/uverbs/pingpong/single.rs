@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use uverbs::{
     qpx::{Mlx5, ProviderKind, Rc, Rxe},
-    AccessFlags, AddressHandle, CompletionChannel, CompletionQueue, CqOptions, LinkLayer,
+    AccessFlags, AddressHandle, BringUp, CompletionChannel, CompletionQueue, CqOptions, LinkLayer,
     MemoryRegion, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags,
     SendWr, Sge, UdDest, WcStatus, WorkCompletion,
 };
@@ -18,13 +18,18 @@ use uverbs::{
 use super::{
     ack_all_events,
     args::{Options, Transport},
-    fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
-    summary, uc, ud, validation_offsets,
+    fail, ib_port, link, local_gid, next_completions, open_device, refuse_unsupported, summary,
+    validation_offsets,
     wire::{self, address_line, Dest},
-    Peer, RECV_WRID, SEND_WRID,
+    RECV_WRID, SEND_WRID,
 };
 
 /// What the loop needs (`struct pingpong_context`).
+/// UD: room for the 40-byte Global Routing Header the device puts in
+/// front of each received message; sends carry the payload from this
+/// offset of the buffer.
+const GRH_LEN: u32 = 40;
+
 struct Pp {
     t: Transport,
     mr: MemoryRegion,
@@ -45,7 +50,7 @@ impl Pp {
     /// earlier, for the GRH).
     fn send_offset(&self) -> usize {
         if self.t == Transport::Ud {
-            ud::GRH_LEN as usize
+            GRH_LEN as usize
         } else {
             0
         }
@@ -94,7 +99,7 @@ impl Pp {
             wr = wr.to(UdDest {
                 ah,
                 remote_qpn: self.remote_qpn,
-                remote_qkey: ud::QKEY,
+                remote_qkey: link::QKEY,
             });
         }
         let inline = self.inline.then_some(&data[..]);
@@ -130,7 +135,7 @@ pub fn run(t: Transport, o: &Options) -> u8 {
 
 fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let is_ud = t == Transport::Ud;
-    let extra = if is_ud { ud::GRH_LEN } else { 0 };
+    let extra = if is_ud { GRH_LEN } else { 0 };
     let ctx = open_device(o).ok_or(())?;
     let port = ib_port(o).ok_or(())?;
     if is_ud {
@@ -195,12 +200,8 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         })
         .map_err(|e| fail("Couldn't create QP", e))?;
     let inline = qp.cap().max_inline_data >= o.size && !o.dm;
-    let init = match t {
-        Transport::Ud => ud::init(&qp, port),
-        Transport::Uc => uc::init(&qp, port),
-        _ => rc::init(&qp, port),
-    };
-    init.map_err(|e| fail("Failed to modify QP to INIT", e))?;
+    let settings = link::settings(t, o, port);
+    link::init(&qp, &settings).map_err(|e| fail("Failed to modify QP to INIT", e))?;
 
     let mut pp = Pp {
         t,
@@ -230,7 +231,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let mut my = Dest {
         lid: u32::from(portinfo.lid),
         qpn: pp.qp.qp_num(),
-        psn: random_psn(),
+        psn: settings.psn,
         gid: Default::default(),
     };
     if !is_ud && portinfo.link_layer != LinkLayer::Ethernet && my.lid == 0 {
@@ -245,24 +246,16 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     my.gid = local_gid(&ctx, port, o.gidx, gid_err).ok_or(())?;
     out!("{}", address_line(false, &my, is_ud));
 
-    let peer = |dest: &Dest| Peer {
-        dest: *dest,
-        ib_port: port,
-        my_psn: my.psn,
-        mtu: o.mtu,
-        sl: o.sl as u8,
-        sgid_idx: o.gidx,
-    };
     let rem = match &o.servername {
         Some(host) => wire::client_exchange(host, o.port, &[my]),
         None => wire::server_exchange(o.port, &[my], |rem| {
-            connect(t, &pp.qp, &pd, &peer(&rem[0]), &mut pp.ah)
+            connect(&pp.qp, &pd, &settings, &rem[0], &mut pp.ah)
         }),
     }
     .ok_or(())?;
     let rem = rem[0];
     out!("{}", address_line(true, &rem, false));
-    if o.servername.is_some() && !connect(t, &pp.qp, &pd, &peer(&rem), &mut pp.ah) {
+    if o.servername.is_some() && !connect(&pp.qp, &pd, &settings, &rem, &mut pp.ah) {
         return Err(());
     }
     pp.remote_qpn = rem.qpn;
@@ -314,21 +307,19 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     close(pp, cq, pd, channel)
 }
 
-/// `pp_connect_ctx` with its messages; stores UD's address handle.
+/// `pp_connect_ctx` with its messages; keeps UD's address handle.
 fn connect(
-    t: Transport,
     qp: &QueuePair,
     pd: &ProtectionDomain,
-    p: &Peer,
+    settings: &BringUp,
+    rem: &Dest,
     ah: &mut Option<AddressHandle>,
 ) -> bool {
-    let r = match t {
-        Transport::Rc => rc::connect(qp, p),
-        Transport::Uc => uc::connect(qp, p),
-        _ => ud::connect(qp, pd, p).map(|h| *ah = Some(h)),
-    };
-    match r {
-        Ok(()) => true,
+    match link::connect(qp, pd, settings, rem) {
+        Ok(h) => {
+            *ah = h;
+            true
+        }
         Err(("AH", e)) => {
             fail("Failed to create AH", e);
             false

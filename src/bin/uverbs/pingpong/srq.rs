@@ -8,17 +8,18 @@
 use std::time::Instant;
 
 use uverbs::{
-    AccessFlags, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, QpCap, QpInitAttr, QpType,
-    QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
+    AccessFlags, BringUp, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, ProtectionDomain,
+    QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr,
+    WcStatus, WorkCompletion,
 };
 
 use super::{
     ack_all_events,
     args::{Options, Transport, MAX_QP},
-    fail, ib_port, local_gid, next_completions, open_device, random_psn, rc, refuse_unsupported,
-    summary, validation_offsets,
+    fail, ib_port, link, local_gid, next_completions, open_device, refuse_unsupported, summary,
+    validation_offsets,
     wire::{self, address_line, Dest},
-    Peer, RECV_WRID, SEND_WRID,
+    RECV_WRID, SEND_WRID,
 };
 
 struct Pp {
@@ -74,21 +75,13 @@ impl Pp {
 }
 
 /// `pp_connect_ctx`: every QP to its peer, with `dest[0]`'s GID.
-fn connect_all(qps: &[QueuePair], o: &Options, port: u8, my: &[Dest], rem: &[Dest]) -> bool {
-    for (i, qp) in qps.iter().enumerate() {
+fn connect_all(qps: &[QueuePair], pd: &ProtectionDomain, links: &[BringUp], rem: &[Dest]) -> bool {
+    for (i, (qp, settings)) in qps.iter().zip(links).enumerate() {
         let dest = Dest {
             gid: rem[0].gid,
             ..rem[i]
         };
-        let p = Peer {
-            ib_port: port,
-            my_psn: my[i].psn,
-            mtu: o.mtu,
-            sl: o.sl as u8,
-            dest,
-            sgid_idx: o.gidx,
-        };
-        if let Err((step, e)) = rc::connect(qp, &p) {
+        if let Err((step, e)) = link::connect(qp, pd, settings, &dest) {
             fail(&format!("Failed to modify QP[{i}] to {step}"), e);
             return false;
         }
@@ -163,8 +156,12 @@ fn run_inner(o: &Options) -> Result<(), ()> {
         inline |= qp.cap().max_inline_data >= o.size;
         qps.push(qp);
     }
-    for (i, qp) in qps.iter().enumerate() {
-        rc::init(qp, port).map_err(|e| fail(&format!("Failed to modify QP[{i}] to INIT"), e))?;
+    let links: Vec<BringUp> = (0..num_qp)
+        .map(|_| link::settings(Transport::Rc, o, port))
+        .collect();
+    for (i, (qp, settings)) in qps.iter().zip(&links).enumerate() {
+        link::init(qp, settings)
+            .map_err(|e| fail(&format!("Failed to modify QP[{i}] to INIT"), e))?;
     }
     let mut pp = Pp {
         mr,
@@ -191,7 +188,7 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let mut my = vec![Dest::default(); MAX_QP];
     for (i, d) in my.iter_mut().enumerate().take(num_qp) {
         d.qpn = pp.qps[i].qp_num();
-        d.psn = random_psn();
+        d.psn = links[i].psn;
         d.lid = u32::from(portinfo.lid);
         if portinfo.link_layer != LinkLayer::Ethernet && d.lid == 0 {
             eprintln!("Couldn't get local LID");
@@ -203,13 +200,13 @@ fn run_inner(o: &Options) -> Result<(), ()> {
 
     let rem = match &o.servername {
         Some(host) => wire::client_exchange(host, o.port, &my),
-        None => wire::server_exchange(o.port, &my, |rem| connect_all(&pp.qps, o, port, &my, rem)),
+        None => wire::server_exchange(o.port, &my, |rem| connect_all(&pp.qps, &pd, &links, rem)),
     }
     .ok_or(())?;
     for d in &rem[..num_qp] {
         out!("{}", address_line(true, d, false));
     }
-    if o.servername.is_some() && !connect_all(&pp.qps, o, port, &my, &rem) {
+    if o.servername.is_some() && !connect_all(&pp.qps, &pd, &links, &rem) {
         return Err(());
     }
 
