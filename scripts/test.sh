@@ -31,7 +31,7 @@
 #      kernel 6.12 with the musl build;
 #   6. packaging and toolchains: `cargo package --workspace` (the two
 #      published crates, uverbs-abi first, each built from its package;
-#      preload/ and capi/ are not published), the MSRV check with
+#      preload/, capi/ and tests/support/ are not published), the MSRV check with
 #      Debian's rustc of the declared `rust-version` (scripts/msrv.sh);
 #   7. fuzzing: every fuzz target replays its corpus, then runs mutated
 #      inputs for a few seconds (scripts/fuzz.sh); a crash fails the run.
@@ -217,7 +217,7 @@ fi
 
 if [[ $PACKAGE == 1 ]]; then
   step "cargo package --workspace (uverbs-abi, then uverbs, each verified from its package)"
-  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --exclude uverbs-cabi-mlx5 --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
+  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --exclude uverbs-cabi-mlx5 --exclude uverbs-test-support --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
   step "MSRV: the library and the CLI with rustc $(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
   scripts/msrv.sh 2>&1 | tail -n 3 >&2
 fi

@@ -49,7 +49,7 @@
 //! CQs (`__mlx5_cq_clean`, called by `mlx5_destroy_qp` and by
 //! `mlx5_modify_qp` to RESET, under the CQ's lock, so after any session
 //! open at the time). uverbs' mlx5 provider drops those still in the ring
-//! as its poller meets them (`providers/mlx5/cq.rs`), and the
+//! as its poller meets them (`providers/mlx5/cq/poll.rs`), and the
 //! completions a session already took off the ring go too: the provider
 //! sets a flag the CQ shares with its batch (one relaxed load, checked
 //! before a completion taken earlier is handed out: at `start_poll`, at

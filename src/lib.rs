@@ -245,11 +245,14 @@ pub mod examples {
 #[cfg(any(test, feature = "test-utils"))]
 pub mod testing;
 
-// README.md's Rust snippets compile as doctests (tests/docs.rs checks that
-// none is left out with `ignore`).
+// README.md's and src/README.md's Rust snippets compile as doctests
+// (tests/docs.rs checks that none is left out with `ignore`).
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("README.md")]
+pub struct SrcReadmeDoctests;
 pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;

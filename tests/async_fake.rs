@@ -20,9 +20,7 @@ use uverbs::{
 };
 use zerocopy::{FromZeros, IntoBytes};
 
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::PATIENCE;
+use uverbs_test_support::bounded::PATIENCE;
 
 /// A blocking `get_async_event` on `ctx`, bounded (on a thread of its
 /// own: the event is acknowledged there); the event's type and port, or

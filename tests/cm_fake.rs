@@ -20,9 +20,7 @@ use uverbs::{
     QpAttrMask, QpState,
 };
 
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::{DESTROY_WAITS, PATIENCE};
+use uverbs_test_support::bounded::{DESTROY_WAITS, PATIENCE};
 
 /// One command as the kernel sees it: number, `in`, `out`, and the body with
 /// the response address (checked non-zero) replaced by zero.

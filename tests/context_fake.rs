@@ -194,12 +194,19 @@ fn a_bad_port_number_is_explained() {
     let ctx = Context::open_with(fake.dyn_kernel(), None).unwrap();
     let err = ctx.query_port(2).unwrap_err();
     assert_eq!(err.errno(), Errno::EINVAL);
-    let msg = err.to_string();
+    // The one-line report (`{:#}`, what the CLI prints) names the errno;
+    // `Display` is the short form.
+    let msg = format!("{err:#}");
     assert!(
         msg.starts_with("UVERBS_METHOD_QUERY_PORT failed: EINVAL"),
         "{msg}"
     );
     assert!(msg.contains("port 2 does not exist"), "{msg}");
+    assert_eq!(
+        err.to_string(),
+        "UVERBS_METHOD_QUERY_PORT failed: port 2 does not exist \
+         (ports are numbered from 1 to phys_port_cnt)"
+    );
 }
 
 #[test]

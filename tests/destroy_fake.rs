@@ -29,9 +29,7 @@ use uverbs::{
     SrqAttr,
 };
 
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::{DESTROY_WAITS, PATIENCE};
+use uverbs_test_support::bounded::{DESTROY_WAITS, PATIENCE};
 
 struct Rig {
     fake: Arc<FakeRxe>,

@@ -2,7 +2,7 @@
 //! libibverbs, librdmacm or mlx5dv name a search finds) is also written in
 //! the item's prose, where a reader sees it; every example is listed in
 //! the crate root's table of examples; and every Rust snippet of README.md
-//! is compiled (README.md is a doctest of `src/lib.rs` under
+//! and src/README.md is compiled (each is a doctest of `src/lib.rs` under
 //! `cfg(doctest)`, and no snippet opts out with `ignore`).
 
 use std::{fs, path::Path};
@@ -252,28 +252,35 @@ fn the_snippet_scanner_finds_what_rustdoc_would_not_compile() {
 #[test]
 fn every_rust_snippet_of_the_readme_is_a_doctest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = fs::read_to_string(root.join("README.md")).unwrap();
-    let bad = uncompiled_snippets(&readme);
-    assert!(
-        bad.is_empty(),
-        "README.md snippets rustdoc would not compile (make them compile, with `no_run` \
-         and hidden `# ` lines for what needs a device, or tag them `sh`/`text`):\n{}",
-        bad.iter()
-            .map(|(l, why)| format!("README.md:{l}: {why}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert!(
-        readme.contains("```rust"),
-        "no Rust snippet found: scanner broken?"
-    );
-    // And README.md is compiled at all: included as a doctest of the crate.
     let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let at = lib
-        .find("#[doc = include_str!(\"../README.md\")]")
-        .expect("src/lib.rs includes README.md as documentation");
-    assert!(
-        lib[..at].trim_end().ends_with("#[cfg(doctest)]"),
-        "README.md's include in src/lib.rs is not under #[cfg(doctest)]"
-    );
+    // The front door, and the crate's own README (its guide to the API):
+    // each included by src/lib.rs as a doctest, as `include` names it.
+    for (file, include) in [
+        ("README.md", "#[doc = include_str!(\"../README.md\")]"),
+        ("src/README.md", "#[doc = include_str!(\"README.md\")]"),
+    ] {
+        let readme = fs::read_to_string(root.join(file)).unwrap();
+        let bad = uncompiled_snippets(&readme);
+        assert!(
+            bad.is_empty(),
+            "{file} snippets rustdoc would not compile (make them compile, with `no_run` \
+             and hidden `# ` lines for what needs a device, or tag them `sh`/`text`):\n{}",
+            bad.iter()
+                .map(|(l, why)| format!("{file}:{l}: {why}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        assert!(
+            readme.contains("```rust"),
+            "no Rust snippet found in {file}: scanner broken?"
+        );
+        // And it is compiled at all: included as a doctest of the crate.
+        let at = lib
+            .find(include)
+            .unwrap_or_else(|| panic!("src/lib.rs includes {file} as documentation"));
+        assert!(
+            lib[..at].trim_end().ends_with("#[cfg(doctest)]"),
+            "{file}'s include in src/lib.rs is not under #[cfg(doctest)]"
+        );
+    }
 }

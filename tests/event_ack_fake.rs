@@ -21,9 +21,8 @@ use uverbs::{
     SharedReceiveQueue, SrqAttr,
 };
 
-#[path = "support/bounded.rs"]
-mod bounded;
 use bounded::PATIENCE;
+use uverbs_test_support::bounded;
 
 struct Rig {
     fake: std::sync::Arc<FakeRxe>,

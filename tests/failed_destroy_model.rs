@@ -21,12 +21,8 @@ use uverbs::{
     WcOpcode, WcStatus, WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
 #[allow(unused_imports)]
-use mlx5_pair::{cap, connect, create_qp, gid, open, ud_pair, UdPair, QKEY};
+use uverbs_test_support::mlx5_pair::{cap, connect, create_qp, gid, open, ud_pair, UdPair, QKEY};
 
 /// Whether `addr` lies in one of this process's mappings.
 fn mapped(addr: u64) -> bool {

@@ -51,8 +51,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-#[path = "shared/fake_rc.rs"]
-mod fake_rc;
+use uverbs_test_support::fake_rc;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -13,11 +13,7 @@ use uverbs::testing::mlx5::fake_mlx5;
 use uverbs::testing::rxe::fake_rxe;
 use uverbs::{AccessFlags, Context, CqOptions, ErrorKind, SendOp, SendWr};
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 const ALL: AccessFlags = AccessFlags::LOCAL_WRITE
     .union(AccessFlags::REMOTE_WRITE)

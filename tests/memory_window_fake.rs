@@ -14,8 +14,7 @@ use uverbs::{
 };
 use zerocopy::FromBytes;
 
-#[path = "shared/fake_rc.rs"]
-mod fake_rc;
+use uverbs_test_support::fake_rc;
 
 #[test]
 fn alloc_and_dealloc_make_the_kernels_commands_in_both_modes() {

@@ -16,11 +16,7 @@ use uverbs::{
     QueueMemory, SrqAttr,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 const VARS: [&str; 3] = [
     "MLX_QP_ALLOC_TYPE",

@@ -17,11 +17,7 @@ use uverbs::{
     SendFlags, SendOp, SendWr, WcExFlags, WcStatus, WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// Writes per QP.
 const N: u64 = 4;

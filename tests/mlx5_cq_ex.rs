@@ -20,11 +20,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// How a test takes completions off a CQ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

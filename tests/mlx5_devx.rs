@@ -8,7 +8,7 @@
 //! (object and method ids, every attribute's kind, length and mandatory
 //! flag, the driver id); the event and answer streams with what
 //! `devx_async_event_read` and `devx_async_cmd_event_read` produce. The
-//! hardware suite's DevX scenario (`tests/shared/devx_overrun.rs`: a DevX
+//! hardware suite's DevX scenario (`tests/support/src/devx_overrun.rs`: a DevX
 //! CQ on UMEM, EQN and UAR, overrun on purpose by a DevX QP, its CQ_ERROR
 //! EQE through both paths) also runs here, against the model's firmware
 //! side (`src/testing/mlx5/devx_fw.rs`); there is no ConnectX here to
@@ -43,13 +43,7 @@ fn open_devx(model: &Mlx5Model) -> Context {
     mlx5::open_device(k, dev, OpenFlags::DEVX).unwrap_or_else(|e| panic!("open: {e}"))
 }
 
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::PATIENCE;
-#[path = "shared/devx_overrun.rs"]
-mod devx_overrun;
-#[path = "shared/devx_umem.rs"]
-mod devx_umem;
+use uverbs_test_support::{bounded::PATIENCE, devx_overrun, devx_umem};
 
 /// The hardware suite's DevX scenario (rdma-core's
 /// `test_mlx5_devx_async_events.py`) on the device model, whose firmware
@@ -98,7 +92,7 @@ fn umem_deregs(model: &Mlx5Model) -> usize {
 /// id only, keeps both although their handles are dropped first (no
 /// deregistration reaches the kernel while it lives), the device's CQEs
 /// land in that memory, and the UMEMs go once the CQ is destroyed
-/// (`tests/shared/devx_umem.rs`, also in the hardware suite).
+/// (`tests/support/src/devx_umem.rs`, also in the hardware suite).
 #[test]
 fn a_devx_cq_keeps_the_umems_its_command_names() {
     let model = fake_mlx5();
@@ -130,7 +124,7 @@ fn a_devx_cq_keeps_the_umems_its_command_names() {
 /// `mlx5_cmd_exec`), and the library's deregistration that fails that way
 /// leaks the memory instead of giving it back: a CQ created by a raw
 /// `OBJ_CREATE` the library never sees still receives its CQEs in the
-/// memory of a UMEM whose handle was dropped (`tests/shared/devx_umem.rs`,
+/// memory of a UMEM whose handle was dropped (`tests/support/src/devx_umem.rs`,
 /// also in the hardware suite, where it reports the firmware's answer).
 #[test]
 fn a_refused_umem_deregistration_leaks_the_memory_the_device_still_writes() {

@@ -25,9 +25,7 @@ use uverbs::{
     Context,
 };
 
-#[path = "shared/devx_overrun.rs"]
-#[allow(dead_code)]
-mod devx_overrun;
+use uverbs_test_support::devx_overrun;
 
 fn open_devx(model: &Mlx5Model) -> Context {
     let k = model.dyn_kernel();

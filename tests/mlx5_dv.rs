@@ -11,11 +11,8 @@ use uverbs::mlx5::{self, Mlx5DeviceFlags};
 use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Options};
 use uverbs::{Context, ErrorKind};
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
 use mlx5_pair::open;
+use uverbs_test_support::{mlx5_pair, qp_connect};
 
 #[test]
 fn query_device_reports_the_context_and_the_device() {

@@ -16,15 +16,10 @@
 
 use uverbs::{testing::mlx5::Mlx5Model, RecvWr, SendFlags, SendOp, SendWr};
 
-#[path = "shared/mlx5_pair.rs"]
-#[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-#[path = "shared/typed_wr.rs"]
-mod typed_wr;
-use mlx5_pair::{assert_clean, pair, run_and_poll, Pair};
-use typed_wr::{post_by, Path, PATHS};
+use uverbs_test_support::{
+    mlx5_pair::{assert_clean, pair, run_and_poll, Pair},
+    typed_wr::{post_by, Path, PATHS},
+};
 
 /// In `mr_b` (the peer's): what the read fetches, and where the peer
 /// receives. In `mr_a`: where the read lands and the send takes its data.

@@ -21,11 +21,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::{mlx5_pair::*, qp_connect};
 
 #[test]
 fn rc_send_and_receive() {
@@ -1257,7 +1253,7 @@ fn a_query_reports_every_attribute_as_mlx5_ib_and_libmlx5_do() {
         (attr.qp_state, attr.cur_qp_state),
         (QpState::Rts, QpState::Rts)
     );
-    // What the pair's connect set (tests/shared/qp_connect.rs), read back
+    // What the pair's connect set (tests/support/src/qp_connect.rs), read back
     // from the model's QP context.
     assert_eq!(attr.dest_qp_num, p.b.qp_num());
     assert_eq!(attr.ah_attr.port_num, 1);

@@ -22,11 +22,7 @@ use uverbs::{
     WcStatus,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// mlx5dv.h's `MLX5DV_RES_TYPE_*`: `(uint64_t)RDMA_DRIVER_MLX5 << 32 | n`
 /// with `RDMA_DRIVER_MLX5` 1.

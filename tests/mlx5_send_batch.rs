@@ -11,11 +11,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// Polls `cq` once after running the model; what it gave.
 fn run_and_poll_any(p: &mut Pair, n_max: usize) -> Vec<WorkCompletion> {

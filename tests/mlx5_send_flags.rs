@@ -24,15 +24,10 @@ use uverbs::{
     WcStatus, WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-#[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-#[path = "shared/typed_wr.rs"]
-mod typed_wr;
-use mlx5_pair::{cap, connect, gid, open};
-use typed_wr::{post_by, Path, PATHS};
+use uverbs_test_support::{
+    mlx5_pair::{cap, connect, gid, open},
+    typed_wr::{post_by, Path, PATHS},
+};
 
 /// An RC pair on the model whose sender has `sq_sig_all` as given and whose
 /// receiver's CQ signals a completion channel.

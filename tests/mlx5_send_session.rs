@@ -14,11 +14,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// An inline RDMA WRITE of `id`'s bytes to slot `slot` of `p.mr_b`.
 fn write<'a>(p: &Pair, id: u64, slot: u64, bytes: &'a [u8; 8]) -> SendWr<'a> {

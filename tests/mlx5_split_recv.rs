@@ -11,11 +11,7 @@ use uverbs::{
     CqOptions, PostErrorKind, QpAttr, QpState, QpType, RecvWr, SendWr, SrqAttr, WcOpcode, WcStatus,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 const N: u64 = 24;
 

@@ -12,11 +12,7 @@ use uverbs::{
     WcOpcode, WcStatus,
 };
 
-#[path = "shared/mlx5_pair.rs"]
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 #[test]
 fn every_rc_operation_of_a_session_executes_as_built() {

@@ -15,12 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use uverbs::testing::mlx5::{fake_mlx5, fake_mlx5_with, Mlx5Model, Options};
 use uverbs::{Context, CqOptions, ErrorKind, QpType, RecvWr, SendWr, WcExFlags};
 
-#[path = "shared/mlx5_pair.rs"]
-#[allow(unused_imports)] // the pair's re-export of QKEY (UD tests use it)
-mod mlx5_pair;
-#[path = "shared/qp_connect.rs"]
-mod qp_connect;
-use mlx5_pair::*;
+use uverbs_test_support::mlx5_pair::*;
 
 /// What the conversion may be off by, either way: the rounding of the
 /// page's rate (mlx5_core's `mult`/`shift`: under 4 ns a second), the

@@ -12,7 +12,7 @@
 //!   static bfregs than it ever gives, opens no context: `Malformed`, not
 //!   an overflow panic.
 //!
-//! The unit tests of `providers/mlx5/uar.rs` and `src/sys/linux.rs` cover
+//! The unit tests of `providers/mlx5/uar/` and `src/sys/linux.rs` cover
 //! the rest of these items (page ids, the `write_cmd` fd sentinel).
 
 use std::sync::Arc;

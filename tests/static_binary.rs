@@ -1,5 +1,5 @@
 //! Checks that the musl build of the `uverbs` binary is fully static, with a
-//! dependency-free ELF reader (`tests/support/elf.rs`).
+//! dependency-free ELF reader (`uverbs_test_support::elf`, tests/support/src/elf.rs).
 //!
 //! - `UVERBS_MUSL_BIN=path`: that file must have no `PT_INTERP` and no `DT_NEEDED`
 //!   (build it with `scripts/musl.sh cargo build --release --bin uverbs`).
@@ -10,12 +10,9 @@
 //! glibc: a negative control showing the check can fail; static under musl), against
 //! synthetic ELF images, and against malformed and truncated input.
 
-#[path = "support/elf.rs"]
-mod elf;
+use uverbs_test_support::elf::{parse, ElfError, ElfInfo};
 
 use std::{env, fs, path::PathBuf};
-
-use elf::{parse, ElfError, ElfInfo};
 
 const MUSL_BIN_VAR: &str = "UVERBS_MUSL_BIN";
 

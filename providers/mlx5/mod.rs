@@ -8,8 +8,10 @@
 //!
 //! The data path, rdma-core's `providers/mlx5` in Rust:
 //!
-//! - `uar.rs`: UAR pages and blue-flame registers (dynamic or static),
-//!   which doorbell a QP rings and the lock a shared one needs;
+//! - `uar.rs`: UAR pages (dynamic or static) and the context's UARs;
+//!   `uar/bfreg.rs`: ringing a blue-flame register (doorbells, BlueFlame
+//!   copies, the lock a shared one needs); `uar/assign.rs`: which one a
+//!   QP or thread domain rings;
 //! - `buf.rs`: queue buffers and doorbell records the library allocates;
 //!   `alloc.rs`: where their memory comes from (a parent domain's
 //!   allocator, libmlx5's `MLX_*_ALLOC_TYPE` variables);
@@ -18,8 +20,9 @@
 //! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
 //!   index (CQE v1) or QP number; `sq.rs`: send WQEs and the send doorbell
 //!   (BlueFlame or 8-byte); `rq.rs`: receive queues and SRQs;
-//! - `cq.rs`: polling, the consumer index, arming with the arm sequence
-//!   number, and cleaning a destroyed or reset QP's CQEs;
+//! - `cq.rs`: a CQ's shared state, arming with the arm sequence number,
+//!   and cleaning a destroyed or reset QP's CQEs; `cq/parse.rs`: CQEs into
+//!   work completions; `cq/poll.rs`: polling and the consumer index;
 //! - `clock.rs`: the kernel's clock info page, which converts completion
 //!   timestamps to wall-clock time (`mlx5dv_ts_to_ns`).
 //!

@@ -30,10 +30,8 @@ use std::{
 use crate::cabi_run::{cabi_dir, command, first_difference, run, server_client, Lib, Out};
 use crate::{test_device, test_env};
 
-// static_cli.rs includes the same file for the same check.
-#[path = "../support/elf.rs"]
-#[allow(dead_code, clippy::duplicate_mod)]
-mod elf;
+// static_cli.rs uses the same reader for the same check.
+use uverbs_test_support::elf;
 
 /// How long one program may run.
 const TIMEOUT: Duration = Duration::from_secs(60);

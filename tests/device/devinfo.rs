@@ -1,9 +1,9 @@
 //! `uverbs devinfo` against rdma-core's `ibv_devinfo`, field by field.
 //!
 //! This file is a module of the device test binary: `tests/device/main.rs`
-//! declares `mod devinfo;` and
-//! `#[path = "../common/devinfo_compare.rs"] mod devinfo_compare;`,
-//! so `crate::devinfo_compare` resolves.
+//! declares `mod devinfo;` and imports
+//! `uverbs_test_support::devinfo_compare` (tests/support/), so
+//! `crate::devinfo_compare` resolves.
 //!
 //! Environment:
 //! - `UVERBS_TEST_DEVICE` (required): the device to inspect, e.g. `rxe0`.

@@ -5,10 +5,10 @@
 //! any command reaches the kernel. On a ConnectX (`UVERBS_TEST_DEVICE=mlx5_0
 //! scripts/guest-test.sh --host`) they run the hardware suite's DevX part:
 //! the scenario after rdma-core's `tests/test_mlx5_devx_async_events.py`
-//! in `tests/shared/devx_overrun.rs` (a DevX CQ overrun on purpose by a
+//! in `tests/support/src/devx_overrun.rs` (a DevX CQ overrun on purpose by a
 //! DevX UD QP posting NOPs, its CQ_ERROR read by cookie and by eventfd,
 //! DevX commands on verbs objects), and the UMEM lifetimes of
-//! `tests/shared/devx_umem.rs`: a DevX CQ keeping the UMEMs its command
+//! `tests/support/src/devx_umem.rs`: a DevX CQ keeping the UMEMs its command
 //! names although their handles went first, and the firmware's own answer
 //! to `DESTROY_UMEM` of a UMEM a live CQ names (printed; the device model
 //! answers `EINVAL`, a guess at the status: no public source gives it),
@@ -23,10 +23,7 @@ use uverbs::{
 
 use crate::support;
 
-#[path = "../shared/devx_overrun.rs"]
-mod devx_overrun;
-#[path = "../shared/devx_umem.rs"]
-mod devx_umem;
+use uverbs_test_support::{devx_overrun, devx_umem};
 
 #[test]
 fn devx_on_the_device_under_test() {

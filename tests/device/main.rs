@@ -12,14 +12,7 @@
 //! - `UVERBS_BIN`: the `uverbs` CLI to test;
 //! - `UVERBS_CABI_DIR`: the C library and its stubs (capi/), for `cabi*.rs`.
 
-#[path = "../support/bounded.rs"]
-mod bounded;
-#[path = "../common/devinfo_compare.rs"]
-mod devinfo_compare;
-#[path = "../shared/qp_connect.rs"]
-mod qp_connect;
-#[path = "../shared/typed_wr.rs"]
-mod typed_wr;
+use uverbs_test_support::{bounded, devinfo_compare, qp_connect, typed_wr};
 
 mod async_events;
 #[cfg(feature = "tokio")]

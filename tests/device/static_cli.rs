@@ -3,9 +3,7 @@
 //! then every device test that runs `uverbs` (devinfo, pingpong, asyncwatch)
 //! also proves the static binary against the real kernel.
 
-#[path = "../support/elf.rs"]
-#[allow(dead_code)]
-mod elf;
+use uverbs_test_support::elf;
 
 #[test]
 fn the_cli_is_static_when_the_musl_build_is_tested() {

@@ -10,7 +10,7 @@ pub use crate::bounded::{Patience, DESTROY_WAITS};
 use crate::{test_device, test_env};
 
 /// How long the device tests wait for what must happen before they fail
-/// naming it (`tests/support/bounded.rs`) instead of hanging the guest
+/// naming it (`tests/support/src/bounded.rs`) instead of hanging the guest
 /// until its boot's timeout: rxe under TCG takes milliseconds to seconds
 /// for what hardware does in microseconds.
 pub const PATIENCE: Patience = Patience(std::time::Duration::from_secs(30));

@@ -19,7 +19,7 @@
  *
  * PRM layouts (create_cq_in/cqc, create_qp_in/qpc/ads, the QP modify
  * commands, alloc_pd) are those of mlx5_ifc.h, which mlx5dv.h does not
- * ship: the bit offsets are written here, as tests/shared/devx_overrun.rs
+ * ship: the bit offsets are written here, as tests/support/src/devx_overrun.rs
  * writes them for the Rust API.
  */
 #define _GNU_SOURCE

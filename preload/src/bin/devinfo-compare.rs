@@ -1,6 +1,6 @@
 //! `devinfo-compare EXPECTED ACTUAL [ALLOWED_MISSING_KEY...]`: compares two
 //! `ibv_devinfo`-style outputs field by field with the comparer the device
-//! tests use (`tests/common/devinfo_compare.rs`), for
+//! tests use (`uverbs_test_support::devinfo_compare`, tests/support/), for
 //! `scripts/rdma-core-on-model.sh`: rdma-core's `ibv_devinfo` as the
 //! reference, `uverbs devinfo` on the same model as the one checked.
 //! Exits 0 when they agree (keys the reference prints that the other does
@@ -8,10 +8,7 @@
 //! on a usage or I/O error. With nothing allowed missing, the texts must
 //! also be identical line by line, tabs included.
 
-#[path = "../../../tests/common/devinfo_compare.rs"]
-mod devinfo_compare;
-
-use devinfo_compare::{compare, first_line_difference, parse};
+use uverbs_test_support::devinfo_compare::{compare, first_line_difference, parse};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

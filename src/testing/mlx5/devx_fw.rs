@@ -32,7 +32,7 @@ pub(crate) const BAD_QP_STATE: u8 = 0x10;
 /// `DESTROY_UMEM` of a UMEM an object still names. No public source gives
 /// the status ConnectX firmware uses there (the public PRM predates UMEMs;
 /// `RES_BUSY`, 0x06, would read as `EBUSY` instead of `EINVAL`); the
-/// hardware suite's `tests/shared/devx_umem.rs` reports the real one.
+/// hardware suite's `tests/support/src/devx_umem.rs` reports the real one.
 pub(crate) const BAD_RES_STATE: u8 = 0x09;
 /// `IB_QPS_INIT` (the model keeps IB state numbers).
 const INIT: u8 = 1;

@@ -22,8 +22,6 @@
 //! differs, every key only one side printed, and whether the common keys come
 //! in the same order.
 
-#![allow(dead_code)] // each user of this module uses part of it
-
 use std::fmt;
 
 /// One parsed field.

@@ -1,9 +1,7 @@
 //! What the mlx5 model tests share: a context on the device model, QPs
 //! made and connected the way every test wants them, and the checks that
-//! end each test. Included by `tests/mlx5_model.rs` and
-//! `tests/mlx5_send_batch.rs` (`#[path]`, with `shared/qp_connect.rs` as
-//! `crate::qp_connect`); each uses part of it.
-#![allow(dead_code)]
+//! end each test. Used by the `tests/mlx5_*.rs` tests and the other model
+//! tests (`tests/*_model.rs`); each uses part of it.
 
 use uverbs::testing::mlx5::{fake_mlx5, Mlx5Model};
 use uverbs::{
@@ -12,7 +10,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-#[allow(unused_imports)] // not every including test sends datagrams
+/// The Q_Key of the pairs' QPs (UD destinations name it).
 pub use crate::qp_connect::QKEY;
 
 pub fn open(model: &Mlx5Model) -> Context {
@@ -63,6 +61,7 @@ pub fn connect(qp: &QueuePair, remote_qpn: u32, dgid: uverbs::Gid, rnr_retry: u8
 }
 
 /// Two connected QPs of `qp_type`, each with its own CQ, and an MR each.
+#[derive(Debug)]
 pub struct Pair {
     pub model: std::sync::Arc<Mlx5Model>,
     pub _ctx: Context,
@@ -145,6 +144,7 @@ pub fn assert_clean(model: &Mlx5Model) {
 
 /// Two UD QPs ready to talk, each with its own CQ, an MR, and an address
 /// handle towards the context's own GID.
+#[derive(Debug)]
 pub struct UdPair {
     pub model: std::sync::Arc<Mlx5Model>,
     pub _ctx: Context,

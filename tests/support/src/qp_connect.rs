@@ -1,8 +1,7 @@
 //! Moving a QP from RESET to RTS towards a peer, as every test that needs a
 //! connected (or ready UD) QP does: the device suite on a real kernel
 //! (`tests/device/support.rs`) and the mlx5 device-model tests
-//! (`tests/shared/mlx5_pair.rs`). Included by each test binary (`#[path]`).
-#![allow(dead_code)]
+//! ([`crate::mlx5_pair`]).
 
 use uverbs::{AccessFlags, AhAttr, Gid, GlobalRoute, Mtu, QpAttr, QpState, QueuePair};
 

@@ -1,7 +1,7 @@
 //! DevX UMEM lifetimes under the objects that use them, shared by the
 //! hardware suite (`tests/device/devx.rs`, on a ConnectX) and the host tests
-//! (`tests/mlx5_devx.rs`, on the device model). Needs `devx_overrun.rs` as
-//! a sibling module (its CQ and QP builders).
+//! (`tests/mlx5_devx.rs`, on the device model). Builds on
+//! [`crate::devx_overrun`] (its CQ and QP builders).
 //!
 //! The kernel counts no users of a UMEM: `MLX5_IB_METHOD_DEVX_UMEM_DEREG` is
 //! the firmware's `DESTROY_UMEM`, and the kernel unpins the pages as soon as
@@ -40,7 +40,7 @@ use uverbs::{
     sys::{Errno, Kernel},
 };
 
-use super::devx_overrun::{create_cq_in, DevxQp};
+use crate::devx_overrun::{create_cq_in, DevxQp};
 
 /// CQEs of the scenarios' CQs (log 4), and the NOPs completed into them
 /// (fewer: no overrun).

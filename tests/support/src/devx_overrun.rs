@@ -155,6 +155,7 @@ pub fn create_qp_in(pdn: u32, cqn: u32, sq_umem: u32, dbr_umem: u32, uar_page: u
 
 /// A DevX UD QP in RTS (a send queue only) on a verbs PD, whose send
 /// completions go to CQ `cqn`; its UMEMs and UAR stay alive with it.
+#[derive(Debug)]
 pub struct DevxQp {
     qp: DevxObj,
     pub qpn: u32,
@@ -257,6 +258,7 @@ impl DevxQp {
 
 /// A DevX CQ on UMEM + EQN + UAR and a DevX UD QP in RTS whose send
 /// completions go to it; the UMEMs and UARs stay alive with the objects.
+#[derive(Debug)]
 pub struct DevxCqQp {
     qp: DevxQp,
     cq: DevxObj,

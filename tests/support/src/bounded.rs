@@ -5,12 +5,10 @@
 //! a message naming what did not happen and the likely cause, instead of
 //! hanging the run.
 //!
-//! Shared by the host tests (`#[path = "support/bounded.rs"]`, with
-//! [`PATIENCE`]) and the device tests (`tests/device/support.rs`, with a
+//! Used by the host tests (with [`PATIENCE`]) and the device tests (`tests/device/support.rs`, with a
 //! longer one for rxe under TCG). A call still blocked when the bound runs
 //! out is left on its thread: the test has failed, and the process ends
 //! with the harness.
-#![allow(dead_code)] // each test crate uses part of it
 
 use std::{
     fmt::Display,
