@@ -274,7 +274,7 @@ pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResou
 pub use recv_queue::RecvQueue;
 pub use send_session::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
-pub use wc::{WcExFlags, WcFlags, WcOpcode, WcStatus, WorkCompletion};
+pub use wc::{WcExFlags, WcFlags, WcFlagsNumbering, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 /// The kernel ABI (`uverbs-abi`) in one namespace, as the C headers have it.
