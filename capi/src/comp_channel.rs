@@ -6,8 +6,8 @@
 //! libibverbs; on a channel the program made `O_NONBLOCK` (`fcntl` on
 //! `channel->fd`) it fails with `EAGAIN` when nothing is queued (uverbs
 //! honours the flag). The CQ it returns is the uverbs event's context,
-//! which is the C object's address (see `cq.rs`); the event is counted
-//! there until `ibv_ack_cq_events` acknowledges it, from any thread.
+//! which is the C object's address (see `cq.rs`); the event stays deferred
+//! in uverbs until `ibv_ack_cq_events` acknowledges it, from any thread.
 
 #![allow(unsafe_code)]
 
@@ -158,10 +158,10 @@ unsafe fn get_cq_event(
     let p = ev.cq_context() as usize as *mut ibv_cq;
     // SAFETY: the event's context is the address of the C object its CQ
     // was created with (`cq::create`), which lives while the event is held.
-    let context = unsafe { crate::cq::event_delivered(p) }?;
-    // Counted above: `ibv_ack_cq_events` acknowledges it, and the CQ's
-    // destroy waits for that.
-    ev.ack();
+    let context = unsafe { crate::cq::cq_context(p) }?;
+    // Counted by the CQ in uverbs until `ibv_ack_cq_events` acknowledges
+    // it; the CQ's destroy waits for that.
+    ev.defer_ack();
     // SAFETY: the program's out-parameters, checked non-NULL.
     unsafe {
         cq.write(p);

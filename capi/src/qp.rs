@@ -511,9 +511,10 @@ pub unsafe extern "C" fn ibv_query_qp(
     0
 }
 
-/// `ibv_destroy_qp`: waits until the program has acknowledged the QP's
-/// async events, then destroys it; 0 or the positive errno (the QP is then
-/// unchanged).
+/// `ibv_destroy_qp`: destroys the QP, then waits until the program has
+/// acknowledged the async events the kernel reported for it (uverbs'
+/// `QueuePair::destroy_awaiting_acks`, libibverbs' order); 0 or the
+/// positive errno (the QP is then unchanged).
 ///
 /// # Safety
 /// `qp` is NULL or a live QP of this library, not used after success.

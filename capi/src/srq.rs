@@ -225,9 +225,11 @@ pub unsafe extern "C" fn ibv_query_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq
     }
 }
 
-/// `ibv_destroy_srq`: waits until the program has acknowledged the SRQ's
-/// async events, then destroys it; `EBUSY` while QPs use it; 0 or the
-/// positive errno (the SRQ is then unchanged).
+/// `ibv_destroy_srq`: destroys the SRQ, then waits until the program has
+/// acknowledged the async events the kernel reported for it (uverbs'
+/// `SharedReceiveQueue::destroy_awaiting_acks`, libibverbs' order);
+/// `EBUSY` while QPs use it; 0 or the positive errno (the SRQ is then
+/// unchanged).
 ///
 /// # Safety
 /// `srq` is NULL or a live SRQ of this library, not used after success.
