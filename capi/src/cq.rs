@@ -436,7 +436,7 @@ pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
 /// A uverbs completion as the program's `struct ibv_wc`: `imm_data` back in
 /// network order (uverbs keeps it in host order), the invalidated rkey as
 /// it is.
-fn to_c(w: &WorkCompletion, wc_flags: WcFlagsNumbering) -> ibv_wc {
+pub(crate) fn to_c(w: &WorkCompletion, wc_flags: WcFlagsNumbering) -> ibv_wc {
     ibv_wc {
         wr_id: w.wr_id,
         status: w.status.0,

@@ -204,8 +204,17 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
 /// uverbs' flags: the optional bits are dropped when the kernel does not
 /// take them (`ibv_reg_mr_iova2`), bits no kernel knows are `EINVAL`.
 fn access_flags(ctx: &Context, access: u32) -> Result<AccessFlags, Errno> {
+    let optional =
+        ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) != 0;
+    mr_access(access, optional)
+}
+
+/// `access` (`enum ibv_access_flags`) as uverbs' flags, the optional bits
+/// dropped unless the kernel takes them (`optional`); `EINVAL` for bits no
+/// kernel knows.
+pub(crate) fn mr_access(access: u32, optional: bool) -> Result<AccessFlags, Errno> {
     let mut access = access;
-    if ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) == 0 {
+    if !optional {
         access &= !ACCESS_OPTIONAL_RANGE;
     }
     if access & !ACCESS_KNOWN != 0 {

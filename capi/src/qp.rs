@@ -24,8 +24,8 @@ use core::{
 };
 
 use uverbs::{
-    sys::Errno, QpAttrMask, QpCreateFlags, QpCreateOptions, QpInitAttr, QueuePair, RecvQueue,
-    SendOpsFlags, SharedReceiveQueue,
+    sys::Errno, QpCreateFlags, QpCreateOptions, QpInitAttr, QueuePair, RecvQueue, SendOpsFlags,
+    SharedReceiveQueue,
 };
 
 use crate::{
@@ -479,10 +479,10 @@ pub unsafe extern "C" fn ibv_query_qp(
     if attr.is_null() || init_attr.is_null() {
         return errno::positive(Errno::EINVAL);
     }
-    if attr_mask & !(attr::IBV_QP_RATE_LIMIT - 1) != 0 {
-        return errno::positive(Errno::EOPNOTSUPP);
-    }
-    let mask = QpAttrMask::from_bits_retain(attr_mask as u32);
+    let mask = match attr::query_mask(attr_mask) {
+        Ok(m) => m,
+        Err(e) => return errno::positive(e),
+    };
     let (got, init) = match q.qp.with(|uv| uv.query(mask)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => return errno::positive(errno::of(&e)),
