@@ -11,6 +11,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::{c_char, c_int, c_void, CStr};
 
 use uverbs::{AsyncElement, AsyncEventType, EventAffiliation};

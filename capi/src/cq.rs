@@ -25,6 +25,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     ptr,
@@ -77,20 +78,9 @@ fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl Cq {
-    /// The CQ behind a program's `ibv_cq` (or `ibv_cq_ex`) pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a CQ of this library not yet destroyed.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_cq) -> Result<&'a Cq, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: by the caller's contract `p` is the address of a live
-        // `Cq`, whose first field it is.
-        Ok(unsafe { &*p.cast::<Cq>() })
-    }
+crate::handle!(Cq: ibv_cq = c);
 
+impl Cq {
     /// Runs `f` with the uverbs CQ locked shared (for commands that name
     /// it: polls, which lock it exclusively, wait); `EINVAL` when it is
     /// destroyed.
@@ -390,9 +380,9 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
             ch.detach();
         }
     }
-    // SAFETY: `cq` came from `Box::into_raw` in `create` and the program
+    // SAFETY: `cq` came from `into_c` in `create` and the program
     // gives it up with this call.
-    drop(unsafe { Box::from_raw(cq.cast::<Cq>()) });
+    unsafe { Cq::free(cq) };
     0
 }
 

@@ -59,6 +59,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_uint},
     sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed},

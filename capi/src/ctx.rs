@@ -9,7 +9,8 @@
 
 #![allow(unsafe_code)]
 
-use core::{any::Any, mem::offset_of, ptr::null_mut};
+use crate::handle::Handle;
+use core::{any::Any, ptr::null_mut};
 use std::sync::{Mutex, PoisonError};
 
 use uverbs::sys::Errno;
@@ -38,6 +39,8 @@ pub struct Context {
 unsafe impl Send for Context {}
 // SAFETY: as for Send.
 unsafe impl Sync for Context {}
+
+crate::handle!(Context: ibv_context = vctx.context);
 
 impl Context {
     /// Boxes the context for `device` and returns the pointer programs
@@ -140,25 +143,7 @@ impl Context {
             uv,
             attached: Mutex::new(Vec::new()),
         });
-        let raw = Box::into_raw(ctx);
-        // SAFETY: `raw` is the live allocation just made; the field
-        // projection stays inside it.
-        unsafe { &raw mut (*raw).vctx.context }
-    }
-
-    /// The context behind a program's `ibv_context` pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a pointer [`Context::create`] returned whose context
-    /// is not closed.
-    pub unsafe fn from_c<'a>(p: *mut ibv_context) -> Result<&'a Context, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        let off = offset_of!(Context, vctx) + offset_of!(verbs_context, context);
-        // SAFETY: by the caller's contract `p` points `off` bytes into a
-        // live `Context` (its first field's last field).
-        Ok(unsafe { &*p.byte_sub(off).cast::<Context>() })
+        ctx.into_c()
     }
 
     /// The context's one object of type `T`, made by `make` on first use
@@ -197,12 +182,12 @@ impl Context {
     /// # Safety
     /// As [`Context::from_c`], and the program uses `p` no more.
     pub unsafe fn destroy(p: *mut ibv_context) -> Result<(), Errno> {
-        // SAFETY: the caller's contract.
-        let ctx = unsafe { Context::from_c(p) }?;
-        let raw = (ctx as *const Context).cast_mut();
-        // SAFETY: `raw` came from `Box::into_raw` in `create` and the
-        // program gives up its pointer.
-        let ctx = unsafe { Box::from_raw(raw) };
+        if p.is_null() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: the caller's contract: made by `into_c` in `create`, and
+        // the program gives up its pointer.
+        let ctx = unsafe { Context::from_c_owned(p) };
         let Context { uv, attached, .. } = *ctx;
         // What the context made on first use goes first, while its
         // commands still reach the kernel.

@@ -27,6 +27,7 @@
 pub mod layout;
 
 mod errno;
+mod handle;
 mod owner;
 
 mod async_event;

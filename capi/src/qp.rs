@@ -17,6 +17,7 @@ pub(crate) mod post;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     mem::{offset_of, transmute},
@@ -105,16 +106,9 @@ unsafe impl Send for Qp {}
 // SAFETY: as for Send.
 unsafe impl Sync for Qp {}
 
-impl Qp {
-    /// The QP behind a program's pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live QP of this library.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_qp) -> Result<&'a Qp, Errno> {
-        // SAFETY: the caller's contract; `c.qp_base` is at offset 0.
-        unsafe { p.cast::<Qp>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Qp: ibv_qp = c.qp_base);
 
+impl Qp {
     fn blank() -> Box<Qp> {
         let mut b = Box::new(Qp {
             c: ibv_qp_ex {
@@ -283,7 +277,7 @@ pub(crate) unsafe fn create_with(
         }
     }
     b.qp.set(qp);
-    Ok((Box::into_raw(b).cast::<ibv_qp>(), granted))
+    Ok((b.into_c(), granted))
 }
 
 /// `ibv_create_qp`: NULL and `errno` on failure; on success
@@ -528,8 +522,8 @@ pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
     if let Err(e) = q.qp.destroy(qp_ex::end_for_destroy) {
         return errno::positive(e);
     }
-    // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
-    drop(unsafe { Box::from_raw(qp.cast::<Qp>()) });
+    // SAFETY: made by `into_c` in `create`; the program gives it up.
+    unsafe { Qp::free(qp) };
     0
 }
 

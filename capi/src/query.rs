@@ -11,6 +11,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::c_int,
     mem::{offset_of, size_of},

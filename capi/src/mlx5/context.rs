@@ -4,6 +4,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::c_int;
 use std::os::fd::{AsFd, AsRawFd};
 

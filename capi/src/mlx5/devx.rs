@@ -26,6 +26,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::c_void;
 
 use uverbs::{mlx5::Devx, sys::Errno};

@@ -13,6 +13,7 @@
 //! stopped at ([`PostError::index`]). No allocation once the buffers have
 //! grown to the program's largest chain.
 
+use crate::handle::Handle;
 use core::{ffi::c_int, slice};
 
 use uverbs::{

@@ -6,6 +6,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_uint},
     mem::size_of,
