@@ -10,15 +10,12 @@
 #![allow(unsafe_code)]
 
 use crate::handle::Handle;
-use core::{any::Any, ptr::null_mut};
+use core::any::Any;
 use std::sync::{Mutex, PoisonError};
 
 use uverbs::sys::Errno;
 
-use crate::layout::context::{
-    ibv_context, ibv_context_ops, ibv_device, verbs_context, VERBS_ABI_IS_EXTENDED,
-};
-use crate::layout::{pthread_mutex_t, AnyFn};
+use crate::layout::context::{ibv_context, verbs_context};
 
 /// An open device: what `ibv_open_device` returns a pointer into.
 #[repr(C)]
@@ -43,107 +40,16 @@ unsafe impl Sync for Context {}
 crate::handle!(Context: ibv_context = vctx.context);
 
 impl Context {
-    /// Boxes the context for `device` and returns the pointer programs
-    /// hold. `cmd_fd` and `async_fd` are the uverbs fds the C struct
-    /// exposes.
-    pub fn create(
-        uv: uverbs::Context,
-        device: *mut ibv_device,
-        cmd_fd: i32,
-        async_fd: i32,
-    ) -> *mut ibv_context {
-        let num_comp_vectors = i32::try_from(uv.num_comp_vectors()).unwrap_or(i32::MAX);
-        let ops = ibv_context_ops {
-            _compat_query_device: crate::query::QUERY_DEVICE_COMPAT,
-            _compat_query_port: crate::query::QUERY_PORT_COMPAT,
-            _compat_alloc_pd: None,
-            _compat_dealloc_pd: None,
-            _compat_reg_mr: None,
-            _compat_rereg_mr: None,
-            _compat_dereg_mr: None,
-            alloc_mw: crate::mw::ALLOC_MW,
-            bind_mw: crate::mw::BIND_MW,
-            dealloc_mw: crate::mw::DEALLOC_MW,
-            _compat_create_cq: None,
-            poll_cq: crate::cq::POLL_CQ,
-            req_notify_cq: crate::cq::REQ_NOTIFY_CQ,
-            _compat_cq_event: None,
-            _compat_resize_cq: None,
-            _compat_destroy_cq: None,
-            _compat_create_srq: None,
-            _compat_modify_srq: None,
-            _compat_query_srq: None,
-            _compat_destroy_srq: None,
-            post_srq_recv: crate::srq::POST_SRQ_RECV,
-            _compat_create_qp: None,
-            _compat_query_qp: None,
-            _compat_modify_qp: None,
-            _compat_destroy_qp: None,
-            post_send: crate::qp::POST_SEND,
-            post_recv: crate::qp::POST_RECV,
-            _compat_create_ah: None,
-            _compat_destroy_ah: None,
-            _compat_attach_mcast: None,
-            _compat_detach_mcast: None,
-            _compat_async_event: None,
-        };
-        let none: AnyFn = None;
-        let ctx = Box::new(Context {
-            vctx: verbs_context {
-                query_port: crate::query::QUERY_PORT,
-                advise_mr: none,
-                alloc_null_mr: none,
-                read_counters: none,
-                attach_counters_point_flow: none,
-                create_counters: none,
-                destroy_counters: none,
-                reg_dm_mr: none,
-                alloc_dm: none,
-                free_dm: none,
-                modify_flow_action_esp: none,
-                destroy_flow_action: none,
-                create_flow_action_esp: none,
-                modify_qp_rate_limit: none,
-                alloc_parent_domain: crate::parent_domain::ALLOC_PARENT_DOMAIN,
-                dealloc_td: crate::parent_domain::DEALLOC_TD,
-                alloc_td: crate::parent_domain::ALLOC_TD,
-                modify_cq: none,
-                post_srq_ops: none,
-                destroy_rwq_ind_table: none,
-                create_rwq_ind_table: none,
-                destroy_wq: none,
-                modify_wq: none,
-                create_wq: none,
-                query_rt_values: crate::query::QUERY_RT_VALUES,
-                create_cq_ex: crate::cq_ex::CREATE_CQ_EX,
-                r#priv: null_mut(),
-                query_device_ex: crate::query::QUERY_DEVICE_EX,
-                ibv_destroy_flow: none,
-                ABI_placeholder2: none,
-                ibv_create_flow: none,
-                ABI_placeholder1: none,
-                open_qp: none,
-                create_qp_ex: crate::qp::CREATE_QP_EX,
-                get_srq_num: crate::srq::GET_SRQ_NUM,
-                create_srq_ex: crate::srq::CREATE_SRQ_EX,
-                open_xrcd: none,
-                close_xrcd: none,
-                _ABI_placeholder3: 0,
-                sz: core::mem::size_of::<verbs_context>(),
-                context: ibv_context {
-                    device,
-                    ops,
-                    cmd_fd,
-                    async_fd,
-                    num_comp_vectors,
-                    mutex: pthread_mutex_t([0; 40]),
-                    abi_compat: VERBS_ABI_IS_EXTENDED,
-                },
-            },
+    /// Boxes the context `uv`, whose C part (with the op tables the
+    /// program calls, `crate::ops`) is `vctx`, and returns the pointer
+    /// programs hold.
+    pub fn new(uv: uverbs::Context, vctx: verbs_context) -> *mut ibv_context {
+        Box::new(Context {
+            vctx,
             uv,
             attached: Mutex::new(Vec::new()),
-        });
-        ctx.into_c()
+        })
+        .into_c()
     }
 
     /// The context's one object of type `T`, made by `make` on first use

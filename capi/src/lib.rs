@@ -28,6 +28,7 @@ pub mod layout;
 
 mod errno;
 mod handle;
+mod ops;
 mod owner;
 
 mod async_event;
