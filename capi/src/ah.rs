@@ -15,7 +15,7 @@ use core::{ffi::c_int, mem::ManuallyDrop};
 use uverbs::{sys::Errno, AddressHandle, AhAttr, WcFlags, WorkCompletion};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

@@ -17,7 +17,7 @@ use core::ffi::{c_char, c_int, c_void, CStr};
 use uverbs::{AsyncElement, AsyncEventType, EventAffiliation};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

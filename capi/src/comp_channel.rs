@@ -21,7 +21,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use uverbs::{sys::Errno, CompletionChannel};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

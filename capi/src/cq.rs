@@ -39,7 +39,7 @@ use uverbs::{
 
 use crate::{
     comp_channel::CompChannel,
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

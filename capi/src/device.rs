@@ -28,7 +28,7 @@ use uverbs::{
 };
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::context::{ibv_context, ibv_device, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX},
 };

@@ -32,7 +32,7 @@ mod ops;
 mod owner;
 
 mod async_event;
-mod ctx;
+mod context;
 mod device;
 mod query;
 

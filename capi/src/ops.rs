@@ -6,7 +6,7 @@
 //! none (libibverbs then answers `EOPNOTSUPP` itself).
 //!
 //! The one file that names every object module's entry points: the context
-//! (`ctx.rs`) and its openers (`device.rs`, `mlx5/context.rs`) take the
+//! (`context.rs`) and its openers (`device.rs`, `mlx5/context.rs`) take the
 //! tables from here, so no object module is imported back by the context
 //! they all use.
 
@@ -54,7 +54,7 @@ const CONTEXT_OPS: ibv_context_ops = ibv_context_ops {
 };
 
 /// The C part of a new context of `device`, with both op tables: what
-/// [`Context::new`](crate::ctx::Context::new) boxes. `cmd_fd` and
+/// [`Context::new`](crate::context::Context::new) boxes. `cmd_fd` and
 /// `async_fd` are the uverbs fds the C struct exposes.
 pub(crate) fn verbs_context(
     device: *mut ibv_device,
@@ -120,7 +120,7 @@ pub(crate) fn verbs_context(
 /// A context of `device` with this library's op tables, as the openers
 /// make it, for the tests (which make contexts on fake kernels).
 #[cfg(test)]
-impl crate::ctx::Context {
+impl crate::context::Context {
     pub(crate) fn create(
         uv: uverbs::Context,
         device: *mut ibv_device,
@@ -128,6 +128,6 @@ impl crate::ctx::Context {
         async_fd: i32,
     ) -> *mut ibv_context {
         let vctx = verbs_context(device, cmd_fd, async_fd, uv.num_comp_vectors());
-        crate::ctx::Context::new(uv, vctx)
+        crate::context::Context::new(uv, vctx)
     }
 }

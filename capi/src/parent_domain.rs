@@ -32,7 +32,7 @@ use uverbs::{
 };
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

@@ -35,7 +35,7 @@ use uverbs::{abi::IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS, sys::Errno};
 use uverbs::{AccessFlags, MemoryRegion, ProtectionDomain};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

@@ -383,7 +383,7 @@ pub(crate) unsafe fn ex_request(
         // SAFETY: verbs.h's contract: the program's open context.
         let posts = match a.qp_type {
             // SAFETY: the caller's contract.
-            2..=4 => unsafe { crate::ctx::Context::from_c(context) }?
+            2..=4 => unsafe { crate::context::Context::from_c(context) }?
                 .uv
                 .send_ops(attr::qp_type(a.qp_type)),
             _ => None,

@@ -21,7 +21,7 @@ use core::{
 use uverbs::{sys::Errno, DeviceAttr, PortAttr};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

@@ -10,7 +10,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 use uverbs::{mlx5, sys::Errno};
 
-use crate::ctx::Context;
+use crate::context::Context;
 use crate::device::{kernel, Device};
 use crate::errno;
 use crate::layout::{

@@ -16,7 +16,7 @@ use core::{
 use uverbs::{sys::Errno, GidEntry, GidType};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     device::{kernel, Device},
     errno,
     layout::{
