@@ -48,6 +48,7 @@ mod qp;
 mod qp_ex;
 mod srq;
 
+mod marshall;
 mod unsupported;
 
 pub(crate) mod mlx5;
