@@ -43,7 +43,7 @@ impl Context {
     /// Boxes the context `uv`, whose C part (with the op tables the
     /// program calls, `crate::ops`) is `vctx`, and returns the pointer
     /// programs hold.
-    pub fn new(uv: uverbs::Context, vctx: verbs_context) -> *mut ibv_context {
+    pub fn boxed(uv: uverbs::Context, vctx: verbs_context) -> *mut ibv_context {
         Box::new(Context {
             vctx,
             uv,

@@ -310,7 +310,7 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
     let cmd_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
     let vctx = crate::ops::verbs_context(d.as_c(), cmd_fd, async_fd, uv.num_comp_vectors());
-    Context::new(uv, vctx)
+    Context::boxed(uv, vctx)
 }
 
 /// `ibv_import_device`: a context on the kernel context whose command fd
@@ -363,7 +363,7 @@ pub unsafe extern "C" fn ibv_import_device(cmd_fd: c_int) -> *mut ibv_context {
     let own_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
     let vctx = crate::ops::verbs_context(dev.as_c(), own_fd, async_fd, uv.num_comp_vectors());
-    Context::new(uv, vctx)
+    Context::boxed(uv, vctx)
 }
 
 /// `ibv_close_device`: frees the context; 0, or -1 and `EINVAL` for NULL.

@@ -54,7 +54,7 @@ const CONTEXT_OPS: ibv_context_ops = ibv_context_ops {
 };
 
 /// The C part of a new context of `device`, with both op tables: what
-/// [`Context::new`](crate::context::Context::new) boxes. `cmd_fd` and
+/// [`Context::boxed`](crate::context::Context::boxed) boxes. `cmd_fd` and
 /// `async_fd` are the uverbs fds the C struct exposes.
 pub(crate) fn verbs_context(
     device: *mut ibv_device,
@@ -128,6 +128,6 @@ impl crate::context::Context {
         async_fd: i32,
     ) -> *mut ibv_context {
         let vctx = verbs_context(device, cmd_fd, async_fd, uv.num_comp_vectors());
-        crate::context::Context::new(uv, vctx)
+        crate::context::Context::boxed(uv, vctx)
     }
 }

@@ -74,7 +74,7 @@ pub unsafe extern "C" fn mlx5dv_open_device(
     let cmd_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
     let vctx = crate::ops::verbs_context(d.as_c(), cmd_fd, async_fd, uv.num_comp_vectors());
-    Context::new(uv, vctx)
+    Context::boxed(uv, vctx)
 }
 
 /// The mlx5 view of a program's context, or libmlx5's answer for one that
