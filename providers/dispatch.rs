@@ -203,6 +203,11 @@ macro_rules! providers {
                 match self { $(AnyContext::$v(_) => <$p as Provider>::send_ops(qp_type)),+ }
             }
 
+            /// How the provider's rdma-core counterpart numbers `ibv_wc.wc_flags`.
+            pub(crate) fn wc_flags_numbering(&self) -> crate::WcFlagsNumbering {
+                match self { $(AnyContext::$v(_) => <$p as Provider>::WC_FLAGS_NUMBERING),+ }
+            }
+
             /// The firmware version as the provider formats it.
             pub(crate) fn fw_ver(&self, raw: u64) -> String {
                 match self { $(AnyContext::$v(_) => <$p>::fw_ver(raw)),+ }

@@ -365,6 +365,10 @@ pub(crate) trait Provider: Sized + 'static {
     /// `import_mr`.
     const IMPORTS_MRS: bool = false;
 
+    /// How rdma-core's counterpart numbers `struct ibv_wc`'s `wc_flags`
+    /// (see [`WcFlagsNumbering`](crate::WcFlagsNumbering)).
+    const WC_FLAGS_NUMBERING: crate::WcFlagsNumbering;
+
     /// Formats the firmware version as the provider's `ibv_query_device` does.
     fn fw_ver(raw: u64) -> String {
         let (major, minor, sub) = ((raw >> 32) & 0xffff, (raw >> 16) & 0xffff, raw & 0xffff);

@@ -477,6 +477,16 @@ impl Context {
         self.inner.provider.name()
     }
 
+    /// How rdma-core's provider for this device numbers `struct ibv_wc`'s
+    /// `wc_flags` ([`WcFlagsNumbering`](crate::WcFlagsNumbering)): what a C
+    /// library over uverbs reports in place of [`WorkCompletion::wc_flags`]
+    /// (the kernel's numbering) to be that provider's twin.
+    ///
+    /// [`WorkCompletion::wc_flags`]: crate::WorkCompletion::wc_flags
+    pub fn wc_flags_numbering(&self) -> crate::WcFlagsNumbering {
+        self.inner.provider.wc_flags_numbering()
+    }
+
     /// The send operations this context's QPs of type `qp_type` post, the
     /// `send_ops_flags` such a QP may be created with
     /// ([`crate::QpCreateOptions::send_ops`]); `None` for a type with no

@@ -527,6 +527,27 @@ impl CompletionQueue {
         self.destroy_with(Pending::Refuse)
     }
 
+    /// [`CompletionQueue::destroy`] in libibverbs' form (`ibv_destroy_cq`), for callers that
+    /// acknowledge by count from other threads through
+    /// [`CompletionQueue::event_acks`]: events deferred and not yet acknowledged do
+    /// not refuse it. The destroy command runs first; then it waits until
+    /// every event the kernel reported for the object is acknowledged,
+    /// deferred ones included (forever, as libibverbs, for one nobody
+    /// acknowledges). `EBUSY`, the object given back unchanged, as for
+    /// [`CompletionQueue::destroy`] (while QPs use it) or while the calling thread holds an event
+    /// value of it.
+    #[doc(alias = "ibv_destroy_cq")]
+    pub fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::WaitDeferred)
+    }
+
+    /// A handle that acknowledges this object's deferred events from any
+    /// thread, also while [`CompletionQueue::destroy_awaiting_acks`] waits for them
+    /// (see [`EventAcks`](crate::EventAcks)).
+    pub fn event_acks(&self) -> crate::EventAcks {
+        crate::EventAcks::new(&self.inner.events)
+    }
+
     fn destroy_with(self, pending: Pending) -> Result<(), DestroyError<Self>> {
         let children = &self.inner.children;
         let result = destroy_reachable(

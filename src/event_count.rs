@@ -34,6 +34,13 @@
 //! waits only for events other threads hold as values or are reading right
 //! now: it is woken by their drops.
 //!
+//! libibverbs' own form ([`Pending::WaitDeferred`], the objects'
+//! `destroy_awaiting_acks`) lifts the refusal for deferred counts: their
+//! acknowledgements come through an [`EventAcks`](crate::EventAcks), which
+//! holds the counts and not the handle, so other threads acknowledge while
+//! the destroy, its command sent, waits for them (a C library over this
+//! crate destroys that way, as `ibv_destroy_cq` does).
+//!
 //! # Events read behind the library's back
 //!
 //! A program that reads a record from an event fd itself (through `AsFd`)
@@ -223,7 +230,8 @@ impl EventCounts {
     }
 
     /// Acknowledges `n` deferred events of `stream`, as
-    /// `ibv_ack_cq_events(cq, n)` does; `Err(deferred)` (nothing
+    /// `ibv_ack_cq_events(cq, n)` does, and wakes a destroy waiting for
+    /// them ([`Pending::WaitDeferred`]); `Err(deferred)` (nothing
     /// acknowledged) when fewer than `n` are deferred.
     pub(crate) fn ack_deferred(&self, stream: Stream, n: u32) -> Result<(), u32> {
         let mut c = self.lock();
@@ -233,6 +241,13 @@ impl EventCounts {
         }
         c.deferred[i] -= n;
         c.add_acked(stream, n);
+        // Read under the lock a waiter registers under: it is either
+        // counted here or checks after this change.
+        let waiting = self.waiters.load(Ordering::Relaxed) > 0;
+        drop(c);
+        if waiting {
+            self.changed.notify_all();
+        }
         Ok(())
     }
 
@@ -479,6 +494,12 @@ pub(crate) enum Pending {
     Wait,
     /// Fail with `EAGAIN` instead (`try_destroy`).
     Refuse,
+    /// libibverbs' destroy exactly (`destroy_awaiting_acks`): deferred
+    /// counts do not refuse it, the command runs, and it waits until every
+    /// event the kernel reported is acknowledged, deferred ones included,
+    /// which other threads acknowledge through an
+    /// [`EventAcks`](crate::EventAcks) meanwhile.
+    WaitDeferred,
 }
 
 /// Destroys an event object its handle still holds, as `destroy()`
@@ -490,7 +511,10 @@ pub(crate) enum Pending {
 /// - `EBUSY` while child objects use it (`children()` > 0), while the
 ///   calling thread holds one of its event values (it would wait for
 ///   itself), and while deferred counts are unacknowledged (the caller owns
-///   the handle they are acknowledged through, so nobody else can);
+///   the handle they are acknowledged through, so nobody else can), except
+///   with [`Pending::WaitDeferred`], whose caller acknowledges through an
+///   [`EventAcks`](crate::EventAcks) and which waits for them after the
+///   command;
 /// - [`Pending::Refuse`]: `EAGAIN` while other threads hold event values.
 ///
 /// Then the destroy command runs with no lock held that event delivery
@@ -524,7 +548,7 @@ pub(crate) fn destroy_reachable<T: EventObject>(
             out.mine
         )));
     }
-    if out.deferred > 0 {
+    if out.deferred > 0 && pending != Pending::WaitDeferred {
         return Err(ebusy(format!(
             "{} event(s) of this object were deferred (defer_ack) and are not acknowledged: \
              acknowledge them by count first (ack_events / ack_async_events); nobody else can \
@@ -570,6 +594,13 @@ pub(crate) fn destroy_reachable<T: EventObject>(
             if !counts.close(reported, true) {
                 return Ok(());
             }
+        }
+        Pending::WaitDeferred => {
+            // Not closed: an event deferred from now on stays counted for
+            // the program to acknowledge, as libibverbs' waits for it, and
+            // deferred counts are waited for, not given up.
+            counts.wait_acked(reported);
+            counts.wait_while(|| Arc::strong_count(arc) > 1);
         }
     }
     registry.remove(key);

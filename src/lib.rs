@@ -118,6 +118,7 @@ mod cq_poll;
 mod device_list;
 mod endpoint;
 mod error;
+mod event_acks;
 mod event_count;
 mod event_fd;
 mod event_registry;
@@ -264,6 +265,7 @@ pub use cq_poll::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use endpoint::{BringUp, Endpoint};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
+pub use event_acks::EventAcks;
 pub use fork::{copy_on_fork, fork_init, fork_status, fork_status_with, ForkStatus};
 pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
 pub use mw::{MemoryWindow, MwBind, MwType};
@@ -279,7 +281,7 @@ pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResou
 pub use recv_queue::RecvQueue;
 pub use send_session::SendBatch;
 pub use srq::{SharedReceiveQueue, SrqAttr, SrqOptions};
-pub use wc::{WcExFlags, WcFlags, WcOpcode, WcStatus, WorkCompletion};
+pub use wc::{WcExFlags, WcFlags, WcFlagsNumbering, WcOpcode, WcStatus, WorkCompletion};
 pub use wr::{Payload, PostError, PostErrorKind, RecvWr, SendFlags, SendOp, SendWr, Sge, UdDest};
 
 /// The kernel ABI (`uverbs-abi`) in one namespace, as the C headers have it.

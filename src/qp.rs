@@ -847,6 +847,27 @@ impl QueuePair {
         self.destroy_with(Pending::Refuse)
     }
 
+    /// [`QueuePair::destroy`] in libibverbs' form (`ibv_destroy_qp`), for callers that
+    /// acknowledge by count from other threads through
+    /// [`QueuePair::event_acks`]: events deferred and not yet acknowledged do
+    /// not refuse it. The destroy command runs first; then it waits until
+    /// every event the kernel reported for the object is acknowledged,
+    /// deferred ones included (forever, as libibverbs, for one nobody
+    /// acknowledges). `EBUSY`, the object given back unchanged, as for
+    /// [`QueuePair::destroy`] or while the calling thread holds an event
+    /// value of it.
+    #[doc(alias = "ibv_destroy_qp")]
+    pub fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::WaitDeferred)
+    }
+
+    /// A handle that acknowledges this object's deferred events from any
+    /// thread, also while [`QueuePair::destroy_awaiting_acks`] waits for them
+    /// (see [`EventAcks`](crate::EventAcks)).
+    pub fn event_acks(&self) -> crate::EventAcks {
+        crate::EventAcks::new(&self.inner.events)
+    }
+
     /// Acknowledges `n` async events of this QP left unacknowledged with
     /// [`AsyncEvent::defer_ack`](crate::AsyncEvent::defer_ack), from any
     /// thread (libibverbs acknowledges async events one at a time:

@@ -348,6 +348,27 @@ impl SharedReceiveQueue {
         self.destroy_with(Pending::Refuse)
     }
 
+    /// [`SharedReceiveQueue::destroy`] in libibverbs' form (`ibv_destroy_srq`), for callers that
+    /// acknowledge by count from other threads through
+    /// [`SharedReceiveQueue::event_acks`]: events deferred and not yet acknowledged do
+    /// not refuse it. The destroy command runs first; then it waits until
+    /// every event the kernel reported for the object is acknowledged,
+    /// deferred ones included (forever, as libibverbs, for one nobody
+    /// acknowledges). `EBUSY`, the object given back unchanged, as for
+    /// [`SharedReceiveQueue::destroy`] (while QPs use it) or while the calling thread holds an event
+    /// value of it.
+    #[doc(alias = "ibv_destroy_srq")]
+    pub fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>> {
+        self.destroy_with(Pending::WaitDeferred)
+    }
+
+    /// A handle that acknowledges this object's deferred events from any
+    /// thread, also while [`SharedReceiveQueue::destroy_awaiting_acks`] waits for them
+    /// (see [`EventAcks`](crate::EventAcks)).
+    pub fn event_acks(&self) -> crate::EventAcks {
+        crate::EventAcks::new(&self.inner.events)
+    }
+
     /// Acknowledges `n` async events of this SRQ left unacknowledged with
     /// [`AsyncEvent::defer_ack`](crate::AsyncEvent::defer_ack), from any
     /// thread (libibverbs acknowledges async events one at a time:

@@ -171,6 +171,41 @@ bitflags! {
     }
 }
 
+/// How `struct ibv_wc`'s `wc_flags` are numbered by rdma-core's provider for
+/// a device ([`Context::wc_flags_numbering`](crate::Context::wc_flags_numbering)):
+/// the one place the C ABI's completion flags differ by provider, given as
+/// data so that a C library over this crate reports them as the provider
+/// it replaces does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcFlagsNumbering {
+    /// The kernel's `enum ib_wc_flags`, as the device wrote them ([`WcFlags`]
+    /// as it is): rdma-core 44's rxe copies the kernel's completion into
+    /// `struct ibv_wc` (`providers/rxe/rxe.c`, `rxe_poll_cq`, and
+    /// `cq_read_wc_flags` returning `wc->wc_flags`).
+    Kernel,
+    /// libibverbs' `enum ibv_wc_flags` (`verbs.h`): `IBV_WC_IP_CSUM_OK` is bit
+    /// 2 and `IBV_WC_WITH_INV` bit 3, where the kernel has them the other way
+    /// round; libmlx5 builds its flags in this numbering from the CQE.
+    Verbs,
+}
+
+impl WcFlagsNumbering {
+    /// `flags` (the kernel's numbering) as this numbering gives them.
+    pub fn encode(self, flags: WcFlags) -> u32 {
+        let k = flags.bits();
+        match self {
+            WcFlagsNumbering::Kernel => k,
+            WcFlagsNumbering::Verbs => {
+                let swapped = WcFlags::WITH_INVALIDATE.bits() | WcFlags::IP_CSUM_OK.bits();
+                let inv = u32::from(flags.contains(WcFlags::WITH_INVALIDATE)) << 3;
+                let csum = u32::from(flags.contains(WcFlags::IP_CSUM_OK)) << 2;
+                (k & !swapped) | inv | csum
+            }
+        }
+    }
+}
+
 bitflags! {
     /// The completion fields an extended CQ reports (`enum
     /// ibv_create_cq_wc_flags`, the `IBV_WC_EX_WITH_*` bits of `struct
@@ -320,5 +355,32 @@ mod tests {
         assert_eq!(WcFlags::from_bits_retain(0x100).bits(), 0x100);
         assert!(WcOpcode::RECV_RDMA_WITH_IMM.is_recv());
         assert!(!WcOpcode::RDMA_READ.is_recv());
+    }
+
+    /// Each flag in libibverbs' numbering, against rdma-core 44's verbs.h
+    /// (`enum ibv_wc_flags`: `IBV_WC_GRH = 1 << 0`, `IBV_WC_WITH_IMM = 1 <<
+    /// 1`, `IBV_WC_IP_CSUM_OK = 1 << IBV_WC_IP_CSUM_OK_SHIFT` (2),
+    /// `IBV_WC_WITH_INV = 1 << 3`), and the kernel's kept as it is
+    /// (`enum ib_wc_flags` of Linux' ib_verbs.h: `IB_WC_WITH_INVALIDATE = 1 <<
+    /// 2`, `IB_WC_IP_CSUM_OK = 1 << 3`); bits neither names pass through.
+    #[test]
+    fn wc_flags_numberings() {
+        let cases = [
+            (WcFlags::GRH, 1, 1),
+            (WcFlags::WITH_IMM, 1 << 1, 1 << 1),
+            (WcFlags::IP_CSUM_OK, 1 << 2, 1 << 3),
+            (WcFlags::WITH_INVALIDATE, 1 << 3, 1 << 2),
+            (WcFlags::from_bits_retain(1 << 6), 1 << 6, 1 << 6),
+        ];
+        for (flag, verbs, kernel) in cases {
+            assert_eq!(WcFlagsNumbering::Verbs.encode(flag), verbs, "{flag:?}");
+            assert_eq!(WcFlagsNumbering::Kernel.encode(flag), kernel, "{flag:?}");
+        }
+        let all = WcFlags::GRH | WcFlags::WITH_IMM | WcFlags::WITH_INVALIDATE | WcFlags::IP_CSUM_OK;
+        assert_eq!(WcFlagsNumbering::Verbs.encode(all), 0b1111);
+        assert_eq!(
+            WcFlagsNumbering::Verbs.encode(WcFlags::WITH_IMM | WcFlags::WITH_INVALIDATE),
+            (1 << 1) | (1 << 3)
+        );
     }
 }

@@ -9,6 +9,16 @@
 //!   `mlx5` module path, no `Rxe*`/`Mlx5*` identifier. It calls the `Any*`
 //!   enums of `providers/dispatch.rs`, the one file that matches on them.
 //!   The public `uverbs::mlx5` re-export in `src/lib.rs` is the exception.
+//! - **The C libraries** (`capi/`: `libibverbs.so.1`; `preload/`: the
+//!   LD_PRELOAD shim over the mlx5 model) only translate between C and the
+//!   core: they never branch on a provider. No `provider_name()`, no
+//!   `"rxe"`/`"mlx5"` string to compare with, none of the core's provider
+//!   markers (`Rxe`, `Mlx5`, `ProviderKind`), no `providers` path; what
+//!   differs by provider the core gives as data
+//!   (`Context::wc_flags_numbering`). Only libmlx5's twin (`capi/mlx5/`,
+//!   `capi/src/mlx5/`: `mlx5dv_*`) calls the public `uverbs::mlx5` API, as
+//!   any program of that provider would. Test doubles (`testing::rxe`,
+//!   `testing::mlx5`, the model the preload serves) are not providers.
 //! - **The test doubles** (`src/testing/`: the fake kernels and the mlx5
 //!   device model) never import the providers: no `crate::providers`, no
 //!   provider module re-exported at the root (`crate::mlx5`,
@@ -343,6 +353,102 @@ const EXCEPTIONS: &[(&str, &str)] = &[
         "mlx5::{DevxEvent, DevxEventChannel}",
     ),
 ];
+
+/// Words that name a provider to branch on, in the C libraries' code.
+const C_LIBRARY_WORDS: &[&str] = &["provider_name", "Rxe", "Mlx5", "ProviderKind", "providers"];
+
+/// Where a C library file (capi/, preload/) branches on a provider:
+/// `(line, what)`. `mlx5dv` is whether the file is libmlx5's twin, which
+/// may use the public `uverbs::mlx5` API.
+fn c_library_violations(text: &str, mlx5dv: bool) -> Vec<(usize, String)> {
+    let mut bad = Vec::new();
+    for (n, code) in code_lines(text) {
+        // String literals that are a provider's name (compared with).
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find('"') {
+            let tail = &rest[at + 1..];
+            let Some(end) = tail.find('"') else { break };
+            let lit = &tail[..end];
+            if lit.eq_ignore_ascii_case("rxe") || lit.eq_ignore_ascii_case("mlx5") {
+                bad.push((n, format!("the string \"{lit}\"")));
+            }
+            rest = &tail[end + 1..];
+        }
+        let plain = without_literals(&code);
+        for w in plain.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+            if C_LIBRARY_WORDS.contains(&w) {
+                bad.push((n, format!("names {w}")));
+            }
+        }
+        if !mlx5dv && crate_paths(&plain.replace("uverbs::", "crate::")).contains(&"mlx5".into()) {
+            bad.push((n, "uses uverbs::mlx5".to_string()));
+        }
+    }
+    // `use uverbs::{\n    mlx5,\n ...}` spans lines.
+    if !mlx5dv
+        && !bad.iter().any(|(_, w)| w.contains("uverbs::mlx5"))
+        && crate_paths(&joined_code(text).replace("uverbs::", "crate::")).contains(&"mlx5".into())
+    {
+        bad.push((0, "uses uverbs::mlx5 (in a use group)".to_string()));
+    }
+    bad.sort();
+    bad.dedup_by_key(|(n, _)| *n);
+    bad
+}
+
+#[test]
+fn the_c_library_scanner_catches_what_it_should() {
+    let c = "// provider_name() == \"rxe\" in a comment is fine\n\
+             let kernel = ctx.uv.provider_name() == \"rxe\";\n\
+             if name == \"MLX5\" {}\n\
+             use uverbs::mlx5::open_device;\n\
+             let s = \"mlx5dv_create_qp\";\n\
+             use uverbs::testing::rxe::{fake_rxe, FakeRxe};\n\
+             use uverbs::testing::mlx5::Mlx5Model;\n\
+             fn f(_: uverbs::Mlx5) {}\n\
+             let d = uverbs::ProviderKind::Rxe;\n\
+             let n = ctx.uv.wc_flags_numbering();\n";
+    let lines: Vec<usize> = c_library_violations(c, false)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(lines, [2, 3, 4, 8, 9]);
+    let lines: Vec<usize> = c_library_violations(c, true)
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    assert_eq!(lines, [2, 3, 8, 9]);
+    let group = "use uverbs::{\n    sys::Errno,\n    mlx5,\n};\n";
+    assert_eq!(c_library_violations(group, false).len(), 1);
+    assert!(c_library_violations(group, true).is_empty());
+}
+
+/// The C libraries (`capi/`, `preload/`) never branch on a provider; see
+/// the module documentation.
+#[test]
+fn the_c_libraries_never_branch_on_a_provider() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["capi", "preload"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "capi/ and preload/ not found");
+    let mut bad = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root).unwrap_or(f);
+        let mlx5dv = rel.starts_with("capi/mlx5") || rel.starts_with("capi/src/mlx5");
+        let text = fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        for (line, what) in c_library_violations(&text, mlx5dv) {
+            bad.push(format!("{}:{line}: {what}", rel.display()));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a C library branches on a provider (make the difference data the core \
+         gives, as Context::wc_flags_numbering):\n{}",
+        bad.join("\n")
+    );
+}
 
 #[test]
 fn the_scanners_catch_what_they_should() {

@@ -9,12 +9,13 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{ffi::c_int, mem::ManuallyDrop};
 
 use uverbs::{sys::Errno, AddressHandle, AhAttr, WcFlags, WorkCompletion};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,
@@ -43,16 +44,9 @@ unsafe impl Send for Ah {}
 // SAFETY: as for Send.
 unsafe impl Sync for Ah {}
 
-impl Ah {
-    /// The AH behind a program's pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live AH of this library.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_ah) -> Result<&'a Ah, Errno> {
-        // SAFETY: the caller's contract; `c` is the first field.
-        unsafe { p.cast::<Ah>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Ah: ibv_ah = c);
 
+impl Ah {
     /// The uverbs address handle.
     pub(crate) fn handle(&self) -> &AddressHandle {
         &self.ah
@@ -77,7 +71,7 @@ unsafe fn create(pd: *mut ibv_pd, attr: &AhAttr) -> Result<*mut ibv_ah, Errno> {
         },
         ah: ManuallyDrop::new(ah),
     });
-    Ok(Box::into_raw(b).cast::<ibv_ah>())
+    Ok(b.into_c())
 }
 
 /// `ibv_create_ah`: NULL and `errno` on failure. RoCE ports need
@@ -107,7 +101,7 @@ pub unsafe extern "C" fn ibv_destroy_ah(ah: *mut ibv_ah) -> c_int {
         return errno::positive(Errno::EINVAL);
     }
     let p = ah.cast::<Ah>();
-    // SAFETY: `p` is a live `Ah` (made by `Box::into_raw` in `create`),
+    // SAFETY: `p` is a live `Ah` (made by `into_c` in `create`),
     // which nothing else reaches during the call (the caller's contract):
     // the handle is taken out and either destroyed, after which only the
     // box is freed, or put back below.

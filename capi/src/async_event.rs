@@ -11,12 +11,13 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::{c_char, c_int, c_void, CStr};
 
 use uverbs::{AsyncElement, AsyncEventType, EventAffiliation};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

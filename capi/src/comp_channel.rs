@@ -6,11 +6,12 @@
 //! libibverbs; on a channel the program made `O_NONBLOCK` (`fcntl` on
 //! `channel->fd`) it fails with `EAGAIN` when nothing is queued (uverbs
 //! honours the flag). The CQ it returns is the uverbs event's context,
-//! which is the C object's address (see `cq.rs`); the event is counted
-//! there until `ibv_ack_cq_events` acknowledges it, from any thread.
+//! which is the C object's address (see `cq.rs`); the event stays deferred
+//! in uverbs until `ibv_ack_cq_events` acknowledges it, from any thread.
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_char, c_int, c_uint, c_void},
     sync::atomic::Ordering,
@@ -20,7 +21,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use uverbs::{sys::Errno, CompletionChannel};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,
@@ -47,20 +48,9 @@ unsafe impl Send for CompChannel {}
 // SAFETY: as for Send.
 unsafe impl Sync for CompChannel {}
 
-impl CompChannel {
-    /// The channel behind a program's `ibv_comp_channel` pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a channel of this library not yet destroyed.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_comp_channel) -> Result<&'a CompChannel, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: by the caller's contract `p` is the address of a live
-        // `CompChannel`, whose first field it is.
-        Ok(unsafe { &*p.cast::<CompChannel>() })
-    }
+crate::handle!(CompChannel: ibv_comp_channel = c);
 
+impl CompChannel {
     /// The uverbs channel.
     pub(crate) fn channel(&self) -> &CompletionChannel {
         &self.channel
@@ -111,7 +101,7 @@ pub unsafe extern "C" fn ibv_create_comp_channel(
         },
         channel,
     });
-    Box::into_raw(ch).cast()
+    ch.into_c()
 }
 
 /// Destroys a completion channel and closes its fd: 0, or the positive
@@ -134,9 +124,9 @@ pub unsafe extern "C" fn ibv_destroy_comp_channel(channel: *mut ibv_comp_channel
     {
         return errno::positive(Errno::EBUSY);
     }
-    // SAFETY: `channel` came from `Box::into_raw` in
+    // SAFETY: `channel` came from `into_c` in
     // `ibv_create_comp_channel` and the program gives it up with this call.
-    drop(unsafe { Box::from_raw(channel.cast::<CompChannel>()) });
+    unsafe { CompChannel::free(channel) };
     0
 }
 
@@ -158,10 +148,10 @@ unsafe fn get_cq_event(
     let p = ev.cq_context() as usize as *mut ibv_cq;
     // SAFETY: the event's context is the address of the C object its CQ
     // was created with (`cq::create`), which lives while the event is held.
-    let context = unsafe { crate::cq::event_delivered(p) }?;
-    // Counted above: `ibv_ack_cq_events` acknowledges it, and the CQ's
-    // destroy waits for that.
-    ev.ack();
+    let context = unsafe { crate::cq::cq_context(p) }?;
+    // Counted by the CQ in uverbs until `ibv_ack_cq_events` acknowledges
+    // it; the CQ's destroy waits for that.
+    ev.defer_ack();
     // SAFETY: the program's out-parameters, checked non-NULL.
     unsafe {
         cq.write(p);

@@ -15,35 +15,31 @@
 //!
 //! libibverbs' `ibv_destroy_cq` sends the kernel's destroy, which reports
 //! how many completion and async events were read for the CQ, and then
-//! waits until the program has acknowledged that many. Here:
-//!
-//! - completion events are counted by this module when `ibv_get_cq_event`
-//!   hands them out ([`event_delivered`]) and when `ibv_ack_cq_events`
-//!   acknowledges them ([`ack_events`]; the count is also the C field
-//!   `comp_events_completed`, as in libibverbs). uverbs' event value is
-//!   acknowledged as soon as it is handed out. The destroy runs uverbs'
-//!   destroy (the kernel command; `EBUSY` at once while QPs use the CQ) and
-//!   then waits until every completion event handed out is acknowledged;
-//! - async events stay deferred in uverbs until `ibv_ack_async_event`
-//!   ([`ack_async_event`], from any thread); uverbs refuses to destroy a
-//!   CQ while some are, so the destroy first waits for those
-//!   acknowledgements with the uverbs CQ in place, then destroys.
+//! waits until the program has acknowledged that many. That is uverbs'
+//! `CompletionQueue::destroy_awaiting_acks`: `ibv_get_cq_event` and
+//! `ibv_get_async_event` leave each event deferred in uverbs
+//! (`defer_ack`), and `ibv_ack_cq_events` and `ibv_ack_async_event`
+//! acknowledge them by count through the CQ's [`EventAcks`], from any
+//! thread, also while the destroy waits; they add to the C fields
+//! `comp_events_completed` and `async_events_completed` as libibverbs does.
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     ptr,
 };
-use std::sync::{
-    atomic::Ordering, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard,
-};
+use std::sync::{atomic::Ordering, PoisonError, RwLock, RwLockReadGuard};
 
-use uverbs::{sys::Errno, CompletionQueue, CqOptions, WcExFlags, WcFlags, WorkCompletion};
+use uverbs::{
+    sys::Errno, CompletionQueue, CqOptions, EventAcks, WcExFlags, WcFlags, WcFlagsNumbering,
+    WorkCompletion,
+};
 
 use crate::{
     comp_channel::CompChannel,
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,
@@ -54,16 +50,6 @@ use crate::{
     pd::Pd,
 };
 
-/// Completion events handed out and acknowledged, and whether a destroy
-/// waits on them.
-#[derive(Debug, Default)]
-struct Tally {
-    delivered: u32,
-    acked: u32,
-    /// Destroys waiting on [`Cq::settled`].
-    waiters: u32,
-}
-
 /// A completion queue: what `ibv_create_cq` returns a pointer to.
 #[repr(C)]
 #[derive(Debug)]
@@ -71,13 +57,12 @@ pub struct Cq {
     /// The C part (`ibv_cq *` and `ibv_cq_ex *` are this object's address).
     pub c: ibv_cq_ex,
     cq: RwLock<Option<CompletionQueue>>,
-    tally: Mutex<Tally>,
-    /// Signalled by acknowledgements while a destroy waits.
-    settled: Condvar,
-    /// Report `wc_flags` as the kernel wrote them, as rdma-core's rxe
-    /// provider does (it copies the kernel's completion); otherwise in
-    /// libibverbs' `ibv_wc_flags` numbering, as libmlx5 does.
-    kernel_wc_flags: bool,
+    /// The CQ's acknowledgements (set with the uverbs CQ, before the
+    /// program has the pointer).
+    acks: Option<EventAcks>,
+    /// How `wc_flags` are numbered for the program: as rdma-core's
+    /// provider for the device numbers them (uverbs says which).
+    wc_flags: WcFlagsNumbering,
     /// The `ibv_start_poll` session and its current completion (cq_ex.rs).
     pub(crate) session: crate::cq_ex::Session,
 }
@@ -93,24 +78,9 @@ fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     l.read().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
+crate::handle!(Cq: ibv_cq = c);
 
 impl Cq {
-    /// The CQ behind a program's `ibv_cq` (or `ibv_cq_ex`) pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a CQ of this library not yet destroyed.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_cq) -> Result<&'a Cq, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: by the caller's contract `p` is the address of a live
-        // `Cq`, whose first field it is.
-        Ok(unsafe { &*p.cast::<Cq>() })
-    }
-
     /// Runs `f` with the uverbs CQ locked shared (for commands that name
     /// it: polls, which lock it exclusively, wait); `EINVAL` when it is
     /// destroyed.
@@ -130,33 +100,7 @@ impl Cq {
 
     /// A uverbs completion as `ibv_poll_cq` hands it to the program.
     pub(crate) fn wc_to_c(&self, w: &WorkCompletion) -> ibv_wc {
-        to_c(w, self.kernel_wc_flags)
-    }
-
-    /// Async events of this CQ deferred in uverbs and not acknowledged.
-    fn deferred_async(&self) -> u32 {
-        read(&self.cq)
-            .as_ref()
-            .map_or(0, CompletionQueue::deferred_async_events)
-    }
-
-    /// Waits, with `tally` locked, until `done` holds; acknowledgements
-    /// wake it.
-    fn wait_until(&self, mut done: impl FnMut(&Tally) -> bool) {
-        let mut t = lock(&self.tally);
-        t.waiters += 1;
-        while !done(&t) {
-            t = self.settled.wait(t).unwrap_or_else(PoisonError::into_inner);
-        }
-        t.waiters -= 1;
-    }
-
-    /// Wakes waiting destroys (the caller changed the tally or acknowledged
-    /// an async event, and holds the tally's lock).
-    fn wake(&self, t: &Tally) {
-        if t.waiters > 0 {
-            self.settled.notify_all();
-        }
+        to_c(w, self.wc_flags)
     }
 }
 
@@ -189,53 +133,41 @@ pub(crate) fn with_cqs<R>(
 }
 
 /// Acknowledges one async event of the CQ (`ibv_ack_async_event`), from any
-/// thread, and wakes a destroy waiting for it.
+/// thread, which a waiting destroy may be waiting for.
 ///
 /// # Safety
 /// `p` is NULL or a CQ of this library not yet destroyed.
-#[allow(dead_code, reason = "async_event.rs (wt-dev) acknowledges with it")]
 pub(crate) unsafe fn ack_async_event(p: *mut ibv_cq) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     let cq = unsafe { Cq::from_c(p) }?;
-    {
-        let g = read(&cq.cq);
-        let q = g.as_ref().ok_or(Errno::EINVAL)?;
-        q.ack_async_events(1).map_err(|e| errno::of(&e))?;
-    }
-    let t = lock(&cq.tally);
-    cq.c.async_events_completed
-        .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-    cq.wake(&t);
+    let acks = cq.acks.as_ref().ok_or(Errno::EINVAL)?;
+    acks.ack_async_events(1).map_err(|e| errno::of(&e))?;
+    cq.c.async_events_completed.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }
 
-/// Counts a completion event `ibv_get_cq_event` hands out for the CQ at
-/// `p` (its uverbs context) and returns the program's `cq_context`.
+/// The program's `cq_context` of the CQ at `p`, whose completion event
+/// `ibv_get_cq_event` hands out.
 ///
 /// # Safety
 /// `p` is the context of a uverbs event just read: a live CQ of this
 /// library (uverbs keeps it alive while the event is held).
-pub(crate) unsafe fn event_delivered(p: *mut ibv_cq) -> Result<*mut c_void, Errno> {
+pub(crate) unsafe fn cq_context(p: *mut ibv_cq) -> Result<*mut c_void, Errno> {
     // SAFETY: the caller's contract.
-    let cq = unsafe { Cq::from_c(p) }?;
-    let mut t = lock(&cq.tally);
-    t.delivered = t.delivered.wrapping_add(1);
-    Ok(cq.c.cq_context)
+    Ok(unsafe { Cq::from_c(p) }?.c.cq_context)
 }
 
 /// Acknowledges `n` completion events of the CQ (`ibv_ack_cq_events`),
-/// from any thread, and wakes a destroy waiting for them.
+/// from any thread, which a waiting destroy may be waiting for.
 ///
 /// # Safety
 /// `p` is NULL or a CQ of this library not yet destroyed.
 pub(crate) unsafe fn ack_events(p: *mut ibv_cq, n: u32) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     let cq = unsafe { Cq::from_c(p) }?;
-    let mut t = lock(&cq.tally);
-    t.acked = t.acked.wrapping_add(n);
-    cq.c.comp_events_completed
-        .store(t.acked, core::sync::atomic::Ordering::Relaxed);
-    cq.wake(&t);
+    let acks = cq.acks.as_ref().ok_or(Errno::EINVAL)?;
+    acks.ack_events(n).map_err(|e| errno::of(&e))?;
+    cq.c.comp_events_completed.fetch_add(n, Ordering::Relaxed);
     Ok(())
 }
 
@@ -335,9 +267,8 @@ pub(crate) unsafe fn create_with(
             read_completion_wallclock_ns: none,
         },
         cq: RwLock::new(None),
-        tally: Mutex::new(Tally::default()),
-        settled: Condvar::new(),
-        kernel_wc_flags: ctx.uv.provider_name() == "rxe",
+        acks: None,
+        wc_flags: ctx.uv.wc_flags_numbering(),
         session: crate::cq_ex::Session::default(),
     });
     fill(&mut boxed.c);
@@ -373,6 +304,7 @@ pub(crate) unsafe fn create_with(
             let cq = unsafe { &mut *raw };
             cq.c.handle = q.handle();
             cq.c.cqe = c_int::try_from(q.cqe()).unwrap_or(c_int::MAX).into();
+            cq.acks = Some(q.event_acks());
             *cq.cq.get_mut().unwrap_or_else(PoisonError::into_inner) = Some(q);
             Ok(raw)
         }
@@ -431,32 +363,16 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
         Ok(c) => c,
         Err(e) => return errno::positive(e),
     };
-    loop {
-        {
-            let mut g = c.cq.write().unwrap_or_else(PoisonError::into_inner);
-            let Some(q) = g.take() else {
-                return errno::positive(Errno::EINVAL);
-            };
-            if q.deferred_async_events() == 0 {
-                match q.destroy() {
-                    Ok(()) => break,
-                    Err(e) => {
-                        let (q, err) = e.into_parts();
-                        // An async event deferred since the check: wait for it.
-                        let again = err.errno() == Errno::EBUSY && q.deferred_async_events() > 0;
-                        *g = Some(q);
-                        if !again {
-                            return errno::positive(errno::of(&err));
-                        }
-                    }
-                }
-            } else {
-                *g = Some(q);
-            }
-        }
-        c.wait_until(|_| c.deferred_async() == 0);
+    let Some(q) = c.cq.write().unwrap_or_else(PoisonError::into_inner).take() else {
+        return errno::positive(Errno::EINVAL);
+    };
+    // Not locked while it waits: polls and arms of other threads find the
+    // CQ gone (EINVAL); acknowledgements take no lock.
+    if let Err(e) = q.destroy_awaiting_acks() {
+        let no = errno::of(e.error());
+        *c.cq.write().unwrap_or_else(PoisonError::into_inner) = Some(e.into_inner());
+        return errno::positive(no);
     }
-    c.wait_until(|t| t.delivered.wrapping_sub(t.acked) as i32 <= 0);
     if !c.c.channel.is_null() {
         // SAFETY: a channel outlives its CQs (its destroy fails while
         // they are attached).
@@ -464,9 +380,9 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
             ch.detach();
         }
     }
-    // SAFETY: `cq` came from `Box::into_raw` in `create` and the program
+    // SAFETY: `cq` came from `into_c` in `create` and the program
     // gives it up with this call.
-    drop(unsafe { Box::from_raw(cq.cast::<Cq>()) });
+    unsafe { Cq::free(cq) };
     0
 }
 
@@ -507,21 +423,10 @@ pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
     }
 }
 
-/// `ib_wc_flags` (the kernel's, uverbs' [`WcFlags`]) in libibverbs'
-/// `ibv_wc_flags` numbering: the kernel's `WITH_INVALIDATE` (bit 2) is
-/// `IBV_WC_WITH_INV` (bit 3), its `IP_CSUM_OK` (bit 3) is
-/// `IBV_WC_IP_CSUM_OK` (bit 2).
-fn ibv_wc_flags(kernel: u32) -> u32 {
-    let inv = (kernel >> 2) & 1;
-    let csum = (kernel >> 3) & 1;
-    (kernel & !0b1100) | (inv << 3) | (csum << 2)
-}
-
 /// A uverbs completion as the program's `struct ibv_wc`: `imm_data` back in
 /// network order (uverbs keeps it in host order), the invalidated rkey as
 /// it is.
-fn to_c(w: &WorkCompletion, kernel_wc_flags: bool) -> ibv_wc {
-    let flags = w.wc_flags.bits();
+pub(crate) fn to_c(w: &WorkCompletion, wc_flags: WcFlagsNumbering) -> ibv_wc {
     ibv_wc {
         wr_id: w.wr_id,
         status: w.status.0,
@@ -535,11 +440,7 @@ fn to_c(w: &WorkCompletion, kernel_wc_flags: bool) -> ibv_wc {
         },
         qp_num: w.qp_num,
         src_qp: w.src_qp,
-        wc_flags: if kernel_wc_flags {
-            flags
-        } else {
-            ibv_wc_flags(flags)
-        },
+        wc_flags: wc_flags.encode(w.wc_flags),
         pkey_index: w.pkey_index,
         slid: w.slid,
         sl: w.sl,
@@ -582,7 +483,7 @@ unsafe extern "C" fn poll_cq(cq: *mut ibv_cq, num: c_int, wc: *mut ibv_wc) -> c_
         let got = q.poll(&mut buf[..room]);
         for (i, w) in buf[..got].iter().enumerate() {
             // SAFETY: `done + i < want = num`, inside the program's array.
-            unsafe { wc.add(done + i).write(to_c(w, c.kernel_wc_flags)) };
+            unsafe { wc.add(done + i).write(to_c(w, c.wc_flags)) };
         }
         done += got;
         if got < room {

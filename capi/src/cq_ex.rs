@@ -16,8 +16,9 @@
 //! program may not call them, and here they answer rather than crash).
 //! The values are `ibv_poll_cq`'s for the same completion (cq.rs's
 //! conversion): `imm_data` in network order as the kernel wrote it,
-//! `wc_flags` in the kernel's numbering on rxe (rdma-core's rxe copies
-//! them) and in libibverbs' elsewhere. The two timestamps are granted by
+//! `wc_flags` in the numbering uverbs gives for the device
+//! (`Context::wc_flags_numbering`: the kernel's where rdma-core's provider
+//! copies them, rxe; libibverbs' where it builds them, mlx5). The two timestamps are granted by
 //! uverbs where the provider has them (mlx5), refused with `EOPNOTSUPP`
 //! where not (rxe, as rdma-core's rxe refuses them); `CVLAN`, `FLOW_TAG`
 //! and `TM_INFO`, which uverbs does not decode, and bits verbs.h does not
@@ -58,6 +59,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_uint},
     sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed},

@@ -28,7 +28,7 @@ use uverbs::{
 };
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::context::{ibv_context, ibv_device, IBV_SYSFS_NAME_MAX, IBV_SYSFS_PATH_MAX},
 };
@@ -309,7 +309,8 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
     // commands, never closing it), which uverbs' `cmd_fd` contract mirrors.
     let cmd_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
-    Context::create(uv, d.as_c(), cmd_fd, async_fd)
+    let vctx = crate::ops::verbs_context(d.as_c(), cmd_fd, async_fd, uv.num_comp_vectors());
+    Context::boxed(uv, vctx)
 }
 
 /// `ibv_import_device`: a context on the kernel context whose command fd
@@ -361,7 +362,8 @@ pub unsafe extern "C" fn ibv_import_device(cmd_fd: c_int) -> *mut ibv_context {
     // SAFETY: as in `ibv_open_device`.
     let own_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
-    Context::create(uv, dev.as_c(), own_fd, async_fd)
+    let vctx = crate::ops::verbs_context(dev.as_c(), own_fd, async_fd, uv.num_comp_vectors());
+    Context::boxed(uv, vctx)
 }
 
 /// `ibv_close_device`: frees the context; 0, or -1 and `EINVAL` for NULL.

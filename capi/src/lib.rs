@@ -27,10 +27,12 @@
 pub mod layout;
 
 mod errno;
+mod handle;
+mod ops;
 mod owner;
 
 mod async_event;
-mod ctx;
+mod context;
 mod device;
 mod query;
 
@@ -46,6 +48,7 @@ mod qp;
 mod qp_ex;
 mod srq;
 
+mod marshall;
 mod unsupported;
 
 pub(crate) mod mlx5;

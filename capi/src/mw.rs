@@ -11,6 +11,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::c_int,
     mem::{transmute, zeroed},
@@ -52,17 +53,9 @@ unsafe impl Send for Mw {}
 // SAFETY: as for Send.
 unsafe impl Sync for Mw {}
 
-impl Mw {
-    /// The window behind a program's `ibv_mw` pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a pointer `alloc_mw` returned and `dealloc_mw` has
-    /// not freed.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_mw) -> Result<&'a Mw, Errno> {
-        // SAFETY: the caller's contract; `c` is the first field.
-        unsafe { p.cast::<Mw>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Mw: ibv_mw = c);
 
+impl Mw {
     /// The window's current key.
     pub(crate) fn rkey(&self) -> u32 {
         self.c.rkey.load(Ordering::Acquire)
@@ -140,7 +133,7 @@ unsafe extern "C" fn alloc_mw(pd: *mut ibv_pd, mw_type: c_int) -> *mut ibv_mw {
         },
         mw: Mutex::new(Some(uv)),
     });
-    Box::into_raw(boxed).cast()
+    boxed.into_c()
 }
 
 /// The `dealloc_mw` op: 0, or the positive errno with the window as it
@@ -162,9 +155,9 @@ unsafe extern "C" fn dealloc_mw(mw: *mut ibv_mw) -> c_int {
             return errno::positive(errno::of(&e));
         }
     }
-    // SAFETY: `mw` came from `Box::into_raw` in `alloc_mw` and the program
+    // SAFETY: `mw` came from `into_c` in `alloc_mw` and the program
     // gives it up with this call.
-    drop(unsafe { Box::from_raw(mw.cast::<Mw>()) });
+    unsafe { Mw::free(mw) };
     0
 }
 

@@ -84,7 +84,7 @@ pub(crate) struct OwnerLock {
     word: AtomicUsize,
     /// Taken by waiters and by a release that finds `WAITING`.
     waiting: Mutex<()>,
-    /// Signalled by releases that find `WAITING`, and by [`OwnerLock::wake`].
+    /// Signalled by releases that find `WAITING`.
     changed: Condvar,
 }
 
@@ -159,28 +159,11 @@ impl OwnerLock {
         }
     }
 
-    /// Wakes every thread waiting for the lock or in
-    /// [`OwnerLock::release_and_wait`].
+    /// Wakes every thread waiting for the lock.
     #[cold]
-    pub(crate) fn wake(&self) {
+    fn wake(&self) {
         let _g = lock(&self.waiting);
         self.changed.notify_all();
-    }
-
-    /// Releases the lock (the caller holds it) and waits until woken
-    /// ([`OwnerLock::wake`], or a release that another waiter asked for),
-    /// then takes it again: what a destroy does while it waits for the
-    /// program's acknowledgements, which take the lock and then wake.
-    pub(crate) fn release_and_wait(&self, me: usize) {
-        let g = lock(&self.waiting);
-        // Released under `waiting`: a wake after this release waits for
-        // the wait below to have begun.
-        if self.word.swap(0, Release) & WAITING != 0 {
-            self.changed.notify_all();
-        }
-        let g = self.changed.wait(g).unwrap_or_else(PoisonError::into_inner);
-        drop(g);
-        self.acquire(me);
     }
 }
 
@@ -248,27 +231,5 @@ mod tests {
         });
         assert_eq!(count.load(Relaxed), 800);
         assert!(!l.held_by(me));
-    }
-
-    #[test]
-    fn release_and_wait_lets_another_thread_in_and_is_woken() {
-        let l = OwnerLock::default();
-        let me = thread_token();
-        let flag = AtomicU64::new(0);
-        assert_eq!(l.acquire(me), Entry::Taken);
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                let t = thread_token();
-                assert_eq!(l.acquire(t), Entry::Taken);
-                flag.store(1, Relaxed);
-                l.release();
-                l.wake();
-            });
-            while flag.load(Relaxed) == 0 {
-                l.release_and_wait(me);
-                assert!(l.held_by(me));
-            }
-        });
-        l.release();
     }
 }

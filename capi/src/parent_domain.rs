@@ -19,6 +19,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     ptr::NonNull,
@@ -31,7 +32,7 @@ use uverbs::{
 };
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,
@@ -62,6 +63,8 @@ pub struct Td {
 unsafe impl Send for Td {}
 // SAFETY: as for Send.
 unsafe impl Sync for Td {}
+
+crate::handle!(Td: ibv_td = c);
 
 /// A parent domain's C callbacks as uverbs' allocator.
 #[derive(Debug)]
@@ -146,11 +149,11 @@ unsafe extern "C" fn alloc_td(
         _ => return errno::null(Errno::EINVAL),
     }
     match ctx.uv.alloc_td() {
-        Ok(td) => Box::into_raw(Box::new(Td {
+        Ok(td) => Box::new(Td {
             c: ibv_td { context },
             td: Mutex::new(Some(td)),
-        }))
-        .cast(),
+        })
+        .into_c(),
         Err(e) => errno::null(errno::of(&e)),
     }
 }
@@ -161,11 +164,11 @@ unsafe extern "C" fn alloc_td(
 /// # Safety
 /// `td` is NULL or a live thread domain of this library.
 unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
-    let Some(t) = NonNull::new(td.cast::<Td>()) else {
-        return errno::positive(Errno::EINVAL);
+    // SAFETY: the caller's contract.
+    let t = match unsafe { Td::from_c(td) } {
+        Ok(t) => t,
+        Err(e) => return errno::positive(e),
     };
-    // SAFETY: the caller's contract: a live `Td`, whose first field `c` is.
-    let t = unsafe { t.as_ref() };
     {
         let mut guard = t.td.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(uv) = guard.take() else {
@@ -177,9 +180,9 @@ unsafe extern "C" fn dealloc_td(td: *mut ibv_td) -> c_int {
             return errno::positive(errno::of(&e));
         }
     }
-    // SAFETY: `td` came from `Box::into_raw` in `alloc_td` and the program
-    // gives it up with this call.
-    drop(unsafe { Box::from_raw(td.cast::<Td>()) });
+    // SAFETY: made by `into_c` in `alloc_td`; the program gives it up
+    // with this call.
+    unsafe { Td::free(td) };
     0
 }
 

@@ -24,6 +24,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::{c_int, c_uint, c_void};
 use std::{
     os::fd::BorrowedFd,
@@ -34,7 +35,7 @@ use uverbs::{abi::IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS, sys::Errno};
 use uverbs::{AccessFlags, MemoryRegion, ProtectionDomain};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,
@@ -77,21 +78,9 @@ unsafe impl Send for Pd {}
 // SAFETY: as for Send.
 unsafe impl Sync for Pd {}
 
-impl Pd {
-    /// The PD behind a program's `ibv_pd` pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a pointer `ibv_alloc_pd` returned and
-    /// `ibv_dealloc_pd` has not freed.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_pd) -> Result<&'a Pd, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: by the caller's contract `p` is the address of a live
-        // `Pd`, whose first field it is.
-        Ok(unsafe { &*p.cast::<Pd>() })
-    }
+crate::handle!(Pd: ibv_pd = c);
 
+impl Pd {
     /// Runs `f` with the uverbs PD (to make an object from it); `EINVAL`
     /// when it is gone (see the module documentation).
     pub(crate) fn with<R>(&self, f: impl FnOnce(&ProtectionDomain) -> R) -> Result<R, Errno> {
@@ -110,7 +99,7 @@ impl Pd {
             ctx,
             pd: RwLock::new(Some(uv)),
         });
-        Box::into_raw(pd).cast()
+        pd.into_c()
     }
 
     /// The context the PD belongs to.
@@ -138,18 +127,7 @@ unsafe impl Send for Mr {}
 // SAFETY: as for `Pd`.
 unsafe impl Sync for Mr {}
 
-impl Mr {
-    /// # Safety
-    /// `p` is NULL or a pointer this module returned and `ibv_dereg_mr`
-    /// has not freed.
-    unsafe fn from_c<'a>(p: *mut ibv_mr) -> Result<&'a Mr, Errno> {
-        if p.is_null() {
-            return Err(Errno::EINVAL);
-        }
-        // SAFETY: the caller's contract; `c` is the first field.
-        Ok(unsafe { &*p.cast::<Mr>() })
-    }
-}
+crate::handle!(Mr: ibv_mr = c);
 
 /// Allocates a protection domain; NULL and `errno` on failure.
 ///
@@ -194,9 +172,9 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
             return errno::positive(errno::of(&e));
         }
     }
-    // SAFETY: `pd` came from `Box::into_raw` in `ibv_alloc_pd` and the
+    // SAFETY: `pd` came from `into_c` in `ibv_alloc_pd` and the
     // program gives it up with this call.
-    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+    unsafe { Pd::free(pd) };
     0
 }
 
@@ -204,8 +182,17 @@ pub unsafe extern "C" fn ibv_dealloc_pd(pd: *mut ibv_pd) -> c_int {
 /// uverbs' flags: the optional bits are dropped when the kernel does not
 /// take them (`ibv_reg_mr_iova2`), bits no kernel knows are `EINVAL`.
 fn access_flags(ctx: &Context, access: u32) -> Result<AccessFlags, Errno> {
+    let optional =
+        ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) != 0;
+    mr_access(access, optional)
+}
+
+/// `access` (`enum ibv_access_flags`) as uverbs' flags, the optional bits
+/// dropped unless the kernel takes them (`optional`); `EINVAL` for bits no
+/// kernel knows.
+pub(crate) fn mr_access(access: u32, optional: bool) -> Result<AccessFlags, Errno> {
     let mut access = access;
-    if ctx.uv.core_support() & u64::from(IB_UVERBS_CORE_SUPPORT_OPTIONAL_MR_ACCESS) == 0 {
+    if !optional {
         access &= !ACCESS_OPTIONAL_RANGE;
     }
     if access & !ACCESS_KNOWN != 0 {
@@ -237,7 +224,7 @@ fn new_mr(
         mr: Mutex::new(Some(mr)),
         dmabuf,
     });
-    Box::into_raw(boxed).cast()
+    boxed.into_c()
 }
 
 /// `ibv_reg_mr_iova2`'s body: `addr..addr + length` registered with the
@@ -380,9 +367,9 @@ pub unsafe extern "C" fn ibv_dereg_mr(mr: *mut ibv_mr) -> c_int {
             return errno::positive(errno::of(&e));
         }
     }
-    // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
+    // SAFETY: `mr` came from `into_c` in `new_mr` and the program
     // gives it up with this call.
-    drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
+    unsafe { Mr::free(mr) };
     0
 }
 
@@ -427,9 +414,9 @@ pub unsafe extern "C" fn ibv_unimport_pd(pd: *mut ibv_pd) {
         // Not imported: given back, and dropped (deallocated).
         drop(uv.unimport());
     }
-    // SAFETY: `pd` came from `Box::into_raw` here or in `ibv_alloc_pd` and
+    // SAFETY: `pd` came from `into_c` here or in `ibv_alloc_pd` and
     // the program gives it up with this call.
-    drop(unsafe { Box::from_raw(pd.cast::<Pd>()) });
+    unsafe { Pd::free(pd) };
 }
 
 /// `ibv_import_mr`: the memory region another context registered, by its
@@ -481,9 +468,9 @@ pub unsafe extern "C" fn ibv_unimport_mr(mr: *mut ibv_mr) {
         // Not imported: given back, and dropped (deregistered).
         drop(uv.unimport());
     }
-    // SAFETY: `mr` came from `Box::into_raw` in `new_mr` and the program
+    // SAFETY: `mr` came from `into_c` in `new_mr` and the program
     // gives it up with this call.
-    drop(unsafe { Box::from_raw(mr.cast::<Mr>()) });
+    unsafe { Mr::free(mr) };
 }
 
 /// Re-registers a memory region. uverbs cannot (the kernel's REREG_MR is

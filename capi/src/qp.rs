@@ -17,6 +17,7 @@ pub(crate) mod post;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     mem::{offset_of, transmute},
@@ -24,8 +25,8 @@ use core::{
 };
 
 use uverbs::{
-    sys::Errno, QpAttrMask, QpCreateFlags, QpCreateOptions, QpInitAttr, QueuePair, RecvQueue,
-    SendOpsFlags, SharedReceiveQueue,
+    sys::Errno, QpCreateFlags, QpCreateOptions, QpInitAttr, QueuePair, RecvQueue, SendOpsFlags,
+    SharedReceiveQueue,
 };
 
 use crate::{
@@ -105,16 +106,9 @@ unsafe impl Send for Qp {}
 // SAFETY: as for Send.
 unsafe impl Sync for Qp {}
 
-impl Qp {
-    /// The QP behind a program's pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live QP of this library.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_qp) -> Result<&'a Qp, Errno> {
-        // SAFETY: the caller's contract; `c.qp_base` is at offset 0.
-        unsafe { p.cast::<Qp>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Qp: ibv_qp = c.qp_base);
 
+impl Qp {
     fn blank() -> Box<Qp> {
         let mut b = Box::new(Qp {
             c: ibv_qp_ex {
@@ -283,7 +277,7 @@ pub(crate) unsafe fn create_with(
         }
     }
     b.qp.set(qp);
-    Ok((Box::into_raw(b).cast::<ibv_qp>(), granted))
+    Ok((b.into_c(), granted))
 }
 
 /// `ibv_create_qp`: NULL and `errno` on failure; on success
@@ -389,7 +383,7 @@ pub(crate) unsafe fn ex_request(
         // SAFETY: verbs.h's contract: the program's open context.
         let posts = match a.qp_type {
             // SAFETY: the caller's contract.
-            2..=4 => unsafe { crate::ctx::Context::from_c(context) }?
+            2..=4 => unsafe { crate::context::Context::from_c(context) }?
                 .uv
                 .send_ops(attr::qp_type(a.qp_type)),
             _ => None,
@@ -479,10 +473,10 @@ pub unsafe extern "C" fn ibv_query_qp(
     if attr.is_null() || init_attr.is_null() {
         return errno::positive(Errno::EINVAL);
     }
-    if attr_mask & !(attr::IBV_QP_RATE_LIMIT - 1) != 0 {
-        return errno::positive(Errno::EOPNOTSUPP);
-    }
-    let mask = QpAttrMask::from_bits_retain(attr_mask as u32);
+    let mask = match attr::query_mask(attr_mask) {
+        Ok(m) => m,
+        Err(e) => return errno::positive(e),
+    };
     let (got, init) = match q.qp.with(|uv| uv.query(mask)) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => return errno::positive(errno::of(&e)),
@@ -511,9 +505,10 @@ pub unsafe extern "C" fn ibv_query_qp(
     0
 }
 
-/// `ibv_destroy_qp`: waits until the program has acknowledged the QP's
-/// async events, then destroys it; 0 or the positive errno (the QP is then
-/// unchanged).
+/// `ibv_destroy_qp`: destroys the QP, then waits until the program has
+/// acknowledged the async events the kernel reported for it (uverbs'
+/// `QueuePair::destroy_awaiting_acks`, libibverbs' order); 0 or the
+/// positive errno (the QP is then unchanged).
 ///
 /// # Safety
 /// `qp` is NULL or a live QP of this library, not used after success.
@@ -527,8 +522,8 @@ pub unsafe extern "C" fn ibv_destroy_qp(qp: *mut ibv_qp) -> c_int {
     if let Err(e) = q.qp.destroy(qp_ex::end_for_destroy) {
         return errno::positive(e);
     }
-    // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
-    drop(unsafe { Box::from_raw(qp.cast::<Qp>()) });
+    // SAFETY: made by `into_c` in `create`; the program gives it up.
+    unsafe { Qp::free(qp) };
     0
 }
 

@@ -76,6 +76,7 @@ mod session;
 #[cfg(test)]
 mod tests;
 
+use crate::handle::Handle;
 use uverbs::{QpCap, QpType};
 
 use crate::{

@@ -11,6 +11,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::c_int,
     mem::{offset_of, size_of},
@@ -20,7 +21,7 @@ use core::{
 use uverbs::{sys::Errno, DeviceAttr, PortAttr};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     errno,
     layout::{
         context::ibv_context,

@@ -9,6 +9,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     mem::transmute,
@@ -57,16 +58,9 @@ unsafe impl Send for Srq {}
 // SAFETY: as for Send.
 unsafe impl Sync for Srq {}
 
-impl Srq {
-    /// The SRQ behind a program's pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live SRQ of this library.
-    pub(crate) unsafe fn from_c<'a>(p: *mut ibv_srq) -> Result<&'a Srq, Errno> {
-        // SAFETY: the caller's contract; `c` is the first field.
-        unsafe { p.cast::<Srq>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Srq: ibv_srq = c);
 
+impl Srq {
     /// Runs `f` on the uverbs SRQ (a QP being created on it).
     pub(crate) fn with<R>(&self, f: impl FnOnce(&SharedReceiveQueue) -> R) -> Result<R, Errno> {
         self.srq.with(f)
@@ -112,7 +106,7 @@ unsafe fn create(
     attr.max_sge = got.max_sge;
     b.c.handle = srq.handle();
     b.srq.set(srq);
-    Ok(Box::into_raw(b).cast::<ibv_srq>())
+    Ok(b.into_c())
 }
 
 /// `ibv_create_srq`: NULL and `errno` on failure; on success
@@ -225,9 +219,11 @@ pub unsafe extern "C" fn ibv_query_srq(srq: *mut ibv_srq, srq_attr: *mut ibv_srq
     }
 }
 
-/// `ibv_destroy_srq`: waits until the program has acknowledged the SRQ's
-/// async events, then destroys it; `EBUSY` while QPs use it; 0 or the
-/// positive errno (the SRQ is then unchanged).
+/// `ibv_destroy_srq`: destroys the SRQ, then waits until the program has
+/// acknowledged the async events the kernel reported for it (uverbs'
+/// `SharedReceiveQueue::destroy_awaiting_acks`, libibverbs' order);
+/// `EBUSY` while QPs use it; 0 or the positive errno (the SRQ is then
+/// unchanged).
 ///
 /// # Safety
 /// `srq` is NULL or a live SRQ of this library, not used after success.
@@ -241,8 +237,8 @@ pub unsafe extern "C" fn ibv_destroy_srq(srq: *mut ibv_srq) -> c_int {
     if let Err(e) = s.srq.destroy(|_| {}) {
         return errno::positive(e);
     }
-    // SAFETY: made by `Box::into_raw` in `create`; the program gives it up.
-    drop(unsafe { Box::from_raw(srq.cast::<Srq>()) });
+    // SAFETY: made by `into_c` in `create`; the program gives it up.
+    unsafe { Srq::free(srq) };
     0
 }
 

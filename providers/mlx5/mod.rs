@@ -334,6 +334,9 @@ impl Mlx5 {
 
 impl Provider for Mlx5 {
     const NAME: &'static str = "mlx5";
+    /// libmlx5 builds `ibv_wc_flags` from the CQE (`handle_responder`,
+    /// `mlx5_parse_cqe` of `providers/mlx5/cq.c`).
+    const WC_FLAGS_NUMBERING: crate::WcFlagsNumbering = crate::WcFlagsNumbering::Verbs;
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_MLX5;
     /// `MLX5_IB_UVERBS_ABI_VERSION` is 1; rdma-core accepts 1..=1
     /// (`MLX5_UVERBS_MIN_ABI_VERSION`/`MAX`).

@@ -101,6 +101,8 @@ pub(crate) struct RxeSendSession<'q> {
 
 impl Provider for Rxe {
     const NAME: &'static str = "rxe";
+    /// rdma-core's rxe copies the kernel's completion (`rxe_poll_cq`).
+    const WC_FLAGS_NUMBERING: crate::WcFlagsNumbering = crate::WcFlagsNumbering::Kernel;
     const DRIVER_ID: u32 = abi::RDMA_DRIVER_RXE;
     /// rdma-core's rxe provider accepts 1..=2 (`providers/rxe/rxe.c`); the
     /// kernel reports 2 (`RXE_UVERBS_ABI_VERSION`).

@@ -473,6 +473,46 @@ fn destroy_waits_for_an_event_held_by_another_thread() {
     PATIENCE.join("the holder", holder);
 }
 
+/// libibverbs' destroy (`destroy_awaiting_acks`, what `ibv_destroy_cq`
+/// of uverbs-cabi calls) on the real kernel: two completion events
+/// deferred, the QP gone, the CQ's destroy waits until another thread has
+/// acknowledged both by count (the kernel's `comp_events_reported`), and
+/// returns once it has.
+#[test]
+fn destroy_awaiting_acks_waits_for_the_deferred_events_the_kernel_reported() {
+    let mut s = signalled();
+    for _ in 0..2 {
+        s.recv_cq.req_notify(false).unwrap();
+        s.send(1);
+        s.channel
+            .get_event_timeout(Some(Duration::from_secs(10)))
+            .unwrap()
+            .expect("event")
+            .defer_ack();
+        drain(&mut s.recv_cq);
+    }
+    let acks = s.recv_cq.event_acks();
+    let Signalled { rx, recv_cq, .. } = s;
+    rx.destroy().unwrap();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let destroyer = thread::spawn(move || {
+        let _ = done_tx.send(recv_cq.destroy_awaiting_acks().map_err(|e| e.errno()));
+    });
+    for left in [2, 1] {
+        thread::sleep(Duration::from_millis(300));
+        assert!(
+            done.try_recv().is_err(),
+            "the destroy returned with {left} event(s) deferred"
+        );
+        acks.ack_events(1).unwrap();
+    }
+    assert_eq!(
+        PATIENCE.recv("the destroy, both events acknowledged", &done),
+        Ok(())
+    );
+    PATIENCE.join("the destroyer", destroyer);
+}
+
 #[test]
 fn destroy_from_the_thread_holding_the_event_is_ebusy_not_a_deadlock() {
     let mut s = signalled();

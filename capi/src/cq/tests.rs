@@ -260,11 +260,28 @@ fn resize_keeps_waiting_completions_and_reports_the_kernels_size_or_its_errno() 
     }
 }
 
+/// `wc_flags` reach the program in the numbering uverbs gives for the
+/// device (libmlx5's `enum ibv_wc_flags` of verbs.h: `IBV_WC_WITH_INV = 1
+/// << 3`, `IBV_WC_IP_CSUM_OK = 1 << 2`; rxe's, the kernel's as written),
+/// and a CQ takes its context's.
 #[test]
-fn libmlx5_numbers_the_flags_the_kernel_numbers_otherwise() {
-    assert_eq!(ibv_wc_flags(4), 8); // IB_WC_WITH_INVALIDATE -> IBV_WC_WITH_INV
-    assert_eq!(ibv_wc_flags(8), 4); // IB_WC_IP_CSUM_OK -> IBV_WC_IP_CSUM_OK
-    assert_eq!(ibv_wc_flags(1 | 2 | 16), 1 | 2 | 16);
+fn wc_flags_reach_the_program_in_the_numbering_of_the_device() {
+    let w = |f: u32| WorkCompletion {
+        wc_flags: WcFlags::from_bits_retain(f),
+        ..WorkCompletion::default()
+    };
+    assert_eq!(to_c(&w(4), WcFlagsNumbering::Verbs).wc_flags, 1 << 3);
+    assert_eq!(to_c(&w(8), WcFlagsNumbering::Verbs).wc_flags, 1 << 2);
+    assert_eq!(to_c(&w(1 | 2), WcFlagsNumbering::Verbs).wc_flags, 1 | 2);
+    assert_eq!(to_c(&w(4), WcFlagsNumbering::Kernel).wc_flags, 4);
+    let r = Rig::new();
+    let cq = r.cq(0, null_mut());
+    // SAFETY: the rig's live CQ.
+    let c = unsafe { Cq::from_c(cq) }.unwrap();
+    assert_eq!(c.wc_flags, r.uv().wc_flags_numbering());
+    assert_eq!(c.wc_flags, WcFlagsNumbering::Kernel, "rdma-core's rxe");
+    // SAFETY: as above; not used after.
+    assert_eq!(unsafe { ibv_destroy_cq(cq) }, 0);
 }
 
 #[test]
@@ -331,7 +348,7 @@ fn a_nonblocking_channel_says_eagain() {
 }
 
 #[test]
-fn an_async_event_left_unacknowledged_holds_the_destroy_until_acked() {
+fn an_async_event_left_unacknowledged_holds_the_destroy_after_its_command_until_acked() {
     let r = Rig::new();
     let cq = r.cq(0, null_mut());
     let uh = r.fake.user_handle(Kind::Cq, Rig::handle(cq));
@@ -354,13 +371,13 @@ fn an_async_event_left_unacknowledged_holds_the_destroy_until_acked() {
         done_rx.recv_timeout(Duration::from_millis(200)),
         Err(mpsc::RecvTimeoutError::Timeout)
     );
-    // Nothing destroyed yet: uverbs keeps the CQ for the acknowledgement.
-    assert!(r.fake.destroyed(Kind::Cq).is_empty());
+    // libibverbs' order (`ibv_cmd_destroy_cq`, then the wait for
+    // `async_events_completed`): the command is in, the return waits.
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
     // SAFETY: the CQ lives until the ack reaches it.
     unsafe { ack_async_event(cq) }.unwrap();
     assert_eq!(done_rx.recv_timeout(Duration::from_secs(10)), Ok(0));
     destroyer.join().unwrap();
-    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The device entry points against uverbs' fake kernels.
 
+use crate::handle::Handle;
 use core::ffi::CStr;
 use std::{ptr, sync::Arc};
 

@@ -30,6 +30,8 @@ pub mod unsupported;
 
 #[cfg(test)]
 mod probe;
+#[cfg(test)]
+mod translations;
 
 /// One C struct's layout as this crate declares it, for the probe test.
 #[derive(Debug, Clone, Copy)]

@@ -110,7 +110,7 @@ fn every_declared_field_is_where_verbs_h_puts_it() {
 
 /// The headers' directory; outside CI, `None` after a note naming `what`
 /// was not run (in CI a missing header fails the test).
-fn headers(what: &str) -> Option<PathBuf> {
+pub(super) fn headers(what: &str) -> Option<PathBuf> {
     match include_dir() {
         Ok(d) => Some(d),
         Err(why) if env::var_os("CI").is_some() => panic!("{why}"),
@@ -123,7 +123,7 @@ fn headers(what: &str) -> Option<PathBuf> {
 
 /// Compiles `program` against the headers in `dir` and runs it: its
 /// output, or `None` (after a note) when no C compiler exists outside CI.
-fn run_c(dir: &std::path::Path, name: &str, program: &str) -> Option<String> {
+pub(super) fn run_c(dir: &std::path::Path, name: &str, program: &str) -> Option<String> {
     let out = env::temp_dir().join(format!("uverbs-cabi-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temporary directory");
     let src = out.join(format!("{name}.c"));

@@ -4,12 +4,13 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::c_int;
 use std::os::fd::{AsFd, AsRawFd};
 
 use uverbs::{mlx5, sys::Errno};
 
-use crate::ctx::Context;
+use crate::context::Context;
 use crate::device::{kernel, Device};
 use crate::errno;
 use crate::layout::{
@@ -72,7 +73,8 @@ pub unsafe extern "C" fn mlx5dv_open_device(
     // SAFETY: only the fd's number is read, as in `ibv_open_device`.
     let cmd_fd = unsafe { uv.cmd_fd() }.as_raw_fd();
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
-    Context::create(uv, d.as_c(), cmd_fd, async_fd)
+    let vctx = crate::ops::verbs_context(d.as_c(), cmd_fd, async_fd, uv.num_comp_vectors());
+    Context::boxed(uv, vctx)
 }
 
 /// The mlx5 view of a program's context, or libmlx5's answer for one that

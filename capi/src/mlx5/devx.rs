@@ -26,11 +26,12 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::c_void;
 
 use uverbs::{mlx5::Devx, sys::Errno};
 
-use crate::{ctx::Context, errno, layout::context::ibv_context};
+use crate::{context::Context, errno, layout::context::ibv_context};
 
 mod event;
 mod obj;

@@ -13,6 +13,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 

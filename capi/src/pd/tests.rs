@@ -223,7 +223,7 @@ fn imported_pds_and_mrs_carry_the_owners_handles_and_keys() {
             assert_eq!(ibv_dereg_mr(mr), 0);
             assert_eq!(model.mr_count(), regions - 1);
             assert_eq!(ibv_dealloc_pd(pd), 0);
-            crate::ctx::Context::destroy(ctx).unwrap();
+            crate::context::Context::destroy(ctx).unwrap();
         }
         drop(buf);
     });

@@ -10,6 +10,8 @@
 
 use core::ffi::c_int;
 
+use uverbs::sys::Errno;
+
 use uverbs::{
     AccessFlags, AhAttr, Gid, GlobalRoute, Mtu, PathMigState, QpAttr, QpAttrMask, QpCap, QpState,
     QpType,
@@ -184,6 +186,16 @@ pub(crate) fn modify_attr(a: &ibv_qp_attr, mask: c_int) -> (QpAttr, QpAttrMask) 
         q.rate_limit = a.rate_limit;
     }
     (q, mask)
+}
+
+/// The mask of an `ibv_query_qp` (`enum ibv_qp_attr_mask`) as uverbs'
+/// mask; `EOPNOTSUPP` from `IBV_QP_RATE_LIMIT` up, as libibverbs'
+/// `ibv_cmd_query_qp`.
+pub(crate) fn query_mask(attr_mask: c_int) -> Result<QpAttrMask, Errno> {
+    if attr_mask & !(IBV_QP_RATE_LIMIT - 1) != 0 {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    Ok(QpAttrMask::from_bits_retain(attr_mask as u32))
 }
 
 /// Writes a query's attributes into the program's `ibv_qp_attr`, field by

@@ -16,10 +16,11 @@
 //! posting receives never waits for one posting sends.
 //!
 //! The program acknowledges async events by count (`ibv_ack_async_event`),
-//! from any thread, through the object: uverbs' destroy refuses while
-//! acknowledgements are deferred (`EBUSY`), libibverbs' destroy waits for
-//! them. So a destroy waits here, with the uverbs object in place so the
-//! acknowledgements reach it, and destroys once none is outstanding.
+//! from any thread, through the object's [`EventAcks`], kept beside the
+//! lock: an acknowledgement takes no lock, so one that a destroy waits for
+//! always gets in. The destroy is uverbs' in libibverbs' form
+//! (`destroy_awaiting_acks`: the command, then the wait for the counts the
+//! kernel reported), run with the lock released.
 //!
 //! Nothing that holds the lock calls back into another function of the
 //! same object, so the exclusive reference each call makes of the slot is
@@ -28,8 +29,9 @@
 #![allow(unsafe_code)]
 
 use core::cell::UnsafeCell;
+use std::sync::OnceLock;
 
-use uverbs::{sys::Errno, DestroyError, QueuePair, SharedReceiveQueue};
+use uverbs::{sys::Errno, DestroyError, EventAcks, QueuePair, SharedReceiveQueue};
 
 use super::post::PostBufs;
 use crate::{
@@ -37,37 +39,30 @@ use crate::{
     owner::{thread_token, Entry, OwnerLock},
 };
 
-/// A uverbs object with async events that libibverbs' destroy waits for.
-pub(crate) trait EventObject: Sized {
-    /// Events deferred and not yet acknowledged.
-    fn deferred(&self) -> u32;
-    /// Acknowledges `n` deferred events.
-    fn ack(&self, n: u32) -> uverbs::Result<()>;
-    /// Destroys the object, giving it back on failure.
-    fn destroy(self) -> Result<(), DestroyError<Self>>;
+/// A uverbs object whose destroy waits for the program's acknowledgements
+/// (uverbs' `destroy_awaiting_acks`, and `event_acks` to acknowledge with).
+pub(crate) trait AwaitsAcks: Sized {
+    /// The handle acknowledgements go through.
+    fn event_acks(&self) -> EventAcks;
+    /// Destroys the object in libibverbs' form, giving it back on failure.
+    fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>>;
 }
 
-impl EventObject for QueuePair {
-    fn deferred(&self) -> u32 {
-        self.deferred_async_events()
+impl AwaitsAcks for QueuePair {
+    fn event_acks(&self) -> EventAcks {
+        QueuePair::event_acks(self)
     }
-    fn ack(&self, n: u32) -> uverbs::Result<()> {
-        self.ack_async_events(n)
-    }
-    fn destroy(self) -> Result<(), DestroyError<Self>> {
-        QueuePair::destroy(self)
+    fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>> {
+        QueuePair::destroy_awaiting_acks(self)
     }
 }
 
-impl EventObject for SharedReceiveQueue {
-    fn deferred(&self) -> u32 {
-        self.deferred_async_events()
+impl AwaitsAcks for SharedReceiveQueue {
+    fn event_acks(&self) -> EventAcks {
+        SharedReceiveQueue::event_acks(self)
     }
-    fn ack(&self, n: u32) -> uverbs::Result<()> {
-        self.ack_async_events(n)
-    }
-    fn destroy(self) -> Result<(), DestroyError<Self>> {
-        SharedReceiveQueue::destroy(self)
+    fn destroy_awaiting_acks(self) -> Result<(), DestroyError<Self>> {
+        SharedReceiveQueue::destroy_awaiting_acks(self)
     }
 }
 
@@ -77,9 +72,6 @@ pub(crate) struct Slot<T, S> {
     /// `None` before creation and while a destroy holds it.
     pub(crate) obj: Option<T>,
     pub(crate) bufs: PostBufs,
-    /// Acknowledgements that arrived while a destroy held the object,
-    /// applied when it comes back.
-    missed: u32,
     /// What a session of calls keeps between them (a QP's `ibv_wr_*`
     /// session, `crate::qp_ex`; nothing for an SRQ).
     pub(crate) session: S,
@@ -90,6 +82,8 @@ pub(crate) struct Slot<T, S> {
 pub(crate) struct Guarded<T, S = ()> {
     lock: OwnerLock,
     slot: UnsafeCell<Slot<T, S>>,
+    /// The object's acknowledgements (set with the object).
+    acks: OnceLock<EventAcks>,
 }
 
 // SAFETY: the slot is reached only by the thread holding `lock` (see
@@ -128,7 +122,7 @@ impl<T, S> Drop for Held<'_, T, S> {
     }
 }
 
-impl<T: EventObject, S: Default> Guarded<T, S> {
+impl<T: AwaitsAcks, S: Default> Guarded<T, S> {
     /// An empty slot (the object comes with [`Guarded::set`]).
     pub(crate) fn new() -> Self {
         Guarded {
@@ -136,14 +130,14 @@ impl<T: EventObject, S: Default> Guarded<T, S> {
             slot: UnsafeCell::new(Slot {
                 obj: None,
                 bufs: PostBufs::default(),
-                missed: 0,
                 session: S::default(),
             }),
+            acks: OnceLock::new(),
         }
     }
 }
 
-impl<T: EventObject, S> Guarded<T, S> {
+impl<T: AwaitsAcks, S> Guarded<T, S> {
     /// Takes the lock for the calling thread (or finds it held by it).
     #[inline]
     pub(crate) fn hold(&self) -> Held<'_, T, S> {
@@ -179,6 +173,7 @@ impl<T: EventObject, S> Guarded<T, S> {
 
     /// Puts the created object in.
     pub(crate) fn set(&self, obj: T) {
+        let _ = self.acks.set(obj.event_acks());
         self.hold().slot().obj = Some(obj);
     }
 
@@ -199,71 +194,36 @@ impl<T: EventObject, S> Guarded<T, S> {
         obj.as_mut().map(|o| f(o, bufs)).ok_or(Errno::EINVAL)
     }
 
-    /// Acknowledges one async event (`ibv_ack_async_event`), and wakes a
-    /// destroy that waits for it.
+    /// Acknowledges one async event (`ibv_ack_async_event`), waking a
+    /// destroy that waits for it; no lock taken.
     pub(crate) fn ack_async_event(&self) -> Result<(), Errno> {
-        let mut h = self.hold();
-        let s = h.slot();
-        let r = match s.obj.as_ref() {
-            Some(o) => o.ack(1).map_err(|e| errno::of(&e)),
-            None => {
-                s.missed += 1;
-                Ok(())
-            }
-        };
-        drop(h);
-        self.lock.wake();
-        r
+        let acks = self.acks.get().ok_or(Errno::EINVAL)?;
+        acks.ack_async_events(1).map_err(|e| errno::of(&e))
     }
 
-    /// Destroys the object as libibverbs does: waits until the program has
-    /// acknowledged every async event it was given, then destroys; on
+    /// Destroys the object as libibverbs does (uverbs'
+    /// `destroy_awaiting_acks`: the command, then the wait for the
+    /// program's acknowledgements), with the lock released meanwhile; on
     /// failure the object stays (and the errno is returned). `before` runs
     /// on the slot first, with the lock held (a QP's open session is
     /// dropped there).
     pub(crate) fn destroy(&self, before: impl FnOnce(&mut Slot<T, S>)) -> Result<(), Errno> {
-        let me = thread_token();
         let mut h = self.hold();
         before(h.slot());
         if h.entry == Entry::Reentered {
             // Inside the caller's own session, which `before` ended: the
-            // lock is taken as if anew (acknowledgements from other
-            // threads must get in while this waits).
+            // lock is released below as if taken anew.
             h.entry = Entry::Taken;
         }
-        loop {
-            let s = h.slot();
-            let Some(obj) = s.obj.as_ref() else {
-                return Err(Errno::EINVAL);
-            };
-            if obj.deferred() > 0 {
-                self.lock.release_and_wait(me);
-                continue;
-            }
-            let Some(obj) = s.obj.take() else {
-                return Err(Errno::EINVAL);
-            };
-            // Not held across the destroy: it may wait for event values
-            // other threads hold, whose acknowledgements come through here.
-            drop(h);
-            let e = match obj.destroy() {
-                Ok(()) => return Ok(()),
-                Err(e) => e,
-            };
+        let obj = h.slot().obj.take().ok_or(Errno::EINVAL);
+        // Not held across the destroy: other threads' calls on the object
+        // find it gone (EINVAL) instead of waiting for the acknowledgements.
+        drop(h);
+        let obj = obj?;
+        obj.destroy_awaiting_acks().map_err(|e| {
             let no = errno::of(e.error());
-            let obj = e.into_inner();
-            h = self.hold();
-            let s = h.slot();
-            let missed = core::mem::take(&mut s.missed);
-            if missed > 0 {
-                // Best effort: they were deferred before (they were counted).
-                let _ = obj.ack(missed);
-            }
-            let again = no == Errno::EBUSY && (missed > 0 || obj.deferred() > 0);
-            s.obj = Some(obj);
-            if !again {
-                return Err(no);
-            }
-        }
+            self.hold().slot().obj = Some(e.into_inner());
+            no
+        })
     }
 }

@@ -13,6 +13,7 @@
 //! stopped at ([`PostError::index`]). No allocation once the buffers have
 //! grown to the program's largest chain.
 
+use crate::handle::Handle;
 use core::{ffi::c_int, slice};
 
 use uverbs::{
@@ -92,12 +93,24 @@ fn sge(s: &ibv_sge) -> Sge {
     Sge::new(s.addr, s.length, s.lkey)
 }
 
+/// A request's `send_flags` (`enum ibv_send_flags`) as uverbs' flags
+/// (`IBV_SEND_INLINE` also says where the payload is read from).
+#[inline(always)]
+pub(crate) fn send_flags(raw: u32) -> SendFlags {
+    let inline = if raw & IBV_SEND_INLINE != 0 {
+        SendFlags::INLINE
+    } else {
+        SendFlags::empty()
+    };
+    SendFlags::from_bits_retain(raw & !IBV_SEND_INLINE) | inline
+}
+
 /// The uverbs operation of a send request.
 ///
 /// # Safety
 /// A bind request's window and region are NULL or live objects of this
 /// library (verbs.h's contract).
-unsafe fn send_op(wr: &ibv_send_wr) -> Result<SendOp, Errno> {
+pub(crate) unsafe fn send_op(wr: &ibv_send_wr) -> Result<SendOp, Errno> {
     // SAFETY: the unions are plain data, and the opcode says which member
     // the program wrote; only that one is read (here and below).
     let imm = || u32::from_be(unsafe { wr.imm_data.imm_data });
@@ -255,17 +268,11 @@ unsafe fn translate<'a>(
             }
         }
     };
-    let flags = SendFlags::from_bits_retain(wr.send_flags & !IBV_SEND_INLINE)
-        | if inline {
-            SendFlags::INLINE
-        } else {
-            SendFlags::empty()
-        };
     Ok(SendWr {
         wr_id: wr.wr_id,
         op,
         payload,
-        flags,
+        flags: send_flags(wr.send_flags),
         ud: dest,
     })
 }

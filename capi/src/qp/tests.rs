@@ -33,7 +33,7 @@ pub(crate) struct Env {
 pub(crate) fn env() -> Env {
     let fake = fake_rxe();
     let uv = uverbs::Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
-    let ctx = crate::ctx::Context::create(uv, null_mut(), -1, -1);
+    let ctx = crate::context::Context::create(uv, null_mut(), -1, -1);
     // SAFETY: a live context.
     let pd = unsafe { ibv_alloc_pd(ctx) };
     assert!(!pd.is_null());

@@ -10,6 +10,7 @@
 //! (`wr_send_tso`, `wr_flush`, `wr_set_xrc_srqn`) fail the session: its
 //! `wr_complete` returns `EOPNOTSUPP` and posts nothing.
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_void},
     mem::transmute,

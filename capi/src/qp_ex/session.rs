@@ -15,6 +15,7 @@
 //! what must be made contiguous (an inline list, an SGE list's entries) is
 //! copied, into buffers kept from session to session.
 
+use crate::handle::Handle;
 use uverbs::{
     sys::Errno, Payload, PostError, PostErrorKind, QueuePair, SendFlags, SendOp, SendWr, Sge,
     UdDest,

@@ -632,7 +632,7 @@ fn an_mlx5_session_reaches_the_device() {
     model.log_wqes(true);
     let uv = uverbs::Context::open_with(model.dyn_kernel(), None).unwrap();
     let dgid = uv.query_gid(1, 1).unwrap().expect("GID 1").gid.0;
-    let ctx = crate::ctx::Context::create(uv, null_mut(), -1, -1);
+    let ctx = crate::context::Context::create(uv, null_mut(), -1, -1);
     // SAFETY: a live context.
     let (pd, cq) = unsafe {
         (

@@ -6,6 +6,7 @@
 
 #![allow(unsafe_code)]
 
+use crate::handle::Handle;
 use core::{
     ffi::{c_int, c_uint},
     mem::size_of,
@@ -15,7 +16,7 @@ use core::{
 use uverbs::{sys::Errno, GidEntry, GidType};
 
 use crate::{
-    ctx::Context,
+    context::Context,
     device::{kernel, Device},
     errno,
     layout::{

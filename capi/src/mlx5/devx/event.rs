@@ -30,6 +30,7 @@
 //! - Destroying a channel or a completion fd closes its fd: the
 //!   subscriptions on it go with it.
 
+use crate::handle::Handle;
 use core::ffi::{c_int, c_void};
 use std::os::fd::{AsRawFd, BorrowedFd};
 

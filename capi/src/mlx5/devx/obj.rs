@@ -14,6 +14,7 @@
 //! while it lives (`uverbs::mlx5::Devx::obj_create`); a destroy the kernel
 //! refuses leaves it as it was.
 
+use crate::handle::Handle;
 use core::ffi::{c_int, c_void};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 
@@ -41,16 +42,9 @@ pub(crate) struct Obj {
     obj: RwLock<Option<DevxObj>>,
 }
 
-impl Obj {
-    /// The object behind a program's pointer.
-    ///
-    /// # Safety
-    /// `p` is NULL or a live object of this module.
-    pub(super) unsafe fn from_c<'a>(p: *mut c_void) -> Result<&'a Obj, Errno> {
-        // SAFETY: the caller's contract.
-        unsafe { p.cast::<Obj>().as_ref() }.ok_or(Errno::EINVAL)
-    }
+crate::handle!(Obj: opaque);
 
+impl Obj {
     /// The uverbs object, locked shared (a destroy waits); `EINVAL` once
     /// destroyed.
     pub(super) fn get(&self) -> Result<ObjGuard<'_>, Errno> {
@@ -93,9 +87,10 @@ pub unsafe extern "C" fn mlx5dv_devx_obj_create(
         // SAFETY: the caller's contract.
         let (cmd_in, cmd_out) = unsafe { (input(in_, inlen)?, output(out, outlen)?) };
         let obj = devx.obj_create(cmd_in, cmd_out).map_err(of)?;
-        Ok(Box::into_raw(Box::new(Obj {
+        Ok(Box::new(Obj {
             obj: RwLock::new(Some(obj)),
-        })))
+        })
+        .into_c())
     })();
     match made {
         Ok(p) => p.cast(),
@@ -190,9 +185,9 @@ pub unsafe extern "C" fn mlx5dv_devx_obj_destroy(obj: *mut c_void) -> c_int {
             return errno::positive(of(e));
         }
     }
-    // SAFETY: `obj` came from `Box::into_raw` in `mlx5dv_devx_obj_create`
-    // and the program gives it up with this call.
-    drop(unsafe { Box::from_raw(obj.cast::<Obj>()) });
+    // SAFETY: made by `into_c` in `mlx5dv_devx_obj_create`; the program
+    // gives it up with this call.
+    unsafe { Obj::free(obj.cast()) };
     0
 }
 

@@ -11,7 +11,7 @@ use uverbs::{
 
 use super::{event::*, obj::*, uar::*, umem::*};
 use crate::{
-    ctx::Context,
+    context::Context,
     layout::{
         context::ibv_context,
         mlx5::{mlx5dv_devx_async_event_hdr, mlx5dv_devx_umem_in},

@@ -65,7 +65,7 @@ impl Uar {
     }
 }
 
-/// The context's non-cached UAR, kept with it ([`crate::ctx::Context::attachment`]).
+/// The context's non-cached UAR, kept with it ([`crate::context::Context::attachment`]).
 #[derive(Debug)]
 struct NcUar(*mut Uar);
 

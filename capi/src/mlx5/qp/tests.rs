@@ -30,7 +30,7 @@ fn mlx5dv_qps_refuse_umr_and_mmo_and_post_raw_wqes() {
     let model = uverbs::testing::mlx5::fake_mlx5();
     let uv = uverbs::Context::open_with(model.dyn_kernel(), None).unwrap();
     let dgid = uv.query_gid(1, 1).unwrap().expect("GID 1").gid.0;
-    let ctx = crate::ctx::Context::create(uv, null_mut(), -1, -1);
+    let ctx = crate::context::Context::create(uv, null_mut(), -1, -1);
     // SAFETY: a live context.
     let (pd, cq) = unsafe {
         (
