@@ -1,6 +1,8 @@
 //! Completion channels and completion events: `ibv_create_comp_channel`,
-//! `ibv_destroy_comp_channel`, `ibv_get_cq_event`, `ibv_ack_cq_events`,
-//! and `ibv_wc_status_str`.
+//! `ibv_destroy_comp_channel`, `ibv_get_cq_event` and `ibv_wc_status_str`
+//! (`ibv_ack_cq_events`, which acts on a CQ, is in `cq.rs`: this file
+//! reads the CQ's `cq_context` from its C struct and needs nothing else of
+//! `cq.rs`).
 //!
 //! `ibv_get_cq_event` is one blocking read of the channel's fd, as in
 //! libibverbs; on a channel the program made `O_NONBLOCK` (`fcntl` on
@@ -13,7 +15,7 @@
 
 use crate::handle::Handle;
 use core::{
-    ffi::{c_char, c_int, c_uint, c_void},
+    ffi::{c_char, c_int, c_void},
     sync::atomic::Ordering,
 };
 use std::os::fd::{AsFd, AsRawFd};
@@ -146,9 +148,13 @@ unsafe fn get_cq_event(
     }
     let ev = ch.channel.get_event().map_err(|e| errno::of(&e))?;
     let p = ev.cq_context() as usize as *mut ibv_cq;
+    if p.is_null() {
+        return Err(Errno::EINVAL);
+    }
     // SAFETY: the event's context is the address of the C object its CQ
-    // was created with (`cq::create`), which lives while the event is held.
-    let context = unsafe { crate::cq::cq_context(p) }?;
+    // was created with (`cq::create`), which lives while the event is
+    // held; `cq_context` is written once, before the program has the CQ.
+    let context = unsafe { (*p).cq_context };
     // Counted by the CQ in uverbs until `ibv_ack_cq_events` acknowledges
     // it; the CQ's destroy waits for that.
     ev.defer_ack();
@@ -178,18 +184,6 @@ pub unsafe extern "C" fn ibv_get_cq_event(
         Ok(()) => 0,
         Err(e) => errno::minus_one(e),
     }
-}
-
-/// Acknowledges `nevents` completion events of `cq`, from any thread (a
-/// waiting `ibv_destroy_cq` of it then proceeds).
-///
-/// # Safety
-/// `cq` is NULL or a live CQ of this library.
-#[export_name = "uverbs_ibv_ack_cq_events"]
-pub unsafe extern "C" fn ibv_ack_cq_events(cq: *mut ibv_cq, nevents: c_uint) {
-    // SAFETY: the caller's contract. A NULL `cq` has nothing to count and
-    // the function returns nothing.
-    let _ = unsafe { crate::cq::ack_events(cq, nevents) };
 }
 
 /// libibverbs' `enum_strs.c` texts, by `enum ibv_wc_status`.

@@ -1,5 +1,5 @@
 //! Completion queues: `ibv_create_cq`, `ibv_destroy_cq`, `ibv_resize_cq`,
-//! the `poll_cq` and `req_notify_cq` ops behind verbs.h's inline
+//! `ibv_ack_cq_events`, the `poll_cq` and `req_notify_cq` ops behind verbs.h's inline
 //! `ibv_poll_cq` and `ibv_req_notify_cq`, and the event accounting that
 //! `ibv_get_cq_event`, `ibv_ack_cq_events` and `ibv_ack_async_event` share
 //! with `ibv_destroy_cq`.
@@ -146,17 +146,6 @@ pub(crate) unsafe fn ack_async_event(p: *mut ibv_cq) -> Result<(), Errno> {
     Ok(())
 }
 
-/// The program's `cq_context` of the CQ at `p`, whose completion event
-/// `ibv_get_cq_event` hands out.
-///
-/// # Safety
-/// `p` is the context of a uverbs event just read: a live CQ of this
-/// library (uverbs keeps it alive while the event is held).
-pub(crate) unsafe fn cq_context(p: *mut ibv_cq) -> Result<*mut c_void, Errno> {
-    // SAFETY: the caller's contract.
-    Ok(unsafe { Cq::from_c(p) }?.c.cq_context)
-}
-
 /// Acknowledges `n` completion events of the CQ (`ibv_ack_cq_events`),
 /// from any thread, which a waiting destroy may be waiting for.
 ///
@@ -169,6 +158,18 @@ pub(crate) unsafe fn ack_events(p: *mut ibv_cq, n: u32) -> Result<(), Errno> {
     acks.ack_events(n).map_err(|e| errno::of(&e))?;
     cq.c.comp_events_completed.fetch_add(n, Ordering::Relaxed);
     Ok(())
+}
+
+/// Acknowledges `nevents` completion events of `cq`, from any thread (a
+/// waiting `ibv_destroy_cq` of it then proceeds).
+///
+/// # Safety
+/// `cq` is NULL or a live CQ of this library.
+#[export_name = "uverbs_ibv_ack_cq_events"]
+pub unsafe extern "C" fn ibv_ack_cq_events(cq: *mut ibv_cq, nevents: core::ffi::c_uint) {
+    // SAFETY: the caller's contract. A NULL `cq` has nothing to count and
+    // the function returns nothing.
+    let _ = unsafe { ack_events(cq, nevents) };
 }
 
 /// What a CQ is created with (`ibv_create_cq`'s arguments, and

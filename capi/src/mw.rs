@@ -20,13 +20,13 @@ use core::{
 };
 use std::sync::{Mutex, PoisonError};
 
-use uverbs::{sys::Errno, AccessFlags, MemoryWindow, MwBind, MwType};
+use uverbs::{sys::Errno, MemoryWindow, MwType};
 
 use crate::{
     errno,
     layout::{
-        pd::{ibv_mr, ibv_mw, ibv_pd},
-        qp::{ibv_mw_bind, ibv_mw_bind_info, ibv_qp, ibv_send_wr},
+        pd::{ibv_mw, ibv_pd},
+        qp::{ibv_mw_bind, ibv_qp, ibv_send_wr},
         AnyFn,
     },
     pd::Pd,
@@ -60,42 +60,6 @@ impl Mw {
     pub(crate) fn rkey(&self) -> u32 {
         self.c.rkey.load(Ordering::Acquire)
     }
-}
-
-/// A bind of `mw` to `info`'s range with the new key `rkey`, as rdma-core's
-/// rxe reads a bind (`convert_send_wr`, `wr_bind_mw`): the window's
-/// current key, the region's local key (none for a zero-length unbind
-/// without region; a NULL region with a length is `EINVAL`), the range
-/// and the rights.
-///
-/// # Safety
-/// `mw` is NULL or a live window of this library; `info.mr` is NULL or a
-/// live region of this library.
-pub(crate) unsafe fn binding(
-    mw: *mut ibv_mw,
-    rkey: u32,
-    info: &ibv_mw_bind_info,
-) -> Result<MwBind, Errno> {
-    // SAFETY: the caller's contract.
-    let mw = unsafe { Mw::from_c(mw) }?;
-    let mr_lkey = if info.mr.is_null() {
-        if info.length != 0 {
-            return Err(Errno::EINVAL);
-        }
-        0
-    } else {
-        // SAFETY: the caller's contract: a live `ibv_mr` of this library,
-        // whose fields are written once before the program has it.
-        unsafe { (*info.mr.cast::<ibv_mr>()).lkey }
-    };
-    Ok(MwBind {
-        mw_rkey: mw.rkey(),
-        rkey,
-        mr_lkey,
-        addr: info.addr,
-        length: info.length,
-        access: AccessFlags::from_bits_retain(info.mw_access_flags),
-    })
 }
 
 /// The key after `rkey`: its low byte incremented, wrapping within it
@@ -218,6 +182,8 @@ pub(crate) const DEALLOC_MW: AnyFn =
 // SAFETY: as for ALLOC_MW, with `BindMwFn`.
 pub(crate) const BIND_MW: AnyFn =
     Some(unsafe { transmute::<BindMwFn, unsafe extern "C" fn()>(bind_mw) });
+
+pub(crate) mod bind;
 
 #[cfg(test)]
 mod tests;

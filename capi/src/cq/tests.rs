@@ -20,8 +20,7 @@ use uverbs::{
 
 use super::*;
 use crate::comp_channel::{
-    ibv_ack_cq_events, ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_get_cq_event,
-    ibv_wc_status_str,
+    ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_get_cq_event, ibv_wc_status_str,
 };
 
 /// A C context over the fake kernel; closed when dropped.

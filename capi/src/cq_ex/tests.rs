@@ -10,11 +10,9 @@ use uverbs::{abi::IbUverbsWc, testing::rxe::RxeRing};
 
 use super::*;
 use crate::{
-    comp_channel::{
-        ibv_ack_cq_events, ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_get_cq_event,
-    },
+    comp_channel::{ibv_create_comp_channel, ibv_destroy_comp_channel, ibv_get_cq_event},
     context::Context,
-    cq::{ibv_create_cq, ibv_destroy_cq, tests::Rig},
+    cq::{ibv_ack_cq_events, ibv_create_cq, ibv_destroy_cq, tests::Rig},
     layout::cq::{ibv_comp_channel, ibv_cq, ibv_wc},
     pd::{ibv_alloc_pd, ibv_dealloc_pd},
 };

@@ -25,7 +25,7 @@ use crate::{
     ah::Ah,
     errno,
     layout::qp::{ibv_recv_wr, ibv_send_wr, ibv_sge},
-    mw,
+    mw::bind,
 };
 
 /// `enum ibv_wr_opcode` values uverbs posts.
@@ -171,7 +171,7 @@ unsafe fn bind(wr: &ibv_send_wr) -> Result<MwBind, Errno> {
     // SAFETY: the opcode says the program wrote `bind_mw`.
     let b = unsafe { wr.bind_mw.bind_mw };
     // SAFETY: the caller's contract.
-    unsafe { mw::binding(b.mw.cast(), b.rkey, &b.bind_info) }
+    unsafe { bind::binding(b.mw.cast(), b.rkey, &b.bind_info) }
 }
 
 /// The UD destination of a send request on a UD QP.

@@ -28,7 +28,7 @@ use crate::{
         qp::{ibv_ah, ibv_data_buf, ibv_mw_bind_info, ibv_qp_ex, ibv_sge},
         AnyFn,
     },
-    mw,
+    mw::bind,
     qp::Qp,
 };
 
@@ -205,7 +205,7 @@ unsafe extern "C" fn wr_bind_mw(
     let bind = unsafe { info.as_ref() }
         .ok_or(Errno::EINVAL)
         // SAFETY: as above.
-        .and_then(|info| unsafe { mw::binding(mw, rkey, info) });
+        .and_then(|info| unsafe { bind::binding(mw, rkey, info) });
     match bind {
         // SAFETY: verbs.h's contract: a live QP.
         Ok(b) => unsafe { build(qpx, SendOp::BindMw(b), true) },
