@@ -52,6 +52,7 @@ impl Transport {
 
     /// The context's fds for one command: `EBADF` once it is closed (the
     /// command is not sent).
+    #[inline]
     pub(crate) fn enter(&self) -> Result<Entered<'_>, Errno> {
         self.fds.enter().ok_or(Errno::EBADF)
     }
