@@ -143,6 +143,7 @@ impl ContextFds {
     }
 
     /// Registers a command in flight, or `None` once the context is closed.
+    #[inline]
     pub(crate) fn enter(&self) -> Option<Entered<'_>> {
         let entered = Entered { of: self };
         if self.state.fetch_add(USER, SeqCst) & CLOSED != 0 {

@@ -52,6 +52,7 @@ impl Transport {
 
     /// The context's fds for one command: `EBADF` once it is closed (the
     /// command is not sent).
+    #[inline]
     pub(crate) fn enter(&self) -> Result<Entered<'_>, Errno> {
         self.fds.enter().ok_or(Errno::EBADF)
     }
@@ -131,13 +132,15 @@ impl Device<'_> {
 
     /// A raw `write()` of prebuilt command bytes (rxe's send doorbell: a
     /// `POST_SEND` command whose only address is its response slot, a
-    /// buffer the doorbell owns and never reads).
+    /// buffer the doorbell owns and never reads; rxe's CQ arm: a
+    /// `REQ_NOTIFY_CQ` command, which has no response and no address).
     #[inline]
     pub(crate) fn write(&self, bytes: &[u8]) -> Result<usize, Errno> {
         let fds = self.t.enter()?;
-        // SAFETY: the one raw command is rxe's doorbell (above): its
-        // response address is a heap buffer the `Doorbell` owns for as
-        // long as the bytes exist (`providers/rxe/doorbell.rs`).
+        // SAFETY: the raw commands are rxe's (above, in
+        // `providers/rxe/doorbell.rs`): the doorbell's one address is a
+        // heap buffer the `Doorbell` owns for as long as its bytes exist,
+        // and the arm command carries no address at all.
         unsafe { self.t.kernel.write(fds.cmd(), bytes) }
     }
 

@@ -112,11 +112,30 @@ impl CompletionChannel {
     /// rules](crate::events)).
     #[doc(alias = "ibv_get_cq_event")]
     pub fn get_event(&self) -> Result<CqEvent> {
-        loop {
-            if let Some(ev) = self.read(Wait::Forever)? {
-                return Ok(ev);
-            }
-        }
+        self.inner.fd.next_forever(
+            "read completion event",
+            read_record::<abi::IbUverbsCompEventDesc>,
+            |desc| self.deliver(desc.cq_handle),
+        )
+    }
+
+    /// Waits for the next completion event and leaves it unacknowledged,
+    /// counted by its CQ: what `ibv_get_cq_event` does, and the same as
+    /// `get_event()` followed by [`CqEvent::defer_ack`] in one step, without
+    /// the event value (no claim on the CQ is taken and released).
+    /// Acknowledge by count with
+    /// [`CompletionQueue::ack_events`](crate::CompletionQueue::ack_events),
+    /// from any thread, before the CQ's `destroy()` (which fails with
+    /// `EBUSY` while such counts are unacknowledged).
+    ///
+    /// Errors as [`CompletionChannel::get_event`].
+    #[doc(alias = "ibv_get_cq_event")]
+    pub fn get_event_deferred(&self) -> Result<DeferredCqEvent> {
+        self.inner.fd.next_forever(
+            "read completion event",
+            read_record::<abi::IbUverbsCompEventDesc>,
+            |desc| self.deliver_deferred(desc.cq_handle),
+        )
     }
 
     /// The next completion event if one is queued; `Ok(None)` when the
@@ -139,8 +158,29 @@ impl CompletionChannel {
         )
     }
 
+    /// Counts a read event as deferred by its CQ
+    /// ([`CompletionChannel::get_event_deferred`]), or acknowledges it at
+    /// once when its CQ is already being destroyed.
+    #[inline]
+    fn deliver_deferred(&self, user_handle: u64) -> Option<DeferredCqEvent> {
+        self.inner.ctx.events.deliver_deferred::<Owned<CqInner>, _>(
+            user_handle,
+            Stream::Completion,
+            |cq| {
+                cq.on_completion_event();
+                let ev = DeferredCqEvent {
+                    cq: std::ptr::from_ref(cq) as usize,
+                    cq_handle: cq.handle,
+                    cq_context: cq.context,
+                };
+                (&cq.events, ev)
+            },
+        )
+    }
+
     /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
     /// its CQ is already being destroyed.
+    #[inline]
     fn deliver(&self, user_handle: u64) -> Option<CqEvent> {
         let events = &self.inner.ctx.events;
         match events.lookup::<Owned<CqInner>>(user_handle, Stream::Completion) {
@@ -158,6 +198,40 @@ impl CompletionChannel {
             // Not a CQ of this context: the kernel never does this.
             Lookup::Unknown => None,
         }
+    }
+}
+
+/// A completion event read by [`CompletionChannel::get_event_deferred`]
+/// and counted, unacknowledged, by its CQ: which CQ fired, as
+/// `ibv_get_cq_event` reports it. It is a plain value (no claim on the CQ):
+/// the count is acknowledged with
+/// [`CompletionQueue::ack_events`](crate::CompletionQueue::ack_events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeferredCqEvent {
+    /// The address of the CQ's shared state, to tell CQs apart (a CQ with
+    /// unacknowledged counts cannot be destroyed, so it stays put while
+    /// they are).
+    cq: usize,
+    cq_handle: u32,
+    cq_context: u64,
+}
+
+impl DeferredCqEvent {
+    /// The kernel handle of the CQ that fired (compare with
+    /// [`crate::CompletionQueue::handle`]).
+    pub fn cq_handle(&self) -> u32 {
+        self.cq_handle
+    }
+
+    /// The [`crate::CqOptions::context`] of the CQ that fired, as
+    /// `ibv_get_cq_event` returns `cq_context`.
+    pub fn cq_context(&self) -> u64 {
+        self.cq_context
+    }
+
+    /// Whether the event is for `cq`.
+    pub fn is_for(&self, cq: &crate::CompletionQueue) -> bool {
+        self.cq == Arc::as_ptr(&cq.inner) as usize
     }
 }
 

@@ -214,13 +214,16 @@ impl EventCounts {
         (self.waiters.load(Ordering::Relaxed) > 0, settled)
     }
 
-    /// Turns one event value `holder` holds into a deferred count (or
-    /// acknowledges it, once the object's destroy command has run: no
-    /// handle is left to acknowledge it with). Returns whether a destroy is
-    /// waiting.
-    fn defer(&self, stream: Stream, holder: ThreadId) -> bool {
+    /// Turns one event value `holder` holds (`None`: an event read and
+    /// never made a value, [`Registry::deliver_deferred`]) into a deferred
+    /// count (or acknowledges it, once the object's destroy command has
+    /// run: no handle is left to acknowledge it with). Returns whether a
+    /// destroy is waiting.
+    pub(crate) fn defer(&self, stream: Stream, holder: Option<ThreadId>) -> bool {
         let mut c = self.lock();
-        c.release(holder, 1);
+        if let Some(holder) = holder {
+            c.release(holder, 1);
+        }
         if c.closed {
             c.add_acked(stream, 1);
         } else {
@@ -393,6 +396,7 @@ pub(crate) struct Held<T> {
 impl<T> Held<T> {
     /// The claim of an event of `stream` just read for `object`, held by
     /// the calling thread.
+    #[inline]
     pub(crate) fn new(object: Arc<T>, counts: Arc<EventCounts>, stream: Stream) -> Self {
         counts.delivered();
         Held {
@@ -415,9 +419,10 @@ impl<T> Held<T> {
 
     /// Leaves the event unacknowledged, counted by its object, for a later
     /// [`EventCounts::ack_deferred`] from any thread.
+    #[inline]
     pub(crate) fn defer(mut self) {
         if let Some(object) = self.object.take() {
-            let waiting = self.counts.defer(self.stream, self.holder);
+            let waiting = self.counts.defer(self.stream, Some(self.holder));
             drop(object);
             if waiting {
                 self.counts.notify();

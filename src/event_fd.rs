@@ -161,24 +161,7 @@ impl EventFd {
         mut deliver: impl FnMut(R) -> Option<T>,
     ) -> Result<Option<T>> {
         if wait == Wait::Forever {
-            loop {
-                match read_one(&*self.kernel, self.fd.as_fd()) {
-                    Ok(record) => {
-                        if let Some(event) = deliver(record) {
-                            return Ok(Some(event));
-                        }
-                    }
-                    // Non-blocking by this reader's hand (a timed wait
-                    // switched it): wait for a record, then read again.
-                    Err(Errno::EAGAIN) if self.nonblocking.load(Ordering::Acquire) == READER => {
-                        self.wait_readable(wait, op)?;
-                    }
-                    // By the program's: as libibverbs, do not wait.
-                    Err(Errno::EAGAIN) => return Err(would_block(op, self.what)),
-                    Err(Errno::EINTR) => return Err(interrupted(op)),
-                    Err(e) => return Err(read_error(op, e)),
-                }
-            }
+            return self.next_forever(op, read_one, deliver).map(Some);
         }
         self.make_nonblocking()?;
         // Read only what a poll has just shown (see the module documentation).
@@ -197,6 +180,47 @@ impl EventFd {
             }
         }
         Ok(None)
+    }
+
+    /// [`EventFd::next`] with [`Wait::Forever`]: one blocking read per
+    /// record until `deliver` returns an event. Inlined into each event
+    /// reader (it is every `get_event`'s path), the failed reads handled
+    /// out of line ([`EventFd::after_failed_read`]).
+    #[inline]
+    pub(crate) fn next_forever<R, T>(
+        &self,
+        op: &'static str,
+        mut read_one: impl FnMut(&dyn Kernel, BorrowedFd<'_>) -> Result<R, Errno>,
+        mut deliver: impl FnMut(R) -> Option<T>,
+    ) -> Result<T> {
+        loop {
+            match read_one(&*self.kernel, self.fd.as_fd()) {
+                Ok(record) => {
+                    if let Some(event) = deliver(record) {
+                        return Ok(event);
+                    }
+                }
+                Err(e) => self.after_failed_read(e, op)?,
+            }
+        }
+    }
+
+    /// A blocking read that failed with `e`: `Ok` to read again (after a
+    /// wait for a record), or the error to report.
+    #[cold]
+    #[inline(never)]
+    fn after_failed_read(&self, e: Errno, op: &'static str) -> Result<()> {
+        match e {
+            // Non-blocking by this reader's hand (a timed wait switched
+            // it): wait for a record, then read again.
+            Errno::EAGAIN if self.nonblocking.load(Ordering::Acquire) == READER => {
+                self.wait_readable(Wait::Forever, op).map(|_| ())
+            }
+            // By the program's: as libibverbs, do not wait.
+            Errno::EAGAIN => Err(would_block(op, self.what)),
+            Errno::EINTR => Err(interrupted(op)),
+            e => Err(read_error(op, e)),
+        }
     }
 
     /// Sets `O_NONBLOCK` once, before the first read that must not block,

@@ -98,28 +98,74 @@ impl Registry {
 
     /// Resolves the `user_handle` of an event of `stream` just read to an
     /// object of type `T`; a live one is claimed for the calling thread.
+    ///
+    /// Under the lock: the entry, its object upgraded (and its counts
+    /// cloned for the claim); the object's type is checked by one downcast
+    /// after the lock (`kind` is compared for detached entries only).
+    #[inline]
     pub(crate) fn lookup<T: Any + Send + Sync>(
         &self,
         user_handle: u64,
         stream: Stream,
     ) -> Lookup<T> {
-        let found = {
+        let (object, counts) = {
             let map = self.lock();
-            match map.get(&user_handle) {
-                Some(t) if t.kind == TypeId::of::<T>() => {
-                    Some((t.counts.clone(), t.object.upgrade()))
-                }
-                _ => None,
+            let Some(t) = map.get(&user_handle) else {
+                return Lookup::Unknown;
+            };
+            match t.object.upgrade() {
+                Some(object) => (object, t.counts.clone()),
+                None if t.kind == TypeId::of::<T>() => return Lookup::Detached(t.counts.clone()),
+                None => return Lookup::Unknown,
             }
         };
-        match found {
-            None => Lookup::Unknown,
-            Some((counts, Some(object))) => match object.downcast::<T>() {
-                Ok(object) => Lookup::Live(Held::new(object, counts, stream)),
-                Err(_) => Lookup::Unknown,
-            },
-            Some((counts, None)) => Lookup::Detached(counts),
+        match object.downcast::<T>() {
+            Ok(object) => Lookup::Live(Held::new(object, counts, stream)),
+            Err(_) => Lookup::Unknown,
         }
+    }
+
+    /// Resolves the `user_handle` of an event of `stream` just read to a
+    /// live object of type `T` and counts the event as deferred at once, as
+    /// [`Held::defer`] would right after [`Registry::lookup`], without an
+    /// event value in between: no holder is recorded and released, the
+    /// counts are not cloned, and the object is referenced only for the
+    /// call. `f` gets the object and returns its counts and what the caller
+    /// keeps of the event. An event of a detached object is acknowledged
+    /// here; `None` then, and for a handle of no object of type `T`.
+    #[inline]
+    pub(crate) fn deliver_deferred<T: Any + Send + Sync, R>(
+        &self,
+        user_handle: u64,
+        stream: Stream,
+        f: impl FnOnce(&T) -> (&Arc<EventCounts>, R),
+    ) -> Option<R> {
+        let object = {
+            let map = self.lock();
+            let t = map.get(&user_handle)?;
+            match t.object.upgrade() {
+                Some(object) => object,
+                None => {
+                    let (kind, counts) = (t.kind, t.counts.clone());
+                    drop(map);
+                    if kind == TypeId::of::<T>() {
+                        self.ack_detached(user_handle, &counts, stream);
+                    }
+                    return None;
+                }
+            }
+        };
+        let object = object.downcast::<T>().ok()?;
+        let (counts, kept) = f(&object);
+        // Counted before the object is released (as `Held::defer`), so a
+        // destroy that finds the last reference gone finds the event
+        // counted too; woken after the release.
+        if counts.defer(stream, None) {
+            let counts = counts.clone();
+            drop(object);
+            counts.notify();
+        }
+        Some(kept)
     }
 
     /// Stops `user_handle`'s entry from resolving to its object (it was
@@ -140,6 +186,7 @@ impl Registry {
     /// `user_handle` (found detached, or gone), waking a destroy that waits,
     /// and removes the object's parked entry when this was the last event
     /// its destroy was told of.
+    #[cold]
     pub(crate) fn ack_detached(&self, user_handle: u64, counts: &EventCounts, stream: Stream) {
         let (waiting, settled) = counts.ack_counting(stream, 1, None);
         if waiting {

@@ -78,7 +78,9 @@
 //!   object, and [`CompletionQueue::ack_events`] (`ibv_ack_cq_events(cq,
 //!   n)`), `ack_async_events(n)` of a CQ, QP or SRQ acknowledge that many
 //!   later, from any thread. `ibv_rc_pingpong -e` counts its events and
-//!   acknowledges them all at exit; so does `uverbs rc-pingpong -e`.
+//!   acknowledges them all at exit; so does `uverbs rc-pingpong -e`, which
+//!   gets them with [`CompletionChannel::get_event_deferred`]: the get and
+//!   the deferral in one step, returning a plain [`DeferredCqEvent`].
 //!   Acknowledging more than are deferred is an `InvalidArgument` error and
 //!   acknowledges nothing.
 //!
@@ -114,5 +116,5 @@ use crate::{CompletionQueue, Context, ErrorKind};
 
 pub use crate::{
     ack_cq_events, AsyncElement, AsyncEvent, AsyncEventType, CompletionChannel, CqEvent,
-    EventAffiliation, EventSeverity,
+    DeferredCqEvent, EventAffiliation, EventSeverity,
 };

@@ -258,7 +258,7 @@ pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;
 pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType, EventAffiliation, EventSeverity};
-pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent};
+pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent, DeferredCqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
 pub use cq_poll::CqPoll;

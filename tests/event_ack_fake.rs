@@ -163,6 +163,57 @@ fn events_counted_in_the_loop_are_acknowledged_at_exit_like_ibv_rc_pingpong_e() 
     assert_eq!(r.ctx.event_map_len(), entries - 1, "the CQ's entry is gone");
 }
 
+/// `get_event_deferred` is `get_event` then `defer_ack` in one step: each
+/// event names its CQ (handle, context, `is_for`) and is counted by that
+/// CQ, unacknowledged, for `ack_events`; the counts gate the destroy as
+/// those of `defer_ack` do.
+#[test]
+fn get_event_deferred_counts_each_event_by_its_cq() {
+    let r = rig();
+    let (a, b) = (r.cq(7), r.cq(8));
+    let get = || {
+        let ch = r.ch.clone();
+        PATIENCE.within(
+            "get_event_deferred of an event the test queued",
+            move || ch.get_event_deferred().unwrap(),
+        )
+    };
+    for cq in [&a, &b, &a] {
+        r.fire(cq);
+        let ev = get();
+        assert!(ev.is_for(cq));
+        let other = if std::ptr::eq(cq, &a) { &b } else { &a };
+        assert!(!ev.is_for(other));
+        assert_eq!(ev.cq_handle(), cq.handle());
+        assert_eq!(ev.cq_context(), cq.context());
+    }
+    assert_eq!((a.deferred_events(), b.deferred_events()), (2, 1));
+    // Mixed with the value form: the same counts.
+    r.fire(&b);
+    r.event().defer_ack();
+    assert_eq!(b.deferred_events(), 2);
+    let err = a.destroy().unwrap_err();
+    assert_eq!(err.errno(), Errno::EBUSY, "{err}");
+    let a = err.into_inner();
+    a.ack_events(2).unwrap();
+    b.ack_events(2).unwrap();
+    PATIENCE
+        .destroy(
+            "a CQ whose deferred events were acknowledged",
+            a,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
+    PATIENCE
+        .destroy(
+            "a CQ whose deferred events were acknowledged",
+            b,
+            CompletionQueue::destroy,
+        )
+        .unwrap();
+    assert_eq!(r.fake.destroyed(Kind::Cq).len(), 2);
+}
+
 /// Async events of a QP, a CQ and an SRQ deferred, and acknowledged by
 /// count from a worker thread; a port event has nothing to count.
 #[test]

@@ -7,11 +7,20 @@
 //! The 32-byte command never changes for a QP, so it is built once when the
 //! QP is created and each ring is a single `write()` of those bytes: no
 //! per-post marshalling on the hot path.
+//!
+//! Arming a CQ ([`arm`]) is the same kind of command: `REQ_NOTIFY_CQ`, 16
+//! bytes with no response (RC `libibverbs/cmd.c` `ibv_cmd_req_notify_cq`;
+//! the kernel's `ib_uverbs_req_notify_cq` takes `struct
+//! ib_uverbs_req_notify_cq` and answers nothing), built in place and
+//! written the same way: an arm is on every completion event's path.
 
 use zerocopy::IntoBytes;
 
 use crate::{
-    abi::{IbUverbsCmdHdr, IbUverbsPostSend, IbUverbsPostSendResp, IB_USER_VERBS_CMD_POST_SEND},
+    abi::{
+        IbUverbsCmdHdr, IbUverbsPostSend, IbUverbsPostSendResp, IbUverbsReqNotifyCq,
+        IB_USER_VERBS_CMD_POST_SEND, IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+    },
     providers::Device,
     sys::Errno,
 };
@@ -67,5 +76,36 @@ impl Doorbell {
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> &[u8] {
         &self.cmd
+    }
+}
+
+const ARM_LEN: usize = HDR + size_of::<IbUverbsReqNotifyCq>();
+
+/// The `REQ_NOTIFY_CQ` command that arms CQ `cq_handle`: header and body,
+/// no response (`out_words` 0), so it carries no address.
+#[inline]
+pub(crate) fn arm_command(cq_handle: u32, solicited_only: bool) -> [u8; ARM_LEN] {
+    let hdr = IbUverbsCmdHdr {
+        command: IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+        in_words: (ARM_LEN / 4) as u16,
+        out_words: 0,
+    };
+    let body = IbUverbsReqNotifyCq {
+        cq_handle,
+        solicited_only: u32::from(solicited_only),
+    };
+    let mut cmd = [0u8; ARM_LEN];
+    cmd[..HDR].copy_from_slice(hdr.as_bytes());
+    cmd[HDR..].copy_from_slice(body.as_bytes());
+    cmd
+}
+
+/// Arms CQ `cq_handle` (`ibv_req_notify_cq`): exactly one `write()` of
+/// [`arm_command`].
+#[inline]
+pub(crate) fn arm(dev: Device<'_>, cq_handle: u32, solicited_only: bool) -> Result<(), Errno> {
+    match dev.write(&arm_command(cq_handle, solicited_only))? {
+        ARM_LEN => Ok(()),
+        _ => Err(Errno::EIO),
     }
 }

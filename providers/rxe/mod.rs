@@ -6,7 +6,8 @@
 //! a create command answers with the ring's `mminfo` (mmap offset and size),
 //! which `finish` maps. Receives and polls touch only the rings; a send is
 //! announced with a `POST_SEND` write command (`doorbell.rs`), and a CQ is
-//! armed with the `REQ_NOTIFY_CQ` write command.
+//! armed with the `REQ_NOTIFY_CQ` write command (`doorbell.rs` too: both
+//! are single `write()`s of bytes built without the general command path).
 
 use std::ops::RangeInclusive;
 
@@ -222,6 +223,7 @@ impl Provider for Rxe {
         cq.poll(out)
     }
 
+    #[inline]
     fn req_notify_cq(
         _: &RxeCq,
         _: &(),
@@ -229,17 +231,7 @@ impl Provider for Rxe {
         handle: u32,
         solicited_only: bool,
     ) -> Result<(), Errno> {
-        let mut req = abi::IbUverbsReqNotifyCq::new_zeroed();
-        req.cq_handle = handle;
-        req.solicited_only = u32::from(solicited_only);
-        dev.write_cmd(&mut crate::sys::WriteCmd {
-            command: abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
-            core_in: req.as_bytes(),
-            driver_in: &[],
-            core_out: &mut [],
-            driver_out: &mut [],
-            ..crate::sys::WriteCmd::default()
-        })
+        doorbell::arm(dev, handle, solicited_only)
     }
 
     #[inline]

@@ -1041,6 +1041,57 @@ fn the_doorbell_is_one_prebuilt_post_send_write() {
     assert_eq!(seen[0], seen[1]);
 }
 
+/// A CQ arm is one 16-byte `REQ_NOTIFY_CQ` write, framed as the kernel
+/// parses a legacy command with no response (uverbs_main.c
+/// `ib_uverbs_write`; rdma-core `ibv_cmd_req_notify_cq` writes the same
+/// bytes): header, then `struct ib_uverbs_req_notify_cq`.
+#[test]
+fn an_arm_is_one_req_notify_cq_write() {
+    use std::sync::Mutex;
+
+    use crate::{
+        abi::{
+            IbUverbsCmdHdr, IbUverbsReqNotifyCq, IB_USER_VERBS_CMD_REQ_NOTIFY_CQ, RDMA_DRIVER_RXE,
+        },
+        providers::Transport,
+        sys::Errno,
+        testing::kernel::{dummy_fd, Call, FakeKernel},
+    };
+
+    let fake = Arc::new(FakeKernel::new());
+    let seen: Arc<Mutex<Vec<Vec<u8>>>> = Arc::default();
+    let log = Arc::clone(&seen);
+    fake.on_raw_write(move |buf| {
+        if let Ok(mut l) = log.lock() {
+            l.push(buf.to_vec());
+        }
+        Ok(buf.len())
+    });
+    let transport = Transport::new(fake.clone(), dummy_fd(), RDMA_DRIVER_RXE);
+    let dev = transport.device();
+    fake.clear_calls();
+    assert_eq!(doorbell::arm(dev, 0x2b, false), Ok(()));
+    assert_eq!(doorbell::arm(dev, 0x2c, true), Ok(()));
+    assert_eq!(fake.calls(), [Call::RawWrite(16), Call::RawWrite(16)]);
+    let seen = match seen.lock() {
+        Ok(s) => s.clone(),
+        Err(e) => panic!("{e}"),
+    };
+    let hdr = IbUverbsCmdHdr {
+        command: IB_USER_VERBS_CMD_REQ_NOTIFY_CQ,
+        in_words: 4,
+        out_words: 0,
+    };
+    for (bytes, (handle, solicited)) in seen.iter().zip([(0x2b, 0), (0x2c, 1)]) {
+        assert_eq!(&bytes[..8], hdr.as_bytes());
+        let body = IbUverbsReqNotifyCq::read_from_bytes(&bytes[8..]).unwrap();
+        assert_eq!((body.cq_handle, body.solicited_only), (handle, solicited));
+    }
+    // A short write is an error, not a silent partial arm.
+    fake.on_raw_write(|_| Ok(8));
+    assert_eq!(doorbell::arm(dev, 0x2b, false), Err(Errno::EIO));
+}
+
 /// The WQE is written field by field into a slot that is not cleared
 /// first: over a slot full of stale bytes, every field the kernel reads
 /// (K61 rxe_req.c: everything but the union tail beyond the opcode's

@@ -32,6 +32,8 @@ pub struct Linux;
 
 /// Largest legacy write request built on the stack; larger ones use the heap.
 const STACK_WRITE: usize = 512;
+/// Legacy write requests up to this size are built in a buffer of this size.
+const SMALL_WRITE: usize = 64;
 
 /// The ioctl buffer: header and attributes, contiguous as the kernel expects.
 #[repr(C)]
@@ -153,11 +155,12 @@ unsafe impl Kernel for Linux {
 
     unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         // The rxe doorbell's path: one `syscall` instruction, no libc.
-        super::raw_write::write(fd, buf)
+        super::raw_io::write(fd, buf)
     }
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        nix::unistd::read(fd.as_raw_fd(), buf)
+        // Every completion event's path: one `syscall` instruction, no libc.
+        super::raw_io::read(fd, buf)
     }
 
     fn wait_readable(
@@ -283,9 +286,17 @@ fn write_legacy(fd: BorrowedFd<'_>, cmd: &mut WriteCmd<'_>) -> Result<(), Errno>
     if out_len > 0 && cmd.core_in.len() < 8 {
         return Err(Errno::EINVAL);
     }
-    let mut stack = [0u8; STACK_WRITE];
+    // Only as much stack as the command needs is zeroed: most commands are
+    // a few dozen bytes, and clearing all 512 cost more than the rest of
+    // building them.
+    let mut small: [u8; SMALL_WRITE];
+    let mut stack: [u8; STACK_WRITE];
     let mut heap = Vec::new();
-    let req: &mut [u8] = if total <= STACK_WRITE {
+    let req: &mut [u8] = if total <= SMALL_WRITE {
+        small = [0u8; SMALL_WRITE];
+        &mut small[..total]
+    } else if total <= STACK_WRITE {
+        stack = [0u8; STACK_WRITE];
         &mut stack[..total]
     } else {
         heap.resize(total, 0);

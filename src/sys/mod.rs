@@ -33,7 +33,7 @@
 pub use crate::testing::kernel as fake;
 mod linux;
 pub(crate) mod memory;
-mod raw_write;
+mod raw_io;
 
 use std::{
     ffi::OsString,

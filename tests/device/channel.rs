@@ -330,6 +330,29 @@ fn blocking_get_after_arming_reports_the_cq() {
     assert_eq!(drain(&mut s.recv_cq), 1);
 }
 
+/// `get_event_deferred` on the kernel's channel (a blocking `read`; the
+/// arm is rxe's one `REQ_NOTIFY_CQ` write): the event names the CQ, is
+/// counted by it, and is acknowledged by count before the destroy.
+#[test]
+fn deferred_get_after_arming_reports_and_counts_the_cq() {
+    let mut s = signalled();
+    for round in 1..=3 {
+        s.recv_cq.req_notify(false).unwrap();
+        s.send(1);
+        let ev = s.channel.get_event_deferred().unwrap();
+        assert!(ev.is_for(&s.recv_cq));
+        assert_eq!(ev.cq_handle(), s.recv_cq.handle());
+        assert_eq!(s.recv_cq.deferred_events(), round);
+        assert_eq!(drain(&mut s.recv_cq), 1);
+    }
+    // Not re-armed: further completions raise no event.
+    s.send(1);
+    assert!(s.channel.try_get_event().unwrap().is_none());
+    assert_eq!(drain(&mut s.recv_cq), 1);
+    s.recv_cq.ack_events(3).unwrap();
+    assert_eq!(s.recv_cq.deferred_events(), 0);
+}
+
 #[test]
 fn solicited_only_arming_waits_for_a_solicited_send() {
     let mut s = signalled();

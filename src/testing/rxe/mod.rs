@@ -317,11 +317,18 @@ pub fn fake_rxe() -> Arc<FakeRxe> {
         }
         objects_write(&o, &k, &b, cmd).unwrap_or_else(|| write(cmd))
     });
-    // The rxe send doorbell (a 32-byte POST_SEND write) is accepted.
-    let b = behaviour.clone();
+    // The rxe send doorbell (a 32-byte POST_SEND write) is accepted; a CQ
+    // arm (a 16-byte REQ_NOTIFY_CQ write) is counted.
+    let (b, o) = (behaviour.clone(), objects.clone());
     kernel.on_raw_write(move |buf| {
         if b.removed.load(Ordering::Relaxed) {
             return Err(Errno::EIO);
+        }
+        let command = buf
+            .get(..4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]));
+        if command == Some(abi::IB_USER_VERBS_CMD_REQ_NOTIFY_CQ) {
+            o.lock().arms += 1;
         }
         Ok(buf.len())
     });

@@ -195,6 +195,48 @@ pub fn run(o: &Opts) -> Res<()> {
             got => Err(format!("start_poll gave {got:?}")),
         }
     })?;
+    // The completion event path of `rc-pingpong -e` (benches/event-path.sh
+    // counts it on the device): a CQ on a channel, an event record queued
+    // by the fake kernel before each get, the counts acknowledged after.
+    let channel = ctx
+        .create_comp_channel()
+        .map_err(err("create completion channel"))?;
+    let ev_cq = ctx
+        .create_cq(
+            16,
+            CqOptions {
+                channel: Some(&channel),
+                ..CqOptions::default()
+            },
+        )
+        .map_err(err("create CQ on the channel"))?;
+    let queue_event = || {
+        fake.push_comp_event(ev_cq.handle())
+            .then_some(())
+            .ok_or_else(|| "the fake kernel lost the CQ's channel".to_string())
+    };
+    time(
+        "cq_event",
+        "get_event_deferred (the record queued)",
+        &mut || {
+            queue_event()?;
+            op_get_event_deferred(&channel, &ev_cq)
+        },
+    )?;
+    time(
+        "cq_event_value",
+        "get_event + defer_ack (the record queued)",
+        &mut || {
+            queue_event()?;
+            op_get_event_defer_ack(&channel, &ev_cq)
+        },
+    )?;
+    time("cq_arm", "CompletionQueue::req_notify", &mut || {
+        op_req_notify(&ev_cq)
+    })?;
+    ev_cq
+        .ack_events(2 * n as u32)
+        .map_err(err("acknowledge the events"))?;
     let last = 4096 + size as usize - 1;
     time("mr_read", "MemoryRegion::read 1 byte", &mut || {
         std::hint::black_box(op_mr_read_byte(&mr, last)?);
@@ -292,6 +334,44 @@ fn op_post_recv(qp: &mut uverbs::QueuePair, wr: &RecvWr<'_>) -> Res<()> {
     tag(4);
     qp.post_recv(std::slice::from_ref(wr))
         .map_err(|e| format!("{e:#}"))
+}
+
+/// One completion event got and left counted by its CQ
+/// (`ibv_get_cq_event`).
+#[inline(never)]
+fn op_get_event_deferred(
+    channel: &uverbs::CompletionChannel,
+    cq: &uverbs::CompletionQueue,
+) -> Res<()> {
+    tag(13);
+    let ev = channel.get_event_deferred().map_err(|e| e.to_string())?;
+    if ev.is_for(cq) {
+        Ok(())
+    } else {
+        Err(format!("event for CQ {:#x}", ev.cq_handle()))
+    }
+}
+
+/// One completion event got as a value, then deferred.
+#[inline(never)]
+fn op_get_event_defer_ack(
+    channel: &uverbs::CompletionChannel,
+    cq: &uverbs::CompletionQueue,
+) -> Res<()> {
+    tag(14);
+    let ev = channel.get_event().map_err(|e| e.to_string())?;
+    if !ev.is_for(cq) {
+        return Err(format!("event for CQ {:#x}", ev.cq_handle()));
+    }
+    ev.defer_ack();
+    Ok(())
+}
+
+/// One arm (`ibv_req_notify_cq(cq, 0)`).
+#[inline(never)]
+fn op_req_notify(cq: &uverbs::CompletionQueue) -> Res<()> {
+    tag(15);
+    cq.req_notify(false).map_err(|e| e.to_string())
 }
 
 #[inline(never)]

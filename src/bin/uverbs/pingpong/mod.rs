@@ -88,15 +88,16 @@ pub fn next_completions(
     num_cq_events: &mut u32,
 ) -> Result<usize, ()> {
     if let Some(ch) = channel {
+        // Got and left unacknowledged in one step (`get_event` then
+        // `defer_ack`, without the event value).
         let ev = ch
-            .get_event()
+            .get_event_deferred()
             .map_err(|e| fail("Failed to get cq_event", e))?;
+        *num_cq_events += 1;
         if !ev.is_for(cq) {
             eprintln!("CQ event for unknown CQ {:#x}", ev.cq_handle());
             return Err(());
         }
-        ev.defer_ack();
-        *num_cq_events += 1;
         cq.req_notify(false)
             .map_err(|e| fail("Couldn't request CQ notification", e))?;
         return Ok(cq.poll(wc));
