@@ -44,7 +44,7 @@ use crate::{
 
 mod create;
 
-/// What [`ProtectionDomain::create_qp`] takes (`struct ibv_qp_init_attr`).
+/// What [`ProtectionDomain::create_qp`](crate::ProtectionDomain::create_qp) takes (`struct ibv_qp_init_attr`).
 #[derive(Debug, Clone, Copy)]
 pub struct QpInitAttr<'a> {
     /// RC, UC or UD.
