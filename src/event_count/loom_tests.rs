@@ -85,7 +85,7 @@ fn loom_a_defer_racing_a_destroy_never_leaves_it_waiting() {
             loom::thread::spawn(move || {
                 let me = current_thread();
                 c.lock().held.push((me, 1));
-                if c.defer(Stream::Completion, me) {
+                if c.defer(Stream::Completion, Some(me)) {
                     c.notify();
                 }
             })
