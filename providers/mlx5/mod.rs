@@ -21,7 +21,9 @@
 //!   CQs, QPs and SRQs made from their answers (`finish_*`);
 //! - `qp.rs`: queue sizing, the per-QP completion state CQs find by user
 //!   index (CQE v1) or QP number; `sq.rs`: send WQEs and the send doorbell
-//!   (BlueFlame or 8-byte); `rq.rs`: receive queues and SRQs;
+//!   (BlueFlame or 8-byte), `sq/track.rs` the work request of each WQE for
+//!   the poller, `sq/session.rs` the session cursor; `rq.rs`: receive
+//!   queues and SRQs;
 //! - `cq.rs`: a CQ's shared state, arming with the arm sequence number,
 //!   and cleaning a destroyed or reset QP's CQEs; `cq/parse.rs`: CQEs into
 //!   work completions; `cq/poll.rs`: polling and the consumer index;
