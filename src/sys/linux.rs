@@ -155,12 +155,11 @@ unsafe impl Kernel for Linux {
 
     unsafe fn write(&self, fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         // The rxe doorbell's path: one `syscall` instruction, no libc.
-        super::raw_io::write(fd, buf)
+        super::raw_write::write(fd, buf)
     }
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-        // Every completion event's path: one `syscall` instruction, no libc.
-        super::raw_io::read(fd, buf)
+        nix::unistd::read(fd.as_raw_fd(), buf)
     }
 
     fn wait_readable(

@@ -33,7 +33,7 @@
 pub use crate::testing::kernel as fake;
 mod linux;
 pub(crate) mod memory;
-mod raw_io;
+mod raw_write;
 
 use std::{
     ffi::OsString,

@@ -1,11 +1,8 @@
-//! `write(2)` and `read(2)` as one `syscall` instruction each, without the
-//! C library.
+//! `write(2)` as one `syscall` instruction, without the C library.
 //!
 //! The rxe send doorbell is a `write()` of 32 bytes on every send batch, so
-//! its userspace cost is on every message's critical path; so is the
-//! 8-byte `read()` of every completion event from a completion channel
-//! (`ibv_get_cq_event`). The C library's `write` and `read` are
-//! cancellation points: in a process with more than one thread,
+//! its userspace cost is on every message's critical path. The C library's
+//! `write` is a cancellation point: in a process with more than one thread,
 //! glibc and musl switch the thread's cancellation state around the system
 //! call (two atomic read-modify-writes), and the call goes through the PLT
 //! and sets `errno` on failure. None of that is wanted here. Measured in the
@@ -33,58 +30,6 @@ pub(crate) fn write(fd: BorrowedFd<'_>, buf: &[u8]) -> Result<usize, Errno> {
         Err(Errno::from_raw((-ret) as i32))
     } else {
         Ok(ret as usize)
-    }
-}
-
-/// Reads at most `buf.len()` bytes from `fd` into `buf`; returns the byte
-/// count read.
-#[inline]
-pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
-    let ret = raw_read(fd.as_raw_fd(), buf);
-    // As for write: -errno in [-4095, -1], otherwise at most `buf.len()`.
-    if ret < 0 {
-        Err(Errno::from_raw((-ret) as i32))
-    } else {
-        Ok(ret as usize)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn raw_read(fd: i32, buf: &mut [u8]) -> isize {
-    let ret: isize;
-    // SAFETY: the x86_64 Linux system call convention, as in `raw`. read(2)
-    // writes at most `buf.len()` bytes at `buf.as_mut_ptr()`, which `buf`
-    // borrows mutably (no other reference to it exists) for the duration
-    // of the call; the asm block is not `nomem` and not `readonly`, so the
-    // compiler assumes the memory written. `fd` is a descriptor the caller
-    // borrows, so it is open.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            inlateout("rax") libc::SYS_read as isize => ret,
-            in("rdi") fd as isize,
-            in("rsi") buf.as_mut_ptr(),
-            in("rdx") buf.len(),
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack, preserves_flags),
-        );
-    }
-    ret
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-fn raw_read(fd: i32, buf: &mut [u8]) -> isize {
-    // SAFETY: read(2) writes at most `buf.len()` bytes at
-    // `buf.as_mut_ptr()`, which `buf` borrows mutably for the call; `fd` is
-    // borrowed, so open.
-    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        -(Errno::last_raw() as isize)
-    } else {
-        n
     }
 }
 
@@ -152,29 +97,6 @@ mod tests {
         let mut got = Vec::new();
         r.read_to_end(&mut got).expect("read");
         assert_eq!(got, b"doorbell");
-    }
-
-    #[test]
-    fn reads_the_bytes_and_returns_the_count() {
-        let (r, w) = pipe();
-        assert_eq!(write(w.as_fd(), b"event!!!"), Ok(8));
-        let mut buf = [0u8; 8];
-        assert_eq!(read(r.as_fd(), &mut buf), Ok(8));
-        assert_eq!(&buf, b"event!!!");
-        assert_eq!(write(w.as_fd(), b"abc"), Ok(3));
-        assert_eq!(read(r.as_fd(), &mut buf[..2]), Ok(2));
-        assert_eq!(&buf[..2], b"ab");
-        drop(w);
-        assert_eq!(
-            read(r.as_fd(), &mut buf),
-            Ok(1),
-            "the rest, then end of file"
-        );
-        assert_eq!(buf[0], b'c');
-        assert_eq!(read(r.as_fd(), &mut buf), Ok(0));
-        // The write end of a pipe is not readable: EBADF.
-        let (_r, w) = pipe();
-        assert_eq!(read(w.as_fd(), &mut buf), Err(Errno::EBADF));
     }
 
     #[test]
