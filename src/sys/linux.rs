@@ -159,6 +159,12 @@ unsafe impl Kernel for Linux {
     }
 
     fn read(&self, fd: BorrowedFd<'_>, buf: &mut [u8]) -> Result<usize, Errno> {
+        // The C library's read(2), not a raw `syscall` as the doorbell's
+        // write: the device model for unmodified programs (preload/) plays
+        // the event fds (completion channels, async events, DevX event
+        // channels) by interposing libc's `read`, and a raw system call on
+        // such an fd blocks in the real kernel for good (rdma-core-on-model's
+        // devx_events over our C library hung so).
         nix::unistd::read(fd.as_raw_fd(), buf)
     }
 

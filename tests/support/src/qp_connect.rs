@@ -3,14 +3,18 @@
 //! (`tests/device/support.rs`) and the mlx5 device-model tests
 //! ([`crate::mlx5_pair`]).
 
-use uverbs::{AccessFlags, AhAttr, Gid, GlobalRoute, Mtu, QpAttr, QpState, QueuePair};
+use uverbs::{
+    AccessFlags, AhAttr, BringUp, Endpoint, Gid, GlobalRoute, Mtu, QpAttr, QpState, QueuePair,
+};
 
 /// The Q_Key every test QP uses (UD destinations name it).
 pub const QKEY: u32 = 0x1111_1111;
 
-/// Moves `qp` through INIT, RTR and RTS towards `remote_qpn` at `dgid`
-/// (through GID `sgid_index` of port 1), with the attributes each
-/// transition requires for its type (`modify_to` keeps those that apply).
+/// Moves `qp` from RESET to RTS towards `remote_qpn` at `dgid` (through GID
+/// `sgid_index` of port 1) with [`QueuePair::bring_up`], so every test that
+/// connects a QP this way also runs the library's bring-up: PSNs 0, path
+/// MTU 1024, Q_Key [`QKEY`], four reads or atomics in flight each way, RNR
+/// timer 1, `rnr_retry` retries on RNR.
 pub fn to_rts(
     qp: &QueuePair,
     remote_qpn: u32,
@@ -19,14 +23,19 @@ pub fn to_rts(
     access: AccessFlags,
     rnr_retry: u8,
 ) {
-    let mut attr = to_rtr(qp, remote_qpn, dgid, sgid_index, access);
-    attr.qp_state = QpState::Rts;
-    attr.sq_psn = 0;
-    attr.timeout = 14;
-    attr.retry_cnt = 7;
-    attr.rnr_retry = rnr_retry;
-    attr.max_rd_atomic = 4;
-    qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTS: {e}"));
+    let mut link = BringUp::new(1)
+        .gid_index(sgid_index)
+        .psn(0)
+        .mtu(Mtu(3))
+        .access(access)
+        .qkey(QKEY);
+    link.rnr_retry = rnr_retry;
+    link.max_rd_atomic = 4;
+    link.max_dest_rd_atomic = 4;
+    link.min_rnr_timer = 1;
+    let peer = Endpoint::new(remote_qpn, 0, dgid);
+    qp.bring_up(&link, &peer)
+        .unwrap_or_else(|e| panic!("bring up (the QP reached {}): {e:#}", qp.state()));
 }
 
 /// [`to_rts`]'s first two steps: INIT and RTR, no RTS. Returns the
