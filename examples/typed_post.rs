@@ -1,5 +1,5 @@
 //! The extended verbs: a typed posting session (`ibv_qp_ex`'s `ibv_wr_*`
-//! builders, `uverbs::qpx`) writes a run of RDMA writes and a SEND with
+//! builders, `uverbs::qp_ex`) writes a run of RDMA writes and a SEND with
 //! immediate data announcing them, rung with one doorbell, and the peer's
 //! completions are read field by field (`ibv_cq_ex`'s `ibv_start_poll` /
 //! `ibv_next_poll` / `ibv_end_poll` and the `ibv_wc_read_*` accessors).
@@ -20,7 +20,7 @@ mod loopback;
 
 use cli::{Model, Spec};
 use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rc, Rxe},
+    qp_ex::{Mlx5, ProviderKind, Rc, Rxe},
     AccessFlags, CompletionQueue, CqOptions, MemoryRegion, QpCap, QpInitAttr, QpType, QueuePair,
     RecvWr, WcOpcode, WcStatus,
 };

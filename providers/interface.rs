@@ -82,7 +82,7 @@ pub(crate) type RunWithIn<'a> = dyn FnMut(&[u8]) -> Result<(), Errno> + 'a;
 pub(crate) type RunWithInOut<'a> = dyn FnMut(&[u8], &mut [u8]) -> Result<()> + 'a;
 
 /// The completions one batch of a polling session takes off the ring at
-/// most (`src/cq_poll.rs`: the size of a CQ's session buffer).
+/// most (`src/cq_ex.rs`: the size of a CQ's session buffer).
 pub(crate) const SESSION_BATCH: usize = 64;
 
 /// The PD `ibv_create_cq_ex` was given (`IBV_CQ_INIT_ATTR_MASK_PD`).
@@ -421,7 +421,7 @@ pub(crate) trait Provider: Sized + 'static {
     fn poll_cq(cq: &mut Self::Cq, out: &mut [WorkCompletion]) -> usize;
 
     /// One batch of a polling session (`ibv_start_poll`, `ibv_next_poll`:
-    /// `src/cq_poll.rs`): [`Provider::poll_cq`] into the session's buffer,
+    /// `src/cq_ex.rs`): [`Provider::poll_cq`] into the session's buffer,
     /// and with `stamps` (a CQ created with
     /// [`WcExFlags::COMPLETION_TIMESTAMP`] or
     /// [`WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK`]) the device's timestamp of
@@ -441,7 +441,7 @@ pub(crate) trait Provider: Sized + 'static {
     /// to drop that its poller has not looked at (mlx5: its clean
     /// requests, libmlx5's `__mlx5_cq_clean`). A polling session checks
     /// it before it hands out a completion it took off the ring earlier
-    /// (`src/cq_poll.rs`; the CQ keeps it from its creation), and then
+    /// (`src/cq_ex.rs`; the CQ keeps it from its creation), and then
     /// asks [`Provider::take_cq_cleans`].
     /// `None` for a provider that never drops a QP's completions (rxe, as
     /// rdma-core's rxe leaves them in the CQ).

@@ -1,8 +1,8 @@
-//! The providers' side of typed posting sessions (`crate::qpx`,
+//! The providers' side of typed posting sessions (`crate::qp_ex`,
 //! `QueuePair::start_wr`): the public markers a session is typed by
 //! ([`Mlx5`], [`Rxe`]), and for each the provider's view of the QP's send
 //! session, held by the typed view directly so that its requests are
-//! written without a dispatch on the provider. The core's `qpx` re-exports the markers and is generic
+//! written without a dispatch on the provider. The core's `qp_ex` re-exports the markers and is generic
 //! over [`ProviderKind`]; like `dispatch.rs`, this is the one place that
 //! names both providers for it.
 

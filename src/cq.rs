@@ -1,6 +1,6 @@
 //! Completion queues (`ibv_create_cq`, `ibv_create_cq_ex`, `ibv_poll_cq`,
 //! `ibv_req_notify_cq`, `ibv_resize_cq`, `ibv_destroy_cq`; the extended
-//! polling session is in `cq_poll.rs`).
+//! polling session is in `cq_ex.rs`).
 //!
 //! Creation is `UVERBS_METHOD_CQ_CREATE` (falling back to the `CREATE_CQ`
 //! write command) with the provider's driver data; destruction is
@@ -23,7 +23,7 @@ use crate::{
     abi,
     comp_channel::{ChannelInner, CompletionChannel},
     context::{Context, ContextInner, DestroyReporting, Verb},
-    cq_poll::PollBuf,
+    cq_ex::PollBuf,
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
         ack_deferred, destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending,
@@ -115,7 +115,7 @@ pub struct CompletionQueue {
     pub(crate) ring: AnyCq,
     cqe: u32,
     wc_flags: WcExFlags,
-    /// Completions polling sessions took off the ring (`cq_poll.rs`).
+    /// Completions polling sessions took off the ring (`cq_ex.rs`).
     polled: PollBuf,
 }
 
@@ -387,7 +387,7 @@ impl CompletionQueue {
         self.ring.poll(out)
     }
 
-    /// The ring and the session buffer, borrowed apart (`cq_poll.rs`).
+    /// The ring and the session buffer, borrowed apart (`cq_ex.rs`).
     #[inline(always)]
     pub(crate) fn ring_and_poll_buf(&mut self) -> (&mut AnyCq, &mut PollBuf) {
         (&mut self.ring, &mut self.polled)

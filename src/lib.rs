@@ -86,7 +86,7 @@
 //! | `ibv_create_qp_ex` (`create_flags`, `send_ops_flags`) | [`ProtectionDomain::create_qp_with`], [`QpCreateOptions`] ([`QpCreateFlags`], [`SendOpsFlags`]) |
 //! | `ibv_fork_init`, `ibv_is_fork_initialized`, `RDMAV_FORK_SAFE` | [`fork_init`], [`fork_status`] → [`ForkStatus`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
-//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qpx`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
+//! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qp_ex`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
 //! | `ibv_create_srq`, `ibv_post_srq_recv`, `ibv_modify_srq` | [`ProtectionDomain::create_srq`] → [`SharedReceiveQueue`] |
 //! | `ibv_create_ah`, `ibv_init_ah_from_wc` | [`ProtectionDomain::create_ah`] → [`AddressHandle`] |
 //! | `ibv_get_async_event`, `ibv_ack_async_event`, `ibv_event_type_str` | [`Context::get_async_event`], drop of [`AsyncEvent`] (or [`AsyncEvent::defer_ack`] then `ack_async_events(n)`), [`AsyncEventType::description`] |
@@ -114,7 +114,7 @@ pub mod cm;
 mod comp_channel;
 mod context;
 mod cq;
-mod cq_poll;
+mod cq_ex;
 mod device_list;
 mod endpoint;
 mod error;
@@ -137,9 +137,13 @@ mod parent_domain;
 mod pd;
 mod qp;
 mod qp_attr;
+pub mod qp_ex;
 mod qp_options;
 mod qp_state;
-pub mod qpx;
+/// `uverbs::qp_ex` under its name before issue 37 (`uverbs::qpx::{Rc, Mlx5,
+/// ...}` still resolve).
+#[doc(hidden)]
+pub use qp_ex as qpx;
 mod query;
 mod query_types;
 pub mod queue_alloc;
@@ -261,7 +265,7 @@ pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType, EventAffiliation
 pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent, DeferredCqEvent};
 pub use context::{CommandMode, Context};
 pub use cq::{CompletionQueue, CqOptions};
-pub use cq_poll::CqPoll;
+pub use cq_ex::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use endpoint::{BringUp, Endpoint};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
@@ -273,9 +277,9 @@ pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::*;
+pub use qp_ex::WrSession;
 pub use qp_options::{QpCreateFlags, QpCreateOptions, SendOpsFlags};
 pub use qp_state::{check_modify, next_states, required_attrs};
-pub use qpx::WrSession;
 pub use query::*;
 pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;

@@ -33,8 +33,8 @@ use crate::{
         decode_query, encode_ex_modify, encode_modify, QpAttr, QpAttrMask, QpCap, QpInitInfo,
         QpState, QpType,
     },
+    qp_ex::{self, WrSession},
     qp_state::{check_modify, check_rtr_av_port, required_attrs},
-    qpx::{self, WrSession},
     recv_queue::RecvQueue,
     send_session::{OpenSend, SendBatch},
     srq::{SharedReceiveQueue, SrqInner},
@@ -498,9 +498,9 @@ impl QueuePair {
     }
 
     /// Starts the QP's send session and returns a typed view of it
-    /// ([`WrSession`], the `ibv_qp_ex` API: see [`crate::qpx`]) for a QP of
-    /// transport `K` ([`qpx::Rc`], [`qpx::Uc`], [`qpx::Ud`]) on provider
-    /// `P` ([`qpx::Mlx5`], [`qpx::Rxe`]), like `ibv_wr_start` (no
+    /// ([`WrSession`], the `ibv_qp_ex` API: see [`crate::qp_ex`]) for a QP of
+    /// transport `K` ([`qp_ex::Rc`], [`qp_ex::Uc`], [`qp_ex::Ud`]) on provider
+    /// `P` ([`qp_ex::Mlx5`], [`qp_ex::Rxe`]), like `ibv_wr_start` (no
     /// `ibv_qp_to_qp_ex` or create flag first: any QP takes sessions).
     /// Checks once what the session's requests then need not: the QP's
     /// type ([`PostErrorKind::WrongQpType`]), its provider
@@ -511,7 +511,7 @@ impl QueuePair {
     #[doc(alias = "ibv_wr_start")]
     #[doc(alias = "ibv_qp_to_qp_ex")]
     #[inline(always)]
-    pub fn start_wr<K: qpx::QpKind, P: qpx::ProviderKind>(
+    pub fn start_wr<K: qp_ex::QpKind, P: qp_ex::ProviderKind>(
         &mut self,
     ) -> Result<WrSession<'_, K, P>, PostError> {
         if self.qp_type != K::TYPE {

@@ -31,7 +31,7 @@
 //!   session begun and held for as long as the view borrows the QP, each
 //!   request a [`SendWr`] checked as `post_send` checks it.
 //! - **[`crate::WrSession`]**, the typed view ([`QueuePair::start_wr`],
-//!   `crate::qpx`): the QP's type and provider checked once, per request
+//!   `crate::qp_ex`): the QP's type and provider checked once, per request
 //!   only what its values decide, the provider's queue held without a
 //!   dispatch.
 //!

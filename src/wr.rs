@@ -374,7 +374,7 @@ pub enum PostErrorKind {
         session: crate::QpType,
     },
     /// A typed session was started for another provider than the QP's
-    /// device's ([`crate::qpx::ProviderKind`]).
+    /// device's ([`crate::qp_ex::ProviderKind`]).
     WrongProvider {
         /// The QP's provider (`"rxe"`).
         qp: &'static str,

@@ -15,7 +15,7 @@ use std::{
 
 use uverbs::testing::rxe::*;
 use uverbs::{
-    qpx::{Mlx5, Rc, Rxe},
+    qp_ex::{Mlx5, Rc, Rxe},
     sys::fake::Call,
     testing::mlx5::Mlx5Model,
     AccessFlags, CompletionQueue, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,

@@ -8,7 +8,7 @@
 use uverbs::testing::rxe::*;
 use uverbs::{
     abi,
-    qpx::{Rc, Rxe},
+    qp_ex::{Rc, Rxe},
     sys::fake::Call,
     AccessFlags, CommandMode, Context, CqOptions, ErrorKind, MwType,
 };

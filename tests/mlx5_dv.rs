@@ -239,7 +239,7 @@ fn a_cq_of_128_byte_cqes_carries_traffic_and_the_attributes_are_checked() {
 
 #[test]
 fn a_raw_wqe_is_copied_in_with_its_index_and_completes_as_driver2() {
-    use uverbs::qpx::{Mlx5, Rc};
+    use uverbs::qp_ex::{Mlx5, Rc};
     use uverbs::{QpType, RecvWr, WcOpcode, WcStatus};
     let mut p = mlx5_pair::pair(QpType::Rc, 4);
     p.mr_a.write(0, &[0x77; 32]).unwrap();
@@ -557,7 +557,7 @@ fn mlx5_qps_take_mlx5s_attributes_as_libmlx5_checks_them() {
 #[test]
 fn an_mlx5dv_qp_with_raw_wqes_posts_them() {
     use uverbs::mlx5::{Mlx5QpAttr, Mlx5SendOps};
-    use uverbs::qpx::{Mlx5, Rc};
+    use uverbs::qp_ex::{Mlx5, Rc};
     use uverbs::{
         AccessFlags, CqOptions, QpCap, QpCreateOptions, QpInitAttr, QpType, SendOpsFlags, SendWr,
         WcOpcode, WcStatus,

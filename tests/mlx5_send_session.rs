@@ -9,7 +9,7 @@
 //! WQEs and checks every doorbell.
 
 use uverbs::{
-    qpx::{Mlx5, Rc},
+    qp_ex::{Mlx5, Rc},
     PostErrorKind, QpAttr, QpAttrMask, QpState, QpType, RecvWr, SendOp, SendWr, WcOpcode, WcStatus,
     WorkCompletion,
 };

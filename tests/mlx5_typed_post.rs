@@ -1,5 +1,5 @@
 //! Typed posting sessions (`QueuePair::start_wr`, the `ibv_qp_ex` /
-//! `ibv_wr_*` API, `uverbs::qpx`) on the mlx5 device model: every
+//! `ibv_wr_*` API, `uverbs::qp_ex`) on the mlx5 device model: every
 //! operation's builder on RC, UC and UD down to what the device executed
 //! (the model decodes the WQEs with its own decoder), the checks made once
 //! per session (QP type, provider, state) and per request (SGE count,
@@ -7,7 +7,7 @@
 //! abort and drop taking everything back, and a session after a RESET.
 
 use uverbs::{
-    qpx::{Mlx5, Rc, Rxe, Uc, Ud},
+    qp_ex::{Mlx5, Rc, Rxe, Uc, Ud},
     CqOptions, PostErrorKind, QpAttr, QpState, QpType, RecvWr, SendFlags, Sge, UdDest, WcFlags,
     WcOpcode, WcStatus,
 };
@@ -367,7 +367,7 @@ fn an_aborted_or_dropped_session_never_executes_and_a_reset_restarts_it() {
 /// `ProviderKind`, compiled per provider without dispatch.
 #[test]
 fn code_generic_over_the_provider_posts_on_mlx5() {
-    fn write_all<P: uverbs::qpx::ProviderKind>(
+    fn write_all<P: uverbs::qp_ex::ProviderKind>(
         s: &mut uverbs::WrSession<'_, Rc, P>,
         rkey: u32,
         raddr: u64,

@@ -341,7 +341,7 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("src/lib.rs", "mlx5_ioctl::*"),
     // The markers typed sessions are typed by (providers/typed.rs).
     (
-        "src/qpx.rs",
+        "src/qp_ex.rs",
         "pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};",
     ),
     // A hint for users with no device: how to create a soft-RoCE one.

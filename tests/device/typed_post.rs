@@ -1,5 +1,5 @@
 //! Typed posting sessions (`QueuePair::start_wr`, the `ibv_qp_ex` /
-//! `ibv_wr_*` API of `uverbs::qpx`) against the real kernel: every RC
+//! `ibv_wr_*` API of `uverbs::qp_ex`) against the real kernel: every RC
 //! operation's builder, UC and UD sessions, the checks made once per
 //! session and per request, and abort. Each test body is generic over the
 //! provider and runs on the device's own (rxe in the test guest; mlx5 on a
@@ -7,7 +7,7 @@
 //! written once for both would.
 
 use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rc, Rxe, Uc, Ud},
+    qp_ex::{Mlx5, ProviderKind, Rc, Rxe, Uc, Ud},
     Context, PostErrorKind, QpType, RecvWr, Sge, UdDest, WcFlags, WcOpcode, WcStatus,
 };
 

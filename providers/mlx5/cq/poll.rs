@@ -66,7 +66,7 @@ impl Mlx5Cq {
     /// ring as it meets them, and restarts the receive queues' tails here),
     /// and reports each request's QP number to `stale`: a polling session
     /// drops the completions of that QP it took off the ring before the
-    /// request (`src/cq_poll.rs`). Only when [`CqCore::clean_flag`] is set.
+    /// request (`src/cq_ex.rs`). Only when [`CqCore::clean_flag`] is set.
     #[cold]
     #[inline(never)]
     pub(crate) fn take_cleans(&mut self, stale: &mut dyn FnMut(u32)) {

@@ -1,11 +1,11 @@
 //! The three ways to post sends (`post_send`, a send batch, a typed
 //! session), and a `SendWr` of an RC QP written through a typed session's
-//! builders (`uverbs::qpx`), so that tests written with `SendWr`s run every
+//! builders (`uverbs::qp_ex`), so that tests written with `SendWr`s run every
 //! path with the same requests. Used by `tests/mlx5_send_flags.rs`,
 //! `tests/mlx5_fence.rs` and the device tests' `send_flags.rs`.
 
 use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rc, Rxe},
+    qp_ex::{Mlx5, ProviderKind, Rc, Rxe},
     Payload, PostError, PostErrorKind, QueuePair, SendFlags, SendOp, SendWr, WrSession,
 };
 

@@ -313,7 +313,7 @@ fn op_typed_write_sge(
 ) -> Res<()> {
     tag(11);
     let mut s = qp
-        .start_wr::<uverbs::qpx::Rc, uverbs::qpx::Rxe>()
+        .start_wr::<uverbs::qp_ex::Rc, uverbs::qp_ex::Rxe>()
         .map_err(|e| format!("{e:#}"))?;
     s.rdma_write(rkey, remote_addr)
         .wr_id(1)

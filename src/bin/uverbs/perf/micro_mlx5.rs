@@ -25,7 +25,7 @@
 use std::time::Instant;
 
 use uverbs::{
-    qpx::{Mlx5, Rc},
+    qp_ex::{Mlx5, Rc},
     testing::mlx5::{fake_mlx5, Mlx5Model},
     AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
     RecvWr, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus, WorkCompletion,

@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use uverbs::{
-    qpx::{Mlx5, ProviderKind, Rc, Rxe},
+    qp_ex::{Mlx5, ProviderKind, Rc, Rxe},
     AccessFlags, AddressHandle, BringUp, CompletionChannel, CompletionQueue, CqOptions, LinkLayer,
     MemoryRegion, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags,
     SendWr, Sge, UdDest, WcStatus, WorkCompletion,

@@ -32,7 +32,7 @@
 //!
 //! ```no_run
 //! # fn run(qp: &mut uverbs::QueuePair, mr: &uverbs::MemoryRegion) -> uverbs::Result<()> {
-//! use uverbs::qpx::{Mlx5, Rc};
+//! use uverbs::qp_ex::{Mlx5, Rc};
 //! use uverbs::Sge;
 //! let mut s = qp.start_wr::<Rc, Mlx5>()?; // ibv_wr_start
 //! s.rdma_write(0x1234, 0x7000_0000) // ibv_wr_rdma_write(qpx, rkey, remote_addr)
@@ -51,7 +51,7 @@
 //!
 //! ```compile_fail,E0599
 //! # fn f(qp: &mut uverbs::QueuePair, sge: uverbs::Sge) -> Result<(), uverbs::PostError> {
-//! let mut s = qp.start_wr::<uverbs::qpx::Uc, uverbs::qpx::Mlx5>()?;
+//! let mut s = qp.start_wr::<uverbs::qp_ex::Uc, uverbs::qp_ex::Mlx5>()?;
 //! s.rdma_read(0x1234, 0x7000_0000).sge(sge)?;
 //! # Ok(()) }
 //! ```
@@ -60,14 +60,14 @@
 //!
 //! ```compile_fail,E0599
 //! # fn f(qp: &mut uverbs::QueuePair, sge: uverbs::Sge) -> Result<(), uverbs::PostError> {
-//! let mut s = qp.start_wr::<uverbs::qpx::Ud, uverbs::qpx::Rxe>()?;
+//! let mut s = qp.start_wr::<uverbs::qp_ex::Ud, uverbs::qp_ex::Rxe>()?;
 //! s.send().sge(sge)?;
 //! # Ok(()) }
 //! ```
 //!
 //! ```compile_fail,E0599
 //! # fn f(qp: &mut uverbs::QueuePair, d: uverbs::UdDest<'_>, sge: uverbs::Sge) -> Result<(), uverbs::PostError> {
-//! let mut s = qp.start_wr::<uverbs::qpx::Rc, uverbs::qpx::Rxe>()?;
+//! let mut s = qp.start_wr::<uverbs::qp_ex::Rc, uverbs::qp_ex::Rxe>()?;
 //! s.send_to(d).sge(sge)?;
 //! # Ok(()) }
 //! ```
@@ -76,14 +76,14 @@
 //!
 //! ```compile_fail,E0599
 //! # fn f(qp: &mut uverbs::QueuePair) -> Result<(), uverbs::PostError> {
-//! let mut s = qp.start_wr::<uverbs::qpx::Rc, uverbs::qpx::Mlx5>()?;
+//! let mut s = qp.start_wr::<uverbs::qp_ex::Rc, uverbs::qp_ex::Mlx5>()?;
 //! s.rdma_read(0x1234, 0x7000_0000).inline(b"no")?;
 //! # Ok(()) }
 //! ```
 //!
 //! ```compile_fail,E0599
 //! # fn f(qp: &mut uverbs::QueuePair, sge: uverbs::Sge) -> Result<(), uverbs::PostError> {
-//! let mut s = qp.start_wr::<uverbs::qpx::Rc, uverbs::qpx::Mlx5>()?;
+//! let mut s = qp.start_wr::<uverbs::qp_ex::Rc, uverbs::qp_ex::Mlx5>()?;
 //! s.atomic_fetch_add(0x1234, 0x7000_0000, 1).sge_list(&[sge, sge])?;
 //! # Ok(()) }
 //! ```
@@ -92,7 +92,7 @@
 //!
 //! ```no_run
 //! # fn f(qp: &mut uverbs::QueuePair, d: uverbs::UdDest<'_>, sge: uverbs::Sge) -> Result<(), uverbs::PostError> {
-//! use uverbs::qpx::{Mlx5, Rc, Rxe, Ud};
+//! use uverbs::qp_ex::{Mlx5, Rc, Rxe, Ud};
 //! let mut s = qp.start_wr::<Rc, Mlx5>()?;
 //! s.rdma_read(0x1234, 0x7000_0000).sge(sge)?;
 //! s.send().inline(b"yes")?;
