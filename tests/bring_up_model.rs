@@ -95,7 +95,12 @@ fn two_rc_qps_brought_up_from_each_others_bytes_exchange_messages() {
         (qa.dest_qp_num, qa.rq_psn, qa.sq_psn),
         (b.qp_num(), 0x20_0002, 0x10_0001)
     );
-    assert_eq!(qa.path_mtu, Mtu::MTU_1024.min(b_seen_by_a.mtu));
+    // The model's port is active at 1024 (`src/testing/device.rs`): both
+    // endpoints say so, and the path MTU is the smaller of the two.
+    assert_eq!(
+        (b_seen_by_a.mtu, qa.path_mtu),
+        (Mtu::MTU_1024, Mtu::MTU_1024)
+    );
     assert_eq!(
         (qa.timeout, qa.retry_cnt, qa.rnr_retry, qa.min_rnr_timer),
         (14, 7, 7, 12)

@@ -11,11 +11,12 @@ use uverbs::{
     sys::Errno, AsyncEventType, CompletionQueue, Context, CqOptions, ErrorKind, QpCap, QpInitAttr,
     QpType, SrqAttr,
 };
+use uverbs_test_support::bounded;
 
 /// Long enough for a destroy that is not waiting to have returned.
 const SETTLE: Duration = Duration::from_millis(100);
-/// The bound on what must happen.
-const PATIENCE: Duration = Duration::from_secs(10);
+/// The bound on what must happen (the host tests' [`bounded::PATIENCE`]).
+const PATIENCE: Duration = bounded::PATIENCE.0;
 
 /// Runs `f` on a thread of its own; its result comes on the receiver.
 fn spawn<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> mpsc::Receiver<R> {
@@ -24,18 +25,6 @@ fn spawn<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> mpsc::Rec
         let _ = tx.send(f());
     });
     rx
-}
-
-/// Waits (bounded) until `done` holds.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "{what}: not within {PATIENCE:?}"
-        );
-        thread::sleep(Duration::from_millis(2));
-    }
 }
 
 #[test]
@@ -56,7 +45,7 @@ fn a_cq_destroy_sends_its_command_then_waits_for_deferred_counts() {
     }
     let acks = cq.event_acks();
     let done = spawn(move || cq.destroy_awaiting_acks().map_err(|e| e.errno()));
-    until("the destroy command", || {
+    bounded::PATIENCE.until("the destroy command", || {
         fake.destroyed(Kind::Cq).len() == 1
     });
     assert!(
@@ -111,7 +100,7 @@ fn a_qp_destroy_waits_for_its_deferred_async_event() {
         .defer_ack();
     let acks = qp.event_acks();
     let done = spawn(move || qp.destroy_awaiting_acks().map_err(|e| e.errno()));
-    until("the destroy command", || {
+    bounded::PATIENCE.until("the destroy command", || {
         fake.destroyed(Kind::Qp).len() == 1
     });
     assert!(
@@ -148,7 +137,7 @@ fn an_srq_destroy_waits_for_its_deferred_async_event() {
         .defer_ack();
     let acks = srq.event_acks();
     let done = spawn(move || srq.destroy_awaiting_acks().map_err(|e| e.errno()));
-    until("the destroy command", || {
+    bounded::PATIENCE.until("the destroy command", || {
         fake.destroyed(Kind::Srq).len() == 1
     });
     assert!(

@@ -28,12 +28,9 @@ pub fn settings(t: Transport, o: &Options, port: u8) -> BringUp {
         .mtu(o.mtu)
         .sl(o.sl as u8)
         .access(AccessFlags::empty())
-        .qkey(QKEY);
+        .qkey(if t == Transport::Ud { QKEY } else { 0 });
     if o.gidx >= 0 {
         link = link.gid_index(o.gidx as u8);
-    }
-    if t != Transport::Ud {
-        link = link.qkey(0);
     }
     link
 }
