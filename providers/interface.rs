@@ -59,6 +59,7 @@ pub(crate) enum DevxRequest {
     #[default]
     Prefer,
     /// Ask, and fail if the kernel refuses (`MLX5DV_CONTEXT_FLAGS_DEVX`).
+    #[cfg_attr(not(feature = "mlx5"), allow(dead_code))] // used by mlx5 only
     Require,
 }
 
@@ -262,6 +263,7 @@ pub(crate) fn no_domains(op: &'static str, provider: &str) -> Error {
 /// The objects a new QP is attached to, as their provider state: the CQs
 /// its completions go to and the SRQ it receives from. mlx5 needs them to
 /// find a QP's work requests from a CQE and to clean a CQ of a QP's CQEs.
+#[cfg_attr(not(feature = "mlx5"), allow(dead_code))] // used by mlx5 only
 pub(crate) struct QpLinks<'a, P: Provider> {
     /// The send CQ's state.
     pub(crate) send_cq: &'a P::CqShared,

@@ -50,7 +50,10 @@ pub(crate) mod dma;
 #[cfg(feature = "fuzzing")]
 pub(crate) mod fuzzing;
 mod interface;
+#[cfg(feature = "mlx5")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mlx5")))]
 pub mod mlx5;
+#[cfg(feature = "rxe")]
 pub(crate) mod rxe;
 pub(crate) mod typed;
 

@@ -6,12 +6,18 @@
 //! over [`ProviderKind`]; like `dispatch.rs`, this is the one place that
 //! names both providers for it.
 
+// In a build with one provider, the `_` arms below match nothing.
+#![cfg_attr(
+    not(all(feature = "rxe", feature = "mlx5")),
+    allow(unreachable_patterns)
+)]
+
+#[cfg(feature = "mlx5")]
+use crate::providers::mlx5::{Mlx5 as Mlx5Provider, SqSession};
+#[cfg(feature = "rxe")]
+use crate::providers::rxe::{Rxe as RxeProvider, RxeSendSession};
 use crate::{
-    providers::{
-        mlx5::{Mlx5 as Mlx5Provider, SqSession},
-        rxe::{Rxe as RxeProvider, RxeSendSession},
-        AnyQp, Device, Provider,
-    },
+    providers::{AnyQp, Device, Provider},
     wr::{PostError, PostErrorKind, SendWr},
 };
 
@@ -23,20 +29,26 @@ pub trait ProviderKind: TypedProvider {
     const NAME: &'static str;
 }
 
+#[cfg(feature = "mlx5")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mlx5")))]
 /// ConnectX (mlx5): the session writes WQEs into the send queue and rings
 /// the doorbell (BlueFlame for one small inline WQE) at complete.
 #[derive(Debug, Clone, Copy)]
 pub enum Mlx5 {}
 
+#[cfg(feature = "rxe")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rxe")))]
 /// Soft-RoCE (rxe): the session writes WQEs into the ring the kernel
 /// mapped, and complete publishes them and makes the kernel's send call.
 #[derive(Debug, Clone, Copy)]
 pub enum Rxe {}
 
+#[cfg(feature = "mlx5")]
 impl ProviderKind for Mlx5 {
     const NAME: &'static str = Mlx5Provider::NAME;
 }
 
+#[cfg(feature = "rxe")]
 impl ProviderKind for Rxe {
     const NAME: &'static str = RxeProvider::NAME;
 }
@@ -73,10 +85,13 @@ impl<'q> Queues<'q> {
     }
 }
 
+#[cfg(feature = "mlx5")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mlx5")))]
 /// A view of an mlx5 send session (opaque).
 #[derive(Debug)]
 pub struct Mlx5View<'q>(SqSession<'q>);
 
+#[cfg(feature = "mlx5")]
 impl Mlx5View<'_> {
     /// A WQE the program built ([`crate::WrSession::raw_wqe`]).
     #[inline]
@@ -85,10 +100,13 @@ impl Mlx5View<'_> {
     }
 }
 
+#[cfg(feature = "rxe")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rxe")))]
 /// A view of an rxe send session (opaque).
 #[derive(Debug)]
 pub struct RxeView<'q>(RxeSendSession<'q>);
 
+#[cfg(feature = "mlx5")]
 impl TypedProvider for Mlx5 {
     type View<'q> = Mlx5View<'q>;
 
@@ -116,6 +134,7 @@ impl TypedProvider for Mlx5 {
     }
 }
 
+#[cfg(feature = "rxe")]
 impl TypedProvider for Rxe {
     type View<'q> = RxeView<'q>;
 
@@ -152,6 +171,7 @@ pub trait RawWqes: ProviderKind {
     fn push_raw(v: &mut Self::View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind>;
 }
 
+#[cfg(feature = "mlx5")]
 impl RawWqes for Mlx5 {
     #[inline]
     fn push_raw(b: &mut Mlx5View<'_>, wr_id: u64, wqe: &[u8]) -> Result<(), PostErrorKind> {

@@ -5,7 +5,9 @@
 # `apt-get download` into caches under ${XDG_CACHE_HOME:-$HOME/.cache}.
 #
 # Steps:
-#   1. cargo fmt --check, cargo clippy -D warnings (all targets), cargo doc;
+#   1. cargo fmt --check, cargo clippy -D warnings (all targets), cargo doc,
+#      and each cargo feature of the library built on its own
+#      (scripts/features.sh);
 #   2. the static musl build of the `uverbs` CLI (scripts/musl.sh) and its
 #      static-binary check;
 #   3. host tests: cargo test --workspace (unit tests, the fake-kernel tests,
@@ -106,6 +108,9 @@ cargo clippy --workspace --all-targets --features uverbs/device-tests,uverbs/tok
 
 step "cargo doc (broken links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --features uverbs/tokio --quiet
+
+step "each cargo feature on its own (scripts/features.sh)"
+scripts/features.sh
 
 if [[ $MUSL == 1 ]]; then
   step "static musl build of the uverbs CLI"

@@ -498,17 +498,20 @@ impl Context {
     }
 
     /// The provider's state, for provider-specific APIs (`uverbs::mlx5`).
+    #[cfg_attr(not(feature = "mlx5"), allow(dead_code))] // used by mlx5 only
     pub(crate) fn provider_state(&self) -> &AnyContext {
         &self.inner.provider
     }
 
     /// The provider's handle on the device (provider-specific APIs issue
     /// their own commands through it).
+    #[cfg_attr(not(feature = "devx"), allow(dead_code))] // used by DevX only
     pub(crate) fn provider_device(&self) -> Device<'_> {
         self.inner.device()
     }
 
     /// The kernel transport the context was opened with.
+    #[cfg_attr(not(feature = "devx"), allow(dead_code))] // used by DevX only
     pub(crate) fn kernel(&self) -> Arc<dyn Kernel> {
         self.inner.kernel.clone()
     }

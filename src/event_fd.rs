@@ -142,6 +142,7 @@ impl EventFd {
     }
 
     /// The transport (rdma_cm writes its commands to the same fd).
+    #[cfg_attr(not(any(feature = "cm", feature = "devx")), allow(dead_code))] // rdma_cm, DevX
     pub(crate) fn kernel(&self) -> &Arc<dyn Kernel> {
         &self.kernel
     }

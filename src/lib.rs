@@ -104,12 +104,30 @@
 //! - providers (rxe, mlx5) are compiled in and chosen by the device's driver
 //!   id; [`mlx5`] holds the mlx5-only API (the counterpart of `mlx5dv`), and
 //!   [`barrier`] the CPU/device ordering points of a userspace data path.
+//!
+//! # Features
+//!
+//! On by default: `rxe` and `mlx5` (the providers; at least one is
+//! needed), `devx` (DevX in [`mlx5`]; implies `mlx5`), `cm` ([`cm`]) and
+//! `cli` (the `uverbs` binary, never built for a dependency). Off: `tokio`
+//! ([`tokio`](crate::tokio)) and `test-utils` (the fake kernel and the mlx5
+//! device model, `uverbs::testing`). Items a feature brings say so in
+//! these docs.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(not(any(feature = "rxe", feature = "mlx5")))]
+compile_error!(
+    "uverbs needs at least one provider: enable the feature `rxe` or `mlx5` \
+     (both are in the default features)"
+);
 
 mod ah;
 mod ah_from_wc;
 mod async_event;
+#[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub mod cm;
 mod comp_channel;
 mod context;
@@ -154,6 +172,7 @@ mod srq;
 mod sync;
 pub mod sys;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod tokio;
 mod wc;
 mod wr;
@@ -258,6 +277,8 @@ pub struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("README.md")]
 pub struct SrcReadmeDoctests;
+#[cfg(feature = "mlx5")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mlx5")))]
 pub use providers::mlx5::dv as mlx5;
 
 pub use ah::AddressHandle;

@@ -196,8 +196,14 @@ pub(crate) mod sealed {
 
 // The providers' side of typed sessions lives with the providers
 // (`providers/typed.rs`): the markers, and each one's batch.
+#[cfg(feature = "mlx5")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mlx5")))]
+pub use crate::providers::typed::Mlx5;
+pub use crate::providers::typed::ProviderKind;
 pub use crate::providers::typed::RawWqes;
-pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};
+#[cfg(feature = "rxe")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rxe")))]
+pub use crate::providers::typed::Rxe;
 use crate::providers::typed::{Queues, TypedProvider};
 
 /// Send work requests being written to one QP of transport `K` and

@@ -177,6 +177,7 @@ impl QueuePair {
     /// it took: a non-borrowing push of another kind of request than a
     /// [`SendWr`] (mlx5's raw WQEs).
     #[inline]
+    #[cfg_attr(not(feature = "mlx5"), allow(dead_code))] // used by mlx5 only
     pub(crate) fn push_open_with(
         &mut self,
         push: impl FnOnce(&mut AnySendSession<'_>) -> Result<(), PostErrorKind>,

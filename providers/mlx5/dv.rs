@@ -18,6 +18,8 @@
 //! ```
 
 pub use super::clock::ClockInfo;
+#[cfg(feature = "devx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
 pub use super::devx::*;
 pub use super::dv_create::{cqe_comp_format, Mlx5CqAttr};
 pub use super::dv_obj::{CqView, QpView, SrqView, WqView};
@@ -116,12 +118,16 @@ impl<'a> Mlx5Context<'a> {
         self.ctx
     }
 
+    #[cfg(feature = "devx")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
     /// The DevX functions of the context (`mlx5dv_devx_*`); an error naming
     /// the cause when the context has no DevX user context.
     pub fn devx(&self) -> Result<Devx> {
         Devx::of(self.ctx)
     }
 
+    #[cfg(feature = "devx")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
     /// The DevX functions of the context whether or not it has a DevX user
     /// context, as libmlx5 offers them on every mlx5 context: without one
     /// the kernel answers each command itself (`devx.c`): the commands

@@ -70,12 +70,16 @@ pub(crate) mod context;
 mod cq;
 mod cqe;
 mod create;
+#[cfg(feature = "devx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
 pub mod devx;
 pub mod dv;
 mod dv_create;
 mod dv_obj;
 mod dv_qp;
 mod dv_query;
+#[cfg(feature = "devx")]
+mod dv_query_caps;
 #[cfg(test)]
 mod golden;
 #[cfg(all(test, loom))]

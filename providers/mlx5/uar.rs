@@ -130,6 +130,7 @@ impl UarPage {
     }
 
     /// The start of the mapping (for programs that ring it themselves).
+    #[cfg_attr(not(feature = "devx"), allow(dead_code))] // used by DevX only
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.map.as_mut_ptr()
     }

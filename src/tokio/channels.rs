@@ -5,10 +5,12 @@ use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 use ::tokio::io::{unix::AsyncFd, Interest};
 
+#[cfg(feature = "cm")]
+use crate::cm::{CmEvent, EventChannel};
+#[cfg(feature = "devx")]
+use crate::mlx5::{DevxEvent, DevxEventChannel};
 use crate::{
-    cm::{CmEvent, EventChannel},
     error::{Error, ErrorKind, Result},
-    mlx5::{DevxEvent, DevxEventChannel},
     AsyncEvent, CompletionChannel, Context, CqEvent,
 };
 
@@ -155,12 +157,15 @@ impl AsyncEvents {
     }
 }
 
+#[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 /// An rdma_cm [`EventChannel`] whose events are awaited.
 #[derive(Debug)]
 pub struct AsyncCmChannel {
     fd: AsyncFd<Registered<EventChannel>>,
 }
 
+#[cfg(feature = "cm")]
 impl AsyncCmChannel {
     /// Registers the channel with the current tokio runtime.
     pub fn new(channel: EventChannel) -> Result<Self> {
@@ -191,12 +196,15 @@ impl AsyncCmChannel {
     }
 }
 
+#[cfg(feature = "devx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
 /// An mlx5 DevX [`DevxEventChannel`] whose events are awaited.
 #[derive(Debug)]
 pub struct AsyncDevxChannel {
     fd: AsyncFd<Registered<DevxEventChannel>>,
 }
 
+#[cfg(feature = "devx")]
 impl AsyncDevxChannel {
     /// Registers the channel with the current tokio runtime.
     pub fn new(channel: DevxEventChannel) -> Result<Self> {

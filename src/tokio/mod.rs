@@ -55,5 +55,11 @@
 mod channels;
 mod cq;
 
-pub use channels::{AsyncCmChannel, AsyncCompletionChannel, AsyncDevxChannel, AsyncEvents};
+#[cfg(feature = "cm")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
+pub use channels::AsyncCmChannel;
+#[cfg(feature = "devx")]
+#[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
+pub use channels::AsyncDevxChannel;
+pub use channels::{AsyncCompletionChannel, AsyncEvents};
 pub use cq::{AsyncCq, BusyPoll};
