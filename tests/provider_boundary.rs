@@ -340,10 +340,10 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     // The kernel ABI re-exported as one namespace (abi::mlx5, abi::rxe).
     ("src/lib.rs", "mlx5_ioctl::*"),
     // The markers typed sessions are typed by (providers/typed.rs).
-    (
-        "src/qp_ex.rs",
-        "pub use crate::providers::typed::{Mlx5, ProviderKind, Rxe};",
-    ),
+    ("src/qp_ex.rs", "pub use crate::providers::typed::Mlx5;"),
+    ("src/qp_ex.rs", "pub use crate::providers::typed::Rxe;"),
+    // The message of a build with no provider feature.
+    ("src/lib.rs", "uverbs needs at least one provider"),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
     // The async wrapper of the public DevX event channel: a user of the
@@ -571,6 +571,12 @@ fn the_core_never_names_a_provider() {
         }
         let text = fs::read_to_string(f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         for (line, code) in core_violations(&text) {
+            // A `cfg` names the providers' cargo features (`rxe`, `mlx5`):
+            // a build switch, not a dispatch; the item it gates is a line
+            // of its own, checked as any other.
+            if code.trim_start().starts_with("#[cfg") {
+                continue;
+            }
             if !EXCEPTIONS
                 .iter()
                 .any(|(file, part)| rel == Path::new(file) && code.contains(part))
