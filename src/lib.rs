@@ -140,6 +140,7 @@ mod qp_attr;
 pub mod qp_ex;
 mod qp_options;
 mod qp_state;
+mod setters;
 /// `uverbs::qp_ex` under its name before issue 37 (`uverbs::qpx::{Rc, Mlx5,
 /// ...}` still resolve).
 #[doc(hidden)]

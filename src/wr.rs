@@ -16,7 +16,7 @@
 use bitflags::bitflags;
 
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` of the
-/// region whose local key is `lkey`.
+/// region whose local key is `lkey`: [`Sge::new`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sge {
     /// Virtual address (the registration's iova space).
@@ -198,7 +198,8 @@ impl SendOp {
 
 /// Where a UD send goes: an address handle, the remote QP number and Q_Key.
 ///
-/// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`).
+/// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`):
+/// [`UdDest::new`].
 #[derive(Debug, Clone, Copy)]
 pub struct UdDest<'a> {
     /// The address handle of the destination.
@@ -210,6 +211,16 @@ pub struct UdDest<'a> {
 }
 
 impl<'a> UdDest<'a> {
+    /// The QP `remote_qpn` with Q_Key `remote_qkey`, reached through `ah`.
+    #[inline]
+    pub const fn new(ah: &'a crate::AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
+        UdDest {
+            ah,
+            remote_qpn,
+            remote_qkey,
+        }
+    }
+
     /// The provider's data of the destination's address handle.
     pub(crate) fn ah_driver(&self) -> &'a crate::providers::AnyAh {
         self.ah.driver()
@@ -227,7 +238,10 @@ pub enum Payload<'a> {
     Inline(&'a [u8]),
 }
 
-/// A send work request (`struct ibv_send_wr`).
+/// A send work request (`struct ibv_send_wr`): [`SendWr::new`] or
+/// [`SendWr::send`], then [`inline`](SendWr::inline),
+/// [`flags`](SendWr::flags), [`unsignaled`](SendWr::unsignaled),
+/// [`to`](SendWr::to).
 #[derive(Debug, Clone, Copy)]
 pub struct SendWr<'a> {
     /// Returned in the completion.
@@ -245,7 +259,7 @@ pub struct SendWr<'a> {
 impl<'a> SendWr<'a> {
     /// A signaled work request for `op` with a scatter/gather list.
     #[inline]
-    pub fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
+    pub const fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
         SendWr {
             wr_id,
             op,
@@ -257,28 +271,49 @@ impl<'a> SendWr<'a> {
 
     /// A signaled `SEND`.
     #[inline]
-    pub fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
+    pub const fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
         Self::new(wr_id, SendOp::Send, sges)
+    }
+
+    /// Replaces the payload with the scatter/gather list `sges`.
+    #[inline]
+    pub const fn sges(mut self, sges: &'a [Sge]) -> Self {
+        self.payload = Payload::Sges(sges);
+        self
+    }
+
+    /// Sets the operation.
+    #[inline]
+    pub const fn op(mut self, op: SendOp) -> Self {
+        self.op = op;
+        self
+    }
+
+    /// Sets the id returned in the completion.
+    #[inline]
+    pub const fn wr_id(mut self, wr_id: u64) -> Self {
+        self.wr_id = wr_id;
+        self
     }
 
     /// Replaces the payload with inline bytes.
     #[inline]
-    pub fn inline(mut self, data: &'a [u8]) -> Self {
+    pub const fn inline(mut self, data: &'a [u8]) -> Self {
         self.payload = Payload::Inline(data);
         self
     }
 
     /// Sets the flags (replacing the default `SIGNALED`).
     #[inline]
-    pub fn flags(mut self, flags: SendFlags) -> Self {
+    pub const fn flags(mut self, flags: SendFlags) -> Self {
         self.flags = flags;
         self
     }
 
     /// Makes the request unsignaled.
     #[inline]
-    pub fn unsignaled(mut self) -> Self {
-        self.flags.remove(SendFlags::SIGNALED);
+    pub const fn unsignaled(mut self) -> Self {
+        self.flags = self.flags.difference(SendFlags::SIGNALED);
         self
     }
 
@@ -289,7 +324,8 @@ impl<'a> SendWr<'a> {
     /// GRH not counted. Check the length before posting: following IB spec
     /// C10-93.1.1, rxe sends nothing for a longer message and still
     /// completes it successfully, so the data is silently lost.
-    pub fn to(mut self, dest: UdDest<'a>) -> Self {
+    #[inline]
+    pub const fn to(mut self, dest: UdDest<'a>) -> Self {
         self.ud = Some(dest);
         self
     }
@@ -303,7 +339,7 @@ impl<'a> SendWr<'a> {
     }
 }
 
-/// A receive work request (`struct ibv_recv_wr`).
+/// A receive work request (`struct ibv_recv_wr`): [`RecvWr::new`].
 #[derive(Debug, Clone, Copy)]
 pub struct RecvWr<'a> {
     /// Returned in the completion.
@@ -314,7 +350,8 @@ pub struct RecvWr<'a> {
 
 impl<'a> RecvWr<'a> {
     /// A receive work request.
-    pub fn new(wr_id: u64, sges: &'a [Sge]) -> Self {
+    #[inline]
+    pub const fn new(wr_id: u64, sges: &'a [Sge]) -> Self {
         RecvWr { wr_id, sges }
     }
 }
