@@ -277,11 +277,17 @@ pub use mw::{MemoryWindow, MwBind, MwType};
 pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
-pub use qp_attr::*;
+pub use qp_attr::{
+    AhAttr, GlobalRoute, PathMigState, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,
+};
 pub use qp_ex::WrSession;
 pub use qp_options::{QpCreateFlags, QpCreateOptions, SendOpsFlags};
 pub use qp_state::{check_modify, next_states, required_attrs};
-pub use query::*;
+pub use query_types::{
+    CqModerationCaps, DeviceAttr, DeviceCapFlags, DeviceCapFlagsEx, Gid, GidEntry, GidType,
+    LinkLayer, Mtu, OdpCaps, PortAttr, PortCapFlags, PortCapFlags2, PortState, RssCaps, RtValues,
+    TmCaps,
+};
 pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;
 pub use send_session::SendBatch;
