@@ -256,29 +256,45 @@ impl PortState {
     }
 }
 
-/// Path MTU (`enum ibv_mtu`): [`Mtu::MTU_256`] … [`Mtu::MTU_4096`].
+/// Path MTU (`enum ibv_mtu`): [`Mtu::BYTES_256`] … [`Mtu::BYTES_4096`].
 ///
 /// The kernel's value as it is (1 = 256 … 5 = 4096), so one the crate does
-/// not know survives; `Debug` shows the name (`MTU_1024`), or `Mtu(n)`.
+/// not know survives; `Debug` shows the name (`BYTES_1024`), or `Mtu(n)`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mtu(pub u8);
 
 impl Mtu {
     /// 256 bytes (`IBV_MTU_256`).
     #[doc(alias = "IBV_MTU_256")]
-    pub const MTU_256: Self = Self(1);
+    pub const BYTES_256: Self = Self(1);
     /// 512 bytes (`IBV_MTU_512`).
     #[doc(alias = "IBV_MTU_512")]
-    pub const MTU_512: Self = Self(2);
+    pub const BYTES_512: Self = Self(2);
     /// 1024 bytes (`IBV_MTU_1024`).
     #[doc(alias = "IBV_MTU_1024")]
-    pub const MTU_1024: Self = Self(3);
+    pub const BYTES_1024: Self = Self(3);
     /// 2048 bytes (`IBV_MTU_2048`).
     #[doc(alias = "IBV_MTU_2048")]
-    pub const MTU_2048: Self = Self(4);
+    pub const BYTES_2048: Self = Self(4);
     /// 4096 bytes (`IBV_MTU_4096`).
     #[doc(alias = "IBV_MTU_4096")]
-    pub const MTU_4096: Self = Self(5);
+    pub const BYTES_4096: Self = Self(5);
+
+    /// [`Mtu::BYTES_256`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_256")]
+    pub const MTU_256: Self = Self::BYTES_256;
+    /// [`Mtu::BYTES_512`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_512")]
+    pub const MTU_512: Self = Self::BYTES_512;
+    /// [`Mtu::BYTES_1024`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_1024")]
+    pub const MTU_1024: Self = Self::BYTES_1024;
+    /// [`Mtu::BYTES_2048`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_2048")]
+    pub const MTU_2048: Self = Self::BYTES_2048;
+    /// [`Mtu::BYTES_4096`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_4096")]
+    pub const MTU_4096: Self = Self::BYTES_4096;
 
     /// The MTU in bytes, if the value is a valid `ibv_mtu`.
     pub fn bytes(self) -> Option<u32> {
@@ -288,18 +304,24 @@ impl Mtu {
     /// From a size in bytes (256, 512, 1024, 2048 or 4096).
     pub fn from_bytes(bytes: u32) -> Option<Self> {
         match bytes {
-            256 => Some(Mtu::MTU_256),
-            512 => Some(Mtu::MTU_512),
-            1024 => Some(Mtu::MTU_1024),
-            2048 => Some(Mtu::MTU_2048),
-            4096 => Some(Mtu::MTU_4096),
+            256 => Some(Mtu::BYTES_256),
+            512 => Some(Mtu::BYTES_512),
+            1024 => Some(Mtu::BYTES_1024),
+            2048 => Some(Mtu::BYTES_2048),
+            4096 => Some(Mtu::BYTES_4096),
             _ => None,
         }
     }
 
-    /// The constant's name (`"MTU_1024"`), if the value has one.
+    /// The constant's name (`"BYTES_1024"`), if the value has one.
     pub fn name(self) -> Option<&'static str> {
-        const NAMES: [&str; 5] = ["MTU_256", "MTU_512", "MTU_1024", "MTU_2048", "MTU_4096"];
+        const NAMES: [&str; 5] = [
+            "BYTES_256",
+            "BYTES_512",
+            "BYTES_1024",
+            "BYTES_2048",
+            "BYTES_4096",
+        ];
         NAMES.get(usize::from(self.0).wrapping_sub(1)).copied()
     }
 }

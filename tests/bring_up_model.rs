@@ -99,7 +99,7 @@ fn two_rc_qps_brought_up_from_each_others_bytes_exchange_messages() {
     // endpoints say so, and the path MTU is the smaller of the two.
     assert_eq!(
         (b_seen_by_a.mtu, qa.path_mtu),
-        (Mtu::MTU_1024, Mtu::MTU_1024)
+        (Mtu::BYTES_1024, Mtu::BYTES_1024)
     );
     assert_eq!(
         (qa.timeout, qa.retry_cnt, qa.rnr_retry, qa.min_rnr_timer),

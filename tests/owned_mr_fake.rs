@@ -221,7 +221,7 @@ fn looped(model: &Mlx5Model) -> (Context, ProtectionDomain, CompletionQueue, Que
     a.qp_access_flags = RW | AccessFlags::REMOTE_READ;
     qp.modify_to(&a).unwrap();
     a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::MTU_1024;
+    a.path_mtu = Mtu::BYTES_1024;
     a.dest_qp_num = qp.qp_num();
     a.ah_attr.port_num = 1;
     a.ah_attr.grh = Some(uverbs::GlobalRoute {

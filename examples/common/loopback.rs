@@ -87,7 +87,7 @@ pub fn connect_pair_with(
     let (gid_index, _) = pick_gid(ctx)?;
     let link = BringUp::new(1)
         .gid_index(gid_index)
-        .mtu(Mtu::MTU_1024)
+        .mtu(Mtu::BYTES_1024)
         .access(access);
     let (to_a, to_b) = (a.endpoint(&link)?, b.endpoint(&link)?);
     a.bring_up(&link, &to_b)?;
