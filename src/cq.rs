@@ -171,19 +171,21 @@ impl<'a> CqOptions<'a> {
         }
     }
 
-    /// Signals `channel` when the armed CQ gets a completion.
+    /// Signals `channel` (`&channel`, or an `Option`) when the armed CQ
+    /// gets a completion.
     #[inline]
     #[must_use]
-    pub const fn channel(mut self, channel: &'a CompletionChannel) -> Self {
-        self.channel = Some(channel);
+    pub fn channel(mut self, channel: impl Into<Option<&'a CompletionChannel>>) -> Self {
+        self.channel = channel.into();
         self
     }
 
-    /// Takes the CQ's memory from the parent domain `pd`'s allocator.
+    /// Takes the CQ's memory from the parent domain `pd`'s allocator
+    /// (`&pd`, or an `Option`).
     #[inline]
     #[must_use]
-    pub const fn parent_domain(mut self, pd: &'a ProtectionDomain) -> Self {
-        self.parent_domain = Some(pd);
+    pub fn parent_domain(mut self, pd: impl Into<Option<&'a ProtectionDomain>>) -> Self {
+        self.parent_domain = pd.into();
         self
     }
 

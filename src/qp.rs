@@ -112,11 +112,12 @@ impl<'a> QpInitAttr<'a> {
         Self::new(QpType::Ud, send_cq, recv_cq)
     }
 
-    /// Receives from `srq` instead of the QP's own receive queue.
+    /// Receives from `srq` (`&srq`, or an `Option`) instead of the QP's own
+    /// receive queue.
     #[inline]
     #[must_use]
-    pub const fn srq(mut self, srq: &'a SharedReceiveQueue) -> Self {
-        self.srq = Some(srq);
+    pub fn srq(mut self, srq: impl Into<Option<&'a SharedReceiveQueue>>) -> Self {
+        self.srq = srq.into();
         self
     }
 

@@ -375,19 +375,12 @@ impl AhAttr {
         }
     }
 
-    /// Sets the global route (`is_global`; required on RoCE ports).
+    /// Sets the global route (`is_global`; required on RoCE ports): a
+    /// [`GlobalRoute`], or an `Option` (`None` removes it).
     #[inline]
     #[must_use]
-    pub const fn grh(mut self, grh: GlobalRoute) -> Self {
-        self.grh = Some(grh);
-        self
-    }
-
-    /// Removes the global route.
-    #[inline]
-    #[must_use]
-    pub const fn no_grh(mut self) -> Self {
-        self.grh = None;
+    pub fn grh(mut self, grh: impl Into<Option<GlobalRoute>>) -> Self {
+        self.grh = grh.into();
         self
     }
 
