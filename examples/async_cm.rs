@@ -25,8 +25,8 @@ use cli::Spec;
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     tokio::{AsyncCmChannel, AsyncCq},
-    AccessFlags, MemoryRegion, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr,
-    WcOpcode, WorkCompletion,
+    AccessFlags, MemoryRegion, QpCap, QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, WcOpcode,
+    WorkCompletion,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -95,21 +95,7 @@ fn endpoint(id: &CmId) -> Res<(AsyncCq, QueuePair, MemoryRegion, uverbs::Protect
     let cq = AsyncCq::create(&ctx, 8, 0)?;
     let qp = id.create_qp(
         &pd,
-        &QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq.cq(),
-            recv_cq: cq.cq(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        },
+        &QpInitAttr::rc(cq.cq(), cq.cq()).cap(QpCap::new(4, 4, 1, 1)),
     )?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
     Ok((cq, qp, mr, pd))

@@ -53,6 +53,7 @@ mod create;
 /// Unset fields are zero: no SRQ, no queue entries, context 0.
 #[doc(alias = "ibv_qp_init_attr")]
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct QpInitAttr<'a> {
     /// RC, UC or UD.
     pub qp_type: QpType,

@@ -296,6 +296,7 @@ impl QpAttrMask {
 /// (`.hop_limit(64).traffic_class(0)`); the rest is zero, as `Default`.
 #[doc(alias = "ibv_global_route")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct GlobalRoute {
     /// Destination GID (for RoCE, the peer's IP address as a GID).
     pub dgid: Gid,
@@ -316,6 +317,7 @@ pub struct GlobalRoute {
 /// `Default`.
 #[doc(alias = "ibv_ah_attr")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct AhAttr {
     /// The global route; `Some` sets `is_global` (required on RoCE ports).
     pub grh: Option<GlobalRoute>,
@@ -489,6 +491,7 @@ impl AhAttr {
 /// `.max_inline_data(n)` for inline sends.
 #[doc(alias = "ibv_qp_cap")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QpCap {
     /// Send queue depth (work requests).
     pub max_send_wr: u32,
@@ -513,6 +516,7 @@ pub struct QpCap {
 /// whenever `PATH_MTU` is in the mask).
 #[doc(alias = "ibv_qp_attr")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QpAttr {
     /// Next state (`STATE`); in a query, the current state.
     pub qp_state: QpState,
@@ -707,6 +711,7 @@ impl QpAttr {
 /// What a query reports about how the QP was created (the `ibv_qp_init_attr`
 /// part of `ibv_query_qp`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QpInitInfo {
     /// The queue sizes.
     pub cap: QpCap,

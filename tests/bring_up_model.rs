@@ -13,22 +13,8 @@ use uverbs::{
 };
 
 fn qp(pd: &uverbs::ProtectionDomain, cq: &CompletionQueue, t: QpType) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: t,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 8,
-            max_recv_wr: 8,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 64,
-        },
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("create {t} QP: {e:#}"))
+    pd.create_qp(&QpInitAttr::new(t, cq, cq).cap(QpCap::new(8, 8, 1, 1).max_inline_data(64)))
+        .unwrap_or_else(|e| panic!("create {t} QP: {e:#}"))
 }
 
 /// Runs the device, then polls until `n` completions came.

@@ -1027,22 +1027,8 @@ fn notify_errors_explain_and_only_cm_events_of_the_qp_are_forwarded() {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(rxe::DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(4, CqOptions::default()).unwrap();
-    let cap = QpCap {
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: uverbs::QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
+    let cap = QpCap::new(4, 4, 1, 1);
+    let init = QpInitAttr::rc(&cq, &cq).cap(cap);
     let (qp, other) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
     let uh = fake.user_handle(rxe::Kind::Qp, qp.handle());
     let other_uh = fake.user_handle(rxe::Kind::Qp, other.handle());

@@ -12,7 +12,7 @@
 
 use uverbs::{
     abi::IbUverbsWc, testing::rxe::*, CompletionQueue, Context, CqOptions, CqPoll, ErrorKind,
-    QpCap, QpInitAttr, QpType, WcExFlags, WcFlags, WcStatus, WorkCompletion,
+    QpCap, QpInitAttr, WcExFlags, WcFlags, WcStatus, WorkCompletion,
 };
 use zerocopy::FromZeros;
 
@@ -234,21 +234,7 @@ fn on_rxe_a_destroyed_qps_completions_are_still_returned_as_rdma_core_does() {
     let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     let ring = fake.cq_ring(cq.handle()).unwrap();
     for i in 0..6u64 {

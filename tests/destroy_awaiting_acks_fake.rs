@@ -9,7 +9,7 @@ use std::{sync::mpsc, thread, time::Duration};
 use uverbs::testing::rxe::{fake_rxe, Kind, DEV};
 use uverbs::{
     sys::Errno, AsyncEventType, CompletionQueue, Context, CqOptions, ErrorKind, QpCap, QpInitAttr,
-    QpType, SrqAttr,
+    SrqAttr,
 };
 use uverbs_test_support::bounded;
 
@@ -70,21 +70,7 @@ fn a_qp_destroy_waits_for_its_deferred_async_event() {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     // While the QP uses it, the CQ's destroy is refused before its
     // command and the CQ comes back.
@@ -164,21 +150,7 @@ fn a_refused_destroy_keeps_the_counts_acknowledgeable() {
     };
     let cq = ctx.create_cq(8, opts).unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::ud(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     cq.req_notify(false).unwrap();
     assert!(fake.push_comp_event(cq.handle()));

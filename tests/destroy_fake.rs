@@ -25,8 +25,7 @@ use std::{
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::Errno, AsyncElement, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqOptions, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SharedReceiveQueue,
-    SrqAttr,
+    CqOptions, ProtectionDomain, QpCap, QpInitAttr, QueuePair, RecvWr, SharedReceiveQueue, SrqAttr,
 };
 
 use uverbs_test_support::bounded::{DESTROY_WAITS, PATIENCE};
@@ -58,21 +57,7 @@ impl Rig {
 
     fn qp(&self, cq: &CompletionQueue, srq: Option<&SharedReceiveQueue>) -> QueuePair {
         self.pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: cq,
-                recv_cq: cq,
-                srq,
-                cap: QpCap {
-                    max_send_wr: 4,
-                    max_recv_wr: 4,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(cq, cq).srq(srq).cap(QpCap::new(4, 4, 1, 1)))
             .unwrap()
     }
 

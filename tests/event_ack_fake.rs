@@ -17,7 +17,7 @@ use std::{sync::mpsc, thread, time::Duration};
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::Errno, AsyncEvent, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqEvent, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair,
+    CqEvent, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QueuePair,
     SharedReceiveQueue, SrqAttr,
 };
 
@@ -51,21 +51,7 @@ impl Rig {
 
     fn qp(&self, cq: &CompletionQueue) -> QueuePair {
         self.pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: cq,
-                recv_cq: cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 4,
-                    max_recv_wr: 4,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(cq, cq).cap(QpCap::new(4, 4, 1, 1)))
             .unwrap()
     }
 

@@ -12,8 +12,8 @@
 
 use uverbs::testing::mlx5::fake_mlx5;
 use uverbs::{
-    sys::Errno, CqOptions, ParentDomainAttr, QpType, QueueAllocRequest, QueueAllocator,
-    QueueMemory, SrqAttr,
+    sys::Errno, CqOptions, ParentDomainAttr, QueueAllocRequest, QueueAllocator, QueueMemory,
+    SrqAttr,
 };
 
 use uverbs_test_support::mlx5_pair::*;
@@ -73,15 +73,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
             .create_cq(100, CqOptions::default())
             .map_err(|e| e.errno())?;
         let qp = pd
-            .create_qp(&uverbs::QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: cap(100, 1, 0),
-                sq_sig_all: false,
-                context: 0,
-            })
+            .create_qp(&uverbs::QpInitAttr::rc(&cq, &cq).cap(cap(100, 1, 0)))
             .map_err(|e| e.errno())?;
         let srq = pd.create_srq(srq_attr).map_err(|e| e.errno())?;
         let cqn = model.cqn_of_handle(cq.handle()).unwrap();
@@ -118,15 +110,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
             assert_eq!(srq.is_err(), *v == "MLX_SRQ_ALLOC_TYPE", "{v}");
             let qp_fails = i == 0;
             if let Ok(cq) = cq {
-                let qp = pd.create_qp(&uverbs::QpInitAttr {
-                    qp_type: QpType::Ud,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    srq: None,
-                    cap: cap(4, 1, 0),
-                    sq_sig_all: false,
-                    context: 0,
-                });
+                let qp = pd.create_qp(&uverbs::QpInitAttr::ud(&cq, &cq).cap(cap(4, 1, 0)));
                 assert_eq!(qp.is_err(), qp_fails, "{v}");
             }
         }

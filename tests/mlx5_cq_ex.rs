@@ -138,15 +138,11 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
     let g = gid(&ctx);
     let (sq, rq) = (&cqs[0], &cqs[1]);
     let qp = |qp_type, send: &CompletionQueue, recv: &CompletionQueue, srq| {
-        pd.create_qp(&uverbs::QpInitAttr {
-            context: 0,
-            qp_type,
-            send_cq: send,
-            recv_cq: recv,
-            srq,
-            cap: cap(128, 2, 64),
-            sq_sig_all: false,
-        })
+        pd.create_qp(
+            &uverbs::QpInitAttr::new(qp_type, send, recv)
+                .srq(srq)
+                .cap(cap(128, 2, 64)),
+        )
         .unwrap()
     };
     let mut a = qp(QpType::Rc, sq, rq, None);
@@ -245,16 +241,7 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
 
     // UD: the receiver sees the sender's QP and the GRH.
     let ah = pd
-        .create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: g,
-                sgid_index: 1,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
+        .create_ah(&AhAttr::new(1).grh(GlobalRoute::new(g, 1).hop_limit(64)))
         .unwrap();
     let ud_bufs: Vec<_> = (0..3)
         .map(|i| [mr.sge(16384 + 256 * i, 104).unwrap()])

@@ -918,12 +918,12 @@ fn posts_follow_the_qp_state_through_every_transition_and_reset() {
         refused(p.a.post_recv(&recv(10)), "a receive in RESET");
         refused(p.a.start_send().map(drop), "a send batch in RESET");
         // In INIT: receives, no sends.
-        p.a.modify_to(&QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qp_access_flags: all,
-            ..QpAttr::default()
-        })
+        p.a.modify_to(
+            &QpAttr::new()
+                .qp_state(QpState::Init)
+                .port_num(1)
+                .qp_access_flags(all),
+        )
         .unwrap();
         p.a.post_recv(&recv(11)).unwrap();
         refused(p.a.post_send(&send(11)), "a send in INIT");
@@ -1090,15 +1090,7 @@ fn a_bfreg_outside_the_rules_fails_the_qp_create() {
         let pd = ctx.alloc_pd().unwrap();
         let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
         let e = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: cap(4, 1, 16),
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(4, 1, 16)))
             .map(|qp| qp.qp_num())
             .expect_err("a bfreg with 48-byte halves");
         assert_eq!(e.kind(), ErrorKind::Malformed, "static {static_uars}: {e}");

@@ -345,15 +345,7 @@ fn refusals_fail_the_create_and_give_back_what_was_taken() {
     // The record refused after the queue was given: the queue goes back.
     a.answer(QueueResource::DoorbellRecord, Answer::Fail);
     let e = pdom
-        .create_qp(&uverbs::QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(8, 1, 0),
-            sq_sig_all: false,
-            context: 0,
-        })
+        .create_qp(&uverbs::QpInitAttr::rc(&cq, &cq).cap(cap(8, 1, 0)))
         .unwrap_err();
     assert_eq!(e.errno(), Errno::ENOMEM, "{e}");
     assert_eq!(a.given(QueueResource::Qp).len(), 1);

@@ -240,12 +240,8 @@ fn a_session_checks_the_qp_type_provider_and_state_once() {
     let mut qp = create_qp(&p.pd, QpType::Rc, &cq, None, cap(4, 1, 0));
     let e = qp.start_wr::<Rc, Mlx5>().unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
-    qp.modify_to(&QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        ..QpAttr::default()
-    })
-    .unwrap();
+    qp.modify_to(&QpAttr::new().qp_state(QpState::Init).port_num(1))
+        .unwrap();
     let e = qp.start_wr::<Rc, Mlx5>().unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
     // Nothing was started on the QP that sends.

@@ -4,7 +4,7 @@
 
 use uverbs::{
     AccessFlags, BringUp, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
-    MemoryRegion, Mtu, QpCap, QpInitAttr, QpType, QueuePair, WcStatus, WorkCompletion,
+    MemoryRegion, Mtu, QpCap, QpInitAttr, QueuePair, WcStatus, WorkCompletion,
 };
 
 /// The pieces the examples use (the context and PD stay alive through them).
@@ -30,22 +30,8 @@ pub fn setup(ctx: &Context, messages: usize) -> uverbs::Result<Loopback> {
         },
     )?;
     let pd = ctx.alloc_pd()?;
-    let cap = QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
+    let cap = QpCap::new(depth, depth, 1, 1);
+    let init = QpInitAttr::rc(&cq, &cq).cap(cap);
     let a = pd.create_qp(&init)?;
     let b = pd.create_qp(&init)?;
     connect_pair(ctx, &a, &b)?;
@@ -116,13 +102,7 @@ pub fn poll_until_empty(cq: &mut CompletionQueue) -> Result<usize, String> {
 /// scatter/gather entry each way.
 #[allow(dead_code)] // not every example uses it
 pub fn cap(depth: u32) -> QpCap {
-    QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
+    QpCap::new(depth, depth, 1, 1)
 }
 
 /// Connects `a` and `b` to each other (loopback on `ctx`'s port 1).

@@ -25,9 +25,8 @@ use std::{
 
 use uverbs::{
     AccessFlags, AsyncElement, AsyncEvent, AsyncEventType as T, CompletionQueue, Context,
-    CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
-    QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, SrqOptions, WcStatus,
-    WorkCompletion,
+    CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QueuePair,
+    RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, SrqOptions, WcStatus, WorkCompletion,
 };
 
 use crate::{example, support::*};
@@ -159,15 +158,12 @@ fn rc_qp_with_context(
     srq: Option<&SharedReceiveQueue>,
     context: u64,
 ) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context,
-        qp_type: QpType::Rc,
-        send_cq: scq,
-        recv_cq: rcq,
-        srq,
-        cap: cap(16),
-        sq_sig_all: false,
-    })
+    pd.create_qp(
+        &QpInitAttr::rc(scq, rcq)
+            .context(context)
+            .srq(srq)
+            .cap(cap(16)),
+    )
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -177,10 +173,7 @@ fn to_rtr(qp: &QueuePair, remote_qpn: u32, ctx: &Context) {
 }
 
 fn to_err(qp: &QueuePair) {
-    let attr = QpAttr {
-        qp_state: QpState::Err,
-        ..QpAttr::default()
-    };
+    let attr = QpAttr::new().qp_state(QpState::Err);
     qp.modify(&attr, QpAttrMask::STATE)
         .unwrap_or_else(|e| panic!("-> ERR: {e}"));
 }
@@ -541,11 +534,9 @@ fn sq_drained_after_rts_to_sqd() {
         })
         .collect();
     a.post_send(&wrs).unwrap();
-    let attr = QpAttr {
-        qp_state: QpState::Sqd,
-        en_sqd_async_notify: true,
-        ..QpAttr::default()
-    };
+    let attr = QpAttr::new()
+        .qp_state(QpState::Sqd)
+        .en_sqd_async_notify(true);
     a.modify(&attr, QpAttrMask::STATE | QpAttrMask::EN_SQD_ASYNC_NOTIFY)
         .unwrap_or_else(|e| panic!("RTS -> SQD: {e}"));
     let (ev, skipped) = wait_for(&ctx, "SQ_DRAINED", |e| e.event_type() == T::SQ_DRAINED);

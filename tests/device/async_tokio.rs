@@ -16,8 +16,8 @@ use std::{
 
 use uverbs::{
     tokio::{AsyncCompletionChannel, AsyncCq, AsyncEvents, BusyPoll},
-    AsyncElement, AsyncEventType as T, Context, CqOptions, ProtectionDomain, QpInitAttr, QpType,
-    QueuePair, RecvWr, SendFlags, SendWr, SrqAttr, WcOpcode, WorkCompletion,
+    AsyncElement, AsyncEventType as T, Context, CqOptions, ProtectionDomain, QpInitAttr, QueuePair,
+    RecvWr, SendFlags, SendWr, SrqAttr, WcOpcode, WorkCompletion,
 };
 
 use crate::support::*;
@@ -42,15 +42,7 @@ struct Pair {
 fn pair_on(ctx: &Context, depth: u32) -> Pair {
     let pd = ctx.alloc_pd().unwrap();
     let cq = AsyncCq::create(ctx, 4 * depth, 0).unwrap();
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq.cq(),
-        recv_cq: cq.cq(),
-        srq: None,
-        cap: cap(depth),
-        sq_sig_all: false,
-    };
+    let init = QpInitAttr::rc(cq.cq(), cq.cq()).cap(cap(depth));
     let (a, b) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
     let gid = local_gid(ctx);
     connect(&a, b.qp_num(), gid, access_all(), 7);
@@ -193,15 +185,7 @@ fn a_cancelled_wait_loses_no_completion() {
                 .is_err()
         );
         let pd = ctx.alloc_pd().unwrap();
-        let init = QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        };
+        let init = QpInitAttr::rc(&cq, &cq).cap(cap(4));
         let (mut a, mut b) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
         let gid = local_gid(&ctx);
         connect(&a, b.qp_num(), gid, access_all(), 7);
@@ -301,15 +285,7 @@ fn async_events_are_awaited() {
                 srq_limit: 0,
             })
             .unwrap();
-        let init = |srq| QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq,
-            cap: cap(8),
-            sq_sig_all: false,
-        };
+        let init = |srq| QpInitAttr::rc(&cq, &cq).srq(srq).cap(cap(8));
         let mut a = pd.create_qp(&init(None)).unwrap();
         let b = pd.create_qp(&init(Some(&srq))).unwrap();
         let gid = local_gid(&ctx);

@@ -18,7 +18,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use uverbs::sys::{Errno, IoctlCmd, Kernel, Linux, Mapping, Protection, WriteCmd};
 use uverbs::{
     ack_cq_events, CompletionChannel, CompletionQueue, CqOptions, ProtectionDomain, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
+    QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
 };
 
 use crate::support::*;
@@ -52,26 +52,10 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
         )
         .unwrap();
     let tx = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &send_cq,
-            recv_cq: &send_cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&send_cq, &send_cq).cap(cap(32)))
         .unwrap();
     let rx = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &recv_cq,
-            recv_cq: &recv_cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&recv_cq, &recv_cq).cap(cap(32)))
         .unwrap();
     let gid = local_gid(&ctx);
     connect(&tx, rx.qp_num(), gid, access_all(), 7);

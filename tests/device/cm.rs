@@ -205,21 +205,7 @@ fn side(id: &CmId, qp_type: QpType, depth: u32) -> Side {
     let qp = id
         .create_qp(
             &pd,
-            &QpInitAttr {
-                context: 0,
-                qp_type,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: depth,
-                    max_recv_wr: depth,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            },
+            &QpInitAttr::new(qp_type, &cq, &cq).cap(QpCap::new(depth, depth, 1, 1)),
         )
         .unwrap_or_else(|e| panic!("{e}"));
     let mr = pd

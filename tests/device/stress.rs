@@ -23,7 +23,7 @@ use std::{
 use uverbs::{
     cm::{EventChannel, PortSpace},
     AccessFlags, AsyncElement, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqOptions, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendWr, SharedReceiveQueue,
+    CqOptions, ProtectionDomain, QpInitAttr, QueuePair, RecvWr, SendWr, SharedReceiveQueue,
     SrqAttr,
 };
 
@@ -39,16 +39,8 @@ fn rc_qp(
     srq: Option<&SharedReceiveQueue>,
     depth: u32,
 ) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq,
-        cap: cap(depth),
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+    pd.create_qp(&QpInitAttr::rc(cq, cq).srq(srq).cap(cap(depth)))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A loopback RC pair whose receiver's CQ signals a channel with `context`.

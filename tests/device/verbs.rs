@@ -343,20 +343,8 @@ fn a_send_queue_without_sges_refuses_payload_but_sends_empty_messages() {
     let pd = ctx.alloc_pd().unwrap();
     let mut cq_a = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
     let mut cq_b = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
-    let init = |cq, cap| uverbs::QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
-    let small = uverbs::QpCap {
-        max_send_sge: 0,
-        max_inline_data: 8,
-        ..cap(4)
-    };
+    let init = |cq, cap| uverbs::QpInitAttr::rc(cq, cq).cap(cap);
+    let small = cap(4).max_send_sge(0).max_inline_data(8);
     let mut a = pd
         .create_qp(&init(&cq_a, small))
         .unwrap_or_else(|e| panic!("{e}"));

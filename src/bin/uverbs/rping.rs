@@ -23,7 +23,7 @@ use std::{
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     AccessFlags, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 mod wire;
@@ -250,21 +250,7 @@ impl Conn {
         let qp = id
             .create_qp(
                 &pd,
-                &QpInitAttr {
-                    context: 0,
-                    qp_type: QpType::Rc,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    srq: None,
-                    cap: QpCap {
-                        max_send_wr: RPING_SQ_DEPTH,
-                        max_recv_wr: 2,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: 0,
-                    },
-                    sq_sig_all: false,
-                },
+                &QpInitAttr::rc(&cq, &cq).cap(QpCap::new(RPING_SQ_DEPTH, 2, 1, 1)),
             )
             .map_err(s)?;
         let remote =

@@ -48,7 +48,7 @@ use std::{
 
 use uverbs::{
     AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions, MemoryRegion,
-    ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SendOp, SendWr, SrqAttr, WcStatus,
+    ProtectionDomain, QpCap, QpInitAttr, QueuePair, SendOp, SendWr, SrqAttr, WcStatus,
     WorkCompletion,
 };
 
@@ -134,21 +134,7 @@ fn rc_qp(
     send_cq: &CompletionQueue,
     recv_cq: &CompletionQueue,
 ) -> uverbs::Result<QueuePair> {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq,
-        recv_cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-    })
+    pd.create_qp(&QpInitAttr::rc(send_cq, recv_cq).cap(QpCap::new(1, 1, 1, 1)))
 }
 
 fn setup(o: &Opts) -> Res<Bench> {

@@ -183,21 +183,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         _ => QpType::Ud,
     };
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 1,
-                max_recv_wr: o.rx_depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::new(qp_type, &cq, &cq).cap(QpCap::new(1, o.rx_depth, 1, 1)))
         .map_err(|e| fail("Couldn't create QP", e))?;
     let inline = qp.cap().max_inline_data >= o.size && !o.dm;
     let settings = link::settings(t, o, port);

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use uverbs::{
     AccessFlags, BringUp, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, ProtectionDomain,
-    QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr,
-    WcStatus, WorkCompletion,
+    QpCap, QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr, WcStatus,
+    WorkCompletion,
 };
 
 use super::{
@@ -139,19 +139,11 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let mut inline = false;
     for i in 0..num_qp {
         let qp = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: Some(&srq),
-                cap: QpCap {
-                    max_send_wr: 1,
-                    max_send_sge: 1,
-                    ..QpCap::default()
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(
+                &QpInitAttr::rc(&cq, &cq)
+                    .srq(&srq)
+                    .cap(QpCap::new(1, 0, 1, 0)),
+            )
             .map_err(|e| fail(&format!("Couldn't create QP[{i}]"), e))?;
         inline |= qp.cap().max_inline_data >= o.size;
         qps.push(qp);
