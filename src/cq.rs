@@ -128,6 +128,7 @@ pub struct CompletionQueue {
 /// `CqOptions::new().channel(&ch).comp_vector(0)`.
 #[doc(alias = "ibv_cq_init_attr_ex")]
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct CqOptions<'a> {
     /// The channel to signal when the CQ is armed and gets a completion.
     pub channel: Option<&'a CompletionChannel>,

@@ -149,6 +149,7 @@ impl ProtectionDomain {
 /// [`MemoryWindow::bind_to`] makes one from a window and a region; by hand:
 /// `MwBind::new(mw_rkey, rkey).mr_lkey(lkey).addr(addr).length(len).access(rights)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MwBind {
     /// The window's current key.
     pub mw_rkey: u32,

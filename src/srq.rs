@@ -37,6 +37,7 @@ const SRQ_LIMIT: u32 = 1 << 1;
 /// and `.srq_limit(n)` to arm the limit event.
 #[doc(alias = "ibv_srq_attr")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SrqAttr {
     /// Receive work requests it holds.
     pub max_wr: u32,
@@ -138,6 +139,7 @@ pub struct SharedReceiveQueue {
 /// How to create an SRQ beyond its sizes ([`ProtectionDomain::create_srq_with`]):
 /// `SrqOptions::new().context(7)`.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct SrqOptions {
     /// A value of the program's own that the SRQ's async events carry
     /// ([`SharedReceiveQueue::context`], [`crate::AsyncEvent::context`]):

@@ -18,6 +18,7 @@ use bitflags::bitflags;
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` of the
 /// region whose local key is `lkey`: [`Sge::new`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Sge {
     /// Virtual address (the registration's iova space).
     pub addr: u64,
@@ -31,6 +32,15 @@ impl Sge {
     /// An element; see [`crate::MemoryRegion::sge`] for a bounds-checked one.
     pub const fn new(addr: u64, length: u32, lkey: u32) -> Self {
         Sge { addr, length, lkey }
+    }
+
+    crate::setters::setters! {
+        /// Sets the address.
+        addr: u64,
+        /// Sets the length in bytes.
+        length: u32,
+        /// Sets the region's local key.
+        lkey: u32,
     }
 }
 
@@ -201,6 +211,7 @@ impl SendOp {
 /// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`):
 /// [`UdDest::new`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct UdDest<'a> {
     /// The address handle of the destination.
     pub ah: &'a crate::AddressHandle,
@@ -219,6 +230,15 @@ impl<'a> UdDest<'a> {
             remote_qpn,
             remote_qkey,
         }
+    }
+
+    crate::setters::setters! {
+        /// Sets the address handle.
+        ah: &'a crate::AddressHandle,
+        /// Sets the remote QP number.
+        remote_qpn: u32,
+        /// Sets the remote Q_Key.
+        remote_qkey: u32,
     }
 
     /// The provider's data of the destination's address handle.
@@ -243,6 +263,7 @@ pub enum Payload<'a> {
 /// [`flags`](SendWr::flags), [`unsignaled`](SendWr::unsignaled),
 /// [`to`](SendWr::to).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct SendWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,
@@ -273,6 +294,13 @@ impl<'a> SendWr<'a> {
     #[inline]
     pub const fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
         Self::new(wr_id, SendOp::Send, sges)
+    }
+
+    /// Replaces the payload.
+    #[inline]
+    pub const fn payload(mut self, payload: Payload<'a>) -> Self {
+        self.payload = payload;
+        self
     }
 
     /// Replaces the payload with the scatter/gather list `sges`.
@@ -330,6 +358,14 @@ impl<'a> SendWr<'a> {
         self
     }
 
+    /// Sets or clears the UD destination ([`to`](Self::to) with an
+    /// `Option`).
+    #[inline]
+    pub const fn ud(mut self, ud: Option<UdDest<'a>>) -> Self {
+        self.ud = ud;
+        self
+    }
+
     /// Total payload length in bytes (saturating).
     pub fn length(&self) -> u32 {
         match self.payload {
@@ -341,6 +377,7 @@ impl<'a> SendWr<'a> {
 
 /// A receive work request (`struct ibv_recv_wr`): [`RecvWr::new`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RecvWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,

@@ -75,25 +75,10 @@ fn objects() -> Objs {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx
-        .create_cq(
-            4,
-            CqOptions {
-                context: CQ_CONTEXT,
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(4, CqOptions::new().context(CQ_CONTEXT))
         .unwrap();
     let srq = pd
-        .create_srq_with(
-            SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-            SrqOptions {
-                context: SRQ_CONTEXT,
-            },
-        )
+        .create_srq_with(SrqAttr::new(8, 1), SrqOptions::new().context(SRQ_CONTEXT))
         .unwrap();
     let qp = pd
         .create_qp(&QpInitAttr::rc(&cq, &cq).context(QP_CONTEXT).cap(cap()))

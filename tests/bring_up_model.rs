@@ -135,11 +135,7 @@ fn a_ud_qp_is_brought_up_and_reaches_its_peer_through_the_endpoints_address() {
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
         .unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b_seen_by_a.qp_num,
-        remote_qkey: b_seen_by_a.qkey,
-    };
+    let dest = UdDest::new(&ah, b_seen_by_a.qp_num, b_seen_by_a.qkey);
     a.post_send(&[SendWr::send(1, &[]).inline(b"datagram").to(dest)])
         .unwrap();
     assert_eq!(

@@ -191,10 +191,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
         WcExFlags::COMPLETION_TIMESTAMP,
         WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(8, opts).expect_err("rxe has no timestamps");
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP);
@@ -204,10 +201,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
         );
     }
     for flag in [WcExFlags::CVLAN, WcExFlags::FLOW_TAG, WcExFlags::TM_INFO] {
-        let opts = CqOptions {
-            wc_flags: flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(flag);
         let e = ctx
             .create_cq(8, opts)
             .expect_err("rxe has only the standard fields");
@@ -215,10 +209,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
     }
     // The standard fields, or fewer, are what rxe has.
     for flags in [WcExFlags::STANDARD, WcExFlags::QP_NUM, WcExFlags::empty()] {
-        let opts = CqOptions {
-            wc_flags: flags,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(flags);
         ctx.create_cq(8, opts).unwrap();
     }
 }

@@ -41,11 +41,7 @@ fn rig() -> Rig {
 
 impl Rig {
     fn cq(&self, context: u64) -> CompletionQueue {
-        let opts = CqOptions {
-            channel: Some(&self.ch),
-            context,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().channel(&self.ch).context(context);
         self.ctx.create_cq(8, opts).unwrap()
     }
 
@@ -56,13 +52,7 @@ impl Rig {
     }
 
     fn srq(&self) -> SharedReceiveQueue {
-        self.pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap()
+        self.pd.create_srq(SrqAttr::new(8, 1)).unwrap()
     }
 
     /// Queues a completion event for `cq` (armed first, as the kernel

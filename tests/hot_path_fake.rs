@@ -236,12 +236,11 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     // With timestamps: the sessions below take the timestamped poll.
-    let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD
+    let opts = CqOptions::new().wc_flags(
+        WcExFlags::STANDARD
             | WcExFlags::COMPLETION_TIMESTAMP
             | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
-        ..CqOptions::default()
-    };
+    );
     let mut cq = ctx.create_cq(32, opts).unwrap();
     let mut qp = pd
         .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(8, 8, 1, 1).max_inline_data(16)))
@@ -306,13 +305,7 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,
     // under its lock.
-    let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 4,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = pd.create_srq(SrqAttr::new(4, 1)).unwrap();
     let mut on_srq = pd
         .create_qp(
             &QpInitAttr::rc(&cq, &cq)

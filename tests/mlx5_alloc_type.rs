@@ -61,11 +61,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
     let model = fake_mlx5();
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
-    let srq_attr = SrqAttr {
-        max_wr: 16,
-        max_sge: 1,
-        srq_limit: 0,
-    };
+    let srq_attr = SrqAttr::new(16, 1);
     // What each type does to a CQ, a QP and an SRQ: Ok(buffer addresses)
     // or the errno of the first create that failed.
     let objects = |pd: &uverbs::ProtectionDomain| -> Result<[u64; 3], Errno> {
@@ -146,13 +142,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
         .alloc_parent_domain(ParentDomainAttr::new().with_allocator(std::sync::Arc::new(Defaults)))
         .unwrap();
     let cq = ctx
-        .create_cq(
-            8,
-            CqOptions {
-                parent_domain: Some(&pdom),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(8, CqOptions::new().parent_domain(&pdom))
         .expect("a parent domain's CQ ignores MLX_CQ_ALLOC_TYPE");
     pdom.create_srq(srq_attr)
         .expect("a parent domain's SRQ ignores MLX_SRQ_ALLOC_TYPE");

@@ -43,10 +43,7 @@ fn rig(stamped: bool) -> Rig {
     } else {
         WcExFlags::STANDARD
     };
-    let opts = CqOptions {
-        wc_flags,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(wc_flags);
     let cq = ctx.create_cq(64, opts).unwrap();
     let a = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
     let b = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));

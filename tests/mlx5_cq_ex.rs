@@ -120,21 +120,12 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
     let model = fake_mlx5();
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
-    let opts = CqOptions {
-        wc_flags,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(wc_flags);
     let mut cqs = [
         ctx.create_cq(256, opts).unwrap(),
         ctx.create_cq(256, opts).unwrap(),
     ];
-    let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pd.create_srq(SrqAttr::new(16, 1)).unwrap();
     let g = gid(&ctx);
     let (sq, rq) = (&cqs[0], &cqs[1]);
     let qp = |qp_type, send: &CompletionQueue, recv: &CompletionQueue, srq| {
@@ -249,11 +240,7 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
     for (i, sge) in ud_bufs.iter().enumerate() {
         d.post_recv(&[RecvWr::new(200 + i as u64, sge)]).unwrap();
     }
-    let to_d = UdDest {
-        ah: &ah,
-        remote_qpn: d.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let to_d = UdDest::new(&ah, d.qp_num(), QKEY);
     c.post_send(&[
         SendWr::send(40, &[]).inline(b"datagram").to(to_d),
         SendWr::new(41, SendOp::SendWithImm { imm: 77 }, &src).to(to_d),
@@ -427,10 +414,7 @@ fn timestamps_tick_at_the_core_clock_the_device_reports() {
     assert_eq!(attr.completion_timestamp_mask, 0x7fff_ffff_ffff_ffff);
     assert_eq!(attr.hca_core_clock, 156_250, "kHz");
     let pd = ctx.alloc_pd().unwrap();
-    let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP);
     let mut cq = ctx.create_cq(16, opts).unwrap();
     assert_eq!(cq.wc_flags(), opts.wc_flags);
     let mut qp = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 16));
@@ -548,27 +532,18 @@ fn fields_mlx5_does_not_report_are_refused_by_name() {
         (WcExFlags::FLOW_TAG, "FLOW_TAG"),
         (WcExFlags::TM_INFO, "TM_INFO"),
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(16, opts).expect_err(name);
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{name}: {e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP, "{name}");
         assert!(e.to_string().contains(name), "{name}: {e}");
     }
-    let opts = CqOptions {
-        wc_flags: WcExFlags::from_bits_retain(1 << 12),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::from_bits_retain(1 << 12));
     let e = ctx.create_cq(16, opts).expect_err("an unknown bit");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("0x1000"), "{e}");
     // Fewer fields than the standard ones is fine (they are decoded anyway).
-    let opts = CqOptions {
-        wc_flags: WcExFlags::BYTE_LEN,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::BYTE_LEN);
     let cq = ctx.create_cq(16, opts).unwrap();
     assert_eq!(cq.wc_flags(), WcExFlags::BYTE_LEN);
 }

@@ -166,15 +166,8 @@ fn the_views_show_what_the_library_wrote_and_the_device_completed() {
     assert_eq!(op_own & 1, 0, "owner bit of the first pass");
     // SRQ and AH views.
     let srq =
-        p.pd.create_srq_with(
-            SrqAttr {
-                max_wr: 32,
-                max_sge: 2,
-                srq_limit: 0,
-            },
-            Default::default(),
-        )
-        .unwrap();
+        p.pd.create_srq_with(SrqAttr::new(32, 2), Default::default())
+            .unwrap();
     let sv = m.srq_view(&srq).unwrap();
     assert_eq!((sv.head, sv.stride), (0, 64));
     assert!(sv.tail >= 32 && sv.tail + 1 == sv.tail.next_power_of_two());

@@ -387,11 +387,7 @@ fn ud_sends_carry_the_address_vector() {
     } = ud_pair();
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
         .unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     a.post_send(&[SendWr::send(1, &[]).inline(b"datagram").to(dest)])
         .unwrap();
     let ca = run_and_poll(&model, &mut cq_a, 1);
@@ -408,10 +404,7 @@ fn ud_sends_carry_the_address_vector() {
     // A wrong Q_Key is dropped by the responder: nothing arrives.
     b.post_recv(&[RecvWr::new(6, &[mr.sge(0, 104).unwrap()])])
         .unwrap();
-    let bad = UdDest {
-        remote_qkey: 0x999,
-        ..dest
-    };
+    let bad = dest.remote_qkey(0x999);
     a.post_send(&[SendWr::send(2, &[]).inline(b"x").to(bad)])
         .unwrap();
     run_and_poll(&model, &mut cq_a, 1);
@@ -426,13 +419,7 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 4,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = pd.create_srq(SrqAttr::new(4, 1)).unwrap();
     let mut a = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 16));
     let b = create_qp(&pd, QpType::Rc, &cq, Some(&srq), cap(8, 1, 16));
     let c = create_qp(&pd, QpType::Rc, &cq, Some(&srq), cap(8, 1, 16));
@@ -690,11 +677,7 @@ fn each_qp_type_carries_exactly_its_operations() {
             add: 1,
         },
     ];
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let mut rc = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
     connect(&rc, rc.qp_num(), gid(&ctx), 7);
@@ -719,14 +702,11 @@ fn each_qp_type_carries_exactly_its_operations() {
     }
     // The operations this provider builds no WQE for (windows,
     // invalidations, atomic writes) are refused on RC too, naming mlx5.
-    let bind = uverbs::MwBind {
-        mw_rkey: 1,
-        rkey: 2,
-        mr_lkey: mr.lkey(),
-        addr: mr.addr(),
-        length: 8,
-        access: uverbs::AccessFlags::REMOTE_READ,
-    };
+    let bind = uverbs::MwBind::new(1, 2)
+        .mr_lkey(mr.lkey())
+        .addr(mr.addr())
+        .length(8)
+        .access(uverbs::AccessFlags::REMOTE_READ);
     let lacking = [
         SendOp::LocalInvalidate { rkey: 1 },
         SendOp::SendWithInvalidate { rkey: 1 },
@@ -795,16 +775,7 @@ fn arming_uses_the_sequence_number_and_events_reach_the_channel() {
     let _ = ctx;
     // A CQ with a channel on the pair's context.
     let ch = p._ctx.create_comp_channel().unwrap();
-    let mut cq = p
-        ._ctx
-        .create_cq(
-            8,
-            CqOptions {
-                channel: Some(&ch),
-                ..CqOptions::default()
-            },
-        )
-        .unwrap();
+    let mut cq = p._ctx.create_cq(8, CqOptions::new().channel(&ch)).unwrap();
     let mut qp = create_qp(&p.pd, QpType::Rc, &cq, None, cap(8, 1, 16));
     let mut peer = create_qp(&p.pd, QpType::Rc, &p.cq_b, None, cap(8, 1, 16));
     let g = gid(&p._ctx);

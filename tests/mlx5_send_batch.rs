@@ -471,11 +471,7 @@ fn a_ud_send_batch_carries_each_requests_address_vector() {
         )])
         .unwrap();
     }
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     let mut batch = a.start_send().unwrap();
     batch
         .push(&SendWr::send(1, &[]).inline(b"datagram").to(dest))

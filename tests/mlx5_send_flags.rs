@@ -49,10 +49,7 @@ fn rig(sq_sig_all: bool, depth: u32) -> Rig {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&channel);
     let cq_b = ctx.create_cq(depth * 2, opts).unwrap();
     let qp = |cq: &CompletionQueue, sq_sig_all| {
         pd.create_qp(

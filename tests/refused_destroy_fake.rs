@@ -143,11 +143,7 @@ fn a_pd_in_use_stays_usable_and_busy_until_its_users_are_gone() {
     let r = rig();
     let cq = r.cq();
     let handle = r.pd.handle();
-    let srq_attr = SrqAttr {
-        max_wr: 4,
-        max_sge: 1,
-        srq_limit: 0,
-    };
+    let srq_attr = SrqAttr::new(4, 1);
     let mut users: Vec<Box<dyn FnOnce()>> = Vec::new();
     let mut pd = r.pd;
     for round in 0..5 {

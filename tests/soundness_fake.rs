@@ -31,11 +31,7 @@ use zerocopy::{FromZeros, IntoBytes};
 
 const CAP: QpCap = QpCap::new(4, 4, 1, 1);
 
-const SRQ: SrqAttr = SrqAttr {
-    max_wr: 4,
-    max_sge: 1,
-    srq_limit: 0,
-};
+const SRQ: SrqAttr = SrqAttr::new(4, 1);
 
 fn create_qp(
     pd: &ProtectionDomain,

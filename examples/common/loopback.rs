@@ -22,13 +22,7 @@ pub struct Loopback {
 pub fn setup(ctx: &Context, messages: usize) -> uverbs::Result<Loopback> {
     let channel = ctx.create_comp_channel()?;
     let depth = 2 * messages as u32 + 2;
-    let cq = ctx.create_cq(
-        depth,
-        CqOptions {
-            channel: Some(&channel),
-            ..CqOptions::default()
-        },
-    )?;
+    let cq = ctx.create_cq(depth, CqOptions::new().channel(&channel))?;
     let pd = ctx.alloc_pd()?;
     let cap = QpCap::new(depth, depth, 1, 1);
     let init = QpInitAttr::rc(&cq, &cq).cap(cap);

@@ -324,11 +324,7 @@ pub unsafe extern "C" fn uverbs_ts_post_send(qpn: u32, wrs: *const TsWr, n: size
             }
             if w.remote_qpn != 0 {
                 let ah = s.ah.as_ref().ok_or("no address handle")?;
-                wr = wr.to(UdDest {
-                    ah,
-                    remote_qpn: w.remote_qpn,
-                    remote_qkey: w.remote_qkey,
-                });
+                wr = wr.to(UdDest::new(ah, w.remote_qpn, w.remote_qkey));
             }
             out.push(wr);
         }

@@ -280,13 +280,7 @@ fn overrun_pair() -> Overrun {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let small = ctx
-        .create_cq(
-            1,
-            CqOptions {
-                context: SMALL_CQ_CONTEXT,
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(1, CqOptions::new().context(SMALL_CQ_CONTEXT))
         .unwrap();
     let cq_b = ctx.create_cq(32, CqOptions::default()).unwrap();
     let a = rc_qp(&pd, &small, &cq_b, None);
@@ -566,14 +560,8 @@ fn srq_pair(
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let srq = pd
         .create_srq_with(
-            SrqAttr {
-                max_wr: limit_wrs,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-            SrqOptions {
-                context: SRQ_CONTEXT,
-            },
+            SrqAttr::new(limit_wrs, 1),
+            SrqOptions::new().context(SRQ_CONTEXT),
         )
         .unwrap_or_else(|e| panic!("{e}"));
     (ctx, pd, cq, srq)

@@ -170,14 +170,7 @@ fn a_cancelled_wait_loses_no_completion() {
         // The channel's own wait, cancelled, then an event: it arrives.
         let ch = AsyncCompletionChannel::new(ctx.create_comp_channel().unwrap()).unwrap();
         let mut cq = ctx
-            .create_cq(
-                8,
-                CqOptions {
-                    channel: Some(ch.channel()),
-                    context: 77,
-                    ..CqOptions::default()
-                },
-            )
+            .create_cq(8, CqOptions::new().channel(ch.channel()).context(77))
             .unwrap();
         assert!(
             tokio::time::timeout(Duration::from_millis(20), ch.next_event())
@@ -278,13 +271,7 @@ fn async_events_are_awaited() {
         let events = AsyncEvents::new(&ctx).unwrap();
         let pd = ctx.alloc_pd().unwrap();
         let mut cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-        let mut srq = pd
-            .create_srq(SrqAttr {
-                max_wr: 16,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap();
+        let mut srq = pd.create_srq(SrqAttr::new(16, 1)).unwrap();
         let init = |srq| QpInitAttr::rc(&cq, &cq).srq(srq).cap(cap(8));
         let mut a = pd.create_qp(&init(None)).unwrap();
         let b = pd.create_qp(&init(Some(&srq))).unwrap();

@@ -43,13 +43,7 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
     let channel = ctx.create_comp_channel().unwrap();
     let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let recv_cq = ctx
-        .create_cq(
-            64,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(64, CqOptions::new().channel(&channel))
         .unwrap();
     let tx = pd
         .create_qp(&QpInitAttr::rc(&send_cq, &send_cq).cap(cap(32)))

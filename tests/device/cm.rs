@@ -722,11 +722,7 @@ fn cm_ud_server_against_udaddy_client() {
         .pd
         .create_ah_from_wc(1, &got[0], &grh)
         .unwrap_or_else(|e| panic!("{e}"));
-    let dest = uverbs::UdDest {
-        ah: &ah,
-        remote_qpn: got[0].imm_data,
-        remote_qkey: uverbs::cm::RDMA_UDP_QKEY,
-    };
+    let dest = uverbs::UdDest::new(&ah, got[0].imm_data, uverbs::cm::RDMA_UDP_QKEY);
     me.mr.fill(3000, 100, b'r').unwrap();
     let sge = [me.mr.sge(3000, 100).unwrap()];
     let my_qpn = me.qp.qp_num();

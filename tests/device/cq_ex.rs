@@ -246,11 +246,7 @@ fn sessions_read_every_field_poll_reports_on_ud() {
             .map(|i| RecvWr::new(500 + i, &sges[i as usize]))
             .collect();
         p.b.post_recv(&recvs).unwrap();
-        let to = UdDest {
-            ah: &ah,
-            remote_qpn: p.b.qp_num(),
-            remote_qkey: 0x1111_1111,
-        };
+        let to = UdDest::new(&ah, p.b.qp_num(), 0x1111_1111);
         let s8 = [src.sge(0, 8).unwrap()];
         let wrs: Vec<_> = (0..40u64)
             .map(|i| {
@@ -334,10 +330,7 @@ fn rxe_refuses_completion_timestamps() {
         WcExFlags::COMPLETION_TIMESTAMP,
         WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(16, opts).expect_err("rxe has no timestamps");
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP, "{e}");

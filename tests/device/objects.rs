@@ -17,11 +17,7 @@ fn srq_feeds_several_qps_and_reports_its_attributes() {
     let mut cq_s = ctx.create_cq(64, Default::default()).unwrap();
     let mut cq_r = ctx.create_cq(64, Default::default()).unwrap();
     let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 32,
-            max_sge: 2,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(32, 2))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(srq.attr().max_wr >= 32);
     let q = srq.query().unwrap();

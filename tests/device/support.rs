@@ -137,11 +137,7 @@ pub fn looped(sq_sig_all: bool, recv_cq_context: u64) -> Loop {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        context: recv_cq_context,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&channel).context(recv_cq_context);
     let recv_cq = ctx.create_cq(64, opts).unwrap();
     let qp = |cq: &CompletionQueue, sq_sig_all| {
         pd.create_qp(&QpInitAttr::rc(cq, cq).cap(cap(32)).sq_sig_all(sq_sig_all))

@@ -190,13 +190,7 @@ pub fn run(o: &Opts) -> Res<()> {
         .create_comp_channel()
         .map_err(err("create completion channel"))?;
     let ev_cq = ctx
-        .create_cq(
-            16,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(16, CqOptions::new().channel(&channel))
         .map_err(err("create CQ on the channel"))?;
     let queue_event = || {
         fake.push_comp_event(ev_cq.handle())

@@ -725,11 +725,7 @@ pub fn run(o: &Opts) -> Res<()> {
     // freed, so with completions in order receive number j of the run is
     // in WQE j modulo the SRQ's size, which the CQE names.
     let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: SRQ_WQES - 1,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(SRQ_WQES - 1, 1))
         .map_err(err("create SRQ"))?;
     let on_srq = pd
         .create_qp(

@@ -144,13 +144,7 @@ fn setup(o: &Opts) -> Res<Bench> {
         .create_comp_channel()
         .map_err(err("create completion channel"))?;
     let a_cq = ctx
-        .create_cq(
-            2,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(2, CqOptions::new().channel(&channel))
         .map_err(err("create event CQ"))?;
     let a_recv_cq = ctx
         .create_cq(2, CqOptions::default())
@@ -241,10 +235,7 @@ fn storm(
     stop: &AtomicBool,
     done: &AtomicU64,
 ) -> Res<()> {
-    let with_channel = CqOptions {
-        channel: Some(channel),
-        ..CqOptions::default()
-    };
+    let with_channel = CqOptions::new().channel(channel);
     let destroyed = |r: Result<(), String>| -> Res<()> {
         r?;
         done.fetch_add(1, Ordering::Release);
@@ -281,11 +272,7 @@ fn storm(
         Storm::Srq => {
             while !stop.load(Ordering::Acquire) {
                 let srq = pd
-                    .create_srq(SrqAttr {
-                        max_wr: 4,
-                        max_sge: 1,
-                        srq_limit: 0,
-                    })
+                    .create_srq(SrqAttr::new(4, 1))
                     .map_err(err("storm: create SRQ"))?;
                 destroyed(
                     srq.destroy()

@@ -96,11 +96,7 @@ impl Pp {
             wr = wr.inline(&data);
         }
         if let Some(ah) = &self.ah {
-            wr = wr.to(UdDest {
-                ah,
-                remote_qpn: self.remote_qpn,
-                remote_qkey: link::QKEY,
-            });
+            wr = wr.to(UdDest::new(ah, self.remote_qpn, link::QKEY));
         }
         let inline = self.inline.then_some(&data[..]);
         match self.new_send {
@@ -171,10 +167,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let mut cq = ctx
         .create_cq(
             o.rx_depth.wrapping_add(1),
-            CqOptions {
-                channel: channel.as_ref(),
-                ..CqOptions::default()
-            },
+            CqOptions::new().channel(channel.as_ref()),
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;
     let qp_type = match t {

@@ -122,18 +122,11 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let mut cq = ctx
         .create_cq(
             o.rx_depth + o.num_qp,
-            CqOptions {
-                channel: channel.as_ref(),
-                ..CqOptions::default()
-            },
+            CqOptions::new().channel(channel.as_ref()),
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;
     let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: o.rx_depth,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(o.rx_depth, 1))
         .map_err(|e| fail("Couldn't create SRQ", e))?;
     let mut qps = Vec::with_capacity(num_qp);
     let mut inline = false;
