@@ -134,12 +134,10 @@ async fn server(addr: SocketAddr) -> Res<()> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.accept_qp(
         &qp,
-        &ConnParam {
-            responder_resources: asked.responder_resources,
-            initiator_depth: asked.initiator_depth,
-            rnr_retry_count: 7,
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(asked.responder_resources)
+            .initiator_depth(asked.initiator_depth)
+            .rnr_retry_count(7),
     )?;
     drop(expect(&ch, CmEventKind::Established).await?);
     let got = until(&mut cq, WcOpcode::RECV).await?;
@@ -170,13 +168,11 @@ async fn client(addr: SocketAddr) -> Res<()> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.connect_qp(
         &qp,
-        &ConnParam {
-            responder_resources: 1,
-            initiator_depth: 1,
-            retry_count: 7,
-            rnr_retry_count: 7,
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(1)
+            .initiator_depth(1)
+            .retry_count(7)
+            .rnr_retry_count(7),
     )?;
     drop(expect(&ch, CmEventKind::ConnectResponse).await?);
     id.complete_connect(&qp)?;

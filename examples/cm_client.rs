@@ -75,14 +75,12 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.connect_qp(
         &qp,
-        &ConnParam {
-            responder_resources: 1,
-            initiator_depth: 1,
-            retry_count: 7,
-            rnr_retry_count: 7,
-            private_data: b"hello from cm_client".to_vec(),
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(1)
+            .initiator_depth(1)
+            .retry_count(7)
+            .rnr_retry_count(7)
+            .private_data(b"hello from cm_client"),
     )?;
     let rep = expect(CmEventKind::ConnectResponse)?;
     println!(

@@ -71,13 +71,11 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.accept_qp(
         &qp,
-        &ConnParam {
-            responder_resources: asked.responder_resources,
-            initiator_depth: asked.initiator_depth,
-            rnr_retry_count: 7,
-            private_data: b"welcome".to_vec(),
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(asked.responder_resources)
+            .initiator_depth(asked.initiator_depth)
+            .rnr_retry_count(7)
+            .private_data(b"welcome"),
     )?;
     let ev = ch
         .get_event_timeout(Some(Duration::from_secs(10)))?

@@ -135,6 +135,7 @@ impl fmt::Display for CmEventKind {
 /// `ConnParam::new().responder_resources(1).initiator_depth(1).private_data(b"hello")`.
 #[doc(alias = "rdma_conn_param")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnParam {
     /// Private data (at most 256 bytes in the ABI; the CM limits it
     /// further: 56 bytes in a REQ, 196 in a REP, 148 in a REJ on IB/RoCE).
@@ -247,6 +248,7 @@ impl ConnParam {
 /// UD parameters of an event (`struct rdma_ud_param`): where to send to
 /// reach the peer's UD QP.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UdParam {
     /// The remote QP number.
     pub qp_num: u32,

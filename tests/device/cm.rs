@@ -233,13 +233,11 @@ fn listener(ch: &EventChannel, ps: PortSpace, port: u16) -> CmId {
 }
 
 fn param() -> ConnParam {
-    ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .responder_resources(1)
+        .initiator_depth(1)
+        .retry_count(7)
+        .rnr_retry_count(7)
 }
 
 /// One established RC connection: (client id, client side, server id, server side).
@@ -322,10 +320,7 @@ fn cm_reject_carries_private_data_to_the_active_side() {
     let cid = cch.create_id(PortSpace::Tcp).unwrap();
     resolve(&cch, &cid, 18212);
     let c = side(&cid, QpType::Rc, 2);
-    let p = ConnParam {
-        private_data: b"hello?".to_vec(),
-        ..param()
-    };
+    let p = (param()).private_data(b"hello?");
     cid.connect_qp(&c.qp, &p).unwrap();
     let mut req = expect(&sch, CmEventKind::ConnectRequest);
     // The request's private data (56 bytes on RoCE: ours, zero padded).
@@ -699,14 +694,8 @@ fn cm_ud_server_against_udaddy_client() {
         let sge = [me.mr.sge(256 * i, 140).unwrap()];
         me.qp.post_recv(&[RecvWr::new(i as u64, &sge)]).unwrap();
     }
-    id.accept_qp(
-        &me.qp,
-        &ConnParam {
-            qkey: uverbs::cm::RDMA_UDP_QKEY,
-            ..ConnParam::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    id.accept_qp(&me.qp, &ConnParam::new().qkey(uverbs::cm::RDMA_UDP_QKEY))
+        .unwrap_or_else(|e| panic!("{e}"));
     let got = support::wait(&mut me.cq, count);
     assert!(
         got.iter()

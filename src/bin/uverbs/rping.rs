@@ -449,13 +449,11 @@ fn run_server(o: &Opts) -> Res<()> {
 fn serve_one(o: &Opts, ch: &EventChannel, child: &CmId, req: &ConnParam) -> Res<()> {
     let mut conn = Conn::setup(o, child)?;
     conn.post_recv()?;
-    let param = ConnParam {
-        responder_resources: req.responder_resources,
-        initiator_depth: req.initiator_depth,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new()
+        .responder_resources(req.responder_resources)
+        .initiator_depth(req.initiator_depth)
+        .retry_count(7)
+        .rnr_retry_count(7);
     if o.debug {
         out!("accepting client connection request");
     }
@@ -569,13 +567,11 @@ fn run_client(o: &Opts) -> Res<()> {
     drop(ev);
     let mut conn = Conn::setup(o, &id)?;
     conn.post_recv()?;
-    let param = ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new()
+        .responder_resources(1)
+        .initiator_depth(1)
+        .retry_count(7)
+        .rnr_retry_count(7);
     id.connect_qp(&conn.qp, &param)
         .map_err(|e| format!("rdma_connect: {e:#}"))?;
     let ev = next_event(o, &ch)?;
