@@ -29,6 +29,7 @@ pub struct RtValues {
 /// Device attributes (`struct ibv_device_attr_ex`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[allow(missing_docs)] // the fields are ibv_device_attr's, documented there
+#[non_exhaustive]
 pub struct DeviceAttr {
     /// Firmware version, formatted by the provider as rdma-core does.
     pub fw_ver: String,
@@ -94,6 +95,7 @@ pub struct DeviceAttr {
 /// `struct ibv_odp_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct OdpCaps {
     pub general_caps: u64,
     pub rc_odp_caps: u32,
@@ -104,6 +106,7 @@ pub struct OdpCaps {
 /// `struct ibv_rss_caps` (the parts the core kernel reports).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct RssCaps {
     pub supported_qpts: u32,
     pub max_rwq_indirection_tables: u32,
@@ -113,6 +116,7 @@ pub struct RssCaps {
 /// `struct ibv_tm_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct TmCaps {
     pub max_rndv_hdr_size: u32,
     pub max_num_tags: u32,
@@ -124,6 +128,7 @@ pub struct TmCaps {
 /// `struct ibv_cq_moderation_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct CqModerationCaps {
     pub max_cq_count: u16,
     pub max_cq_period: u16,
@@ -209,10 +214,11 @@ impl DeviceAttr {
 }
 
 /// Logical port state (`enum ibv_port_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PortState {
     /// No state change (`IBV_PORT_NOP`).
+    #[default]
     Nop,
     /// Link down.
     Down,
@@ -260,7 +266,8 @@ impl PortState {
 ///
 /// The kernel's value as it is (1 = 256 … 5 = 4096), so one the crate does
 /// not know survives; `Debug` shows the name (`BYTES_1024`), or `Mtu(n)`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// `Default` is `Mtu(0)`, no valid MTU (a zeroed `ibv_port_attr`'s).
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mtu(pub u8);
 
 impl Mtu {
@@ -338,10 +345,11 @@ impl fmt::Debug for Mtu {
 /// Link layer of a port (`IBV_LINK_LAYER_*`).
 ///
 /// `IBV_LINK_LAYER_*` in libibverbs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LinkLayer {
     /// Not reported (treated as InfiniBand by libibverbs).
+    #[default]
     Unspecified,
     /// InfiniBand.
     InfiniBand,
@@ -363,9 +371,10 @@ impl LinkLayer {
     }
 }
 
-/// Port attributes (`struct ibv_port_attr`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Port attributes (`struct ibv_port_attr`); `Default` is all zeros.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct PortAttr {
     pub state: PortState,
     pub max_mtu: Mtu,
@@ -499,10 +508,11 @@ impl fmt::Debug for Gid {
 }
 
 /// GID type (`enum ibv_gid_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GidType {
     /// InfiniBand.
+    #[default]
     Ib,
     /// RoCE v1 (Ethernet, GRH over EtherType 0x8915).
     RoceV1,
@@ -524,8 +534,9 @@ impl GidType {
     }
 }
 
-/// One GID table entry (`struct ibv_gid_entry`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One GID table entry (`struct ibv_gid_entry`); `Default` is all zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GidEntry {
     /// The GID.
     pub gid: Gid,

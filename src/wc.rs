@@ -311,6 +311,7 @@ impl WcExFlags {
 
 /// A work completion (`struct ibv_wc`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkCompletion {
     /// The `wr_id` of the work request.
     pub wr_id: u64,

@@ -51,20 +51,22 @@ fn read(s: &CqPoll<'_>) -> Taken {
         s.invalidated_rkey().is_some(),
         flags.contains(WcFlags::WITH_INVALIDATE)
     );
-    let wc = WorkCompletion {
-        wr_id: s.wr_id(),
-        status: s.status(),
-        opcode: s.opcode(),
-        vendor_err: s.vendor_err(),
-        byte_len: s.byte_len(),
-        imm_data: s.imm_data().or(s.invalidated_rkey()).unwrap_or(0),
-        qp_num: s.qp_num(),
-        src_qp: s.src_qp(),
-        wc_flags: flags,
-        pkey_index: s.pkey_index(),
-        slid: s.slid(),
-        sl: s.sl(),
-        dlid_path_bits: s.dlid_path_bits(),
+    let wc = {
+        let mut v = WorkCompletion::default();
+        v.wr_id = s.wr_id();
+        v.status = s.status();
+        v.opcode = s.opcode();
+        v.vendor_err = s.vendor_err();
+        v.byte_len = s.byte_len();
+        v.imm_data = s.imm_data().or(s.invalidated_rkey()).unwrap_or(0);
+        v.qp_num = s.qp_num();
+        v.src_qp = s.src_qp();
+        v.wc_flags = flags;
+        v.pkey_index = s.pkey_index();
+        v.slid = s.slid();
+        v.sl = s.sl();
+        v.dlid_path_bits = s.dlid_path_bits();
+        v
     };
     assert_eq!(s.work_completion(), wc);
     (wc, s.completion_ts())
