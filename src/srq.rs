@@ -137,7 +137,8 @@ pub struct SharedReceiveQueue {
 }
 
 /// How to create an SRQ beyond its sizes ([`ProtectionDomain::create_srq_with`]):
-/// `SrqOptions::new().context(7)`.
+/// `SrqOptions::new().context(7)`; the rest of `struct ibv_srq_init_attr`.
+#[doc(alias = "ibv_srq_init_attr")]
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct SrqOptions {

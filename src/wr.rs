@@ -65,13 +65,16 @@ bitflags! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {
     /// `IBV_WR_SEND`.
+    #[doc(alias = "IBV_WR_SEND")]
     Send,
     /// `IBV_WR_SEND_WITH_IMM`: the receiver sees `imm` in its completion.
+    #[doc(alias = "IBV_WR_SEND_WITH_IMM")]
     SendWithImm {
         /// Immediate data (host order; sent big-endian).
         imm: u32,
     },
     /// `IBV_WR_RDMA_WRITE` to `remote_addr` in the region of `rkey`.
+    #[doc(alias = "IBV_WR_RDMA_WRITE")]
     RdmaWrite {
         /// Remote virtual address.
         remote_addr: u64,
@@ -79,6 +82,7 @@ pub enum SendOp {
         rkey: u32,
     },
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: also consumes a receive at the peer.
+    #[doc(alias = "IBV_WR_RDMA_WRITE_WITH_IMM")]
     RdmaWriteWithImm {
         /// Remote virtual address.
         remote_addr: u64,
@@ -88,6 +92,7 @@ pub enum SendOp {
         imm: u32,
     },
     /// `IBV_WR_RDMA_READ` from `remote_addr` into the local SGEs.
+    #[doc(alias = "IBV_WR_RDMA_READ")]
     RdmaRead {
         /// Remote virtual address.
         remote_addr: u64,
@@ -96,6 +101,7 @@ pub enum SendOp {
     },
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote_addr`; the old
     /// value lands in the (8-byte) local SGE.
+    #[doc(alias = "IBV_WR_ATOMIC_CMP_AND_SWP")]
     CompareSwap {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
@@ -107,6 +113,7 @@ pub enum SendOp {
         swap: u64,
     },
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote_addr`.
+    #[doc(alias = "IBV_WR_ATOMIC_FETCH_AND_ADD")]
     FetchAdd {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
@@ -117,6 +124,7 @@ pub enum SendOp {
     },
     /// `IBV_WR_SEND_WITH_INV`: a send that also invalidates the remote key
     /// `rkey` at the receiver (its completion reports it).
+    #[doc(alias = "IBV_WR_SEND_WITH_INV")]
     SendWithInvalidate {
         /// The receiver's key to invalidate.
         rkey: u32,
@@ -125,16 +133,19 @@ pub enum SendOp {
     // check for them is then one comparison.
     /// `IBV_WR_LOCAL_INV`: invalidates the window (or fast-registered
     /// region) of `rkey` at this side; no payload.
+    #[doc(alias = "IBV_WR_LOCAL_INV")]
     LocalInvalidate {
         /// The key to invalidate.
         rkey: u32,
     },
     /// `IBV_WR_BIND_MW`: binds a memory window ([`crate::MemoryWindow::bind_to`]);
     /// no payload, RC and UC QPs.
+    #[doc(alias = "IBV_WR_BIND_MW")]
     BindMw(crate::MwBind),
     /// `IBV_WR_ATOMIC_WRITE`: writes the 8 bytes `data` at `remote_addr`
     /// (8-byte aligned) as one atomic access; no payload, RC QPs. Kernels
     /// from 6.2 (6.1's rxe completes it with a local QP operation error).
+    #[doc(alias = "IBV_WR_ATOMIC_WRITE")]
     AtomicWrite {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
