@@ -25,8 +25,8 @@ use cli::Spec;
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     tokio::{AsyncCmChannel, AsyncCq},
-    AccessFlags, MemoryRegion, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr,
-    WcOpcode, WorkCompletion,
+    AccessFlags, MemoryRegion, QpCap, QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, WcOpcode,
+    WorkCompletion,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -95,21 +95,7 @@ fn endpoint(id: &CmId) -> Res<(AsyncCq, QueuePair, MemoryRegion, uverbs::Protect
     let cq = AsyncCq::create(&ctx, 8, 0)?;
     let qp = id.create_qp(
         &pd,
-        &QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq.cq(),
-            recv_cq: cq.cq(),
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        },
+        &QpInitAttr::rc(cq.cq(), cq.cq()).cap(QpCap::new(4, 4, 1, 1)),
     )?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
     Ok((cq, qp, mr, pd))
@@ -148,12 +134,10 @@ async fn server(addr: SocketAddr) -> Res<()> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.accept_qp(
         &qp,
-        &ConnParam {
-            responder_resources: asked.responder_resources,
-            initiator_depth: asked.initiator_depth,
-            rnr_retry_count: 7,
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(asked.responder_resources)
+            .initiator_depth(asked.initiator_depth)
+            .rnr_retry_count(7),
     )?;
     drop(expect(&ch, CmEventKind::Established).await?);
     let got = until(&mut cq, WcOpcode::RECV).await?;
@@ -184,13 +168,11 @@ async fn client(addr: SocketAddr) -> Res<()> {
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.connect_qp(
         &qp,
-        &ConnParam {
-            responder_resources: 1,
-            initiator_depth: 1,
-            retry_count: 7,
-            rnr_retry_count: 7,
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(1)
+            .initiator_depth(1)
+            .retry_count(7)
+            .rnr_retry_count(7),
     )?;
     drop(expect(&ch, CmEventKind::ConnectResponse).await?);
     id.complete_connect(&qp)?;

@@ -18,7 +18,7 @@ use cli::{Model, Spec};
 use loopback::{poll_until_empty, Loopback};
 use uverbs::{
     tokio::{AsyncCompletionChannel, AsyncCq, BusyPoll},
-    AccessFlags, QpInitAttr, QpType, RecvWr, SendWr, WorkCompletion,
+    AccessFlags, QpInitAttr, RecvWr, SendWr, WorkCompletion,
 };
 
 const SPEC: Spec = Spec {
@@ -80,15 +80,7 @@ async fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut cq = AsyncCq::create(&ctx, 2 * messages as u32 + 2, 0)?;
     cq.set_busy_poll(BusyPoll::For(std::time::Duration::from_micros(20)));
     let pd = ctx.alloc_pd()?;
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq.cq(),
-        recv_cq: cq.cq(),
-        srq: None,
-        cap: loopback::cap(2 * messages as u32 + 2),
-        sq_sig_all: false,
-    };
+    let init = QpInitAttr::rc(cq.cq(), cq.cq()).cap(loopback::cap(2 * messages as u32 + 2));
     let (mut a, mut b) = (pd.create_qp(&init)?, pd.create_qp(&init)?);
     loopback::connect_pair(&ctx, &a, &b)?;
     let buf = pd.alloc_mr(64 * (messages + 1), AccessFlags::LOCAL_WRITE)?;

@@ -19,8 +19,7 @@ use cli::Spec;
 
 use uverbs::{
     cm::{CmEventKind, ConnParam, EventChannel, PortSpace},
-    AccessFlags, CqOptions, QpCap, QpInitAttr, QpType, RecvWr, SendFlags, SendWr, WcOpcode,
-    WorkCompletion,
+    AccessFlags, CqOptions, QpCap, QpInitAttr, RecvWr, SendFlags, SendWr, WcOpcode, WorkCompletion,
 };
 
 const SPEC: Spec = Spec {
@@ -71,36 +70,17 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = id.context()?;
     let pd = ctx.alloc_pd()?;
     let mut cq = ctx.create_cq(8, CqOptions::default())?;
-    let mut qp = id.create_qp(
-        &pd,
-        &QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        },
-    )?;
+    let mut qp = id.create_qp(&pd, &QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))?;
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE)?;
     qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 1024)?])])?;
     id.connect_qp(
         &qp,
-        &ConnParam {
-            responder_resources: 1,
-            initiator_depth: 1,
-            retry_count: 7,
-            rnr_retry_count: 7,
-            private_data: b"hello from cm_client".to_vec(),
-            ..ConnParam::default()
-        },
+        &ConnParam::new()
+            .responder_resources(1)
+            .initiator_depth(1)
+            .retry_count(7)
+            .rnr_retry_count(7)
+            .private_data(b"hello from cm_client"),
     )?;
     let rep = expect(CmEventKind::ConnectResponse)?;
     println!(

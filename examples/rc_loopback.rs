@@ -19,7 +19,7 @@ mod cli;
 
 use cli::{Model, Spec};
 use uverbs::{
-    AccessFlags, BringUp, CqOptions, Endpoint, GidType, QpCap, QpInitAttr, QpType, RecvWr, SendWr,
+    AccessFlags, BringUp, CqOptions, Endpoint, GidType, QpCap, QpInitAttr, RecvWr, SendWr,
     WcOpcode, WcStatus, WorkCompletion,
 };
 
@@ -44,21 +44,9 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = device.open(args.get(0))?; // the first device without a name
     let pd = ctx.alloc_pd()?;
     let mut cq = ctx.create_cq(16, CqOptions::default())?;
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: true, // every send completes on the CQ
-    };
+    let init = QpInitAttr::rc(&cq, &cq)
+        .cap(QpCap::new(4, 4, 1, 1))
+        .sq_sig_all(true);
     let mut a = pd.create_qp(&init)?;
     let mut b = pd.create_qp(&init)?;
 

@@ -21,8 +21,8 @@ mod loopback;
 use cli::{Model, Spec};
 use uverbs::{
     qp_ex::{Mlx5, ProviderKind, Rc, Rxe},
-    AccessFlags, CompletionQueue, CqOptions, MemoryRegion, QpCap, QpInitAttr, QpType, QueuePair,
-    RecvWr, WcOpcode, WcStatus,
+    AccessFlags, CompletionQueue, CqOptions, MemoryRegion, QpCap, QpInitAttr, QueuePair, RecvWr,
+    WcOpcode, WcStatus,
 };
 
 /// Writes `n` slots of 8 bytes each into the peer's region and announces
@@ -117,22 +117,8 @@ fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
     let pd = ctx.alloc_pd()?;
     let mut send_cq = ctx.create_cq(32, CqOptions::default())?;
     let mut recv_cq = ctx.create_cq(32, CqOptions::default())?;
-    let cap = QpCap {
-        max_send_wr: 32,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 16,
-    };
-    let init = |cq| QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
+    let cap = QpCap::new(32, 4, 1, 1).max_inline_data(16);
+    let init = |cq| QpInitAttr::rc(cq, cq).cap(cap);
     let mut a = pd.create_qp(&init(&send_cq))?;
     let mut b = pd.create_qp(&init(&recv_cq))?;
     // Port 1's RoCE v2 GID; the peer may write into our region.

@@ -47,25 +47,65 @@ pub struct AsyncEventType(pub u32);
 
 #[allow(missing_docs)] // the names are libibverbs'
 impl AsyncEventType {
+    /// `IBV_EVENT_CQ_ERR`.
+    #[doc(alias = "IBV_EVENT_CQ_ERR")]
     pub const CQ_ERR: Self = Self(abi::IBV_EVENT_CQ_ERR);
+    /// `IBV_EVENT_QP_FATAL`.
+    #[doc(alias = "IBV_EVENT_QP_FATAL")]
     pub const QP_FATAL: Self = Self(abi::IBV_EVENT_QP_FATAL);
+    /// `IBV_EVENT_QP_REQ_ERR`.
+    #[doc(alias = "IBV_EVENT_QP_REQ_ERR")]
     pub const QP_REQ_ERR: Self = Self(abi::IBV_EVENT_QP_REQ_ERR);
+    /// `IBV_EVENT_QP_ACCESS_ERR`.
+    #[doc(alias = "IBV_EVENT_QP_ACCESS_ERR")]
     pub const QP_ACCESS_ERR: Self = Self(abi::IBV_EVENT_QP_ACCESS_ERR);
+    /// `IBV_EVENT_COMM_EST`.
+    #[doc(alias = "IBV_EVENT_COMM_EST")]
     pub const COMM_EST: Self = Self(abi::IBV_EVENT_COMM_EST);
+    /// `IBV_EVENT_SQ_DRAINED`.
+    #[doc(alias = "IBV_EVENT_SQ_DRAINED")]
     pub const SQ_DRAINED: Self = Self(abi::IBV_EVENT_SQ_DRAINED);
+    /// `IBV_EVENT_PATH_MIG`.
+    #[doc(alias = "IBV_EVENT_PATH_MIG")]
     pub const PATH_MIG: Self = Self(abi::IBV_EVENT_PATH_MIG);
+    /// `IBV_EVENT_PATH_MIG_ERR`.
+    #[doc(alias = "IBV_EVENT_PATH_MIG_ERR")]
     pub const PATH_MIG_ERR: Self = Self(abi::IBV_EVENT_PATH_MIG_ERR);
+    /// `IBV_EVENT_DEVICE_FATAL`.
+    #[doc(alias = "IBV_EVENT_DEVICE_FATAL")]
     pub const DEVICE_FATAL: Self = Self(abi::IBV_EVENT_DEVICE_FATAL);
+    /// `IBV_EVENT_PORT_ACTIVE`.
+    #[doc(alias = "IBV_EVENT_PORT_ACTIVE")]
     pub const PORT_ACTIVE: Self = Self(abi::IBV_EVENT_PORT_ACTIVE);
+    /// `IBV_EVENT_PORT_ERR`.
+    #[doc(alias = "IBV_EVENT_PORT_ERR")]
     pub const PORT_ERR: Self = Self(abi::IBV_EVENT_PORT_ERR);
+    /// `IBV_EVENT_LID_CHANGE`.
+    #[doc(alias = "IBV_EVENT_LID_CHANGE")]
     pub const LID_CHANGE: Self = Self(abi::IBV_EVENT_LID_CHANGE);
+    /// `IBV_EVENT_PKEY_CHANGE`.
+    #[doc(alias = "IBV_EVENT_PKEY_CHANGE")]
     pub const PKEY_CHANGE: Self = Self(abi::IBV_EVENT_PKEY_CHANGE);
+    /// `IBV_EVENT_SM_CHANGE`.
+    #[doc(alias = "IBV_EVENT_SM_CHANGE")]
     pub const SM_CHANGE: Self = Self(abi::IBV_EVENT_SM_CHANGE);
+    /// `IBV_EVENT_SRQ_ERR`.
+    #[doc(alias = "IBV_EVENT_SRQ_ERR")]
     pub const SRQ_ERR: Self = Self(abi::IBV_EVENT_SRQ_ERR);
+    /// `IBV_EVENT_SRQ_LIMIT_REACHED`.
+    #[doc(alias = "IBV_EVENT_SRQ_LIMIT_REACHED")]
     pub const SRQ_LIMIT_REACHED: Self = Self(abi::IBV_EVENT_SRQ_LIMIT_REACHED);
+    /// `IBV_EVENT_QP_LAST_WQE_REACHED`.
+    #[doc(alias = "IBV_EVENT_QP_LAST_WQE_REACHED")]
     pub const QP_LAST_WQE_REACHED: Self = Self(abi::IBV_EVENT_QP_LAST_WQE_REACHED);
+    /// `IBV_EVENT_CLIENT_REREGISTER`.
+    #[doc(alias = "IBV_EVENT_CLIENT_REREGISTER")]
     pub const CLIENT_REREGISTER: Self = Self(abi::IBV_EVENT_CLIENT_REREGISTER);
+    /// `IBV_EVENT_GID_CHANGE`.
+    #[doc(alias = "IBV_EVENT_GID_CHANGE")]
     pub const GID_CHANGE: Self = Self(abi::IBV_EVENT_GID_CHANGE);
+    /// `IBV_EVENT_WQ_FATAL`.
+    #[doc(alias = "IBV_EVENT_WQ_FATAL")]
     pub const WQ_FATAL: Self = Self(abi::IBV_EVENT_WQ_FATAL);
 }
 

@@ -122,7 +122,13 @@ pub struct CompletionQueue {
 /// Options for [`Context::create_cq`].
 ///
 /// The optional arguments of `ibv_create_cq` / `ibv_create_cq_ex` (`struct ibv_cq_init_attr_ex`).
+///
+/// `CqOptions::new()` (no channel, vector 0, context 0, the standard
+/// completion fields, no parent domain; as `Default`) and the setters:
+/// `CqOptions::new().channel(&ch).comp_vector(0)`.
+#[doc(alias = "ibv_cq_init_attr_ex")]
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct CqOptions<'a> {
     /// The channel to signal when the CQ is armed and gets a completion.
     pub channel: Option<&'a CompletionChannel>,
@@ -151,6 +157,47 @@ pub struct CqOptions<'a> {
     /// libmlx5); rxe ignores it, as rdma-core's rxe. The CQ holds a parent
     /// domain: its destroy fails with `EBUSY` while the CQ exists.
     pub parent_domain: Option<&'a ProtectionDomain>,
+}
+
+impl<'a> CqOptions<'a> {
+    /// The options of a plain `ibv_create_cq` (as [`Default`]).
+    #[inline]
+    pub const fn new() -> Self {
+        CqOptions {
+            channel: None,
+            comp_vector: 0,
+            context: 0,
+            wc_flags: WcExFlags::STANDARD,
+            parent_domain: None,
+        }
+    }
+
+    /// Signals `channel` (`&channel`, or an `Option`) when the armed CQ
+    /// gets a completion.
+    #[inline]
+    #[must_use]
+    pub fn channel(mut self, channel: impl Into<Option<&'a CompletionChannel>>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    /// Takes the CQ's memory from the parent domain `pd`'s allocator
+    /// (`&pd`, or an `Option`).
+    #[inline]
+    #[must_use]
+    pub fn parent_domain(mut self, pd: impl Into<Option<&'a ProtectionDomain>>) -> Self {
+        self.parent_domain = pd.into();
+        self
+    }
+
+    crate::setters::setters! {
+        /// Sets the completion vector.
+        comp_vector: u32,
+        /// Sets the program's own value the CQ and its events carry.
+        context: u64,
+        /// Sets the completion fields to report.
+        wc_flags: WcExFlags,
+    }
 }
 
 impl Context {

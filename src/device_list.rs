@@ -124,6 +124,7 @@ impl NodeType {
 /// its `name` is what `ibv_get_device_name` returns.
 #[doc(alias = "ibv_get_device_name")]
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceInfo {
     /// The RDMA device name (`rxe0`, `mlx5_0`).
     pub name: String,

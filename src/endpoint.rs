@@ -77,7 +77,7 @@ impl Endpoint {
             lid: 0,
             gid,
             port: 1,
-            mtu: Mtu::MTU_1024,
+            mtu: Mtu::BYTES_1024,
             qkey: 0,
         }
     }
@@ -414,7 +414,7 @@ mod tests {
         let mut e = Endpoint::new(0x12_3456, 0xab_cdef, Gid([0xfe; 16]));
         e.lid = 0x0102;
         e.port = 2;
-        e.mtu = Mtu::MTU_4096;
+        e.mtu = Mtu::BYTES_4096;
         e.qkey = 0x1111_1111;
         e
     }

@@ -84,6 +84,12 @@
 //! | `ibv_wc_read_completion_wallclock_ns` (`IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK`) | [`CqPoll::completion_wallclock_ns`] (mlx5, with the kernel's clock info page) |
 //! | `ibv_create_qp`, `ibv_modify_qp`, `ibv_query_qp` | [`ProtectionDomain::create_qp`] → [`QueuePair::modify`], [`QueuePair::modify_to`], [`QueuePair::query`] |
 //! | `ibv_create_qp_ex` (`create_flags`, `send_ops_flags`) | [`ProtectionDomain::create_qp_with`], [`QpCreateOptions`] ([`QpCreateFlags`], [`SendOpsFlags`]) |
+//! | `ibv_qp_init_attr`, `ibv_qp_cap` | [`QpInitAttr::rc`] ([`QpInitAttr::uc`], [`QpInitAttr::ud`], [`QpInitAttr::new`]) and its setters, [`QpCap::new`]: `QpInitAttr::rc(&cq, &cq).cap(QpCap::new(16, 16, 1, 1))` |
+//! | `ibv_qp_attr`, `ibv_ah_attr`, `ibv_global_route` | [`QpAttr::new`] and a setter per field, [`AhAttr::new`], [`GlobalRoute::new`]: `QpAttr::new().qp_state(QpState::Init).port_num(1)` |
+//! | `ibv_cq_init_attr_ex` | [`CqOptions::new`] and its setters: `CqOptions::new().channel(&ch).comp_vector(0)` |
+//! | `ibv_srq_attr`, `ibv_srq_init_attr`, `rdma_conn_param` | [`SrqAttr::new`], [`SrqOptions::new`], [`cm::ConnParam::new`], each with its setters |
+//! | `IBV_MTU_256`, `IBV_MTU_512`, `IBV_MTU_1024`, `IBV_MTU_2048`, `IBV_MTU_4096` | [`Mtu::BYTES_256`] … [`Mtu::BYTES_4096`] |
+//! | `IBV_WC_SUCCESS`, `IBV_WC_*` (`enum ibv_wc_status`, `enum ibv_wc_opcode`), `IBV_EVENT_*` | [`WcStatus::SUCCESS`], the constants of [`WcStatus`], [`WcOpcode`], [`AsyncEventType`] (the C names without their prefix) |
 //! | `ibv_fork_init`, `ibv_is_fork_initialized`, `RDMAV_FORK_SAFE` | [`fork_init`], [`fork_status`] → [`ForkStatus`] |
 //! | `ibv_post_send`, `ibv_post_recv`, `struct ibv_send_wr` | [`QueuePair::post_send`], [`QueuePair::post_recv`], [`SendWr`], [`RecvWr`], [`Sge`] |
 //! | `ibv_wr_start`, `ibv_wr_*`, `ibv_wr_complete`, `ibv_wr_abort` (`ibv_qp_ex`) | one send session per QP ([`send_session`]), seen typed: [`QueuePair::start_wr`] → [`WrSession`] (see [`qp_ex`] for every `ibv_wr_*`); untyped: [`QueuePair::start_send`], [`SendBatch::push`], [`SendBatch::complete`], [`SendBatch::abort`]; call by call: [`QueuePair::begin_send`], [`QueuePair::push_send`], [`QueuePair::complete_send`], [`QueuePair::abort_send`] |
@@ -158,6 +164,7 @@ mod qp_attr;
 pub mod qp_ex;
 mod qp_options;
 mod qp_state;
+mod setters;
 /// `uverbs::qp_ex` under its name before issue 37 (`uverbs::qpx::{Rc, Mlx5,
 /// ...}` still resolve).
 #[doc(hidden)]
@@ -297,11 +304,17 @@ pub use mw::{MemoryWindow, MwBind, MwType};
 pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use qp::{QpInitAttr, QueuePair};
-pub use qp_attr::*;
+pub use qp_attr::{
+    AhAttr, GlobalRoute, PathMigState, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,
+};
 pub use qp_ex::WrSession;
 pub use qp_options::{QpCreateFlags, QpCreateOptions, SendOpsFlags};
 pub use qp_state::{check_modify, next_states, required_attrs};
-pub use query::*;
+pub use query_types::{
+    CqModerationCaps, DeviceAttr, DeviceCapFlags, DeviceCapFlagsEx, Gid, GidEntry, GidType,
+    LinkLayer, Mtu, OdpCaps, PortAttr, PortCapFlags, PortCapFlags2, PortState, RssCaps, RtValues,
+    TmCaps,
+};
 pub use queue_alloc::{QueueAllocRequest, QueueAllocator, QueueMemory, QueueResource};
 pub use recv_queue::RecvQueue;
 pub use send_session::SendBatch;

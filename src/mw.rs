@@ -145,7 +145,11 @@ impl ProtectionDomain {
 ///
 /// `struct ibv_mw_bind_info` plus the keys of `ibv_send_wr.bind_mw`, as
 /// rxe's send WQE carries them (`rxe_send_wr.wr.mw`).
+///
+/// [`MemoryWindow::bind_to`] makes one from a window and a region; by hand:
+/// `MwBind::new(mw_rkey, rkey).mr_lkey(lkey).addr(addr).length(len).access(rights)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MwBind {
     /// The window's current key.
     pub mw_rkey: u32,
@@ -161,6 +165,38 @@ pub struct MwBind {
     /// The window's rights: `REMOTE_READ`, `REMOTE_WRITE`, `REMOTE_ATOMIC`
     /// (`ZERO_BASED` is refused by rxe).
     pub access: AccessFlags,
+}
+
+impl MwBind {
+    /// A bind that moves the window keyed `mw_rkey` to key `rkey` over no
+    /// range with no rights (an unbind of a type 1 window); the setters give
+    /// it a range and rights.
+    #[inline]
+    pub const fn new(mw_rkey: u32, rkey: u32) -> Self {
+        MwBind {
+            mw_rkey,
+            rkey,
+            mr_lkey: 0,
+            addr: 0,
+            length: 0,
+            access: AccessFlags::empty(),
+        }
+    }
+
+    crate::setters::setters! {
+        /// Sets the window's current key.
+        mw_rkey: u32,
+        /// Sets the key the window gets.
+        rkey: u32,
+        /// Sets the local key of the region bound to.
+        mr_lkey: u32,
+        /// Sets the first address of the range.
+        addr: u64,
+        /// Sets the length of the range.
+        length: u64,
+        /// Sets the window's rights.
+        access: AccessFlags,
+    }
 }
 
 impl MemoryWindow {

@@ -45,7 +45,15 @@ use crate::{
 mod create;
 
 /// What [`ProtectionDomain::create_qp`](crate::ProtectionDomain::create_qp) takes (`struct ibv_qp_init_attr`).
+///
+/// Made by [`QpInitAttr::rc`] (or [`uc`](QpInitAttr::uc),
+/// [`ud`](QpInitAttr::ud), [`new`](QpInitAttr::new) for any type) with the
+/// two CQs, then set field by field:
+/// `QpInitAttr::rc(&cq, &cq).cap(QpCap::new(16, 16, 1, 1)).sq_sig_all(true)`.
+/// Unset fields are zero: no SRQ, no queue entries, context 0.
+#[doc(alias = "ibv_qp_init_attr")]
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct QpInitAttr<'a> {
     /// RC, UC or UD.
     pub qp_type: QpType,
@@ -64,6 +72,70 @@ pub struct QpInitAttr<'a> {
     /// `ibv_qp_init_attr`'s `qp_context`, e.g. an index into the program's
     /// connection table.
     pub context: u64,
+}
+
+impl<'a> QpInitAttr<'a> {
+    /// A QP of type `qp_type` completing sends to `send_cq` and receives to
+    /// `recv_cq` (they may be the same CQ); no queue entries yet: set
+    /// [`cap`](Self::cap).
+    #[inline]
+    pub const fn new(
+        qp_type: QpType,
+        send_cq: &'a CompletionQueue,
+        recv_cq: &'a CompletionQueue,
+    ) -> Self {
+        QpInitAttr {
+            qp_type,
+            send_cq,
+            recv_cq,
+            srq: None,
+            cap: QpCap::new(0, 0, 0, 0),
+            sq_sig_all: false,
+            context: 0,
+        }
+    }
+
+    /// A reliable connected QP ([`QpType::Rc`]).
+    #[inline]
+    pub const fn rc(send_cq: &'a CompletionQueue, recv_cq: &'a CompletionQueue) -> Self {
+        Self::new(QpType::Rc, send_cq, recv_cq)
+    }
+
+    /// An unreliable connected QP ([`QpType::Uc`]).
+    #[inline]
+    pub const fn uc(send_cq: &'a CompletionQueue, recv_cq: &'a CompletionQueue) -> Self {
+        Self::new(QpType::Uc, send_cq, recv_cq)
+    }
+
+    /// An unreliable datagram QP ([`QpType::Ud`]).
+    #[inline]
+    pub const fn ud(send_cq: &'a CompletionQueue, recv_cq: &'a CompletionQueue) -> Self {
+        Self::new(QpType::Ud, send_cq, recv_cq)
+    }
+
+    /// Receives from `srq` (`&srq`, or an `Option`) instead of the QP's own
+    /// receive queue.
+    #[inline]
+    #[must_use]
+    pub fn srq(mut self, srq: impl Into<Option<&'a SharedReceiveQueue>>) -> Self {
+        self.srq = srq.into();
+        self
+    }
+
+    crate::setters::setters! {
+        /// Sets the transport type.
+        qp_type: QpType,
+        /// Sets the CQ for send completions.
+        send_cq: &'a CompletionQueue,
+        /// Sets the CQ for receive completions.
+        recv_cq: &'a CompletionQueue,
+        /// Sets the requested queue sizes.
+        cap: QpCap,
+        /// Sets whether every send generates a completion.
+        sq_sig_all: bool,
+        /// Sets the program's own value the QP's events carry.
+        context: u64,
+    }
 }
 
 /// A QP's kernel object; async events hold an `Arc` of it.

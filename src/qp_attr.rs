@@ -291,7 +291,12 @@ impl QpAttrMask {
 }
 
 /// The global routing header of an address vector (`struct ibv_global_route`).
+///
+/// `GlobalRoute::new(dgid, sgid_index)` and the setters
+/// (`.hop_limit(64).traffic_class(0)`); the rest is zero, as `Default`.
+#[doc(alias = "ibv_global_route")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct GlobalRoute {
     /// Destination GID (for RoCE, the peer's IP address as a GID).
     pub dgid: Gid,
@@ -306,7 +311,13 @@ pub struct GlobalRoute {
 }
 
 /// An address vector: where a QP's packets go (`struct ibv_ah_attr`).
+///
+/// `AhAttr::new(port_num)` and the setters: `.dlid(lid)` on InfiniBand,
+/// `.grh(GlobalRoute::new(dgid, sgid_index))` on RoCE; the rest is zero, as
+/// `Default`.
+#[doc(alias = "ibv_ah_attr")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct AhAttr {
     /// The global route; `Some` sets `is_global` (required on RoCE ports).
     pub grh: Option<GlobalRoute>,
@@ -322,7 +333,72 @@ pub struct AhAttr {
     pub port_num: u8,
 }
 
+impl GlobalRoute {
+    /// A route to `dgid` from the source GID at `sgid_index`; flow label,
+    /// hop limit and traffic class zero.
+    #[inline]
+    pub const fn new(dgid: Gid, sgid_index: u8) -> Self {
+        GlobalRoute {
+            dgid,
+            flow_label: 0,
+            sgid_index,
+            hop_limit: 0,
+            traffic_class: 0,
+        }
+    }
+
+    crate::setters::setters! {
+        /// Sets the destination GID.
+        dgid: Gid,
+        /// Sets the IPv6 flow label (20 bits).
+        flow_label: u32,
+        /// Sets the source GID index.
+        sgid_index: u8,
+        /// Sets the hop limit (IPv6) / TTL.
+        hop_limit: u8,
+        /// Sets the traffic class (IPv6) / DSCP+ECN.
+        traffic_class: u8,
+    }
+}
+
 impl AhAttr {
+    /// An address vector out of local port `port_num` (from 1), with no
+    /// global route and everything else zero; add `.dlid(..)` or
+    /// `.grh(..)`.
+    #[inline]
+    pub const fn new(port_num: u8) -> Self {
+        AhAttr {
+            grh: None,
+            dlid: 0,
+            sl: 0,
+            src_path_bits: 0,
+            static_rate: 0,
+            port_num,
+        }
+    }
+
+    /// Sets the global route (`is_global`; required on RoCE ports): a
+    /// [`GlobalRoute`], or an `Option` (`None` removes it).
+    #[inline]
+    #[must_use]
+    pub fn grh(mut self, grh: impl Into<Option<GlobalRoute>>) -> Self {
+        self.grh = grh.into();
+        self
+    }
+
+    crate::setters::setters! {
+        /// Sets the destination LID (InfiniBand).
+        dlid: u16,
+        /// Sets the service level.
+        sl: u8,
+        /// Sets the source path bits.
+        src_path_bits: u8,
+        /// Sets the static rate (`enum ibv_rate`).
+        static_rate: u8,
+        /// Sets the local port (from 1).
+        port_num: u8,
+    }
+
     /// Whether the address vector has a global route (`is_global`).
     pub fn is_global(&self) -> bool {
         self.grh.is_some()
@@ -410,7 +486,12 @@ impl AhAttr {
 }
 
 /// Queue sizes of a QP (`struct ibv_qp_cap`).
+///
+/// `QpCap::new(max_send_wr, max_recv_wr, max_send_sge, max_recv_sge)`, and
+/// `.max_inline_data(n)` for inline sends.
+#[doc(alias = "ibv_qp_cap")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QpCap {
     /// Send queue depth (work requests).
     pub max_send_wr: u32,
@@ -428,9 +509,14 @@ pub struct QpCap {
 /// query commands carry them. Which fields a modify uses is said by a
 /// [`QpAttrMask`]; [`crate::required_attrs`] lists what each transition needs.
 ///
+/// Built with [`QpAttr::new`] (or [`QpAttr::with_state`]) and one setter per
+/// field: `QpAttr::new().qp_state(QpState::Init).port_num(1)`.
+///
 /// `Default` is all zeros: state RESET, MTU 0 (invalid: set `path_mtu`
 /// whenever `PATH_MTU` is in the mask).
+#[doc(alias = "ibv_qp_attr")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QpAttr {
     /// Next state (`STATE`); in a query, the current state.
     pub qp_state: QpState,
@@ -487,8 +573,49 @@ pub struct QpAttr {
     pub rate_limit: u32,
 }
 
+impl QpCap {
+    /// Queue sizes: work requests and scatter/gather entries per request of
+    /// each queue; no inline data.
+    #[inline]
+    pub const fn new(
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_send_sge: u32,
+        max_recv_sge: u32,
+    ) -> Self {
+        QpCap {
+            max_send_wr,
+            max_recv_wr,
+            max_send_sge,
+            max_recv_sge,
+            max_inline_data: 0,
+        }
+    }
+
+    crate::setters::setters! {
+        /// Sets the send queue depth.
+        max_send_wr: u32,
+        /// Sets the receive queue depth.
+        max_recv_wr: u32,
+        /// Sets the scatter/gather entries per send.
+        max_send_sge: u32,
+        /// Sets the scatter/gather entries per receive.
+        max_recv_sge: u32,
+        /// Sets the inline bytes per send.
+        max_inline_data: u32,
+    }
+}
+
 impl Default for QpAttr {
     fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl QpAttr {
+    /// All zeros (as [`Default`]): state RESET, nothing else set.
+    #[inline]
+    pub const fn new() -> Self {
         QpAttr {
             qp_state: QpState::Reset,
             cur_qp_state: QpState::Reset,
@@ -499,9 +626,9 @@ impl Default for QpAttr {
             sq_psn: 0,
             dest_qp_num: 0,
             qp_access_flags: AccessFlags::empty(),
-            cap: QpCap::default(),
-            ah_attr: AhAttr::default(),
-            alt_ah_attr: AhAttr::default(),
+            cap: QpCap::new(0, 0, 0, 0),
+            ah_attr: AhAttr::new(0),
+            alt_ah_attr: AhAttr::new(0),
             pkey_index: 0,
             alt_pkey_index: 0,
             en_sqd_async_notify: false,
@@ -518,26 +645,73 @@ impl Default for QpAttr {
             rate_limit: 0,
         }
     }
-}
-
-impl QpAttr {
-    /// All zeros (as [`Default`]).
-    pub fn new() -> Self {
-        Self::default()
-    }
 
     /// Attributes with `qp_state` set to `state`.
-    pub fn with_state(state: QpState) -> Self {
-        QpAttr {
-            qp_state: state,
-            ..Self::default()
-        }
+    #[inline]
+    pub const fn with_state(state: QpState) -> Self {
+        Self::new().qp_state(state)
+    }
+
+    crate::setters::setters! {
+        /// Sets the next state (`STATE`).
+        qp_state: QpState,
+        /// Sets the asserted current state (`CUR_STATE`).
+        cur_qp_state: QpState,
+        /// Sets the path MTU (`PATH_MTU`).
+        path_mtu: Mtu,
+        /// Sets the path migration state (`PATH_MIG_STATE`).
+        path_mig_state: PathMigState,
+        /// Sets the Q_Key (`QKEY`).
+        qkey: u32,
+        /// Sets the receive queue start PSN (`RQ_PSN`).
+        rq_psn: u32,
+        /// Sets the send queue start PSN (`SQ_PSN`).
+        sq_psn: u32,
+        /// Sets the remote QP number (`DEST_QPN`).
+        dest_qp_num: u32,
+        /// Sets what remote peers may do (`ACCESS_FLAGS`).
+        qp_access_flags: AccessFlags,
+        /// Sets the queue sizes (a query's field; no transition takes `CAP`).
+        cap: QpCap,
+        /// Sets the primary path (`AV`).
+        ah_attr: AhAttr,
+        /// Sets the alternate path (`ALT_PATH`).
+        alt_ah_attr: AhAttr,
+        /// Sets the P_Key index (`PKEY_INDEX`).
+        pkey_index: u16,
+        /// Sets the alternate path's P_Key index (`ALT_PATH`).
+        alt_pkey_index: u16,
+        /// Sets whether to ask for the SQ-drained event (`EN_SQD_ASYNC_NOTIFY`).
+        en_sqd_async_notify: bool,
+        /// Sets the query-only draining flag.
+        sq_draining: bool,
+        /// Sets the outstanding reads/atomics as initiator (`MAX_QP_RD_ATOMIC`).
+        max_rd_atomic: u8,
+        /// Sets the outstanding reads/atomics as responder (`MAX_DEST_RD_ATOMIC`).
+        max_dest_rd_atomic: u8,
+        /// Sets the minimum RNR NAK timer (`MIN_RNR_TIMER`).
+        min_rnr_timer: u8,
+        /// Sets the local port (`PORT`).
+        port_num: u8,
+        /// Sets the local ACK timeout (`TIMEOUT`).
+        timeout: u8,
+        /// Sets the retries on timeout (`RETRY_CNT`).
+        retry_cnt: u8,
+        /// Sets the retries on RNR NAK (`RNR_RETRY`).
+        rnr_retry: u8,
+        /// Sets the alternate path's port (`ALT_PATH`).
+        alt_port_num: u8,
+        /// Sets the alternate path's ACK timeout (`ALT_PATH`).
+        alt_timeout: u8,
+        /// Sets the packet pacing rate in kbps (`RATE_LIMIT`).
+        rate_limit: u32,
     }
 }
 
 /// What a query reports about how the QP was created (the `ibv_qp_init_attr`
 /// part of `ibv_query_qp`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct QpInitInfo {
     /// The queue sizes.
     pub cap: QpCap,

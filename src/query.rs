@@ -18,7 +18,7 @@ use crate::{
     sys::{Errno, WriteCmd},
 };
 
-pub use crate::query_types::*;
+use crate::query_types::{DeviceAttr, Gid, GidEntry, GidType, LinkLayer, PortAttr, RtValues};
 
 impl Context {
     /// Queries the device's attributes, like `ibv_query_device_ex`.

@@ -29,6 +29,7 @@ pub struct RtValues {
 /// Device attributes (`struct ibv_device_attr_ex`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[allow(missing_docs)] // the fields are ibv_device_attr's, documented there
+#[non_exhaustive]
 pub struct DeviceAttr {
     /// Firmware version, formatted by the provider as rdma-core does.
     pub fw_ver: String,
@@ -94,6 +95,7 @@ pub struct DeviceAttr {
 /// `struct ibv_odp_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct OdpCaps {
     pub general_caps: u64,
     pub rc_odp_caps: u32,
@@ -104,6 +106,7 @@ pub struct OdpCaps {
 /// `struct ibv_rss_caps` (the parts the core kernel reports).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct RssCaps {
     pub supported_qpts: u32,
     pub max_rwq_indirection_tables: u32,
@@ -113,6 +116,7 @@ pub struct RssCaps {
 /// `struct ibv_tm_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct TmCaps {
     pub max_rndv_hdr_size: u32,
     pub max_num_tags: u32,
@@ -124,6 +128,7 @@ pub struct TmCaps {
 /// `struct ibv_cq_moderation_caps`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct CqModerationCaps {
     pub max_cq_count: u16,
     pub max_cq_period: u16,
@@ -209,10 +214,11 @@ impl DeviceAttr {
 }
 
 /// Logical port state (`enum ibv_port_state`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PortState {
     /// No state change (`IBV_PORT_NOP`).
+    #[default]
     Nop,
     /// Link down.
     Down,
@@ -256,29 +262,46 @@ impl PortState {
     }
 }
 
-/// Path MTU (`enum ibv_mtu`): [`Mtu::MTU_256`] … [`Mtu::MTU_4096`].
+/// Path MTU (`enum ibv_mtu`): [`Mtu::BYTES_256`] … [`Mtu::BYTES_4096`].
 ///
 /// The kernel's value as it is (1 = 256 … 5 = 4096), so one the crate does
-/// not know survives; `Debug` shows the name (`MTU_1024`), or `Mtu(n)`.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// not know survives; `Debug` shows the name (`BYTES_1024`), or `Mtu(n)`.
+/// `Default` is `Mtu(0)`, no valid MTU (a zeroed `ibv_port_attr`'s).
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Mtu(pub u8);
 
 impl Mtu {
     /// 256 bytes (`IBV_MTU_256`).
     #[doc(alias = "IBV_MTU_256")]
-    pub const MTU_256: Self = Self(1);
+    pub const BYTES_256: Self = Self(1);
     /// 512 bytes (`IBV_MTU_512`).
     #[doc(alias = "IBV_MTU_512")]
-    pub const MTU_512: Self = Self(2);
+    pub const BYTES_512: Self = Self(2);
     /// 1024 bytes (`IBV_MTU_1024`).
     #[doc(alias = "IBV_MTU_1024")]
-    pub const MTU_1024: Self = Self(3);
+    pub const BYTES_1024: Self = Self(3);
     /// 2048 bytes (`IBV_MTU_2048`).
     #[doc(alias = "IBV_MTU_2048")]
-    pub const MTU_2048: Self = Self(4);
+    pub const BYTES_2048: Self = Self(4);
     /// 4096 bytes (`IBV_MTU_4096`).
     #[doc(alias = "IBV_MTU_4096")]
-    pub const MTU_4096: Self = Self(5);
+    pub const BYTES_4096: Self = Self(5);
+
+    /// [`Mtu::BYTES_256`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_256")]
+    pub const MTU_256: Self = Self::BYTES_256;
+    /// [`Mtu::BYTES_512`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_512")]
+    pub const MTU_512: Self = Self::BYTES_512;
+    /// [`Mtu::BYTES_1024`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_1024")]
+    pub const MTU_1024: Self = Self::BYTES_1024;
+    /// [`Mtu::BYTES_2048`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_2048")]
+    pub const MTU_2048: Self = Self::BYTES_2048;
+    /// [`Mtu::BYTES_4096`] under its name before issue 42.
+    #[deprecated(since = "0.1.0", note = "use Mtu::BYTES_4096")]
+    pub const MTU_4096: Self = Self::BYTES_4096;
 
     /// The MTU in bytes, if the value is a valid `ibv_mtu`.
     pub fn bytes(self) -> Option<u32> {
@@ -288,18 +311,24 @@ impl Mtu {
     /// From a size in bytes (256, 512, 1024, 2048 or 4096).
     pub fn from_bytes(bytes: u32) -> Option<Self> {
         match bytes {
-            256 => Some(Mtu::MTU_256),
-            512 => Some(Mtu::MTU_512),
-            1024 => Some(Mtu::MTU_1024),
-            2048 => Some(Mtu::MTU_2048),
-            4096 => Some(Mtu::MTU_4096),
+            256 => Some(Mtu::BYTES_256),
+            512 => Some(Mtu::BYTES_512),
+            1024 => Some(Mtu::BYTES_1024),
+            2048 => Some(Mtu::BYTES_2048),
+            4096 => Some(Mtu::BYTES_4096),
             _ => None,
         }
     }
 
-    /// The constant's name (`"MTU_1024"`), if the value has one.
+    /// The constant's name (`"BYTES_1024"`), if the value has one.
     pub fn name(self) -> Option<&'static str> {
-        const NAMES: [&str; 5] = ["MTU_256", "MTU_512", "MTU_1024", "MTU_2048", "MTU_4096"];
+        const NAMES: [&str; 5] = [
+            "BYTES_256",
+            "BYTES_512",
+            "BYTES_1024",
+            "BYTES_2048",
+            "BYTES_4096",
+        ];
         NAMES.get(usize::from(self.0).wrapping_sub(1)).copied()
     }
 }
@@ -316,10 +345,11 @@ impl fmt::Debug for Mtu {
 /// Link layer of a port (`IBV_LINK_LAYER_*`).
 ///
 /// `IBV_LINK_LAYER_*` in libibverbs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LinkLayer {
     /// Not reported (treated as InfiniBand by libibverbs).
+    #[default]
     Unspecified,
     /// InfiniBand.
     InfiniBand,
@@ -341,9 +371,10 @@ impl LinkLayer {
     }
 }
 
-/// Port attributes (`struct ibv_port_attr`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Port attributes (`struct ibv_port_attr`); `Default` is all zeros.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct PortAttr {
     pub state: PortState,
     pub max_mtu: Mtu,
@@ -477,10 +508,11 @@ impl fmt::Debug for Gid {
 }
 
 /// GID type (`enum ibv_gid_type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum GidType {
     /// InfiniBand.
+    #[default]
     Ib,
     /// RoCE v1 (Ethernet, GRH over EtherType 0x8915).
     RoceV1,
@@ -502,8 +534,9 @@ impl GidType {
     }
 }
 
-/// One GID table entry (`struct ibv_gid_entry`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One GID table entry (`struct ibv_gid_entry`); `Default` is all zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GidEntry {
     /// The GID.
     pub gid: Gid,

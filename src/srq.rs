@@ -33,8 +33,11 @@ use crate::{
 /// in the UAPI headers): the attribute mask bit for the limit.
 const SRQ_LIMIT: u32 = 1 << 1;
 
-/// Sizes of an SRQ (`struct ibv_srq_attr`).
+/// Sizes of an SRQ (`struct ibv_srq_attr`): `SrqAttr::new(max_wr, max_sge)`,
+/// and `.srq_limit(n)` to arm the limit event.
+#[doc(alias = "ibv_srq_attr")]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SrqAttr {
     /// Receive work requests it holds.
     pub max_wr: u32,
@@ -43,6 +46,28 @@ pub struct SrqAttr {
     /// When fewer than this many requests remain, `SRQ_LIMIT_REACHED` fires
     /// once (0: disarmed).
     pub srq_limit: u32,
+}
+
+impl SrqAttr {
+    /// Room for `max_wr` receive work requests of up to `max_sge` entries;
+    /// the limit disarmed.
+    #[inline]
+    pub const fn new(max_wr: u32, max_sge: u32) -> Self {
+        SrqAttr {
+            max_wr,
+            max_sge,
+            srq_limit: 0,
+        }
+    }
+
+    crate::setters::setters! {
+        /// Sets the receive work requests it holds.
+        max_wr: u32,
+        /// Sets the scatter/gather entries per work request.
+        max_sge: u32,
+        /// Sets the limit (0: disarmed).
+        srq_limit: u32,
+    }
 }
 
 /// An SRQ's kernel object; QPs on it and its async events hold an `Arc`.
@@ -111,13 +136,29 @@ pub struct SharedReceiveQueue {
     srq_num: u32,
 }
 
-/// How to create an SRQ beyond its sizes ([`ProtectionDomain::create_srq_with`]).
+/// How to create an SRQ beyond its sizes ([`ProtectionDomain::create_srq_with`]):
+/// `SrqOptions::new().context(7)`; the rest of `struct ibv_srq_init_attr`.
+#[doc(alias = "ibv_srq_init_attr")]
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct SrqOptions {
     /// A value of the program's own that the SRQ's async events carry
     /// ([`SharedReceiveQueue::context`], [`crate::AsyncEvent::context`]):
     /// `ibv_srq_init_attr`'s `srq_context`.
     pub context: u64,
+}
+
+impl SrqOptions {
+    /// No options (as [`Default`]).
+    #[inline]
+    pub const fn new() -> Self {
+        SrqOptions { context: 0 }
+    }
+
+    crate::setters::setters! {
+        /// Sets the program's own value the SRQ's events carry.
+        context: u64,
+    }
 }
 
 impl ProtectionDomain {

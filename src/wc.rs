@@ -13,49 +13,71 @@ use bitflags::bitflags;
 pub struct WcStatus(pub u32);
 
 impl WcStatus {
-    /// The operation succeeded.
+    /// The operation succeeded (`IBV_WC_SUCCESS`).
+    #[doc(alias = "IBV_WC_SUCCESS")]
     pub const SUCCESS: Self = Self(0);
-    /// Local length error (e.g. a receive buffer too small).
+    /// Local length error (e.g. a receive buffer too small) (`IBV_WC_LOC_LEN_ERR`).
+    #[doc(alias = "IBV_WC_LOC_LEN_ERR")]
     pub const LOC_LEN_ERR: Self = Self(1);
-    /// Local QP operation error.
+    /// Local QP operation error (`IBV_WC_LOC_QP_OP_ERR`).
+    #[doc(alias = "IBV_WC_LOC_QP_OP_ERR")]
     pub const LOC_QP_OP_ERR: Self = Self(2);
-    /// Local EE context operation error.
+    /// Local EE context operation error (`IBV_WC_LOC_EEC_OP_ERR`).
+    #[doc(alias = "IBV_WC_LOC_EEC_OP_ERR")]
     pub const LOC_EEC_OP_ERR: Self = Self(3);
-    /// Local protection error (bad lkey or access).
+    /// Local protection error (bad lkey or access) (`IBV_WC_LOC_PROT_ERR`).
+    #[doc(alias = "IBV_WC_LOC_PROT_ERR")]
     pub const LOC_PROT_ERR: Self = Self(4);
-    /// Flushed: the QP went to the error state.
+    /// Flushed: the QP went to the error state (`IBV_WC_WR_FLUSH_ERR`).
+    #[doc(alias = "IBV_WC_WR_FLUSH_ERR")]
     pub const WR_FLUSH_ERR: Self = Self(5);
-    /// Memory window bind error.
+    /// Memory window bind error (`IBV_WC_MW_BIND_ERR`).
+    #[doc(alias = "IBV_WC_MW_BIND_ERR")]
     pub const MW_BIND_ERR: Self = Self(6);
-    /// Bad response.
+    /// Bad response (`IBV_WC_BAD_RESP_ERR`).
+    #[doc(alias = "IBV_WC_BAD_RESP_ERR")]
     pub const BAD_RESP_ERR: Self = Self(7);
-    /// Local access error.
+    /// Local access error (`IBV_WC_LOC_ACCESS_ERR`).
+    #[doc(alias = "IBV_WC_LOC_ACCESS_ERR")]
     pub const LOC_ACCESS_ERR: Self = Self(8);
-    /// Remote invalid request.
+    /// Remote invalid request (`IBV_WC_REM_INV_REQ_ERR`).
+    #[doc(alias = "IBV_WC_REM_INV_REQ_ERR")]
     pub const REM_INV_REQ_ERR: Self = Self(9);
-    /// Remote access error (bad rkey or rights).
+    /// Remote access error (bad rkey or rights) (`IBV_WC_REM_ACCESS_ERR`).
+    #[doc(alias = "IBV_WC_REM_ACCESS_ERR")]
     pub const REM_ACCESS_ERR: Self = Self(10);
-    /// Remote operation error.
+    /// Remote operation error (`IBV_WC_REM_OP_ERR`).
+    #[doc(alias = "IBV_WC_REM_OP_ERR")]
     pub const REM_OP_ERR: Self = Self(11);
-    /// Transport retry counter exceeded.
+    /// Transport retry counter exceeded (`IBV_WC_RETRY_EXC_ERR`).
+    #[doc(alias = "IBV_WC_RETRY_EXC_ERR")]
     pub const RETRY_EXC_ERR: Self = Self(12);
-    /// RNR retry counter exceeded (no receive posted at the peer).
+    /// RNR retry counter exceeded (no receive posted at the peer) (`IBV_WC_RNR_RETRY_EXC_ERR`).
+    #[doc(alias = "IBV_WC_RNR_RETRY_EXC_ERR")]
     pub const RNR_RETRY_EXC_ERR: Self = Self(13);
-    /// Local RDD violation.
+    /// Local RDD violation (`IBV_WC_LOC_RDD_VIOL_ERR`).
+    #[doc(alias = "IBV_WC_LOC_RDD_VIOL_ERR")]
     pub const LOC_RDD_VIOL_ERR: Self = Self(14);
-    /// Remote invalid RD request.
+    /// Remote invalid RD request (`IBV_WC_REM_INV_RD_REQ_ERR`).
+    #[doc(alias = "IBV_WC_REM_INV_RD_REQ_ERR")]
     pub const REM_INV_RD_REQ_ERR: Self = Self(15);
-    /// Remote aborted.
+    /// Remote aborted (`IBV_WC_REM_ABORT_ERR`).
+    #[doc(alias = "IBV_WC_REM_ABORT_ERR")]
     pub const REM_ABORT_ERR: Self = Self(16);
-    /// Invalid EE context number.
+    /// Invalid EE context number (`IBV_WC_INV_EECN_ERR`).
+    #[doc(alias = "IBV_WC_INV_EECN_ERR")]
     pub const INV_EECN_ERR: Self = Self(17);
-    /// Invalid EE context state.
+    /// Invalid EE context state (`IBV_WC_INV_EEC_STATE_ERR`).
+    #[doc(alias = "IBV_WC_INV_EEC_STATE_ERR")]
     pub const INV_EEC_STATE_ERR: Self = Self(18);
-    /// Fatal error.
+    /// Fatal error (`IBV_WC_FATAL_ERR`).
+    #[doc(alias = "IBV_WC_FATAL_ERR")]
     pub const FATAL_ERR: Self = Self(19);
-    /// Response timeout.
+    /// Response timeout (`IBV_WC_RESP_TIMEOUT_ERR`).
+    #[doc(alias = "IBV_WC_RESP_TIMEOUT_ERR")]
     pub const RESP_TIMEOUT_ERR: Self = Self(20);
-    /// General error.
+    /// General error (`IBV_WC_GENERAL_ERR`).
+    #[doc(alias = "IBV_WC_GENERAL_ERR")]
     pub const GENERAL_ERR: Self = Self(21);
 
     /// Whether the status is `SUCCESS`.
@@ -111,26 +133,36 @@ impl fmt::Display for WcStatus {
 pub struct WcOpcode(pub u32);
 
 impl WcOpcode {
-    /// A send completed.
+    /// A send completed (`IBV_WC_SEND`).
+    #[doc(alias = "IBV_WC_SEND")]
     pub const SEND: Self = Self(0);
-    /// An RDMA write completed.
+    /// An RDMA write completed (`IBV_WC_RDMA_WRITE`).
+    #[doc(alias = "IBV_WC_RDMA_WRITE")]
     pub const RDMA_WRITE: Self = Self(1);
-    /// An RDMA read completed.
+    /// An RDMA read completed (`IBV_WC_RDMA_READ`).
+    #[doc(alias = "IBV_WC_RDMA_READ")]
     pub const RDMA_READ: Self = Self(2);
-    /// A compare-and-swap completed.
+    /// A compare-and-swap completed (`IBV_WC_COMP_SWAP`).
+    #[doc(alias = "IBV_WC_COMP_SWAP")]
     pub const COMP_SWAP: Self = Self(3);
-    /// A fetch-and-add completed.
+    /// A fetch-and-add completed (`IBV_WC_FETCH_ADD`).
+    #[doc(alias = "IBV_WC_FETCH_ADD")]
     pub const FETCH_ADD: Self = Self(4);
-    /// A memory window bind completed.
+    /// A memory window bind completed (`IBV_WC_BIND_MW`).
+    #[doc(alias = "IBV_WC_BIND_MW")]
     pub const BIND_MW: Self = Self(5);
-    /// A local invalidate completed.
+    /// A local invalidate completed (`IBV_WC_LOCAL_INV`).
+    #[doc(alias = "IBV_WC_LOCAL_INV")]
     pub const LOCAL_INV: Self = Self(6);
     /// An atomic write completed (`IB_UVERBS_WC_ATOMIC_WRITE`, Linux 6.2's
     /// ib_user_verbs.h; `IBV_WC_ATOMIC_WRITE` in rdma-core's verbs.h).
+    #[doc(alias = "IBV_WC_ATOMIC_WRITE")]
     pub const ATOMIC_WRITE: Self = Self(9);
-    /// A receive completed.
+    /// A receive completed (`IBV_WC_RECV`).
+    #[doc(alias = "IBV_WC_RECV")]
     pub const RECV: Self = Self(128);
-    /// A receive consumed by an RDMA write with immediate.
+    /// A receive consumed by an RDMA write with immediate (`IBV_WC_RECV_RDMA_WITH_IMM`).
+    #[doc(alias = "IBV_WC_RECV_RDMA_WITH_IMM")]
     pub const RECV_RDMA_WITH_IMM: Self = Self(129);
     /// A WQE the program wrote itself completed (mlx5's raw WQEs,
     /// `mlx5dv_wr_raw_wqe`: `IBV_WC_DRIVER2`, alias `MLX5DV_WC_RAW_WQE`).
@@ -311,6 +343,7 @@ impl WcExFlags {
 
 /// A work completion (`struct ibv_wc`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WorkCompletion {
     /// The `wr_id` of the work request.
     pub wr_id: u64,

@@ -16,8 +16,9 @@
 use bitflags::bitflags;
 
 /// A scatter/gather element (`struct ibv_sge`): `length` bytes at `addr` of the
-/// region whose local key is `lkey`.
+/// region whose local key is `lkey`: [`Sge::new`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Sge {
     /// Virtual address (the registration's iova space).
     pub addr: u64,
@@ -31,6 +32,15 @@ impl Sge {
     /// An element; see [`crate::MemoryRegion::sge`] for a bounds-checked one.
     pub const fn new(addr: u64, length: u32, lkey: u32) -> Self {
         Sge { addr, length, lkey }
+    }
+
+    crate::setters::setters! {
+        /// Sets the address.
+        addr: u64,
+        /// Sets the length in bytes.
+        length: u32,
+        /// Sets the region's local key.
+        lkey: u32,
     }
 }
 
@@ -55,13 +65,16 @@ bitflags! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendOp {
     /// `IBV_WR_SEND`.
+    #[doc(alias = "IBV_WR_SEND")]
     Send,
     /// `IBV_WR_SEND_WITH_IMM`: the receiver sees `imm` in its completion.
+    #[doc(alias = "IBV_WR_SEND_WITH_IMM")]
     SendWithImm {
         /// Immediate data (host order; sent big-endian).
         imm: u32,
     },
     /// `IBV_WR_RDMA_WRITE` to `remote_addr` in the region of `rkey`.
+    #[doc(alias = "IBV_WR_RDMA_WRITE")]
     RdmaWrite {
         /// Remote virtual address.
         remote_addr: u64,
@@ -69,6 +82,7 @@ pub enum SendOp {
         rkey: u32,
     },
     /// `IBV_WR_RDMA_WRITE_WITH_IMM`: also consumes a receive at the peer.
+    #[doc(alias = "IBV_WR_RDMA_WRITE_WITH_IMM")]
     RdmaWriteWithImm {
         /// Remote virtual address.
         remote_addr: u64,
@@ -78,6 +92,7 @@ pub enum SendOp {
         imm: u32,
     },
     /// `IBV_WR_RDMA_READ` from `remote_addr` into the local SGEs.
+    #[doc(alias = "IBV_WR_RDMA_READ")]
     RdmaRead {
         /// Remote virtual address.
         remote_addr: u64,
@@ -86,6 +101,7 @@ pub enum SendOp {
     },
     /// `IBV_WR_ATOMIC_CMP_AND_SWP` on the 8 bytes at `remote_addr`; the old
     /// value lands in the (8-byte) local SGE.
+    #[doc(alias = "IBV_WR_ATOMIC_CMP_AND_SWP")]
     CompareSwap {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
@@ -97,6 +113,7 @@ pub enum SendOp {
         swap: u64,
     },
     /// `IBV_WR_ATOMIC_FETCH_AND_ADD` on the 8 bytes at `remote_addr`.
+    #[doc(alias = "IBV_WR_ATOMIC_FETCH_AND_ADD")]
     FetchAdd {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
@@ -107,6 +124,7 @@ pub enum SendOp {
     },
     /// `IBV_WR_SEND_WITH_INV`: a send that also invalidates the remote key
     /// `rkey` at the receiver (its completion reports it).
+    #[doc(alias = "IBV_WR_SEND_WITH_INV")]
     SendWithInvalidate {
         /// The receiver's key to invalidate.
         rkey: u32,
@@ -115,16 +133,19 @@ pub enum SendOp {
     // check for them is then one comparison.
     /// `IBV_WR_LOCAL_INV`: invalidates the window (or fast-registered
     /// region) of `rkey` at this side; no payload.
+    #[doc(alias = "IBV_WR_LOCAL_INV")]
     LocalInvalidate {
         /// The key to invalidate.
         rkey: u32,
     },
     /// `IBV_WR_BIND_MW`: binds a memory window ([`crate::MemoryWindow::bind_to`]);
     /// no payload, RC and UC QPs.
+    #[doc(alias = "IBV_WR_BIND_MW")]
     BindMw(crate::MwBind),
     /// `IBV_WR_ATOMIC_WRITE`: writes the 8 bytes `data` at `remote_addr`
     /// (8-byte aligned) as one atomic access; no payload, RC QPs. Kernels
     /// from 6.2 (6.1's rxe completes it with a local QP operation error).
+    #[doc(alias = "IBV_WR_ATOMIC_WRITE")]
     AtomicWrite {
         /// Remote virtual address (8-byte aligned).
         remote_addr: u64,
@@ -198,8 +219,10 @@ impl SendOp {
 
 /// Where a UD send goes: an address handle, the remote QP number and Q_Key.
 ///
-/// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`).
+/// The `wr.ud` part of libibverbs' `struct ibv_send_wr` (`ah`, `remote_qpn`, `remote_qkey`):
+/// [`UdDest::new`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct UdDest<'a> {
     /// The address handle of the destination.
     pub ah: &'a crate::AddressHandle,
@@ -210,6 +233,25 @@ pub struct UdDest<'a> {
 }
 
 impl<'a> UdDest<'a> {
+    /// The QP `remote_qpn` with Q_Key `remote_qkey`, reached through `ah`.
+    #[inline]
+    pub const fn new(ah: &'a crate::AddressHandle, remote_qpn: u32, remote_qkey: u32) -> Self {
+        UdDest {
+            ah,
+            remote_qpn,
+            remote_qkey,
+        }
+    }
+
+    crate::setters::setters! {
+        /// Sets the address handle.
+        ah: &'a crate::AddressHandle,
+        /// Sets the remote QP number.
+        remote_qpn: u32,
+        /// Sets the remote Q_Key.
+        remote_qkey: u32,
+    }
+
     /// The provider's data of the destination's address handle.
     pub(crate) fn ah_driver(&self) -> &'a crate::providers::AnyAh {
         self.ah.driver()
@@ -227,8 +269,12 @@ pub enum Payload<'a> {
     Inline(&'a [u8]),
 }
 
-/// A send work request (`struct ibv_send_wr`).
+/// A send work request (`struct ibv_send_wr`): [`SendWr::new`] or
+/// [`SendWr::send`], then [`inline`](SendWr::inline),
+/// [`flags`](SendWr::flags), [`unsignaled`](SendWr::unsignaled),
+/// [`to`](SendWr::to).
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct SendWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,
@@ -245,7 +291,7 @@ pub struct SendWr<'a> {
 impl<'a> SendWr<'a> {
     /// A signaled work request for `op` with a scatter/gather list.
     #[inline]
-    pub fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
+    pub const fn new(wr_id: u64, op: SendOp, sges: &'a [Sge]) -> Self {
         SendWr {
             wr_id,
             op,
@@ -257,28 +303,56 @@ impl<'a> SendWr<'a> {
 
     /// A signaled `SEND`.
     #[inline]
-    pub fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
+    pub const fn send(wr_id: u64, sges: &'a [Sge]) -> Self {
         Self::new(wr_id, SendOp::Send, sges)
+    }
+
+    /// Replaces the payload.
+    #[inline]
+    pub const fn payload(mut self, payload: Payload<'a>) -> Self {
+        self.payload = payload;
+        self
+    }
+
+    /// Replaces the payload with the scatter/gather list `sges`.
+    #[inline]
+    pub const fn sges(mut self, sges: &'a [Sge]) -> Self {
+        self.payload = Payload::Sges(sges);
+        self
+    }
+
+    /// Sets the operation.
+    #[inline]
+    pub const fn op(mut self, op: SendOp) -> Self {
+        self.op = op;
+        self
+    }
+
+    /// Sets the id returned in the completion.
+    #[inline]
+    pub const fn wr_id(mut self, wr_id: u64) -> Self {
+        self.wr_id = wr_id;
+        self
     }
 
     /// Replaces the payload with inline bytes.
     #[inline]
-    pub fn inline(mut self, data: &'a [u8]) -> Self {
+    pub const fn inline(mut self, data: &'a [u8]) -> Self {
         self.payload = Payload::Inline(data);
         self
     }
 
     /// Sets the flags (replacing the default `SIGNALED`).
     #[inline]
-    pub fn flags(mut self, flags: SendFlags) -> Self {
+    pub const fn flags(mut self, flags: SendFlags) -> Self {
         self.flags = flags;
         self
     }
 
     /// Makes the request unsignaled.
     #[inline]
-    pub fn unsignaled(mut self) -> Self {
-        self.flags.remove(SendFlags::SIGNALED);
+    pub const fn unsignaled(mut self) -> Self {
+        self.flags = self.flags.difference(SendFlags::SIGNALED);
         self
     }
 
@@ -289,8 +363,17 @@ impl<'a> SendWr<'a> {
     /// GRH not counted. Check the length before posting: following IB spec
     /// C10-93.1.1, rxe sends nothing for a longer message and still
     /// completes it successfully, so the data is silently lost.
-    pub fn to(mut self, dest: UdDest<'a>) -> Self {
+    #[inline]
+    pub const fn to(mut self, dest: UdDest<'a>) -> Self {
         self.ud = Some(dest);
+        self
+    }
+
+    /// Sets or clears the UD destination ([`to`](Self::to) with an
+    /// `Option`).
+    #[inline]
+    pub const fn ud(mut self, ud: Option<UdDest<'a>>) -> Self {
+        self.ud = ud;
         self
     }
 
@@ -303,8 +386,9 @@ impl<'a> SendWr<'a> {
     }
 }
 
-/// A receive work request (`struct ibv_recv_wr`).
+/// A receive work request (`struct ibv_recv_wr`): [`RecvWr::new`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct RecvWr<'a> {
     /// Returned in the completion.
     pub wr_id: u64,
@@ -314,7 +398,8 @@ pub struct RecvWr<'a> {
 
 impl<'a> RecvWr<'a> {
     /// A receive work request.
-    pub fn new(wr_id: u64, sges: &'a [Sge]) -> Self {
+    #[inline]
+    pub const fn new(wr_id: u64, sges: &'a [Sge]) -> Self {
         RecvWr { wr_id, sges }
     }
 }

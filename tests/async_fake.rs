@@ -15,8 +15,8 @@ use std::{
 use uverbs::testing::rxe::*;
 use uverbs::{
     abi, sys::Errno, AsyncElement, AsyncEventType as T, CompletionQueue, Context, CqOptions,
-    ErrorKind, EventAffiliation, EventSeverity, ProtectionDomain, QpCap, QpInitAttr, QpType,
-    QueuePair, SharedReceiveQueue, SrqAttr, SrqOptions,
+    ErrorKind, EventAffiliation, EventSeverity, ProtectionDomain, QpCap, QpInitAttr, QueuePair,
+    SharedReceiveQueue, SrqAttr, SrqOptions,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -61,13 +61,7 @@ struct Objs {
 }
 
 fn cap() -> QpCap {
-    QpCap {
-        max_send_wr: 8,
-        max_recv_wr: 8,
-        max_send_sge: 2,
-        max_recv_sge: 2,
-        max_inline_data: 64,
-    }
+    QpCap::new(8, 8, 2, 2).max_inline_data(64)
 }
 
 /// The contexts the program gives its objects (`cq_context`,
@@ -81,36 +75,13 @@ fn objects() -> Objs {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx
-        .create_cq(
-            4,
-            CqOptions {
-                context: CQ_CONTEXT,
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(4, CqOptions::new().context(CQ_CONTEXT))
         .unwrap();
     let srq = pd
-        .create_srq_with(
-            SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-            SrqOptions {
-                context: SRQ_CONTEXT,
-            },
-        )
+        .create_srq_with(SrqAttr::new(8, 1), SrqOptions::new().context(SRQ_CONTEXT))
         .unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: QP_CONTEXT,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(),
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).context(QP_CONTEXT).cap(cap()))
         .unwrap();
     Objs {
         fake,

@@ -13,22 +13,8 @@ use uverbs::{
 };
 
 fn qp(pd: &uverbs::ProtectionDomain, cq: &CompletionQueue, t: QpType) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: t,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 8,
-            max_recv_wr: 8,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 64,
-        },
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("create {t} QP: {e:#}"))
+    pd.create_qp(&QpInitAttr::new(t, cq, cq).cap(QpCap::new(8, 8, 1, 1).max_inline_data(64)))
+        .unwrap_or_else(|e| panic!("create {t} QP: {e:#}"))
 }
 
 /// Runs the device, then polls until `n` completions came.
@@ -99,7 +85,7 @@ fn two_rc_qps_brought_up_from_each_others_bytes_exchange_messages() {
     // endpoints say so, and the path MTU is the smaller of the two.
     assert_eq!(
         (b_seen_by_a.mtu, qa.path_mtu),
-        (Mtu::MTU_1024, Mtu::MTU_1024)
+        (Mtu::BYTES_1024, Mtu::BYTES_1024)
     );
     assert_eq!(
         (qa.timeout, qa.retry_cnt, qa.rnr_retry, qa.min_rnr_timer),
@@ -149,11 +135,7 @@ fn a_ud_qp_is_brought_up_and_reaches_its_peer_through_the_endpoints_address() {
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
         .unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b_seen_by_a.qp_num,
-        remote_qkey: b_seen_by_a.qkey,
-    };
+    let dest = UdDest::new(&ah, b_seen_by_a.qp_num, b_seen_by_a.qkey);
     a.post_send(&[SendWr::send(1, &[]).inline(b"datagram").to(dest)])
         .unwrap();
     assert_eq!(

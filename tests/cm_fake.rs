@@ -307,17 +307,14 @@ fn address_and_connection_commands_are_framed_as_the_kernel_parses_them() {
         }
     );
 
-    let param = ConnParam {
-        private_data: b"hello".to_vec(),
-        responder_resources: 1,
-        initiator_depth: 2,
-        flow_control: 1,
-        retry_count: 7,
-        rnr_retry_count: 6,
-        srq: false,
-        qp_num: 0x11,
-        qkey: 0,
-    };
+    let param = ConnParam::new()
+        .private_data(b"hello")
+        .responder_resources(1)
+        .initiator_depth(2)
+        .flow_control(1)
+        .retry_count(7)
+        .rnr_retry_count(6)
+        .qp_num(0x11);
     id.connect(&param).unwrap();
     let mut conn = vec![0u8; 272];
     conn[0..4].copy_from_slice(&u32b(0x11));
@@ -412,10 +409,7 @@ fn private_data_over_256_bytes_is_refused_before_the_kernel() {
     let k = Ucma::new();
     let id = k.channel().create_id(PortSpace::Tcp).unwrap();
     let n = k.seen().len();
-    let big = ConnParam {
-        private_data: vec![0; 257],
-        ..ConnParam::default()
-    };
+    let big = ConnParam::new().private_data(vec![0; 257]);
     assert!(id.connect(&big).is_err());
     assert!(id.reject(&[0; 257]).is_err());
     assert_eq!(k.seen().len(), n);
@@ -1027,22 +1021,8 @@ fn notify_errors_explain_and_only_cm_events_of_the_qp_are_forwarded() {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(rxe::DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(4, CqOptions::default()).unwrap();
-    let cap = QpCap {
-        max_send_wr: 4,
-        max_recv_wr: 4,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: uverbs::QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
+    let cap = QpCap::new(4, 4, 1, 1);
+    let init = QpInitAttr::rc(&cq, &cq).cap(cap);
     let (qp, other) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
     let uh = fake.user_handle(rxe::Kind::Qp, qp.handle());
     let other_uh = fake.user_handle(rxe::Kind::Qp, other.handle());

@@ -145,9 +145,10 @@ fn write_only_mode_gives_the_same_answers_as_ioctl_mode() {
     assert_eq!(pa.port_cap_flags2.bits(), 0x20);
     assert_eq!(pb.port_cap_flags2.bits(), 0);
     assert_eq!(
-        uverbs::PortAttr {
-            port_cap_flags2: uverbs::PortCapFlags2::empty(),
-            ..pa
+        {
+            let mut v = pa;
+            v.port_cap_flags2 = uverbs::PortCapFlags2::empty();
+            v
         },
         pb
     );
@@ -270,21 +271,10 @@ fn rxe_refuses_other_qp_types_as_the_kernel_does() {
     let cq = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
     fake.kernel.clear_calls();
     let err = pd
-        .create_qp(&uverbs::QpInitAttr {
-            qp_type: uverbs::QpType::RawPacket,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: uverbs::QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-            context: 0,
-        })
+        .create_qp(
+            &uverbs::QpInitAttr::new(uverbs::QpType::RawPacket, &cq, &cq)
+                .cap(uverbs::QpCap::new(4, 4, 1, 1)),
+        )
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::UnsupportedProvider, "{err}");
     assert_eq!(err.errno(), Errno::EOPNOTSUPP);

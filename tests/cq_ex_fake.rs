@@ -12,7 +12,7 @@
 
 use uverbs::{
     abi::IbUverbsWc, testing::rxe::*, CompletionQueue, Context, CqOptions, CqPoll, ErrorKind,
-    QpCap, QpInitAttr, QpType, WcExFlags, WcFlags, WcStatus, WorkCompletion,
+    QpCap, QpInitAttr, WcExFlags, WcFlags, WcStatus, WorkCompletion,
 };
 use zerocopy::FromZeros;
 
@@ -62,20 +62,22 @@ fn cqe(i: u32) -> IbUverbsWc {
 
 /// The current completion of a session, accessor by accessor.
 fn read(s: &CqPoll<'_>) -> WorkCompletion {
-    let wc = WorkCompletion {
-        wr_id: s.wr_id(),
-        status: s.status(),
-        opcode: s.opcode(),
-        vendor_err: s.vendor_err(),
-        byte_len: s.byte_len(),
-        imm_data: s.imm_data().or(s.invalidated_rkey()).unwrap_or(0),
-        qp_num: s.qp_num(),
-        src_qp: s.src_qp(),
-        wc_flags: s.wc_flags(),
-        pkey_index: s.pkey_index(),
-        slid: s.slid(),
-        sl: s.sl(),
-        dlid_path_bits: s.dlid_path_bits(),
+    let wc = {
+        let mut v = WorkCompletion::default();
+        v.wr_id = s.wr_id();
+        v.status = s.status();
+        v.opcode = s.opcode();
+        v.vendor_err = s.vendor_err();
+        v.byte_len = s.byte_len();
+        v.imm_data = s.imm_data().or(s.invalidated_rkey()).unwrap_or(0);
+        v.qp_num = s.qp_num();
+        v.src_qp = s.src_qp();
+        v.wc_flags = s.wc_flags();
+        v.pkey_index = s.pkey_index();
+        v.slid = s.slid();
+        v.sl = s.sl();
+        v.dlid_path_bits = s.dlid_path_bits();
+        v
     };
     assert_eq!(s.work_completion(), wc);
     assert_eq!(s.completion_ts(), None, "rxe has no timestamps");
@@ -191,10 +193,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
         WcExFlags::COMPLETION_TIMESTAMP,
         WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(8, opts).expect_err("rxe has no timestamps");
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP);
@@ -204,10 +203,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
         );
     }
     for flag in [WcExFlags::CVLAN, WcExFlags::FLOW_TAG, WcExFlags::TM_INFO] {
-        let opts = CqOptions {
-            wc_flags: flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(flag);
         let e = ctx
             .create_cq(8, opts)
             .expect_err("rxe has only the standard fields");
@@ -215,10 +211,7 @@ fn rxe_refuses_completion_timestamps_by_name() {
     }
     // The standard fields, or fewer, are what rxe has.
     for flags in [WcExFlags::STANDARD, WcExFlags::QP_NUM, WcExFlags::empty()] {
-        let opts = CqOptions {
-            wc_flags: flags,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(flags);
         ctx.create_cq(8, opts).unwrap();
     }
 }
@@ -234,21 +227,7 @@ fn on_rxe_a_destroyed_qps_completions_are_still_returned_as_rdma_core_does() {
     let mut cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     let ring = fake.cq_ring(cq.handle()).unwrap();
     for i in 0..6u64 {

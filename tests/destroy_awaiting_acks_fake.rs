@@ -9,7 +9,7 @@ use std::{sync::mpsc, thread, time::Duration};
 use uverbs::testing::rxe::{fake_rxe, Kind, DEV};
 use uverbs::{
     sys::Errno, AsyncEventType, CompletionQueue, Context, CqOptions, ErrorKind, QpCap, QpInitAttr,
-    QpType, SrqAttr,
+    SrqAttr,
 };
 use uverbs_test_support::bounded;
 
@@ -32,10 +32,7 @@ fn a_cq_destroy_sends_its_command_then_waits_for_deferred_counts() {
     let fake = fake_rxe();
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let ch = ctx.create_comp_channel().unwrap();
-    let opts = CqOptions {
-        channel: Some(&ch),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&ch);
     let cq = ctx.create_cq(8, opts).unwrap();
     for _ in 0..2 {
         cq.req_notify(false).unwrap();
@@ -70,21 +67,7 @@ fn a_qp_destroy_waits_for_its_deferred_async_event() {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     // While the QP uses it, the CQ's destroy is refused before its
     // command and the CQ comes back.
@@ -122,13 +105,7 @@ fn an_srq_destroy_waits_for_its_deferred_async_event() {
     let fake = fake_rxe();
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
-    let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 8,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pd.create_srq(SrqAttr::new(8, 1)).unwrap();
     let uh = fake.user_handle(Kind::Srq, srq.handle());
     fake.push_event(AsyncEventType::SRQ_LIMIT_REACHED.0, uh);
     ctx.get_async_event_timeout(Some(PATIENCE))
@@ -158,27 +135,10 @@ fn a_refused_destroy_keeps_the_counts_acknowledgeable() {
     let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let ch = ctx.create_comp_channel().unwrap();
-    let opts = CqOptions {
-        channel: Some(&ch),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&ch);
     let cq = ctx.create_cq(8, opts).unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::ud(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     cq.req_notify(false).unwrap();
     assert!(fake.push_comp_event(cq.handle()));

@@ -25,8 +25,7 @@ use std::{
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::Errno, AsyncElement, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqOptions, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SharedReceiveQueue,
-    SrqAttr,
+    CqOptions, ProtectionDomain, QpCap, QpInitAttr, QueuePair, RecvWr, SharedReceiveQueue, SrqAttr,
 };
 
 use uverbs_test_support::bounded::{DESTROY_WAITS, PATIENCE};
@@ -48,42 +47,18 @@ fn rig() -> Rig {
 
 impl Rig {
     fn cq(&self, context: u64) -> CompletionQueue {
-        let opts = CqOptions {
-            channel: Some(&self.ch),
-            context,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().channel(&self.ch).context(context);
         self.ctx.create_cq(8, opts).unwrap()
     }
 
     fn qp(&self, cq: &CompletionQueue, srq: Option<&SharedReceiveQueue>) -> QueuePair {
         self.pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: cq,
-                recv_cq: cq,
-                srq,
-                cap: QpCap {
-                    max_send_wr: 4,
-                    max_recv_wr: 4,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(cq, cq).srq(srq).cap(QpCap::new(4, 4, 1, 1)))
             .unwrap()
     }
 
     fn srq(&self) -> SharedReceiveQueue {
-        self.pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap()
+        self.pd.create_srq(SrqAttr::new(8, 1)).unwrap()
     }
 
     fn uh(&self, kind: Kind, handle: u32) -> u64 {

@@ -102,7 +102,7 @@ fn every_example_is_reachable_from_the_crate_docs() {
 }
 
 /// The C names of the crate root's "libibverbs names" table: each
-/// backticked `ibv_*`, `rdma_*` or `mlx5dv_*` name of the left column
+/// backticked `ibv_*`, `IBV_*`, `rdma_*` or `mlx5dv_*` name of the left column
 /// (`name(_ex)` is two names; `prefix_*` families and `struct` names are
 /// left out: they name many items or a type).
 fn table_names(lib: &str) -> Vec<String> {
@@ -121,7 +121,7 @@ fn table_names(lib: &str) -> Vec<String> {
         };
         let left = row.split(" | ").next().unwrap_or("");
         for cell in left.split('`').skip(1).step_by(2) {
-            let is_c = ["ibv_", "rdma_", "mlx5dv_"]
+            let is_c = ["ibv_", "IBV_", "rdma_", "mlx5dv_"]
                 .iter()
                 .any(|p| cell.starts_with(p));
             if !is_c || cell.contains('*') || cell.contains(' ') {
@@ -170,11 +170,17 @@ fn every_c_name_of_the_names_table_is_a_doc_alias() {
 fn the_table_parser_reads_names_and_ex_forms() {
     let lib = "//! # libibverbs names\n//!\n//! | C | uverbs |\n//! |---|---|\n\
                //! | `ibv_query_device(_ex)`, `ibv_destroy_*`, `struct ibv_wc` | [`X`] |\n\
-               //! | `rdma_notify` | [`Y`], `ibv_not_this_column` |\n//!\n//! # Layout\n\
+               //! | `rdma_notify`, `IBV_MTU_256`, `IBV_WC_*` | [`Y`], `ibv_not_this_column` |\n\
+               //!\n//! # Layout\n\
                //! | `ibv_after` | x |\n";
     assert_eq!(
         table_names(lib),
-        ["ibv_query_device", "ibv_query_device_ex", "rdma_notify"]
+        [
+            "ibv_query_device",
+            "ibv_query_device_ex",
+            "rdma_notify",
+            "IBV_MTU_256"
+        ]
     );
 }
 

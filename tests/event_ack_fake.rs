@@ -17,7 +17,7 @@ use std::{sync::mpsc, thread, time::Duration};
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::Errno, AsyncEvent, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqEvent, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair,
+    CqEvent, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QueuePair,
     SharedReceiveQueue, SrqAttr,
 };
 
@@ -41,42 +41,18 @@ fn rig() -> Rig {
 
 impl Rig {
     fn cq(&self, context: u64) -> CompletionQueue {
-        let opts = CqOptions {
-            channel: Some(&self.ch),
-            context,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().channel(&self.ch).context(context);
         self.ctx.create_cq(8, opts).unwrap()
     }
 
     fn qp(&self, cq: &CompletionQueue) -> QueuePair {
         self.pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: cq,
-                recv_cq: cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 4,
-                    max_recv_wr: 4,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(cq, cq).cap(QpCap::new(4, 4, 1, 1)))
             .unwrap()
     }
 
     fn srq(&self) -> SharedReceiveQueue {
-        self.pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap()
+        self.pd.create_srq(SrqAttr::new(8, 1)).unwrap()
     }
 
     /// Queues a completion event for `cq` (armed first, as the kernel

@@ -58,13 +58,7 @@ fn a_refused_destroy_leaves_the_device_memory_mapped_and_in_use() {
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let lone_cq = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 8,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pd.create_srq(SrqAttr::new(8, 1)).unwrap();
     let all = AccessFlags::LOCAL_WRITE
         | AccessFlags::REMOTE_WRITE
         | AccessFlags::REMOTE_READ
@@ -178,11 +172,7 @@ fn a_refused_address_handle_comes_back_and_still_sends() {
     model.refuse_destroys(false);
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
         .unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     a.post_send(&[SendWr::send(1, &[]).inline(b"after").to(dest)])
         .unwrap();
     assert_eq!(poll_one(&model, &mut cq_a).status, WcStatus::SUCCESS);

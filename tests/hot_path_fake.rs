@@ -18,7 +18,7 @@ use uverbs::{
     qp_ex::{Mlx5, Rc, Rxe},
     sys::fake::Call,
     testing::mlx5::Mlx5Model,
-    AccessFlags, CompletionQueue, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState, QpType,
+    AccessFlags, CompletionQueue, Context, CqOptions, QpAttr, QpCap, QpInitAttr, QpState,
     QueuePair, RecvWr, SendWr, SrqAttr, WcExFlags, WorkCompletion,
 };
 
@@ -236,29 +236,14 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
     let ctx = Context::open_with(model.dyn_kernel(), None).unwrap();
     let pd = ctx.alloc_pd().unwrap();
     // With timestamps: the sessions below take the timestamped poll.
-    let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD
+    let opts = CqOptions::new().wc_flags(
+        WcExFlags::STANDARD
             | WcExFlags::COMPLETION_TIMESTAMP
             | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
-        ..CqOptions::default()
-    };
+    );
     let mut cq = ctx.create_cq(32, opts).unwrap();
     let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 16,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(8, 8, 1, 1).max_inline_data(16)))
         .unwrap();
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let gid = ctx.query_gid(1, 1).unwrap().unwrap().gid;
@@ -272,11 +257,7 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
         attr.path_mtu = uverbs::Mtu(3);
         attr.dest_qp_num = qp.qp_num();
         attr.ah_attr.port_num = 1;
-        attr.ah_attr.grh = Some(uverbs::GlobalRoute {
-            dgid: gid,
-            sgid_index: 1,
-            ..Default::default()
-        });
+        attr.ah_attr.grh = Some(uverbs::GlobalRoute::new(gid, 1));
         qp.modify_to(&attr).unwrap();
         attr.qp_state = QpState::Rts;
         qp.modify_to(&attr).unwrap();
@@ -324,29 +305,13 @@ fn mlx5_post_and_poll_make_no_syscall_and_never_allocate() {
 
     // A QP on an SRQ: its receives complete through the SRQ's free list,
     // under its lock.
-    let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 4,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = pd.create_srq(SrqAttr::new(4, 1)).unwrap();
     let mut on_srq = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: Some(&srq),
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 0,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 16,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(
+            &QpInitAttr::rc(&cq, &cq)
+                .srq(&srq)
+                .cap(QpCap::new(8, 0, 1, 1).max_inline_data(16)),
+        )
         .unwrap();
     loop_back(&mut on_srq);
     // Warm up: the CQ caches this QP.

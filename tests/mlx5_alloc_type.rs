@@ -12,8 +12,8 @@
 
 use uverbs::testing::mlx5::fake_mlx5;
 use uverbs::{
-    sys::Errno, CqOptions, ParentDomainAttr, QpType, QueueAllocRequest, QueueAllocator,
-    QueueMemory, SrqAttr,
+    sys::Errno, CqOptions, ParentDomainAttr, QueueAllocRequest, QueueAllocator, QueueMemory,
+    SrqAttr,
 };
 
 use uverbs_test_support::mlx5_pair::*;
@@ -61,11 +61,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
     let model = fake_mlx5();
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
-    let srq_attr = SrqAttr {
-        max_wr: 16,
-        max_sge: 1,
-        srq_limit: 0,
-    };
+    let srq_attr = SrqAttr::new(16, 1);
     // What each type does to a CQ, a QP and an SRQ: Ok(buffer addresses)
     // or the errno of the first create that failed.
     let objects = |pd: &uverbs::ProtectionDomain| -> Result<[u64; 3], Errno> {
@@ -73,15 +69,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
             .create_cq(100, CqOptions::default())
             .map_err(|e| e.errno())?;
         let qp = pd
-            .create_qp(&uverbs::QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: cap(100, 1, 0),
-                sq_sig_all: false,
-                context: 0,
-            })
+            .create_qp(&uverbs::QpInitAttr::rc(&cq, &cq).cap(cap(100, 1, 0)))
             .map_err(|e| e.errno())?;
         let srq = pd.create_srq(srq_attr).map_err(|e| e.errno())?;
         let cqn = model.cqn_of_handle(cq.handle()).unwrap();
@@ -118,15 +106,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
             assert_eq!(srq.is_err(), *v == "MLX_SRQ_ALLOC_TYPE", "{v}");
             let qp_fails = i == 0;
             if let Ok(cq) = cq {
-                let qp = pd.create_qp(&uverbs::QpInitAttr {
-                    qp_type: QpType::Ud,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    srq: None,
-                    cap: cap(4, 1, 0),
-                    sq_sig_all: false,
-                    context: 0,
-                });
+                let qp = pd.create_qp(&uverbs::QpInitAttr::ud(&cq, &cq).cap(cap(4, 1, 0)));
                 assert_eq!(qp.is_err(), qp_fails, "{v}");
             }
         }
@@ -162,13 +142,7 @@ fn allocation_types_fail_and_fall_back_as_libmlx5s() {
         .alloc_parent_domain(ParentDomainAttr::new().with_allocator(std::sync::Arc::new(Defaults)))
         .unwrap();
     let cq = ctx
-        .create_cq(
-            8,
-            CqOptions {
-                parent_domain: Some(&pdom),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(8, CqOptions::new().parent_domain(&pdom))
         .expect("a parent domain's CQ ignores MLX_CQ_ALLOC_TYPE");
     pdom.create_srq(srq_attr)
         .expect("a parent domain's SRQ ignores MLX_SRQ_ALLOC_TYPE");

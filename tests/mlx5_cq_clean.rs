@@ -43,10 +43,7 @@ fn rig(stamped: bool) -> Rig {
     } else {
         WcExFlags::STANDARD
     };
-    let opts = CqOptions {
-        wc_flags,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(wc_flags);
     let cq = ctx.create_cq(64, opts).unwrap();
     let a = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
     let b = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
@@ -189,10 +186,7 @@ fn after_a_reset_its_old_completions_go_and_its_new_ones_come() {
     writes(&r.model, &mut r.a, &r.mr, 0xa0);
     writes(&r.model, &mut r.b, &r.mr, 0xb0);
     assert_eq!(take_one(&mut r.cq), 0xa0);
-    let reset = QpAttr {
-        qp_state: QpState::Reset,
-        ..QpAttr::default()
-    };
+    let reset = QpAttr::new().qp_state(QpState::Reset);
     r.a.modify_to(&reset).unwrap();
     let g = gid(&r.ctx);
     connect(&r.a, r.a.qp_num(), g, 7);

@@ -51,20 +51,22 @@ fn read(s: &CqPoll<'_>) -> Taken {
         s.invalidated_rkey().is_some(),
         flags.contains(WcFlags::WITH_INVALIDATE)
     );
-    let wc = WorkCompletion {
-        wr_id: s.wr_id(),
-        status: s.status(),
-        opcode: s.opcode(),
-        vendor_err: s.vendor_err(),
-        byte_len: s.byte_len(),
-        imm_data: s.imm_data().or(s.invalidated_rkey()).unwrap_or(0),
-        qp_num: s.qp_num(),
-        src_qp: s.src_qp(),
-        wc_flags: flags,
-        pkey_index: s.pkey_index(),
-        slid: s.slid(),
-        sl: s.sl(),
-        dlid_path_bits: s.dlid_path_bits(),
+    let wc = {
+        let mut v = WorkCompletion::default();
+        v.wr_id = s.wr_id();
+        v.status = s.status();
+        v.opcode = s.opcode();
+        v.vendor_err = s.vendor_err();
+        v.byte_len = s.byte_len();
+        v.imm_data = s.imm_data().or(s.invalidated_rkey()).unwrap_or(0);
+        v.qp_num = s.qp_num();
+        v.src_qp = s.src_qp();
+        v.wc_flags = flags;
+        v.pkey_index = s.pkey_index();
+        v.slid = s.slid();
+        v.sl = s.sl();
+        v.dlid_path_bits = s.dlid_path_bits();
+        v
     };
     assert_eq!(s.work_completion(), wc);
     (wc, s.completion_ts())
@@ -120,33 +122,20 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
     let model = fake_mlx5();
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
-    let opts = CqOptions {
-        wc_flags,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(wc_flags);
     let mut cqs = [
         ctx.create_cq(256, opts).unwrap(),
         ctx.create_cq(256, opts).unwrap(),
     ];
-    let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pd.create_srq(SrqAttr::new(16, 1)).unwrap();
     let g = gid(&ctx);
     let (sq, rq) = (&cqs[0], &cqs[1]);
     let qp = |qp_type, send: &CompletionQueue, recv: &CompletionQueue, srq| {
-        pd.create_qp(&uverbs::QpInitAttr {
-            context: 0,
-            qp_type,
-            send_cq: send,
-            recv_cq: recv,
-            srq,
-            cap: cap(128, 2, 64),
-            sq_sig_all: false,
-        })
+        pd.create_qp(
+            &uverbs::QpInitAttr::new(qp_type, send, recv)
+                .srq(srq)
+                .cap(cap(128, 2, 64)),
+        )
         .unwrap()
     };
     let mut a = qp(QpType::Rc, sq, rq, None);
@@ -245,16 +234,7 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
 
     // UD: the receiver sees the sender's QP and the GRH.
     let ah = pd
-        .create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: g,
-                sgid_index: 1,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
+        .create_ah(&AhAttr::new(1).grh(GlobalRoute::new(g, 1).hop_limit(64)))
         .unwrap();
     let ud_bufs: Vec<_> = (0..3)
         .map(|i| [mr.sge(16384 + 256 * i, 104).unwrap()])
@@ -262,11 +242,7 @@ fn scenario(how: Drain, wc_flags: WcExFlags) -> Outcome {
     for (i, sge) in ud_bufs.iter().enumerate() {
         d.post_recv(&[RecvWr::new(200 + i as u64, sge)]).unwrap();
     }
-    let to_d = UdDest {
-        ah: &ah,
-        remote_qpn: d.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let to_d = UdDest::new(&ah, d.qp_num(), QKEY);
     c.post_send(&[
         SendWr::send(40, &[]).inline(b"datagram").to(to_d),
         SendWr::new(41, SendOp::SendWithImm { imm: 77 }, &src).to(to_d),
@@ -440,10 +416,7 @@ fn timestamps_tick_at_the_core_clock_the_device_reports() {
     assert_eq!(attr.completion_timestamp_mask, 0x7fff_ffff_ffff_ffff);
     assert_eq!(attr.hca_core_clock, 156_250, "kHz");
     let pd = ctx.alloc_pd().unwrap();
-    let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP);
     let mut cq = ctx.create_cq(16, opts).unwrap();
     assert_eq!(cq.wc_flags(), opts.wc_flags);
     let mut qp = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 16));
@@ -561,27 +534,18 @@ fn fields_mlx5_does_not_report_are_refused_by_name() {
         (WcExFlags::FLOW_TAG, "FLOW_TAG"),
         (WcExFlags::TM_INFO, "TM_INFO"),
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(16, opts).expect_err(name);
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{name}: {e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP, "{name}");
         assert!(e.to_string().contains(name), "{name}: {e}");
     }
-    let opts = CqOptions {
-        wc_flags: WcExFlags::from_bits_retain(1 << 12),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::from_bits_retain(1 << 12));
     let e = ctx.create_cq(16, opts).expect_err("an unknown bit");
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert!(e.to_string().contains("0x1000"), "{e}");
     // Fewer fields than the standard ones is fine (they are decoded anyway).
-    let opts = CqOptions {
-        wc_flags: WcExFlags::BYTE_LEN,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(WcExFlags::BYTE_LEN);
     let cq = ctx.create_cq(16, opts).unwrap();
     assert_eq!(cq.wc_flags(), WcExFlags::BYTE_LEN);
 }

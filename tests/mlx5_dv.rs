@@ -166,15 +166,8 @@ fn the_views_show_what_the_library_wrote_and_the_device_completed() {
     assert_eq!(op_own & 1, 0, "owner bit of the first pass");
     // SRQ and AH views.
     let srq =
-        p.pd.create_srq_with(
-            SrqAttr {
-                max_wr: 32,
-                max_sge: 2,
-                srq_limit: 0,
-            },
-            Default::default(),
-        )
-        .unwrap();
+        p.pd.create_srq_with(SrqAttr::new(32, 2), Default::default())
+            .unwrap();
     let sv = m.srq_view(&srq).unwrap();
     assert_eq!((sv.head, sv.stride), (0, 64));
     assert!(sv.tail >= 32 && sv.tail + 1 == sv.tail.next_power_of_two());
@@ -363,21 +356,7 @@ fn a_raw_wqe_on_an_rxe_qp_is_the_wrong_provider() {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
     let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: uverbs::QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 4,
-                max_recv_wr: 4,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::ud(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
         .unwrap();
     for (state, mask) in [
         (
@@ -387,12 +366,7 @@ fn a_raw_wqe_on_an_rxe_qp_is_the_wrong_provider() {
         (QpState::Rtr, QpAttrMask::STATE),
         (QpState::Rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN),
     ] {
-        let attr = QpAttr {
-            qp_state: state,
-            port_num: 1,
-            qkey: 0x11,
-            ..QpAttr::default()
-        };
+        let attr = QpAttr::new().qp_state(state).port_num(1).qkey(0x11);
         qp.modify(&attr, mask).unwrap();
     }
     qp.begin_send().unwrap();
@@ -426,21 +400,7 @@ fn mlx5_qps_take_mlx5s_attributes_as_libmlx5_checks_them() {
     let m = ctx.mlx5().unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
-    let init = |qp_type| QpInitAttr {
-        qp_type,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 8,
-            max_recv_wr: 8,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-        context: 0,
-    };
+    let init = |qp_type| QpInitAttr::new(qp_type, &cq, &cq).cap(QpCap::new(8, 8, 1, 1));
     let opts = QpCreateOptions::new();
     let attr = Mlx5QpAttr::default;
     type Row = (&'static str, QpType, Mlx5QpAttr, Option<(ErrorKind, Errno)>);
@@ -559,8 +519,8 @@ fn an_mlx5dv_qp_with_raw_wqes_posts_them() {
     use uverbs::mlx5::{Mlx5QpAttr, Mlx5SendOps};
     use uverbs::qp_ex::{Mlx5, Rc};
     use uverbs::{
-        AccessFlags, CqOptions, QpCap, QpCreateOptions, QpInitAttr, QpType, SendOpsFlags, SendWr,
-        WcOpcode, WcStatus,
+        AccessFlags, CqOptions, QpCap, QpCreateOptions, QpInitAttr, SendOpsFlags, SendWr, WcOpcode,
+        WcStatus,
     };
     let model = fake_mlx5();
     let ctx = open(&model);
@@ -570,21 +530,7 @@ fn an_mlx5dv_qp_with_raw_wqes_posts_them() {
     let mut qp = m
         .create_qp(
             &pd,
-            &QpInitAttr {
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 8,
-                    max_recv_wr: 8,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-                context: 0,
-            },
+            &QpInitAttr::rc(&cq, &cq).cap(QpCap::new(8, 8, 1, 1)),
             &QpCreateOptions::new().send_ops(SendOpsFlags::RDMA_WRITE),
             Mlx5QpAttr::default().send_ops(Mlx5SendOps::RAW_WQE),
         )

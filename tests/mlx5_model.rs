@@ -387,11 +387,7 @@ fn ud_sends_carry_the_address_vector() {
     } = ud_pair();
     b.post_recv(&[RecvWr::new(5, &[mr.sge(0, 40 + 64).unwrap()])])
         .unwrap();
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     a.post_send(&[SendWr::send(1, &[]).inline(b"datagram").to(dest)])
         .unwrap();
     let ca = run_and_poll(&model, &mut cq_a, 1);
@@ -408,10 +404,7 @@ fn ud_sends_carry_the_address_vector() {
     // A wrong Q_Key is dropped by the responder: nothing arrives.
     b.post_recv(&[RecvWr::new(6, &[mr.sge(0, 104).unwrap()])])
         .unwrap();
-    let bad = UdDest {
-        remote_qkey: 0x999,
-        ..dest
-    };
+    let bad = dest.remote_qkey(0x999);
     a.post_send(&[SendWr::send(2, &[]).inline(b"x").to(bad)])
         .unwrap();
     run_and_poll(&model, &mut cq_a, 1);
@@ -426,13 +419,7 @@ fn an_srq_feeds_two_qps_and_recycles_its_wqes() {
     let ctx = open(&model);
     let pd = ctx.alloc_pd().unwrap();
     let mut cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 4,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let mut srq = pd.create_srq(SrqAttr::new(4, 1)).unwrap();
     let mut a = create_qp(&pd, QpType::Rc, &cq, None, cap(8, 1, 16));
     let b = create_qp(&pd, QpType::Rc, &cq, Some(&srq), cap(8, 1, 16));
     let c = create_qp(&pd, QpType::Rc, &cq, Some(&srq), cap(8, 1, 16));
@@ -690,11 +677,7 @@ fn each_qp_type_carries_exactly_its_operations() {
             add: 1,
         },
     ];
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let mut rc = create_qp(&pd, QpType::Rc, &cq, None, cap(16, 1, 0));
     connect(&rc, rc.qp_num(), gid(&ctx), 7);
@@ -719,14 +702,11 @@ fn each_qp_type_carries_exactly_its_operations() {
     }
     // The operations this provider builds no WQE for (windows,
     // invalidations, atomic writes) are refused on RC too, naming mlx5.
-    let bind = uverbs::MwBind {
-        mw_rkey: 1,
-        rkey: 2,
-        mr_lkey: mr.lkey(),
-        addr: mr.addr(),
-        length: 8,
-        access: uverbs::AccessFlags::REMOTE_READ,
-    };
+    let bind = uverbs::MwBind::new(1, 2)
+        .mr_lkey(mr.lkey())
+        .addr(mr.addr())
+        .length(8)
+        .access(uverbs::AccessFlags::REMOTE_READ);
     let lacking = [
         SendOp::LocalInvalidate { rkey: 1 },
         SendOp::SendWithInvalidate { rkey: 1 },
@@ -795,16 +775,7 @@ fn arming_uses_the_sequence_number_and_events_reach_the_channel() {
     let _ = ctx;
     // A CQ with a channel on the pair's context.
     let ch = p._ctx.create_comp_channel().unwrap();
-    let mut cq = p
-        ._ctx
-        .create_cq(
-            8,
-            CqOptions {
-                channel: Some(&ch),
-                ..CqOptions::default()
-            },
-        )
-        .unwrap();
+    let mut cq = p._ctx.create_cq(8, CqOptions::new().channel(&ch)).unwrap();
     let mut qp = create_qp(&p.pd, QpType::Rc, &cq, None, cap(8, 1, 16));
     let mut peer = create_qp(&p.pd, QpType::Rc, &p.cq_b, None, cap(8, 1, 16));
     let g = gid(&p._ctx);
@@ -918,12 +889,12 @@ fn posts_follow_the_qp_state_through_every_transition_and_reset() {
         refused(p.a.post_recv(&recv(10)), "a receive in RESET");
         refused(p.a.start_send().map(drop), "a send batch in RESET");
         // In INIT: receives, no sends.
-        p.a.modify_to(&QpAttr {
-            qp_state: QpState::Init,
-            port_num: 1,
-            qp_access_flags: all,
-            ..QpAttr::default()
-        })
+        p.a.modify_to(
+            &QpAttr::new()
+                .qp_state(QpState::Init)
+                .port_num(1)
+                .qp_access_flags(all),
+        )
         .unwrap();
         p.a.post_recv(&recv(11)).unwrap();
         refused(p.a.post_send(&send(11)), "a send in INIT");
@@ -1090,15 +1061,7 @@ fn a_bfreg_outside_the_rules_fails_the_qp_create() {
         let pd = ctx.alloc_pd().unwrap();
         let cq = ctx.create_cq(8, CqOptions::default()).unwrap();
         let e = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: cap(4, 1, 16),
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(4, 1, 16)))
             .map(|qp| qp.qp_num())
             .expect_err("a bfreg with 48-byte halves");
         assert_eq!(e.kind(), ErrorKind::Malformed, "static {static_uars}: {e}");

@@ -143,14 +143,8 @@ fn parent(pd: &ProtectionDomain, a: &Arc<Recorder>) -> ProtectionDomain {
 }
 
 fn cq_in(ctx: &Context, pd: &ProtectionDomain, cqe: u32) -> CompletionQueue {
-    ctx.create_cq(
-        cqe,
-        CqOptions {
-            parent_domain: Some(pd),
-            ..CqOptions::default()
-        },
-    )
-    .unwrap()
+    ctx.create_cq(cqe, CqOptions::new().parent_domain(pd))
+        .unwrap()
 }
 
 /// libmlx5's `mlx5_set_custom_qp_alignment`, from the model's view of the
@@ -175,13 +169,7 @@ fn queue_memory_comes_from_the_allocator_as_libmlx5_asks_and_goes_back_after_des
     let mut cq_b = cq_in(&ctx, &pdom, 64);
     let mut qa = create_qp(&pdom, QpType::Rc, &cq_a, None, cap(16, 2, 64));
     let mut qb = create_qp(&pdom, QpType::Rc, &cq_b, None, cap(16, 2, 64));
-    let srq = pdom
-        .create_srq(SrqAttr {
-            max_wr: 32,
-            max_sge: 2,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pdom.create_srq(SrqAttr::new(32, 2)).unwrap();
 
     // CQs: whole pages of CQEs, page aligned; then their doorbell records.
     let cqs = a.given(QueueResource::Cq);
@@ -345,15 +333,7 @@ fn refusals_fail_the_create_and_give_back_what_was_taken() {
     // The record refused after the queue was given: the queue goes back.
     a.answer(QueueResource::DoorbellRecord, Answer::Fail);
     let e = pdom
-        .create_qp(&uverbs::QpInitAttr {
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(8, 1, 0),
-            sq_sig_all: false,
-            context: 0,
-        })
+        .create_qp(&uverbs::QpInitAttr::rc(&cq, &cq).cap(cap(8, 1, 0)))
         .unwrap_err();
     assert_eq!(e.errno(), Errno::ENOMEM, "{e}");
     assert_eq!(a.given(QueueResource::Qp).len(), 1);
@@ -362,25 +342,13 @@ fn refusals_fail_the_create_and_give_back_what_was_taken() {
     a.answer(QueueResource::DoorbellRecord, Answer::Memory);
     a.answer(QueueResource::Cq, Answer::Misaligned);
     let e = ctx
-        .create_cq(
-            16,
-            CqOptions {
-                parent_domain: Some(&pdom),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(16, CqOptions::new().parent_domain(&pdom))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
     assert_eq!(a.live(), 0);
     // A CQ given a PD that is no parent domain: EINVAL, as libmlx5.
     let e = ctx
-        .create_cq(
-            16,
-            CqOptions {
-                parent_domain: Some(&pd),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(16, CqOptions::new().parent_domain(&pd))
         .unwrap_err();
     assert_eq!(e.errno(), Errno::EINVAL);
     assert_clean(&model);

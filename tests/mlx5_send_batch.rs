@@ -252,12 +252,8 @@ fn a_batch_needs_a_qp_that_sends() {
     let mut qp = create_qp(&pd, QpType::Rc, &cq, None, cap(4, 1, 0));
     let e = qp.start_send().unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
-    qp.modify_to(&QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        ..QpAttr::default()
-    })
-    .unwrap();
+    qp.modify_to(&QpAttr::new().qp_state(QpState::Init).port_num(1))
+        .unwrap();
     assert!(matches!(
         qp.start_send().unwrap_err().kind,
         PostErrorKind::BadState(_)
@@ -475,11 +471,7 @@ fn a_ud_send_batch_carries_each_requests_address_vector() {
         )])
         .unwrap();
     }
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&ah, b.qp_num(), QKEY);
     let mut batch = a.start_send().unwrap();
     batch
         .push(&SendWr::send(1, &[]).inline(b"datagram").to(dest))

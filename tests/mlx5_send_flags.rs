@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use uverbs::{
     testing::mlx5::fake_mlx5, AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions,
-    MemoryRegion, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr,
-    WcStatus, WorkCompletion,
+    MemoryRegion, ProtectionDomain, QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, WcStatus,
+    WorkCompletion,
 };
 
 use uverbs_test_support::{
@@ -49,21 +49,14 @@ fn rig(sq_sig_all: bool, depth: u32) -> Rig {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&channel);
     let cq_b = ctx.create_cq(depth * 2, opts).unwrap();
     let qp = |cq: &CompletionQueue, sq_sig_all| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(depth, 2, 64),
-            sq_sig_all,
-        })
+        pd.create_qp(
+            &QpInitAttr::rc(cq, cq)
+                .cap(cap(depth, 2, 64))
+                .sq_sig_all(sq_sig_all),
+        )
         .unwrap_or_else(|e| panic!("create_qp: {e}"))
     };
     let (a, b) = (qp(&cq_a, sq_sig_all), qp(&cq_b, false));
@@ -226,15 +219,11 @@ fn a_cq_filled_to_its_real_depth_again_and_again_never_overruns() {
     assert_eq!(depth, cq.cqe() + 1);
     let peer_cq = ctx.create_cq(depth, CqOptions::default()).unwrap();
     let qp = |cq: &CompletionQueue, sq_sig_all| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(depth, 1, 0),
-            sq_sig_all,
-        })
+        pd.create_qp(
+            &QpInitAttr::rc(cq, cq)
+                .cap(cap(depth, 1, 0))
+                .sq_sig_all(sq_sig_all),
+        )
         .unwrap()
     };
     let (mut a, b) = (qp(&cq, true), qp(&peer_cq, false));

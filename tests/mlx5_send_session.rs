@@ -53,14 +53,8 @@ fn a_session_of_calls_reaches_the_device_only_at_complete() {
     // it in RTS (the session is left as it was).
     let (attr, _) = p.a.query(QpAttrMask::STATE).unwrap();
     assert_eq!(attr.qp_state, QpState::Rts);
-    p.a.modify(
-        &QpAttr {
-            qp_state: QpState::Rts,
-            ..QpAttr::default()
-        },
-        QpAttrMask::STATE,
-    )
-    .unwrap();
+    p.a.modify(&QpAttr::new().qp_state(QpState::Rts), QpAttrMask::STATE)
+        .unwrap();
     p.a.push_send(&SendWr::new(2, SendOp::SendWithImm { imm: 0xfeed }, &[]).inline(b"inline!"))
         .unwrap();
     assert_eq!(p.a.send_pending(), Some(2));

@@ -142,13 +142,7 @@ fn what_a_split_refuses() {
     assert!(e.to_string().contains("split off already"), "{e}");
 
     // A QP that receives from an SRQ has no queue of its own to split.
-    let srq =
-        p.pd.create_srq(SrqAttr {
-            max_wr: 8,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = p.pd.create_srq(SrqAttr::new(8, 1)).unwrap();
     let cq = p._ctx.create_cq(8, CqOptions::default()).unwrap();
     let mut on_srq = create_qp(&p.pd, QpType::Rc, &cq, Some(&srq), cap(8, 1, 0));
     let e = on_srq.split_recv().unwrap_err();

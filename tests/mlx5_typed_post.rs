@@ -50,10 +50,7 @@ fn every_rc_operation_of_a_session_executes_as_built() {
     // The length given is replaced by the 8 bytes an atomic returns.
     s.atomic_cmp_swp(rkey, rb + 520, 40, 99)
         .wr_id(5)
-        .sge(Sge {
-            length: 1,
-            ..a(392, 0)
-        })
+        .sge((a(392, 0)).length(1))
         .unwrap();
     s.send().wr_id(6).sge(a(0, 10)).unwrap();
     s.send_imm(0xfeed).wr_id(7).inline(b"imm!").unwrap();
@@ -187,11 +184,7 @@ fn uc_and_ud_sessions_carry_what_their_transport_carries() {
         let recv = [u.mr.sge(1024 + 256 * i as usize, 256).unwrap()];
         u.b.post_recv(&[RecvWr::new(20 + i, &recv)]).unwrap();
     }
-    let dest = UdDest {
-        ah: &u.ah,
-        remote_qpn: u.b.qp_num(),
-        remote_qkey: QKEY,
-    };
+    let dest = UdDest::new(&u.ah, u.b.qp_num(), QKEY);
     u.mr.write(0, b"datagram").unwrap();
     let mut s = u.a.start_wr::<Ud, Mlx5>().unwrap();
     s.send_to(dest)
@@ -240,12 +233,8 @@ fn a_session_checks_the_qp_type_provider_and_state_once() {
     let mut qp = create_qp(&p.pd, QpType::Rc, &cq, None, cap(4, 1, 0));
     let e = qp.start_wr::<Rc, Mlx5>().unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
-    qp.modify_to(&QpAttr {
-        qp_state: QpState::Init,
-        port_num: 1,
-        ..QpAttr::default()
-    })
-    .unwrap();
+    qp.modify_to(&QpAttr::new().qp_state(QpState::Init).port_num(1))
+        .unwrap();
     let e = qp.start_wr::<Rc, Mlx5>().unwrap_err();
     assert!(matches!(e.kind, PostErrorKind::BadState(_)), "{e}");
     // Nothing was started on the QP that sends.

@@ -44,10 +44,7 @@ fn round(
     ids: std::ops::Range<u64>,
 ) -> (u64, Vec<Stamped>, u64) {
     let pd = ctx.alloc_pd().unwrap();
-    let opts = CqOptions {
-        wc_flags,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().wc_flags(wc_flags);
     let mut cq = ctx.create_cq(64, opts).unwrap();
     let mut qp = create_qp(&pd, QpType::Rc, &cq, None, cap(32, 1, 16));
     connect(&qp, qp.qp_num(), gid(ctx), 7);
@@ -138,10 +135,8 @@ fn a_kernel_without_the_clock_info_page_refuses_the_wallclock() {
         ..Options::default()
     });
     let ctx = open(&model);
-    let opts = CqOptions {
-        wc_flags: WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
-        ..CqOptions::default()
-    };
+    let opts =
+        CqOptions::new().wc_flags(WcExFlags::STANDARD | WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK);
     let e = ctx.create_cq(16, opts).expect_err("no clock info page");
     assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
     assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP);

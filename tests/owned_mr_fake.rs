@@ -15,8 +15,8 @@ use uverbs::{
         rxe::{fake_rxe, FakeRxe, Kind, DEV},
     },
     AccessFlags, CompletionQueue, Context, CqOptions, ErrorKind, Gid, Mtu, OwnedMemoryRegion,
-    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair, RegionBuffer,
-    SendFlags, SendOp, SendWr, WcStatus, WorkCompletion,
+    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QueuePair, RegionBuffer, SendFlags,
+    SendOp, SendWr, WcStatus, WorkCompletion,
 };
 
 const RW: AccessFlags = AccessFlags::LOCAL_WRITE.union(AccessFlags::REMOTE_WRITE);
@@ -200,35 +200,17 @@ fn looped(model: &Mlx5Model) -> (Context, ProtectionDomain, CompletionQueue, Que
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(8, 8, 1, 1)))
         .unwrap();
     let mut a = QpAttr::with_state(QpState::Init);
     a.port_num = 1;
     a.qp_access_flags = RW | AccessFlags::REMOTE_READ;
     qp.modify_to(&a).unwrap();
     a.qp_state = QpState::Rtr;
-    a.path_mtu = Mtu::MTU_1024;
+    a.path_mtu = Mtu::BYTES_1024;
     a.dest_qp_num = qp.qp_num();
     a.ah_attr.port_num = 1;
-    a.ah_attr.grh = Some(uverbs::GlobalRoute {
-        dgid: Gid([0; 16]),
-        sgid_index: 1,
-        ..Default::default()
-    });
+    a.ah_attr.grh = Some(uverbs::GlobalRoute::new(Gid([0; 16]), 1));
     qp.modify_to(&a).unwrap();
     a.qp_state = QpState::Rts;
     a.rnr_retry = 7;

@@ -26,13 +26,7 @@ fn rxe_has_no_parent_or_thread_domains() {
     let calls: Vec<Call> = fake.kernel.calls();
     assert!(calls.is_empty(), "no command: {calls:?}");
     let cq = ctx
-        .create_cq(
-            8,
-            CqOptions {
-                parent_domain: Some(&pd),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(8, CqOptions::new().parent_domain(&pd))
         .expect("rxe ignores the CQ's PD");
     drop(cq);
     pd.destroy().unwrap();

@@ -15,13 +15,7 @@ use uverbs::{
 };
 
 fn cap(send: u32, recv: u32, ssge: u32, rsge: u32, inline: u32) -> QpCap {
-    QpCap {
-        max_send_wr: send,
-        max_recv_wr: recv,
-        max_send_sge: ssge,
-        max_recv_sge: rsge,
-        max_inline_data: inline,
-    }
+    QpCap::new(send, recv, ssge, rsge).max_inline_data(inline)
 }
 
 fn create(
@@ -31,18 +25,7 @@ fn create(
     cap: QpCap,
     opts: QpCreateOptions,
 ) -> uverbs::Result<QueuePair> {
-    pd.create_qp_with(
-        &QpInitAttr {
-            qp_type,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap,
-            sq_sig_all: false,
-            context: 0,
-        },
-        &opts,
-    )
+    pd.create_qp_with(&QpInitAttr::new(qp_type, cq, cq).cap(cap), &opts)
 }
 
 fn mlx5() -> (std::sync::Arc<uverbs::testing::mlx5::Mlx5Model>, Context) {

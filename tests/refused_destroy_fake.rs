@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use uverbs::testing::rxe::*;
 use uverbs::{
     sys::Errno, AccessFlags, CompletionQueue, Context, CqOptions, MwType, ProtectionDomain, QpCap,
-    QpInitAttr, QpType, QueuePair, SrqAttr,
+    QpInitAttr, QueuePair, SrqAttr,
 };
 
 struct Rig {
@@ -52,22 +52,8 @@ impl Rig {
 }
 
 fn qp(pd: &ProtectionDomain, cq: &CompletionQueue) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-    })
-    .unwrap()
+    pd.create_qp(&QpInitAttr::rc(cq, cq).cap(QpCap::new(4, 4, 1, 1)))
+        .unwrap()
 }
 
 const BIND: AccessFlags = AccessFlags::LOCAL_WRITE.union(AccessFlags::MW_BIND);
@@ -157,11 +143,7 @@ fn a_pd_in_use_stays_usable_and_busy_until_its_users_are_gone() {
     let r = rig();
     let cq = r.cq();
     let handle = r.pd.handle();
-    let srq_attr = SrqAttr {
-        max_wr: 4,
-        max_sge: 1,
-        srq_limit: 0,
-    };
+    let srq_attr = SrqAttr::new(4, 1);
     let mut users: Vec<Box<dyn FnOnce()>> = Vec::new();
     let mut pd = r.pd;
     for round in 0..5 {

@@ -24,24 +24,14 @@ use uverbs::{
         Errno, Kernel,
     },
     testing::{mlx5::fake_mlx5, rxe::*},
-    CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType,
-    QueuePair, SharedReceiveQueue, SrqAttr,
+    CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QueuePair,
+    SharedReceiveQueue, SrqAttr,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
-const CAP: QpCap = QpCap {
-    max_send_wr: 4,
-    max_recv_wr: 4,
-    max_send_sge: 1,
-    max_recv_sge: 1,
-    max_inline_data: 0,
-};
+const CAP: QpCap = QpCap::new(4, 4, 1, 1);
 
-const SRQ: SrqAttr = SrqAttr {
-    max_wr: 4,
-    max_sge: 1,
-    srq_limit: 0,
-};
+const SRQ: SrqAttr = SrqAttr::new(4, 1);
 
 fn create_qp(
     pd: &ProtectionDomain,
@@ -49,15 +39,7 @@ fn create_qp(
     recv_cq: &CompletionQueue,
     srq: Option<&SharedReceiveQueue>,
 ) -> uverbs::Result<QueuePair> {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq,
-        recv_cq,
-        srq,
-        cap: CAP,
-        sq_sig_all: false,
-    })
+    pd.create_qp(&QpInitAttr::rc(send_cq, recv_cq).srq(srq).cap(CAP))
 }
 
 /// The QP creates (ioctl or write) `kernel` has seen.

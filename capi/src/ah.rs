@@ -141,12 +141,13 @@ unsafe fn from_wc(
     };
     // SAFETY: the caller's contract: 40 readable bytes (`struct ibv_grh`).
     let bytes = unsafe { grh.cast::<[u8; 40]>().read_unaligned() };
-    let uv_wc = WorkCompletion {
-        wc_flags: WcFlags::from_bits_retain(w.wc_flags),
-        slid: w.slid,
-        sl: w.sl,
-        dlid_path_bits: w.dlid_path_bits,
-        ..WorkCompletion::default()
+    let uv_wc = {
+        let mut v = WorkCompletion::default();
+        v.wc_flags = WcFlags::from_bits_retain(w.wc_flags);
+        v.slid = w.slid;
+        v.sl = w.sl;
+        v.dlid_path_bits = w.dlid_path_bits;
+        v
     };
     let got = ctx
         .uv

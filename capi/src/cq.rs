@@ -274,29 +274,17 @@ pub(crate) unsafe fn create_with(
     });
     fill(&mut boxed.c);
     let raw = Box::into_raw(boxed);
-    let opts = CqOptions {
-        channel: channel.map(CompChannel::channel),
-        comp_vector,
-        context: raw as u64,
-        wc_flags: attr.wc_flags,
-        parent_domain: None,
-    };
+    let opts = CqOptions::new()
+        .channel(channel.map(CompChannel::channel))
+        .comp_vector(comp_vector)
+        .context(raw as u64)
+        .wc_flags(attr.wc_flags);
     let made = if attr.parent_domain.is_null() {
         Ok(make(&ctx.uv, cqe, opts))
     } else {
         // SAFETY: the caller's contract: a live PD of this library.
-        unsafe { Pd::from_c(attr.parent_domain) }.and_then(|pd| {
-            pd.with(|pd| {
-                make(
-                    &ctx.uv,
-                    cqe,
-                    CqOptions {
-                        parent_domain: Some(pd),
-                        ..opts
-                    },
-                )
-            })
-        })
+        unsafe { Pd::from_c(attr.parent_domain) }
+            .and_then(|pd| pd.with(|pd| make(&ctx.uv, cqe, opts.parent_domain(pd))))
     };
     match made.and_then(|r| r.map_err(|e| errno::of(&e))) {
         Ok(q) => {

@@ -234,15 +234,11 @@ pub(crate) unsafe fn create_with(
                 q: Option<&SharedReceiveQueue>| {
         make(
             pd,
-            &QpInitAttr {
-                qp_type,
-                send_cq: s,
-                recv_cq: r,
-                srq: q,
-                cap: attr::cap(&req.cap),
-                sq_sig_all: req.sq_sig_all != 0,
-                context: address,
-            },
+            &QpInitAttr::new(qp_type, s, r)
+                .srq(q)
+                .cap(attr::cap(&req.cap))
+                .sq_sig_all(req.sq_sig_all != 0)
+                .context(address),
             &req.opts,
         )
     };

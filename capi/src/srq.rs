@@ -90,14 +90,8 @@ unsafe fn create(
         },
         srq: Guarded::new(),
     });
-    let opts = SrqOptions {
-        context: (&raw const *b) as u64,
-    };
-    let want = SrqAttr {
-        max_wr: attr.max_wr,
-        max_sge: attr.max_sge,
-        srq_limit: attr.srq_limit,
-    };
+    let opts = SrqOptions::new().context((&raw const *b) as u64);
+    let want = SrqAttr::new(attr.max_wr, attr.max_sge).srq_limit(attr.srq_limit);
     let srq = p
         .with(|uv| uv.create_srq_with(want, opts))?
         .map_err(|e| errno::of(&e))?;

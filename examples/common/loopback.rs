@@ -4,7 +4,7 @@
 
 use uverbs::{
     AccessFlags, BringUp, CompletionChannel, CompletionQueue, Context, CqOptions, GidType,
-    MemoryRegion, Mtu, QpCap, QpInitAttr, QpType, QueuePair, WcStatus, WorkCompletion,
+    MemoryRegion, Mtu, QpCap, QpInitAttr, QueuePair, WcStatus, WorkCompletion,
 };
 
 /// The pieces the examples use (the context and PD stay alive through them).
@@ -22,30 +22,10 @@ pub struct Loopback {
 pub fn setup(ctx: &Context, messages: usize) -> uverbs::Result<Loopback> {
     let channel = ctx.create_comp_channel()?;
     let depth = 2 * messages as u32 + 2;
-    let cq = ctx.create_cq(
-        depth,
-        CqOptions {
-            channel: Some(&channel),
-            ..CqOptions::default()
-        },
-    )?;
+    let cq = ctx.create_cq(depth, CqOptions::new().channel(&channel))?;
     let pd = ctx.alloc_pd()?;
-    let cap = QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    };
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: &cq,
-        recv_cq: &cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
+    let cap = QpCap::new(depth, depth, 1, 1);
+    let init = QpInitAttr::rc(&cq, &cq).cap(cap);
     let a = pd.create_qp(&init)?;
     let b = pd.create_qp(&init)?;
     connect_pair(ctx, &a, &b)?;
@@ -87,7 +67,7 @@ pub fn connect_pair_with(
     let (gid_index, _) = pick_gid(ctx)?;
     let link = BringUp::new(1)
         .gid_index(gid_index)
-        .mtu(Mtu::MTU_1024)
+        .mtu(Mtu::BYTES_1024)
         .access(access);
     let (to_a, to_b) = (a.endpoint(&link)?, b.endpoint(&link)?);
     a.bring_up(&link, &to_b)?;
@@ -116,13 +96,7 @@ pub fn poll_until_empty(cq: &mut CompletionQueue) -> Result<usize, String> {
 /// scatter/gather entry each way.
 #[allow(dead_code)] // not every example uses it
 pub fn cap(depth: u32) -> QpCap {
-    QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 1,
-        max_recv_sge: 1,
-        max_inline_data: 0,
-    }
+    QpCap::new(depth, depth, 1, 1)
 }
 
 /// Connects `a` and `b` to each other (loopback on `ctx`'s port 1).

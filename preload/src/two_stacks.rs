@@ -190,21 +190,10 @@ pub extern "C" fn uverbs_ts_create_qp(qp_type: c_int, depth: u32, max_inline: u3
             return -1;
         }
     };
-    let r = s.pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type,
-        send_cq: &s.cq,
-        recv_cq: &s.cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: depth,
-            max_recv_wr: depth,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: max_inline,
-        },
-        sq_sig_all: false,
-    });
+    let r = s.pd.create_qp(
+        &QpInitAttr::new(qp_type, &s.cq, &s.cq)
+            .cap(QpCap::new(depth, depth, 1, 1).max_inline_data(max_inline)),
+    );
     match r {
         Ok(qp) => {
             let n = qp.qp_num();
@@ -238,24 +227,12 @@ pub unsafe extern "C" fn uverbs_ts_connect(
     let dgid = Gid(unsafe { gid.cast::<[u8; 16]>().read_unaligned() });
     with_side("connect", |s| {
         let qp = s.qps.get(&qpn).ok_or("no such QP")?;
-        let ah_attr = AhAttr {
-            grh: Some(GlobalRoute {
-                dgid,
-                sgid_index: 1,
-                hop_limit: 1,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        };
-        let mut attr = QpAttr {
-            qp_state: QpState::Init,
-            pkey_index: 0,
-            port_num: 1,
-            qp_access_flags: all_access(),
-            qkey: QKEY,
-            ..QpAttr::default()
-        };
+        let ah_attr = AhAttr::new(1).grh(GlobalRoute::new(dgid, 1).hop_limit(1));
+        let mut attr = QpAttr::new()
+            .qp_state(QpState::Init)
+            .port_num(1)
+            .qp_access_flags(all_access())
+            .qkey(QKEY);
         qp.modify_to(&attr).map_err(|e| format!("INIT: {e}"))?;
         attr.qp_state = QpState::Rtr;
         attr.path_mtu = Mtu(3);
@@ -347,11 +324,7 @@ pub unsafe extern "C" fn uverbs_ts_post_send(qpn: u32, wrs: *const TsWr, n: size
             }
             if w.remote_qpn != 0 {
                 let ah = s.ah.as_ref().ok_or("no address handle")?;
-                wr = wr.to(UdDest {
-                    ah,
-                    remote_qpn: w.remote_qpn,
-                    remote_qkey: w.remote_qkey,
-                });
+                wr = wr.to(UdDest::new(ah, w.remote_qpn, w.remote_qkey));
             }
             out.push(wr);
         }

@@ -130,7 +130,12 @@ impl fmt::Display for CmEventKind {
 /// Connection parameters (`struct rdma_conn_param`): what
 /// [`CmId::connect`] and [`CmId::accept`] send, and what connection events
 /// report about the peer.
+///
+/// `ConnParam::new()` (everything zero, as `Default`) and the setters:
+/// `ConnParam::new().responder_resources(1).initiator_depth(1).private_data(b"hello")`.
+#[doc(alias = "rdma_conn_param")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnParam {
     /// Private data (at most 256 bytes in the ABI; the CM limits it
     /// further: 56 bytes in a REQ, 196 in a REP, 148 in a REJ on IB/RoCE).
@@ -154,6 +159,48 @@ pub struct ConnParam {
 }
 
 impl ConnParam {
+    /// No private data, no resources, no retries (as [`Default`]).
+    #[inline]
+    pub const fn new() -> Self {
+        ConnParam {
+            private_data: Vec::new(),
+            responder_resources: 0,
+            initiator_depth: 0,
+            flow_control: 0,
+            retry_count: 0,
+            rnr_retry_count: 0,
+            srq: false,
+            qp_num: 0,
+            qkey: 0,
+        }
+    }
+
+    /// Sets the private data.
+    #[must_use]
+    pub fn private_data(mut self, data: impl Into<Vec<u8>>) -> Self {
+        self.private_data = data.into();
+        self
+    }
+
+    crate::setters::setters! {
+        /// Sets the RDMA reads/atomics accepted as responder.
+        responder_resources: u8,
+        /// Sets the RDMA reads/atomics issued as initiator.
+        initiator_depth: u8,
+        /// Sets whether end-to-end flow control is used.
+        flow_control: u8,
+        /// Sets the transport retries.
+        retry_count: u8,
+        /// Sets the RNR retries.
+        rnr_retry_count: u8,
+        /// Sets whether the QP uses an SRQ.
+        srq: bool,
+        /// Sets the QP number.
+        qp_num: u32,
+        /// Sets the Q_Key (`AF_IB` only).
+        qkey: u32,
+    }
+
     /// As `rdma_ucm_conn_param`, `valid` set.
     pub(crate) fn to_abi(&self, op: &'static str) -> crate::Result<abi::RdmaUcmConnParam> {
         use zerocopy::FromZeros;
@@ -201,6 +248,7 @@ impl ConnParam {
 /// UD parameters of an event (`struct rdma_ud_param`): where to send to
 /// reach the peer's UD QP.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct UdParam {
     /// The remote QP number.
     pub qp_num: u32,

@@ -682,6 +682,7 @@ impl CmId {
 
 /// What [`CmId::query_addr`] reports (`rdma_ucm_query_addr_resp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AddrInfo {
     /// The local address (`None` when unbound or not IP).
     pub src: Option<SocketAddr>,
@@ -700,6 +701,7 @@ pub struct AddrInfo {
 /// One path record of a route (`struct ib_user_path_rec`, the fields that matter).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(missing_docs)]
+#[non_exhaustive]
 pub struct PathRecord {
     pub dgid: crate::Gid,
     pub sgid: crate::Gid,
@@ -717,6 +719,7 @@ pub struct PathRecord {
 ///
 /// librdmacm's `struct rdma_route`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RouteInfo {
     /// The node GUID of the device, host order.
     pub node_guid: u64,

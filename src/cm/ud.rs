@@ -15,6 +15,7 @@ pub const RDMA_UDP_QKEY: u32 = 0x0123_4567;
 ///
 /// librdmacm's `struct rdma_ud_param`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct UdPeer {
     /// The address handle.
     pub ah: AddressHandle,

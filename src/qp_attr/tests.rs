@@ -109,7 +109,7 @@ fn rc_rtr_attr() -> QpAttr {
     QpAttr {
         qp_state: QpState::Rtr,
         cur_qp_state: QpState::Init,
-        path_mtu: Mtu::MTU_1024,
+        path_mtu: Mtu::BYTES_1024,
         path_mig_state: PathMigState::Armed,
         qkey: 0x1111,
         rq_psn: 0x123456,
@@ -271,7 +271,7 @@ fn decode_query_response() {
     let want = QpAttr {
         qp_state: QpState::Rts,
         cur_qp_state: QpState::Rts,
-        path_mtu: Mtu::MTU_4096,
+        path_mtu: Mtu::BYTES_4096,
         path_mig_state: PathMigState::Rearm,
         qkey: 0x11223344,
         rq_psn: 10,
@@ -331,7 +331,7 @@ fn decode_rdma_cm_init_qp_attr() {
     let (a, m) = decode_init_qp_attr(&k);
     assert_eq!(m, QpAttrMask::STATE | QpAttrMask::AV | QpAttrMask::DEST_QPN);
     assert_eq!(a.qp_state, QpState::Rtr);
-    assert_eq!(a.path_mtu, Mtu::MTU_2048);
+    assert_eq!(a.path_mtu, Mtu::BYTES_2048);
     assert_eq!(a.dest_qp_num, 0x42);
     assert_eq!(a.ah_attr, grh_av());
     assert_eq!(a.max_dest_rd_atomic, 16);

@@ -45,8 +45,8 @@ fn gid_display_matches_glibc_inet_ntop() {
 
 #[test]
 fn mtu_round_trips() {
-    assert_eq!(Mtu::MTU_1024.bytes(), Some(1024));
-    assert_eq!(Mtu::from_bytes(4096), Some(Mtu::MTU_4096));
+    assert_eq!(Mtu::BYTES_1024.bytes(), Some(1024));
+    assert_eq!(Mtu::from_bytes(4096), Some(Mtu::BYTES_4096));
     assert_eq!(Mtu(0).bytes(), None);
     assert_eq!(Mtu(9).bytes(), None);
     assert_eq!(Mtu::from_bytes(1000), None);
@@ -58,11 +58,11 @@ fn mtu_round_trips() {
 #[test]
 fn mtu_constants_are_the_c_values_and_debug_shows_the_name() {
     let c = [
-        (Mtu::MTU_256, 1, 256, "MTU_256"),
-        (Mtu::MTU_512, 2, 512, "MTU_512"),
-        (Mtu::MTU_1024, 3, 1024, "MTU_1024"),
-        (Mtu::MTU_2048, 4, 2048, "MTU_2048"),
-        (Mtu::MTU_4096, 5, 4096, "MTU_4096"),
+        (Mtu::BYTES_256, 1, 256, "BYTES_256"),
+        (Mtu::BYTES_512, 2, 512, "BYTES_512"),
+        (Mtu::BYTES_1024, 3, 1024, "BYTES_1024"),
+        (Mtu::BYTES_2048, 4, 2048, "BYTES_2048"),
+        (Mtu::BYTES_4096, 5, 4096, "BYTES_4096"),
     ];
     for (mtu, raw, bytes, name) in c {
         assert_eq!(
@@ -77,6 +77,29 @@ fn mtu_constants_are_the_c_values_and_debug_shows_the_name() {
         assert_eq!(format!("{:?}", Mtu(raw)), format!("Mtu({raw})"));
         assert_eq!(Mtu(raw).0, raw, "kept as it is");
     }
+}
+
+/// The names before issue 42 still compile (deprecated) and are the same
+/// values.
+#[test]
+#[allow(deprecated)]
+fn mtu_old_names_are_the_new_values() {
+    assert_eq!(
+        [
+            Mtu::MTU_256,
+            Mtu::MTU_512,
+            Mtu::MTU_1024,
+            Mtu::MTU_2048,
+            Mtu::MTU_4096
+        ],
+        [
+            Mtu::BYTES_256,
+            Mtu::BYTES_512,
+            Mtu::BYTES_1024,
+            Mtu::BYTES_2048,
+            Mtu::BYTES_4096
+        ]
+    );
 }
 
 #[test]

@@ -25,9 +25,8 @@ use std::{
 
 use uverbs::{
     AccessFlags, AsyncElement, AsyncEvent, AsyncEventType as T, CompletionQueue, Context,
-    CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QpType,
-    QueuePair, RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, SrqOptions, WcStatus,
-    WorkCompletion,
+    CqOptions, PortState, ProtectionDomain, QpAttr, QpAttrMask, QpInitAttr, QpState, QueuePair,
+    RecvWr, SendOp, SendWr, SharedReceiveQueue, SrqAttr, SrqOptions, WcStatus, WorkCompletion,
 };
 
 use crate::{example, support::*};
@@ -159,15 +158,12 @@ fn rc_qp_with_context(
     srq: Option<&SharedReceiveQueue>,
     context: u64,
 ) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context,
-        qp_type: QpType::Rc,
-        send_cq: scq,
-        recv_cq: rcq,
-        srq,
-        cap: cap(16),
-        sq_sig_all: false,
-    })
+    pd.create_qp(
+        &QpInitAttr::rc(scq, rcq)
+            .context(context)
+            .srq(srq)
+            .cap(cap(16)),
+    )
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -177,10 +173,7 @@ fn to_rtr(qp: &QueuePair, remote_qpn: u32, ctx: &Context) {
 }
 
 fn to_err(qp: &QueuePair) {
-    let attr = QpAttr {
-        qp_state: QpState::Err,
-        ..QpAttr::default()
-    };
+    let attr = QpAttr::new().qp_state(QpState::Err);
     qp.modify(&attr, QpAttrMask::STATE)
         .unwrap_or_else(|e| panic!("-> ERR: {e}"));
 }
@@ -287,13 +280,7 @@ fn overrun_pair() -> Overrun {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let small = ctx
-        .create_cq(
-            1,
-            CqOptions {
-                context: SMALL_CQ_CONTEXT,
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(1, CqOptions::new().context(SMALL_CQ_CONTEXT))
         .unwrap();
     let cq_b = ctx.create_cq(32, CqOptions::default()).unwrap();
     let a = rc_qp(&pd, &small, &cq_b, None);
@@ -541,11 +528,9 @@ fn sq_drained_after_rts_to_sqd() {
         })
         .collect();
     a.post_send(&wrs).unwrap();
-    let attr = QpAttr {
-        qp_state: QpState::Sqd,
-        en_sqd_async_notify: true,
-        ..QpAttr::default()
-    };
+    let attr = QpAttr::new()
+        .qp_state(QpState::Sqd)
+        .en_sqd_async_notify(true);
     a.modify(&attr, QpAttrMask::STATE | QpAttrMask::EN_SQD_ASYNC_NOTIFY)
         .unwrap_or_else(|e| panic!("RTS -> SQD: {e}"));
     let (ev, skipped) = wait_for(&ctx, "SQ_DRAINED", |e| e.event_type() == T::SQ_DRAINED);
@@ -575,14 +560,8 @@ fn srq_pair(
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let srq = pd
         .create_srq_with(
-            SrqAttr {
-                max_wr: limit_wrs,
-                max_sge: 1,
-                srq_limit: 0,
-            },
-            SrqOptions {
-                context: SRQ_CONTEXT,
-            },
+            SrqAttr::new(limit_wrs, 1),
+            SrqOptions::new().context(SRQ_CONTEXT),
         )
         .unwrap_or_else(|e| panic!("{e}"));
     (ctx, pd, cq, srq)

@@ -16,8 +16,8 @@ use std::{
 
 use uverbs::{
     tokio::{AsyncCompletionChannel, AsyncCq, AsyncEvents, BusyPoll},
-    AsyncElement, AsyncEventType as T, Context, CqOptions, ProtectionDomain, QpInitAttr, QpType,
-    QueuePair, RecvWr, SendFlags, SendWr, SrqAttr, WcOpcode, WorkCompletion,
+    AsyncElement, AsyncEventType as T, Context, CqOptions, ProtectionDomain, QpInitAttr, QueuePair,
+    RecvWr, SendFlags, SendWr, SrqAttr, WcOpcode, WorkCompletion,
 };
 
 use crate::support::*;
@@ -42,15 +42,7 @@ struct Pair {
 fn pair_on(ctx: &Context, depth: u32) -> Pair {
     let pd = ctx.alloc_pd().unwrap();
     let cq = AsyncCq::create(ctx, 4 * depth, 0).unwrap();
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq.cq(),
-        recv_cq: cq.cq(),
-        srq: None,
-        cap: cap(depth),
-        sq_sig_all: false,
-    };
+    let init = QpInitAttr::rc(cq.cq(), cq.cq()).cap(cap(depth));
     let (a, b) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
     let gid = local_gid(ctx);
     connect(&a, b.qp_num(), gid, access_all(), 7);
@@ -178,14 +170,7 @@ fn a_cancelled_wait_loses_no_completion() {
         // The channel's own wait, cancelled, then an event: it arrives.
         let ch = AsyncCompletionChannel::new(ctx.create_comp_channel().unwrap()).unwrap();
         let mut cq = ctx
-            .create_cq(
-                8,
-                CqOptions {
-                    channel: Some(ch.channel()),
-                    context: 77,
-                    ..CqOptions::default()
-                },
-            )
+            .create_cq(8, CqOptions::new().channel(ch.channel()).context(77))
             .unwrap();
         assert!(
             tokio::time::timeout(Duration::from_millis(20), ch.next_event())
@@ -193,15 +178,7 @@ fn a_cancelled_wait_loses_no_completion() {
                 .is_err()
         );
         let pd = ctx.alloc_pd().unwrap();
-        let init = QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        };
+        let init = QpInitAttr::rc(&cq, &cq).cap(cap(4));
         let (mut a, mut b) = (pd.create_qp(&init).unwrap(), pd.create_qp(&init).unwrap());
         let gid = local_gid(&ctx);
         connect(&a, b.qp_num(), gid, access_all(), 7);
@@ -294,22 +271,8 @@ fn async_events_are_awaited() {
         let events = AsyncEvents::new(&ctx).unwrap();
         let pd = ctx.alloc_pd().unwrap();
         let mut cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-        let mut srq = pd
-            .create_srq(SrqAttr {
-                max_wr: 16,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap();
-        let init = |srq| QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq,
-            cap: cap(8),
-            sq_sig_all: false,
-        };
+        let mut srq = pd.create_srq(SrqAttr::new(16, 1)).unwrap();
+        let init = |srq| QpInitAttr::rc(&cq, &cq).srq(srq).cap(cap(8));
         let mut a = pd.create_qp(&init(None)).unwrap();
         let b = pd.create_qp(&init(Some(&srq))).unwrap();
         let gid = local_gid(&ctx);

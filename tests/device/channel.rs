@@ -18,7 +18,7 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use uverbs::sys::{Errno, IoctlCmd, Kernel, Linux, Mapping, Protection, WriteCmd};
 use uverbs::{
     ack_cq_events, CompletionChannel, CompletionQueue, CqOptions, ProtectionDomain, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
+    QueuePair, RecvWr, SendFlags, SendWr, WorkCompletion,
 };
 
 use crate::support::*;
@@ -43,35 +43,13 @@ fn signalled_on(ctx: uverbs::Context) -> Signalled {
     let channel = ctx.create_comp_channel().unwrap();
     let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
     let recv_cq = ctx
-        .create_cq(
-            64,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(64, CqOptions::new().channel(&channel))
         .unwrap();
     let tx = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &send_cq,
-            recv_cq: &send_cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&send_cq, &send_cq).cap(cap(32)))
         .unwrap();
     let rx = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &recv_cq,
-            recv_cq: &recv_cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(&recv_cq, &recv_cq).cap(cap(32)))
         .unwrap();
     let gid = local_gid(&ctx);
     connect(&tx, rx.qp_num(), gid, access_all(), 7);

@@ -205,21 +205,7 @@ fn side(id: &CmId, qp_type: QpType, depth: u32) -> Side {
     let qp = id
         .create_qp(
             &pd,
-            &QpInitAttr {
-                context: 0,
-                qp_type,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: depth,
-                    max_recv_wr: depth,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            },
+            &QpInitAttr::new(qp_type, &cq, &cq).cap(QpCap::new(depth, depth, 1, 1)),
         )
         .unwrap_or_else(|e| panic!("{e}"));
     let mr = pd
@@ -247,13 +233,11 @@ fn listener(ch: &EventChannel, ps: PortSpace, port: u16) -> CmId {
 }
 
 fn param() -> ConnParam {
-    ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    }
+    ConnParam::new()
+        .responder_resources(1)
+        .initiator_depth(1)
+        .retry_count(7)
+        .rnr_retry_count(7)
 }
 
 /// One established RC connection: (client id, client side, server id, server side).
@@ -336,10 +320,7 @@ fn cm_reject_carries_private_data_to_the_active_side() {
     let cid = cch.create_id(PortSpace::Tcp).unwrap();
     resolve(&cch, &cid, 18212);
     let c = side(&cid, QpType::Rc, 2);
-    let p = ConnParam {
-        private_data: b"hello?".to_vec(),
-        ..param()
-    };
+    let p = (param()).private_data(b"hello?");
     cid.connect_qp(&c.qp, &p).unwrap();
     let mut req = expect(&sch, CmEventKind::ConnectRequest);
     // The request's private data (56 bytes on RoCE: ours, zero padded).
@@ -713,14 +694,8 @@ fn cm_ud_server_against_udaddy_client() {
         let sge = [me.mr.sge(256 * i, 140).unwrap()];
         me.qp.post_recv(&[RecvWr::new(i as u64, &sge)]).unwrap();
     }
-    id.accept_qp(
-        &me.qp,
-        &ConnParam {
-            qkey: uverbs::cm::RDMA_UDP_QKEY,
-            ..ConnParam::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    id.accept_qp(&me.qp, &ConnParam::new().qkey(uverbs::cm::RDMA_UDP_QKEY))
+        .unwrap_or_else(|e| panic!("{e}"));
     let got = support::wait(&mut me.cq, count);
     assert!(
         got.iter()
@@ -736,11 +711,7 @@ fn cm_ud_server_against_udaddy_client() {
         .pd
         .create_ah_from_wc(1, &got[0], &grh)
         .unwrap_or_else(|e| panic!("{e}"));
-    let dest = uverbs::UdDest {
-        ah: &ah,
-        remote_qpn: got[0].imm_data,
-        remote_qkey: uverbs::cm::RDMA_UDP_QKEY,
-    };
+    let dest = uverbs::UdDest::new(&ah, got[0].imm_data, uverbs::cm::RDMA_UDP_QKEY);
     me.mr.fill(3000, 100, b'r').unwrap();
     let sge = [me.mr.sge(3000, 100).unwrap()];
     let my_qpn = me.qp.qp_num();

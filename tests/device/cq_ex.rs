@@ -29,25 +29,27 @@ fn read(s: &CqPoll<'_>) -> WorkCompletion {
         s.invalidated_rkey().is_some(),
         flags.contains(WcFlags::WITH_INVALIDATE)
     );
-    let wc = WorkCompletion {
-        wr_id: s.wr_id(),
-        status: s.status(),
-        opcode: s.opcode(),
-        vendor_err: s.vendor_err(),
-        byte_len: s.byte_len(),
+    let wc = {
+        let mut v = WorkCompletion::default();
+        v.wr_id = s.wr_id();
+        v.status = s.status();
+        v.opcode = s.opcode();
+        v.vendor_err = s.vendor_err();
+        v.byte_len = s.byte_len();
         // poll() reports the `ex` union as the immediate or the rkey;
         // without either flag, as the kernel wrote it (0 on rxe).
-        imm_data: s
+        v.imm_data = s
             .imm_data()
             .or(s.invalidated_rkey())
-            .unwrap_or(s.work_completion().imm_data),
-        qp_num: s.qp_num(),
-        src_qp: s.src_qp(),
-        wc_flags: flags,
-        pkey_index: s.pkey_index(),
-        slid: s.slid(),
-        sl: s.sl(),
-        dlid_path_bits: s.dlid_path_bits(),
+            .unwrap_or(s.work_completion().imm_data);
+        v.qp_num = s.qp_num();
+        v.src_qp = s.src_qp();
+        v.wc_flags = flags;
+        v.pkey_index = s.pkey_index();
+        v.slid = s.slid();
+        v.sl = s.sl();
+        v.dlid_path_bits = s.dlid_path_bits();
+        v
     };
     assert_eq!(s.work_completion(), wc);
     assert_eq!(s.completion_ts(), None, "rxe has no completion timestamps");
@@ -246,11 +248,7 @@ fn sessions_read_every_field_poll_reports_on_ud() {
             .map(|i| RecvWr::new(500 + i, &sges[i as usize]))
             .collect();
         p.b.post_recv(&recvs).unwrap();
-        let to = UdDest {
-            ah: &ah,
-            remote_qpn: p.b.qp_num(),
-            remote_qkey: 0x1111_1111,
-        };
+        let to = UdDest::new(&ah, p.b.qp_num(), 0x1111_1111);
         let s8 = [src.sge(0, 8).unwrap()];
         let wrs: Vec<_> = (0..40u64)
             .map(|i| {
@@ -334,10 +332,7 @@ fn rxe_refuses_completion_timestamps() {
         WcExFlags::COMPLETION_TIMESTAMP,
         WcExFlags::COMPLETION_TIMESTAMP_WALLCLOCK,
     ] {
-        let opts = CqOptions {
-            wc_flags: WcExFlags::STANDARD | flag,
-            ..CqOptions::default()
-        };
+        let opts = CqOptions::new().wc_flags(WcExFlags::STANDARD | flag);
         let e = ctx.create_cq(16, opts).expect_err("rxe has no timestamps");
         assert_eq!(e.kind(), ErrorKind::UnsupportedProvider, "{e}");
         assert_eq!(e.errno(), uverbs::sys::Errno::EOPNOTSUPP, "{e}");

@@ -16,7 +16,7 @@ use std::{
 
 use uverbs::{
     AsyncEventType as T, CompletionQueue, Context, CqOptions, PortState, ProtectionDomain,
-    QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion,
+    QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, WcStatus, WorkCompletion,
 };
 
 use crate::support::*;
@@ -90,18 +90,7 @@ struct Lane {
 fn lane(ctx: &Context) -> Lane {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let qp = || {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(8),
-            sq_sig_all: false,
-        })
-        .unwrap()
-    };
+    let qp = || pd.create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(8))).unwrap();
     let (a, b) = (qp(), qp());
     let gid = local_gid(ctx);
     connect(&a, b.qp_num(), gid, access_all(), 7);

@@ -17,11 +17,7 @@ fn srq_feeds_several_qps_and_reports_its_attributes() {
     let mut cq_s = ctx.create_cq(64, Default::default()).unwrap();
     let mut cq_r = ctx.create_cq(64, Default::default()).unwrap();
     let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 32,
-            max_sge: 2,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(32, 2))
         .unwrap_or_else(|e| panic!("{e}"));
     assert!(srq.attr().max_wr >= 32);
     let q = srq.query().unwrap();
@@ -34,16 +30,8 @@ fn srq_feeds_several_qps_and_reports_its_attributes() {
     // Two receivers on the SRQ, two senders.
     let gid = local_gid(&ctx);
     let mk = |cq: &uverbs::CompletionQueue, srq: Option<&uverbs::SharedReceiveQueue>| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq,
-            cap: cap(8),
-            sq_sig_all: true,
-        })
-        .unwrap()
+        pd.create_qp(&QpInitAttr::rc(cq, cq).srq(srq).cap(cap(8)).sq_sig_all(true))
+            .unwrap()
     };
     let r1 = mk(&cq_r, Some(&srq));
     let r2 = mk(&cq_r, Some(&srq));
@@ -84,17 +72,7 @@ fn destroying_parents_in_use_is_refused_and_order_is_kept() {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, Default::default()).unwrap();
-    let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Ud,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let qp = pd.create_qp(&QpInitAttr::ud(&cq, &cq).cap(cap(4))).unwrap();
     // PD clones and children keep the PD: an explicit destroy says EBUSY
     // and gives the handle back (dropping it is dropping the clone).
     let err = pd.clone().destroy().unwrap_err();
@@ -117,17 +95,7 @@ fn explicit_destroys_succeed_in_order() {
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, Default::default()).unwrap();
     let m = mr(&pd, 4096);
-    let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let qp = pd.create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(4))).unwrap();
     qp.destroy().unwrap();
     m.destroy().unwrap();
     cq.destroy().unwrap();
@@ -147,23 +115,11 @@ fn modify_names_missing_attributes_and_query_reports_state() {
     assert_eq!(p.a.state(), QpState::Rts);
 
     let fresh =
-        p.pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &p.cq_a,
-            recv_cq: &p.cq_a,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        })
-        .unwrap();
+        p.pd.create_qp(&QpInitAttr::rc(&p.cq_a, &p.cq_a).cap(cap(4)))
+            .unwrap();
     let err = fresh
         .modify(
-            &QpAttr {
-                qp_state: QpState::Init,
-                port_num: 1,
-                ..QpAttr::default()
-            },
+            &QpAttr::new().qp_state(QpState::Init).port_num(1),
             QpAttrMask::STATE | QpAttrMask::PORT | QpAttrMask::QKEY,
         )
         .unwrap_err();
@@ -205,17 +161,7 @@ fn posting_in_the_wrong_state_is_refused_before_the_kernel() {
     let ctx = open();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(16, Default::default()).unwrap();
-    let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let mut qp = pd.create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(4))).unwrap();
     let m = mr(&pd, 64);
     let sge = [m.sge(0, 8).unwrap()];
     let err = qp.post_send(&[SendWr::send(1, &sge)]).unwrap_err();

@@ -23,10 +23,7 @@ fn rxe_refuses_parent_and_thread_domains_and_ignores_a_cqs_pd() {
         (ErrorKind::UnsupportedProvider, Errno::EOPNOTSUPP),
         "{e}"
     );
-    let opts = CqOptions {
-        parent_domain: Some(&pd),
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().parent_domain(&pd);
     let cq = ctx.create_cq(16, opts).unwrap_or_else(|e| panic!("{e}"));
     cq.destroy().unwrap();
     pd.destroy().unwrap();

@@ -21,7 +21,7 @@ use nix::{
 };
 use uverbs::{
     cm::{CmEventKind, CmId, EventChannel, PortSpace},
-    CompletionQueue, CqOptions, ErrorKind, QpInitAttr, QpType, RecvWr, SendWr,
+    CompletionQueue, CqOptions, ErrorKind, QpInitAttr, RecvWr, SendWr,
 };
 
 use crate::{support::*, test_env};
@@ -169,17 +169,7 @@ fn rdma_cm_ids_on_two_channels_share_one_verbs_context() {
     // A PD of one id's context serves QPs of the other's: they are one.
     let pd = c1.alloc_pd().unwrap();
     let cq = c2.create_cq(4, CqOptions::default()).unwrap();
-    let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: cap(4),
-            sq_sig_all: false,
-        })
-        .unwrap();
+    let qp = pd.create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap(4))).unwrap();
     qp.destroy().unwrap();
     cq.destroy().unwrap();
     pd.destroy().unwrap();

@@ -158,11 +158,7 @@ fn a_ud_send_batch_carries_each_requests_destination() {
         p.b.post_recv(&[RecvWr::new(10 + i, &[dst.sge(off, 40 + 64).unwrap()])])
             .unwrap();
     }
-    let dest = UdDest {
-        ah: &ah,
-        remote_qpn: p.b.qp_num(),
-        remote_qkey: 0x1111_1111,
-    };
+    let dest = UdDest::new(&ah, p.b.qp_num(), 0x1111_1111);
     let mut batch = p.a.start_send().unwrap();
     for (i, msg) in [b"first datagram", b"other datagram"].iter().enumerate() {
         batch

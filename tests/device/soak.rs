@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use uverbs::{
-    CompletionQueue, CqOptions, QpInitAttr, QpType, QueuePair, RecvWr, SendWr, WcOpcode, WcStatus,
+    CompletionQueue, CqOptions, QpInitAttr, QueuePair, RecvWr, SendWr, WcOpcode, WcStatus,
     WorkCompletion,
 };
 
@@ -49,21 +49,11 @@ fn a_million_messages_over_sixteen_qps() {
     let gid = local_gid(&ctx);
     let mut qps: Vec<QueuePair> = (0..qps_n)
         .map(|_| {
-            pd.create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &send_cq,
-                recv_cq: &recv_cq,
-                srq: None,
-                cap: uverbs::QpCap {
-                    max_send_wr: DEPTH,
-                    max_recv_wr: DEPTH,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: MSG as u32,
-                },
-                sq_sig_all: true,
-            })
+            pd.create_qp(
+                &QpInitAttr::rc(&send_cq, &recv_cq)
+                    .cap(uverbs::QpCap::new(DEPTH, DEPTH, 1, 1).max_inline_data(MSG as u32))
+                    .sq_sig_all(true),
+            )
             .unwrap()
         })
         .collect();

@@ -23,7 +23,7 @@ use std::{
 use uverbs::{
     cm::{EventChannel, PortSpace},
     AccessFlags, AsyncElement, AsyncEventType as T, CompletionChannel, CompletionQueue, Context,
-    CqOptions, ProtectionDomain, QpInitAttr, QpType, QueuePair, RecvWr, SendWr, SharedReceiveQueue,
+    CqOptions, ProtectionDomain, QpInitAttr, QueuePair, RecvWr, SendWr, SharedReceiveQueue,
     SrqAttr,
 };
 
@@ -39,16 +39,8 @@ fn rc_qp(
     srq: Option<&SharedReceiveQueue>,
     depth: u32,
 ) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq,
-        cap: cap(depth),
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("{e}"))
+    pd.create_qp(&QpInitAttr::rc(cq, cq).srq(srq).cap(cap(depth)))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A loopback RC pair whose receiver's CQ signals a channel with `context`.
@@ -62,14 +54,7 @@ struct Lane {
 fn lane(ctx: &Context, pd: &ProtectionDomain, ch: &CompletionChannel, context: u64) -> Lane {
     let send_cq = ctx.create_cq(16, CqOptions::default()).unwrap();
     let recv_cq = ctx
-        .create_cq(
-            16,
-            CqOptions {
-                channel: Some(ch),
-                context,
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(16, CqOptions::new().channel(ch).context(context))
         .unwrap();
     let tx = rc_qp(pd, &send_cq, None, 8);
     let rx = rc_qp(pd, &recv_cq, None, 8);
@@ -182,13 +167,7 @@ struct Limit {
 
 fn limit_lane(ctx: &Context, pd: &ProtectionDomain) -> Limit {
     let cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: 16,
-            max_sge: 1,
-            srq_limit: 0,
-        })
-        .unwrap();
+    let srq = pd.create_srq(SrqAttr::new(16, 1)).unwrap();
     let tx = rc_qp(pd, &cq, None, 16);
     let rx = rc_qp(pd, &cq, Some(&srq), 16);
     let gid = local_gid(ctx);
@@ -352,15 +331,7 @@ fn late_events_come_oldest_first_and_only_to_their_context() {
     let pd = a.alloc_pd().unwrap();
     let ch_a = a.create_comp_channel().unwrap();
     let ch_b = b.create_comp_channel().unwrap();
-    let _cq_b = b
-        .create_cq(
-            4,
-            CqOptions {
-                channel: Some(&ch_b),
-                ..CqOptions::default()
-            },
-        )
-        .unwrap();
+    let _cq_b = b.create_cq(4, CqOptions::new().channel(&ch_b)).unwrap();
     let buf = mr(&pd, 4096);
     let mut lanes: Vec<Lane> = (0..3).map(|i| lane(&a, &pd, &ch_a, 100 + i)).collect();
     for i in [2usize, 0, 1] {
@@ -437,22 +408,8 @@ fn a_thousand_create_destroy_cycles_leak_nothing() {
             .alloc_mr(8192, AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE)
             .unwrap();
         let ch = ctx.create_comp_channel().unwrap();
-        let cq = ctx
-            .create_cq(
-                16,
-                CqOptions {
-                    channel: Some(&ch),
-                    ..CqOptions::default()
-                },
-            )
-            .unwrap();
-        let srq = pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .unwrap();
+        let cq = ctx.create_cq(16, CqOptions::new().channel(&ch)).unwrap();
+        let srq = pd.create_srq(SrqAttr::new(8, 1)).unwrap();
         let qp = rc_qp(&pd, &cq, Some(&srq), 8);
         let id = cm.create_id(PortSpace::Tcp).unwrap();
         id.destroy().unwrap();

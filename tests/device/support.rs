@@ -31,13 +31,7 @@ pub fn local_gid(ctx: &Context) -> Gid {
 }
 
 pub fn cap(depth: u32) -> QpCap {
-    QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: 4,
-        max_recv_sge: 4,
-        max_inline_data: 64,
-    }
+    QpCap::new(depth, depth, 4, 4).max_inline_data(64)
 }
 
 /// Everything two connected QPs need, on one context.
@@ -70,15 +64,7 @@ pub fn pair(qp_type: QpType, depth: u32, rnr_retry: u8) -> Pair {
     let cq_a = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
     let cq_b = ctx.create_cq(depth * 2, CqOptions::default()).unwrap();
     fn init(qp_type: QpType, cq: &CompletionQueue, depth: u32) -> QpInitAttr<'_> {
-        QpInitAttr {
-            context: 0,
-            qp_type,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(depth),
-            sq_sig_all: false,
-        }
+        QpInitAttr::new(qp_type, cq, cq).cap(cap(depth))
     }
     let a = pd
         .create_qp(&init(qp_type, &cq_a, depth))
@@ -126,16 +112,9 @@ pub fn mr(pd: &ProtectionDomain, len: usize) -> MemoryRegion {
 
 /// An address handle towards this device's test GID (UD loopback).
 pub fn ah_to_own_gid(p: &Pair) -> uverbs::AddressHandle {
-    p.pd.create_ah(&AhAttr {
-        grh: Some(GlobalRoute {
-            dgid: local_gid(&p.ctx),
-            sgid_index: gid_index(),
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    })
+    p.pd.create_ah(
+        &AhAttr::new(1).grh(GlobalRoute::new(local_gid(&p.ctx), gid_index()).hop_limit(1)),
+    )
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -158,23 +137,11 @@ pub fn looped(sq_sig_all: bool, recv_cq_context: u64) -> Loop {
     let pd = ctx.alloc_pd().unwrap();
     let channel = ctx.create_comp_channel().unwrap();
     let send_cq = ctx.create_cq(64, CqOptions::default()).unwrap();
-    let opts = CqOptions {
-        channel: Some(&channel),
-        context: recv_cq_context,
-        ..CqOptions::default()
-    };
+    let opts = CqOptions::new().channel(&channel).context(recv_cq_context);
     let recv_cq = ctx.create_cq(64, opts).unwrap();
     let qp = |cq: &CompletionQueue, sq_sig_all| {
-        pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: cap(32),
-            sq_sig_all,
-        })
-        .unwrap()
+        pd.create_qp(&QpInitAttr::rc(cq, cq).cap(cap(32)).sq_sig_all(sq_sig_all))
+            .unwrap()
     };
     let (tx, rx) = (qp(&send_cq, sq_sig_all), qp(&recv_cq, false));
     let gid = local_gid(&ctx);

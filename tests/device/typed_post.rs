@@ -8,7 +8,7 @@
 
 use uverbs::{
     qp_ex::{Mlx5, ProviderKind, Rc, Rxe, Uc, Ud},
-    Context, PostErrorKind, QpType, RecvWr, Sge, UdDest, WcFlags, WcOpcode, WcStatus,
+    Context, PostErrorKind, QpType, RecvWr, UdDest, WcFlags, WcOpcode, WcStatus,
 };
 
 use crate::support::*;
@@ -156,11 +156,7 @@ fn uc_and_ud_typed_sessions_carry_their_transports_operations() {
             let sge = [buf.sge(1024 + 256 * i as usize, 256).unwrap()];
             u.b.post_recv(&[RecvWr::new(20 + i, &sge)]).unwrap();
         }
-        let dest = UdDest {
-            ah: &ah,
-            remote_qpn: u.b.qp_num(),
-            remote_qkey: crate::qp_connect::QKEY,
-        };
+        let dest = UdDest::new(&ah, u.b.qp_num(), crate::qp_connect::QKEY);
         let mut s = u.a.start_wr::<Ud, P>().unwrap();
         s.send_to(dest)
             .wr_id(1)
@@ -232,7 +228,7 @@ fn a_typed_session_refuses_what_does_not_fit_with_nothing_posted() {
             matches!(e.kind, PostErrorKind::InlineTooLong { given: 4096, .. }),
             "{e}"
         );
-        s.send().wr_id(4).sge(Sge { length: 4, ..one }).unwrap();
+        s.send().wr_id(4).sge(one.length(4)).unwrap();
         s.complete().unwrap();
         let ids: Vec<_> = wait(&mut p.cq_a, 2).iter().map(|c| c.wr_id).collect();
         assert_eq!(ids, [1, 4]);

@@ -310,11 +310,7 @@ fn ud_send_through_an_address_handle_carries_a_grh() {
     p.b.post_recv(&[RecvWr::new(5, &[dst.sge(0, 40 + 64).unwrap()])])
         .unwrap();
     let sge = [src.sge(0, 8).unwrap()];
-    let wr = SendWr::send(1, &sge).to(UdDest {
-        ah: &ah,
-        remote_qpn: p.b.qp_num(),
-        remote_qkey: 0x1111_1111,
-    });
+    let wr = SendWr::send(1, &sge).to(UdDest::new(&ah, p.b.qp_num(), 0x1111_1111));
     p.a.post_send(&[wr]).unwrap();
     let s = wait(&mut p.cq_a, 1);
     assert_eq!(s[0].status, WcStatus::SUCCESS);
@@ -343,20 +339,8 @@ fn a_send_queue_without_sges_refuses_payload_but_sends_empty_messages() {
     let pd = ctx.alloc_pd().unwrap();
     let mut cq_a = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
     let mut cq_b = ctx.create_cq(8, uverbs::CqOptions::default()).unwrap();
-    let init = |cq, cap| uverbs::QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap,
-        sq_sig_all: false,
-    };
-    let small = uverbs::QpCap {
-        max_send_sge: 0,
-        max_inline_data: 8,
-        ..cap(4)
-    };
+    let init = |cq, cap| uverbs::QpInitAttr::rc(cq, cq).cap(cap);
+    let small = cap(4).max_send_sge(0).max_inline_data(8);
     let mut a = pd
         .create_qp(&init(&cq_a, small))
         .unwrap_or_else(|e| panic!("{e}"));
@@ -402,11 +386,7 @@ fn a_ud_message_longer_than_the_mtu_completes_but_is_never_delivered() {
     let dst = mr(&p.pd, 40 + 2 * mtu);
     src.write(0, &vec![0x5a; 2 * mtu]).unwrap();
     let ah = ah_to_own_gid(&p);
-    let to = UdDest {
-        ah: &ah,
-        remote_qpn: p.b.qp_num(),
-        remote_qkey: 0x1111_1111,
-    };
+    let to = UdDest::new(&ah, p.b.qp_num(), 0x1111_1111);
     p.b.post_recv(&[RecvWr::new(
         5,
         &[dst.sge(0, (40 + 2 * mtu) as u32).unwrap()],

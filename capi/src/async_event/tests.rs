@@ -54,10 +54,7 @@ fn a_cq_event_names_the_c_object_and_waits_for_its_ack() {
         let uv = &unsafe { Context::from_c(ctx) }.unwrap().uv;
         // The C object's address, as crate::cq gives it to uverbs.
         let c_object = 0x7f00_1234_5000u64;
-        let options = CqOptions {
-            context: c_object,
-            ..CqOptions::default()
-        };
+        let options = CqOptions::new().context(c_object);
         let cq = uv.create_cq(4, options).unwrap();
         fake.push_event(
             abi::IBV_EVENT_CQ_ERR,

@@ -265,9 +265,10 @@ fn resize_keeps_waiting_completions_and_reports_the_kernels_size_or_its_errno() 
 /// and a CQ takes its context's.
 #[test]
 fn wc_flags_reach_the_program_in_the_numbering_of_the_device() {
-    let w = |f: u32| WorkCompletion {
-        wc_flags: WcFlags::from_bits_retain(f),
-        ..WorkCompletion::default()
+    let w = |f: u32| {
+        let mut v = WorkCompletion::default();
+        v.wc_flags = WcFlags::from_bits_retain(f);
+        v
     };
     assert_eq!(to_c(&w(4), WcFlagsNumbering::Verbs).wc_flags, 1 << 3);
     assert_eq!(to_c(&w(8), WcFlagsNumbering::Verbs).wc_flags, 1 << 2);

@@ -165,14 +165,7 @@ fn verbs_h_enum_values_match() {
     let Some(dir) = headers("enum probe") else {
         return;
     };
-    let bind = MwBind {
-        mw_rkey: 0,
-        rkey: 0,
-        mr_lkey: 0,
-        addr: 0,
-        length: 0,
-        access: AccessFlags::empty(),
-    };
+    let bind = MwBind::new(0, 0);
     let ours: &[(&str, u64)] = &[
         (
             "IBV_WR_LOCAL_INV",

@@ -46,12 +46,9 @@ pub(crate) unsafe fn binding(
         // whose fields are written once before the program has it.
         unsafe { (*info.mr.cast::<ibv_mr>()).lkey }
     };
-    Ok(MwBind {
-        mw_rkey,
-        rkey,
-        mr_lkey,
-        addr: info.addr,
-        length: info.length,
-        access: AccessFlags::from_bits_retain(info.mw_access_flags),
-    })
+    Ok(MwBind::new(mw_rkey, rkey)
+        .mr_lkey(mr_lkey)
+        .addr(info.addr)
+        .length(info.length)
+        .access(AccessFlags::from_bits_retain(info.mw_access_flags)))
 }

@@ -50,20 +50,17 @@ pub(crate) fn c_gid(g: Gid) -> ibv_gid {
 
 /// `ibv_ah_attr` as [`AhAttr`]: the GRH counts only when `is_global`.
 pub(crate) fn ah_attr(a: &ibv_ah_attr) -> AhAttr {
-    AhAttr {
-        grh: (a.is_global != 0).then(|| GlobalRoute {
-            dgid: gid(&a.grh.dgid),
-            flow_label: a.grh.flow_label,
-            sgid_index: a.grh.sgid_index,
-            hop_limit: a.grh.hop_limit,
-            traffic_class: a.grh.traffic_class,
-        }),
-        dlid: a.dlid,
-        sl: a.sl,
-        src_path_bits: a.src_path_bits,
-        static_rate: a.static_rate,
-        port_num: a.port_num,
-    }
+    AhAttr::new(a.port_num)
+        .grh((a.is_global != 0).then(|| {
+            GlobalRoute::new(gid(&a.grh.dgid), a.grh.sgid_index)
+                .flow_label(a.grh.flow_label)
+                .hop_limit(a.grh.hop_limit)
+                .traffic_class(a.grh.traffic_class)
+        }))
+        .dlid(a.dlid)
+        .sl(a.sl)
+        .src_path_bits(a.src_path_bits)
+        .static_rate(a.static_rate)
 }
 
 /// [`AhAttr`] as `ibv_ah_attr` (the GRH zeroed without one).
@@ -88,13 +85,8 @@ pub(crate) fn c_ah_attr(a: &AhAttr) -> ibv_ah_attr {
 
 /// `ibv_qp_cap` as [`QpCap`].
 pub(crate) fn cap(c: &ibv_qp_cap) -> QpCap {
-    QpCap {
-        max_send_wr: c.max_send_wr,
-        max_recv_wr: c.max_recv_wr,
-        max_send_sge: c.max_send_sge,
-        max_recv_sge: c.max_recv_sge,
-        max_inline_data: c.max_inline_data,
-    }
+    QpCap::new(c.max_send_wr, c.max_recv_wr, c.max_send_sge, c.max_recv_sge)
+        .max_inline_data(c.max_inline_data)
 }
 
 /// [`QpCap`] as `ibv_qp_cap`.
@@ -289,12 +281,10 @@ mod tests {
         let mut out = crate::qp::tests::blank_attr();
         out.en_sqd_async_notify = 1;
         out.rate_limit = 99;
-        let q = QpAttr {
-            qp_state: QpState::Rts,
-            cur_qp_state: QpState::Rts,
-            sq_psn: 5,
-            ..QpAttr::default()
-        };
+        let q = QpAttr::new()
+            .qp_state(QpState::Rts)
+            .cur_qp_state(QpState::Rts)
+            .sq_psn(5);
         write_query(&q, &mut out);
         assert_eq!((out.qp_state, out.cur_qp_state, out.sq_psn), (3, 3, 5));
         assert_eq!((out.en_sqd_async_notify, out.rate_limit), (1, 99));

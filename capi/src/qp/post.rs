@@ -183,11 +183,7 @@ unsafe fn ud_dest<'a>(wr: &ibv_send_wr) -> Result<UdDest<'a>, Errno> {
     let ud = unsafe { wr.wr.ud };
     // SAFETY: the caller's contract.
     let ah = unsafe { Ah::from_c(ud.ah) }?;
-    Ok(UdDest {
-        ah: ah.handle(),
-        remote_qpn: ud.remote_qpn,
-        remote_qkey: ud.remote_qkey,
-    })
+    Ok(UdDest::new(ah.handle(), ud.remote_qpn, ud.remote_qkey))
 }
 
 /// The request `index` links after `first`.
@@ -268,13 +264,10 @@ unsafe fn translate<'a>(
             }
         }
     };
-    Ok(SendWr {
-        wr_id: wr.wr_id,
-        op,
-        payload,
-        flags: send_flags(wr.send_flags),
-        ud: dest,
-    })
+    Ok(SendWr::new(wr.wr_id, op, &[])
+        .payload(payload)
+        .flags(send_flags(wr.send_flags))
+        .ud(dest))
 }
 
 /// Posts the send chain at `first` on `uv` in one pass, one uverbs send

@@ -314,13 +314,7 @@ impl Session {
             return self.fail(Errno::EOPNOTSUPP);
         }
         self.req = Req::Pushed;
-        let wr = SendWr {
-            wr_id,
-            op,
-            payload: Payload::Sges(&[]),
-            flags,
-            ud: None,
-        };
+        let wr = SendWr::new(wr_id, op, &[]).flags(flags);
         push_any(&mut self.err, uv, &wr);
     }
 
@@ -337,11 +331,7 @@ impl Session {
         let Some(ud) = resolve(&mut self.err, self.ud) else {
             return;
         };
-        let wr = SendWr {
-            payload,
-            ud,
-            ..self.wr
-        };
+        let wr = self.wr.payload(payload).ud(ud);
         push_any(&mut self.err, uv, &wr);
     }
 
@@ -369,7 +359,7 @@ impl Session {
             return;
         }
         let sge = if self.wr.op.is_atomic() {
-            Sge { length: 8, ..sge }
+            sge.length(8)
         } else {
             sge
         };
@@ -383,11 +373,10 @@ impl Session {
         let Some(ud) = resolve(&mut self.err, self.ud) else {
             return;
         };
-        let wr = SendWr {
-            payload: Payload::Sges(core::slice::from_ref(&sge)),
-            ud,
-            ..self.wr
-        };
+        let wr = self
+            .wr
+            .payload(Payload::Sges(core::slice::from_ref(&sge)))
+            .ud(ud);
         if let Err(e) = (self.push)(uv, &wr) {
             self.err.get_or_insert(session_errno(&e));
         }
@@ -419,11 +408,7 @@ impl Session {
         let Some(ud) = resolve(&mut self.err, self.ud) else {
             return;
         };
-        let wr = SendWr {
-            payload: Payload::Sges(&self.sges),
-            ud,
-            ..self.wr
-        };
+        let wr = self.wr.payload(Payload::Sges(&self.sges)).ud(ud);
         push_any(&mut self.err, uv, &wr);
     }
 
@@ -448,12 +433,11 @@ impl Session {
         let Some(ud) = resolve(&mut self.err, self.ud) else {
             return;
         };
-        let wr = SendWr {
-            payload: Payload::Inline(bytes),
-            ud,
-            flags: self.wr.flags | SendFlags::INLINE,
-            ..self.wr
-        };
+        let wr = self
+            .wr
+            .payload(Payload::Inline(bytes))
+            .ud(ud)
+            .flags(self.wr.flags | SendFlags::INLINE);
         if let Err(e) = (self.push)(uv, &wr) {
             self.err.get_or_insert(session_errno(&e));
         }
@@ -493,11 +477,7 @@ impl Session {
         let Some(ud) = resolve(&mut self.err, self.ud) else {
             return;
         };
-        let wr = SendWr {
-            payload: Payload::Inline(&self.inline),
-            ud,
-            ..self.wr
-        };
+        let wr = self.wr.payload(Payload::Inline(&self.inline)).ud(ud);
         push_any(&mut self.err, uv, &wr);
     }
 
@@ -537,11 +517,7 @@ fn resolve<'a>(err: &mut Option<Errno>, ud: Option<UdAddr>) -> Option<Option<UdD
     // a live AH of this library until the request is posted (checked
     // non-NULL by the setter).
     match unsafe { Ah::from_c(d.ah as *mut ibv_ah) } {
-        Ok(ah) => Some(Some(UdDest {
-            ah: ah.handle(),
-            remote_qpn: d.remote_qpn,
-            remote_qkey: d.remote_qkey,
-        })),
+        Ok(ah) => Some(Some(UdDest::new(ah.handle(), d.remote_qpn, d.remote_qkey))),
         Err(e) => {
             err.get_or_insert(e);
             None
@@ -592,7 +568,8 @@ macro_rules! push_op {
             let $pat = wr.op else {
                 return push_any_op(uv, wr);
             };
-            uv.push_send(&SendWr { op: $op, ..*wr })
+            uv.push_send(&(*wr)
+.op($op))
         }
     )*};
 }

@@ -11,7 +11,7 @@ use uverbs::{
     sys::Errno,
     testing::rxe::{fake_rxe, FakeRxe, Kind, DEV},
     AsyncElement, AsyncEventType, CompletionChannel, CompletionQueue, Context, CqOptions,
-    ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SharedReceiveQueue, SrqAttr,
+    ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QueuePair, SharedReceiveQueue, SrqAttr,
 };
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -32,29 +32,9 @@ impl Objects {
         let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).expect("open the fake rxe0");
         let pd = ctx.alloc_pd().expect("alloc_pd");
         let cq = ctx.create_cq(4, CqOptions::default()).expect("create_cq");
-        let srq = pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .expect("create_srq");
+        let srq = pd.create_srq(SrqAttr::new(8, 1)).expect("create_srq");
         let qp = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 8,
-                    max_recv_wr: 8,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(8, 8, 1, 1)))
             .expect("create_qp");
         Objects {
             fake,
@@ -249,13 +229,7 @@ impl Channel {
         let ctx = Context::open_with(fake.dyn_kernel(), Some(DEV)).expect("open the fake rxe0");
         let channel = ctx.create_comp_channel().expect("create_comp_channel");
         let cq = ctx
-            .create_cq(
-                4,
-                CqOptions {
-                    channel: Some(&channel),
-                    ..CqOptions::default()
-                },
-            )
+            .create_cq(4, CqOptions::new().channel(&channel))
             .expect("create_cq on the channel");
         Channel {
             fake,

@@ -19,8 +19,8 @@ use uverbs::{
         Errno, Kernel,
     },
     testing::mlx5::{fake_mlx5, netlink_reply, Mlx5Model},
-    CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QpType,
-    QueuePair, SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
+    CompletionQueue, Context, CqOptions, ErrorKind, ProtectionDomain, QpCap, QpInitAttr, QueuePair,
+    SharedReceiveQueue, SrqAttr, WcStatus, WorkCompletion,
 };
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
@@ -54,29 +54,13 @@ impl Mlx5Cq {
         let ctx = Context::open_with(model.dyn_kernel(), None).expect("open the model");
         let pd = ctx.alloc_pd().expect("alloc_pd");
         let cq = ctx.create_cq(16, CqOptions::default()).expect("create_cq");
-        let srq = pd
-            .create_srq(SrqAttr {
-                max_wr: 8,
-                max_sge: 1,
-                srq_limit: 0,
-            })
-            .expect("create_srq");
+        let srq = pd.create_srq(SrqAttr::new(8, 1)).expect("create_srq");
         let qp = |srq| {
-            pd.create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq,
-                cap: QpCap {
-                    max_send_wr: 8,
-                    max_recv_wr: 8,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            pd.create_qp(
+                &QpInitAttr::rc(&cq, &cq)
+                    .srq(srq)
+                    .cap(QpCap::new(8, 8, 1, 1)),
+            )
             .expect("create_qp")
         };
         let (a, b) = (qp(None), qp(Some(&srq)));
@@ -427,21 +411,7 @@ fn mlx5_context_uars(r: &abi::Mlx5IbAllocUcontextResp, script: &[u8]) {
         .expect("the fake creates CQs");
     let mut made = Vec::new();
     for _ in 0..qps {
-        let qp = pd.create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 1,
-                max_recv_wr: 1,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        });
+        let qp = pd.create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(1, 1, 1, 1)));
         // Refusals are fine (the response's queue limits, a bfreg the
         // kernel chose outside the pages, a page id without room for its
         // UARs): what matters is that none panics.

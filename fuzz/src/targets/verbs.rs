@@ -12,7 +12,7 @@ use uverbs::{
     sys::Errno,
     testing::rxe::{fake_rxe, FakeRxe, DEV, IPV4_GID, LINK_LOCAL_GID},
     CompletionQueue, Context, CqOptions, ErrorKind, Gid, ProtectionDomain, QpAttrMask, QpCap,
-    QpInitAttr, QpType, QueuePair, WcFlags, WorkCompletion,
+    QpInitAttr, QueuePair, WcFlags, WorkCompletion,
 };
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -68,21 +68,7 @@ impl Scripted {
         let pd = ctx.alloc_pd().expect("alloc_pd");
         let cq = ctx.create_cq(4, CqOptions::default()).expect("create_cq");
         let qp = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: None,
-                cap: QpCap {
-                    max_send_wr: 4,
-                    max_recv_wr: 4,
-                    max_send_sge: 1,
-                    max_recv_sge: 1,
-                    max_inline_data: 0,
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
             .expect("create_qp");
         let script: Script = Arc::default();
         let s = script.clone();
@@ -419,16 +405,17 @@ pub fn ah_from_wc(data: &[u8]) {
     let n = (data.len() - 5).min(40);
     grh[..n].copy_from_slice(&data[5..5 + n]);
     let port = data[0] % 3;
-    let wc = WorkCompletion {
-        wc_flags: if data[1] & 1 != 0 {
+    let wc = {
+        let mut v = WorkCompletion::default();
+        v.wc_flags = if data[1] & 1 != 0 {
             WcFlags::GRH
         } else {
             WcFlags::empty()
-        },
-        slid: u16::from(data[2]),
-        sl: data[3],
-        dlid_path_bits: data[4],
-        ..WorkCompletion::default()
+        };
+        v.slid = u16::from(data[2]);
+        v.sl = data[3];
+        v.dlid_path_bits = data[4];
+        v
     };
     {
         let mut cell = CTX.lock().unwrap_or_else(|p| p.into_inner());

@@ -45,6 +45,7 @@ pub struct DevxCmdComp {
 ///
 /// rdma-core's `struct mlx5dv_devx_async_cmd_hdr` followed by the out data.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AsyncCmdResult {
     /// The `wr_id` the query was started with.
     pub wr_id: u64,

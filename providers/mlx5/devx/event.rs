@@ -92,6 +92,7 @@ pub struct DevxEventChannel {
 /// One event read from a channel (`struct mlx5dv_devx_async_event_hdr` and
 /// its data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DevxEvent {
     /// The cookie of the subscription the event belongs to.
     pub cookie: u64,

@@ -23,7 +23,7 @@ use std::{
 use uverbs::{
     cm::{CmEvent, CmEventKind, CmId, ConnParam, EventChannel, PortSpace},
     AccessFlags, CompletionQueue, CqOptions, MemoryRegion, ProtectionDomain, QpCap, QpInitAttr,
-    QpType, QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
+    QueuePair, RecvWr, SendFlags, SendOp, SendWr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 mod wire;
@@ -250,21 +250,7 @@ impl Conn {
         let qp = id
             .create_qp(
                 &pd,
-                &QpInitAttr {
-                    context: 0,
-                    qp_type: QpType::Rc,
-                    send_cq: &cq,
-                    recv_cq: &cq,
-                    srq: None,
-                    cap: QpCap {
-                        max_send_wr: RPING_SQ_DEPTH,
-                        max_recv_wr: 2,
-                        max_send_sge: 1,
-                        max_recv_sge: 1,
-                        max_inline_data: 0,
-                    },
-                    sq_sig_all: false,
-                },
+                &QpInitAttr::rc(&cq, &cq).cap(QpCap::new(RPING_SQ_DEPTH, 2, 1, 1)),
             )
             .map_err(s)?;
         let remote =
@@ -463,13 +449,11 @@ fn run_server(o: &Opts) -> Res<()> {
 fn serve_one(o: &Opts, ch: &EventChannel, child: &CmId, req: &ConnParam) -> Res<()> {
     let mut conn = Conn::setup(o, child)?;
     conn.post_recv()?;
-    let param = ConnParam {
-        responder_resources: req.responder_resources,
-        initiator_depth: req.initiator_depth,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new()
+        .responder_resources(req.responder_resources)
+        .initiator_depth(req.initiator_depth)
+        .retry_count(7)
+        .rnr_retry_count(7);
     if o.debug {
         out!("accepting client connection request");
     }
@@ -583,13 +567,11 @@ fn run_client(o: &Opts) -> Res<()> {
     drop(ev);
     let mut conn = Conn::setup(o, &id)?;
     conn.post_recv()?;
-    let param = ConnParam {
-        responder_resources: 1,
-        initiator_depth: 1,
-        retry_count: 7,
-        rnr_retry_count: 7,
-        ..ConnParam::default()
-    };
+    let param = ConnParam::new()
+        .responder_resources(1)
+        .initiator_depth(1)
+        .retry_count(7)
+        .rnr_retry_count(7);
     id.connect_qp(&conn.qp, &param)
         .map_err(|e| format!("rdma_connect: {e:#}"))?;
     let ev = next_event(o, &ch)?;

@@ -383,20 +383,6 @@ pub fn verbs_qp_through_devx(ctx: &Context, pd: &ProtectionDomain, devx: &Devx) 
 
 /// A verbs RC QP of 4 WRs and 1 SGE each way on `cq`, in RESET.
 pub fn small_rc_qp(pd: &ProtectionDomain, cq: &uverbs::CompletionQueue) -> uverbs::QueuePair {
-    pd.create_qp(&uverbs::QpInitAttr {
-        context: 0,
-        qp_type: uverbs::QpType::Rc,
-        send_cq: cq,
-        recv_cq: cq,
-        srq: None,
-        cap: uverbs::QpCap {
-            max_send_wr: 4,
-            max_recv_wr: 4,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-    })
-    .unwrap()
+    pd.create_qp(&uverbs::QpInitAttr::rc(cq, cq).cap(uverbs::QpCap::new(4, 4, 1, 1)))
+        .unwrap()
 }

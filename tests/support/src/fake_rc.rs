@@ -2,28 +2,12 @@
 //! modify the state machine lets through), for tests of what posting
 //! writes into the send ring.
 
-use uverbs::{
-    CompletionQueue, ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
-};
+use uverbs::{CompletionQueue, ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QueuePair};
 
 /// An RC QP of `pd` on `cq` (8 deep, one SGE, 16 bytes inline), in RTS.
 pub fn rc_in_rts(pd: &ProtectionDomain, cq: &CompletionQueue) -> QueuePair {
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: cq,
-            recv_cq: cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 8,
-                max_recv_wr: 8,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 16,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::rc(cq, cq).cap(QpCap::new(8, 8, 1, 1).max_inline_data(16)))
         .unwrap();
     let mut attr = QpAttr::with_state(QpState::Init);
     attr.port_num = 1;

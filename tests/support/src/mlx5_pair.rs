@@ -22,13 +22,7 @@ pub fn gid(ctx: &Context) -> uverbs::Gid {
 }
 
 pub fn cap(depth: u32, sge: u32, inline: u32) -> QpCap {
-    QpCap {
-        max_send_wr: depth,
-        max_recv_wr: depth,
-        max_send_sge: sge,
-        max_recv_sge: sge,
-        max_inline_data: inline,
-    }
+    QpCap::new(depth, depth, sge, sge).max_inline_data(inline)
 }
 
 pub fn create_qp<'a>(
@@ -38,16 +32,8 @@ pub fn create_qp<'a>(
     srq: Option<&'a SharedReceiveQueue>,
     cap: QpCap,
 ) -> QueuePair {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type,
-        send_cq: cq,
-        recv_cq: cq,
-        srq,
-        cap,
-        sq_sig_all: false,
-    })
-    .unwrap_or_else(|e| panic!("create_qp: {e}"))
+    pd.create_qp(&QpInitAttr::new(qp_type, cq, cq).srq(srq).cap(cap))
+        .unwrap_or_else(|e| panic!("create_qp: {e}"))
 }
 
 /// RESET -> INIT -> RTR -> RTS towards `remote_qpn` (UD: no remote),
@@ -170,16 +156,7 @@ pub fn ud_pair() -> UdPair {
     connect(&b, 0, g, 7);
     let mr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
     let ah = pd
-        .create_ah(&AhAttr {
-            grh: Some(GlobalRoute {
-                dgid: g,
-                sgid_index: 1,
-                hop_limit: 64,
-                ..GlobalRoute::default()
-            }),
-            port_num: 1,
-            ..AhAttr::default()
-        })
+        .create_ah(&AhAttr::new(1).grh(GlobalRoute::new(g, 1).hop_limit(64)))
         .unwrap();
     UdPair {
         model,

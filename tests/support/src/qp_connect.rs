@@ -47,14 +47,11 @@ pub fn to_rtr(
     sgid_index: u8,
     access: AccessFlags,
 ) -> QpAttr {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        pkey_index: 0,
-        port_num: 1,
-        qp_access_flags: access,
-        qkey: QKEY,
-        ..QpAttr::default()
-    };
+    let mut attr = QpAttr::new()
+        .qp_state(QpState::Init)
+        .port_num(1)
+        .qp_access_flags(access)
+        .qkey(QKEY);
     qp.modify_to(&attr).unwrap_or_else(|e| panic!("INIT: {e}"));
 
     attr.qp_state = QpState::Rtr;
@@ -63,16 +60,7 @@ pub fn to_rtr(
     attr.rq_psn = 0;
     attr.max_dest_rd_atomic = 4;
     attr.min_rnr_timer = 1;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: 1,
-        ..AhAttr::default()
-    };
+    attr.ah_attr = AhAttr::new(1).grh(GlobalRoute::new(dgid, sgid_index).hop_limit(1));
     qp.modify_to(&attr).unwrap_or_else(|e| panic!("RTR: {e}"));
     attr
 }

@@ -3,66 +3,69 @@ use uverbs::{ErrorKind, Gid, GidType, LinkLayer, Mtu, NodeType, PortState};
 
 /// The rxe0 values of the test guest (`/work/shared/reference/rxe-guest.md`).
 fn rxe_attr() -> DeviceAttr {
-    DeviceAttr {
-        fw_ver: "0.0.0".into(),
-        node_guid: 0x5054_00ff_fe12_3456,
-        sys_image_guid: 0x5054_00ff_fe12_3456,
-        max_mr_size: u64::MAX,
-        page_size_cap: 0xffff_f000,
-        vendor_id: 0xffffff,
-        max_qp: 1_048_560,
-        max_qp_wr: 1_048_576,
-        device_cap_flags: uverbs::DeviceCapFlags::from_bits_retain(0x0122_3c76),
-        max_sge: 32,
-        max_sge_rd: 32,
-        max_cq: 1_048_576,
-        max_cqe: 32767,
-        max_mr: 524_287,
-        max_pd: 1_048_576,
-        max_qp_rd_atom: 128,
-        max_res_rd_atom: 258_048,
-        max_qp_init_rd_atom: 128,
-        atomic_cap: 1,
-        max_mw: 524_287,
-        max_mcast_grp: 8192,
-        max_mcast_qp_attach: 56,
-        max_total_mcast_qp_attach: 458_752,
-        max_ah: 32767,
-        max_srq: 917_503,
-        max_srq_wr: 1_048_576,
-        max_srq_sge: 27,
-        max_pkeys: 64,
-        local_ca_ack_delay: 15,
-        phys_port_cnt: 1,
-        device_cap_flags_ex: uverbs::DeviceCapFlagsEx::from_bits_retain(0x0122_3c76),
-        ..DeviceAttr::default()
+    {
+        let mut v = DeviceAttr::default();
+        v.fw_ver = "0.0.0".into();
+        v.node_guid = 0x5054_00ff_fe12_3456;
+        v.sys_image_guid = 0x5054_00ff_fe12_3456;
+        v.max_mr_size = u64::MAX;
+        v.page_size_cap = 0xffff_f000;
+        v.vendor_id = 0xffffff;
+        v.max_qp = 1_048_560;
+        v.max_qp_wr = 1_048_576;
+        v.device_cap_flags = uverbs::DeviceCapFlags::from_bits_retain(0x0122_3c76);
+        v.max_sge = 32;
+        v.max_sge_rd = 32;
+        v.max_cq = 1_048_576;
+        v.max_cqe = 32767;
+        v.max_mr = 524_287;
+        v.max_pd = 1_048_576;
+        v.max_qp_rd_atom = 128;
+        v.max_res_rd_atom = 258_048;
+        v.max_qp_init_rd_atom = 128;
+        v.atomic_cap = 1;
+        v.max_mw = 524_287;
+        v.max_mcast_grp = 8192;
+        v.max_mcast_qp_attach = 56;
+        v.max_total_mcast_qp_attach = 458_752;
+        v.max_ah = 32767;
+        v.max_srq = 917_503;
+        v.max_srq_wr = 1_048_576;
+        v.max_srq_sge = 27;
+        v.max_pkeys = 64;
+        v.local_ca_ack_delay = 15;
+        v.phys_port_cnt = 1;
+        v.device_cap_flags_ex = uverbs::DeviceCapFlagsEx::from_bits_retain(0x0122_3c76);
+        v
     }
 }
 
 fn rxe_port() -> PortAttr {
-    PortAttr {
-        state: PortState::Active,
-        max_mtu: Mtu(5),
-        active_mtu: Mtu(3),
-        gid_tbl_len: 1024,
-        port_cap_flags: uverbs::PortCapFlags::from_bits_retain(0x0001_0000),
-        max_msg_sz: 0x80_0000,
-        bad_pkey_cntr: 0,
-        qkey_viol_cntr: 0,
-        pkey_tbl_len: 1,
-        lid: 0,
-        sm_lid: 0,
-        lmc: 0,
-        max_vl_num: 1,
-        sm_sl: 0,
-        subnet_timeout: 0,
-        init_type_reply: 0,
-        active_width: 1,
-        active_speed: 1,
-        phys_state: 5,
-        link_layer: LinkLayer::Ethernet,
-        flags: 0,
-        port_cap_flags2: uverbs::PortCapFlags2::empty(),
+    {
+        let mut v = PortAttr::default();
+        v.state = PortState::Active;
+        v.max_mtu = Mtu(5);
+        v.active_mtu = Mtu(3);
+        v.gid_tbl_len = 1024;
+        v.port_cap_flags = uverbs::PortCapFlags::from_bits_retain(0x0001_0000);
+        v.max_msg_sz = 0x80_0000;
+        v.bad_pkey_cntr = 0;
+        v.qkey_viol_cntr = 0;
+        v.pkey_tbl_len = 1;
+        v.lid = 0;
+        v.sm_lid = 0;
+        v.lmc = 0;
+        v.max_vl_num = 1;
+        v.sm_sl = 0;
+        v.subnet_timeout = 0;
+        v.init_type_reply = 0;
+        v.active_width = 1;
+        v.active_speed = 1;
+        v.phys_state = 5;
+        v.link_layer = LinkLayer::Ethernet;
+        v.flags = 0;
+        v.port_cap_flags2 = uverbs::PortCapFlags2::empty();
+        v
     }
 }
 
@@ -80,12 +83,14 @@ struct FakeHca {
 
 impl FakeHca {
     fn rxe() -> Self {
-        let entry = |index, g: &str| GidEntry {
-            gid: gid(g),
-            index,
-            port: 1,
-            gid_type: GidType::RoceV2,
-            netdev_ifindex: 2,
+        let entry = |index, g: &str| {
+            let mut v = GidEntry::default();
+            v.gid = gid(g);
+            v.index = index;
+            v.port = 1;
+            v.gid_type = GidType::RoceV2;
+            v.netdev_ifindex = 2;
+            v
         };
         FakeHca {
             attr: Ok(rxe_attr()),
@@ -291,16 +296,20 @@ fn optional_device_sections() {
     a.device_cap_flags_ex =
         uverbs::DeviceCapFlagsEx::from_bits_retain((1 << 34) | (1 << 36) | (1 << 40) | 0x1000);
     a.rss_caps.supported_qpts = (1 << 8) | (1 << 4) | (1 << 2);
-    a.tm_caps = uverbs::TmCaps {
-        max_rndv_hdr_size: 64,
-        max_num_tags: 63,
-        flags: 1,
-        max_ops: 32768,
-        max_sge: 1,
+    a.tm_caps = {
+        let mut v = uverbs::TmCaps::default();
+        v.max_rndv_hdr_size = 64;
+        v.max_num_tags = 63;
+        v.flags = 1;
+        v.max_ops = 32768;
+        v.max_sge = 1;
+        v
     };
-    a.cq_mod_caps = uverbs::CqModerationCaps {
-        max_cq_count: 65535,
-        max_cq_period: 4095,
+    a.cq_mod_caps = {
+        let mut v = uverbs::CqModerationCaps::default();
+        v.max_cq_count = 65535;
+        v.max_cq_period = 4095;
+        v
     };
     a.max_dm_size = 131_072;
     a.max_qp = 0x8000_0000;

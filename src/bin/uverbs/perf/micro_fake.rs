@@ -20,7 +20,7 @@ use super::{clock::Clock, err, Opts, Res};
 pub fn run(o: &Opts) -> Res<()> {
     use std::time::Instant;
 
-    use uverbs::{AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, SendOp, SendWr};
+    use uverbs::{AccessFlags, CqOptions, Gid, Mtu, QpCap, QpInitAttr, SendOp, SendWr};
 
     use uverbs::testing::rxe::{fake_rxe, FastDoorbell, DEV};
 
@@ -36,21 +36,9 @@ pub fn run(o: &Opts) -> Res<()> {
         .create_cq(16, CqOptions::default())
         .map_err(err("create receive CQ"))?;
     let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &send_cq,
-            recv_cq: &recv_cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 32,
-                max_recv_wr: 32,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 236,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(
+            &QpInitAttr::rc(&send_cq, &recv_cq).cap(QpCap::new(32, 32, 1, 1).max_inline_data(236)),
+        )
         .map_err(err("create QP"))?;
     super::connect(
         &qp,
@@ -202,13 +190,7 @@ pub fn run(o: &Opts) -> Res<()> {
         .create_comp_channel()
         .map_err(err("create completion channel"))?;
     let ev_cq = ctx
-        .create_cq(
-            16,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(16, CqOptions::new().channel(&channel))
         .map_err(err("create CQ on the channel"))?;
     let queue_event = || {
         fake.push_comp_event(ev_cq.handle())

@@ -27,8 +27,8 @@ use std::time::Instant;
 use uverbs::{
     qp_ex::{Mlx5, Rc},
     testing::mlx5::{fake_mlx5, Mlx5Model},
-    AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QpType, QueuePair,
-    RecvWr, SendOp, SendWr, SrqAttr, WcOpcode, WcStatus, WorkCompletion,
+    AccessFlags, CompletionQueue, CqOptions, Gid, Mtu, QpCap, QpInitAttr, QueuePair, RecvWr,
+    SendOp, SendWr, SrqAttr, WcOpcode, WcStatus, WorkCompletion,
 };
 
 use super::{err, Opts, Res};
@@ -498,21 +498,10 @@ pub fn run(o: &Opts) -> Res<()> {
         .create_cq(NCQE as u32 - 1, CqOptions::default())
         .map_err(err("create CQ"))?;
     let mut qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: CHUNK as u32,
-                max_recv_wr: CHUNK as u32,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 16,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(
+            &QpInitAttr::rc(&cq, &cq)
+                .cap(QpCap::new(CHUNK as u32, CHUNK as u32, 1, 1).max_inline_data(16)),
+        )
         .map_err(err("create QP"))?;
     let gid = ctx
         .query_gid(1, 1)
@@ -736,28 +725,14 @@ pub fn run(o: &Opts) -> Res<()> {
     // freed, so with completions in order receive number j of the run is
     // in WQE j modulo the SRQ's size, which the CQE names.
     let mut srq = pd
-        .create_srq(SrqAttr {
-            max_wr: SRQ_WQES - 1,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(SRQ_WQES - 1, 1))
         .map_err(err("create SRQ"))?;
     let on_srq = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type: QpType::Rc,
-            send_cq: &b.cq,
-            recv_cq: &b.cq,
-            srq: Some(&srq),
-            cap: QpCap {
-                max_send_wr: 16,
-                max_recv_wr: 0,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(
+            &QpInitAttr::rc(&b.cq, &b.cq)
+                .srq(&srq)
+                .cap(QpCap::new(16, 0, 1, 1)),
+        )
         .map_err(err("create a QP on the SRQ"))?;
     let info = model
         .qp(on_srq.qp_num())

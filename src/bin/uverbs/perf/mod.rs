@@ -34,7 +34,7 @@ use std::io;
 
 use uverbs::{
     AccessFlags, AhAttr, CompletionQueue, Context, CqOptions, Gid, GlobalRoute, MemoryRegion, Mtu,
-    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QpType, QueuePair,
+    ProtectionDomain, QpAttr, QpCap, QpInitAttr, QpState, QueuePair,
 };
 
 pub use args::{parse, usage, Opts};
@@ -130,29 +130,23 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
     let recv_cq = ctx
         .create_cq(o.rx_depth as u32 + 1, CqOptions::default())
         .map_err(err("create receive CQ"))?;
-    let init = QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq: &send_cq,
-        recv_cq: &recv_cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: o.tx_depth as u32,
-            max_recv_wr: match o.test {
+    let init = QpInitAttr::rc(&send_cq, &recv_cq).cap(
+        QpCap::new(
+            o.tx_depth as u32,
+            match o.test {
                 Test::SendLat | Test::Micro => o.rx_depth as u32,
                 _ => 1,
             },
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: o.inline.unwrap_or(match o.test {
-                Test::WriteLat => DEF_INLINE_WRITE,
-                Test::SendLat => DEF_INLINE_SEND,
-                // perftest's bandwidth default; bw posts SGEs only.
-                Test::WriteBw | Test::Micro | Test::DestroyStorm => 0,
-            }),
-        },
-        sq_sig_all: false,
-    };
+            1,
+            1,
+        )
+        .max_inline_data(o.inline.unwrap_or(match o.test {
+            Test::WriteLat => DEF_INLINE_WRITE,
+            Test::SendLat => DEF_INLINE_SEND,
+            // perftest's bandwidth default; bw posts SGEs only.
+            Test::WriteBw | Test::Micro | Test::DestroyStorm => 0,
+        })),
+    );
     let qp = pd.create_qp(&init).map_err(err("create QP"))?;
     // perftest: BUFF_SIZE(size, cycle_buffer) = max(size, page size).
     let half = o.size.max(4096).next_multiple_of(4096);
@@ -172,15 +166,12 @@ fn side(ctx: &Context, pd: &ProtectionDomain, o: &Opts) -> Res<Side> {
 /// INIT, RTR, RTS towards the peer, with perftest's attributes
 /// (`ctx_modify_qp_to_init/rtr/rts`).
 fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gid) -> Res<()> {
-    let mut attr = QpAttr {
-        qp_state: QpState::Init,
-        pkey_index: 0,
-        port_num: o.port,
-        qp_access_flags: AccessFlags::LOCAL_WRITE
-            | AccessFlags::REMOTE_WRITE
-            | AccessFlags::REMOTE_READ,
-        ..QpAttr::default()
-    };
+    let mut attr = QpAttr::new()
+        .qp_state(QpState::Init)
+        .port_num(o.port)
+        .qp_access_flags(
+            AccessFlags::LOCAL_WRITE | AccessFlags::REMOTE_WRITE | AccessFlags::REMOTE_READ,
+        );
     // Each step sends exactly the attributes the kernel requires for RC,
     // which are the ones perftest sets.
     qp.modify_to(&attr).map_err(err("modify QP to INIT"))?;
@@ -190,16 +181,7 @@ fn connect(qp: &QueuePair, remote_qpn: u32, o: &Opts, mtu: Mtu, dgid: uverbs::Gi
     attr.rq_psn = 0;
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer = 12;
-    attr.ah_attr = AhAttr {
-        grh: Some(GlobalRoute {
-            dgid,
-            sgid_index: o.gid_index,
-            hop_limit: 1,
-            ..GlobalRoute::default()
-        }),
-        port_num: o.port,
-        ..AhAttr::default()
-    };
+    attr.ah_attr = AhAttr::new(o.port).grh(GlobalRoute::new(dgid, o.gid_index).hop_limit(1));
     qp.modify_to(&attr).map_err(err("modify QP to RTR"))?;
     attr.qp_state = QpState::Rts;
     attr.sq_psn = 0;

@@ -48,7 +48,7 @@ use std::{
 
 use uverbs::{
     AccessFlags, CompletionChannel, CompletionQueue, Context, CqOptions, MemoryRegion,
-    ProtectionDomain, QpCap, QpInitAttr, QpType, QueuePair, SendOp, SendWr, SrqAttr, WcStatus,
+    ProtectionDomain, QpCap, QpInitAttr, QueuePair, SendOp, SendWr, SrqAttr, WcStatus,
     WorkCompletion,
 };
 
@@ -134,21 +134,7 @@ fn rc_qp(
     send_cq: &CompletionQueue,
     recv_cq: &CompletionQueue,
 ) -> uverbs::Result<QueuePair> {
-    pd.create_qp(&QpInitAttr {
-        context: 0,
-        qp_type: QpType::Rc,
-        send_cq,
-        recv_cq,
-        srq: None,
-        cap: QpCap {
-            max_send_wr: 1,
-            max_recv_wr: 1,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-            max_inline_data: 0,
-        },
-        sq_sig_all: false,
-    })
+    pd.create_qp(&QpInitAttr::rc(send_cq, recv_cq).cap(QpCap::new(1, 1, 1, 1)))
 }
 
 fn setup(o: &Opts) -> Res<Bench> {
@@ -158,13 +144,7 @@ fn setup(o: &Opts) -> Res<Bench> {
         .create_comp_channel()
         .map_err(err("create completion channel"))?;
     let a_cq = ctx
-        .create_cq(
-            2,
-            CqOptions {
-                channel: Some(&channel),
-                ..CqOptions::default()
-            },
-        )
+        .create_cq(2, CqOptions::new().channel(&channel))
         .map_err(err("create event CQ"))?;
     let a_recv_cq = ctx
         .create_cq(2, CqOptions::default())
@@ -255,10 +235,7 @@ fn storm(
     stop: &AtomicBool,
     done: &AtomicU64,
 ) -> Res<()> {
-    let with_channel = CqOptions {
-        channel: Some(channel),
-        ..CqOptions::default()
-    };
+    let with_channel = CqOptions::new().channel(channel);
     let destroyed = |r: Result<(), String>| -> Res<()> {
         r?;
         done.fetch_add(1, Ordering::Release);
@@ -295,11 +272,7 @@ fn storm(
         Storm::Srq => {
             while !stop.load(Ordering::Acquire) {
                 let srq = pd
-                    .create_srq(SrqAttr {
-                        max_wr: 4,
-                        max_sge: 1,
-                        srq_limit: 0,
-                    })
+                    .create_srq(SrqAttr::new(4, 1))
                     .map_err(err("storm: create SRQ"))?;
                 destroyed(
                     srq.destroy()

@@ -96,11 +96,7 @@ impl Pp {
             wr = wr.inline(&data);
         }
         if let Some(ah) = &self.ah {
-            wr = wr.to(UdDest {
-                ah,
-                remote_qpn: self.remote_qpn,
-                remote_qkey: link::QKEY,
-            });
+            wr = wr.to(UdDest::new(ah, self.remote_qpn, link::QKEY));
         }
         let inline = self.inline.then_some(&data[..]);
         match self.new_send {
@@ -171,10 +167,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
     let mut cq = ctx
         .create_cq(
             o.rx_depth.wrapping_add(1),
-            CqOptions {
-                channel: channel.as_ref(),
-                ..CqOptions::default()
-            },
+            CqOptions::new().channel(channel.as_ref()),
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;
     let qp_type = match t {
@@ -183,21 +176,7 @@ fn run_inner(t: Transport, o: &Options) -> Result<(), ()> {
         _ => QpType::Ud,
     };
     let qp = pd
-        .create_qp(&QpInitAttr {
-            context: 0,
-            qp_type,
-            send_cq: &cq,
-            recv_cq: &cq,
-            srq: None,
-            cap: QpCap {
-                max_send_wr: 1,
-                max_recv_wr: o.rx_depth,
-                max_send_sge: 1,
-                max_recv_sge: 1,
-                max_inline_data: 0,
-            },
-            sq_sig_all: false,
-        })
+        .create_qp(&QpInitAttr::new(qp_type, &cq, &cq).cap(QpCap::new(1, o.rx_depth, 1, 1)))
         .map_err(|e| fail("Couldn't create QP", e))?;
     let inline = qp.cap().max_inline_data >= o.size && !o.dm;
     let settings = link::settings(t, o, port);

@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use uverbs::{
     AccessFlags, BringUp, CompletionChannel, CqOptions, LinkLayer, MemoryRegion, ProtectionDomain,
-    QpCap, QpInitAttr, QpType, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr,
-    WcStatus, WorkCompletion,
+    QpCap, QpInitAttr, QueuePair, RecvWr, SendFlags, SendWr, SharedReceiveQueue, SrqAttr, WcStatus,
+    WorkCompletion,
 };
 
 use super::{
@@ -122,36 +122,21 @@ fn run_inner(o: &Options) -> Result<(), ()> {
     let mut cq = ctx
         .create_cq(
             o.rx_depth + o.num_qp,
-            CqOptions {
-                channel: channel.as_ref(),
-                ..CqOptions::default()
-            },
+            CqOptions::new().channel(channel.as_ref()),
         )
         .map_err(|e| fail("Couldn't create CQ", e))?;
     let srq = pd
-        .create_srq(SrqAttr {
-            max_wr: o.rx_depth,
-            max_sge: 1,
-            srq_limit: 0,
-        })
+        .create_srq(SrqAttr::new(o.rx_depth, 1))
         .map_err(|e| fail("Couldn't create SRQ", e))?;
     let mut qps = Vec::with_capacity(num_qp);
     let mut inline = false;
     for i in 0..num_qp {
         let qp = pd
-            .create_qp(&QpInitAttr {
-                context: 0,
-                qp_type: QpType::Rc,
-                send_cq: &cq,
-                recv_cq: &cq,
-                srq: Some(&srq),
-                cap: QpCap {
-                    max_send_wr: 1,
-                    max_send_sge: 1,
-                    ..QpCap::default()
-                },
-                sq_sig_all: false,
-            })
+            .create_qp(
+                &QpInitAttr::rc(&cq, &cq)
+                    .srq(&srq)
+                    .cap(QpCap::new(1, 0, 1, 0)),
+            )
             .map_err(|e| fail(&format!("Couldn't create QP[{i}]"), e))?;
         inline |= qp.cap().max_inline_data >= o.size;
         qps.push(qp);
