@@ -37,6 +37,12 @@
 //!
 #![doc = concat!("```no_run\n", include_str!("../examples/rc_loopback.rs"), "```")]
 //!
+//! The example copies the message in and out of its region. To read and
+//! write registered buffers in place instead, with no copy and no
+//! `unsafe`, take them from a [`BufferPool`] and post them through its
+//! [`PooledQp`], which holds each until its completion
+//! (`examples/buffer_pool.rs`).
+//!
 //! **3. Wait instead of spinning.** A CQ created on a
 //! [`CompletionChannel`] raises an event after [`CompletionQueue::req_notify`];
 //! [`CompletionChannel::get_event`] blocks for it, the [`CqEvent`] is
@@ -184,6 +190,12 @@ pub mod examples {
         rc_loopback,
         "examples/rc_loopback.rs",
         "an RC exchange from nothing (the crate root's walkthrough)."
+    );
+    example!(
+        buffer_pool,
+        "examples/buffer_pool.rs",
+        "zero-copy without `unsafe`: pooled buffers moved into posted receives and sends \
+         and back out with their completions, read and written in place."
     );
     example!(
         list_devices,

@@ -214,6 +214,7 @@ impl PoolCompletion {
 
 /// A post that was refused, with the buffer, which stays the program's.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct PostRefused {
     /// Why.
     pub error: PostError,

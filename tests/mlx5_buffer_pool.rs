@@ -306,6 +306,18 @@ fn the_device_writes_posted_buffers_while_the_program_writes_its_own() {
     assert_clean(&e.model);
 }
 
+/// The pool and its buffers go to other threads and are shared; a pooled
+/// QP goes to another thread.
+#[test]
+fn the_pool_and_its_buffers_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<BufferPool>();
+    send_sync::<PoolBuf>();
+    send::<PooledQp>();
+    send::<PoolCompletion>();
+}
+
 /// Posts that fail give the buffer back: a buffer of another pool, and a
 /// receive in RESET.
 #[test]

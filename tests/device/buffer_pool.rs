@@ -91,23 +91,34 @@ fn buffer_pool_flush_length_error_and_destroy_on_the_kernel() {
     let mut buf = big.take().unwrap();
     buf.copy_from(&[5u8; 300]).unwrap();
     e.b.post_send(buf).unwrap();
-    let first = poll_n(&mut e.a, &mut e.cq_a, 1).pop().unwrap();
-    let PoolCompletion::Recv { wc, buf } = first else {
-        panic!("{first:?}")
-    };
-    assert_ne!(wc.status, WcStatus::SUCCESS, "{wc:?}");
-    assert!(buf.is_empty());
-    drop(buf);
-    // The QP is in error now (or moved there): the other three flush.
+    // rxe moves the QP to ERR at the length error and may flush the other
+    // three receives at once (one poll can return all four); the modify
+    // to ERR makes sure of it.
+    let mut out = poll_n(&mut e.a, &mut e.cq_a, 1);
     e.a.qp()
         .modify_to(&QpAttr::with_state(QpState::Err))
         .unwrap();
-    for c in poll_n(&mut e.a, &mut e.cq_a, 3) {
+    let start = std::time::Instant::now();
+    while out.len() < 4 {
+        e.a.poll(&mut e.cq_a, &mut out).unwrap();
+        assert!(start.elapsed() < PATIENCE.0, "{out:?}");
+        std::thread::yield_now();
+    }
+    assert_eq!(out.len(), 4, "{out:?}");
+    for (i, c) in out.into_iter().enumerate() {
         let PoolCompletion::Recv { wc, buf } = c else {
             panic!("{c:?}")
         };
-        assert_eq!(wc.status, WcStatus::WR_FLUSH_ERR);
-        assert!(buf.is_empty());
+        if i == 0 {
+            // rxe reports the responder's length error as a class C
+            // error, the model as LOC_LEN_ERR: a failure either way.
+            assert_ne!(wc.status, WcStatus::SUCCESS, "{wc:?}");
+            assert_ne!(wc.status, WcStatus::WR_FLUSH_ERR, "{wc:?}");
+            eprintln!("the too-long receive: {}", wc.status);
+        } else {
+            assert_eq!(wc.status, WcStatus::WR_FLUSH_ERR, "{wc:?}");
+        }
+        assert!(buf.is_empty(), "a failed receive shows no bytes");
     }
     assert_eq!(e.a.posted(), 0);
     assert_eq!(small.available(), 8);

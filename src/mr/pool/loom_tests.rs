@@ -92,7 +92,7 @@ fn loom_a_slot_has_one_owner_across_threads() {
 /// Loom finds the interleaving in which that read and the device's write
 /// are unordered.
 #[test]
-#[should_panic]
+#[should_panic(expected = "Causality violation")]
 fn loom_reading_a_posted_buffer_races_with_the_device() {
     loom::model(|| {
         let pool = PoolInner::heap(1, 8);
