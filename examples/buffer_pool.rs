@@ -33,7 +33,8 @@ fn main() {
 }
 
 fn run(args: cli::Args) -> Result<(), Box<dyn std::error::Error>> {
-    let ctx = args.device().open(args.get(0))?;
+    let device = args.device(); // on --model, the device runs while this lives
+    let ctx = device.open(args.get(0))?;
     let messages: usize = args.parse_or(1, 4);
     // 16 buffers of 1 KiB in one region, registered for local access only.
     let pool = BufferPool::new(&ctx, 16, 1024)?;
