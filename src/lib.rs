@@ -37,6 +37,12 @@
 //!
 #![doc = concat!("```no_run\n", include_str!("../examples/rc_loopback.rs"), "```")]
 //!
+//! The example copies the message in and out of its region. To read and
+//! write registered buffers in place instead, with no copy and no
+//! `unsafe`, take them from a [`BufferPool`] and post them through its
+//! [`PooledQp`], which holds each until its completion
+//! (`examples/buffer_pool.rs`).
+//!
 //! **3. Wait instead of spinning.** A CQ created on a
 //! [`CompletionChannel`] raises an event after [`CompletionQueue::req_notify`];
 //! [`CompletionChannel::get_event`] blocks for it, the [`CqEvent`] is
@@ -159,6 +165,7 @@ pub mod netlink;
 mod object;
 mod parent_domain;
 mod pd;
+pub mod pooled_qp;
 mod qp;
 mod qp_attr;
 pub mod qp_ex;
@@ -209,6 +216,12 @@ pub mod examples {
         rc_loopback,
         "examples/rc_loopback.rs",
         "an RC exchange from nothing (the crate root's walkthrough)."
+    );
+    example!(
+        buffer_pool,
+        "examples/buffer_pool.rs",
+        "zero-copy without `unsafe`: pooled buffers moved into posted receives and sends \
+         and back out with their completions, read and written in place."
     );
     example!(
         list_devices,
@@ -299,10 +312,11 @@ pub use endpoint::{BringUp, Endpoint};
 pub use error::{DestroyError, Error, ErrorKind, FirmwareStatus, Result};
 pub use event_acks::EventAcks;
 pub use fork::{copy_on_fork, fork_init, fork_status, fork_status_with, ForkStatus};
-pub use mr::{AccessFlags, MemoryRegion, OwnedMemoryRegion, RegionBuffer};
+pub use mr::{AccessFlags, BufferPool, MemoryRegion, OwnedMemoryRegion, PoolBuf, RegionBuffer};
 pub use mw::{MemoryWindow, MwBind, MwType};
 pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
+pub use pooled_qp::{PoolCompletion, PooledQp, PostRefused};
 pub use qp::{QpInitAttr, QueuePair};
 pub use qp_attr::{
     AhAttr, GlobalRoute, PathMigState, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,

@@ -41,7 +41,9 @@ use crate::{
 };
 
 mod owned;
+pub(crate) mod pool;
 pub use owned::{OwnedMemoryRegion, RegionBuffer};
+pub use pool::{BufferPool, PoolBuf};
 
 bitflags! {
     /// Access rights of a memory region or QP (`enum ibv_access_flags`,

@@ -230,7 +230,8 @@ impl EventObject for QpInner {
 /// A queue pair (`struct ibv_qp`).
 ///
 /// The handle owns the producer side of its queues: posting takes
-/// `&mut self` and needs no lock.
+/// `&mut self` and needs no lock. No `&self` method posts:
+/// [`PooledQp::qp`](crate::PooledQp::qp) lends `&QueuePair` on that promise.
 #[derive(Debug)]
 pub struct QueuePair {
     pub(crate) inner: Arc<Owned<QpInner>>,

@@ -28,6 +28,7 @@ const EXAMPLES: &[(&str, bool)] = &[
     ("async_cq_events", true),
     ("async_event", false),
     ("async_event_nonblocking", false),
+    ("buffer_pool", false),
     ("cm_client", false),
     ("cm_server", false),
     ("cq_events", false),
@@ -231,6 +232,12 @@ fn usage_errors_exit_two_with_the_usage_on_stderr() {
 fn the_device_examples_run_on_the_mlx5_model() {
     let out = success("rc_loopback", &["--model"], &[]);
     assert!(out.contains("\"hello, RDMA\" (11 bytes)"), "{out}");
+    let out = success("buffer_pool", &["--model", "mlx5_0", "3"], &[]);
+    assert!(out.contains("message 2 through a pooled buffer"), "{out}");
+    assert!(
+        out.contains("3 messages; 12 of 16 buffers free, 4 posted"),
+        "{out}"
+    );
     let out = success("typed_post", &["--model", "mlx5_0", "5"], &[]);
     assert!(
         out.contains(

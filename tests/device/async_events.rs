@@ -921,7 +921,10 @@ fn recreate(dev: &str) {
 // ---------------------------------------------------------------- programs
 
 /// Runs `cmd` to completion within `limit`; returns (status, stdout, stderr).
-fn run_bounded(mut cmd: Command, limit: Duration) -> (std::process::ExitStatus, String, String) {
+pub(crate) fn run_bounded(
+    mut cmd: Command,
+    limit: Duration,
+) -> (std::process::ExitStatus, String, String) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

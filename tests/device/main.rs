@@ -17,6 +17,7 @@ use uverbs_test_support::{bounded, devinfo_compare, qp_connect, typed_wr};
 mod async_events;
 #[cfg(feature = "tokio")]
 mod async_tokio;
+mod buffer_pool;
 mod cabi;
 mod cabi_perftest;
 mod cabi_run;
