@@ -38,6 +38,7 @@ mod porting;
 mod resize_cq;
 mod send_batch;
 mod send_flags;
+mod shared_qp;
 mod soak;
 mod split_recv;
 mod static_cli;
