@@ -203,7 +203,12 @@ mod loom_tests {
 
     #[test]
     fn loom_spin_lock_excludes_and_orders() {
-        loom::model(|| {
+        // A waiter may read the held word again and again before the
+        // holder runs: a bound on preemptions keeps the model finite.
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.max_branches = 100_000;
+        model.check(|| {
             let lock = Arc::new(SpinLock::new(Shared {
                 inside: AtomicUsize::new(0),
                 count: AtomicUsize::new(0),

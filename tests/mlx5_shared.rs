@@ -184,7 +184,10 @@ fn threads_send_receive_and_poll_one_shared_qp_each_completion_once() {
             .flat_map(|t| (0..PER_SENDER).map(move |i| send_id(peer.tag, t, i)))
             .collect();
         peer_sends.sort_unstable();
-        assert_eq!(payloads, peer_sends, "side {k}: each peer send arrived once");
+        assert_eq!(
+            payloads, peer_sends,
+            "side {k}: each peer send arrived once"
+        );
     }
     assert_clean(&p.model);
 }

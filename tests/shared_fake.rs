@@ -126,7 +126,11 @@ fn threads_post_sends_and_receives_to_one_qp_each_request_lands_once() {
                 "thread {t}'s requests (tag {tag:#x}): each once, in its order"
             );
         }
-        assert_eq!(ids.len() as u64, threads * PER_THREAD, "nothing else landed");
+        assert_eq!(
+            ids.len() as u64,
+            threads * PER_THREAD,
+            "nothing else landed"
+        );
     }
 }
 
@@ -134,7 +138,10 @@ fn threads_post_sends_and_receives_to_one_qp_each_request_lands_once() {
 fn threads_poll_one_cq_each_completion_is_taken_once() {
     let fake = fake_rxe();
     let ctx = uverbs::Context::open_with(fake.dyn_kernel(), Some(DEV)).unwrap();
-    let cq = ctx.create_cq(16, CqOptions::default()).unwrap().into_shared();
+    let cq = ctx
+        .create_cq(16, CqOptions::default())
+        .unwrap()
+        .into_shared();
     let ring = fake.cq_ring(cq.handle()).unwrap();
     const TOTAL: u64 = 6000;
     let done = AtomicBool::new(false);
@@ -177,7 +184,11 @@ fn threads_poll_one_cq_each_completion_is_taken_once() {
         assert!(mine.windows(2).all(|w| w[0] < w[1]), "out of order");
     }
     all.sort_unstable();
-    assert_eq!(all, (0..TOTAL).collect::<Vec<_>>(), "each completion exactly once");
+    assert_eq!(
+        all,
+        (0..TOTAL).collect::<Vec<_>>(),
+        "each completion exactly once"
+    );
 }
 
 #[test]
@@ -204,8 +215,15 @@ fn a_held_send_lock_keeps_senders_out_and_lets_receives_through() {
         qp.post_recv(&[RecvWr::new(9, &sge)]).unwrap();
         assert_eq!(rq.consume().map(|w| wr_id(&w)), Some(9));
         std::thread::sleep(Duration::from_millis(50));
-        assert!(!sent.load(Ordering::Acquire), "a send got past the held lock");
-        assert_eq!(sq.count(), 0, "the session's request is not handed over yet");
+        assert!(
+            !sent.load(Ordering::Acquire),
+            "a send got past the held lock"
+        );
+        assert_eq!(
+            sq.count(),
+            0,
+            "the session's request is not handed over yet"
+        );
         batch.complete().unwrap();
         drop(held);
         other.join().unwrap();

@@ -77,9 +77,7 @@ impl SharedCompletionQueue {
     /// while holding it never returns.
     #[inline]
     pub fn lock(&self) -> CqLock<'_> {
-        CqLock {
-            cq: self.cq.lock(),
-        }
+        CqLock { cq: self.cq.lock() }
     }
 
     /// Arms the CQ ([`CompletionQueue::req_notify`], `ibv_req_notify_cq`),

@@ -72,7 +72,8 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
     let mb = mr(&p.pd, 1 << 14);
     // Each send carries its own slot of A's region, written before.
     for id in 0..TOTAL {
-        ma.write(8 * id as usize, &(1000 + id).to_le_bytes()).unwrap();
+        ma.write(8 * id as usize, &(1000 + id).to_le_bytes())
+            .unwrap();
     }
     let (a, b) = (p.a.into_shared(), p.b.into_shared());
     let (cq_a, cq_b) = (p.cq_a.into_shared(), p.cq_b.into_shared());
@@ -105,13 +106,15 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
         };
         (join(pa), join(pb))
     });
-    assert!(sent.iter().all(|c| c.status == WcStatus::SUCCESS && c.opcode == WcOpcode::SEND));
+    assert!(sent
+        .iter()
+        .all(|c| c.status == WcStatus::SUCCESS && c.opcode == WcOpcode::SEND));
     let ids: BTreeSet<u64> = sent.iter().map(|c| c.wr_id).collect();
     assert_eq!(sent.len() as u64, TOTAL, "{sent:?}");
     assert_eq!(ids, (0..TOTAL).collect(), "each send completed once");
-    assert!(received.iter().all(|c| c.status == WcStatus::SUCCESS
-        && c.opcode == WcOpcode::RECV
-        && c.byte_len == 8));
+    assert!(received
+        .iter()
+        .all(|c| c.status == WcStatus::SUCCESS && c.opcode == WcOpcode::RECV && c.byte_len == 8));
     let slots: BTreeSet<u64> = received.iter().map(|c| c.wr_id - 5000).collect();
     assert_eq!(received.len() as u64, TOTAL, "{received:?}");
     assert_eq!(slots, (0..TOTAL).collect(), "each receive completed once");
@@ -119,7 +122,11 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
         .iter()
         .map(|&s| mb.read_u64(64 * s as usize).unwrap())
         .collect();
-    assert_eq!(payloads, (1000..1000 + TOTAL).collect(), "each payload once");
+    assert_eq!(
+        payloads,
+        (1000..1000 + TOTAL).collect(),
+        "each payload once"
+    );
 
     // Back to `&mut`: the receive queue rejoined, both sides post.
     let (mut a, mut b) = (a.into_inner(), b.into_inner());
