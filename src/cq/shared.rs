@@ -87,7 +87,8 @@ impl SharedCompletionQueue {
         self.cq.lock().req_notify(solicited_only)
     }
 
-    /// [`CompletionQueue::ack_events`] (`ibv_ack_cq_events`).
+    /// [`CompletionQueue::ack_events`] (`ibv_ack_cq_events`), under the
+    /// lock.
     #[doc(alias = "ibv_ack_cq_events")]
     pub fn ack_events(&self, n: u32) -> Result<()> {
         self.cq.lock().ack_events(n)
@@ -104,8 +105,8 @@ impl SharedCompletionQueue {
         self.cq.into_inner()
     }
 
-    /// Destroys the CQ, like [`CompletionQueue::destroy`] (`EBUSY` while QPs
-    /// use it); on any failure the shared CQ comes back in the error,
+    /// Destroys the CQ, like [`CompletionQueue::destroy`] (`ibv_destroy_cq`;
+    /// `EBUSY` while QPs use it); on any failure the shared CQ comes back in the error,
     /// unchanged.
     #[doc(alias = "ibv_destroy_cq")]
     pub fn destroy(self) -> Result<(), DestroyError<Self>> {
@@ -149,7 +150,7 @@ impl std::fmt::Debug for CqLock<'_> {
 }
 
 impl CqLock<'_> {
-    /// [`CompletionQueue::poll`], the lock already held.
+    /// [`CompletionQueue::poll`] (`ibv_poll_cq`), the lock already held.
     #[doc(alias = "ibv_poll_cq")]
     #[inline]
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {

@@ -177,7 +177,7 @@ impl SharedQueuePair {
         self.send.lock().state()
     }
 
-    /// [`QueuePair::modify`], under the send lock.
+    /// [`QueuePair::modify`] (`ibv_modify_qp`), under the send lock.
     #[doc(alias = "ibv_modify_qp")]
     pub fn modify(&self, attr: &QpAttr, mask: QpAttrMask) -> Result<()> {
         self.send.lock().modify(attr, mask)
@@ -188,7 +188,7 @@ impl SharedQueuePair {
         self.send.lock().modify_to(attr)
     }
 
-    /// [`QueuePair::query`], under the send lock.
+    /// [`QueuePair::query`] (`ibv_query_qp`), under the send lock.
     #[doc(alias = "ibv_query_qp")]
     pub fn query(&self, mask: QpAttrMask) -> Result<(QpAttr, QpInitInfo)> {
         self.send.lock().query(mask)
@@ -210,7 +210,8 @@ impl SharedQueuePair {
         qp
     }
 
-    /// Destroys the QP, like [`QueuePair::destroy`]; on any failure the
+    /// Destroys the QP, like [`QueuePair::destroy`] (`ibv_destroy_qp`); on
+    /// any failure the
     /// shared QP comes back in the error, unchanged.
     #[doc(alias = "ibv_destroy_qp")]
     pub fn destroy(self) -> Result<(), DestroyError<Self>> {
@@ -279,7 +280,7 @@ impl std::fmt::Debug for SendLock<'_> {
 }
 
 impl SendLock<'_> {
-    /// [`QueuePair::post_send`], the lock already held.
+    /// [`QueuePair::post_send`] (`ibv_post_send`), the lock already held.
     #[doc(alias = "ibv_post_send")]
     #[inline]
     pub fn post_send(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
