@@ -63,7 +63,8 @@
 # status read (no C column).
 # Shared posting (issue 42 item 4; src/bin/uverbs/perf/micro_shared.rs):
 # `shared_write_batchN` is `write_batchN`'s work through
-# `SharedQueuePair::post_send` from one thread (the lock uncontended);
+# `SharedQueuePair::post_send` from one thread (the lock uncontended),
+# `mut_write_batchN` the `&mut` post timed in alternate chunks with it;
 # `contended4_write_batch1` is four threads posting one RDMA write each
 # call to one `SharedQueuePair`, in rounds (ns per write over the round's
 # wall time), against libmlx5's `lib_contended4_write_batch1` (four
@@ -204,7 +205,7 @@ for name in names:
 print()
 print("shared posting; ratio = median of the per-round ratios (best rounds in brackets)")
 for n in (1, 8, 64):
-    sh, mu = col("uverbs", f"shared_write_batch{n}"), col("uverbs", f"write_batch{n}")
+    sh, mu = col("uverbs", f"shared_write_batch{n}"), col("uverbs", f"mut_write_batch{n}")
     if sh and mu:
         r = med([a / b for a, b in zip(sh, mu)])
         print(f"shared_write_batch{n:<3} {med(sh):>7.2f} ns   &mut {med(mu):>7.2f} ns   "

@@ -3,8 +3,9 @@
 //!
 //! - `shared_write_batchN`: `SharedQueuePair::post_send` of N RDMA writes
 //!   from one thread (the lock never contended), the same work and drain
-//!   as `write_batchN`, which posts through `&mut QueuePair` in the same
-//!   run;
+//!   as `write_batchN`; `mut_write_batchN` is `write_batchN` again, its
+//!   chunks timed alternately with the shared ones (the same phase of the
+//!   process: this shared machine runs whole phases slower at times);
 //! - `contended4_write_batch1`: four threads posting single RDMA writes to
 //!   one `SharedQueuePair` at once, in rounds: the four wait at a barrier,
 //!   each posts its share of a round (`ROUND / 4` writes, unsignaled), and
@@ -69,22 +70,32 @@ fn op_shared_write_batch64(
     qp.post_send(wrs)
 }
 
-/// The uncontended rows: `qp` shared for them and given back.
+/// The uncontended rows: chunks posted through `qp` with `&mut` and
+/// through it shared, alternately (the `&mut` chunks timed as
+/// `mut_write_batchN`, so that both are measured in the same phase of the
+/// process; converting between the forms is untimed).
 pub(super) fn uncontended(
     b: &mut Bench,
-    qp: QueuePair,
+    mut qp: QueuePair,
     iters: u64,
     batches: &[Vec<SendWr<'_>>; 3],
 ) -> Res<QueuePair> {
-    let shared = qp.into_shared();
     for wrs in batches {
-        let op = match wrs.len() {
-            1 => op_shared_write_batch1,
-            8 => op_shared_write_batch8,
-            _ => op_shared_write_batch64,
+        let (op, op_mut): (SharedOp, MutOp) = match wrs.len() {
+            1 => (op_shared_write_batch1, op_mut_write_batch1),
+            8 => (op_shared_write_batch8, op_mut_write_batch8),
+            _ => (op_shared_write_batch64, op_mut_write_batch64),
         };
-        let (mut ns, mut done) = (0u128, 0u64);
+        let (mut ns, mut ns_mut, mut done) = (0u128, 0u128, 0u64);
         while done < iters {
+            let t0 = Instant::now();
+            for _ in 0..CHUNK / wrs.len() {
+                op_mut(&mut qp, wrs).map_err(err("post RDMA writes"))?;
+            }
+            ns_mut += t0.elapsed().as_nanos();
+            b.posted = b.posted.wrapping_add(CHUNK as u32);
+            b.drain()?;
+            let shared = qp.into_shared();
             let t0 = Instant::now();
             for _ in 0..CHUNK / wrs.len() {
                 op(&shared, wrs).map_err(err("post RDMA writes to a shared QP"))?;
@@ -93,14 +104,43 @@ pub(super) fn uncontended(
             b.posted = b.posted.wrapping_add(CHUNK as u32);
             done += CHUNK as u64;
             b.drain()?;
+            qp = shared.into_inner();
         }
+        out!(
+            "mut_write_batch{} {:.2}",
+            wrs.len(),
+            ns_mut as f64 / done as f64
+        );
         out!(
             "shared_write_batch{} {:.2}",
             wrs.len(),
             ns as f64 / done as f64
         );
     }
-    Ok(shared.into_inner())
+    Ok(qp)
+}
+
+type SharedOp = fn(&SharedQueuePair, &[SendWr<'_>]) -> Result<(), uverbs::PostError>;
+type MutOp = fn(&mut QueuePair, &[SendWr<'_>]) -> Result<(), uverbs::PostError>;
+
+/// `QueuePair::post_send` of 1, 8 or 64 RDMA writes (`micro_mlx5.rs`'s
+/// `op_write_batchN`, here timed between the shared ones).
+#[inline(never)]
+fn op_mut_write_batch1(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(18);
+    qp.post_send(wrs)
+}
+
+#[inline(never)]
+fn op_mut_write_batch8(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(19);
+    qp.post_send(wrs)
+}
+
+#[inline(never)]
+fn op_mut_write_batch64(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+    std::hint::black_box(20);
+    qp.post_send(wrs)
 }
 
 /// The contended row, on a QP of its own (`DEPTH` deep) and a CQ of its
