@@ -61,6 +61,16 @@
 # extended polling sessions (`start_poll`, `next`: `ibv_start_poll`,
 # `ibv_next_poll`), up to 16 per session, each completion's wr_id and
 # status read (no C column).
+# Shared posting (issue 42 item 4; src/bin/uverbs/perf/micro_shared.rs):
+# `shared_write_batchN` is `write_batchN`'s work through
+# `SharedQueuePair::post_send` from one thread (the lock uncontended),
+# `mut_write_batchN` the `&mut` post timed in alternate chunks with it;
+# `contended4_write_batch1` is four threads posting one RDMA write each
+# call to one `SharedQueuePair`, in rounds (ns per write over the round's
+# wall time), against libmlx5's `lib_contended4_write_batch1` (four
+# pthreads, `ibv_post_send` on one QP: its send queue spinlock). The
+# summary after the tables gives shared / `&mut` and ours / libmlx5 per
+# round (targets: <= 1.2 and <= 1.0).
 # Both work in host memory: the UAR is ordinary memory, so the doorbell
 # costs a cached store, not a PCIe write; the numbers are the software's
 # own cost. A benchmark: it asserts nothing.
@@ -100,7 +110,7 @@ ${CC:-gcc} -O2 -Wall -I "$INC" -o "$OUT/mlx5_baseline" benches/mlx5_baseline.c -
 ENV=$(scripts/on-model.sh --print-env)
 (eval "$ENV"
  # shellcheck disable=SC2086 # CFLAGS and LDFLAGS are word lists
- ${CC:-gcc} -O2 -Wall $CFLAGS -o "$OUT/mlx5_libmlx5" benches/mlx5_libmlx5.c $LDFLAGS -libverbs -lmlx5 -ldl)
+ ${CC:-gcc} -O2 -Wall $CFLAGS -o "$OUT/mlx5_libmlx5" benches/mlx5_libmlx5.c $LDFLAGS -libverbs -lmlx5 -ldl -lpthread)
 cargo build --release --quiet --features test-utils --bin uverbs
 UVERBS=$ROOT/target/release/uverbs
 # The C ABI column: our libraries, release builds, as programs load them.
@@ -190,4 +200,20 @@ for name in names:
         c = min(cs)
         cells += f" {c:>{w}.2f} {u / c:>6.2f}"
     print(f"{name:<18} {u:>10.2f}{cells}{cabi_cells(name, True)}")
+# Shared posting: the uncontended shared post against the `&mut` post of
+# the same run, and four posting threads against libmlx5's four.
+print()
+print("shared posting; ratio = median of the per-round ratios (best rounds in brackets)")
+for n in (1, 8, 64):
+    sh, mu = col("uverbs", f"shared_write_batch{n}"), col("uverbs", f"mut_write_batch{n}")
+    if sh and mu:
+        r = med([a / b for a, b in zip(sh, mu)])
+        print(f"shared_write_batch{n:<3} {med(sh):>7.2f} ns   &mut {med(mu):>7.2f} ns   "
+              f"shared/&mut {r:.2f} ({min(sh) / min(mu):.2f})   target <= 1.2")
+us, lib = col("uverbs", "contended4_write_batch1"), col("libmlx5", "contended4_write_batch1")
+if us and lib:
+    r = med([a / b for a, b in zip(us, lib)])
+    print(f"contended4_write_batch1 {med(us):>7.2f} ns ({1e3 / med(us):.1f} M/s)   libmlx5 "
+          f"{med(lib):>7.2f} ns ({1e3 / med(lib):.1f} M/s)   ours/libmlx5 time {r:.2f} "
+          f"({min(us) / min(lib):.2f})   target <= 1.0")
 PY

@@ -19,7 +19,18 @@
  *                        ibv_start_poll .. ibv_end_poll session per chunk,
  *                        reading wr_id, status, opcode, byte_len and
  *                        qp_num of each (ibv_wc_read_*), as the uverbs row
- *                        cqex_poll_cqe reads them.
+ *                        cqex_poll_cqe reads them;
+ *   lib_contended4_write_batch1
+ *                        four threads calling ibv_post_send of one RDMA
+ *                        write on one QP at once (libmlx5 serialises them
+ *                        with the send queue's spinlock, mlx5_spin_lock in
+ *                        mlx5_post_send), in rounds of ROUND writes on a
+ *                        QP of its own, CDEPTH deep: the threads start
+ *                        at a barrier, each posts ROUND / 4, and the round
+ *                        runs from the first thread's start to the last
+ *                        one's end; then (untimed) one signaled write and
+ *                        one injected CQE complete the round. ns per
+ *                        write, as uverbs' contended4_write_batch1.
  *
  * Before timing, every kind of work runs once through the model, which
  * executes the WQEs libmlx5 built (the written bytes and each completion
@@ -37,6 +48,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <endian.h>
+#include <pthread.h>
 #include <infiniband/mlx5dv.h>
 #include <infiniband/verbs.h>
 #include <stdint.h>
@@ -337,6 +349,135 @@ static void check_through_the_model(void)
 	settle(2);
 }
 
+/* The contended row: a QP, CQ and their direct views of its own. */
+#define CTHREADS 4
+#define CDEPTH 8192u
+#define ROUND (CDEPTH - 64)
+static struct ibv_qp *cqp;
+static struct ibv_cq *ccq;
+static struct mlx5dv_cq cdcq;
+static uint8_t ctemplate[64];
+static uint32_t cci, cposted;
+static pthread_barrier_t cbar;
+static double cstart[CTHREADS], cend[CTHREADS];
+static long crounds;
+static int cfailed;
+
+static int post_one_write(struct ibv_qp *q, uint64_t id, int signaled)
+{
+	struct ibv_sge sge = {(uintptr_t)buf, 64, mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = id, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+				 .wr.rdma = {(uintptr_t)buf + 4096, mr->rkey}};
+	struct ibv_send_wr *bad;
+	return ibv_post_send(q, &wr, &bad);
+}
+
+static __attribute__((noinline)) void contended_share(void)
+{
+	for (unsigned i = 0; i < ROUND / CTHREADS; i++)
+		if (post_one_write(cqp, i, 0))
+			__atomic_store_n(&cfailed, 1, __ATOMIC_RELAXED);
+}
+
+static void *contender(void *arg)
+{
+	long t = (long)arg;
+	for (long r = 0; r < crounds; r++) {
+		pthread_barrier_wait(&cbar);
+		cstart[t] = now_ns();
+		contended_share();
+		cend[t] = now_ns();
+		pthread_barrier_wait(&cbar);
+	}
+	return NULL;
+}
+
+/* The contended QP's completion of everything posted: one CQE, polled. */
+static void cdrain(void)
+{
+	struct mlx5_cqe64 *c = (void *)((uint8_t *)cdcq.buf +
+		(size_t)(cci & (cdcq.cqe_cnt - 1)) * cdcq.cqe_size + cdcq.cqe_size - 64);
+	uint8_t own = !!(cci & cdcq.cqe_cnt);
+	struct ibv_wc wc;
+	memcpy(c, ctemplate, 63);
+	c->wqe_counter = htobe16((cposted - 1) & 0xffff);
+	__atomic_store_n(&c->op_own, (uint8_t)((MLX5_CQE_REQ << 4) | own), __ATOMIC_RELEASE);
+	if (ibv_poll_cq(ccq, 1, &wc) != 1 || wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "contended: draining found no successful completion\n");
+		exit(1);
+	}
+	cci++;
+}
+
+static void contended(struct ibv_pd *pd, int gid_index, long iters)
+{
+	ccq = ibv_create_cq(ctx, NCQE, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = ccq, .recv_cq = ccq, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = CDEPTH, .max_recv_wr = 16, .max_send_sge = 1,
+			.max_recv_sge = 1},
+	};
+	if (!ccq || !(cqp = ibv_create_qp(pd, &ia)))
+		die("contended: ibv_create_cq / ibv_create_qp");
+	struct ibv_qp *saved = qp;
+	qp = cqp;
+	connect_to_self(gid_index);
+	qp = saved;
+	struct mlx5dv_obj o = {.cq = {ccq, &cdcq}};
+	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_CQ))
+		die("contended: mlx5dv_init_obj");
+	/* Once through the model, the CQE template from its completion. */
+	if (post_one_write(cqp, 1, 1))
+		die("contended: ibv_post_send");
+	struct ibv_wc wc;
+	int got = 0;
+	for (int tries = 0; !got && tries < 1000; tries++) {
+		model_process();
+		got = ibv_poll_cq(ccq, 1, &wc);
+	}
+	if (got != 1 || wc.status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "contended: the model did not complete the write\n");
+		exit(1);
+	}
+	cci = 1;
+	cposted = 1;
+	memcpy(ctemplate, (uint8_t *)cdcq.buf + cdcq.cqe_size - 64, 64);
+
+	crounds = (iters + ROUND - 1) / ROUND;
+	pthread_t th[CTHREADS];
+	pthread_barrier_init(&cbar, NULL, CTHREADS + 1);
+	for (long t = 0; t < CTHREADS; t++)
+		if (pthread_create(&th[t], NULL, contender, (void *)t))
+			die("pthread_create");
+	double total = 0;
+	for (long r = 0; r < crounds; r++) {
+		pthread_barrier_wait(&cbar);
+		pthread_barrier_wait(&cbar);
+		double s = cstart[0], e = cend[0];
+		for (int t = 1; t < CTHREADS; t++) {
+			s = cstart[t] < s ? cstart[t] : s;
+			e = cend[t] > e ? cend[t] : e;
+		}
+		total += e - s;
+		if (post_one_write(cqp, 2, 1))
+			die("contended: the round's last write");
+		cposted += ROUND / CTHREADS * CTHREADS + 1;
+		cdrain();
+	}
+	for (int t = 0; t < CTHREADS; t++)
+		pthread_join(th[t], NULL);
+	if (cfailed) {
+		fprintf(stderr, "contended: a post failed\n");
+		exit(1);
+	}
+	printf("lib_contended%d_write_batch1 %.2f\n", CTHREADS,
+	       total / (crounds * (ROUND / CTHREADS) * CTHREADS));
+	ibv_destroy_qp(cqp);
+	ibv_destroy_cq(ccq);
+}
+
 int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 2000000;
@@ -387,6 +528,8 @@ int main(int argc, char **argv)
 	if (mlx5dv_init_obj(&o, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ))
 		die("mlx5dv_init_obj");
 	check_through_the_model();
+	if (wanted("contended4_write_batch1"))
+		contended(pd, gid_index, iters);
 
 	static const int batches[] = {1, 8, 64};
 	for (int post_kind = 0; post_kind < 2; post_kind++) {

@@ -568,6 +568,19 @@ macro_rules! providers {
             pub(crate) fn take_rq(&mut self) -> Option<AnyRq> {
                 match self { $(AnyQp::$v(qp) => <$p>::take_rq(qp).map(AnyRq::$v)),+ }
             }
+
+            /// Puts a receive queue taken with [`AnyQp::take_rq`] back
+            /// (the queue back if it is another provider's).
+            #[allow(unreachable_patterns)]
+            pub(crate) fn put_rq(&mut self, rq: AnyRq) -> Result<(), AnyRq> {
+                match (self, rq) {
+                    $((AnyQp::$v(qp), AnyRq::$v(rq)) => {
+                        <$p>::put_rq(qp, rq);
+                        Ok(())
+                    })+
+                    (_, rq) => Err(rq),
+                }
+            }
         }
 
         impl AnyRq {

@@ -638,6 +638,11 @@ pub(crate) trait Provider: Sized + 'static {
     /// destroyed (its memory is its own, or shared by reference count).
     fn take_rq(qp: &mut Self::Qp) -> Option<Self::Rq>;
 
+    /// Puts a receive queue taken with [`Provider::take_rq`] back into its
+    /// QP, which has none meanwhile; the caller restarts either side for
+    /// resets it missed.
+    fn put_rq(qp: &mut Self::Qp, rq: Self::Rq);
+
     /// Writes receive WQEs into a taken receive queue.
     fn post_rq(rq: &mut Self::Rq, wrs: &[RecvWr<'_>]) -> Result<(), PostError>;
 

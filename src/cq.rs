@@ -37,6 +37,10 @@ use crate::{
     wc::{WcExFlags, WorkCompletion},
 };
 
+mod shared;
+
+pub use shared::{CqLock, SharedCompletionQueue};
+
 /// A CQ's kernel object; QPs and events hold an `Arc` of it.
 #[derive(Debug)]
 pub(crate) struct CqInner {

@@ -182,6 +182,7 @@ pub mod queue_alloc;
 mod recv_queue;
 pub mod send_session;
 mod shared_memory;
+mod spin_lock;
 mod srq;
 mod sync;
 pub mod sys;
@@ -305,7 +306,7 @@ pub use ah::AddressHandle;
 pub use async_event::{AsyncElement, AsyncEvent, AsyncEventType, EventAffiliation, EventSeverity};
 pub use comp_channel::{ack_cq_events, CompletionChannel, CqEvent, DeferredCqEvent};
 pub use context::{CommandMode, Context};
-pub use cq::{CompletionQueue, CqOptions};
+pub use cq::{CompletionQueue, CqLock, CqOptions, SharedCompletionQueue};
 pub use cq_ex::CqPoll;
 pub use device_list::{devices, devices_with, find_device, sysfs_path, DeviceInfo, NodeType};
 pub use endpoint::{BringUp, Endpoint};
@@ -317,7 +318,7 @@ pub use mw::{MemoryWindow, MwBind, MwType};
 pub use parent_domain::{ParentDomainAttr, ThreadDomain};
 pub use pd::ProtectionDomain;
 pub use pooled_qp::{PoolCompletion, PooledQp, PostRefused};
-pub use qp::{QpInitAttr, QueuePair};
+pub use qp::{QpInitAttr, QueuePair, SendLock, SharedQueuePair};
 pub use qp_attr::{
     AhAttr, GlobalRoute, PathMigState, QpAttr, QpAttrMask, QpCap, QpInitInfo, QpState, QpType,
 };

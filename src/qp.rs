@@ -43,6 +43,9 @@ use crate::{
 };
 
 mod create;
+mod shared;
+
+pub use shared::{SendLock, SharedQueuePair};
 
 /// What [`ProtectionDomain::create_qp`](crate::ProtectionDomain::create_qp) takes (`struct ibv_qp_init_attr`).
 ///

@@ -65,6 +65,12 @@ impl RecvQueue {
         }
     }
 
+    /// The queue, its gate word and the resets it was restarted for, to
+    /// give it back to its QP ([`crate::SharedQueuePair::into_inner`]).
+    pub(crate) fn into_parts(self) -> (AnyRq, Arc<AtomicU64>, u64) {
+        (self.rq, self.gate, self.resets_seen)
+    }
+
     /// The QP number of the QP this queue belongs to.
     pub fn qp_num(&self) -> u32 {
         self.qp_num

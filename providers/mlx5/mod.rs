@@ -724,6 +724,10 @@ impl Provider for Mlx5 {
         qp.rq.take()
     }
 
+    fn put_rq(qp: &mut Mlx5Qp, rq: Mlx5Rq) {
+        qp.rq = Some(rq);
+    }
+
     #[inline]
     fn post_rq(rq: &mut Mlx5Rq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         rq.post(wrs)

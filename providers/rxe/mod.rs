@@ -405,6 +405,10 @@ impl Provider for Rxe {
         qp.rq.take()
     }
 
+    fn put_rq(qp: &mut RxeQp, rq: RxeRq) {
+        qp.rq = Some(rq);
+    }
+
     #[inline]
     fn post_rq(rq: &mut RxeRq, wrs: &[RecvWr<'_>]) -> Result<(), PostError> {
         rq.post(wrs)

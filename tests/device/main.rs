@@ -39,6 +39,7 @@ mod porting;
 mod resize_cq;
 mod send_batch;
 mod send_flags;
+mod shared_qp;
 mod soak;
 mod split_recv;
 mod static_cli;

@@ -35,9 +35,9 @@ use super::{err, Opts, Res};
 
 /// Work requests per timed chunk: the send queue's depth (as the C
 /// baseline's `MAX_POST`).
-const CHUNK: usize = 512;
+pub(super) const CHUNK: usize = 512;
 /// CQEs per timed poll round (the CQ's size, as the C baseline's `NCQE`).
-const NCQE: usize = 4096;
+pub(super) const NCQE: usize = 4096;
 /// WQEs of the SRQ (as the C baseline's `SRQ_WQE`); one fewer receives fit.
 const SRQ_WQES: u32 = 512;
 /// `MLX5_CQE_REQ`, `MLX5_CQE_RESP_SEND` and `MLX5_OPCODE_RDMA_WRITE`
@@ -47,16 +47,16 @@ const CQE_RESP_SEND: u8 = 2;
 const OPCODE_RDMA_WRITE: u8 = 0x08;
 
 /// The QP under test and what completes its work.
-struct Bench {
-    model: std::sync::Arc<Mlx5Model>,
-    cq: CompletionQueue,
-    cqn: u32,
-    qpn: u32,
+pub(super) struct Bench {
+    pub(super) model: std::sync::Arc<Mlx5Model>,
+    pub(super) cq: CompletionQueue,
+    pub(super) cqn: u32,
+    pub(super) qpn: u32,
     /// The QP's user index (CQE version 1), which CQEs name it by.
-    uidx: Option<u32>,
+    pub(super) uidx: Option<u32>,
     /// WQE basic blocks posted so far (every WQE here takes one).
-    posted: u32,
-    wc: [WorkCompletion; 16],
+    pub(super) posted: u32,
+    pub(super) wc: [WorkCompletion; 16],
 }
 
 impl Bench {
@@ -90,7 +90,7 @@ impl Bench {
 
     /// Completes everything posted: one CQE for the last WQE, which frees
     /// the send queue up to it, polled here.
-    fn drain(&mut self) -> Res<()> {
+    pub(super) fn drain(&mut self) -> Res<()> {
         let cqe = self.req_cqe(self.posted.wrapping_sub(1));
         if !self.model.inject_cqe(self.cqn, cqe) {
             return Err("the model refused a completion (CQ full)".into());
@@ -108,7 +108,7 @@ impl Bench {
     /// Runs the model over what was posted and polls until nothing more
     /// comes; every completion must be a success and the model must have
     /// seen no protocol violation.
-    fn settle(&mut self) -> Res<usize> {
+    pub(super) fn settle(&mut self) -> Res<usize> {
         let mut total = 0;
         loop {
             self.model.process();
@@ -651,6 +651,11 @@ pub fn run(o: &Opts) -> Res<()> {
     qp.post_recv(&recvs).map_err(err("post receives"))?;
     verify(&mut b, &mut qp, &mut call_inline)?;
 
+    // The contended shared row (`micro_shared.rs`), on a QP of its own,
+    // first: it runs its QP once through the model, which must not meet
+    // this QP's timed WQEs (never executed, only completed by injection).
+    super::micro_shared::contended(&model, &ctx, &pd, &mr, o, iters)?;
+
     // A warm-up of a third of a second, untimed: started right after
     // another busy process (the C baseline, which `benches/mlx5.sh`
     // alternates with this one), the first timed row ran about 1.7 times
@@ -689,6 +694,9 @@ pub fn run(o: &Opts) -> Res<()> {
     }
     let ns = timed(&mut b, &mut qp, iters, &mut call_inline)?;
     out!("wrc_inline_send {ns:.2}");
+    // Shared posting (`micro_shared.rs`): the uncontended rows on this QP,
+    // shared and given back.
+    let mut qp = super::micro_shared::uncontended(&mut b, qp, iters, &batches)?;
 
     // Polling: CQEs written for WQEs of a posted chunk, then polled in
     // batches of 16 as the C baseline does.

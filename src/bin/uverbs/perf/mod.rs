@@ -26,6 +26,8 @@ mod micro;
 mod micro_fake;
 #[cfg(feature = "test-utils")]
 mod micro_mlx5;
+#[cfg(feature = "test-utils")]
+mod micro_shared;
 mod process;
 mod report;
 mod storm;
