@@ -12,7 +12,7 @@
 //! - [`Readiness`]: "poll the fd for read readiness" returning a
 //!   [`ReadyGuard`], whose [`clear_ready`](ReadyGuard::clear_ready) forgets
 //!   the readiness that guard reported. tokio's `AsyncFd`
-//!   ([`uverbs::tokio::TokioFd`](crate::tokio) with the `tokio` feature),
+//!   (`uverbs::tokio::TokioFd` with the `tokio` feature),
 //!   async-io's (smol's) `Async`, or a `poll(2)` thread implement it in a
 //!   few lines (`examples/smol_cq_events.rs`).
 //! - [`EventStream`]: an event source ([`EventSource`]: a
