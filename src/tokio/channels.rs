@@ -3,7 +3,6 @@
 #![allow(unsafe_code)] // `AsyncFd::register_with_interest`: the fd-lifetime contract
 
 use std::{
-    future::Future,
     io,
     os::fd::{BorrowedFd, OwnedFd},
     task::{Context as TaskContext, Poll},
@@ -70,8 +69,8 @@ impl Readiness for TokioFd {
     }
 
     /// `AsyncFd::readable`: any number of tasks may wait at once.
-    fn read_ready(&self) -> impl Future<Output = io::Result<TokioReady<'_>>> {
-        async move { self.fd.readable().await.map(TokioReady) }
+    async fn read_ready(&self) -> io::Result<TokioReady<'_>> {
+        self.fd.readable().await.map(TokioReady)
     }
 }
 
