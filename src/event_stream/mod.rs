@@ -53,12 +53,16 @@
 //! A reactor without explicit clearing (async-io: each `poll_readable`
 //! after a `Ready` registers interest anew) uses `()` as its guard:
 //!
-//! ```ignore
-//! struct SmolFd(smol::Async<std::os::fd::OwnedFd>);
+//! ```no_run
+//! # async fn sketch(ctx: uverbs::Context) -> uverbs::Result<()> {
+//! use std::{io, os::fd::OwnedFd, task::{Context, Poll}};
+//! use uverbs::event_stream::{EventStream, Readiness};
 //!
-//! impl uverbs::event_stream::Readiness for SmolFd {
+//! struct SmolFd(smol::Async<OwnedFd>);
+//!
+//! impl Readiness for SmolFd {
 //!     type Ready<'a> = ();
-//!     fn poll_read_ready(&self, cx: &mut std::task::Context<'_>) -> Poll<io::Result<()>> {
+//!     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
 //!         self.0.poll_readable(cx)
 //!     }
 //! }
@@ -67,6 +71,9 @@
 //!     smol::Async::new_nonblocking(fd.try_clone_to_owned()?).map(SmolFd)
 //! })?;
 //! let ev = channel.next_event().await?;
+//! # drop(ev);
+//! # Ok(())
+//! # }
 //! ```
 //!
 //! An edge-triggered reactor (tokio, `EPOLLET`) must clear only the
