@@ -34,11 +34,11 @@ row() {
   fi
 }
 
-for f in rxe mlx5 devx "cm rxe" "tokio rxe"; do
+for f in rxe mlx5 devx "cm rxe" "tokio rxe" "stream rxe"; do
   row "--features ${f// /,}" --lib --no-default-features --features "${f// /,}"
 done
 row "default features" --lib
-row "every public feature" --lib --features tokio
+row "every public feature" --lib --features tokio,stream
 row "cli (the uverbs binary)" --bins --no-default-features --features cli
 
 # No provider: the crate says what to enable.

@@ -4,7 +4,7 @@
 # version (bookworm ships 1.85 in main), fetched with `apt-get download` and
 # unpacked with `dpkg -x` into ${UVERBS_MSRV_CACHE:-~/.cache/uverbs-msrv};
 # nothing is installed. Runs the current cargo with that rustc:
-#   cargo check --workspace --lib --bins --features uverbs/tokio
+#   cargo check --workspace --lib --bins --features uverbs/tokio,uverbs/stream
 # (tests, benches and examples use dev-dependencies that may need newer Rust;
 # the library and the CLI are what users build).
 set -euo pipefail
@@ -51,6 +51,6 @@ export LD_LIBRARY_PATH=$DIR/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBR
 "$RUSTC" -V >/dev/null 2>&1 || die "$RUSTC does not run"
 log "checking with $("$RUSTC" -V)"
 cd "$ROOT"
-RUSTC=$RUSTC cargo check --workspace --lib --bins --features uverbs/tokio \
+RUSTC=$RUSTC cargo check --workspace --lib --bins --features uverbs/tokio,uverbs/stream \
   --target-dir "$ROOT/target/msrv" --quiet
 log "ok: the workspace builds with Rust $MSRV (rust-version)"

@@ -107,7 +107,7 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --features uverbs/device-tests,uverbs/tokio -- -D warnings
 
 step "cargo doc (broken links are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --features uverbs/tokio --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --features uverbs/tokio,uverbs/stream --quiet
 
 step "each cargo feature on its own (scripts/features.sh)"
 scripts/features.sh

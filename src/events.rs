@@ -25,8 +25,9 @@
 //! # Polling the fd yourself (`poll`, `epoll`, an event loop)
 //!
 //! Each event type implements `AsFd`. Register it with `poll`/`epoll` (or
-//! use the `tokio` feature's wrappers) and call the non-blocking get when it
-//! is readable.
+//! wrap it in an [`EventStream`](crate::event_stream::EventStream) on any
+//! async runtime's reactor, or use the `tokio` feature's wrappers) and call
+//! the non-blocking get when it is readable.
 //!
 //! - **`O_NONBLOCK` is honoured**: when the program sets it on the fd (as
 //!   rdma-core's examples do before polling), a blocking get with nothing

@@ -59,7 +59,10 @@
 //! **5. Await** with the `tokio` feature: `uverbs::tokio` wraps every event
 //! fd in tokio's `AsyncFd` and gives a CQ whose completions are awaited
 //! (`AsyncCq`, with a busy-poll budget before it sleeps);
-//! `examples/async_cq_events.rs`, `examples/async_cm.rs`.
+//! `examples/async_cq_events.rs`, `examples/async_cm.rs`. Any other
+//! runtime plugs its reactor into [`event_stream`] (`poll_next_event(cx)`,
+//! `futures_core::Stream` with the `stream` feature;
+//! `examples/smol_cq_events.rs`).
 //!
 //! **6. mlx5.** The same API drives a ConnectX; [`mlx5`] adds what only
 //! mlx5 has (the counterpart of `mlx5dv`): DevX objects, UMEM, async
@@ -152,6 +155,7 @@ mod event_acks;
 mod event_count;
 mod event_fd;
 mod event_registry;
+pub mod event_stream;
 pub mod events;
 mod fork;
 #[cfg(feature = "fuzzing")]
@@ -268,6 +272,11 @@ pub mod examples {
         async_cm,
         "examples/async_cm.rs",
         "an rdma_cm client and server on tokio."
+    );
+    example!(
+        smol_cq_events,
+        "examples/smol_cq_events.rs",
+        "completion events on smol through `uverbs::event_stream` (a second runtime)."
     );
     example!(
         devx_events,

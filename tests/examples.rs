@@ -10,7 +10,8 @@
 //!
 //! The programs are the ones cargo built: `cargo test` builds every example
 //! (the tokio ones only with `--features tokio`, and then this test runs
-//! them too) into `target/<profile>/examples`, beside the `deps` directory
+//! them too; `smol_cq_events` with `stream`, which the crate's own tests
+//! turn on) into `target/<profile>/examples`, beside the `deps` directory
 //! of this test's binary; `UVERBS_EXAMPLES_DIR` names another directory.
 //! Run alone (`cargo test --test examples`), cargo does not build the
 //! examples: `cargo build --examples` first.
@@ -22,31 +23,36 @@ use std::{
     time::{Duration, Instant},
 };
 
-/// Every example, and whether it needs the `tokio` feature.
-const EXAMPLES: &[(&str, bool)] = &[
-    ("async_cm", true),
-    ("async_cq_events", true),
-    ("async_event", false),
-    ("async_event_nonblocking", false),
-    ("buffer_pool", false),
-    ("cm_client", false),
-    ("cm_server", false),
-    ("cq_events", false),
-    ("cq_events_nonblocking", false),
-    ("devx_events", false),
-    ("list_devices", false),
-    ("rc_loopback", false),
-    ("typed_post", false),
+/// Every example, and the feature it needs ("": none).
+const EXAMPLES: &[(&str, &str)] = &[
+    ("async_cm", "tokio"),
+    ("async_cq_events", "tokio"),
+    ("async_event", ""),
+    ("async_event_nonblocking", ""),
+    ("buffer_pool", ""),
+    ("cm_client", ""),
+    ("cm_server", ""),
+    ("cq_events", ""),
+    ("cq_events_nonblocking", ""),
+    ("devx_events", ""),
+    ("list_devices", ""),
+    ("rc_loopback", ""),
+    ("smol_cq_events", "stream"),
+    ("typed_post", ""),
 ];
 
 /// The rdma_cm examples: no model plays rdma_cm.
 const NO_MODEL: &[&str] = &["async_cm", "cm_client", "cm_server"];
 
-/// The examples this build has (the tokio ones with the feature).
+/// The examples this build has (those that need a feature with it).
 fn built() -> impl Iterator<Item = &'static str> {
     EXAMPLES
         .iter()
-        .filter(|(_, tokio)| !tokio || cfg!(feature = "tokio"))
+        .filter(|(_, feature)| match *feature {
+            "tokio" => cfg!(feature = "tokio"),
+            "stream" => cfg!(feature = "stream"),
+            _ => true,
+        })
         .map(|(name, _)| *name)
 }
 
@@ -254,6 +260,14 @@ fn the_device_examples_run_on_the_mlx5_model() {
         let out = success("async_cq_events", &["--model=mlx5", "mlx5_0", "6"], &[]);
         assert!(out.contains("by hand: 6 messages, 12 completions"), "{out}");
         assert!(out.contains("AsyncCq: 6 messages, 12 completions"), "{out}");
+    }
+    if cfg!(feature = "stream") {
+        let out = success("smol_cq_events", &["--model=mlx5", "mlx5_0", "6"], &[]);
+        assert!(out.contains("by hand: 6 messages, 12 completions"), "{out}");
+        assert!(
+            out.contains("AsyncCq on smol: 6 messages, 12 completions"),
+            "{out}"
+        );
     }
     let out = success("list_devices", &["--model"], &[]);
     assert!(out.starts_with("mlx5_0 (uverbs0, node GUID "), "{out}");

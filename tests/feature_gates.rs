@@ -1,5 +1,5 @@
 //! The cargo features a user chooses (`rxe`, `mlx5`, `devx`, `cm`, `cli`,
-//! `tokio`) are documented where they gate something: every public item
+//! `tokio`, `stream`) are documented where they gate something: every public item
 //! behind `#[cfg(feature = "F")]` also carries
 //! `#[cfg_attr(docsrs, doc(cfg(feature = "F")))]`, so docs.rs (built with
 //! `--cfg docsrs`) says which feature brings it; and the README's feature
@@ -10,7 +10,7 @@ use std::{fs, path::Path};
 
 /// The features a user of the crate picks; the others (`test-utils`,
 /// `device-tests`, `fuzzing`) are for the repository's own tests.
-const USER_FEATURES: &[&str] = &["rxe", "mlx5", "devx", "cm", "cli", "tokio"];
+const USER_FEATURES: &[&str] = &["rxe", "mlx5", "devx", "cm", "cli", "tokio", "stream"];
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in fs::read_dir(dir).unwrap() {

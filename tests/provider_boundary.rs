@@ -346,12 +346,15 @@ const EXCEPTIONS: &[(&str, &str)] = &[
     ("src/lib.rs", "uverbs needs at least one provider"),
     // A hint for users with no device: how to create a soft-RoCE one.
     ("src/device_list.rs", "rdma link add rxe0"),
-    // The async wrapper of the public DevX event channel: a user of the
+    // The async wrappers of the public DevX event channel: users of the
     // public `uverbs::mlx5` API, as any program would be (feature tokio).
+    ("src/tokio/channels.rs", "mlx5::DevxEventChannel"),
+    // The runtime-independent async layer over the same public channel.
     (
-        "src/tokio/channels.rs",
-        "mlx5::{DevxEvent, DevxEventChannel}",
+        "src/event_stream/source.rs",
+        "use crate::mlx5::{DevxEvent, DevxEventChannel};",
     ),
+    ("src/event_stream/stream.rs", "mlx5::DevxEventChannel"),
 ];
 
 /// Words that name a provider to branch on, in the C libraries' code.

@@ -1,167 +1,29 @@
-//! A CQ whose completions are awaited.
+//! A CQ whose completions are awaited on tokio.
 
-use std::time::{Duration, Instant};
-
-use super::AsyncCompletionChannel;
-use crate::{
-    ack_cq_events,
-    error::{DestroyError, Result},
-    CompletionQueue, Context, CqOptions, WorkCompletion,
-};
-
-/// How long [`AsyncCq::poll`] keeps polling an empty CQ before it arms it
-/// and sleeps on its channel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum BusyPoll {
-    /// Sleep as soon as the CQ is empty (one poll, then arm, poll, wait):
-    /// no core is burnt while idle. The default.
-    #[default]
-    Off,
-    /// Poll for up to this long first: completions that arrive within it
-    /// are returned without a system call or a wake-up (latency-sensitive
-    /// programs), at the price of a busy core meanwhile. The executor
-    /// thread is busy too: use it on a thread or runtime of its own.
-    For(Duration),
-}
+use super::channels::TokioFd;
+use crate::{error::Result, event_stream, Context};
 
 /// A CQ with a completion channel of its own, whose completions are
-/// awaited: [`AsyncCq::poll`] returns as soon as at least one completion
-/// is there.
-///
-/// Each wait is what programs write by hand around `ibv_get_cq_event`:
-/// poll; poll on for the [`BusyPoll`] budget; arm (`req_notify`) and poll
-/// once more (a completion that arrived before the arm raises no event);
-/// await the channel; take every event queued and acknowledge them in one
-/// batch; poll. Completions stay in the CQ until polled, so a cancelled
-/// wait loses none, and the CQ stays armed for the next.
-#[derive(Debug)]
-pub struct AsyncCq {
-    cq: CompletionQueue,
-    channel: AsyncCompletionChannel,
-    busy: BusyPoll,
-    /// Armed, and its event not read yet.
-    armed: bool,
-}
+/// awaited on tokio: [`event_stream::AsyncCq`] with a [`TokioFd`]
+/// ([`AsyncCq::poll`](event_stream::AsyncCq::poll) returns as soon as at
+/// least one completion is there).
+pub type AsyncCq = event_stream::AsyncCq<TokioFd>;
 
-impl AsyncCq {
+impl event_stream::AsyncCq<TokioFd> {
     /// Creates a completion channel and a CQ on it with room for `cqe`
     /// completions on completion vector `comp_vector`, registered with the
     /// current tokio runtime. The channel signals this CQ only.
     pub fn create(ctx: &Context, cqe: u32, comp_vector: u32) -> Result<Self> {
-        let channel = ctx.create_comp_channel()?;
-        let cq = ctx.create_cq(
-            cqe,
-            CqOptions {
-                channel: Some(&channel),
-                comp_vector,
-                ..CqOptions::default()
-            },
-        )?;
-        Ok(AsyncCq {
-            cq,
-            channel: AsyncCompletionChannel::new(channel)?,
-            busy: BusyPoll::Off,
-            armed: false,
-        })
-    }
-
-    /// Sets the busy-poll budget of later waits.
-    pub fn set_busy_poll(&mut self, busy: BusyPoll) {
-        self.busy = busy;
-    }
-
-    /// The CQ (to create QPs on it).
-    pub fn cq(&self) -> &CompletionQueue {
-        &self.cq
-    }
-
-    /// Polls without waiting, like [`CompletionQueue::poll`].
-    pub fn try_poll(&mut self, out: &mut [WorkCompletion]) -> usize {
-        self.cq.poll(out)
-    }
-
-    /// Waits until at least one completion is there and returns how many
-    /// were written to `out` (0 only when `out` is empty). Cancellation-safe.
-    pub async fn poll(&mut self, out: &mut [WorkCompletion]) -> Result<usize> {
-        if out.is_empty() {
-            return Ok(0);
-        }
-        loop {
-            let n = self.busy_poll(out);
-            if n > 0 {
-                return Ok(n);
-            }
-            if !self.armed {
-                self.cq.req_notify(false)?;
-                self.armed = true;
-                let n = self.cq.poll(out);
-                if n > 0 {
-                    return Ok(n);
-                }
-            }
-            let first = self.channel.next_event().await?;
-            // The event is read: the CQ is no longer armed.
-            self.armed = false;
-            let mut batch = vec![first];
-            while let Some(ev) = self.channel.channel().try_get_event()? {
-                batch.push(ev);
-            }
-            ack_cq_events(batch);
-        }
-    }
-
-    /// One poll, then more for the busy-poll budget while empty.
-    fn busy_poll(&mut self, out: &mut [WorkCompletion]) -> usize {
-        let n = self.cq.poll(out);
-        let BusyPoll::For(budget) = self.busy else {
-            return n;
-        };
-        if n > 0 || budget.is_zero() {
-            return n;
-        }
-        let deadline = Instant::now() + budget;
-        loop {
-            for _ in 0..64 {
-                let n = self.cq.poll(out);
-                if n > 0 {
-                    return n;
-                }
-                std::hint::spin_loop();
-            }
-            if Instant::now() >= deadline {
-                return 0;
-            }
-        }
-    }
-
-    /// Destroys the CQ (and its channel) without ever blocking the
-    /// executor: [`CompletionQueue::try_destroy`]. On failure (QPs still
-    /// use it: `EBUSY`) it comes back whole.
-    pub fn destroy(self) -> Result<(), DestroyError<Self>> {
-        let AsyncCq {
-            cq,
-            channel,
-            busy,
-            armed,
-        } = self;
-        cq.try_destroy().map_err(|e| {
-            let (cq, err) = e.into_parts();
-            DestroyError::new(
-                AsyncCq {
-                    cq,
-                    channel,
-                    busy,
-                    armed,
-                },
-                err,
-            )
-        })
+        let channel = super::AsyncCompletionChannel::new(ctx.create_comp_channel()?)?;
+        Self::from_channel(ctx, cqe, comp_vector, channel)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::{AsyncCmChannel, AsyncCompletionChannel, AsyncDevxChannel, AsyncEvents};
     use super::*;
+    use crate::WorkCompletion;
 
     fn assert_send<T: Send>(_: &T) {}
 
@@ -171,9 +33,9 @@ mod tests {
     fn futures_are_send(
         cq: &mut AsyncCq,
         ch: &AsyncCompletionChannel,
-        ev: &super::super::AsyncEvents,
-        cm: &super::super::AsyncCmChannel,
-        devx: &super::super::AsyncDevxChannel,
+        ev: &AsyncEvents,
+        cm: &AsyncCmChannel,
+        devx: &AsyncDevxChannel,
         out: &mut [WorkCompletion],
     ) {
         assert_send(&cq.poll(out));
@@ -181,10 +43,5 @@ mod tests {
         assert_send(&ev.next_event());
         assert_send(&cm.next_event());
         assert_send(&devx.next_event());
-    }
-
-    #[test]
-    fn busy_poll_defaults_to_off() {
-        assert_eq!(BusyPoll::default(), BusyPoll::Off);
     }
 }

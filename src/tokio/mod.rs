@@ -1,10 +1,10 @@
 //! The event fds as futures on tokio's reactor (feature `tokio`).
 //!
-//! Every event fd of the crate already polls readable while a record is
-//! queued and reads without blocking once a `try_*` get has run; what an
-//! async program needs on top is a registration with the runtime and the
-//! loop that awaits readiness, drains, and clears the readiness it
-//! consumed. That loop is here, once, for each kind of channel:
+//! This is [`uverbs::event_stream`](crate::event_stream), the
+//! runtime-independent layer, on tokio: its [`Readiness`](crate::event_stream::Readiness)
+//! is a [`TokioFd`] (tokio's `AsyncFd`), and each wrapper is an
+//! [`EventStream`](crate::event_stream::EventStream) or
+//! [`event_stream::AsyncCq`](crate::event_stream::AsyncCq) with it:
 //!
 //! | channel | async wrapper | awaits |
 //! |---|---|---|
@@ -13,9 +13,11 @@
 //! | [`cm::EventChannel`](crate::cm::EventChannel) | [`AsyncCmChannel`] | [`CmEvent`](crate::cm::CmEvent) |
 //! | [`mlx5::DevxEventChannel`](crate::mlx5::DevxEventChannel) | [`AsyncDevxChannel`] | [`DevxEvent`](crate::mlx5::DevxEvent) |
 //!
-//! and [`AsyncCq`] awaits completions the way programs write it by hand:
-//! poll (for a configurable busy-poll budget), arm, poll again, await the
-//! channel, acknowledge what it read in one batch, poll.
+//! Each has `new`, `next_event().await` (any number of tasks may await one
+//! wrapper), `poll_next_event(cx)` and, with the `stream` feature,
+//! `futures_core::Stream`. [`AsyncCq`] awaits completions the way programs
+//! write it by hand: poll (for a configurable busy-poll budget), arm, poll
+//! again, await the channel, acknowledge what it read in one batch, poll.
 //!
 //! # Guarantees
 //!
@@ -34,7 +36,9 @@
 //!   and never blocks an executor if called as
 //!   [`CompletionQueue::try_destroy`](crate::CompletionQueue::try_destroy).
 //!
-//! One fd can be registered with a runtime once: wrap each channel once.
+//! Each wrapper registers a duplicate of its channel's fd (one more fd,
+//! closed with the wrapper). The same layer runs on other runtimes with a
+//! few lines of glue (`examples/smol_cq_events.rs`: smol).
 //!
 //! ```no_run
 //! # async fn run() -> uverbs::Result<()> {
@@ -55,11 +59,12 @@
 mod channels;
 mod cq;
 
+pub use crate::event_stream::BusyPoll;
 #[cfg(feature = "cm")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cm")))]
 pub use channels::AsyncCmChannel;
 #[cfg(feature = "devx")]
 #[cfg_attr(docsrs, doc(cfg(feature = "devx")))]
 pub use channels::AsyncDevxChannel;
-pub use channels::{AsyncCompletionChannel, AsyncEvents};
-pub use cq::{AsyncCq, BusyPoll};
+pub use channels::{AsyncCompletionChannel, AsyncEvents, TokioFd, TokioReady};
+pub use cq::AsyncCq;

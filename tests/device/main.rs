@@ -27,6 +27,7 @@ mod context;
 mod cq_ex;
 mod devinfo;
 mod devx;
+mod event_stream;
 mod faults;
 mod import_fork;
 mod memory_window;
