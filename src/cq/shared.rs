@@ -1,18 +1,4 @@
-//! A completion queue several threads poll: [`SharedCompletionQueue`]
-//! ([`CompletionQueue::into_shared`]).
-//!
-//! [`CompletionQueue::poll`] takes `&mut self` and no lock. libibverbs lets
-//! any thread poll any CQ, the provider taking the CQ's lock around each
-//! poll (rdma-core `providers/mlx5/cq.c`: `mlx5_spin_lock(&cq->lock)` in
-//! `poll_cq`; rxe `cq->lock`). [`SharedCompletionQueue`] is that form,
-//! opted into: `Send + Sync`, [`SharedCompletionQueue::poll`] with `&self`
-//! under one spinlock (`src/spin_lock.rs`), each completion taken by
-//! exactly one poller. [`SharedCompletionQueue::lock`] holds the lock for
-//! an extended polling session ([`CqLock::start_poll`]) or for anything
-//! else of the CQ's (a [`CqLock`] reads as a `&CompletionQueue`, e.g. for
-//! [`QpInitAttr`](crate::QpInitAttr) while creating a QP). Arming and the
-//! event acknowledgements take the lock too. See
-//! [`SharedQueuePair`](crate::SharedQueuePair) for the QP.
+//! [`SharedCompletionQueue`]: a completion queue several threads poll.
 
 use std::ops::Deref;
 
@@ -25,8 +11,21 @@ use crate::{
 
 use super::CompletionQueue;
 
-/// A [`CompletionQueue`] any number of threads poll with `&self`
-/// ([`CompletionQueue::into_shared`]; see [the module](self)).
+/// A completion queue several threads poll: [`SharedCompletionQueue`]
+/// ([`CompletionQueue::into_shared`]).
+///
+/// [`CompletionQueue::poll`] takes `&mut self` and no lock. libibverbs lets
+/// any thread poll any CQ, the provider taking the CQ's lock around each
+/// poll (rdma-core `providers/mlx5/cq.c`: `mlx5_spin_lock(&cq->lock)` in
+/// `poll_cq`; rxe `cq->lock`). [`SharedCompletionQueue`] is that form,
+/// opted into: `Send + Sync`, [`SharedCompletionQueue::poll`] with `&self`
+/// under one spinlock (`src/spin_lock.rs`), each completion taken by
+/// exactly one poller. [`SharedCompletionQueue::lock`] holds the lock for
+/// an extended polling session ([`CqLock::start_poll`]) or for anything
+/// else of the CQ's (a [`CqLock`] reads as a `&CompletionQueue`, e.g. for
+/// [`QpInitAttr`](crate::QpInitAttr) while creating a QP). Arming and the
+/// event acknowledgements take the lock too. See
+/// [`SharedQueuePair`](crate::SharedQueuePair) for the QP.
 #[derive(Debug)]
 pub struct SharedCompletionQueue {
     cq: SpinLock<CompletionQueue>,

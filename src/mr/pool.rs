@@ -186,7 +186,7 @@ fn stride_of(size: usize) -> usize {
 /// let ctx = uverbs::Context::open(None)?;
 /// let mut cq = ctx.create_cq(64, Default::default())?;
 /// let pool = BufferPool::new(&ctx, 64, 4096)?;
-/// let cap = QpCap { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 };
+/// let cap = QpCap::new(16, 16, 1, 1);
 /// let (mut qp, _others) = pool.create_qp(QpType::Rc, cap, &mut cq)?;
 /// // ... bring `qp.qp()` up to RTS against the peer ...
 /// qp.post_recv(pool.take().expect("a free buffer"))?;

@@ -1,36 +1,4 @@
-//! A queue pair several threads post to: [`SharedQueuePair`]
-//! ([`QueuePair::into_shared`]).
-//!
-//! A [`QueuePair`] posts with `&mut self` and takes no lock: one thread
-//! posts, and that stays the fastest form. libibverbs lets any number of
-//! threads post to one QP, each provider locking each queue apart
-//! (rdma-core `providers/mlx5/qp.c`: `mlx5_spin_lock(&qp->sq.lock)` in
-//! `mlx5_post_send`, `&qp->rq.lock` in `mlx5_post_recv`; rxe likewise).
-//! [`SharedQueuePair`] is that form, opted into: `Send + Sync`, posting
-//! with `&self`, one lock for the send queue and one for the receive queue
-//! (the QP's receive queue split off as [`QueuePair::split_recv`] does), so
-//! a thread posting sends never waits for one posting receives. The lock is
-//! a spinlock that yields its CPU after a short spin (`src/spin_lock.rs`
-//! says why: one atomic operation uncontended, a sleep and a wake never in
-//! a critical section of a few dozen nanoseconds).
-//!
-//! - [`SharedQueuePair::post_send`] / [`SharedQueuePair::post_recv`]: one
-//!   `ibv_post_send` / `ibv_post_recv`, each under its queue's lock.
-//! - [`SharedQueuePair::lock_send`]: the send lock held by a [`SendLock`]
-//!   for as long as it lives, for a send session ([`SendLock::start_send`],
-//!   [`SendLock::start_wr`], the `ibv_wr_*` API) or several posts in a row;
-//!   other threads' sends wait meanwhile, receives do not.
-//! - Modify and query take the send lock (a modify changes what a post
-//!   checks; it waits for a session another thread holds).
-//! - [`SharedQueuePair::into_inner`] gives the [`QueuePair`] back, its
-//!   receive queue rejoined; destroy gives the shared form back unchanged
-//!   when refused, and dropping it destroys the QP as dropping a
-//!   [`QueuePair`] does.
-//!
-//! The receive side's lock exists only for a QP with a receive queue of
-//! its own; on an SRQ, post to the [`SharedReceiveQueue`](crate::SharedReceiveQueue).
-//! [`SharedCompletionQueue`](crate::SharedCompletionQueue) is the same for a
-//! CQ.
+//! [`SharedQueuePair`]: a queue pair several threads post to.
 
 use std::{ops::Deref, sync::Arc};
 
@@ -46,8 +14,39 @@ use crate::{
 
 use super::{QueuePair, GATE_NEVER};
 
-/// A [`QueuePair`] any number of threads post to with `&self`
-/// ([`QueuePair::into_shared`]; see [the module](self)).
+/// A queue pair several threads post to: [`SharedQueuePair`]
+/// ([`QueuePair::into_shared`]).
+///
+/// A [`QueuePair`] posts with `&mut self` and takes no lock: one thread
+/// posts, and that stays the fastest form. libibverbs lets any number of
+/// threads post to one QP, each provider locking each queue apart
+/// (rdma-core `providers/mlx5/qp.c`: `mlx5_spin_lock(&qp->sq.lock)` in
+/// `mlx5_post_send`, `&qp->rq.lock` in `mlx5_post_recv`; rxe likewise).
+/// [`SharedQueuePair`] is that form, opted into: `Send + Sync`, posting
+/// with `&self`, one lock for the send queue and one for the receive queue
+/// (the QP's receive queue split off as [`QueuePair::split_recv`] does), so
+/// a thread posting sends never waits for one posting receives. The lock is
+/// a spinlock that yields its CPU after a short spin (`src/spin_lock.rs`
+/// says why: one atomic operation uncontended, a sleep and a wake never in
+/// a critical section of a few dozen nanoseconds).
+///
+/// - [`SharedQueuePair::post_send`] / [`SharedQueuePair::post_recv`]: one
+///   `ibv_post_send` / `ibv_post_recv`, each under its queue's lock.
+/// - [`SharedQueuePair::lock_send`]: the send lock held by a [`SendLock`]
+///   for as long as it lives, for a send session ([`SendLock::start_send`],
+///   [`SendLock::start_wr`], the `ibv_wr_*` API) or several posts in a row;
+///   other threads' sends wait meanwhile, receives do not.
+/// - Modify and query take the send lock (a modify changes what a post
+///   checks; it waits for a session another thread holds).
+/// - [`SharedQueuePair::into_inner`] gives the [`QueuePair`] back, its
+///   receive queue rejoined; destroy gives the shared form back unchanged
+///   when refused, and dropping it destroys the QP as dropping a
+///   [`QueuePair`] does.
+///
+/// The receive side's lock exists only for a QP with a receive queue of
+/// its own; on an SRQ, post to the [`SharedReceiveQueue`](crate::SharedReceiveQueue).
+/// [`SharedCompletionQueue`](crate::SharedCompletionQueue) is the same for a
+/// CQ.
 #[derive(Debug)]
 pub struct SharedQueuePair {
     // Dropped in this order: the QP (its kernel object destroyed before
