@@ -64,14 +64,23 @@ impl<T> SpinLock<T> {
     /// Takes the lock, waiting for its holder if there is one.
     #[inline(always)]
     pub(crate) fn lock(&self) -> SpinGuard<'_, T> {
-        if self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            self.lock_contended();
+        match self.try_lock() {
+            Some(guard) => guard,
+            None => {
+                self.lock_contended();
+                SpinGuard { lock: self }
+            }
         }
-        SpinGuard { lock: self }
+    }
+
+    /// Takes the lock if it is free: one compare-and-swap, acquire (what
+    /// [`SpinLock::lock`] does first, and what its waiters retry).
+    #[inline(always)]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        self.locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .ok()
+            .map(|_| SpinGuard { lock: self })
     }
 
     /// The lock held by another thread: wait reading it (no write while it
@@ -181,18 +190,28 @@ mod loom_tests {
     /// What a critical section touches: `inside` counts the threads in it
     /// (must never exceed one), `count` is read and written back with
     /// relaxed accesses, so a lock whose release/acquire did not order
-    /// them would let loom lose an update.
+    /// them would let loom lose an update; `wins` counts the sections
+    /// entered.
     struct Shared {
         inside: AtomicUsize,
         count: AtomicUsize,
     }
 
-    fn section(lock: &SpinLock<Shared>) {
-        let g = lock.lock();
-        assert_eq!(g.inside.fetch_add(1, Relaxed), 0, "two holders at once");
-        let v = g.count.load(Relaxed);
-        g.count.store(v + 1, Relaxed);
-        g.inside.fetch_sub(1, Relaxed);
+    /// Up to two tries to take the lock, a section each time it is taken.
+    /// No waiting: loom explores every interleaving of the tries (a spin
+    /// loop would be an unbounded one), so what is checked is the taking
+    /// compare-and-swap and the releasing store, which `lock` and its
+    /// waiters use.
+    fn try_sections(lock: &SpinLock<Shared>, wins: &AtomicUsize) {
+        for _ in 0..2 {
+            if let Some(g) = lock.try_lock() {
+                assert_eq!(g.inside.fetch_add(1, Relaxed), 0, "two holders at once");
+                let v = g.count.load(Relaxed);
+                g.count.store(v + 1, Relaxed);
+                g.inside.fetch_sub(1, Relaxed);
+                wins.fetch_add(1, Relaxed);
+            }
+        }
     }
 
     #[test]
@@ -202,17 +221,21 @@ mod loom_tests {
                 inside: AtomicUsize::new(0),
                 count: AtomicUsize::new(0),
             }));
+            let wins = Arc::new(AtomicUsize::new(0));
             let others: Vec<_> = (0..2)
                 .map(|_| {
-                    let lock = lock.clone();
-                    thread::spawn(move || section(&lock))
+                    let (lock, wins) = (lock.clone(), wins.clone());
+                    thread::spawn(move || try_sections(&lock, &wins))
                 })
                 .collect();
-            section(&lock);
+            try_sections(&lock, &wins);
             for t in others {
                 t.join().unwrap();
             }
-            assert_eq!(lock.lock().count.load(Relaxed), 3, "an update was lost");
+            // Uncontended now: `lock` takes it at once.
+            let count = lock.lock().count.load(Relaxed);
+            assert_eq!(count, wins.load(Relaxed), "an update was lost");
+            assert!(count >= 1, "nobody took a free lock");
         });
     }
 }
