@@ -10,7 +10,7 @@
 
 use std::{
     collections::BTreeMap,
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+    sync::atomic::{AtomicUsize, Ordering},
     time::{Duration, Instant},
 };
 
@@ -83,16 +83,12 @@ fn threads_send_receive_and_poll_one_shared_qp_each_completion_once() {
     ];
     let per_side = (2 * SENDERS * PER_SENDER) as usize; // its sends and receives
     let polled = [AtomicUsize::new(0), AtomicUsize::new(0)];
-    let device_stop = AtomicBool::new(false);
-    let model = &p.model;
+    // The device runs on the model's own thread (`spawn_hca`), which knows
+    // that the library's stores may be in flight when it looks: a loop of
+    // `process()` calls would check BlueFlame copies and doorbell records
+    // as if every post had finished (`Mlx5Model::process`'s contract).
+    let hca = p.model.spawn_hca();
     let taken: Vec<(usize, Vec<WorkCompletion>)> = std::thread::scope(|s| {
-        let device = s.spawn(|| {
-            while !device_stop.load(Ordering::Acquire) {
-                if model.process() == 0 {
-                    std::thread::yield_now();
-                }
-            }
-        });
         let mut posters = Vec::new();
         let mut pollers = Vec::new();
         for (k, side) in sides.iter().enumerate() {
@@ -137,11 +133,9 @@ fn threads_send_receive_and_poll_one_shared_qp_each_completion_once() {
         for t in posters {
             t.join().unwrap();
         }
-        let taken = pollers.into_iter().map(|t| t.join().unwrap()).collect();
-        device_stop.store(true, Ordering::Release);
-        device.join().unwrap();
-        taken
+        pollers.into_iter().map(|t| t.join().unwrap()).collect()
     });
+    drop(hca);
 
     for (k, side) in sides.iter().enumerate() {
         let peer = &sides[1 - k];
