@@ -218,19 +218,28 @@ fn timed(
 
 /// One `post_send` of 1, 8 or 64 RDMA writes.
 #[inline(never)]
-fn op_write_batch1(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+pub(super) fn op_write_batch1(
+    qp: &mut QueuePair,
+    wrs: &[SendWr<'_>],
+) -> Result<(), uverbs::PostError> {
     std::hint::black_box(0);
     qp.post_send(wrs)
 }
 
 #[inline(never)]
-fn op_write_batch8(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+pub(super) fn op_write_batch8(
+    qp: &mut QueuePair,
+    wrs: &[SendWr<'_>],
+) -> Result<(), uverbs::PostError> {
     std::hint::black_box(1);
     qp.post_send(wrs)
 }
 
 #[inline(never)]
-fn op_write_batch64(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
+pub(super) fn op_write_batch64(
+    qp: &mut QueuePair,
+    wrs: &[SendWr<'_>],
+) -> Result<(), uverbs::PostError> {
     std::hint::black_box(2);
     qp.post_send(wrs)
 }

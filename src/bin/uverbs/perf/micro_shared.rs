@@ -30,7 +30,7 @@ use uverbs::{
 };
 
 use super::{
-    err,
+    err, micro_mlx5,
     micro_mlx5::{Bench, CHUNK, NCQE},
     Opts, Res,
 };
@@ -82,9 +82,10 @@ pub(super) fn uncontended(
 ) -> Res<QueuePair> {
     for wrs in batches {
         let (op, op_mut): (SharedOp, MutOp) = match wrs.len() {
-            1 => (op_shared_write_batch1, op_mut_write_batch1),
-            8 => (op_shared_write_batch8, op_mut_write_batch8),
-            _ => (op_shared_write_batch64, op_mut_write_batch64),
+            // The `&mut` anchor: micro_mlx5's own measured posts.
+            1 => (op_shared_write_batch1, micro_mlx5::op_write_batch1),
+            8 => (op_shared_write_batch8, micro_mlx5::op_write_batch8),
+            _ => (op_shared_write_batch64, micro_mlx5::op_write_batch64),
         };
         let (mut ns, mut ns_mut, mut done) = (0u128, 0u128, 0u64);
         while done < iters {
@@ -122,26 +123,6 @@ pub(super) fn uncontended(
 
 type SharedOp = fn(&SharedQueuePair, &[SendWr<'_>]) -> Result<(), uverbs::PostError>;
 type MutOp = fn(&mut QueuePair, &[SendWr<'_>]) -> Result<(), uverbs::PostError>;
-
-/// `QueuePair::post_send` of 1, 8 or 64 RDMA writes (`micro_mlx5.rs`'s
-/// `op_write_batchN`, here timed between the shared ones).
-#[inline(never)]
-fn op_mut_write_batch1(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
-    std::hint::black_box(18);
-    qp.post_send(wrs)
-}
-
-#[inline(never)]
-fn op_mut_write_batch8(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
-    std::hint::black_box(19);
-    qp.post_send(wrs)
-}
-
-#[inline(never)]
-fn op_mut_write_batch64(qp: &mut QueuePair, wrs: &[SendWr<'_>]) -> Result<(), uverbs::PostError> {
-    std::hint::black_box(20);
-    qp.post_send(wrs)
-}
 
 /// The contended row, on a QP of its own (`DEPTH` deep) and a CQ of its
 /// own, connected to itself.
