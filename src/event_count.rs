@@ -96,7 +96,9 @@ struct Counts {
     /// holding them.
     held: Vec<(ThreadId, u32)>,
     /// Events turned into counts ([`Held::defer`]) and not yet
-    /// acknowledged, per stream.
+    /// acknowledged, per stream, besides those still in
+    /// [`EventCounts::pending`] (folded in here under the lock by every
+    /// reader of this count).
     deferred: [u32; 2],
     /// The destroy command has run ([`EventCounts::close`]): deferring
     /// acknowledges at once, since no handle is left to acknowledge with.
@@ -149,6 +151,16 @@ pub(crate) struct Outstanding {
 #[derive(Debug, Default)]
 pub(crate) struct EventCounts {
     counts: Mutex<Counts>,
+    /// Deferred counts taken without the lock, per stream: an event read
+    /// and counted at once ([`EventCounts::defer`] with no holder, what
+    /// `ibv_get_cq_event` does on every event) is one compare-exchange
+    /// here. [`PENDING_CLOSED`] is set by [`EventCounts::close`], after
+    /// which deferring takes the lock (it acknowledges instead). Whoever
+    /// reads the deferred counts moves these into [`Counts::deferred`]
+    /// under the lock first ([`EventCounts::lock_folded`]); each move and
+    /// each increment is one read-modify-write of the same atomic, so every
+    /// increment is either moved or sees the close.
+    pending: [AtomicU32; 2],
     pub(crate) changed: Condvar,
     /// Threads waiting on `changed` (destroys). Acknowledgements and
     /// releases wake someone only when this is non-zero, so the common case
@@ -162,7 +174,19 @@ pub(crate) struct EventCounts {
     pub(crate) locks: AtomicU32,
 }
 
+/// Set in [`EventCounts::pending`] once the counts are closed.
+const PENDING_CLOSED: u32 = 1 << 31;
+
 impl EventCounts {
+    /// The counts with the lock-free deferrals moved into them.
+    fn lock_folded(&self) -> MutexGuard<'_, Counts> {
+        let mut c = self.lock();
+        for (d, p) in c.deferred.iter_mut().zip(&self.pending) {
+            *d += p.fetch_and(PENDING_CLOSED, Ordering::Relaxed) & !PENDING_CLOSED;
+        }
+        c
+    }
+
     fn lock(&self) -> MutexGuard<'_, Counts> {
         #[cfg(any(test, feature = "test-utils"))]
         self.locks.fetch_add(1, Ordering::Relaxed);
@@ -217,19 +241,63 @@ impl EventCounts {
     /// Turns one event value `holder` holds (`None`: an event read and
     /// never made a value, [`Registry::deliver_deferred`]) into a deferred
     /// count (or acknowledges it, once the object's destroy command has
-    /// run: no handle is left to acknowledge it with). Returns whether a
-    /// destroy is waiting.
+    /// run: no handle is left to acknowledge it with). Returns true when
+    /// that acknowledgement reached the counts of a parked destroy (the
+    /// object's parked entry can go, as in [`Registry::ack_detached`]).
+    /// Wakes nobody: the caller releases its reference to the object and
+    /// then calls [`EventCounts::notify`] ([`EventCounts::defer_releasing`]).
+    #[inline]
     pub(crate) fn defer(&self, stream: Stream, holder: Option<ThreadId>) -> bool {
+        if holder.is_none() {
+            let pending = &self.pending[index(stream)];
+            let mut v = pending.load(Ordering::Relaxed);
+            // Far below the closed bit: a deferred count is an event the
+            // kernel delivered and nobody acknowledged.
+            while v & PENDING_CLOSED == 0 {
+                match pending.compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => return false,
+                    Err(now) => v = now,
+                }
+            }
+        }
+        self.defer_locked(stream, holder)
+    }
+
+    /// [`EventCounts::defer`] of an event value, or of any event once the
+    /// counts are closed.
+    #[inline(never)]
+    fn defer_locked(&self, stream: Stream, holder: Option<ThreadId>) -> bool {
         let mut c = self.lock();
         if let Some(holder) = holder {
             c.release(holder, 1);
         }
         if c.closed {
-            c.add_acked(stream, 1);
+            c.add_acked(stream, 1)
         } else {
             c.deferred[index(stream)] += 1;
+            false
         }
-        self.waiters.load(Ordering::Relaxed) > 0
+    }
+
+    /// [`EventCounts::defer`], then releases the reader's reference to the
+    /// object (`claim`) and wakes a destroy waiting for that release.
+    ///
+    /// Whether anyone waits is read after the release ([`EventCounts::notify`]),
+    /// never at the count: a destroy may close the counts, find them
+    /// settled and register as a waiter for the references between the two
+    /// (`loom_a_deferring_reader_releases_and_wakes_a_waiting_destroy`).
+    #[inline]
+    pub(crate) fn defer_releasing<T>(
+        &self,
+        stream: Stream,
+        holder: Option<ThreadId>,
+        claim: T,
+    ) -> bool {
+        let settled = self.defer(stream, holder);
+        drop(claim);
+        self.notify();
+        settled
     }
 
     /// Acknowledges `n` deferred events of `stream`, as
@@ -237,7 +305,7 @@ impl EventCounts {
     /// them ([`Pending::WaitDeferred`]); `Err(deferred)` (nothing
     /// acknowledged) when fewer than `n` are deferred.
     pub(crate) fn ack_deferred(&self, stream: Stream, n: u32) -> Result<(), u32> {
-        let mut c = self.lock();
+        let mut c = self.lock_folded();
         let i = index(stream);
         if n > c.deferred[i] {
             return Err(c.deferred[i]);
@@ -256,13 +324,13 @@ impl EventCounts {
 
     /// The deferred count of `stream`.
     pub(crate) fn deferred(&self, stream: Stream) -> u32 {
-        self.lock().deferred[index(stream)]
+        self.lock_folded().deferred[index(stream)]
     }
 
     /// What is outstanding, as a destroy checks it before its command.
     pub(crate) fn outstanding(&self) -> Outstanding {
         let me = current_thread();
-        let c = self.lock();
+        let c = self.lock_folded();
         let (mut mine, mut others) = (0, 0);
         for &(t, n) in &c.held {
             if t == me {
@@ -289,6 +357,9 @@ impl EventCounts {
     pub(crate) fn close(&self, reported: [u32; 2], park: bool) -> bool {
         let mut c = self.lock();
         c.closed = true;
+        for (d, p) in c.deferred.iter_mut().zip(&self.pending) {
+            *d += p.swap(PENDING_CLOSED, Ordering::Relaxed) & !PENDING_CLOSED;
+        }
         let deferred = std::mem::take(&mut c.deferred);
         c.add_acked(Stream::Completion, deferred[0]);
         c.add_acked(Stream::Async, deferred[1]);
@@ -422,11 +493,9 @@ impl<T> Held<T> {
     #[inline]
     pub(crate) fn defer(mut self) {
         if let Some(object) = self.object.take() {
-            let waiting = self.counts.defer(self.stream, Some(self.holder));
-            drop(object);
-            if waiting {
-                self.counts.notify();
-            }
+            // A value's object is alive, so no destroy parked its counts.
+            self.counts
+                .defer_releasing(self.stream, Some(self.holder), object);
         }
     }
 

@@ -16,7 +16,7 @@ use std::{
 };
 
 use crate::event_count::{EventCounts, Held, Stream};
-use crate::sync::{Mutex, MutexGuard};
+use crate::spin_lock::{SpinGuard, SpinLock};
 
 /// What a `user_handle` refers to: an object of any kind (CQ, QP, SRQ, CM
 /// id) and its counts, which outlive it.
@@ -38,6 +38,21 @@ impl Target {
             object: weak,
         }
     }
+}
+
+/// The object of an entry whose `kind` is `T`'s, as a `T`: the check of
+/// `Arc::downcast` (a call through the `dyn Any` vtable on every event)
+/// was done by the caller against the entry's `kind`.
+#[allow(unsafe_code)]
+#[inline]
+fn downcast<T: Any + Send + Sync>(object: Arc<dyn Any + Send + Sync>) -> Arc<T> {
+    debug_assert!(object.is::<T>());
+    // SAFETY: the caller found this object under an entry whose `kind` is
+    // `TypeId::of::<T>()`, and `Target::new` sets `kind` and `object` from
+    // one `Arc<T>` (they are never changed apart: `detach` empties
+    // `object`), so the allocation holds a `T`; dropping the vtable keeps
+    // the data pointer, which is what `Arc::from_raw` of a `T` expects.
+    unsafe { Arc::from_raw(Arc::into_raw(object).cast::<T>()) }
 }
 
 /// What an event's `user_handle` resolves to, for an object of type `T`.
@@ -74,11 +89,27 @@ impl Hasher for HandleHasher {
     }
 }
 
+type Map = HashMap<u64, Target, BuildHasherDefault<HandleHasher>>;
+
 /// Maps the `user_handle` of every object of a context to its target.
-#[derive(Debug, Default)]
+///
+/// Behind a spinlock ([`SpinLock`]): every event takes it for one hash
+/// probe and a reference count, shorter than the sleep and wake of a
+/// mutex, and `std::sync::Mutex` cost about 14 instructions an event more
+/// (its unlock's swap, its poison checks; `benches/event-path.sh`).
+#[derive(Debug)]
 pub(crate) struct Registry {
     next: AtomicU64,
-    map: Mutex<HashMap<u64, Target, BuildHasherDefault<HandleHasher>>>,
+    map: SpinLock<Map>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            next: AtomicU64::new(0),
+            map: SpinLock::new(Map::default()),
+        }
+    }
 }
 
 impl Registry {
@@ -92,8 +123,8 @@ impl Registry {
         self.lock().insert(user_handle, target);
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Target, BuildHasherDefault<HandleHasher>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> SpinGuard<'_, Map> {
+        self.map.lock()
     }
 
     /// Resolves the `user_handle` of an event of `stream` just read to an
@@ -113,16 +144,15 @@ impl Registry {
             let Some(t) = map.get(&user_handle) else {
                 return Lookup::Unknown;
             };
+            if t.kind != TypeId::of::<T>() {
+                return Lookup::Unknown;
+            }
             match t.object.upgrade() {
                 Some(object) => (object, t.counts.clone()),
-                None if t.kind == TypeId::of::<T>() => return Lookup::Detached(t.counts.clone()),
-                None => return Lookup::Unknown,
+                None => return Lookup::Detached(t.counts.clone()),
             }
         };
-        match object.downcast::<T>() {
-            Ok(object) => Lookup::Live(Held::new(object, counts, stream)),
-            Err(_) => Lookup::Unknown,
-        }
+        Lookup::Live(Held::new(downcast::<T>(object), counts, stream))
     }
 
     /// Resolves the `user_handle` of an event of `stream` just read to a
@@ -143,27 +173,29 @@ impl Registry {
         let object = {
             let map = self.lock();
             let t = map.get(&user_handle)?;
+            if t.kind != TypeId::of::<T>() {
+                return None;
+            }
             match t.object.upgrade() {
                 Some(object) => object,
                 None => {
-                    let (kind, counts) = (t.kind, t.counts.clone());
+                    let counts = t.counts.clone();
                     drop(map);
-                    if kind == TypeId::of::<T>() {
-                        self.ack_detached(user_handle, &counts, stream);
-                    }
+                    self.ack_detached(user_handle, &counts, stream);
                     return None;
                 }
             }
         };
-        let object = object.downcast::<T>().ok()?;
+        let object = downcast::<T>(object);
         let (counts, kept) = f(&object);
         // Counted before the object is released (as `Held::defer`), so a
         // destroy that finds the last reference gone finds the event
         // counted too; woken after the release.
-        if counts.defer(stream, None) {
-            let counts = counts.clone();
-            drop(object);
-            counts.notify();
+        let counts = counts.clone();
+        if counts.defer_releasing(stream, None, object) {
+            // A destroy that did not wait closed the counts after this
+            // read and parked them; this was the last event it was told of.
+            self.remove(user_handle);
         }
         Some(kept)
     }

@@ -154,6 +154,7 @@ fn get_event_deferred_counts_each_event_by_its_cq() {
             move || ch.get_event_deferred().unwrap(),
         )
     };
+    let locks = (a.event_count_locks(), b.event_count_locks());
     for cq in [&a, &b, &a] {
         r.fire(cq);
         let ev = get();
@@ -163,6 +164,11 @@ fn get_event_deferred_counts_each_event_by_its_cq() {
         assert_eq!(ev.cq_handle(), cq.handle());
         assert_eq!(ev.cq_context(), cq.context());
     }
+    assert_eq!(
+        (a.event_count_locks(), b.event_count_locks()),
+        locks,
+        "counting a read event as deferred takes no lock of the counts"
+    );
     assert_eq!((a.deferred_events(), b.deferred_events()), (2, 1));
     // Mixed with the value form: the same counts.
     r.fire(&b);

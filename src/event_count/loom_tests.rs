@@ -85,9 +85,8 @@ fn loom_a_defer_racing_a_destroy_never_leaves_it_waiting() {
             loom::thread::spawn(move || {
                 let me = current_thread();
                 c.lock().held.push((me, 1));
-                if c.defer(Stream::Completion, Some(me)) {
-                    c.notify();
-                }
+                c.defer(Stream::Completion, Some(me));
+                c.notify();
             })
         };
         if !counts.close([1, 0], false) {
@@ -95,5 +94,56 @@ fn loom_a_defer_racing_a_destroy_never_leaves_it_waiting() {
         }
         assert_eq!(counts.acked(), [1, 0]);
         reader.join().unwrap();
+    });
+}
+
+/// A reader turns an event it has just read into a deferred count
+/// (`Registry::deliver_deferred`, `Held::defer`) and then releases its
+/// reference to the object, while a destroy that waits closes the counts
+/// and then waits for the object's other references to go. Whether the
+/// destroy started waiting before or after the count, the release must
+/// wake it: a reader that decided whether to notify before its release
+/// (by the waiters it saw when it counted) lost the wake-up of a destroy
+/// that registered in between.
+#[test]
+fn loom_a_deferring_reader_releases_and_wakes_a_waiting_destroy() {
+    loom::model(|| {
+        let counts = Arc::new(EventCounts::default());
+        let object = LoomArc::new(());
+        let reader = {
+            let (c, claim) = (counts.clone(), object.clone());
+            loom::thread::spawn(move || c.defer_releasing(Stream::Completion, None, claim))
+        };
+        if !counts.close([1, 0], false) {
+            counts.wait_acked([1, 0]);
+        }
+        counts.wait_while(|| LoomArc::strong_count(&object) > 1);
+        assert_eq!(counts.acked(), [1, 0]);
+        reader.join().unwrap();
+    });
+}
+
+/// Two readers count events deferred without the lock while a destroy
+/// that parks closes the counts: every count lands either in the
+/// deferred counts the close gives up or, after it, as an
+/// acknowledgement; the counts end settled whichever way.
+#[test]
+fn loom_lock_free_deferrals_racing_a_close_are_each_counted_once() {
+    loom::model(|| {
+        let counts = Arc::new(EventCounts::default());
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let c = counts.clone();
+                loom::thread::spawn(move || {
+                    c.defer(Stream::Completion, None);
+                })
+            })
+            .collect();
+        counts.close([2, 0], true);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(counts.acked(), [2, 0]);
+        assert_eq!(counts.deferred(Stream::Completion), 0);
     });
 }
