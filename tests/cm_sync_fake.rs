@@ -633,3 +633,46 @@ fn create_ep_active_resolves_and_connects_passive_binds_and_gets_requests() {
     let e = create_ep_with(k.dyn_kernel(), &bare, None, None).unwrap_err();
     assert_eq!(e.errno(), Errno::EINVAL);
 }
+
+#[test]
+fn max_resources_mean_the_devices_limits_on_connect_and_the_requests_on_accept() {
+    let (_fake, k) = on_rxe();
+    let ch = EventChannel::open_with(k.dyn_kernel()).unwrap();
+    let id = ch.create_id(PortSpace::Tcp).unwrap();
+    // rdma_connect(id, NULL): the device's 128 / 128, 7 retries.
+    id.connect(&ConnParam::max_resources()).unwrap();
+    let body = k.seen(CONNECT).pop().unwrap();
+    // rdma_ucm_conn_param: responder_resources at 266, initiator_depth
+    // 267, retry_count 269, rnr_retry_count 270.
+    assert_eq!((body[266], body[267]), (128, 128));
+    assert_eq!((body[269], body[270]), (7, 7));
+    // Explicit values go as they are.
+    id.connect(&ConnParam::new().responder_resources(2).initiator_depth(3))
+        .unwrap();
+    let body = k.seen(CONNECT).pop().unwrap();
+    assert_eq!((body[266], body[267]), (2, 3));
+
+    // A request asking for 4 / 200: accept(NULL) takes them, capped by the
+    // device (200 -> 128), and the QP gets what was accepted.
+    let listen = ch.create_id(PortSpace::Tcp).unwrap();
+    let mut req = event(listen.uid(), 640, EV_CONNECT_REQUEST, 0, listen.kernel_id());
+    req[20 + 266] = 4;
+    req[20 + 267] = 200;
+    k.push(req);
+    let mut ev = ch.get_event().unwrap();
+    let new = ev.take_new_id().unwrap();
+    drop(ev);
+    let ep = new
+        .create_ep_qp(
+            None,
+            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    new.accept_qp(&ep.qp, &ConnParam::max_resources()).unwrap();
+    let body = k.seen(ACCEPT).pop().unwrap();
+    assert_eq!((body[8 + 266], body[8 + 267]), (4, 128));
+    assert_eq!(ep.qp.state(), QpState::Rts);
+}

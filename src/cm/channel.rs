@@ -323,7 +323,16 @@ impl EventChannel {
                 match (&new_id, kind) {
                     // The peer's ECE options: the new id's for a request
                     // (ucma_process_conn_req), the id's for a response.
-                    (Some(n), _) => n.set_remote_ece(remote_ece),
+                    (Some(n), _) => {
+                        n.set_remote_ece(remote_ece);
+                        // What the peer asks for, for an accept that
+                        // leaves it to the library (ucma_process_conn_req).
+                        let (conn, _) = super::event::split_param(&resp.param);
+                        n.set_resources(super::resources::Resources {
+                            responder_resources: conn.responder_resources,
+                            initiator_depth: conn.initiator_depth,
+                        });
+                    }
                     (None, CmEventKind::ConnectResponse) => {
                         obj.ece.lock().unwrap_or_else(|p| p.into_inner()).remote = remote_ece;
                     }

@@ -476,7 +476,7 @@ pub(crate) fn private_data_of(resp: &abi::RdmaUcmEventResp, ud: bool) -> Vec<u8>
 }
 
 /// The `conn` member of the param union (a prefix of the `ud` member's bytes).
-fn split_param(p: &abi::RdmaUcmUdParam) -> (abi::RdmaUcmConnParam, ()) {
+pub(crate) fn split_param(p: &abi::RdmaUcmUdParam) -> (abi::RdmaUcmConnParam, ()) {
     use zerocopy::{FromBytes, IntoBytes};
     let bytes = p.as_bytes();
     let n = size_of::<abi::RdmaUcmConnParam>();

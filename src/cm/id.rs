@@ -100,6 +100,8 @@ pub(crate) struct IdShared {
     /// A passive endpoint's QP request (`rdma_create_ep` with init attrs):
     /// what [`CmId::get_request`] creates for each new id.
     pub(crate) ep_qp: Mutex<Option<super::ep::EpRequestQp>>,
+    /// The resources asked for (a request's id: by the peer) or accepted.
+    pub(crate) resources: Mutex<super::resources::Resources>,
 }
 
 impl IdShared {
@@ -194,6 +196,7 @@ impl CmId {
             connect_error: AtomicBool::new(false),
             ece: Mutex::new(Default::default()),
             ep_qp: Mutex::new(None),
+            resources: Mutex::new(Default::default()),
         });
         register(&inner);
         CmId { inner }
@@ -425,7 +428,7 @@ impl CmId {
     pub(crate) fn connect_cmd(&self, param: &ConnParam) -> Result<()> {
         let op = "RDMA_USER_CM_CMD_CONNECT";
         let mut req = abi::RdmaUcmConnect::new_zeroed();
-        req.conn_param = param.to_abi(op)?;
+        req.conn_param = self.connect_param(param)?.to_abi(op)?;
         req.id = self.inner.kernel_id;
         let ece = self.ece_state();
         req.ece.vendor_id = ece.local.vendor_id;
@@ -452,7 +455,7 @@ impl CmId {
         let op = "RDMA_USER_CM_CMD_ACCEPT";
         let mut req = abi::RdmaUcmAccept::new_zeroed();
         req.uid = self.inner.uid;
-        req.conn_param = param.to_abi(op)?;
+        req.conn_param = self.accept_param(param)?.to_abi(op)?;
         req.id = self.inner.kernel_id;
         let ece = self.ece_state();
         req.ece.vendor_id = ece.remote.vendor_id;

@@ -130,7 +130,10 @@ impl CmId {
 
     /// The passive side's accept with a QP: RTR and RTS (connected QPs),
     /// then [`CmId::accept`] with the QP's number; on failure the QP is
-    /// moved to ERR.
+    /// moved to ERR. As librdmacm's `rdma_accept`, the QP gets the accepted
+    /// resources (RTR's `max_dest_rd_atomic` = `responder_resources`, RTS's
+    /// `max_rd_atomic` = `initiator_depth`; 255, [`super::RDMA_MAX_RESP_RES`],
+    /// takes the request's value capped by the device).
     pub fn accept_qp(&self, qp: &QueuePair, param: &ConnParam) -> Result<()> {
         let mut p = param.clone();
         p.qp_num = qp.qp_num();
@@ -138,7 +141,14 @@ impl CmId {
         let result = if ud {
             self.accept_cmd(&p)
         } else {
-            self.modify_qp_to_rts(qp).and_then(|()| self.accept_cmd(&p))
+            self.accept_param(&p).and_then(|p| {
+                let r = super::resources::Resources {
+                    responder_resources: p.responder_resources,
+                    initiator_depth: p.initiator_depth,
+                };
+                self.modify_qp_to_rts_with(qp, r)?;
+                self.accept_cmd(&p)
+            })
         };
         if result.is_err() {
             let _ = qp.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE);
