@@ -39,6 +39,7 @@ mod ep;
 mod event;
 mod getaddrinfo;
 mod id;
+mod multicast;
 mod qp;
 mod resources;
 mod sync;

@@ -180,9 +180,9 @@ impl CmId {
         self.keep_event(None);
         let mut ev = self.sync_channel().get_event()?;
         if let Some(qp) = qp {
-            // A failure is in the event (CONNECT_ERROR and its status),
-            // judged below like any other.
-            let _ = ev.complete_connect(qp);
+            // A failure is in the event (CONNECT_ERROR, MULTICAST_ERROR and
+            // its status), judged below like any other.
+            let _ = ev.process_qp(qp);
         }
         let (kind, status) = (ev.kind(), ev.status());
         self.keep_event(Some(SyncEvent::of(&ev)));
