@@ -118,8 +118,13 @@ pub(crate) fn verdict(op: &'static str, kind: CmEventKind, status: i32) -> Resul
 }
 
 impl CmId {
-    /// Creates a synchronous id, like `rdma_create_id` with a NULL channel
-    /// (see the [module documentation](self)).
+    /// Creates a synchronous id, like `rdma_create_id` with a NULL channel:
+    /// it gets a private event channel, and its resolve, connect, accept
+    /// (connected port spaces), disconnect and multicast join calls wait for
+    /// the event that answers them, keep it ([`CmId::sync_event`]) and fail
+    /// as librdmacm's `ucma_complete` does: REJECTED → `ECONNREFUSED`, a
+    /// negative status → that errno, a positive one → itself. The kept
+    /// event is already acknowledged, so a destroy never waits for it.
     #[doc(alias = "rdma_create_id")]
     pub fn create_sync(ps: PortSpace) -> Result<CmId> {
         Self::create_sync_with(crate::sys::linux(), ps)
