@@ -534,6 +534,30 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
     let _ = ch.get_event_timeout(Some(Duration::from_millis(50)));
     assert!(!got.contains(&CmEventKind::Rejected), "{got:?}");
 
+    // process_qp: REJECTED moves the id's QP to ERR (librdmacm's
+    // ucma_modify_qp_err in rdma_get_cm_event), the event stays as it is.
+    let id4 = ch.create_id(PortSpace::Tcp).unwrap();
+    let ep4 = id4
+        .create_ep_qp(
+            None,
+            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    k.push(event_for(&id4, EV_REJECTED, 28));
+    let mut ev = loop {
+        let ev = ch.get_event().unwrap();
+        if ev.is_for(&id4) {
+            break ev;
+        }
+    };
+    ev.process_qp(&ep4.qp).unwrap();
+    assert_eq!((ev.kind(), ev.status()), (CmEventKind::Rejected, 28));
+    assert_eq!(ep4.qp.state(), QpState::Err);
+    drop(ev);
+
     // An ECE vendor other than the local one: EINVAL.
     let id3 = ch.create_id(PortSpace::Tcp).unwrap();
     let ep3 = id3
