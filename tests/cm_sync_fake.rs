@@ -689,6 +689,13 @@ fn max_resources_mean_the_devices_limits_on_connect_and_the_requests_on_accept()
         .unwrap();
     let body = k.seen(CONNECT).pop().unwrap();
     assert_eq!((body[266], body[267]), (2, 3));
+    // Above the device's 128: EINVAL before the kernel (ucma_valid_param).
+    let connects = k.seen(CONNECT).len();
+    let e = id
+        .connect(&ConnParam::new().responder_resources(200))
+        .unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL);
+    assert_eq!(k.seen(CONNECT).len(), connects);
 
     // A request asking for 4 / 200: accept(NULL) takes them, capped by the
     // device (200 -> 128), and the QP gets what was accepted.

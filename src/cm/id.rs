@@ -85,7 +85,7 @@ pub(crate) struct IdShared {
     pub(crate) ps: PortSpace,
     pub(crate) qp_type: QpType,
     pub(crate) counts: Arc<EventCounts>,
-    context: Mutex<Option<Context>>,
+    pub(crate) context: Mutex<Option<Context>>,
     /// Joined multicast groups: the kernel's id for each join, its flag,
     /// and where the id's QP was attached for it.
     pub(crate) groups: Mutex<HashMap<SocketAddr, super::multicast::Join>>,
