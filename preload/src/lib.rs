@@ -79,7 +79,10 @@ struct Model {
 
 impl Model {
     fn new() -> Model {
-        let model = model::fake_mlx5();
+        let model = model::fake_mlx5_with(model::Options {
+            fabric: fabric_dir(),
+            ..model::Options::default()
+        });
         let kernel = model.dyn_kernel();
         Model {
             model,
@@ -87,6 +90,16 @@ impl Model {
             hca: Mutex::new(None),
             pid: std::process::id(),
         }
+    }
+}
+
+/// The fabric this process's HCA joins (`uverbs::testing::mlx5::fabric`):
+/// `$UVERBS_FABRIC`, else a default every process of the user shares;
+/// `UVERBS_FABRIC=off` keeps the HCA alone.
+fn fabric_dir() -> Option<PathBuf> {
+    match std::env::var_os("UVERBS_FABRIC") {
+        Some(v) if v == "off" => None,
+        _ => Some(model::fabric::default_dir()),
     }
 }
 
@@ -263,10 +276,13 @@ extern "C" fn fini() {
     let Some(m) = s.model().filter(|m| m.pid == pid) else {
         return;
     };
-    let Some(hca) = lock(&m.hca).take() else {
-        return;
-    };
+    let hca = lock(&m.hca).take();
+    let opened = hca.is_some();
     drop(hca); // a last pass, then the thread stops
+    m.model.leave_fabric(); // its socket goes
+    if !opened {
+        return;
+    }
     let lines: Vec<String> = m
         .model
         .violations()

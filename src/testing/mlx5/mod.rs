@@ -434,6 +434,12 @@ impl Mlx5Model {
         self.hca().fabric.as_ref().map(|p| p.dir.clone())
     }
 
+    /// Leaves the fabric: the HCA's port closes (its socket is removed),
+    /// and what it sends from now on is lost, as for a lone HCA.
+    pub fn leave_fabric(&self) {
+        self.hca().fabric = None;
+    }
+
     /// Makes the fabric lose or reorder what this HCA sends next
     /// ([`Faults`]); nothing without a fabric.
     pub fn fabric_faults(&self, faults: Faults) {
