@@ -655,3 +655,32 @@ fn a_stale_packet_for_a_destroyed_qp_is_dropped() {
     assert_ne!(b.qp.qp_num(), gone);
     clean(&b);
 }
+
+#[test]
+#[ignore]
+fn pingpong_long() {
+    let dir = fabric_dir("pplong");
+    let (mut a, mut b) = (host(&dir, QpType::Rc), host(&dir, QpType::Rc));
+    connect(&a, &b);
+    let sa = [a.mr.sge(0, 4096).unwrap()];
+    let sb = [b.mr.sge(0, 4096).unwrap()];
+    let t = Instant::now();
+    for i in 0..20000 {
+        b.qp.post_recv(&[RecvWr::new(1, &sb)]).unwrap();
+        a.qp.post_recv(&[RecvWr::new(1, &sa)]).unwrap();
+        a.qp.post_send(&[SendWr::send(1, &sa)]).unwrap();
+        poll(&mut b.cq, 1);
+        b.qp.post_send(&[SendWr::send(2, &sb)]).unwrap();
+        let w = poll(&mut a.cq, 2);
+        assert!(
+            w.iter().all(|w| w.status == WcStatus::SUCCESS),
+            "{i}: {w:?}"
+        );
+        let w = poll(&mut b.cq, 1);
+        assert!(
+            w.iter().all(|w| w.status == WcStatus::SUCCESS),
+            "{i}: {w:?}"
+        );
+    }
+    eprintln!("round trips: {:?}", t.elapsed());
+}

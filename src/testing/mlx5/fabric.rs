@@ -32,7 +32,7 @@
 use std::{
     collections::VecDeque,
     io::ErrorKind,
-    os::unix::net::UnixDatagram,
+    os::{fd::AsRawFd, unix::net::UnixDatagram},
     path::{Path, PathBuf},
 };
 
@@ -271,11 +271,34 @@ impl Port {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
                 // The peer is gone (ECONNREFUSED, ENOENT) or the packet
                 // cannot be sent: lost.
-                Err(_) => self.dropped += 1,
+                Err(e) => {
+                    if super::remote::trace() {
+                        eprintln!("fabric: a packet to {} lost: {e}", to.display());
+                    }
+                    self.dropped += 1;
+                }
             }
             self.queue.pop_front();
         }
         false
+    }
+
+    /// Whether packets this HCA sent have not been taken by their
+    /// receivers yet: waiting in this port's queue, or in a peer's socket
+    /// (the socket's `SIOCOUTQ`, which for a unix-domain datagram socket
+    /// counts what sits unread in the receivers' queues). A peer process
+    /// that is not running (descheduled on a loaded host) leaves them
+    /// there; a dead peer's queue is freed when its socket closes.
+    pub(crate) fn undelivered(&self) -> bool {
+        if !self.queue.is_empty() {
+            return true;
+        }
+        let mut n: libc::c_int = 0;
+        // SAFETY: SIOCOUTQ (TIOCOUTQ) on a socket fd this port owns writes
+        // one int to the pointer, which points at `n`.
+        #[allow(unsafe_code)]
+        let r = unsafe { libc::ioctl(self.sock.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+        r == 0 && n > 0
     }
 
     /// The next packet received, if any (malformed ones are skipped).
@@ -285,6 +308,9 @@ impl Port {
                 Ok(n) => {
                     if let Some(p) = Packet::decode(&self.buf[..n]) {
                         return Some(p);
+                    }
+                    if super::remote::trace() {
+                        eprintln!("fabric: a malformed packet of {n} bytes dropped");
                     }
                 }
                 Err(_) => return None,

@@ -401,8 +401,19 @@ impl Mlx5Model {
             .name("mlx5-model-hca".into())
             .spawn(move || {
                 let mut idle = 0u32;
+                let mut last = std::time::Instant::now();
                 while !flag.load(Ordering::Acquire) {
-                    if run(&hca, &kernel, &shared) > 0 {
+                    let gap = last.elapsed();
+                    if gap > Duration::from_millis(30) && remote::trace() {
+                        eprintln!("fabric: the HCA thread did not run for {gap:?}");
+                    }
+                    let t0 = std::time::Instant::now();
+                    let n = run(&hca, &kernel, &shared);
+                    if t0.elapsed() > Duration::from_millis(30) && remote::trace() {
+                        eprintln!("fabric: one HCA pass took {:?}", t0.elapsed());
+                    }
+                    last = std::time::Instant::now();
+                    if n > 0 {
                         idle = 0;
                         continue;
                     }

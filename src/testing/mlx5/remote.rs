@@ -182,6 +182,12 @@ fn psn_add(psn: u32, n: u32) -> u32 {
     psn.wrapping_add(n) & wire::PSN_MASK
 }
 
+/// `UVERBS_FABRIC_TRACE=1`: retransmissions and NAKs on stderr.
+pub(crate) fn trace() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("UVERBS_FABRIC_TRACE").is_some_and(|v| v == "1"))
+}
+
 /// The local ACK timeout of a QP (`None`: infinite).
 fn ack_timeout(qp: &Qp) -> Option<Duration> {
     match qp.attrs.timeout {
@@ -463,11 +469,28 @@ impl Hca {
                 }
                 continue;
             }
+            // What the peer has not even read yet is not lost: its process
+            // is not running (a loaded host); the timer starts again.
+            if self.fabric.as_ref().is_some_and(|f| f.undelivered()) {
+                if let Some(q) = self.qps.get_mut(&qpn) {
+                    q.wire.deadline = ack_timeout(q).map(|t| now + t);
+                }
+                continue;
+            }
             if q.wire.retries >= q.attrs.retry_cnt {
                 self.fail_head(qpn, synd::RETRY_EXC_ERR);
                 continue;
             }
             let psn = q.wire.outstanding[0].first_psn;
+            if trace() {
+                eprintln!(
+                    "fabric: QP {qpn:#x} timed out, resending from PSN {psn:#x} (retry {} of {}, {} outstanding, next {:#x})",
+                    q.wire.retries + 1,
+                    q.attrs.retry_cnt,
+                    q.wire.outstanding.len(),
+                    q.wire.next_psn
+                );
+            }
             if let Some(q) = self.qps.get_mut(&qpn) {
                 q.wire.retries += 1;
             }
@@ -590,10 +613,24 @@ impl Hca {
         let d = psn_diff(h.psn, q.wire.expected);
         if rc {
             if d < 0 {
+                if trace() {
+                    eprintln!(
+                        "fabric: QP {qpn:#x} got PSN {:#x} again (expects {:#x})",
+                        h.psn, q.wire.expected
+                    );
+                }
                 self.duplicate(h, &r);
                 return;
             }
             if d > 0 {
+                if trace() {
+                    eprintln!(
+                        "fabric: QP {qpn:#x} got PSN {:#x}, expects {:#x}{}",
+                        h.psn,
+                        q.wire.expected,
+                        if q.wire.nak_sent { "" } else { ": NAK" }
+                    );
+                }
                 if !q.wire.nak_sent {
                     q.wire.nak_sent = true;
                     let e = q.wire.expected;
@@ -801,12 +838,23 @@ impl Hca {
             return;
         };
         if q.transport != Transport::Rc || q.state != RTS || q.wire.outstanding.is_empty() {
+            if trace() {
+                eprintln!(
+                    "fabric: QP {qpn:#x} ignores a response (PSN {:#x}, state {}, {} outstanding): {body:?}",
+                    h.psn,
+                    q.state,
+                    q.wire.outstanding.len()
+                );
+            }
             return;
         }
         let before = psn_add(h.psn, wire::PSN_MASK);
         match body {
             Body::Ack(Aeth::Ack) => self.complete_acked(qpn, h.psn),
             Body::Ack(Aeth::RnrNak(t)) => {
+                if trace() {
+                    eprintln!("fabric: QP {qpn:#x} RNR NAK at PSN {:#x}", h.psn);
+                }
                 self.complete_acked(qpn, before);
                 let Some(q) = self.qps.get_mut(&qpn) else {
                     return;
