@@ -186,13 +186,23 @@ killed() {
   local spid=$!
   wait_listen "$PORT" || true
   timeout 120 bash -c "$(cmd "$1" rc-pingpong "$args localhost")" >"$c" 2>&1 &
-  local cpid=$!
-  sleep 2
-  # The server's pingpong process: the descendant of the job started above
-  # (timeout, bash, on-model.sh) that runs ibv_rc_pingpong.
-  local victim
-  victim=$(descendant "$spid" ibv_rc_pingpo) || true
-  [[ -n $victim ]] && kill -KILL "$victim"
+  local cpid=$! victim= i
+  # The server's pingpong process (the descendant of the job started above
+  # that runs ibv_rc_pingpong), once both HCAs are on the fabric and the
+  # client's pingpong runs; then a second of traffic.
+  for ((i = 0; i < 300; i++)); do
+    victim=$(descendant "$spid" ibv_rc_pingpong) || true
+    [[ -n $victim ]] && descendant "$cpid" ibv_rc_pingpong >/dev/null \
+      && [[ $(find "$UVERBS_FABRIC" -name 'hca-*' | wc -l) -ge 2 ]] && break
+    victim=
+    sleep 0.1
+  done
+  if [[ -z $victim ]]; then
+    kill "$cpid" "$spid" 2>/dev/null || true; wait "$cpid" "$spid" 2>/dev/null || true
+    fail "$name: the pingpongs did not start"; return 0
+  fi
+  sleep 1
+  kill -KILL "$victim"
   t0=$(date +%s)
   wait "$cpid" || cst=$?
   wait "$spid" 2>/dev/null || true

@@ -79,8 +79,11 @@ struct Model {
 
 impl Model {
     fn new() -> Model {
+        // An identity of its own even alone: two processes must never
+        // have the same GIDs (issue 41).
         let model = model::fake_mlx5_with(model::Options {
             fabric: fabric_dir(),
+            identity: Some(std::process::id()),
             ..model::Options::default()
         });
         let kernel = model.dyn_kernel();

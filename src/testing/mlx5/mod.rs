@@ -131,7 +131,9 @@ pub struct Options {
     /// there, in this process or others. `None`: a lone HCA with the
     /// default identity, whose packets for other GIDs are lost.
     pub fabric: Option<std::path::PathBuf>,
-    /// The identity number to ask the fabric for (`None`: the process id).
+    /// The identity number (24 bits) to ask the fabric for (`None`: the
+    /// process id); without a fabric, the HCA's identity (`None`:
+    /// [`fabric::DEFAULT_ID`]).
     pub identity: Option<u32>,
 }
 
@@ -327,9 +329,11 @@ pub fn fake_mlx5_with(options: Options) -> Arc<Mlx5Model> {
             .map_err(|e| violations.push(format!("joining the fabric at {}: {e}", dir.display())))
             .ok()
     });
-    let identity = port
-        .as_ref()
-        .map_or(Identity::new(fabric::DEFAULT_ID), |p| p.identity);
+    let identity = match (&port, options.identity) {
+        (Some(p), _) => p.identity,
+        (None, Some(n)) => Identity::new(n),
+        (None, None) => Identity::new(fabric::DEFAULT_ID),
+    };
     let hca = Arc::new(Mutex::new(hca::Hca {
         cqe_v1: options.cqe_version == 1,
         bf_reg_size: options.bf_reg_size as usize,
