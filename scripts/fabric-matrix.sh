@@ -69,10 +69,11 @@ PORT=$((20000 + $$ % 20000))
 # cmd STACK PROG ARGS...: the command line of PROG (e.g. rc-pingpong) on STACK.
 cmd() {
   local stack=$1 prog=$2; shift 2
+  [[ $prog == perftest ]] || set -- "ibv_${prog/-/_}" "$@"
   case $stack in
-    rdma-core) echo "$ROOT/scripts/on-model.sh -- ibv_${prog/-/_} $*" ;;
-    uverbs) echo "$ROOT/scripts/on-model.sh -- $U $prog $*" ;;
-    ours-c) echo "$ROOT/scripts/on-model.sh --ours $OURS -- ibv_${prog/-/_} $*" ;;
+    rdma-core) echo "$ROOT/scripts/on-model.sh -- $*" ;;
+    uverbs) echo "$ROOT/scripts/on-model.sh -- $U $prog ${*:2}" ;;
+    ours-c) echo "$ROOT/scripts/on-model.sh --ours $OURS -- $*" ;;
   esac
 }
 
@@ -146,6 +147,67 @@ for t in rc uc ud srq; do
   pingpong "$t" rdma-core ours-c e
 done
 
+# perftest 4.5 (Debian's perftest 4.5+0.17-1, libpci3 and libibumad3, fetched once
+# with `apt-get download` into a cache of their own; the rest of rdma-core
+# comes from on-model.sh's).
+PT_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-perftest-4.5
+PT_STAMP="perftest=4.5+0.17-1 libpci3 libibumad3=44.0-2"
+fetch_perftest() {
+  [[ -f $PT_CACHE/.done && $(<"$PT_CACHE/.done") == "$PT_STAMP" ]] && return 0
+  local work
+  work=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-perftest.XXXXXX")
+  # shellcheck disable=SC2086
+  (cd "$work" && apt-get download $PT_STAMP >&2 2>/dev/null) \
+    || { apt-get update -qq >&2 && (cd "$work" && apt-get download $PT_STAMP >&2); } || return 1
+  mkdir -p "$work/root"
+  for deb in "$work"/*.deb; do dpkg -x "$deb" "$work/root"; done
+  rm -rf "$PT_CACHE"; mkdir -p "$(dirname "$PT_CACHE")"; mv "$work/root" "$PT_CACHE"
+  rm -rf "$work"
+  echo "$PT_STAMP" >"$PT_CACHE/.done"
+}
+
+BW_ITERS=${BW_ITERS:-500} LAT_ITERS=${LAT_ITERS:-200}
+PERF_ROWS=()
+# perftest TEST STACK: server and client of TEST (ib_write_bw, ...) on STACK
+# (rdma-core or ours-c), checked: both exit 0, the client's result row has
+# the iterations asked for and positive figures.
+perftest() {
+  local t=$1 stack=$2 name n args s c sst=0 cst=0 row
+  name="$t $stack <- $stack"
+  [[ -z $ONLY || $name =~ $ONLY ]] || return 0
+  n=$BW_ITERS; [[ $t == *_lat ]] && n=$LAT_ITERS
+  PORT=$((PORT + 1))
+  args="-d mlx5_0 -x 1 -F -n $n -p $PORT"
+  s=$W/$t-$stack.srv c=$W/$t-$stack.cli
+  local pre=(env "LD_LIBRARY_PATH=$PT_CACHE/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  timeout 300 "${pre[@]}" bash -c "$(cmd "$stack" perftest "$PT_CACHE/usr/bin/$t $args")" >"$s" 2>&1 &
+  local spid=$!
+  if ! wait_listen "$PORT"; then
+    kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+    fail "$name: the server never listened"; sed 's/^/  srv: /' "$s"; return 0
+  fi
+  timeout 300 "${pre[@]}" bash -c "$(cmd "$stack" perftest "$PT_CACHE/usr/bin/$t $args localhost")" >"$c" 2>&1 || cst=$?
+  wait "$spid" || sst=$?
+  row=$(awk -v n="$n" '$2 == n && $1 ~ /^[0-9]+$/ && NF >= 5 { print; exit }' "$c")
+  if [[ $sst == 0 && $cst == 0 && -n $row ]] && awk '{ exit !($4 > 0 && $5 > 0) }' <<<"$row"; then
+    pass "$name: $(tr -s ' \t' ' ' <<<"$row")"
+    PERF_ROWS+=("$t|$stack|$(tr -s ' \t' ' ' <<<"$row")")
+  else
+    fail "$name: server exit $sst, client exit $cst, row '${row}'"
+    sed 's/^/  srv: /' "$s" | tail -20; sed 's/^/  cli: /' "$c" | tail -20
+  fi
+}
+
+if [[ -z $ONLY || ib_ =~ $ONLY || $ONLY =~ ib_ ]]; then
+  if fetch_perftest; then
+    for t in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw ib_write_lat ib_send_lat; do
+      for stack in rdma-core ours-c; do perftest "$t" "$stack"; done
+    done
+  else
+    fail "perftest: apt-get download $PT_STAMP failed"
+  fi
+fi
+
 # The issue's false success: each process alone on its model (no fabric).
 lone() {
   local name="rc-pingpong rdma-core <- ours-c, each HCA alone (UVERBS_FABRIC=off): the client fails"
@@ -215,6 +277,10 @@ killed() {
 killed rdma-core
 killed ours-c
 
+if [[ ${#PERF_ROWS[@]} -gt 0 ]]; then
+  echo "perftest rows (model figures): test|stack|bytes iterations ..."
+  printf '  %s\n' "${PERF_ROWS[@]}"
+fi
 wall=$(( $(date +%s) - START ))
 result=ok; [[ $FAILED == 0 ]] || result=FAILED
 echo "fabric-matrix test result: $result. $PASSED passed; $FAILED failed; 0 ignored; 0 measured; 0 filtered out; finished in ${wall}.00s"
