@@ -83,7 +83,7 @@ impl Model {
         // have the same GIDs (issue 41).
         let model = model::fake_mlx5_with(model::Options {
             fabric: fabric_dir(),
-            identity: Some(std::process::id()),
+            identity: Some(identity()),
             ..model::Options::default()
         });
         let kernel = model.dyn_kernel();
@@ -104,6 +104,20 @@ fn fabric_dir() -> Option<PathBuf> {
         Some(v) if v == "off" => None,
         _ => Some(model::fabric::default_dir()),
     }
+}
+
+/// The identity number this process's HCA asks for:
+/// `$UVERBS_MODEL_IDENTITY` (decimal, or hex with `0x`; e.g. `0x123456`,
+/// the lone model's, for runs that compare processes' outputs), else the
+/// process id.
+fn identity() -> u32 {
+    std::env::var("UVERBS_MODEL_IDENTITY")
+        .ok()
+        .and_then(|v| match v.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        })
+        .unwrap_or_else(std::process::id)
 }
 
 #[derive(Debug)]

@@ -183,7 +183,7 @@ impl Port {
         let base = want.unwrap_or_else(std::process::id) & 0x3f_ffff;
         for k in 0..4u32 {
             let id = Identity::new(base | k << 22);
-            if id.n == DEFAULT_ID || id.n == 0 {
+            if id.n == 0 {
                 continue;
             }
             let path = sock_path(dir, id);
