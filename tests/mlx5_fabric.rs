@@ -656,31 +656,259 @@ fn a_stale_packet_for_a_destroyed_qp_is_dropped() {
     clean(&b);
 }
 
+/// DevX across the fabric: an RC QP made with PRM commands through
+/// `uverbs::mlx5` (its CQ a DevX CQ on a UMEM, armed by hand, its
+/// completion event read through a DevX event channel with a cookie) on
+/// one HCA, and a verbs QP on another. The DevX QP writes into the verbs
+/// side's memory and sends to it; the verbs side writes into memory
+/// behind the DevX QP. Layouts: `mlx5_ifc.h` (`create_qp_in`, `qpc`,
+/// `ads`), `mlx5dv.h` (`mlx5_wqe_ctrl_seg`, `mlx5_wqe_raddr_seg`,
+/// `mlx5_wqe_data_seg`, `mlx5_cqe64`).
 #[test]
-#[ignore]
-fn pingpong_long() {
-    let dir = fabric_dir("pplong");
-    let (mut a, mut b) = (host(&dir, QpType::Rc), host(&dir, QpType::Rc));
-    connect(&a, &b);
-    let sa = [a.mr.sge(0, 4096).unwrap()];
-    let sb = [b.mr.sge(0, 4096).unwrap()];
-    let t = Instant::now();
-    for i in 0..20000 {
-        b.qp.post_recv(&[RecvWr::new(1, &sb)]).unwrap();
-        a.qp.post_recv(&[RecvWr::new(1, &sa)]).unwrap();
-        a.qp.post_send(&[SendWr::send(1, &sa)]).unwrap();
-        poll(&mut b.cq, 1);
-        b.qp.post_send(&[SendWr::send(2, &sb)]).unwrap();
-        let w = poll(&mut a.cq, 2);
-        assert!(
-            w.iter().all(|w| w.status == WcStatus::SUCCESS),
-            "{i}: {w:?}"
+#[allow(unsafe_code)] // WQEs and CQEs live in UMEMs the device reads and writes
+fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
+    use uverbs::mlx5::{
+        self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
+    };
+    use uverbs_test_support::devx_overrun::{create_cq_in, set};
+    const RST2INIT: u16 = 0x502;
+    const INIT2RTR: u16 = 0x503;
+    const RTR2RTS: u16 = 0x504;
+    const CREATE_QP: u16 = 0x500;
+    const QPC: usize = 0xc0;
+    const ADS: usize = QPC + 0xc0;
+    const CMD_LEN: usize = 0x880 / 8;
+    const LOG_NCQE: u32 = 4;
+    const LOG_SQ: u32 = 6;
+
+    let dir = fabric_dir("devx");
+    let model = fake_mlx5_with(Options {
+        fabric: Some(dir.clone()),
+        ..Options::default()
+    });
+    let hca = model.spawn_hca();
+    let k = model.dyn_kernel();
+    let dev = uverbs::find_device(&k, Some("mlx5_0")).unwrap();
+    let ctx = mlx5::open_device(k, dev, OpenFlags::DEVX).unwrap();
+    let mx = ctx.mlx5().unwrap();
+    let devx = mx.devx().unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let pdn = mx.pd_number(&pd).unwrap();
+    let mr = pd.alloc_mr(1 << 16, ALL).unwrap();
+    let mut b = host(&dir, QpType::Rc);
+
+    // The DevX CQ, every CQE invalid (op_own 0xf0) until the device writes it.
+    let cq_buf = devx
+        .umem_reg(64 << LOG_NCQE, UmemAccess::LOCAL_WRITE)
+        .unwrap();
+    let cq_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
+    let cqes = cq_buf.as_ptr().unwrap();
+    for i in 0..1usize << LOG_NCQE {
+        // SAFETY: byte 63 of CQE i, inside the UMEM; the device has no CQ
+        // on it yet.
+        unsafe { cqes.add(64 * i + 63).write_volatile(0xf0) };
+    }
+    let uar = devx.alloc_uar(UarKind::NonCached).unwrap();
+    let eqn = devx.query_eqn(0).unwrap();
+    let cmd = create_cq_in(LOG_NCQE, cq_buf.id(), cq_dbr.id(), uar.page_id(), eqn);
+    let mut out = vec![0u8; 16];
+    let cq = devx
+        .obj_create_using(&cmd, &mut out, &[&cq_buf, &cq_dbr, &uar])
+        .unwrap();
+    let cqn = CmdOut::read(&out).unwrap().obj_id & 0xff_ffff;
+
+    // The DevX RC QP: a send queue, no receive queue.
+    let sq = devx
+        .umem_reg(64 << LOG_SQ, UmemAccess::LOCAL_WRITE)
+        .unwrap();
+    let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
+    let mut cmd = vec![0u8; CMD_LEN];
+    CmdIn::new(CREATE_QP).write(&mut cmd);
+    set(&mut cmd, QPC + 0x13, 2, 3); // pm_state migrated (st 0: RC)
+    set(&mut cmd, QPC + 0x28, 24, u64::from(pdn));
+    set(&mut cmd, QPC + 0x51, 4, u64::from(LOG_SQ));
+    set(&mut cmd, QPC + 0x58, 2, 1); // ts_format default
+    set(&mut cmd, QPC + 0x68, 24, u64::from(uar.page_id()));
+    set(&mut cmd, QPC + 0x3e8, 24, u64::from(cqn)); // cqn_snd
+    set(&mut cmd, QPC + 0x4e8, 24, u64::from(cqn)); // cqn_rcv
+    set(&mut cmd, QPC + 0x565, 3, 3); // rq_type: zero size
+    set(&mut cmd, QPC + 0x683, 1, 1); // dbr_umem_valid
+    set(&mut cmd, QPC + 0x720, 32, u64::from(qp_dbr.id()));
+    set(&mut cmd, 0x840, 32, u64::from(sq.id())); // wq_umem_id
+    set(&mut cmd, 0x860, 1, 1); // wq_umem_valid
+    let mut out = vec![0u8; 16];
+    let qp = devx
+        .obj_create_using(&cmd, &mut out, &[&sq, &qp_dbr, &uar])
+        .unwrap();
+    let qpn = CmdOut::read(&out).unwrap().obj_id & 0xff_ffff;
+
+    // Connected to B's verbs QP, through GID 1 towards B's GID 1; B's QP
+    // towards the DevX QP.
+    let (my_psn, b_gid) = (0x00a0_0000u32, gid(&b.ctx));
+    for opcode in [RST2INIT, INIT2RTR, RTR2RTS] {
+        let mut c = vec![0u8; CMD_LEN];
+        CmdIn::general(opcode, 0, qpn).write(&mut c);
+        match opcode {
+            RST2INIT => {
+                set(&mut c, ADS + 0x128, 8, 1); // vhca_port_num
+                set(&mut c, QPC + 0x490, 3, 0b111); // rre, rwe, rae
+            }
+            INIT2RTR => {
+                set(&mut c, QPC + 0x40, 3, 3); // mtu 1024
+                set(&mut c, QPC + 0x43, 5, 30); // log_msg_max
+                set(&mut c, QPC + 0xa8, 24, u64::from(b.qp.qp_num())); // remote_qpn
+                set(&mut c, ADS + 0x28, 1, 1); // grh
+                set(&mut c, ADS + 0x48, 8, 1); // src_addr_index
+                for (i, byte) in b_gid.0.iter().enumerate() {
+                    set(&mut c, ADS + 0x80 + 8 * i, 8, u64::from(*byte)); // rgid_rip
+                }
+                set(&mut c, QPC + 0x4a3, 5, 1); // min_rnr_nak
+                set(&mut c, QPC + 0x4a8, 24, u64::from(b.psn)); // next_rcv_psn
+            }
+            _ => {
+                set(&mut c, ADS + 0x40, 5, 14); // ack_timeout
+                set(&mut c, QPC + 0x38d, 3, 7); // retry_count
+                set(&mut c, QPC + 0x390, 3, 7); // rnr_retry
+                set(&mut c, QPC + 0x3c8, 24, u64::from(my_psn)); // next_send_psn
+            }
+        }
+        let mut out = vec![0u8; 16];
+        qp.modify(&c, &mut out)
+            .unwrap_or_else(|e| panic!("modify {opcode:#x}: {e}"));
+    }
+    let peer = Endpoint::new(qpn, my_psn, Gid(model.identity().gids()[1]));
+    b.qp.bring_up(&link(&b, 14, 7, 7), &peer).unwrap();
+
+    // Completions of the DevX CQ by cookie: subscribe, then arm it
+    // (`mlx5_arm_cq`: the arm doorbell record, then the UAR's 0x20).
+    let ch = devx
+        .create_event_channel(EventChannelFlags::empty())
+        .unwrap();
+    ch.subscribe(Some(&cq), &[event_type::COMP], Target::Cookie(0x4004))
+        .unwrap();
+    let arm = (0u32 << 28) | 0; // sn 0, any completion, ci 0
+    let dbr = cq_dbr.as_ptr().unwrap();
+    // SAFETY: word 1 of the CQ's doorbell record, inside its UMEM.
+    unsafe {
+        dbr.add(4)
+            .cast::<[u8; 4]>()
+            .write_volatile(arm.to_be_bytes())
+    };
+    let mut ring = [0u8; 8];
+    ring[..4].copy_from_slice(&arm.to_be_bytes());
+    ring[4..].copy_from_slice(&cqn.to_be_bytes());
+    uar.write64(0x20, ring).unwrap();
+
+    // An RDMA WRITE into B's MR and a SEND to B's receive, one doorbell.
+    mr.write(0, b"written by a DevX QP").unwrap();
+    mr.write(64, b"sent by a DevX QP").unwrap();
+    let r = [b.mr.sge(0x100, 64).unwrap()];
+    b.qp.post_recv(&[RecvWr::new(77, &r)]).unwrap();
+    let wqes = sq.as_ptr().unwrap();
+    let mut last = [0u8; 8];
+    let post = |idx: u32, opcode: u32, segs: &[u8], last: &mut [u8; 8]| {
+        let mut w = [0u8; 64];
+        let ds = 1 + segs.len() as u32 / 16;
+        w[0..4].copy_from_slice(&(idx << 8 | opcode).to_be_bytes());
+        w[4..8].copy_from_slice(&(qpn << 8 | ds).to_be_bytes());
+        w[11] = 0x08; // CQ_UPDATE
+        w[16..16 + segs.len()].copy_from_slice(segs);
+        // SAFETY: WQE `idx` of the 2^LOG_SQ basic blocks of the SQ UMEM.
+        unsafe {
+            wqes.add(64 * idx as usize)
+                .cast::<[u8; 64]>()
+                .write_volatile(w)
+        };
+        last.copy_from_slice(&w[..8]);
+    };
+    let mut raddr = (b.mr.addr() + 0x40).to_be_bytes().to_vec();
+    raddr.extend_from_slice(&b.mr.rkey().to_be_bytes());
+    raddr.extend_from_slice(&[0; 4]);
+    let dseg = |len: u32, addr: u64| {
+        let mut d = len.to_be_bytes().to_vec();
+        d.extend_from_slice(&mr.lkey().to_be_bytes());
+        d.extend_from_slice(&addr.to_be_bytes());
+        d
+    };
+    let write = [raddr, dseg(20, mr.addr())].concat();
+    post(0, 0x08, &write, &mut last); // MLX5_OPCODE_RDMA_WRITE
+    post(1, 0x0a, &dseg(17, mr.addr() + 64), &mut last); // MLX5_OPCODE_SEND
+    uverbs::barrier::udma_to_device_barrier();
+    let qdb = qp_dbr.as_ptr().unwrap();
+    // SAFETY: word 1 (MLX5_SND_DBR) of the QP's doorbell record.
+    unsafe {
+        qdb.add(4)
+            .cast::<[u8; 4]>()
+            .write_volatile(2u32.to_be_bytes())
+    };
+    uverbs::barrier::udma_to_device_barrier();
+    uar.write64(0x800, last).unwrap();
+    uverbs::barrier::mmio_flush_writes();
+
+    let ev = ch
+        .get_event_timeout(Some(Duration::from_secs(10)))
+        .unwrap()
+        .expect("a completion event within 10 s");
+    assert_eq!(
+        (ev.cookie, ev.event_type(), ev.cqn()),
+        (0x4004, Some(event_type::COMP as u8), Some(cqn))
+    );
+    // Both requester CQEs (opcode 0, owner 0, the WQE counters 0 and 1).
+    let end = Instant::now() + Duration::from_secs(10);
+    let cqe = |i: usize| {
+        let mut c = [0u8; 64];
+        for (k, byte) in c.iter_mut().enumerate() {
+            // SAFETY: CQE i of the CQ's UMEM, read byte by byte.
+            *byte = unsafe { cqes.add(64 * i + k).read_volatile() };
+        }
+        c
+    };
+    while cqe(1)[63] >> 4 == 0xf && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..2 {
+        let c = cqe(i);
+        assert_eq!(
+            c[63], 0x00,
+            "CQE {i}: a requester completion, owner 0: {c:02x?}"
         );
-        let w = poll(&mut b.cq, 1);
-        assert!(
-            w.iter().all(|w| w.status == WcStatus::SUCCESS),
-            "{i}: {w:?}"
+        assert_eq!(u16::from_be_bytes([c[60], c[61]]), i as u16);
+        assert_eq!(
+            u32::from_be_bytes([c[56], c[57], c[58], c[59]]) & 0xff_ffff,
+            qpn
         );
     }
-    eprintln!("round trips: {:?}", t.elapsed());
+    let wb = poll(&mut b.cq, 1);
+    assert_eq!(
+        (wb[0].wr_id, wb[0].status, wb[0].byte_len),
+        (77, WcStatus::SUCCESS, 17)
+    );
+    let mut got = [0u8; 20];
+    b.mr.read(0x40, &mut got).unwrap();
+    assert_eq!(&got, b"written by a DevX QP");
+    let mut got = [0u8; 17];
+    b.mr.read(0x100, &mut got).unwrap();
+    assert_eq!(&got, b"sent by a DevX QP");
+
+    // B writes into the memory behind the DevX QP (its PD's MR).
+    b.mr.write(0x200, b"a verbs QP wrote this").unwrap();
+    let s = [b.mr.sge(0x200, 21).unwrap()];
+    b.qp.post_send(&[SendWr::new(
+        5,
+        SendOp::RdmaWrite {
+            remote_addr: mr.addr() + 0x400,
+            rkey: mr.rkey(),
+        },
+        &s,
+    )])
+    .unwrap();
+    assert_eq!(poll(&mut b.cq, 1)[0].status, WcStatus::SUCCESS);
+    let mut got = [0u8; 21];
+    mr.read(0x400, &mut got).unwrap();
+    assert_eq!(&got, b"a verbs QP wrote this");
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
+    clean(&b);
+    qp.destroy().unwrap();
+    cq.destroy().unwrap();
+    drop(hca);
 }
