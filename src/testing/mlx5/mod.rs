@@ -24,6 +24,14 @@
 //! UAR the queue was not created with is ignored, as hardware ignores it,
 //! and listed by [`Mlx5Model::ignored_doorbells`].
 //!
+//! Several models make a fabric ([`Options::fabric`]; `fabric.rs`,
+//! `wire.rs`, `remote.rs`): each HCA has an identity of its own (node
+//! GUID, MAC, GIDs), and a QP whose peer is another HCA's sends transport
+//! packets over unix-domain sockets, RC with PSNs, ACKs, retries and RNR,
+//! UC and UD, to models in this process or others (the preload's
+//! processes, `preload/README.md`). A message for a GID that is not the
+//! HCA's own never reaches one of its own QPs.
+//!
 //! DevX (`devx.rs`) plays the kernel's `devx.c`; its firmware side
 //! (`devx_fw.rs`) runs the CQs and QPs that PRM `CREATE_CQ`/`CREATE_QP`
 //! commands make on UMEMs like the verbs ones, moves QPs through the PRM
