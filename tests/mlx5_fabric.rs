@@ -8,7 +8,7 @@
 //! perftest against ours) is `scripts/fabric-matrix.sh`.
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -74,9 +74,9 @@ fn host_on(model: Arc<Mlx5Model>, qp_type: QpType) -> Host {
     }
 }
 
-fn host(dir: &PathBuf, qp_type: QpType) -> Host {
+fn host(dir: &Path, qp_type: QpType) -> Host {
     let model = fake_mlx5_with(Options {
-        fabric: Some(dir.clone()),
+        fabric: Some(dir.to_path_buf()),
         ..Options::default()
     });
     assert!(model.violations().is_empty(), "{:?}", model.violations());
@@ -786,7 +786,8 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
         .unwrap();
     ch.subscribe(Some(&cq), &[event_type::COMP], Target::Cookie(0x4004))
         .unwrap();
-    let arm = (0u32 << 28) | 0; // sn 0, any completion, ci 0
+    // sn 0 (bits 29..28), any completion (bit 24 clear), ci 0.
+    let arm = 0u32;
     let dbr = cq_dbr.as_ptr().unwrap();
     // SAFETY: word 1 of the CQ's doorbell record, inside its UMEM.
     unsafe {

@@ -185,7 +185,7 @@ impl Hca {
                             rkey: 0,
                         },
                     };
-                    return self.to_fabric(qpn, c, gid, out);
+                    return self.send_to_fabric(qpn, c, gid, out);
                 }
                 let Dest::Qp(peer) = dest else {
                     return Ok(Executed::Done(Done::bytes(data.len() as u32)));
@@ -223,7 +223,7 @@ impl Hca {
                             raddr,
                             rkey,
                         };
-                        return self.to_fabric(qpn, c, gid, out);
+                        return self.send_to_fabric(qpn, c, gid, out);
                     }
                     Dest::Dropped => return Ok(Executed::Done(Done::bytes(data.len() as u32))),
                 };
@@ -278,7 +278,7 @@ impl Hca {
                             sges,
                             len: len as u32,
                         };
-                        return self.to_fabric(qpn, c, gid, out);
+                        return self.send_to_fabric(qpn, c, gid, out);
                     }
                     Dest::Dropped => return Ok(Executed::Done(Done::bytes(0))),
                 };
@@ -311,7 +311,7 @@ impl Hca {
                             compare: (c.opcode == op::ATOMIC_CS).then_some(compare),
                             swap_add,
                         };
-                        return self.to_fabric(qpn, c, gid, out);
+                        return self.send_to_fabric(qpn, c, gid, out);
                     }
                     Dest::Dropped => return Ok(Executed::Done(Done::bytes(8))),
                 };

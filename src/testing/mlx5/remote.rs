@@ -224,7 +224,7 @@ impl Hca {
 
     /// Sends a WQE's message to another HCA: UC and UD complete now, RC
     /// when the responder answers.
-    pub(crate) fn to_fabric(
+    pub(crate) fn send_to_fabric(
         &mut self,
         qpn: u32,
         c: &Ctrl,
