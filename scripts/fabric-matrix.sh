@@ -18,6 +18,10 @@
 #   ours-c   <- rdma-core            rdma-core <- ours-c  (-e)
 # so ours is server and client against rdma-core, each with and without
 # event mode (-e: completion channels, armed CQs, the model's events).
+# DevX: tests/support/src/bin/devx-pingpong (an RC QP from PRM commands through
+# uverbs::mlx5, its DevX CQ's completion events read through a DevX event
+# channel with a cookie) as the client of rdma-core's ibv_rc_pingpong.
+# perftest 4.5 between two rdma-core processes and two over ours (below).
 # Then the faults, as processes:
 #   lone HCAs: UVERBS_FABRIC=off on both sides (the issue's set-up before the
 #     fabric: each process alone with its model): the RC client must fail
@@ -49,7 +53,8 @@ log() { echo "fabric-matrix: $*" >&2; }
 START=$(date +%s)
 
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-(cd "$ROOT" && cargo build -q --bin uverbs) || { log "cargo build --bin uverbs failed"; exit 2; }
+(cd "$ROOT" && cargo build -q --bin uverbs && cargo build -q -p uverbs-test-support --bin devx-pingpong) \
+  || { log "cargo build --bin uverbs / --bin devx-pingpong failed"; exit 2; }
 U=$TARGET/debug/uverbs
 OURS=$TARGET/fabric-ours
 "$ROOT/scripts/on-model.sh" --ours "$OURS" -- true || { log "assembling our C libraries failed"; exit 2; }
@@ -146,6 +151,36 @@ for t in rc uc ud srq; do
   pingpong "$t" ours-c rdma-core ""
   pingpong "$t" rdma-core ours-c e
 done
+
+# DevX across the fabric: tests/support/src/bin/devx-pingpong.rs, an RC QP made
+# from PRM commands through uverbs::mlx5 (its DevX CQ's completions read
+# through a DevX event channel with a cookie), as the client of Debian's
+# ibv_rc_pingpong (a libmlx5 verbs QP) in another process.
+devx_pair() {
+  local name="rc-pingpong rdma-core <- DevX QP (uverbs::mlx5, events by cookie)" s=$W/devx.srv c=$W/devx.cli sst=0 cst=0 problems=() side out
+  [[ -z $ONLY || $name =~ $ONLY ]] || return 0
+  PORT=$((PORT + 1))
+  timeout 120 bash -c "$(cmd rdma-core rc-pingpong "-g 1 -n $ITERS -s 4096 -p $PORT")" >"$s" 2>&1 &
+  local spid=$!
+  if ! wait_listen "$PORT"; then
+    kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true
+    fail "$name: the server never listened"; return 0
+  fi
+  timeout 120 "$ROOT/scripts/on-model.sh" -- "$TARGET/debug/devx-pingpong" localhost "$PORT" "$ITERS" 4096 >"$c" 2>&1 || cst=$?
+  wait "$spid" || sst=$?
+  [[ $sst == 0 && $cst == 0 ]] || problems+=("server exit $sst, client exit $cst")
+  for side in server client; do
+    out=$s; [[ $side == client ]] && out=$c
+    grep -q "^$((4096 * ITERS * 2)) bytes in " "$out" || problems+=("$side: no '$((4096 * ITERS * 2)) bytes in' line")
+    grep -qE "^$ITERS iters in " "$out" || problems+=("$side: no '$ITERS iters in' line")
+  done
+  if [[ ${#problems[@]} == 0 ]]; then
+    pass "$name: $ITERS x 4096 B, $(grep -m1 -oE '[0-9.]+ usec/iter' "$c")"
+  else
+    fail "$name: ${problems[*]}"; sed 's/^/  srv: /' "$s"; sed 's/^/  cli: /' "$c"
+  fi
+}
+devx_pair
 
 # perftest 4.5 (Debian's perftest 4.5+0.17-1, libpci3 and libibumad3, fetched once
 # with `apt-get download` into a cache of their own; the rest of rdma-core
