@@ -35,7 +35,7 @@
 # the other's `local address`; the two GIDs differ and are fabric GIDs
 # (::ffff:10.x.y.z).
 # Output: one line per exchange, then
-#   fabric-matrix test result: ok. 18 passed; 0 failed; 0 ignored; ...
+#   fabric-matrix test result: ok. 32 passed; 0 failed; 0 ignored; ...
 # (the shape scripts/test.sh totals). Exit status 0 when all passed.
 set -euo pipefail
 
