@@ -171,6 +171,32 @@ pub(crate) struct Port {
     buf: Vec<u8>,
 }
 
+/// Removes the sockets in `dir` that nobody reads any more (left by
+/// processes that were killed, or that exec'd without running the
+/// preload's exit hook): a connect to them is refused.
+fn prune(dir: &Path, own: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let Ok(probe) = UnixDatagram::unbound() else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let hca = e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with("hca-"));
+        if hca && p != own {
+            if let Err(err) = probe.connect(&p) {
+                if err.kind() == ErrorKind::ConnectionRefused {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
+        }
+    }
+}
+
 fn sock_path(dir: &Path, id: Identity) -> PathBuf {
     dir.join(format!("hca-{:06x}", id.n))
 }
@@ -217,6 +243,7 @@ impl Port {
         path: PathBuf,
     ) -> std::io::Result<Port> {
         sock.set_nonblocking(true)?;
+        prune(dir, &path);
         Ok(Port {
             dir: dir.to_path_buf(),
             identity,
