@@ -24,6 +24,15 @@
 #   eval "$(scripts/on-model.sh --print-env)"; cc $CFLAGS prog.c $LDFLAGS -libverbs -lmlx5
 # builds a program `scripts/on-model.sh -- ./prog` runs.
 #
+# Every process gets an HCA of its own (node GUID, MAC, GIDs ::ffff:10.x.y.z
+# from its pid; UVERBS_MODEL_IDENTITY=N picks another), and the HCAs meet on
+# the model's virtual fabric, $UVERBS_FABRIC (default
+# $XDG_RUNTIME_DIR/uverbs-fabric, else /tmp/uverbs-fabric-$UID; "off": the
+# process is alone): run a server in one terminal and its client in another,
+#   scripts/on-model.sh -- ibv_rc_pingpong -g 1
+#   scripts/on-model.sh --ours -- ibv_rc_pingpong -g 1 localhost
+# (preload/README.md, "The fabric"; scripts/fabric-matrix.sh runs the matrix).
+#
 # Exit status: the program's; 3 when it succeeded but the model reported
 # protocol violations (printed on stderr); 2 on a setup failure.
 set -euo pipefail

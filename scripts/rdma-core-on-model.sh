@@ -45,6 +45,10 @@ MODULES=("$@")
   test_cq_events test_atomic test_mlx5_cq test_parent_domain test_shared_pd test_mlx5_devx
   test_mlx5_raw_wqe test_mlx5_huge_page test_relaxed_ordering test_fork)
 GID=1 # the model's RoCE v2 GID (::ffff:192.0.2.1)
+# One process at a time, each alone with the lone model's identity (node
+# GUID 0c42:a103:0012:3456, GID ::ffff:192.0.2.1), so what two processes
+# print compares (scripts/fabric-matrix.sh runs processes together).
+export UVERBS_FABRIC=off UVERBS_MODEL_IDENTITY=0x123456
 # Debian's pyverbs 44.0-2 is built for CPython 3.11 (bookworm's): the
 # system's interpreter, whatever python3 comes first on PATH.
 PYTHON=python3

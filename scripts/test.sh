@@ -19,8 +19,10 @@
 #      Debian's unmodified libibverbs + libmlx5, ibv_devinfo, C probes and
 #      rdma-core's pyverbs tests through the LD_PRELOAD shim of preload/),
 #      and pyverbs on the model over rdma-core and over our libibverbs.so.1
-#      + libmlx5.so.1, compared test by test (scripts/pyverbs-model.sh), and
-#      QP sizing likewise, row by row (scripts/qp-sizing-model.sh);
+#      + libmlx5.so.1, compared test by test (scripts/pyverbs-model.sh),
+#      QP sizing likewise, row by row (scripts/qp-sizing-model.sh), and the
+#      model's virtual fabric across processes (scripts/fabric-matrix.sh:
+#      the pingpongs of rdma-core against ours, perftest, the fault cases);
 #   4. the device tests in the rxe test guest: kernel 6.1 with glibc builds,
 #      kernel 6.12 with musl builds (scripts/guest-test.sh; they include capi's:
 #      rdma-core's tools, perftest and C programs over our libibverbs.so.1
@@ -152,6 +154,8 @@ if [[ $RDMA_CORE == 1 ]]; then
     | tee "$LOGS/pyverbs-model.log"
   step "QP sizing on the mlx5 device model: libmlx5's answers, then ours, row by row"
   scripts/qp-sizing-model.sh --ours "$OURS" 2>&1 | tee "$LOGS/qp-sizing-model.log"
+  step "the model's virtual fabric: pingpongs and perftest across processes, rdma-core against ours"
+  scripts/fabric-matrix.sh 2>&1 | tee "$LOGS/fabric-matrix.log"
 fi
 
 # Runs one guest step, `NAME COMMAND...`: stdout to $LOGS/NAME.log (and the

@@ -79,7 +79,13 @@ struct Model {
 
 impl Model {
     fn new() -> Model {
-        let model = model::fake_mlx5();
+        // An identity of its own even alone: two processes must never
+        // have the same GIDs (issue 41).
+        let model = model::fake_mlx5_with(model::Options {
+            fabric: fabric_dir(),
+            identity: Some(identity()),
+            ..model::Options::default()
+        });
         let kernel = model.dyn_kernel();
         Model {
             model,
@@ -88,6 +94,30 @@ impl Model {
             pid: std::process::id(),
         }
     }
+}
+
+/// The fabric this process's HCA joins (`uverbs::testing::mlx5::fabric`):
+/// `$UVERBS_FABRIC`, else a default every process of the user shares;
+/// `UVERBS_FABRIC=off` keeps the HCA alone.
+fn fabric_dir() -> Option<PathBuf> {
+    match std::env::var_os("UVERBS_FABRIC") {
+        Some(v) if v == "off" => None,
+        _ => Some(model::fabric::default_dir()),
+    }
+}
+
+/// The identity number this process's HCA asks for:
+/// `$UVERBS_MODEL_IDENTITY` (decimal, or hex with `0x`; e.g. `0x123456`,
+/// the lone model's, for runs that compare processes' outputs), else the
+/// process id.
+fn identity() -> u32 {
+    std::env::var("UVERBS_MODEL_IDENTITY")
+        .ok()
+        .and_then(|v| match v.strip_prefix("0x") {
+            Some(hex) => u32::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        })
+        .unwrap_or_else(std::process::id)
 }
 
 #[derive(Debug)]
@@ -263,10 +293,13 @@ extern "C" fn fini() {
     let Some(m) = s.model().filter(|m| m.pid == pid) else {
         return;
     };
-    let Some(hca) = lock(&m.hca).take() else {
-        return;
-    };
+    let hca = lock(&m.hca).take();
+    let opened = hca.is_some();
     drop(hca); // a last pass, then the thread stops
+    m.model.leave_fabric(); // its socket goes
+    if !opened {
+        return;
+    }
     let lines: Vec<String> = m
         .model
         .violations()

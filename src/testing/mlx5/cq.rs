@@ -101,7 +101,11 @@ impl Hca {
         };
         if fires {
             cq.armed = None;
-            if let Some(fd) = cq.channel {
+            if cq.devx {
+                // A DevX CQ's completion goes to the DevX subscriptions
+                // as a completion EQE (`MLX5_EVENT_TYPE_COMP`).
+                self.out_eqes.push(super::devx_fw::comp_eqe(cqn));
+            } else if let Some(fd) = cq.channel {
                 cq.comp_events += 1;
                 self.out_events.push((Some(fd), comp_event(cq.user_handle)));
             }
@@ -142,7 +146,9 @@ impl Hca {
         // CQEs already past the consumer index the arm reports fire at once.
         if cq.pi & 0xff_ffff != a.ci {
             cq.armed = None;
-            if let Some(fd) = cq.channel {
+            if cq.devx {
+                self.out_eqes.push(super::devx_fw::comp_eqe(cqn));
+            } else if let Some(fd) = cq.channel {
                 cq.comp_events += 1;
                 self.out_events.push((Some(fd), comp_event(cq.user_handle)));
             }

@@ -94,7 +94,17 @@ mod at {
     /// `ads` (the primary address path at 0xc0 of `qpc`, 0x160 bits).
     pub(super) const ADS: usize = 0xc0;
     pub(super) const PKEY_INDEX: usize = ADS + 0x10;
+    pub(super) const GRH: usize = ADS + 0x28;
+    pub(super) const ACK_TIMEOUT: usize = ADS + 0x40;
+    pub(super) const SRC_ADDR_INDEX: usize = ADS + 0x48;
+    pub(super) const RGID_RIP: usize = ADS + 0x80;
     pub(super) const VHCA_PORT_NUM: usize = ADS + 0x128;
+    /// After the address paths: the retry counts, the PSNs, the RNR timer.
+    pub(super) const RETRY_COUNT: usize = 0x38d;
+    pub(super) const RNR_RETRY: usize = 0x390;
+    pub(super) const NEXT_SEND_PSN: usize = 0x3c8;
+    pub(super) const MIN_RNR_NAK: usize = 0x4a3;
+    pub(super) const NEXT_RCV_PSN: usize = 0x4a8;
     /// After both address paths (0xc0 + 2 * 0x160 = 0x380).
     pub(super) const CQN_SND: usize = 0x3e8;
     pub(super) const RRE: usize = 0x490;
@@ -292,6 +302,23 @@ pub(crate) fn modify_qp(h: &mut Hca, qpn: u32, opcode: u16, cmd: &[u8]) -> Resul
                 return Err(bad(field(at::MTU)));
             }
             qp.dest_qpn = qpc(at::REMOTE_QPN, 24);
+            // The primary address path (a peer on another HCA of the
+            // fabric, `remote.rs`), the receive PSN and the RNR timer.
+            let d = &mut qp.attrs.dest;
+            d.is_global = qpc(at::GRH, 1) as u8;
+            d.sgid_index = qpc(at::SRC_ADDR_INDEX, 8) as u8;
+            for (i, b) in d.dgid.iter_mut().enumerate() {
+                *b = qpc(at::RGID_RIP + 8 * i, 8) as u8;
+            }
+            qp.attrs.dest_qp_num = qp.dest_qpn;
+            qp.attrs.min_rnr_timer = qpc(at::MIN_RNR_NAK, 5) as u8;
+            qp.wire.expected = qpc(at::NEXT_RCV_PSN, 24);
+        }
+        RTS if qp.transport != Transport::Ud => {
+            qp.attrs.timeout = qpc(at::ACK_TIMEOUT, 5) as u8;
+            qp.attrs.retry_cnt = qpc(at::RETRY_COUNT, 3) as u8;
+            qp.rnr_retry = qpc(at::RNR_RETRY, 3) as u8;
+            qp.wire.next_psn = qpc(at::NEXT_SEND_PSN, 24);
         }
         _ => {}
     }
@@ -301,6 +328,15 @@ pub(crate) fn modify_qp(h: &mut Hca, qpn: u32, opcode: u16, cmd: &[u8]) -> Resul
         qp.state = to;
     }
     Ok(())
+}
+
+/// The completion EQE of an armed DevX CQ (`struct mlx5_eqe`, type
+/// `MLX5_EVENT_TYPE_COMP` 0 at byte 1, `mlx5_eqe_comp.cqn` at data byte 24,
+/// byte 56 of the EQE).
+pub(crate) fn comp_eqe(cqn: u32) -> [u8; 64] {
+    let mut e = [0u8; 64];
+    e[56..60].copy_from_slice(&(cqn & 0x00ff_ffff).to_be_bytes());
+    e
 }
 
 /// The CQ_ERROR EQE of an overrun of CQ `cqn` (`struct mlx5_eqe` with a

@@ -15,6 +15,8 @@ use super::{
     hca::{Fail, Hca, Transport, RTR, RTS},
     layout::{self, be32, be64, cqe_op, op, synd, Cqe, Ctrl, Data, InCqe},
     memory::{self, dbrec, LOCAL_WRITE, REMOTE_ATOMIC, REMOTE_READ, REMOTE_WRITE},
+    remote::Outgoing,
+    wire::ReqOp,
 };
 
 /// What executing a WQE left to do.
@@ -24,9 +26,13 @@ pub(crate) enum Executed {
     /// A read or atomic, checked at both ends: its response is still to
     /// land ([`Hca::land`]), at once or late (`order.rs`).
     Response(Response),
+    /// Sent over the fabric on an RC QP: it completes when the responder
+    /// answers (`remote.rs`).
+    Posted,
 }
 
 /// What an executed WQE's CQE reports.
+#[derive(Debug, Clone)]
 pub(crate) struct Done {
     /// The byte count.
     pub(crate) bytes: u32,
@@ -35,7 +41,7 @@ pub(crate) struct Done {
 }
 
 impl Done {
-    fn bytes(bytes: u32) -> Done {
+    pub(crate) fn bytes(bytes: u32) -> Done {
         Done {
             bytes,
             in_cqe: None,
@@ -80,9 +86,10 @@ enum Landing {
 }
 
 /// A receive WQE taken by the responder.
-struct Recv {
-    sges: Vec<Data>,
-    wqe_counter: u16,
+#[derive(Debug)]
+pub(crate) struct Recv {
+    pub(crate) sges: Vec<Data>,
+    pub(crate) wqe_counter: u16,
 }
 
 /// Where a message goes, once resolved.
@@ -91,19 +98,23 @@ enum Dest {
     Qp(u32),
     /// Dropped on the way (UC/UD: nobody tells the requester).
     Dropped,
+    /// To another HCA of the fabric, whose port has this GID (`remote.rs`).
+    Fabric([u8; 16]),
 }
 
 /// What a responder delivers into a receive WQE.
-struct Message<'a> {
-    src: u32,
+pub(crate) struct Message<'a> {
+    /// The requester's QP (on this HCA, or the packet's source QP).
+    pub(crate) src: u32,
+    pub(crate) src_transport: Transport,
     /// Bytes to scatter (`None`: RDMA write with immediate, nothing to scatter).
-    data: Option<&'a [u8]>,
-    byte_cnt: u32,
-    opcode: u8,
-    imm: [u8; 4],
-    solicited: bool,
+    pub(crate) data: Option<&'a [u8]>,
+    pub(crate) byte_cnt: u32,
+    pub(crate) opcode: u8,
+    pub(crate) imm: [u8; 4],
+    pub(crate) solicited: bool,
     /// UD: the GRH to put ahead of the data, and its L3 type.
-    grh: Option<([u8; 40], u8)>,
+    pub(crate) grh: Option<([u8; 40], u8)>,
 }
 
 impl Hca {
@@ -155,16 +166,34 @@ impl Hca {
                     op::SEND_IMM => cqe_op::RESP_SEND_IMM,
                     _ => cqe_op::RESP_SEND_INV,
                 };
-                let dest = match av {
-                    Some(av) => self.resolve_ud(qpn, &av)?,
+                let dest = match &av {
+                    Some(av) => self.resolve_ud(qpn, av)?,
                     None => self.resolve(qpn)?,
                 };
+                if let Dest::Fabric(gid) = dest {
+                    let op = match c.opcode {
+                        op::SEND => ReqOp::Send,
+                        op::SEND_IMM => ReqOp::SendImm,
+                        _ => ReqOp::SendInv,
+                    };
+                    let out = match av {
+                        Some(av) => Outgoing::Datagram { av, data },
+                        None => Outgoing::Message {
+                            op,
+                            data,
+                            raddr: 0,
+                            rkey: 0,
+                        },
+                    };
+                    return self.send_to_fabric(qpn, c, gid, out);
+                }
                 let Dest::Qp(peer) = dest else {
                     return Ok(Executed::Done(Done::bytes(data.len() as u32)));
                 };
                 let grh = av.map(|av| self.grh(&av, data.len()));
                 let msg = Message {
                     src: qpn,
+                    src_transport: transport,
                     data: Some(&data),
                     byte_cnt: data.len() as u32,
                     opcode,
@@ -180,8 +209,23 @@ impl Hca {
                 let (raddr, rkey) = self.raddr(qpn, u);
                 u = u.wrapping_add(1);
                 let data = self.gather(qpn, u, end)?;
-                let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Executed::Done(Done::bytes(data.len() as u32)));
+                let peer = match self.resolve(qpn)? {
+                    Dest::Qp(peer) => peer,
+                    Dest::Fabric(gid) => {
+                        let op = if c.opcode == op::RDMA_WRITE {
+                            ReqOp::Write
+                        } else {
+                            ReqOp::WriteImm
+                        };
+                        let out = Outgoing::Message {
+                            op,
+                            data,
+                            raddr,
+                            rkey,
+                        };
+                        return self.send_to_fabric(qpn, c, gid, out);
+                    }
+                    Dest::Dropped => return Ok(Executed::Done(Done::bytes(data.len() as u32))),
                 };
                 let len = data.len() as u64;
                 let target = match self.remote(peer, rkey, raddr, len, REMOTE_WRITE) {
@@ -207,6 +251,7 @@ impl Hca {
                 if let Some(r) = recv {
                     let msg = Message {
                         src: qpn,
+                        src_transport: transport,
                         data: None,
                         byte_cnt: len as u32,
                         opcode: cqe_op::RESP_WR_IMM,
@@ -224,8 +269,18 @@ impl Hca {
                 u = u.wrapping_add(1);
                 let sges = self.local_sges(qpn, u, end)?;
                 let len: u64 = sges.iter().map(|s| u64::from(s.len)).sum();
-                let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Executed::Done(Done::bytes(0)));
+                let peer = match self.resolve(qpn)? {
+                    Dest::Qp(peer) => peer,
+                    Dest::Fabric(gid) => {
+                        let out = Outgoing::Read {
+                            raddr,
+                            rkey,
+                            sges,
+                            len: len as u32,
+                        };
+                        return self.send_to_fabric(qpn, c, gid, out);
+                    }
+                    Dest::Dropped => return Ok(Executed::Done(Done::bytes(0))),
                 };
                 let src = self.remote(peer, rkey, raddr, len, REMOTE_READ)?;
                 let fetch = Fetch::Read {
@@ -246,8 +301,19 @@ impl Hca {
                         "an atomic's local SGE is not one of 8 bytes".into(),
                     ));
                 }
-                let Dest::Qp(peer) = self.resolve(qpn)? else {
-                    return Ok(Executed::Done(Done::bytes(8)));
+                let peer = match self.resolve(qpn)? {
+                    Dest::Qp(peer) => peer,
+                    Dest::Fabric(gid) => {
+                        let out = Outgoing::Atomic {
+                            raddr,
+                            rkey,
+                            sges,
+                            compare: (c.opcode == op::ATOMIC_CS).then_some(compare),
+                            swap_add,
+                        };
+                        return self.send_to_fabric(qpn, c, gid, out);
+                    }
+                    Dest::Dropped => return Ok(Executed::Done(Done::bytes(8))),
                 };
                 if raddr % 8 != 0 {
                     return Err(Fail::Req(synd::REMOTE_INVAL_REQ_ERR));
@@ -350,6 +416,9 @@ impl Hca {
     /// The responder of a connected QP's message.
     fn resolve(&self, qpn: u32) -> Result<Dest, Fail> {
         let qp = &self.qps[&qpn];
+        if let Some(gid) = self.fabric_gid(qp) {
+            return Ok(Dest::Fabric(gid));
+        }
         let ok = match self.qps.get(&qp.dest_qpn) {
             Some(p) => {
                 (p.state == RTR || p.state == RTS)
@@ -373,6 +442,9 @@ impl Hca {
                 "a UD WQE without MLX5_EXTENDED_UD_AV (the model reads 48-byte AVs)".into(),
             ));
         }
+        if self.is_foreign(&av.rgid) {
+            return Ok(Dest::Fabric(av.rgid));
+        }
         let own = self.qps[&qpn].qkey;
         let qkey = if av.qkey & 0x8000_0000 != 0 {
             own
@@ -393,7 +465,7 @@ impl Hca {
 
     /// Checks an rkey at the responder: `Ok(None)` for a zero-length access
     /// (no key is checked), else the host address.
-    fn remote(
+    pub(crate) fn remote(
         &self,
         peer: u32,
         rkey: u32,
@@ -413,7 +485,7 @@ impl Hca {
 
     /// Gathers a WQE's data segments (or inline data) from unit `u` to
     /// `end`; local keys are checked.
-    fn gather(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<u8>, Fail> {
+    pub(crate) fn gather(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<u8>, Fail> {
         let qp = &self.qps[&qpn];
         let mut out = Vec::new();
         while u != end {
@@ -459,7 +531,7 @@ impl Hca {
     }
 
     /// Local scatter entries of a READ/atomic (data segments only).
-    fn local_sges(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<Data>, Fail> {
+    pub(crate) fn local_sges(&self, qpn: u32, mut u: u32, end: u32) -> Result<Vec<Data>, Fail> {
         let qp = &self.qps[&qpn];
         let mut v = Vec::new();
         while u != end {
@@ -477,7 +549,11 @@ impl Hca {
 
     /// The host ranges of the first `len` bytes of a local scatter list
     /// (LOCAL_WRITE checked).
-    fn scatter_ranges(&self, sges: &[Data], len: usize) -> Result<Vec<(u64, usize)>, Fail> {
+    pub(crate) fn scatter_ranges(
+        &self,
+        sges: &[Data],
+        len: usize,
+    ) -> Result<Vec<(u64, usize)>, Fail> {
         let mut ranges = Vec::with_capacity(sges.len());
         let mut off = 0usize;
         for s in sges {
@@ -501,8 +577,22 @@ impl Hca {
     /// RC waits (`rnr_retry` 7) or fails with RNR retries exceeded; UC and
     /// UD drop the message (`Ok(None)`).
     fn take_recv(&mut self, src: u32, peer: u32) -> Result<Option<Recv>, Fail> {
+        let r = self.pop_recv(peer);
+        if r.is_some() {
+            return Ok(r);
+        }
+        let s = &self.qps[&src];
+        match s.transport {
+            Transport::Rc if s.rnr_retry == 7 => Err(Fail::Rnr),
+            Transport::Rc => Err(Fail::Req(synd::RNR_RETRY_EXC_ERR)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Takes `peer`'s next receive WQE (its RQ or SRQ), if one is posted.
+    pub(crate) fn pop_recv(&mut self, peer: u32) -> Option<Recv> {
         let p = &self.qps[&peer];
-        let r = match p.srq {
+        match p.srq {
             Some(srqn) => match self.srqs.get_mut(&srqn) {
                 Some(srq) if dbrec(srq.db, 0) as u16 != srq.taken => {
                     let idx = srq.head;
@@ -537,15 +627,6 @@ impl Hca {
                     })
                 }
             }
-        };
-        if r.is_some() {
-            return Ok(r);
-        }
-        let s = &self.qps[&src];
-        match s.transport {
-            Transport::Rc if s.rnr_retry == 7 => Err(Fail::Rnr),
-            Transport::Rc => Err(Fail::Req(synd::RNR_RETRY_EXC_ERR)),
-            _ => Ok(None),
         }
     }
 
@@ -561,7 +642,12 @@ impl Hca {
     /// CQE; a receive too small or with a bad lkey completes in error at
     /// the responder (which moves to ERR, RC/UC) and, on RC, NAKs the
     /// requester.
-    fn complete_recv(&mut self, peer: u32, r: Recv, msg: &Message<'_>) -> Result<(), Fail> {
+    pub(crate) fn complete_recv(
+        &mut self,
+        peer: u32,
+        r: Recv,
+        msg: &Message<'_>,
+    ) -> Result<(), Fail> {
         let mut byte_cnt = msg.byte_cnt;
         let mut failed = None;
         // A message that fits the responder's `cs_res` room goes in the
@@ -623,7 +709,7 @@ impl Hca {
                     ..q
                 },
             );
-            let src_transport = self.qps[&msg.src].transport;
+            let src_transport = msg.src_transport;
             if src_transport != Transport::Ud {
                 self.enter_error(peer);
             }
@@ -661,7 +747,7 @@ impl Hca {
     /// destination GID, 20 unspecified bytes (zero here) and the IPv4
     /// header; else the IPv6 header. Sources: the AV's GID index into the
     /// port's table and its destination GID.
-    fn grh(&self, av: &layout::Av, payload: usize) -> ([u8; 40], u8) {
+    pub(crate) fn grh(&self, av: &layout::Av, payload: usize) -> ([u8; 40], u8) {
         let sgid = self
             .gids
             .get(usize::from(av.sgid_index))

@@ -188,6 +188,8 @@ pub(crate) struct Qp {
     /// What QUERY_QP reports besides the state: the attributes last
     /// modified, and the capacities and signaling the QP was created with.
     pub(crate) attrs: abi::IbUverbsQueryQpResp,
+    /// Its transport state towards another HCA of the fabric (`remote.rs`).
+    pub(crate) wire: super::remote::Wire,
 }
 
 /// Everything the device and its kernel driver know.
@@ -225,6 +227,8 @@ pub(crate) struct Hca {
     pub(crate) reorder_reads: bool,
     /// The clock CQEs are stamped with.
     pub(crate) clock: Clock,
+    /// Its port on the fabric (`fabric.rs`), if it joined one.
+    pub(crate) fabric: Option<super::fabric::Port>,
 }
 
 /// The device's free-running clock (`hca_core_clock`), which stamps every
@@ -417,6 +421,7 @@ impl Qp {
             unrung: false,
             events: 0,
             attrs: FromZeros::new_zeroed(),
+            wire: super::remote::Wire::default(),
         }
     }
 }
@@ -433,7 +438,7 @@ impl Hca {
     pub(crate) fn process(&mut self) -> usize {
         let mut total = 0;
         loop {
-            let mut did = 0;
+            let mut did = self.fabric_poll();
             for u in 0..self.uars.len() {
                 for j in 0..self.uars[u].subs() {
                     did += self.scan_sub_uar(u, j);
@@ -445,7 +450,9 @@ impl Hca {
             let waiting: Vec<u32> = self
                 .qps
                 .iter()
-                .filter(|(_, q)| q.rnr_wait || (q.db_pending && q.state == RTS))
+                .filter(|(_, q)| {
+                    q.rnr_wait || q.wire.fence_wait || (q.db_pending && q.state == RTS)
+                })
                 .map(|(n, _)| *n)
                 .collect();
             for qpn in waiting {
@@ -692,20 +699,35 @@ impl Hca {
             }
             let nbb = c.ds.max(1).div_ceil(4);
             let in_error = qp.state == ERR;
+            let remote_responses = qp.wire.response_pending();
             self.saw_inline.set(false);
             if order::waits_for_responses(c.fm_ce_se) {
                 self.land_late(qpn, late);
+                // A fenced WQE waits for the reads and atomics sent to
+                // another HCA (`remote.rs`).
+                if !in_error && remote_responses {
+                    if let Some(q) = self.qps.get_mut(&qpn) {
+                        q.wire.fence_wait = true;
+                    }
+                    return did;
+                }
+            }
+            if let Some(q) = self.qps.get_mut(&qpn) {
+                q.wire.fence_wait = false;
             }
             if in_error {
                 self.req_cqe_in_order(qpn, &c, Err(synd::WR_FLUSH_ERR), 0, late);
             } else {
                 match self.execute(qpn, at, &c) {
                     Ok(Executed::Done(done)) => {
-                        if c.fm_ce_se & layout::CQ_UPDATE != 0 {
+                        if c.fm_ce_se & layout::CQ_UPDATE != 0
+                            && !self.hold_behind_outstanding(qpn, &c, done.clone())
+                        {
                             self.req_cqe_in_order(qpn, &c, Ok(done.in_cqe), done.bytes, late);
                         }
                     }
                     Ok(Executed::Response(r)) => self.respond(qpn, &c, r, late),
+                    Ok(Executed::Posted) => {}
                     Err(Fail::Rnr) => {
                         if let Some(qp) = self.qps.get_mut(&qpn) {
                             qp.rnr_wait = true;
@@ -716,11 +738,13 @@ impl Hca {
                         self.violations
                             .push(format!("QP {qpn:#x} WQE {at}: {what}"));
                         self.land_late(qpn, late);
+                        self.flush_outstanding(qpn);
                         self.req_cqe(qpn, &c, Err(synd::LOCAL_QP_OP_ERR), 0);
                         self.enter_error(qpn);
                     }
                     Err(Fail::Req(s)) => {
                         self.land_late(qpn, late);
+                        self.flush_outstanding(qpn);
                         self.req_cqe(qpn, &c, Err(s), 0);
                         self.enter_error(qpn);
                     }
@@ -748,6 +772,7 @@ impl Hca {
     /// Moves a QP to ERR and flushes its posted receives (one flush CQE
     /// per WQE); its send queue flushes as it runs.
     pub(crate) fn enter_error(&mut self, qpn: u32) {
+        self.flush_outstanding(qpn);
         loop {
             let Some(qp) = self.qps.get_mut(&qpn) else {
                 return;

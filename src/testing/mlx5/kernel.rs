@@ -27,6 +27,7 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
+    fabric::Identity,
     hca::{Hca, UarKind, UarView},
     objects,
     uar::{self, DynUar, Uars, Uctx},
@@ -43,7 +44,10 @@ use crate::{
 };
 
 /// GID 0 (link-local, from the MAC) and GID 1 (RoCE v2, IPv4-mapped
-/// 192.0.2.1) of port 1.
+/// 192.0.2.1) of port 1 of a model without a fabric (identity
+/// [`fabric::DEFAULT_ID`](super::fabric::DEFAULT_ID)); a fabric HCA has
+/// its own (`Shared::identity`).
+#[cfg(test)]
 pub(crate) const GIDS: [[u8; 16]; 2] = [
     [
         0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x0e, 0x42, 0xa1, 0xff, 0xfe, 0x12, 0x34, 0x56,
@@ -53,8 +57,6 @@ pub(crate) const GIDS: [[u8; 16]; 2] = [
 const NODE_GUID: u64 = 0x0c42_a103_0012_3456;
 /// The completion vectors the device has (GET_CONTEXT's answer).
 pub(crate) const NUM_COMP_VECTORS: u32 = 4;
-/// The MAC every address handle resolves to.
-pub(crate) const DMAC: [u8; 6] = [0x0c, 0x42, 0xa1, 0x12, 0x34, 0x56];
 
 /// Kernel bookkeeping beyond the HCA: handles and UARs.
 #[derive(Debug, Default)]
@@ -98,6 +100,8 @@ pub(crate) struct Shared {
     /// `EBUSY`, leaving the objects in place, as the kernel does for an
     /// object something else still uses ([`super::Mlx5Model::refuse_destroys`]).
     pub(crate) refuse_destroys: AtomicBool,
+    /// The HCA's node GUID, MAC and GIDs.
+    pub(crate) identity: Identity,
 }
 
 impl Shared {
@@ -168,13 +172,17 @@ impl Shared {
 /// device, `mlx5_0` (uverbs0, driver id mlx5, port 1); for fakes of mlx5_ib
 /// that need discovery without the rest of the model.
 pub fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
+    netlink_reply_of(request, NODE_GUID)
+}
+
+fn netlink_reply_of(request: &[u8], node_guid: u64) -> Result<Vec<Vec<u8>>, Errno> {
     let op = netlink::msg_type(request).ok_or(Errno::EINVAL)? & 0x3ff;
     let mut m = if op == abi::RDMA_NLDEV_CMD_GET {
         let mut m = Request::nldev(abi::RDMA_NLDEV_CMD_GET, 0, 1);
         m.u32(abi::RDMA_NLDEV_ATTR_DEV_INDEX, 0)
             .string(abi::RDMA_NLDEV_ATTR_DEV_NAME, super::DEV)
             .u32(abi::RDMA_NLDEV_ATTR_PORT_INDEX, 1)
-            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, NODE_GUID)
+            .u64(abi::RDMA_NLDEV_ATTR_NODE_GUID, node_guid)
             .u8(abi::RDMA_NLDEV_ATTR_DEV_NODE_TYPE, 1);
         m
     } else if op == abi::RDMA_NLDEV_CMD_GET_CHARDEV {
@@ -197,7 +205,7 @@ pub fn netlink_reply(request: &[u8]) -> Result<Vec<Vec<u8>>, Errno> {
 /// `providers/mlx5/mlx5.c:67-90`; a ConnectX-5, 15b3:1017); P_Key 0
 /// (`ibv_query_pkey`); firmware version, system image GUID and board id
 /// (`ibv_devinfo`).
-fn sysfs(k: &FakeKernel) {
+fn sysfs(k: &FakeKernel, id: Identity) {
     let sys = "/sys/class/infiniband_verbs/uverbs0";
     let ib = "/sys/class/infiniband/mlx5_0";
     k.file("/sys/class/infiniband_verbs/abi_version", "6\n")
@@ -207,26 +215,41 @@ fn sysfs(k: &FakeKernel) {
         )
         .file(format!("{ib}/ports/1/pkeys/0"), "0xffff\n")
         .file(format!("{ib}/fw_ver"), "16.35.2000\n")
-        .file(format!("{ib}/sys_image_guid"), "0c42:a103:0012:3456\n")
+        .file(format!("{ib}/sys_image_guid"), guid_text(id.node_guid()))
         .file(format!("{ib}/board_id"), "MT_0000000008\n");
     k.file(format!("{sys}/ibdev"), "mlx5_0\n")
         .file(format!("{sys}/abi_version"), "1\n")
         .file(format!("{sys}/dev"), "231:192\n")
         .file(format!("{ib}/node_type"), "1: CA\n")
-        .file(format!("{ib}/node_guid"), "0c42:a103:0012:3456\n")
+        .file(format!("{ib}/node_guid"), guid_text(id.node_guid()))
         .file(format!("{ib}/ports/1/link_layer"), "Ethernet\n")
         .file("/sys/class/net/eth0/ifindex", "2\n")
         .char_dev(libc::makedev(231, 192));
-    for (i, g) in GIDS.iter().enumerate() {
+    for (i, g) in id.gids().iter().enumerate() {
         k.file(format!("{ib}/ports/1/gids/{i}"), sysfs_gid(g))
             .file(format!("{ib}/ports/1/gid_attrs/types/{i}"), "RoCE v2\n")
             .file(format!("{ib}/ports/1/gid_attrs/ndevs/{i}"), "eth0\n");
     }
 }
 
-pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -> Arc<Shared> {
-    sysfs(k);
-    k.on_netlink(netlink_reply);
+/// A GUID as sysfs prints it (`0c42:a103:0012:3456`).
+fn guid_text(g: u64) -> String {
+    let b = g.to_be_bytes();
+    format!(
+        "{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}:{:02x}{:02x}\n",
+        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+    )
+}
+
+pub(crate) fn install(
+    k: &Arc<FakeKernel>,
+    hca: &Arc<Mutex<Hca>>,
+    o: &Options,
+    identity: Identity,
+) -> Arc<Shared> {
+    sysfs(k, identity);
+    let guid = identity.node_guid();
+    k.on_netlink(move |r| netlink_reply_of(r, guid));
     let s = Arc::new(Shared {
         hca: hca.clone(),
         books: Mutex::default(),
@@ -235,8 +258,9 @@ pub(crate) fn install(k: &Arc<FakeKernel>, hca: &Arc<Mutex<Hca>>, o: &Options) -
         page_len: o.num_uars_per_page.max(1) as usize * 4096,
         kernel: Arc::downgrade(k),
         refuse_destroys: AtomicBool::new(false),
+        identity,
     });
-    lock(hca).gids = GIDS.to_vec();
+    lock(hca).gids = identity.gids().to_vec();
     let s2 = s.clone();
     k.on_ioctl(move |cmd| {
         if cmd.driver_id != abi::RDMA_DRIVER_MLX5 {
@@ -300,11 +324,12 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             let len = cmd
                 .find(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES)
                 .map_or(0, |a| usize::from(a.len));
-            if size == 0 || len % size != 0 || len / size < GIDS.len() {
+            let gids = s.identity.gids();
+            if size == 0 || len % size != 0 || len / size < gids.len() {
                 return Err(Errno::EINVAL);
             }
-            let mut out = vec![0u8; GIDS.len() * size];
-            for (i, g) in GIDS.iter().enumerate() {
+            let mut out = vec![0u8; gids.len() * size];
+            for (i, g) in gids.iter().enumerate() {
                 let e = gid_entry(i as u32, *g);
                 let b = e.as_bytes();
                 let n = b.len().min(size);
@@ -313,13 +338,14 @@ fn ioctl(s: &Shared, cmd: &mut IoctlCmd<'_>) -> Result<(), Errno> {
             cmd.write_output(abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_ENTRIES, &out);
             cmd.write_output(
                 abi::UVERBS_ATTR_QUERY_GID_TABLE_RESP_NUM_ENTRIES,
-                &(GIDS.len() as u64).to_ne_bytes(),
+                &(gids.len() as u64).to_ne_bytes(),
             );
             Ok(())
         }
         (abi::UVERBS_OBJECT_DEVICE, abi::UVERBS_METHOD_QUERY_GID_ENTRY) => {
             let index = value(cmd, abi::UVERBS_ATTR_QUERY_GID_ENTRY_GID_INDEX)? as usize;
-            let gid = GIDS.get(index).ok_or(Errno::ENODATA)?;
+            let gids = s.identity.gids();
+            let gid = gids.get(index).ok_or(Errno::ENODATA)?;
             let e = gid_entry(index as u32, *gid);
             cmd.write_output(abi::UVERBS_ATTR_QUERY_GID_ENTRY_RESP_ENTRY, e.as_bytes());
             Ok(())
@@ -749,8 +775,8 @@ fn destroy_ah(s: &Shared, h: u32) -> Result<(), Errno> {
 /// (typical firmware caps: `log_max_qp` 18, `log_max_qp_sz` 15,
 /// `log_max_cq_sz` 22, `log_max_srq_sz` 15; `max_send_sge` 30 from the
 /// 512-byte SQ descriptor clamp, `max_recv_sge` 32).
-fn device_attr() -> abi::IbUverbsExQueryDeviceResp {
-    let mut d = soft_roce_device_attr(NODE_GUID);
+fn device_attr(node_guid: u64) -> abi::IbUverbsExQueryDeviceResp {
+    let mut d = soft_roce_device_attr(node_guid);
     let b = &mut d.base;
     b.fw_ver = (16 << 32) | (35 << 16) | 2000;
     b.vendor_id = 0x02c9;
@@ -797,15 +823,16 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
     let ex = abi::IB_USER_VERBS_CMD_FLAG_EXTENDED;
     match cmd.command {
         c if c == ex | abi::IB_USER_VERBS_EX_CMD_QUERY_DEVICE => {
-            copy_out(cmd.core_out, device_attr().as_bytes())
+            copy_out(cmd.core_out, device_attr(s.identity.node_guid()).as_bytes())
         }
         // The legacy command `ibv_query_device()` sends (libibverbs
         // `verbs.c:163-172`, `cmd_device.c`): Linux 6.1 `ib_uverbs_query_device`
         // answers `ib_uverbs_query_device_resp`, the same fields as the
         // extended response's `base` (`copy_query_dev_fields`).
-        c if c == abi::IB_USER_VERBS_CMD_QUERY_DEVICE => {
-            copy_out(cmd.core_out, device_attr().base.as_bytes())
-        }
+        c if c == abi::IB_USER_VERBS_CMD_QUERY_DEVICE => copy_out(
+            cmd.core_out,
+            device_attr(s.identity.node_guid()).base.as_bytes(),
+        ),
         c if c == abi::IB_USER_VERBS_CMD_QUERY_PORT => {
             copy_out(cmd.core_out, port_attr().as_bytes())
         }
@@ -931,7 +958,10 @@ fn write(s: &Shared, cmd: &mut WriteCmd<'_>) -> Result<(), Errno> {
             copy_out(cmd.core_out, resp.as_bytes())?;
             let mut drv = abi::Mlx5IbCreateAhResp::new_zeroed();
             drv.response_length = 10;
-            drv.dmac = DMAC;
+            // The destination's MAC: a fabric HCA's, from its GID (what
+            // the kernel's neighbour lookup would find), else our own.
+            let to = Identity::of_gid(&req.attr.grh.dgid).unwrap_or(s.identity);
+            drv.dmac = to.mac();
             cmd.driver_out[..10].copy_from_slice(&drv.as_bytes()[..10]);
             Ok(())
         }

@@ -24,6 +24,14 @@
 //! UAR the queue was not created with is ignored, as hardware ignores it,
 //! and listed by [`Mlx5Model::ignored_doorbells`].
 //!
+//! Several models make a fabric ([`Options::fabric`]; `fabric.rs`,
+//! `wire.rs`, `remote.rs`): each HCA has an identity of its own (node
+//! GUID, MAC, GIDs), and a QP whose peer is another HCA's sends transport
+//! packets over unix-domain sockets, RC with PSNs, ACKs, retries and RNR,
+//! UC and UD, to models in this process or others (the preload's
+//! processes, `preload/README.md`). A message for a GID that is not the
+//! HCA's own never reaches one of its own QPs.
+//!
 //! DevX (`devx.rs`) plays the kernel's `devx.c`; its firmware side
 //! (`devx_fw.rs`) runs the CQs and QPs that PRM `CREATE_CQ`/`CREATE_QP`
 //! commands make on UMEMs like the verbs ones, moves QPs through the PRM
@@ -76,6 +84,7 @@ mod cq;
 mod devx;
 mod devx_fw;
 mod exec;
+pub mod fabric;
 mod hca;
 mod hca_cap;
 mod kernel;
@@ -83,10 +92,13 @@ mod layout;
 mod memory;
 mod objects;
 mod order;
+mod remote;
 #[cfg(test)]
 mod tests;
 mod uar;
+mod wire;
 
+pub use fabric::{Faults, Identity};
 pub use hca::Arm;
 pub use kernel::netlink_reply;
 
@@ -121,6 +133,16 @@ pub struct Options {
     /// Ethernet datapath here), for testing what a library does with one.
     /// Off: they are refused (EOPNOTSUPP), the model's default device.
     pub raw_packet_qps: bool,
+    /// Join the virtual fabric in this directory (`fabric.rs`,
+    /// [`fabric::default_dir`]): the HCA takes an identity of its own
+    /// (node GUID, MAC, GIDs) and exchanges packets with the other HCAs
+    /// there, in this process or others. `None`: a lone HCA with the
+    /// default identity, whose packets for other GIDs are lost.
+    pub fabric: Option<std::path::PathBuf>,
+    /// The identity number (24 bits) to ask the fabric for (`None`: the
+    /// process id); without a fabric, the HCA's identity (`None`:
+    /// [`fabric::DEFAULT_ID`]).
+    pub identity: Option<u32>,
 }
 
 impl Default for Options {
@@ -134,6 +156,8 @@ impl Default for Options {
             legacy_devx_errors: false,
             no_clock_info: false,
             raw_packet_qps: false,
+            fabric: None,
+            identity: None,
         }
     }
 }
@@ -300,14 +324,32 @@ pub fn fake_mlx5() -> Arc<Mlx5Model> {
 }
 
 /// A model with the given [`Options`].
+///
+/// With [`Options::fabric`], a directory the model cannot join (it cannot
+/// be made, or every identity of its number is taken) leaves the HCA
+/// alone with the default identity, and says why in
+/// [`Mlx5Model::violations`].
 pub fn fake_mlx5_with(options: Options) -> Arc<Mlx5Model> {
     let kernel = Arc::new(FakeKernel::new());
+    let mut violations = Vec::new();
+    let port = options.fabric.as_ref().and_then(|dir| {
+        fabric::Port::join(dir, options.identity)
+            .map_err(|e| violations.push(format!("joining the fabric at {}: {e}", dir.display())))
+            .ok()
+    });
+    let identity = match (&port, options.identity) {
+        (Some(p), _) => p.identity,
+        (None, Some(n)) => Identity::new(n),
+        (None, None) => Identity::new(fabric::DEFAULT_ID),
+    };
     let hca = Arc::new(Mutex::new(hca::Hca {
         cqe_v1: options.cqe_version == 1,
         bf_reg_size: options.bf_reg_size as usize,
+        fabric: port,
+        violations,
         ..hca::Hca::default()
     }));
-    let shared = kernel::install(&kernel, &hca, &options);
+    let shared = kernel::install(&kernel, &hca, &options, identity);
     Arc::new(Mlx5Model {
         kernel,
         options,
@@ -371,8 +413,19 @@ impl Mlx5Model {
             .name("mlx5-model-hca".into())
             .spawn(move || {
                 let mut idle = 0u32;
+                let mut last = std::time::Instant::now();
                 while !flag.load(Ordering::Acquire) {
-                    if run(&hca, &kernel, &shared) > 0 {
+                    let gap = last.elapsed();
+                    if gap > Duration::from_millis(30) && remote::trace() {
+                        eprintln!("fabric: the HCA thread did not run for {gap:?}");
+                    }
+                    let t0 = std::time::Instant::now();
+                    let n = run(&hca, &kernel, &shared);
+                    if t0.elapsed() > Duration::from_millis(30) && remote::trace() {
+                        eprintln!("fabric: one HCA pass took {:?}", t0.elapsed());
+                    }
+                    last = std::time::Instant::now();
+                    if n > 0 {
                         idle = 0;
                         continue;
                     }
@@ -392,6 +445,39 @@ impl Mlx5Model {
             kernel: self.kernel.clone(),
             shared: self.shared.clone(),
         }
+    }
+
+    /// The HCA's identity: its node GUID, MAC and GIDs.
+    pub fn identity(&self) -> Identity {
+        self.shared.identity
+    }
+
+    /// The fabric directory the HCA joined, if any.
+    pub fn fabric_dir(&self) -> Option<std::path::PathBuf> {
+        self.hca().fabric.as_ref().map(|p| p.dir.clone())
+    }
+
+    /// Leaves the fabric: the HCA's port closes (its socket is removed),
+    /// and what it sends from now on is lost, as for a lone HCA.
+    pub fn leave_fabric(&self) {
+        self.hca().fabric = None;
+    }
+
+    /// Makes the fabric lose or reorder what this HCA sends next
+    /// ([`Faults`]); nothing without a fabric.
+    pub fn fabric_faults(&self, faults: Faults) {
+        if let Some(p) = self.hca().fabric.as_mut() {
+            p.faults = faults;
+        }
+    }
+
+    /// Packets this HCA sent to the fabric, and packets lost on the way
+    /// (dropped by [`Faults`], for no HCA, or for one that is gone).
+    pub fn fabric_counts(&self) -> (u64, u64) {
+        self.hca()
+            .fabric
+            .as_ref()
+            .map_or((0, 0), |p| (p.sent, p.dropped))
     }
 
     /// Protocol violations seen so far (empty when the library drove the

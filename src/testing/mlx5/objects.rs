@@ -730,10 +730,17 @@ pub(crate) fn modify_qp(s: &Shared, m: &abi::IbUverbsModifyQp) -> Result<(), Err
     if has(QpAttrMask::RNR_RETRY) {
         qp.rnr_retry = m.rnr_retry;
     }
+    if has(QpAttrMask::SQ_PSN) {
+        qp.wire.next_psn = m.sq_psn & 0xff_ffff;
+    }
+    if has(QpAttrMask::RQ_PSN) {
+        qp.wire.expected = m.rq_psn & 0xff_ffff;
+    }
     if has(QpAttrMask::STATE) {
         let was = qp.state;
         qp.state = m.qp_state;
         if m.qp_state == RESET {
+            qp.wire = super::remote::Wire::default();
             qp.sq_ci = 0;
             qp.rq_ci = 0;
             qp.rnr_wait = false;
