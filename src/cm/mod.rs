@@ -39,6 +39,7 @@ mod ep;
 mod event;
 mod getaddrinfo;
 mod id;
+mod id_channel;
 mod qp;
 mod resources;
 mod sync;
