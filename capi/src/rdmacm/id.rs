@@ -247,12 +247,6 @@ impl Id {
         unsafe { (*self.c()).qp }
     }
 
-    /// Whether the id's QP type is UD (`ucma_is_ud_qp`).
-    pub(crate) fn is_ud(&self) -> bool {
-        // SAFETY: a plain read of a field set at creation.
-        unsafe { (*self.c()).qp_type == super::IBV_QPT_UD }
-    }
-
     /// Queries the route and fills `route`, and on first finding the
     /// device `verbs` and `port_num` (librdmacm's `ucma_query_route`).
     pub(crate) fn fill_route(&self, uv: &CmId) -> Result<(), Errno> {

@@ -67,7 +67,8 @@ pub(crate) const RDMA_PS_TCP: c_int = 0x0106;
 pub(crate) const RDMA_PS_UDP: c_int = 0x0111;
 pub(crate) const RDMA_PS_IB: c_int = 0x013F;
 
-/// `enum ibv_qp_type` values this layer names.
+/// `enum ibv_qp_type` values the tests name.
 #[cfg(test)]
 pub(crate) const IBV_QPT_RC: c_int = 2;
+#[cfg(test)]
 pub(crate) const IBV_QPT_UD: c_int = 4;

@@ -7,7 +7,7 @@
 //! `id->verbs` (the PD given, or `id->pd`), with CQs and completion
 //! channels made for it when the attributes name none (`id->send_cq`,
 //! `recv_cq` and their channels, destroyed again with the QP), and moved
-//! to the state the CM gives (`uverbs::cm::CmId::modify_qp`: INIT for
+//! to the state the CM gives (`uverbs::cm::CmId::init_qp`: INIT for
 //! connected QPs; INIT, RTR, RTS for UD, where the Q_Key is the CM's).
 //! `id->qp` and `id->pd` are set.
 
@@ -15,7 +15,7 @@
 
 use core::{ffi::c_int, ptr::null_mut};
 
-use uverbs::{cm::Ece, sys::Errno, QpAttr, QpAttrMask, QpState};
+use uverbs::{cm::Ece, sys::Errno, QpState};
 
 use super::{id::Id, ret};
 use crate::{
@@ -162,20 +162,7 @@ pub unsafe extern "C" fn rdma_create_qp_ex(
             let moved = Qp::from_c(qp).and_then(|q| {
                 let st = i.state();
                 let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-                q.qp.with(|q| uv.modify_qp(q, QpState::Init))?
-                    .map_err(|e| super::of(&e))?;
-                if i.is_ud() {
-                    // As librdmacm's ucma_init_ud_qp: RTR and RTS need
-                    // nothing from the CM.
-                    q.qp.with(|q| {
-                        q.modify(&QpAttr::with_state(QpState::Rtr), QpAttrMask::STATE)?;
-                        let mut rts = QpAttr::with_state(QpState::Rts);
-                        rts.sq_psn = 0;
-                        q.modify(&rts, QpAttrMask::STATE | QpAttrMask::SQ_PSN)
-                    })?
-                    .map_err(|e| super::of(&e))?;
-                }
-                Ok(())
+                q.qp.with(|q| uv.init_qp(q))?.map_err(|e| super::of(&e))
             });
             if let Err(e) = moved {
                 crate::qp::ibv_destroy_qp(qp);
