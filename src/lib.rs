@@ -109,6 +109,8 @@
 //! | `ibv_destroy_*` | `destroy()` (returns the object on failure: [`DestroyError`]), or drop |
 //! | `rdma_create_event_channel`, `rdma_create_id`, `rdma_get_cm_event`, `rdma_ack_cm_event` | [`cm::EventChannel`], [`cm::CmId`], [`cm::CmEvent`] (acknowledged on drop) |
 //! | `rdma_notify` | [`cm::CmId::notify`] |
+//! | `rdma_getaddrinfo`, `rdma_create_ep`, `rdma_get_request` | [`cm::getaddrinfo`], [`cm::create_ep`], [`cm::CmId::get_request`] (synchronous ids: [`cm::CmId::create_sync`]) |
+//! | `rdma_set_local_ece`, `rdma_get_remote_ece`, `rdma_reject_ece` | [`cm::CmId::set_local_ece`], [`cm::CmId::remote_ece`], [`cm::CmId::reject_ece`] |
 //! | `mlx5dv_open_device` (DevX), `mlx5dv_devx_*` | [`mlx5`] |
 //! | `mlx5dv_get_clock_info`, `mlx5dv_ts_to_ns` | [`mlx5::Mlx5Context::clock_info`], [`mlx5::ClockInfo::ts_to_ns`] |
 //!

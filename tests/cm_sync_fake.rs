@@ -55,6 +55,8 @@ struct State {
     reported: HashMap<u32, u32>,
     /// uid of each kernel id (CREATE_ID), for the events `auto` queues.
     uids: HashMap<u32, u64>,
+    /// Port space of each kernel id (CREATE_ID).
+    ps: HashMap<u32, u16>,
     fail: HashMap<u32, Errno>,
     auto: bool,
 }
@@ -127,6 +129,8 @@ impl Cm {
                     let id = s.next_id;
                     let uid = u64::from_ne_bytes(body[0..8].try_into().unwrap());
                     s.uids.insert(id, uid);
+                    let ps = u16::from_ne_bytes(body[16..18].try_into().unwrap());
+                    s.ps.insert(id, ps);
                     resp.copy_from_slice(&id.to_ne_bytes());
                 }
                 1 => {
@@ -151,13 +155,22 @@ impl Cm {
                     a[resp.len() - 8..resp.len() - 4].copy_from_slice(&u32::MAX.to_ne_bytes());
                     resp.copy_from_slice(&a);
                 }
+                // JOIN_MCAST: the join's own kernel id.
+                22 => {
+                    s.next_id += 1;
+                    resp.fill(0);
+                    resp[0..4].copy_from_slice(&s.next_id.to_ne_bytes());
+                }
                 // INIT_QP_ATTR: what the kernel's CM gives an RC QP of a
                 // RoCE port (cma.c `rdma_init_qp_attr`, cm.c
                 // `cm_init_qp_{init,rtr,rts}_attr`).
                 11 => {
                     let mut a = abi::IbUverbsQpAttr::new_zeroed();
                     a.qp_state = id_at(12);
+                    let udp = s.ps.get(&id_at(8)) == Some(&0x0111);
                     a.qp_attr_mask = match a.qp_state {
+                        // UD: STATE | PKEY_INDEX | PORT | QKEY
+                        1 if udp => 1 | 16 | 32 | 64,
                         // STATE | ACCESS_FLAGS | PKEY_INDEX | PORT
                         1 => 1 | 8 | 16 | 32,
                         // STATE | AV | PATH_MTU | RQ_PSN | MIN_RNR_TIMER
@@ -180,6 +193,7 @@ impl Cm {
                     a.max_rd_atomic = 1;
                     a.max_dest_rd_atomic = 1;
                     a.min_rnr_timer = 12;
+                    a.qkey = uverbs::cm::RDMA_UDP_QKEY;
                     resp.copy_from_slice(a.as_bytes());
                 }
                 _ => resp.fill(0),
@@ -520,6 +534,30 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
     let _ = ch.get_event_timeout(Some(Duration::from_millis(50)));
     assert!(!got.contains(&CmEventKind::Rejected), "{got:?}");
 
+    // process_qp: REJECTED moves the id's QP to ERR (librdmacm's
+    // ucma_modify_qp_err in rdma_get_cm_event), the event stays as it is.
+    let id4 = ch.create_id(PortSpace::Tcp).unwrap();
+    let ep4 = id4
+        .create_ep_qp(
+            None,
+            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    k.push(event_for(&id4, EV_REJECTED, 28));
+    let mut ev = loop {
+        let ev = ch.get_event().unwrap();
+        if ev.is_for(&id4) {
+            break ev;
+        }
+    };
+    ev.process_qp(&ep4.qp).unwrap();
+    assert_eq!((ev.kind(), ev.status()), (CmEventKind::Rejected, 28));
+    assert_eq!(ep4.qp.state(), QpState::Err);
+    drop(ev);
+
     // An ECE vendor other than the local one: EINVAL.
     let id3 = ch.create_id(PortSpace::Tcp).unwrap();
     let ep3 = id3
@@ -651,6 +689,13 @@ fn max_resources_mean_the_devices_limits_on_connect_and_the_requests_on_accept()
         .unwrap();
     let body = k.seen(CONNECT).pop().unwrap();
     assert_eq!((body[266], body[267]), (2, 3));
+    // Above the device's 128: EINVAL before the kernel (ucma_valid_param).
+    let connects = k.seen(CONNECT).len();
+    let e = id
+        .connect(&ConnParam::new().responder_resources(200))
+        .unwrap_err();
+    assert_eq!(e.errno(), Errno::EINVAL);
+    assert_eq!(k.seen(CONNECT).len(), connects);
 
     // A request asking for 4 / 200: accept(NULL) takes them, capped by the
     // device (200 -> 128), and the QP gets what was accepted.
@@ -675,4 +720,72 @@ fn max_resources_mean_the_devices_limits_on_connect_and_the_requests_on_accept()
     let body = k.seen(ACCEPT).pop().unwrap();
     assert_eq!((body[8 + 266], body[8 + 267]), (4, 128));
     assert_eq!(ep.qp.state(), QpState::Rts);
+}
+
+#[test]
+fn multicast_events_name_their_group_and_process_qp_attaches_unless_send_only() {
+    let (_fake, k) = on_rxe();
+    let ch = EventChannel::open_with(k.dyn_kernel()).unwrap();
+    let id = ch.create_id(PortSpace::Udp).unwrap();
+    let ep = id
+        .create_ep_qp(
+            None,
+            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
+            None,
+            None,
+            None,
+        )
+        .unwrap();
+    assert_eq!(ep.qp.qp_type(), QpType::Ud);
+    let (a, b): (SocketAddr, SocketAddr) = (
+        "239.0.0.1:0".parse().unwrap(),
+        "239.0.0.2:0".parse().unwrap(),
+    );
+    id.join_multicast(a, false).unwrap();
+    id.join_multicast(b, true).unwrap();
+    // Each JOIN_MCAST was answered with the next id the fake handed out.
+    assert_eq!(k.seen(22).len(), 2);
+    let mb = k.state.lock().unwrap().next_id;
+    let ma = mb - 1;
+    let join_event = |mc: u32| {
+        let mut ev = event(id.uid(), mc, 12, 0, id.kernel_id());
+        // param.ud at 20: qp_num, qkey, ah_attr { grh { dgid ... } ... dlid }.
+        ev[28..44].copy_from_slice(&[0xff, 0x0e, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 0, 0, 1]);
+        ev[52..54].copy_from_slice(&0xc001u16.to_ne_bytes());
+        ev[57] = 1; // is_global
+        ev
+    };
+    // The send-only group: no attach, the event stays a join.
+    k.push(join_event(mb));
+    let mut ev = ch.get_event().unwrap();
+    assert_eq!(ev.multicast_group(), Some(b));
+    ev.process_qp(&ep.qp).unwrap();
+    assert_eq!(ev.kind(), CmEventKind::MulticastJoin);
+    drop(ev);
+    // The full member: attached (the rxe fake has no ATTACH_MCAST, so it
+    // fails), and the event turns into MULTICAST_ERROR with that errno.
+    k.push(join_event(ma));
+    let mut ev = ch.get_event().unwrap();
+    assert_eq!(ev.multicast_group(), Some(a));
+    let e = ev.process_qp(&ep.qp).unwrap_err();
+    assert_eq!(e.errno(), Errno::EOPNOTSUPP);
+    assert_eq!(
+        (ev.kind(), ev.status()),
+        (CmEventKind::MulticastError, -(Errno::EOPNOTSUPP as i32))
+    );
+    drop(ev);
+    // Not a multicast event: no group.
+    k.push(event_for(&id, EV_ADDR_CHANGE, 0));
+    assert_eq!(ch.get_event().unwrap().multicast_group(), None);
+
+    id.leave_multicast_qp(&ep.qp, a).unwrap();
+    id.leave_multicast(b).unwrap();
+    assert_eq!(
+        id.leave_multicast(b).unwrap_err().errno(),
+        Errno::EADDRNOTAVAIL,
+        "librdmacm: a group not joined"
+    );
+    let leaves = k.seen(17);
+    assert_eq!(&leaves[0][8..12], &ma.to_ne_bytes());
+    assert_eq!(&leaves[1][8..12], &mb.to_ne_bytes());
 }

@@ -211,9 +211,12 @@ impl CmId {
     }
 }
 
-/// Creates an endpoint from `info`, like `rdma_create_ep` (see the [module
-/// documentation](self)); `pd` and `init` as there (`init` names no CQs: they
-/// are made for the QP).
+/// Creates an endpoint from `info`, like `rdma_create_ep`: a synchronous id
+/// ([`CmId::create_sync`]); a passive entry binds it to the source address
+/// and keeps `pd` and `init` for [`CmId::get_request`]; an active one
+/// resolves the destination and the route ([`EP_RESOLVE_TIMEOUT`] each) and,
+/// with `init`, creates the id's QP on `pd` ([`CmId::create_ep_qp`]: CQs and
+/// completion channels are made for it; `None`: [`CmId::device_pd`]).
 ///
 /// ```no_run
 /// # fn main() -> uverbs::Result<()> {

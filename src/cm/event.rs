@@ -425,6 +425,65 @@ impl CmEvent {
         (self.resp.ece.vendor_id, self.resp.ece.attr_mod)
     }
 
+    /// For MULTICAST_JOIN and MULTICAST_ERROR: the group the event is
+    /// about (the kernel names the join by its own id, `resp.id`).
+    pub fn multicast_group(&self) -> Option<std::net::SocketAddr> {
+        if !matches!(
+            self.kind(),
+            CmEventKind::MulticastJoin | CmEventKind::MulticastError
+        ) {
+            return None;
+        }
+        self.id_handle().group_of(self.resp.id).map(|(g, _)| g)
+    }
+
+    /// Everything librdmacm's `rdma_get_cm_event` does with an event of an
+    /// id that has the QP `qp` (`id->qp`):
+    /// - CONNECT_RESPONSE: [`CmEvent::complete_connect`];
+    /// - REJECTED: the QP to ERR;
+    /// - MULTICAST_JOIN: attaches the QP to the group (not for a send-only
+    ///   join; `ucma_process_join`), remembered for
+    ///   [`CmId::leave_multicast_qp`]; if that fails the event becomes
+    ///   MULTICAST_ERROR with the negative errno as status.
+    ///
+    /// Other events are left alone. Returns the failure that changed the
+    /// event, if any. Synchronous ids do it in their `*_qp` calls.
+    pub fn process_qp(&mut self, qp: &QueuePair) -> crate::Result<()> {
+        match self.kind() {
+            CmEventKind::ConnectResponse => self.complete_connect(qp),
+            CmEventKind::Rejected => {
+                let _ = qp.modify(
+                    &crate::QpAttr::with_state(crate::QpState::Err),
+                    crate::QpAttrMask::STATE,
+                );
+                Ok(())
+            }
+            CmEventKind::MulticastJoin => {
+                let id = self.id_handle();
+                let Some((group, join)) = id.group_of(self.resp.id) else {
+                    return Ok(());
+                };
+                if join.send_only {
+                    return Ok(());
+                }
+                let ah = UdParam::from_abi(&self.resp.param).ah_attr;
+                let gid = ah.grh.map(|g| g.dgid).unwrap_or_default();
+                match qp.attach_mcast(gid, ah.dlid) {
+                    Ok(()) => {
+                        id.set_attached(group, (gid, ah.dlid));
+                        Ok(())
+                    }
+                    Err(e) => {
+                        self.resp.event = abi::RDMA_CM_EVENT_MULTICAST_ERROR;
+                        self.resp.status = (-(e.errno() as i32)) as u32;
+                        Err(e)
+                    }
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// What a synchronous id would keep of this event (a copy, for the C
     /// library's `struct rdma_cm_event` and for programs that keep events
     /// past their acknowledgement).

@@ -106,7 +106,7 @@ impl AddrFamily {
 }
 
 /// The hints of [`getaddrinfo`] (the `hints` argument of
-/// `rdma_getaddrinfo`): everything unset by default (`AddrHints::new()`),
+/// `rdma_getaddrinfo`, a `struct rdma_addrinfo` in C): everything unset by default (`AddrHints::new()`),
 /// then the setters: `AddrHints::new().flags(AiFlags::PASSIVE).port_space(Some(PortSpace::Tcp))`.
 #[doc(alias = "rdma_addrinfo")]
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -402,9 +402,15 @@ fn service_port(service: Option<&str>) -> Result<u16> {
 }
 
 /// Resolves `node` and `service` for an rdma_cm endpoint, like
-/// `rdma_getaddrinfo` (see the [module documentation](self)): one entry,
-/// passive (`AiFlags::PASSIVE` in the hints) with `node` (or the wildcard) as
-/// source address, active with it as destination.
+/// `rdma_getaddrinfo` of librdmacm 44 without ibacm: one entry (the
+/// resolver's first answer), passive (`AiFlags::PASSIVE` in the hints) with
+/// `node` (or the wildcard) as source address, active with it (or loopback)
+/// as destination; the QP type and port space from the hints, else RC and
+/// TCP (UD and UDP for a datagram hint); the hints' source address kept when
+/// the entry has none; with neither node nor service, the hints copied.
+/// Names go through the C library's resolver ([`std::net::ToSocketAddrs`]),
+/// `AiFlags::NUMERICHOST` takes addresses only, services are port numbers,
+/// and route and connect data stay empty (they come from ibacm only).
 ///
 /// Errors: `InvalidArgument` (`EINVAL`) with neither node, service nor
 /// hints; [`ErrorKind::NameLookup`] with the `EAI_*` code

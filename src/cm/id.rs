@@ -85,9 +85,10 @@ pub(crate) struct IdShared {
     pub(crate) ps: PortSpace,
     pub(crate) qp_type: QpType,
     pub(crate) counts: Arc<EventCounts>,
-    context: Mutex<Option<Context>>,
-    /// Joined multicast groups and the kernel's id for each join.
-    groups: Mutex<HashMap<SocketAddr, u32>>,
+    pub(crate) context: Mutex<Option<Context>>,
+    /// Joined multicast groups: the kernel's id for each join, its flag,
+    /// and where the id's QP was attached for it.
+    pub(crate) groups: Mutex<HashMap<SocketAddr, super::multicast::Join>>,
     /// Synchronous operation (`id_priv->sync`) and the event kept for the
     /// program (`id->event`).
     pub(crate) sync: Mutex<super::sync::SyncState>,
@@ -309,88 +310,6 @@ impl CmId {
         req.dst_size = size;
         self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ADDR, req.as_bytes())?;
         self.sync_wait("rdma_resolve_addr", None)
-    }
-
-    /// Joins the multicast group `group`, like `rdma_join_multicast` (UD
-    /// ids, after the address is resolved or bound); `send_only` joins as a
-    /// send-only full member. MULTICAST_JOIN follows, with the group's
-    /// address vector, QPN and Q_Key in [`super::CmEvent::ud_param`]; attach
-    /// the QP with [`crate::QueuePair::attach_mcast`] to receive. Events of
-    /// the group are events of this id (they carry its uid), so its destroy
-    /// waits for them like for any other.
-    ///
-    /// A group is joined once per id (the kernel would create a second
-    /// membership; [`CmId::leave_multicast`] names groups by address).
-    #[doc(alias = "rdma_join_multicast")]
-    pub fn join_multicast(&self, group: SocketAddr, send_only: bool) -> Result<()> {
-        let op = "RDMA_USER_CM_CMD_JOIN_MCAST";
-        let mut groups = self.inner.groups.lock().unwrap_or_else(|p| p.into_inner());
-        if groups.contains_key(&group) {
-            return Err(Error::new(
-                op,
-                ErrorKind::InvalidArgument,
-                format!("{group} is already joined by this id"),
-            ));
-        }
-        let mut req = abi::RdmaUcmJoinMcast::new_zeroed();
-        req.uid = self.inner.uid;
-        req.id = self.inner.kernel_id;
-        let (a, size) = addr::encode(&group);
-        req.addr = a;
-        req.addr_size = size;
-        req.join_flags = if send_only {
-            abi::RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
-        } else {
-            abi::RDMA_MC_JOIN_FLAG_FULLMEMBER
-        } as u16;
-        let mut resp = abi::RdmaUcmCreateIdResp::new_zeroed();
-        self.channel()
-            .command_op(
-                abi::RDMA_USER_CM_CMD_JOIN_MCAST,
-                req.as_bytes(),
-                Some(0),
-                resp.as_mut_bytes(),
-            )
-            .map_err(|e| match e.kernel_errno() {
-                Some(Errno::EINVAL) => e.with_detail(
-                    "multicast needs a UD id (PortSpace::Udp) whose address is resolved or bound",
-                ),
-                _ => e,
-            })?;
-        groups.insert(group, resp.id);
-        drop(groups);
-        self.sync_wait("rdma_join_multicast", None)
-    }
-
-    /// Leaves a group joined with [`CmId::join_multicast`], like
-    /// `rdma_leave_multicast` (detach the QP first). Events of the group
-    /// already read stay events of this id until acknowledged.
-    #[doc(alias = "rdma_leave_multicast")]
-    pub fn leave_multicast(&self, group: SocketAddr) -> Result<()> {
-        let op = "RDMA_USER_CM_CMD_LEAVE_MCAST";
-        let mc_id = self
-            .inner
-            .groups
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&group)
-            .ok_or_else(|| {
-                Error::new(
-                    op,
-                    ErrorKind::InvalidArgument,
-                    format!("{group} was not joined"),
-                )
-            })?;
-        // LEAVE_MCAST shares DESTROY_ID's layout: {response, id, reserved}.
-        let mut req = abi::RdmaUcmDestroyId::new_zeroed();
-        req.id = mc_id;
-        let mut resp = abi::RdmaUcmDestroyIdResp::new_zeroed();
-        self.channel().command_op(
-            abi::RDMA_USER_CM_CMD_LEAVE_MCAST,
-            req.as_bytes(),
-            Some(0),
-            resp.as_mut_bytes(),
-        )
     }
 
     /// Resolves the route to the resolved address, like

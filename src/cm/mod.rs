@@ -16,6 +16,27 @@
 //!   [`CmId::accept_qp`] and [`CmId::disconnect_qp`] move a QP through its
 //!   states with the attributes the kernel's CM gives.
 //! - UD: [`UdParam`] from ESTABLISHED (active) events.
+//! - Multicast: [`CmId::join_multicast`] (full or send-only member),
+//!   [`CmEvent::multicast_group`], [`CmId::leave_multicast`].
+//!
+//! librdmacm's convenience layer, which its C API (`rdma_cma.h`) needs:
+//!
+//! - [`getaddrinfo`]: `rdma_getaddrinfo` without ibacm ([`AddrHints`],
+//!   [`RdmaAddrInfo`], [`AiFlags`]; lookup failures carry the `EAI_*` code,
+//!   [`crate::Error::gai_code`]).
+//! - Synchronous ids ([`CmId::create_sync`], `rdma_create_id` with no
+//!   channel): their calls wait for the answering event and fail as
+//!   librdmacm's do; the event is kept ([`CmId::sync_event`], C's
+//!   `id->event`); [`CmId::get_request`] takes a listener's connections.
+//! - [`create_ep`]: `rdma_create_ep`, with the QP and the CQs and
+//!   completion channels librdmacm makes when none are named
+//!   ([`CmId::create_ep_qp`], [`EpQp`]), handed back owned.
+//! - Event processing for ids with a QP ([`CmEvent::process_qp`]:
+//!   CONNECT_RESPONSE completed into ESTABLISHED, REJECTED moves the QP to
+//!   ERR, a multicast join attaches it), the read/atomic resource
+//!   negotiation ([`RDMA_MAX_RESP_RES`], [`ConnParam::max_resources`]) and
+//!   ECE ([`Ece`], [`CmId::set_local_ece`], [`CmId::remote_ece`],
+//!   [`CmId::reject_ece`]).
 //!
 //! ```no_run
 //! # fn main() -> uverbs::Result<()> {
@@ -31,6 +52,19 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The same with a synchronous endpoint, as `rdma_client` does:
+//!
+//! ```no_run
+//! # fn main() -> uverbs::Result<()> {
+//! use uverbs::{cm::{create_ep, getaddrinfo, ConnParam, EpQpInit}, QpCap};
+//! let info = getaddrinfo(Some("192.0.2.1"), Some("7471"), None)?;
+//! let ep = create_ep(&info[0], None, Some(&EpQpInit::new(QpCap::new(16, 16, 1, 1))))?;
+//! let qp = ep.qp.as_ref().expect("QP attributes were given");
+//! ep.id.connect_qp(&qp.qp, &ConnParam::max_resources())?; // returns ESTABLISHED
+//! # Ok(())
+//! # }
+//! ```
 
 mod addr;
 mod channel;
@@ -40,6 +74,7 @@ mod event;
 mod getaddrinfo;
 mod id;
 mod id_channel;
+mod multicast;
 mod qp;
 mod resources;
 mod sync;

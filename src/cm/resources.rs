@@ -69,8 +69,50 @@ impl CmId {
         })
     }
 
+    /// librdmacm's `ucma_valid_param`: in the TCP port space, resources
+    /// above the device's limits are refused (`EINVAL`) before the kernel
+    /// sends them (the peer's QP could never take them). Ids whose device
+    /// is not known yet are not checked.
+    fn check_resources(&self, op: &'static str, p: &ConnParam) -> Result<()> {
+        if self.port_space() != super::PortSpace::Tcp {
+            return Ok(());
+        }
+        let known = self
+            .inner
+            .context
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some();
+        if !known {
+            return Ok(());
+        }
+        let max = self.device_limits()?;
+        let over = |v: u8, m: u8, any: u8| v != any && v > m;
+        if over(
+            p.responder_resources,
+            max.responder_resources,
+            RDMA_MAX_RESP_RES,
+        ) || over(p.initiator_depth, max.initiator_depth, RDMA_MAX_INIT_DEPTH)
+        {
+            return Err(crate::Error::new(
+                op,
+                crate::ErrorKind::InvalidArgument,
+                format!(
+                    "responder_resources {} / initiator_depth {} exceed the device's {} / {} \
+                     (255 asks for the device's maximum)",
+                    p.responder_resources,
+                    p.initiator_depth,
+                    max.responder_resources,
+                    max.initiator_depth
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// `param` for CONNECT: 255 means the device's limit.
     pub(crate) fn connect_param(&self, param: &ConnParam) -> Result<ConnParam> {
+        self.check_resources("rdma_connect", param)?;
         let mut p = param.clone();
         if p.responder_resources == RDMA_MAX_RESP_RES || p.initiator_depth == RDMA_MAX_INIT_DEPTH {
             let max = self.device_limits()?;
@@ -91,6 +133,7 @@ impl CmId {
     /// `param` for ACCEPT: 255 means what the request asked for, capped by
     /// the device's limit.
     pub(crate) fn accept_param(&self, param: &ConnParam) -> Result<ConnParam> {
+        self.check_resources("rdma_accept", param)?;
         let mut p = param.clone();
         if p.responder_resources == RDMA_MAX_RESP_RES || p.initiator_depth == RDMA_MAX_INIT_DEPTH {
             let max = self.device_limits()?;

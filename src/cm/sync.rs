@@ -118,8 +118,13 @@ pub(crate) fn verdict(op: &'static str, kind: CmEventKind, status: i32) -> Resul
 }
 
 impl CmId {
-    /// Creates a synchronous id, like `rdma_create_id` with a NULL channel
-    /// (see the [module documentation](self)).
+    /// Creates a synchronous id, like `rdma_create_id` with a NULL channel:
+    /// it gets a private event channel, and its resolve, connect, accept
+    /// (connected port spaces), disconnect and multicast join calls wait for
+    /// the event that answers them, keep it ([`CmId::sync_event`]) and fail
+    /// as librdmacm's `ucma_complete` does: REJECTED → `ECONNREFUSED`, a
+    /// negative status → that errno, a positive one → itself. The kept
+    /// event is already acknowledged, so a destroy never waits for it.
     #[doc(alias = "rdma_create_id")]
     pub fn create_sync(ps: PortSpace) -> Result<CmId> {
         Self::create_sync_with(crate::sys::linux(), ps)
@@ -180,9 +185,9 @@ impl CmId {
         self.keep_event(None);
         let mut ev = self.sync_channel().get_event()?;
         if let Some(qp) = qp {
-            // A failure is in the event (CONNECT_ERROR and its status),
-            // judged below like any other.
-            let _ = ev.complete_connect(qp);
+            // A failure is in the event (CONNECT_ERROR, MULTICAST_ERROR and
+            // its status), judged below like any other.
+            let _ = ev.process_qp(qp);
         }
         let (kind, status) = (ev.kind(), ev.status());
         self.keep_event(Some(SyncEvent::of(&ev)));

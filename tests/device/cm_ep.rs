@@ -9,7 +9,7 @@
 use std::{sync::mpsc, thread, time::Duration};
 
 use uverbs::{
-    cm::{create_ep, getaddrinfo, AddrHints, AiFlags, CmEventKind, ConnParam, EpQpInit},
+    cm::{create_ep, getaddrinfo, AddrHints, AiFlags, CmEventKind, ConnParam, EpQpInit, PortSpace},
     sys::Errno,
     AccessFlags, QpCap, QpState, QpType, RecvWr, SendFlags, SendWr, WcOpcode,
 };
@@ -167,5 +167,65 @@ fn cm_ep_sync_resolve_of_an_unreachable_address_fails_with_the_events_errno() {
             .contains(&e.errno()),
             "{e:#}"
         );
+    });
+}
+
+#[test]
+fn cm_ep_sync_multicast_join_with_the_qp_attaches_it() {
+    bounded("the multicast exchange", || {
+        let group: std::net::SocketAddr = "239.1.2.41:0".parse().unwrap();
+        let src: std::net::SocketAddr = format!("{}:0", ip()).parse().unwrap();
+        // Receiver: joined as a full member with its QP, which the join's
+        // completion attaches (librdmacm's ucma_process_join).
+        let rid = uverbs::cm::CmId::create_sync(PortSpace::Udp).unwrap();
+        rid.resolve_addr(Some(src), group, Duration::from_secs(2))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let mut r = rid
+            .create_ep_qp(None, &init(), None, None, None)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let pd = rid.device_pd().unwrap();
+        let rmr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+        r.qp.post_recv(&[RecvWr::new(7, &[rmr.sge(0, 40 + 64).unwrap()])])
+            .unwrap();
+        rid.join_multicast_qp(&r.qp, group, false)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(rid.sync_event().unwrap().kind(), CmEventKind::MulticastJoin);
+
+        // Sender: send-only, to the group's address vector.
+        let sid = uverbs::cm::CmId::create_sync(PortSpace::Udp).unwrap();
+        sid.resolve_addr(Some(src), group, Duration::from_secs(2))
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let mut s = sid.create_ep_qp(None, &init(), None, None, None).unwrap();
+        sid.join_multicast_qp(&s.qp, group, true)
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let joined = sid.sync_event().unwrap();
+        assert_eq!(joined.kind(), CmEventKind::MulticastJoin);
+        let peer = joined
+            .ud_param()
+            .unwrap()
+            .peer(&sid.device_pd().unwrap())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        let smr = pd.alloc_mr(4096, AccessFlags::LOCAL_WRITE).unwrap();
+        smr.write(0, b"to the group").unwrap();
+        s.qp.post_send(&[SendWr::send(1, &[smr.sge(0, 12).unwrap()])
+            .flags(SendFlags::SIGNALED)
+            .to(peer.dest())])
+            .unwrap();
+        let sent = support::wait(s.send_cq.as_mut().unwrap(), 1);
+        assert!(sent[0].status.is_success(), "{sent:?}");
+        let got = support::wait(r.recv_cq.as_mut().unwrap(), 1);
+        assert!(got[0].status.is_success(), "{got:?}");
+        assert_eq!(got[0].byte_len, 40 + 12);
+        let mut data = [0u8; 12];
+        rmr.read(40, &mut data).unwrap();
+        assert_eq!(&data, b"to the group");
+
+        // Leaving with the QP detaches it; the send-only one had none.
+        rid.leave_multicast_qp(&r.qp, group).unwrap();
+        sid.leave_multicast_qp(&s.qp, group).unwrap();
+        drop(peer);
+        drop((rmr, smr, r, s));
+        rid.destroy().unwrap();
+        sid.destroy().unwrap();
     });
 }

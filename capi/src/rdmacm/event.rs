@@ -20,7 +20,6 @@ use core::ffi::{c_char, c_int, CStr};
 use uverbs::{
     cm::{CmEvent, CmEventKind, ConnParam, SyncEvent, UdParam},
     sys::Errno,
-    QpAttr, QpAttrMask, QpState,
 };
 
 use super::{
@@ -158,17 +157,23 @@ pub(crate) fn from_sync(id: *mut rdma_cm_id, ev: &SyncEvent) -> *mut rdma_cm_eve
     e.into_c()
 }
 
-/// Moves the id's QP to ERR (`ucma_modify_qp_err`), if it has one.
-fn qp_to_err(i: &Id) {
+/// What librdmacm does with an event of an id that has a QP
+/// (`CmEvent::process_qp`: a CONNECT_RESPONSE completed into ESTABLISHED
+/// or CONNECT_ERROR, the QP to ERR on REJECTED, attached on
+/// MULTICAST_JOIN or the event turned into MULTICAST_ERROR); a failure's
+/// status is -1, librdmacm's `ERR()` value (uverbs keeps the errno in
+/// its own event).
+fn process_qp(i: &Id, ev: &mut CmEvent, e: &mut Event) {
     let qp = i.qp();
     if qp.is_null() {
         return;
     }
     // SAFETY: the id's QP is a live QP of this library while it is set.
-    if let Ok(q) = unsafe { Qp::from_c(qp) } {
-        let _ =
-            q.qp.with(|q| q.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE));
-    }
+    let done = unsafe { Qp::from_c(qp) }
+        .and_then(|q| q.qp.with(|q| ev.process_qp(q).is_ok()))
+        .unwrap_or(false);
+    e.c.event = ev.kind().raw() as c_int;
+    e.c.status = if done { ev.status() } else { -1 };
 }
 
 /// What to do with a read event.
@@ -229,40 +234,17 @@ fn process(mut ev: CmEvent, i: &'static Id) -> Outcome {
             e.c.listen_id = i.as_c();
             e.c.id = p;
         }
-        CmEventKind::ConnectResponse => {
-            e.set_params(&ev);
-            let qp = i.qp();
-            if !qp.is_null() {
-                // librdmacm's ucma_process_conn_resp: RTR, RTS and the RTU
-                // (`CmEvent::complete_connect`); the event then reads
-                // ESTABLISHED, or CONNECT_ERROR with status -1 (librdmacm's
-                // `ERR()` value; uverbs keeps the errno in its own event).
-                // SAFETY: the id's QP is a live QP of this library.
-                let done = unsafe { Qp::from_c(qp) }
-                    .and_then(|q| q.qp.with(|q| ev.complete_connect(q).is_ok()))
-                    .unwrap_or(false);
-                e.c.event = ev.kind().raw() as c_int;
-                e.c.status = if done { 0 } else { -1 };
-            }
-        }
-        CmEventKind::Rejected => {
-            e.set_params(&ev);
-            qp_to_err(i);
-        }
         CmEventKind::MulticastJoin | CmEventKind::MulticastError => {
             if kind == CmEventKind::MulticastJoin {
                 e.set_params(&ev);
             }
-            let group = ev.ud_param();
-            match super::multicast::on_event(i, group.as_ref(), kind) {
-                Ok(context) => {
-                    e.c.param.ud.private_data = context.cast_const();
-                }
-                Err(_) => {
-                    e.c.status = -1;
-                    e.c.event = CmEventKind::MulticastError.raw() as c_int;
-                }
-            }
+            process_qp(i, &mut ev, &mut e);
+            let context = super::multicast::context_of(i, ev.multicast_group());
+            e.c.param.ud.private_data = context.cast_const();
+        }
+        CmEventKind::ConnectResponse | CmEventKind::Rejected => {
+            e.set_params(&ev);
+            process_qp(i, &mut ev, &mut e);
         }
         _ => e.set_params(&ev),
     }

@@ -1,40 +1,35 @@
 //! Multicast: `rdma_join_multicast`, `rdma_join_multicast_ex`,
-//! `rdma_leave_multicast`, and the MULTICAST_JOIN / MULTICAST_ERROR
-//! processing of `event.rs`.
+//! `rdma_leave_multicast`, and the context of the MULTICAST_JOIN /
+//! MULTICAST_ERROR events `event.rs` hands out.
 //!
-//! As librdmacm: each join keeps the program's `context`, which the
-//! group's events carry in `param.ud.private_data`; a MULTICAST_JOIN
-//! records the group's MGID and MLID and attaches the id's QP to the group
-//! (not for a send-only join); a leave detaches it first. uverbs names a
-//! group's events by the id, so an event is matched to its join by the
-//! group address embedded in the MGID it reports (the low bytes of the
-//! IPv4 address, the whole IPv6 address on RoCE), or by being the id's
-//! only join.
+//! The joins are `uverbs::cm`'s (`CmId::join_multicast_qp` /
+//! `leave_multicast_qp` with the id's QP: the QP is attached to the group
+//! when the join completes, not for a send-only join, and detached before
+//! the leave, as librdmacm's `ucma_process_join` and
+//! `rdma_leave_multicast`). This layer keeps what librdmacm keeps of each
+//! join for the program: its `context`, which the group's events carry in
+//! `param.ud.private_data` (`CmEvent::multicast_group` names the group).
 
 #![allow(unsafe_code)]
 
 use core::ffi::{c_int, c_void};
 use std::net::SocketAddr;
 
-use uverbs::{
-    cm::{CmEventKind, UdParam},
-    sys::Errno,
-};
+use uverbs::{cm::CmEventKind, sys::Errno};
 
 use super::{addr, id::Id, ret};
 use crate::{
     handle::Handle,
-    layout::{device::ibv_gid, rdmacm::rdma_cm_id, rdmacm::rdma_cm_join_mc_attr_ex},
+    layout::rdmacm::{rdma_cm_id, rdma_cm_join_mc_attr_ex},
+    qp::Qp,
 };
 
-/// One group the id joined (librdmacm's `struct cma_multicast`).
+/// One group the id joined (librdmacm's `struct cma_multicast`, what the
+/// program gave).
 #[derive(Debug)]
 pub(crate) struct Join {
     addr: SocketAddr,
     context: *mut c_void,
-    send_only: bool,
-    /// From the MULTICAST_JOIN event.
-    joined: Option<(ibv_gid, u16)>,
 }
 
 /// `RDMA_CM_JOIN_MC_ATTR_ADDRESS`, `RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS`.
@@ -44,60 +39,16 @@ const ATTR_JOIN_FLAGS: u32 = 1 << 1;
 const FULLMEMBER: u32 = 0;
 const SENDONLY_FULLMEMBER: u32 = 1;
 
-/// Whether `mgid` is the group `a`'s (see the module documentation).
-fn mgid_matches(mgid: &[u8; 16], a: &SocketAddr) -> bool {
-    match a {
-        SocketAddr::V4(v4) => mgid[13..] == v4.ip().octets()[1..],
-        SocketAddr::V6(v6) => *mgid == v6.ip().octets(),
-    }
+/// The program's context of the join of `group` (NULL when unknown).
+pub(crate) fn context_of(i: &Id, group: Option<SocketAddr>) -> *mut c_void {
+    let st = i.state();
+    group
+        .and_then(|g| st.joins.iter().find(|j| j.addr == g))
+        .map_or(core::ptr::null_mut(), |j| j.context)
 }
 
-/// The join a group event is about, its MGID and MLID recorded and the
-/// QP attached for a MULTICAST_JOIN; returns the join's context.
-pub(crate) fn on_event(
-    i: &Id,
-    ud: Option<&UdParam>,
-    kind: CmEventKind,
-) -> Result<*mut c_void, Errno> {
-    let mut st = i.state();
-    let mgid = ud.and_then(|u| u.ah_attr.grh).map(|g| g.dgid.0);
-    let n = st.joins.len();
-    let join = match mgid {
-        Some(g) => st.joins.iter_mut().find(|j| mgid_matches(&g, &j.addr)),
-        None => None,
-    };
-    let join = match join {
-        Some(j) => j,
-        None if n == 1 => &mut st.joins[0],
-        None => return Err(Errno::EINVAL),
-    };
-    if kind != CmEventKind::MulticastJoin {
-        return Ok(join.context);
-    }
-    let Some(ud) = ud else {
-        return Err(Errno::EINVAL);
-    };
-    let Some(grh) = ud.ah_attr.grh else {
-        return Err(Errno::EINVAL);
-    };
-    let gid = crate::qp::attr::c_gid(grh.dgid);
-    join.joined = Some((gid, ud.ah_attr.dlid));
-    let context = join.context;
-    let qp = i.qp();
-    if qp.is_null() || join.send_only {
-        return Ok(context);
-    }
-    // SAFETY: the id's QP is a live QP of this library; the GID is ours.
-    let rc = unsafe { crate::qp::ibv_attach_mcast(qp, &gid, ud.ah_attr.dlid) };
-    if rc != 0 {
-        return Err(Errno::from_raw(rc));
-    }
-    Ok(context)
-}
-
-/// Joins `group` for the id at `id`. A synchronous id waits for the
-/// answer, which is then processed as a MULTICAST_JOIN read from a channel
-/// is, and kept in `id->event`.
+/// Joins `group` for the id at `id` (with its QP, if any). A synchronous
+/// id waits for the answer, kept in `id->event` with the join's context.
 ///
 /// # Safety
 /// `id` is NULL or a live id.
@@ -109,53 +60,38 @@ unsafe fn join(
 ) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     let i = unsafe { Id::from_c(id) }?;
+    let qp = i.qp();
     let (r, kept) = {
         let mut st = i.state();
         let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        let r = uv.join_multicast(group, send_only);
-        let kept = if uv.is_sync() { uv.sync_event() } else { None };
-        let joined = match &r {
-            Ok(()) => true,
-            // A synchronous join that got its answer is a join (librdmacm
-            // keeps it until left); one refused by the kernel is not.
-            Err(_) => kept.is_some(),
+        let r = if qp.is_null() {
+            uv.join_multicast(group, send_only)
+        } else {
+            // SAFETY: the id's QP is a live QP of this library.
+            let q = unsafe { Qp::from_c(qp) }?;
+            q.qp.with(|q| uv.join_multicast_qp(q, group, send_only))?
         };
-        if joined {
+        let kept = if uv.is_sync() { uv.sync_event() } else { None };
+        // A synchronous join that got its answer stays joined (librdmacm
+        // keeps it until left); one the kernel refused does not.
+        if r.is_ok() || kept.is_some() {
             st.joins.push(Join {
                 addr: group,
                 context,
-                send_only,
-                joined: None,
             });
         }
         (r.map_err(|e| super::of(&e)), kept)
     };
     if let Some(ev) = kept {
         let e = super::event::from_sync(i.as_c(), &ev);
-        let mut kind = ev.kind();
-        let mut status = ev.status();
         if matches!(
-            kind,
+            ev.kind(),
             CmEventKind::MulticastJoin | CmEventKind::MulticastError
         ) {
-            match on_event(i, ev.ud_param().as_ref(), kind) {
-                // SAFETY: the event just made, not yet the program's.
-                Ok(ctx) => unsafe { (*e).param.ud.private_data = ctx.cast_const() },
-                Err(_) => {
-                    kind = CmEventKind::MulticastError;
-                    status = -1;
-                }
-            }
-        }
-        // SAFETY: as above.
-        unsafe {
-            (*e).event = kind.raw() as c_int;
-            (*e).status = status;
+            // SAFETY: the event just made, not yet the program's.
+            unsafe { (*e).param.ud.private_data = context.cast_const() };
         }
         i.set_event(Some(e));
-        if status != 0 && r.is_ok() {
-            return Err(Errno::EINVAL);
-        }
     }
     r
 }
@@ -229,22 +165,18 @@ pub unsafe extern "C" fn rdma_leave_multicast(id: *mut rdma_cm_id, addr: *mut c_
         let i = unsafe { Id::from_c(id) }?;
         // SAFETY: the caller's contract.
         let group = unsafe { addr::from_c(addr) }?;
-        let mut st = i.state();
-        let at = st
-            .joins
-            .iter()
-            .position(|j| j.addr == group)
-            .ok_or(Errno::EADDRNOTAVAIL)?;
         let qp = i.qp();
-        if let (false, Some((gid, lid))) = (qp.is_null(), st.joins[at].joined) {
-            if !st.joins[at].send_only {
-                // SAFETY: the id's QP is a live QP of this library.
-                unsafe { crate::qp::ibv_detach_mcast(qp, &gid, lid) };
-            }
-        }
+        let mut st = i.state();
         let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        uv.leave_multicast(group).map_err(|e| super::of(&e))?;
-        st.joins.remove(at);
+        let r = if qp.is_null() {
+            uv.leave_multicast(group)
+        } else {
+            // SAFETY: the id's QP is a live QP of this library.
+            let q = unsafe { Qp::from_c(qp) }?;
+            q.qp.with(|q| uv.leave_multicast_qp(q, group))?
+        };
+        r.map_err(|e| super::of(&e))?;
+        st.joins.retain(|j| j.addr != group);
         Ok(())
     })())
 }
