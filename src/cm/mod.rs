@@ -73,6 +73,7 @@ mod ep;
 mod event;
 mod getaddrinfo;
 mod id;
+mod id_channel;
 mod multicast;
 mod qp;
 mod resources;

@@ -81,15 +81,25 @@ impl CmId {
             ));
         }
         let qp = pd.create_qp(init)?;
-        self.modify_qp(&qp, QpState::Init)?;
-        if init.qp_type == QpType::Ud {
+        self.init_qp(&qp)?;
+        Ok(qp)
+    }
+
+    /// Readies a QP made elsewhere for this id as [`CmId::create_qp`] readies
+    /// its own (librdmacm's `ucma_init_conn_qp` / `ucma_init_ud_qp`):
+    /// connected QPs to INIT with the CM's attributes; UD QPs to INIT, RTR
+    /// and RTS (the Q_Key is the CM's). The C library's `rdma_create_qp`
+    /// makes its QP with its own verbs and readies it here.
+    pub fn init_qp(&self, qp: &QueuePair) -> Result<()> {
+        self.modify_qp(qp, QpState::Init)?;
+        if qp.qp_type() == QpType::Ud {
             // As librdmacm's ucma_init_ud_qp: RTR and RTS need nothing from the CM.
             qp.modify(&QpAttr::with_state(QpState::Rtr), QpAttrMask::STATE)?;
             let mut attr = QpAttr::with_state(QpState::Rts);
             attr.sq_psn = 0;
             qp.modify(&attr, QpAttrMask::STATE | QpAttrMask::SQ_PSN)?;
         }
-        Ok(qp)
+        Ok(())
     }
 
     /// [`CmId::connect`] for `qp` (its number and SRQ use go into `param`).
