@@ -32,6 +32,7 @@ fn main() {
     println!("cargo:rerun-if-changed=libibverbs.map");
     println!("cargo:rerun-if-changed=exports.txt");
     println!("cargo:rerun-if-changed=mlx5/exports.txt");
+    println!("cargo:rerun-if-changed=rdmacm/exports.txt");
     println!("cargo:rerun-if-changed=symver.rs");
     println!("cargo:rerun-if-changed=src");
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libibverbs.so.1");
@@ -75,6 +76,19 @@ fn main() {
         assert!(
             listed.insert(e.name.clone()),
             "mlx5/exports.txt: {} twice",
+            e.name
+        );
+        stubs.push(&e.name, &e.name, None);
+    }
+    // librdmacm.so.1's functions (capi/rdmacm/exports.txt) likewise:
+    // private exports `uverbs_<name>` that capi/rdmacm's stubs jump to,
+    // plain `<name>` in the static archive.
+    let rdmacm =
+        fs::read_to_string(format!("{dir}/rdmacm/exports.txt")).expect("read rdmacm/exports.txt");
+    for e in symver::entries("rdmacm/exports.txt", &rdmacm) {
+        assert!(
+            !e.alias && listed.insert(e.name.clone()),
+            "rdmacm/exports.txt: {} twice, or an alias",
             e.name
         );
         stubs.push(&e.name, &e.name, None);

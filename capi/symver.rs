@@ -1,7 +1,9 @@
 //! What both C libraries' build scripts share (`capi/build.rs` for
 //! `libibverbs.so.1`, `capi/mlx5/build.rs` for `libmlx5.so.1`, each
 //! `#[path]`-mounting this file): the `exports.txt` lines and the one-jump
-//! stubs that give an exported function its symbol version.
+//! stubs that give an exported function its symbol version, and the
+//! placeholder `libibverbs.so` the stub libraries (`libmlx5.so.1`,
+//! `librdmacm.so.1`) link against.
 //!
 //! An `exports.txt` line is `NODE name` (the default version,
 //! `name@@NODE`), `NODE @name` (a non-default alias `name@NODE` of the
@@ -107,4 +109,65 @@ impl Stubs {
         self.asm.push_str("    \".popsection\",\n");
         format!("core::arch::global_asm!(\n{});\n", self.asm)
     }
+}
+
+/// Builds `OUT_DIR/placeholder/libibverbs.so` (soname `libibverbs.so.1`)
+/// defining `uverbs_<target>` for each target: only the link reads it.
+#[allow(dead_code)] // capi/build.rs links no stub library
+pub fn placeholder(out: &std::path::Path, targets: &[String]) -> std::path::PathBuf {
+    let pdir = out.join("placeholder");
+    std::fs::create_dir_all(&pdir).expect("create the placeholder directory");
+    let mut src = String::from(
+        "#![no_std]\n#[panic_handler]\nfn panic(_: &core::panic::PanicInfo) -> ! { loop {} }\n",
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for t in targets {
+        if seen.insert(t) {
+            let _ = writeln!(src, "#[no_mangle]\npub extern \"C\" fn uverbs_{t}() {{}}");
+        }
+    }
+    let rs = pdir.join("placeholder.rs");
+    std::fs::write(&rs, src).expect("write placeholder.rs");
+    let so = pdir.join("libibverbs.so");
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let mut cmd = std::process::Command::new(rustc);
+    cmd.args([
+        "--edition",
+        "2021",
+        "--crate-type",
+        "cdylib",
+        "--crate-name",
+        "ibverbs",
+    ])
+    .args([
+        "-C",
+        "panic=abort",
+        "-C",
+        "opt-level=0",
+        "-C",
+        "debuginfo=0",
+    ])
+    .args([
+        "-C",
+        "link-arg=-Wl,-soname,libibverbs.so.1",
+        "-C",
+        "link-arg=-nostartfiles",
+    ]);
+    if let Ok(target) = std::env::var("TARGET") {
+        cmd.args(["--target", &target]);
+    }
+    if let Ok(linker) = std::env::var("RUSTC_LINKER") {
+        cmd.arg("-C").arg(format!("linker={linker}"));
+    }
+    let status = cmd
+        .arg("-o")
+        .arg(&so)
+        .arg(&rs)
+        .status()
+        .expect("run rustc for the placeholder");
+    assert!(
+        status.success(),
+        "building the placeholder libibverbs.so failed: {status}"
+    );
+    so
 }

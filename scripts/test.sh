@@ -105,6 +105,20 @@ if [[ -z ${UVERBS_MLX5DV_INCLUDE:-} && ! -f /usr/include/infiniband/mlx5dv.h ]];
   export UVERBS_MLX5DV_INCLUDE=$IBV/usr/include
 fi
 
+# rdma-core's rdma_cma.h for the librdmacm layout probe (capi): Debian's
+# librdmacm-dev unpacked into a cache.
+if [[ -z ${UVERBS_RDMACM_INCLUDE:-} && ! -f /usr/include/rdma/rdma_cma.h ]]; then
+  RCM=${XDG_CACHE_HOME:-$HOME/.cache}/uverbs-headers-rdmacm
+  if [[ ! -f $RCM/usr/include/rdma/rdma_cma.h ]]; then
+    step "fetching librdmacm-dev (rdma_cma.h) for the librdmacm layout probe"
+    mkdir -p "$RCM/debs"
+    (cd "$RCM/debs" && { apt-get download librdmacm-dev 2>/dev/null \
+      || { apt-get update -qq && apt-get download librdmacm-dev; }; })
+    dpkg -x "$RCM"/debs/librdmacm-dev_*.deb "$RCM"
+  fi
+  export UVERBS_RDMACM_INCLUDE=$RCM/usr/include
+fi
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -43,6 +43,9 @@ pub enum ErrorKind {
     /// as libibverbs' blocking gets return it: act on the signal or call
     /// again.
     Interrupted,
+    /// A host or service name lookup failed (`getaddrinfo`, as
+    /// `rdma_getaddrinfo` uses it): [`Error::gai_code`] has its `EAI_*` code.
+    NameLookup,
 }
 
 impl ErrorKind {
@@ -63,6 +66,7 @@ impl ErrorKind {
     /// | `EventsLost` | `EOVERFLOW` | `mlx5dv_devx_get_event` |
     /// | `WouldBlock` | `EAGAIN` | `ibv_get_cq_event` on an `O_NONBLOCK` channel |
     /// | `Interrupted` | `EINTR` | `ibv_get_async_event` interrupted by a signal |
+    /// | `NameLookup` | `EADDRNOTAVAIL` | (`rdma_getaddrinfo` returns the `EAI_*` code, [`Error::gai_code`]) |
     pub const fn errno(self) -> Errno {
         match self {
             ErrorKind::Os | ErrorKind::DeviceRemoved => Errno::EIO,
@@ -75,6 +79,7 @@ impl ErrorKind {
             ErrorKind::EventsLost => Errno::EOVERFLOW,
             ErrorKind::WouldBlock => Errno::EAGAIN,
             ErrorKind::Interrupted => Errno::EINTR,
+            ErrorKind::NameLookup => Errno::EADDRNOTAVAIL,
         }
     }
 }
@@ -134,6 +139,8 @@ pub struct Error {
     errno: Option<Errno>,
     detail: Option<Cow<'static, str>>,
     firmware: Option<Box<FirmwareStatus>>,
+    /// The `EAI_*` code of a failed name lookup.
+    gai: Option<i32>,
     // The kernel's errno as the standard library's error, the end of the
     // source chain: always `from_raw_os_error(errno)` (no allocation).
     os: Option<std::io::Error>,
@@ -147,6 +154,7 @@ impl Clone for Error {
             errno: self.errno,
             detail: self.detail.clone(),
             firmware: self.firmware.clone(),
+            gai: self.gai,
             os: self.os.as_ref().and(self.errno).and_then(os_error),
         }
     }
@@ -160,6 +168,7 @@ impl PartialEq for Error {
             && self.errno == other.errno
             && self.detail == other.detail
             && self.firmware == other.firmware
+            && self.gai == other.gai
     }
 }
 
@@ -187,6 +196,7 @@ impl Error {
             errno: Some(errno),
             detail: None,
             firmware: None,
+            gai: None,
             os: os_error(errno),
         }
     }
@@ -203,6 +213,7 @@ impl Error {
             errno: None,
             detail: Some(detail.into()),
             firmware: None,
+            gai: None,
             os: None,
         }
     }
@@ -216,8 +227,27 @@ impl Error {
             errno: Some(Errno::EREMOTEIO),
             detail: None,
             firmware: Some(Box::new(status)),
+            gai: None,
             os: os_error(Errno::EREMOTEIO),
         }
+    }
+
+    /// A failed name lookup ([`ErrorKind::NameLookup`]) with its `EAI_*`
+    /// code (`libc::EAI_NONAME`, ...), as `getaddrinfo` returns it.
+    pub fn name_lookup(
+        op: impl Into<Cow<'static, str>>,
+        gai_code: i32,
+        detail: impl Into<Cow<'static, str>>,
+    ) -> Self {
+        let mut e = Error::new(op, ErrorKind::NameLookup, detail);
+        e.gai = Some(gai_code);
+        e
+    }
+
+    /// The `EAI_*` code of a failed name lookup ([`ErrorKind::NameLookup`]),
+    /// what `rdma_getaddrinfo` returns for it.
+    pub fn gai_code(&self) -> Option<i32> {
+        self.gai
     }
 
     /// Adds an explanation (what was being done, or what to fix).

@@ -10,11 +10,11 @@
 //! - `libibverbs.so.1` must be a `DT_NEEDED` of the library (so that a
 //!   `dlopen("libmlx5.so.1")` works alone), but cargo builds the two
 //!   cdylibs in no fixed order. So the link takes a placeholder
-//!   `libibverbs.so` made here with rustc alone (no C): soname
+//!   `libibverbs.so` made with rustc alone (no C; `symver::placeholder`): soname
 //!   `libibverbs.so.1`, defining each `uverbs_mlx5dv_*` the stubs jump to.
 //!   At run time the loader binds them in the real library.
 
-use std::{env, fmt::Write as _, fs, path::PathBuf, process::Command};
+use std::{env, fs, path::PathBuf};
 
 #[path = "../symver.rs"]
 mod symver;
@@ -53,71 +53,11 @@ fn main() {
     }
     fs::write(out.join("stubs.rs"), stubs.finish()).expect("write stubs.rs");
 
-    let placeholder = placeholder(&out, &targets);
+    let placeholder = symver::placeholder(&out, &targets);
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmlx5.so.1");
     println!(
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         dir.join("libmlx5.map").display()
     );
     println!("cargo:rustc-cdylib-link-arg={}", placeholder.display());
-}
-
-/// Builds `OUT_DIR/placeholder/libibverbs.so` (soname `libibverbs.so.1`)
-/// defining `uverbs_<target>` for each target: only the link reads it.
-fn placeholder(out: &std::path::Path, targets: &[String]) -> PathBuf {
-    let pdir = out.join("placeholder");
-    fs::create_dir_all(&pdir).expect("create the placeholder directory");
-    let mut src = String::from(
-        "#![no_std]\n#[panic_handler]\nfn panic(_: &core::panic::PanicInfo) -> ! { loop {} }\n",
-    );
-    let mut seen = std::collections::BTreeSet::new();
-    for t in targets {
-        if seen.insert(t) {
-            let _ = writeln!(src, "#[no_mangle]\npub extern \"C\" fn uverbs_{t}() {{}}");
-        }
-    }
-    let rs = pdir.join("placeholder.rs");
-    fs::write(&rs, src).expect("write placeholder.rs");
-    let so = pdir.join("libibverbs.so");
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let mut cmd = Command::new(rustc);
-    cmd.args([
-        "--edition",
-        "2021",
-        "--crate-type",
-        "cdylib",
-        "--crate-name",
-        "ibverbs",
-    ])
-    .args([
-        "-C",
-        "panic=abort",
-        "-C",
-        "opt-level=0",
-        "-C",
-        "debuginfo=0",
-    ])
-    .args([
-        "-C",
-        "link-arg=-Wl,-soname,libibverbs.so.1",
-        "-C",
-        "link-arg=-nostartfiles",
-    ]);
-    if let Ok(target) = env::var("TARGET") {
-        cmd.args(["--target", &target]);
-    }
-    if let Ok(linker) = env::var("RUSTC_LINKER") {
-        cmd.arg("-C").arg(format!("linker={linker}"));
-    }
-    let status = cmd
-        .arg("-o")
-        .arg(&so)
-        .arg(&rs)
-        .status()
-        .expect("run rustc for the placeholder");
-    assert!(
-        status.success(),
-        "building the placeholder libibverbs.so failed: {status}"
-    );
-    so
 }

@@ -304,6 +304,11 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
         Ok(uv) => uv,
         Err(e) => return errno::null(errno::of(&e)),
     };
+    boxed_context(d, uv)
+}
+
+/// The C context of `uv`, an open context of device `d`.
+fn boxed_context(d: &'static Device, uv: uverbs::Context) -> *mut ibv_context {
     // SAFETY: only the fd's number is read here; what the program does
     // with it is under libibverbs' contract for `ctx->cmd_fd` (its own
     // commands, never closing it), which uverbs' `cmd_fd` contract mirrors.
@@ -311,6 +316,24 @@ pub unsafe extern "C" fn ibv_open_device(device: *mut ibv_device) -> *mut ibv_co
     let async_fd = uv.async_fd().as_fd().as_raw_fd();
     let vctx = crate::ops::verbs_context(d.as_c(), cmd_fd, async_fd, uv.num_comp_vectors());
     Context::boxed(uv, vctx)
+}
+
+/// A C context for `uv`, a context uverbs opened elsewhere (rdma_cm's
+/// device context, `crate::rdmacm::verbs`): its `device` is this
+/// library's `ibv_device` of the same uverbs node. `ENODEV` when the
+/// device list has no such device.
+pub(crate) fn wrap_context(uv: uverbs::Context) -> Result<*mut ibv_context, Errno> {
+    let info = uv.device();
+    let d = scan()?
+        .into_iter()
+        .find(|d| d.info.uverbs_name == info.uverbs_name && d.info.node_guid == info.node_guid)
+        .ok_or(Errno::ENODEV)?;
+    Ok(boxed_context(d, uv))
+}
+
+/// Every device present now, in libibverbs' order (`rdma_get_devices`).
+pub(crate) fn present() -> Result<Vec<&'static Device>, Errno> {
+    scan()
 }
 
 /// `ibv_import_device`: a context on the kernel context whose command fd

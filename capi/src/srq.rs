@@ -125,7 +125,7 @@ pub unsafe extern "C" fn ibv_create_srq(
 
 /// The `create_srq_ex` op: basic SRQs (`IBV_SRQ_INIT_ATTR_PD` required);
 /// XRC and tag-matching SRQs fail with `EOPNOTSUPP`.
-unsafe extern "C" fn create_srq_ex(
+pub(crate) unsafe extern "C" fn create_srq_ex(
     context: *mut ibv_context,
     attr: *mut ibv_srq_init_attr_ex,
 ) -> *mut ibv_srq {

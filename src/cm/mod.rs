@@ -35,11 +35,13 @@
 mod addr;
 mod channel;
 mod event;
+mod getaddrinfo;
 mod id;
 mod qp;
 mod ud;
 
 pub use channel::{EventChannel, RDMA_CM_PATH};
 pub use event::{CmEvent, CmEventKind, ConnParam, UdParam};
+pub use getaddrinfo::{getaddrinfo, AddrFamily, AddrHints, AiFlags, RdmaAddrInfo, EAI_ADDRFAMILY};
 pub use id::{AddrInfo, CmId, CmOption, PathRecord, PortSpace, RouteInfo};
 pub use ud::{UdPeer, RDMA_UDP_QKEY};

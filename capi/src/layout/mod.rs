@@ -26,6 +26,7 @@ pub mod device;
 pub mod mlx5;
 pub mod pd;
 pub mod qp;
+pub mod rdmacm;
 pub mod unsupported;
 
 #[cfg(test)]
@@ -75,6 +76,7 @@ pub fn all() -> Vec<Layout> {
     v.extend_from_slice(qp::LAYOUTS);
     v.extend_from_slice(unsupported::LAYOUTS);
     v.extend_from_slice(mlx5::LAYOUTS);
+    v.extend_from_slice(rdmacm::LAYOUTS);
     v
 }
 

@@ -14,6 +14,7 @@ use super::{all, Layout};
 
 /// Where `infiniband/verbs.h` is, or why the test cannot run.
 fn include_dir() -> Result<PathBuf, String> {
+    rdmacm_include_dir()?;
     let mut candidates = Vec::new();
     if let Some(d) = env::var_os("UVERBS_MLX5DV_INCLUDE") {
         candidates.push(PathBuf::from(d));
@@ -36,6 +37,32 @@ fn include_dir() -> Result<PathBuf, String> {
         })
 }
 
+/// Where `rdma/rdma_cma.h` is (librdmacm-dev 44: `UVERBS_RDMACM_INCLUDE`,
+/// `/usr/include`, or `~/.cache/uverbs-headers-rdmacm/usr/include`, where
+/// scripts/test.sh unpacks Debian's package), or why the test cannot run.
+fn rdmacm_include_dir() -> Result<PathBuf, String> {
+    let mut candidates = Vec::new();
+    if let Some(d) = env::var_os("UVERBS_RDMACM_INCLUDE") {
+        candidates.push(PathBuf::from(d));
+    }
+    candidates.push(PathBuf::from("/usr/include"));
+    let cache = env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    if let Some(c) = cache {
+        candidates.push(c.join("uverbs-headers-rdmacm/usr/include"));
+    }
+    candidates
+        .into_iter()
+        .find(|d| d.join("rdma/rdma_cma.h").is_file())
+        .ok_or_else(|| {
+            "no <rdma/rdma_cma.h>: run scripts/test.sh (it fetches Debian's librdmacm-dev \
+             into ~/.cache/uverbs-headers-rdmacm), or `apt-get download librdmacm-dev && \
+             dpkg -x librdmacm-dev_*.deb DIR` and set UVERBS_RDMACM_INCLUDE=DIR/usr/include"
+                .to_string()
+        })
+}
+
 /// The C field name of a Rust field (`r#priv` is C's `priv`).
 fn c_field(rust: &str) -> &str {
     rust.strip_prefix("r#").unwrap_or(rust)
@@ -47,6 +74,7 @@ fn program(layouts: &[Layout]) -> String {
     let mut c = String::from(
         "#include <stddef.h>\n#include <stdio.h>\n#include <infiniband/verbs.h>\n\
          #include <infiniband/sa.h>\n#include <infiniband/mlx5dv.h>\n\
+         #include <rdma/rdma_cma.h>\n\
          int main(void) {\n",
     );
     for l in layouts {
@@ -131,6 +159,10 @@ pub(super) fn run_c(dir: &std::path::Path, name: &str, program: &str) -> Option<
     let exe = out.join(name);
     let mut cc = Command::new(env::var("CC").unwrap_or_else(|_| "cc".into()));
     cc.arg("-std=gnu11").arg("-I").arg(dir);
+    // <rdma/rdma_cma.h> (librdmacm-dev 44) for the librdmacm layouts.
+    if let Ok(d) = rdmacm_include_dir() {
+        cc.arg("-I").arg(d);
+    }
     // verbs.h includes <linux/types.h> and <rdma/...> (linux-libc-dev).
     if let Some(k) = env::var_os("UVERBS_ABI_INCLUDE") {
         cc.arg("-I").arg(k);
