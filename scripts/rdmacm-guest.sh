@@ -33,7 +33,8 @@
 # and static_rping (S) as server <- rping client (R and O) and rping server
 # (R and O) <- static_rping client.
 # "Listens" is read from the kernel (`rdma res show cm_id`: a LISTEN id on the
-# port; mckey: the IGMP group in /proc/net/igmp, then 1 s for its attach), so
+# port; mckey: its IGMP group in /proc/net/igmp and the receiver busy-polling
+# its CQ, i.e. out of its blocking read of the JOIN event: attached), so
 # a client never races its server and never needs a retry.
 #
 # Checks (on the host, from the console):
@@ -182,14 +183,21 @@ libenv() { case $1 in O) echo "LD_LIBRARY_PATH=/guest/ours" ;; *) echo "" ;; esa
 # ready SPEC PID: wait until the server listens (or has joined), or died
 ready() {
   t0=$(cs)
+  busy=0
   while :; do
     case $1 in
       listen:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:${1#listen:} " && return 0 ;;
-      mcast:*) grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null && { sleep 1; return 0; } ;;
+      # joined, and then busy-polling its CQ: mckey's receiver reads the JOIN
+      # event (a blocking read), attaches its QP and only then polls; three
+      # samples in a row outside any system call (running or preempted)
+      mcast:*) if grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null; then
+          read -r sc _ < /proc/$2/syscall 2>/dev/null
+          case $sc in running|-1) busy=$((busy + 1)); [ $busy -ge 3 ] && return 0 ;; *) busy=0 ;; esac
+        fi ;;
     esac
     alive $2 || return 1
     [ $(( $(cs) - t0 )) -ge $((READY_SECS * 100)) ] && return 1
-    sleep 0.05
+    sleep 0.1
   done
 }
 # xchg NAME SRV_LIB CLI_LIB READY SRV_CMD CLI_CMD

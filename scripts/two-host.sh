@@ -40,7 +40,8 @@
 #   ucmatose -c 2 -C 10, rdma_server/rdma_client, rdma_xserver/rdma_xclient
 #   (RC), ib_send_bw -R, ib_write_lat -R (perftest over rdma_cm).
 #   The server host waits until the kernel shows its listener (`rdma res show
-#   cm_id`; mckey: its IGMP group, then 1 s), then meets the client host at a
+#   cm_id`; mckey: its IGMP group joined and the receiver busy-polling its CQ,
+#   so attached), then meets the client host at a
 #   barrier, so the client starts once. --debian-rdmacm: DIR has no
 #   librdmacm.so.1 and O is Debian's librdmacm over our libibverbs (development).
 # What is checked (on this host, from both guests' consoles):
@@ -279,14 +280,21 @@ echo "=== two-host: wire up: $SELF $ME -> $PEER after $i lost ping(s)"
 # (mcast:HEXGROUP as /proc/net/igmp prints it; then 1 s for its QP attach)
 ready() {
   rt=$(cs)
+  busy=0
   while :; do
     case $1 in
       listen:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:${1#listen:} " && return 0 ;;
-      mcast:*) grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null && { sleep 1; return 0; } ;;
+      # joined, and then busy-polling its CQ: mckey's receiver reads the JOIN
+      # event (a blocking read), attaches its QP and only then polls; three
+      # samples in a row outside any system call (running or preempted)
+      mcast:*) if grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null; then
+          read -r sc _ < /proc/$2/syscall 2>/dev/null
+          case $sc in running|-1) busy=$((busy + 1)); [ $busy -ge 3 ] && return 0 ;; *) busy=0 ;; esac
+        fi ;;
     esac
     alive $2 || return 1
     [ $(( $(cs) - rt )) -ge 2000 ] && return 1
-    sleep 0.05
+    sleep 0.1
   done
 }
 # xchg K NAME SERVER_HOST SERVER_CMD CLIENT_CMD [READY]: play this host's side
