@@ -5,7 +5,8 @@
 #
 # Usage:
 #   scripts/two-host.sh [--kernel 6.1|6.12] [--musl] [--uverbs BIN]
-#                       [--rdmacm DIR [--debian-rdmacm]] [--timeout S] [--keep]
+#                       [--rdmacm DIR [--debian-rdmacm] [--known-gaps FILE]]
+#                       [--timeout S] [--keep]
 #
 # Builds `cargo build --bin uverbs` (--musl: `scripts/musl.sh cargo build
 # --release --bin uverbs`, static; --uverbs BIN: use BIN, build nothing), then
@@ -44,6 +45,9 @@
 #   so attached), then meets the client host at a
 #   barrier, so the client starts once. --debian-rdmacm: DIR has no
 #   librdmacm.so.1 and O is Debian's librdmacm over our libibverbs (development).
+#   --known-gaps FILE: `GLOB  reason` lines (bash globs on exchange names, e.g.
+#   cm-rdma-server-*; capi/rdmacm-known-gaps.txt): a failed exchange there is
+#   listed with its reason and counted ignored.
 # What is checked (on this host, from both guests' consoles):
 #   every exchange: both sides exit 0 (a client's retries are only for
 #     "server not listening yet" failures);
@@ -84,7 +88,7 @@ log() { printf '[two-host] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 
-KERNEL=6.1 MUSL=0 UVERBS= TIMEOUT=300 KEEP=0 RDMACM= DEBIAN_RDMACM=0
+KERNEL=6.1 MUSL=0 UVERBS= TIMEOUT=300 KEEP=0 RDMACM= DEBIAN_RDMACM=0 GAPS=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kernel) [[ $# -ge 2 ]] || usage; KERNEL=$2; shift 2 ;;
@@ -93,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
     --rdmacm) [[ $# -ge 2 ]] || usage; RDMACM=$2; shift 2 ;;
     --debian-rdmacm) DEBIAN_RDMACM=1; shift ;;
+    --known-gaps) [[ $# -ge 2 ]] || usage; GAPS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h|--help) usage ;;
     *) log "unknown argument: $1"; usage ;;
@@ -101,6 +106,15 @@ done
 [[ $KERNEL == 6.1 || $KERNEL == 6.12 ]] || die "--kernel 6.1|6.12"
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
 [[ -z $RDMACM || $TIMEOUT -ge 600 ]] || TIMEOUT=600   # 24 more exchanges
+GAP_GLOB=() GAP_WHY=()
+if [[ -n $GAPS ]]; then
+  [[ -f $GAPS ]] || die "--known-gaps $GAPS: no such file"
+  while read -r g why; do
+    [[ -z $g || $g == \#* ]] && continue
+    GAP_GLOB+=("$g") GAP_WHY+=("$why")
+  done < "$GAPS"
+fi
+gap() { local i; for i in "${!GAP_GLOB[@]}"; do [[ $1 == ${GAP_GLOB[$i]} ]] && { echo "${GAP_WHY[$i]}"; return; }; done; }
 START=$(date +%s)
 
 # Iterations: small (two TCG guests share 2 cores; an RC round trip of 4 KiB
@@ -512,7 +526,7 @@ check_cm_lines() {
   SUMMARY="$(grep -c . <<<"$1") + $(grep -c . <<<"$2") lines checked"
 }
 
-passed=0 failed=0
+passed=0 failed=0 ignored=0
 for i in "${!EX_NAME[@]}"; do
   name=${EX_NAME[$i]} srv=${EX_SRV[$i]} kind=${EX_KIND[$i]}
   cli=A; [[ $srv == A ]] && cli=B
@@ -535,9 +549,14 @@ for i in "${!EX_NAME[@]}"; do
     esac
   fi
   secs=$(awk -v c="${ccs:-0}" 'BEGIN { printf "%.1f", c / 100 }')
+  why=$(gap "$name")
   if [[ ${#PROBLEMS[@]} == 0 ]]; then
     passed=$((passed + 1))
     printf '[%s] ok      %-62s %s; %s s, %s attempt(s)\n' "$KERNEL" "${EX_DESC[$i]}" "$SUMMARY" "$secs" "$catt"
+    [[ -z $why ]] || printf '[%s]   note: %s passes now: remove it from %s\n' "$KERNEL" "$name" "$GAPS"
+  elif [[ -n $why ]]; then
+    ignored=$((ignored + 1))
+    printf '[%s] gap     %-62s known gap (%s): %s\n' "$KERNEL" "${EX_DESC[$i]}" "$why" "${PROBLEMS[0]}"
   else
     failed=$((failed + 1))
     printf '[%s] FAILED  %s\n' "$KERNEL" "${EX_DESC[$i]}"
@@ -556,7 +575,7 @@ for h in A B; do
 done
 wall=$(( $(date +%s) - START ))
 result=ok; [[ $failed == 0 ]] || result=FAILED
-echo "two-host [$KERNEL]: $passed passed, $failed failed (guests ${GUEST_MS} ms, ${wall} s in all)"
-echo "[$KERNEL] two-host test result: $result. $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out; finished in ${wall}.00s"
+echo "two-host [$KERNEL]: $passed passed, $failed failed, $ignored known gaps (guests ${GUEST_MS} ms, ${wall} s in all)"
+echo "[$KERNEL] two-host test result: $result. $passed passed; $failed failed; $ignored ignored; 0 measured; 0 filtered out; finished in ${wall}.00s"
 [[ $failed == 0 ]] && STATUS=0
 exit "$STATUS"
