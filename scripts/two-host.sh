@@ -229,21 +229,30 @@ CM_MSGS=10
 if [[ -n $RDMACM ]]; then
   O="env LD_LIBRARY_PATH=/guest/ours "
   cmp=18800 grp=1
-  # cm NAME-STEM KIND READY SERVER_ARGS CLIENT_ARGS (SERVER_PROG CLIENT_PROG in KIND's wake)
+  # cm NAME-STEM KIND READY SERVER_PROG CLIENT_PROG SERVER_ARGS CLIENT_ARGS:
+  # the three pairs; @P@ in READY and the arguments is the port, $cmp for
+  # the first pair, +100 and +200 for the others
   cm() {
-    local stem=$1 kind=$2 ready=$3 sp=$4 cp=$5 sargs=$6 cargs=$7
-    ex "$stem-O-srv-A" A "$kind" "$O$sp $sargs" "$cp $cargs" "cm $(printf '%-12s' "$sp") ours(A) server <- rdma-core(B) client" "$ready"
-    ex "$stem-O-cli-A" B "$kind" "$sp $sargs" "$O$cp $cargs" "cm $(printf '%-12s' "$sp") rdma-core(B) server <- ours(A) client" "$ready"
-    ex "$stem-O-both" B "$kind" "$O$sp $sargs" "$O$cp $cargs" "cm $(printf '%-12s' "$sp") ours(B) server <- ours(A) client" "$ready"
+    local stem=$1 kind=$2 ready=$3 sp=$4 cp=$5 sargs=$6 cargs=$7 j p pair srv scmd ccmd desc
+    for j in 0 1 2; do
+      p=$((cmp + 100 * j))
+      case $j in
+        0) pair=O-srv-A srv=A scmd="$O$sp" ccmd="$cp" desc="ours(A) server <- rdma-core(B) client" ;;
+        1) pair=O-cli-A srv=B scmd="$sp" ccmd="$O$cp" desc="rdma-core(B) server <- ours(A) client" ;;
+        2) pair=O-both srv=B scmd="$O$sp" ccmd="$O$cp" desc="ours(B) server <- ours(A) client" ;;
+      esac
+      ex "$stem-$pair" "$srv" "$kind" "$scmd ${sargs//@P@/$p}" "$ccmd ${cargs//@P@/$p}" \
+        "cm $(printf '%-12s' "$sp") $desc" "${ready//@P@/$p}"
+    done
   }
-  cmp=$((cmp + 1)); cm cm-rping rping "listen:$cmp" rping rping "$(rp_srv $cmp)" "$(rp_cli $cmp)"
+  cmp=$((cmp + 1)); cm cm-rping rping "listen:@P@" rping rping "$(rp_srv @P@)" "$(rp_cli @P@)"
   cm cm-udaddy cm-lines listen:7174 udaddy udaddy "-b \$ME -C $CM_MSGS" "-s \$PEER -C $CM_MSGS"
   g=$((grp++)); cm cm-mckey-$g cm-lines "mcast:$(printf '%02X0201EF' "$g")" mckey mckey "-m 239.1.2.$g -b \$ME -C $CM_MSGS" "-m 239.1.2.$g -b \$ME -s -C $CM_MSGS"
-  cmp=$((cmp + 1)); cm cm-ucmatose cm-lines "listen:$cmp" ucmatose ucmatose "-b \$ME -p $cmp -c 2 -C $CM_MSGS" "-s \$PEER -p $cmp -c 2 -C $CM_MSGS"
-  cmp=$((cmp + 1)); cm cm-rdma-server cm-end "listen:$cmp" rdma_server rdma_client "-s \$ME -p $cmp" "-s \$PEER -p $cmp"
-  cmp=$((cmp + 1)); cm cm-rdma-xserver cm-end "listen:$cmp" rdma_xserver rdma_xclient "-c r -p $cmp" "-c r -s \$PEER -p $cmp"
-  cmp=$((cmp + 1)); cm cm-send-bw bw "listen:$cmp" ib_send_bw ib_send_bw "-R -F -d \$D -p $cmp -n $BW_ITERS -s $BW_SIZE" "-R -F -d \$D -p $cmp -n $BW_ITERS -s $BW_SIZE \$PEER"
-  cmp=$((cmp + 1)); cm cm-write-lat lat "listen:$cmp" ib_write_lat ib_write_lat "-R -F -d \$D -p $cmp -n $LAT_ITERS -s $LAT_SIZE" "-R -F -d \$D -p $cmp -n $LAT_ITERS -s $LAT_SIZE \$PEER"
+  cmp=$((cmp + 1)); cm cm-ucmatose cm-lines "listen:@P@" ucmatose ucmatose "-b \$ME -p @P@ -c 2 -C $CM_MSGS" "-s \$PEER -p @P@ -c 2 -C $CM_MSGS"
+  cmp=$((cmp + 1)); cm cm-rdma-server cm-end "listen:@P@" rdma_server rdma_client "-s \$ME -p @P@" "-s \$PEER -p @P@"
+  cmp=$((cmp + 1)); cm cm-rdma-xserver cm-end "listen:@P@" rdma_xserver rdma_xclient "-c r -p @P@" "-c r -s \$PEER -p @P@"
+  cmp=$((cmp + 1)); cm cm-send-bw bw "listen:@P@" ib_send_bw ib_send_bw "-R -F -d \$D -p @P@ -n $BW_ITERS -s $BW_SIZE" "-R -F -d \$D -p @P@ -n $BW_ITERS -s $BW_SIZE \$PEER"
+  cmp=$((cmp + 1)); cm cm-write-lat lat "listen:@P@" ib_write_lat ib_write_lat "-R -F -d \$D -p @P@ -n $LAT_ITERS -s $LAT_SIZE" "-R -F -d \$D -p @P@ -n $LAT_ITERS -s $LAT_SIZE \$PEER"
 fi
 
 # ---------------------------------------------------------------- guest script
@@ -347,9 +356,12 @@ xchg() {
       # rdma_cm's REJECTED (the peer's CM rejects a connect to an unbound port).
       grep -q -e "Couldn't connect to" -e 'RDMA_CM_EVENT_REJECTED' $out || break
       [ $(( $(cs) - t0 )) -ge $((CONNECT_SECS * 100)) ] && break
+      # keep what the failed attempt printed (shown before the last one's)
+      { echo "(attempt $n, exit $rc:)"; cat $out; } >> $out.earlier
       n=$((n + 1))
       sleep 0.3
     done
+    [ -f $out.earlier ] && { cat $out.earlier; echo "(attempt $n:)"; cat $out; } > $out.all && mv $out.all $out
     [ $rc = 143 ] && note=" (killed after ${RUN_SECS} s)"
     barrier $((2 * k)) || sync=lost
   fi
