@@ -3,12 +3,15 @@
 # python3-pyverbs 44.0-2) in the rxe guest, twice in one boot: first on real
 # rdma-core (Debian's libibverbs, libmlx5, libefa in the guest), then on ours
 # (LD_LIBRARY_PATH=/guest/ours: our libibverbs.so.1 and stub libmlx5.so.1 /
-# libefa.so.1; Debian's librdmacm.so.1 stays, unless --rdmacm), compared test
-# by test: every test that passes on real rdma-core must pass on ours.
+# libefa.so.1, and our librdmacm.so.1 when DIR has one, else Debian's stays;
+# --rdmacm requires it), compared test by test: every test that passes on
+# real rdma-core must pass on ours.
 #
 # Usage:
 #   scripts/pyverbs-guest.sh --ours DIR [options]   DIR holds libibverbs.so.1,
 #                                                   libmlx5.so.1, libefa.so.1
+#                                                   (and librdmacm.so.1: used
+#                                                   when there)
 #   scripts/pyverbs-guest.sh --real-only [options]  the baseline only
 # Options:
 #   --kernel 6.1|6.12|all  guest kernel(s) (default all: 6.1 then 6.12)
@@ -323,6 +326,13 @@ if [[ -n $OURS ]]; then
     so=$(readelf -d "$WORK/ours/$n" 2>/dev/null | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
     [[ $so == "$n" ]] || log "warning: $OURS/$n has SONAME '${so:-none}', not $n"
   done
+  # Our librdmacm.so.1 (capi/rdmacm) when DIR has it; else Debian's stays.
+  if [[ -e $OURS/librdmacm.so.1 ]]; then
+    cp -L "$OURS/librdmacm.so.1" "$WORK/ours/librdmacm.so.1"
+    log "ours: librdmacm.so.1 too ($OURS/librdmacm.so.1)"
+  else
+    rm -f "$WORK/ours/librdmacm.so.1"
+  fi
   ADDS+=(--add "$WORK/ours:/guest/ours")
 fi
 

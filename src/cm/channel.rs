@@ -16,7 +16,7 @@
 use std::{
     os::fd::{AsFd, BorrowedFd},
     path::Path,
-    sync::{Arc, Mutex, MutexGuard, Weak},
+    sync::{atomic::Ordering, Arc, Mutex, MutexGuard, Weak},
     time::Duration,
 };
 
@@ -308,8 +308,38 @@ impl EventChannel {
             };
             CmId::adopt(self.inner.clone(), resp.id, ps, qp_type)
         });
+        let remote_ece = super::Ece::new(resp.ece.vendor_id, resp.ece.attr_mod);
         match target {
-            Lookup::Live(id) => Some(CmEvent::new(id, resp, new_id)),
+            Lookup::Live(id) => {
+                let obj = id.object();
+                if matches!(kind, CmEventKind::Rejected | CmEventKind::Disconnected)
+                    && obj.connect_error.load(Ordering::Relaxed)
+                {
+                    // The connection already failed here (CONNECT_ERROR,
+                    // `CmEvent::complete_connect`): what the peer's CM says
+                    // after it is not reported (librdmacm's connect_error).
+                    return None;
+                }
+                match (&new_id, kind) {
+                    // The peer's ECE options: the new id's for a request
+                    // (ucma_process_conn_req), the id's for a response.
+                    (Some(n), _) => {
+                        n.set_remote_ece(remote_ece);
+                        // What the peer asks for, for an accept that
+                        // leaves it to the library (ucma_process_conn_req).
+                        let (conn, _) = super::event::split_param(&resp.param);
+                        n.set_resources(super::resources::Resources {
+                            responder_resources: conn.responder_resources,
+                            initiator_depth: conn.initiator_depth,
+                        });
+                    }
+                    (None, CmEventKind::ConnectResponse) => {
+                        obj.ece.lock().unwrap_or_else(|p| p.into_inner()).remote = remote_ece;
+                    }
+                    _ => {}
+                }
+                Some(CmEvent::new(id, resp, new_id))
+            }
             Lookup::Detached(counts) => {
                 // Its id is being destroyed or gone: acknowledged at once
                 // (a connection request's new id is destroyed with it).

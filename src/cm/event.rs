@@ -14,7 +14,7 @@
 
 use std::{fmt, marker::PhantomData};
 
-use crate::{abi, event_count::Held, qp_attr::AhAttr, QpType};
+use crate::{abi, event_count::Held, qp_attr::AhAttr, QpType, QueuePair};
 
 use super::{
     channel::IdArc,
@@ -343,39 +343,93 @@ impl CmEvent {
         self.resp.id
     }
 
-    fn is_ud(&self) -> bool {
+    pub(crate) fn is_ud(&self) -> bool {
         self.id_arc().qp_type == QpType::Ud
     }
 
     /// The connection parameters (connected port spaces): the peer's
     /// private data and QP number, and the resources as seen from here.
     pub fn conn_param(&self) -> Option<ConnParam> {
-        if self.is_ud() {
-            return None;
-        }
-        let (conn, _) = split_param(&self.resp.param);
-        Some(ConnParam::from_abi(&conn))
+        conn_param_of(&self.resp, self.is_ud())
     }
 
     /// The UD parameters (UD port spaces: `RDMA_PS_UDP`, `RDMA_PS_IPOIB`).
     pub fn ud_param(&self) -> Option<UdParam> {
-        self.is_ud().then(|| UdParam::from_abi(&self.resp.param))
+        ud_param_of(&self.resp, self.is_ud())
     }
 
     /// The private data the peer sent (empty if none).
     pub fn private_data(&self) -> Vec<u8> {
-        match self.ud_param() {
-            Some(ud) => ud.private_data,
-            None => self
-                .conn_param()
-                .map(|c| c.private_data)
-                .unwrap_or_default(),
+        private_data_of(&self.resp, self.is_ud())
+    }
+
+    /// The id the event is for (for CONNECT_REQUEST: the listener), as a
+    /// second handle (dropping it does not destroy the id while another
+    /// handle or event holds it).
+    pub(crate) fn id_handle(&self) -> CmId {
+        CmId {
+            inner: self.id_arc().clone(),
         }
+    }
+
+    /// What librdmacm does with a CONNECT_RESPONSE for an id that has a QP
+    /// (`ucma_process_conn_resp_ece` in `rdma_get_cm_event`): checks the
+    /// peer's ECE vendor against the local one, moves `qp` to RTR and RTS
+    /// and sends the RTU ([`CmId::complete_connect`]); the event then reads
+    /// ESTABLISHED (status 0), or CONNECT_ERROR with the failure's negative
+    /// errno as status (librdmacm puts -1 there), the QP in ERR and the
+    /// REJECTED or DISCONNECTED that follow dropped, as librdmacm's
+    /// `connect_error` does. Any other event is left as it is (`Ok`).
+    ///
+    /// For programs (and the C library) that get events of ids with a QP
+    /// from a channel; synchronous ids do it in [`CmId::connect_qp`].
+    pub fn complete_connect(&mut self, qp: &QueuePair) -> crate::Result<()> {
+        if self.kind() != CmEventKind::ConnectResponse {
+            return Ok(());
+        }
+        let id = self.id_handle();
+        let remote = self.resp.ece.vendor_id;
+        let result = if remote != 0 && remote != id.local_ece().vendor_id {
+            let _ = qp.modify(
+                &crate::QpAttr::with_state(crate::QpState::Err),
+                crate::QpAttrMask::STATE,
+            );
+            Err(crate::Error::sys(
+                "rdma_cm: complete the connection",
+                crate::sys::Errno::EINVAL,
+            )
+            .with_detail(format!(
+                "the peer answered with ECE vendor {remote:#x}, not the local one"
+            )))
+        } else {
+            id.complete_connect(qp)
+        };
+        match &result {
+            Ok(()) => {
+                self.resp.event = abi::RDMA_CM_EVENT_ESTABLISHED;
+                self.resp.status = 0;
+            }
+            Err(e) => {
+                self.resp.event = abi::RDMA_CM_EVENT_CONNECT_ERROR;
+                self.resp.status = (-(e.errno() as i32)) as u32;
+                id.inner
+                    .connect_error
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        result
     }
 
     /// The ECE options (`vendor_id`, `attr_mod`).
     pub fn ece(&self) -> (u32, u32) {
         (self.resp.ece.vendor_id, self.resp.ece.attr_mod)
+    }
+
+    /// What a synchronous id would keep of this event (a copy, for the C
+    /// library's `struct rdma_cm_event` and for programs that keep events
+    /// past their acknowledgement).
+    pub fn to_sync_event(&self) -> super::SyncEvent {
+        super::SyncEvent::of(self)
     }
 
     /// The raw response, as the kernel wrote it.
@@ -397,8 +451,32 @@ impl CmEvent {
     }
 }
 
+/// The `conn` member of an event's param union, for connected port spaces.
+pub(crate) fn conn_param_of(resp: &abi::RdmaUcmEventResp, ud: bool) -> Option<ConnParam> {
+    if ud {
+        return None;
+    }
+    let (conn, _) = split_param(&resp.param);
+    Some(ConnParam::from_abi(&conn))
+}
+
+/// The `ud` member, for UD port spaces.
+pub(crate) fn ud_param_of(resp: &abi::RdmaUcmEventResp, ud: bool) -> Option<UdParam> {
+    ud.then(|| UdParam::from_abi(&resp.param))
+}
+
+/// The private data of whichever member applies.
+pub(crate) fn private_data_of(resp: &abi::RdmaUcmEventResp, ud: bool) -> Vec<u8> {
+    match ud_param_of(resp, ud) {
+        Some(u) => u.private_data,
+        None => conn_param_of(resp, ud)
+            .map(|c| c.private_data)
+            .unwrap_or_default(),
+    }
+}
+
 /// The `conn` member of the param union (a prefix of the `ud` member's bytes).
-fn split_param(p: &abi::RdmaUcmUdParam) -> (abi::RdmaUcmConnParam, ()) {
+pub(crate) fn split_param(p: &abi::RdmaUcmUdParam) -> (abi::RdmaUcmConnParam, ()) {
     use zerocopy::{FromBytes, IntoBytes};
     let bytes = p.as_bytes();
     let n = size_of::<abi::RdmaUcmConnParam>();

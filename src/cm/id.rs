@@ -16,7 +16,7 @@ use std::{
     collections::HashMap,
     net::SocketAddr,
     os::fd::{AsFd, AsRawFd},
-    sync::{Arc, Mutex, OnceLock},
+    sync::{atomic::AtomicBool, Arc, Mutex, OnceLock},
     time::Duration,
 };
 
@@ -88,6 +88,20 @@ pub(crate) struct IdShared {
     context: Mutex<Option<Context>>,
     /// Joined multicast groups and the kernel's id for each join.
     groups: Mutex<HashMap<SocketAddr, u32>>,
+    /// Synchronous operation (`id_priv->sync`) and the event kept for the
+    /// program (`id->event`).
+    pub(crate) sync: Mutex<super::sync::SyncState>,
+    /// A CONNECT_RESPONSE this process failed to complete (librdmacm's
+    /// `connect_error`): the REJECTED and DISCONNECTED that follow are
+    /// dropped.
+    pub(crate) connect_error: AtomicBool,
+    /// ECE: the local options sent, the remote ones received.
+    pub(crate) ece: Mutex<super::ece::EceState>,
+    /// A passive endpoint's QP request (`rdma_create_ep` with init attrs):
+    /// what [`CmId::get_request`] creates for each new id.
+    pub(crate) ep_qp: Mutex<Option<super::ep::EpRequestQp>>,
+    /// The resources asked for (a request's id: by the peer) or accepted.
+    pub(crate) resources: Mutex<super::resources::Resources>,
 }
 
 impl IdShared {
@@ -163,7 +177,12 @@ pub struct CmId {
 }
 
 impl CmId {
-    fn wrap(channel: Arc<ChannelInner>, kernel_id: u32, uid: u64, ps: PortSpace) -> CmId {
+    pub(crate) fn wrap(
+        channel: Arc<ChannelInner>,
+        kernel_id: u32,
+        uid: u64,
+        ps: PortSpace,
+    ) -> CmId {
         let inner = Owned::new(IdShared {
             channel: Mutex::new(channel),
             kernel_id,
@@ -173,6 +192,11 @@ impl CmId {
             counts: Arc::new(EventCounts::default()),
             context: Mutex::new(None),
             groups: Mutex::new(HashMap::new()),
+            sync: Mutex::new(Default::default()),
+            connect_error: AtomicBool::new(false),
+            ece: Mutex::new(Default::default()),
+            ep_qp: Mutex::new(None),
+            resources: Mutex::new(Default::default()),
         });
         register(&inner);
         CmId { inner }
@@ -283,7 +307,8 @@ impl CmId {
         let (a, size) = addr::encode(&dst);
         req.dst_addr = a;
         req.dst_size = size;
-        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ADDR, req.as_bytes())
+        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ADDR, req.as_bytes())?;
+        self.sync_wait("rdma_resolve_addr", None)
     }
 
     /// Joins the multicast group `group`, like `rdma_join_multicast` (UD
@@ -333,7 +358,8 @@ impl CmId {
                 _ => e,
             })?;
         groups.insert(group, resp.id);
-        Ok(())
+        drop(groups);
+        self.sync_wait("rdma_join_multicast", None)
     }
 
     /// Leaves a group joined with [`CmId::join_multicast`], like
@@ -374,7 +400,8 @@ impl CmId {
         let mut req = abi::RdmaUcmResolveRoute::new_zeroed();
         req.id = self.inner.kernel_id;
         req.timeout_ms = timeout.as_millis().min(u32::MAX as u128) as u32;
-        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ROUTE, req.as_bytes())
+        self.run(abi::RDMA_USER_CM_CMD_RESOLVE_ROUTE, req.as_bytes())?;
+        self.sync_wait("rdma_resolve_route", None)
     }
 
     /// Listens for connection requests, like `rdma_listen` (`backlog` 0:
@@ -393,10 +420,19 @@ impl CmId {
     /// ESTABLISHED (UD), REJECTED, UNREACHABLE or CONNECT_ERROR follows.
     #[doc(alias = "rdma_connect")]
     pub fn connect(&self, param: &ConnParam) -> Result<()> {
+        self.connect_cmd(param)?;
+        self.sync_wait("rdma_connect", None)
+    }
+
+    /// The CONNECT command alone, with the local ECE options.
+    pub(crate) fn connect_cmd(&self, param: &ConnParam) -> Result<()> {
         let op = "RDMA_USER_CM_CMD_CONNECT";
         let mut req = abi::RdmaUcmConnect::new_zeroed();
-        req.conn_param = param.to_abi(op)?;
+        req.conn_param = self.connect_param(param)?.to_abi(op)?;
         req.id = self.inner.kernel_id;
+        let ece = self.ece_state();
+        req.ece.vendor_id = ece.local.vendor_id;
+        req.ece.attr_mod = ece.local.options;
         self.run(abi::RDMA_USER_CM_CMD_CONNECT, req.as_bytes())
     }
 
@@ -406,11 +442,24 @@ impl CmId {
     /// ([`CmId::accept_qp`] does both).
     #[doc(alias = "rdma_accept")]
     pub fn accept(&self, param: &ConnParam) -> Result<()> {
+        self.accept_cmd(param)?;
+        if self.qp_type() == QpType::Ud {
+            return Ok(());
+        }
+        self.sync_wait("rdma_accept", None)
+    }
+
+    /// The ACCEPT command alone, with the ECE answer (the peer's vendor,
+    /// the local options, as librdmacm's `ucma_copy_ece_param_to_kern_rep`).
+    pub(crate) fn accept_cmd(&self, param: &ConnParam) -> Result<()> {
         let op = "RDMA_USER_CM_CMD_ACCEPT";
         let mut req = abi::RdmaUcmAccept::new_zeroed();
         req.uid = self.inner.uid;
-        req.conn_param = param.to_abi(op)?;
+        req.conn_param = self.accept_param(param)?.to_abi(op)?;
         req.id = self.inner.kernel_id;
+        let ece = self.ece_state();
+        req.ece.vendor_id = ece.remote.vendor_id;
+        req.ece.attr_mod = ece.local.options;
         self.run(abi::RDMA_USER_CM_CMD_ACCEPT, req.as_bytes())
     }
 
@@ -428,6 +477,12 @@ impl CmId {
     /// REJECTED with status 28 (consumer reject) and this private data.
     #[doc(alias = "rdma_reject")]
     pub fn reject(&self, private_data: &[u8]) -> Result<()> {
+        self.reject_with_reason(private_data, 0)
+    }
+
+    /// REJECT with a reason for the kernel (0: the consumer's own, as
+    /// `rdma_reject`).
+    pub(crate) fn reject_with_reason(&self, private_data: &[u8], reason: u8) -> Result<()> {
         let op = "RDMA_USER_CM_CMD_REJECT";
         let mut req = abi::RdmaUcmReject::new_zeroed();
         if private_data.len() > req.private_data.len() {
@@ -440,6 +495,7 @@ impl CmId {
         req.id = self.inner.kernel_id;
         req.private_data[..private_data.len()].copy_from_slice(private_data);
         req.private_data_len = private_data.len() as u8;
+        req.reason = reason;
         self.run(abi::RDMA_USER_CM_CMD_REJECT, req.as_bytes())
     }
 
@@ -449,7 +505,8 @@ impl CmId {
     pub fn disconnect(&self) -> Result<()> {
         let mut req = abi::RdmaUcmDisconnect::new_zeroed();
         req.id = self.inner.kernel_id;
-        self.run(abi::RDMA_USER_CM_CMD_DISCONNECT, req.as_bytes())
+        self.run(abi::RDMA_USER_CM_CMD_DISCONNECT, req.as_bytes())?;
+        self.sync_wait("rdma_disconnect", None)
     }
 
     /// Sets an option of the id, like `rdma_set_option`.

@@ -34,14 +34,23 @@
 
 mod addr;
 mod channel;
+mod ece;
+mod ep;
 mod event;
 mod getaddrinfo;
 mod id;
+mod id_channel;
 mod qp;
+mod resources;
+mod sync;
 mod ud;
 
 pub use channel::{EventChannel, RDMA_CM_PATH};
+pub use ece::{Ece, REJ_VENDOR_OPTION_NOT_SUPPORTED};
+pub use ep::{create_ep, create_ep_with, CmEndpoint, EpQp, EpQpInit, EP_RESOLVE_TIMEOUT};
 pub use event::{CmEvent, CmEventKind, ConnParam, UdParam};
 pub use getaddrinfo::{getaddrinfo, AddrFamily, AddrHints, AiFlags, RdmaAddrInfo, EAI_ADDRFAMILY};
 pub use id::{AddrInfo, CmId, CmOption, PathRecord, PortSpace, RouteInfo};
+pub use resources::{RDMA_MAX_INIT_DEPTH, RDMA_MAX_RESP_RES};
+pub use sync::SyncEvent;
 pub use ud::{UdPeer, RDMA_UDP_QKEY};

@@ -93,10 +93,18 @@ impl CmId {
     }
 
     /// [`CmId::connect`] for `qp` (its number and SRQ use go into `param`).
+    ///
+    /// On a synchronous id ([`CmId::create_sync`]) it then waits for the
+    /// answer and completes a CONNECT_RESPONSE with `qp` as librdmacm does
+    /// for an id with a QP ([`CmEvent::complete_connect`]): it returns once
+    /// the connection is ESTABLISHED.
+    ///
+    /// [`CmEvent::complete_connect`]: super::CmEvent::complete_connect
     pub fn connect_qp(&self, qp: &QueuePair, param: &ConnParam) -> Result<()> {
         let mut p = param.clone();
         p.qp_num = qp.qp_num();
-        self.connect(&p)
+        self.connect_cmd(&p)?;
+        self.sync_wait("rdma_connect", Some(qp))
     }
 
     /// INIT again (the CM's INIT attributes change once a connection exists:
@@ -122,19 +130,36 @@ impl CmId {
 
     /// The passive side's accept with a QP: RTR and RTS (connected QPs),
     /// then [`CmId::accept`] with the QP's number; on failure the QP is
-    /// moved to ERR.
+    /// moved to ERR. As librdmacm's `rdma_accept`, the QP gets the accepted
+    /// resources (RTR's `max_dest_rd_atomic` = `responder_resources`, RTS's
+    /// `max_rd_atomic` = `initiator_depth`; 255, [`super::RDMA_MAX_RESP_RES`],
+    /// takes the request's value capped by the device).
     pub fn accept_qp(&self, qp: &QueuePair, param: &ConnParam) -> Result<()> {
         let mut p = param.clone();
         p.qp_num = qp.qp_num();
-        let result = if qp.qp_type() == QpType::Ud {
-            self.accept(&p)
+        let ud = qp.qp_type() == QpType::Ud;
+        let result = if ud {
+            self.accept_cmd(&p)
         } else {
-            self.modify_qp_to_rts(qp).and_then(|()| self.accept(&p))
+            self.accept_param(&p).and_then(|p| {
+                let r = super::resources::Resources {
+                    responder_resources: p.responder_resources,
+                    initiator_depth: p.initiator_depth,
+                };
+                self.modify_qp_to_rts_with(qp, r)?;
+                self.accept_cmd(&p)
+            })
         };
         if result.is_err() {
             let _ = qp.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE);
         }
-        result
+        result?;
+        if ud {
+            return Ok(());
+        }
+        // A synchronous id waits for ESTABLISHED (librdmacm's ucma_complete
+        // after the ACCEPT; the QP stays as it is if that fails).
+        self.sync_wait("rdma_accept", None)
     }
 
     /// Moves `qp` to ERR (flushing its work requests) and disconnects, as

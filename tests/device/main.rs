@@ -23,6 +23,7 @@ mod cabi_perftest;
 mod cabi_run;
 mod channel;
 mod cm;
+mod cm_ep;
 mod context;
 mod cq_ex;
 mod devinfo;

@@ -256,7 +256,14 @@ mod tests {
         unsafe { rdma_freeaddrinfo(res) };
         // Nothing at all is EINVAL.
         // SAFETY: NULL arguments are checked.
-        let rc = unsafe { rdma_getaddrinfo(core::ptr::null(), core::ptr::null(), core::ptr::null(), &mut res) };
+        let rc = unsafe {
+            rdma_getaddrinfo(
+                core::ptr::null(),
+                core::ptr::null(),
+                core::ptr::null(),
+                &mut res,
+            )
+        };
         assert_eq!(rc, -1);
         assert_eq!(Errno::last(), Errno::EINVAL);
     }

@@ -6,10 +6,10 @@
 //! the route and device after ADDR_RESOLVED / ROUTE_RESOLVED, the new id
 //! of a CONNECT_REQUEST (on the listener's channel, with its context, its
 //! `verbs` and route filled), a CONNECT_RESPONSE for an id with a QP
-//! completed (`CmId::complete_connect`: RTR, RTS, the RTU) and reported as
-//! ESTABLISHED, or CONNECT_ERROR, after which the kernel's REJECTED or
-//! DISCONNECTED for that id are acknowledged unseen; a REJECTED id's QP
-//! moved to ERR; a MULTICAST_JOIN's QP attached to the group. The event's
+//! completed (`CmEvent::complete_connect`: RTR, RTS, the RTU) and reported
+//! as ESTABLISHED, or CONNECT_ERROR (after which uverbs drops the kernel's
+//! REJECTED or DISCONNECTED for that id, as librdmacm's `connect_error`);
+//! a REJECTED id's QP moved to ERR; a MULTICAST_JOIN's QP attached to the group. The event's
 //! memory (its private data too) lives until `rdma_ack_cm_event`, which
 //! acknowledges the uverbs event; `rdma_destroy_id` waits for that.
 
@@ -18,7 +18,7 @@
 use core::ffi::{c_char, c_int, CStr};
 
 use uverbs::{
-    cm::{CmEvent, CmEventKind, ConnParam, UdParam},
+    cm::{CmEvent, CmEventKind, ConnParam, SyncEvent, UdParam},
     sys::Errno,
     QpAttr, QpAttrMask, QpState,
 };
@@ -137,12 +137,25 @@ impl Event {
 
     /// The parameters the id's QP type reports.
     fn set_params(&mut self, ev: &CmEvent) {
-        if let Some(ud) = ev.ud_param() {
+        self.set_either(ev.ud_param(), ev.conn_param());
+    }
+
+    fn set_either(&mut self, ud: Option<UdParam>, conn: Option<ConnParam>) {
+        if let Some(ud) = ud {
             self.set_ud(&ud);
-        } else if let Some(c) = ev.conn_param() {
+        } else if let Some(c) = conn {
             self.set_conn(&c);
         }
     }
+}
+
+/// The C event of a synchronous id's kept event (its `id->event`), for
+/// the id at `id`: freed by `rdma_ack_cm_event` (the library's, when the
+/// next call replaces it or the id goes).
+pub(crate) fn from_sync(id: *mut rdma_cm_id, ev: &SyncEvent) -> *mut rdma_cm_event {
+    let mut e = Event::new(id, ev.kind().raw() as c_int, ev.status());
+    e.set_either(ev.ud_param(), ev.conn_param());
+    e.into_c()
 }
 
 /// Moves the id's QP to ERR (`ucma_modify_qp_err`), if it has one.
@@ -153,9 +166,8 @@ fn qp_to_err(i: &Id) {
     }
     // SAFETY: the id's QP is a live QP of this library while it is set.
     if let Ok(q) = unsafe { Qp::from_c(qp) } {
-        let _ = q
-            .qp
-            .with(|q| q.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE));
+        let _ =
+            q.qp.with(|q| q.modify(&QpAttr::with_state(QpState::Err), QpAttrMask::STATE));
     }
 }
 
@@ -201,12 +213,7 @@ fn process(mut ev: CmEvent, i: &'static Id) -> Outcome {
                 Err(_) => return Outcome::Skip,
             };
             let filled = {
-                let mut st = n.state();
-                if let Some(c) = ev.conn_param() {
-                    st.initiator_depth = c.initiator_depth;
-                    st.responder_resources = c.responder_resources;
-                }
-                st.remote_ece = ev.ece();
+                let st = n.state();
                 match st.uv.as_ref() {
                     Some(uv) => n.fill_route(uv),
                     None => Err(Errno::EINVAL),
@@ -224,41 +231,23 @@ fn process(mut ev: CmEvent, i: &'static Id) -> Outcome {
         }
         CmEventKind::ConnectResponse => {
             e.set_params(&ev);
-            i.state().remote_ece = ev.ece();
             let qp = i.qp();
             if !qp.is_null() {
-                let mut st = i.state();
+                // librdmacm's ucma_process_conn_resp: RTR, RTS and the RTU
+                // (`CmEvent::complete_connect`); the event then reads
+                // ESTABLISHED, or CONNECT_ERROR with status -1 (librdmacm's
+                // `ERR()` value; uverbs keeps the errno in its own event).
                 // SAFETY: the id's QP is a live QP of this library.
-                let done = match (st.uv.as_ref(), unsafe { Qp::from_c(qp) }) {
-                    (Some(uv), Ok(q)) => q
-                        .qp
-                        .with(|q| uv.complete_connect(q))
-                        .map(|r| r.is_ok())
-                        .unwrap_or(false),
-                    _ => false,
-                };
-                if done {
-                    e.c.event = CmEventKind::Established.raw() as c_int;
-                    e.c.status = 0;
-                } else {
-                    e.c.event = CmEventKind::ConnectError.raw() as c_int;
-                    e.c.status = -1;
-                    st.connect_error = true;
-                }
+                let done = unsafe { Qp::from_c(qp) }
+                    .and_then(|q| q.qp.with(|q| ev.complete_connect(q).is_ok()))
+                    .unwrap_or(false);
+                e.c.event = ev.kind().raw() as c_int;
+                e.c.status = if done { 0 } else { -1 };
             }
         }
         CmEventKind::Rejected => {
-            if i.state().connect_error {
-                return Outcome::Skip;
-            }
             e.set_params(&ev);
             qp_to_err(i);
-        }
-        CmEventKind::Disconnected => {
-            if i.state().connect_error {
-                return Outcome::Skip;
-            }
-            e.set_params(&ev);
         }
         CmEventKind::MulticastJoin | CmEventKind::MulticastError => {
             if kind == CmEventKind::MulticastJoin {

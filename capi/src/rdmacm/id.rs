@@ -30,40 +30,34 @@ use uverbs::{
 };
 
 use super::{addr, channel::Channel, fail, multicast::Join, ret, verbs};
+use crate::device::kernel;
 use crate::{
     handle::Handle,
     layout::{
         device::ibv_gid,
+        qp::ibv_qp_init_attr,
         rdmacm::{
-            rdma_addr, rdma_cm_id, rdma_conn_param, rdma_event_channel, rdma_ib_addr,
-            rdma_route,
+            rdma_addr, rdma_cm_event, rdma_cm_id, rdma_conn_param, rdma_event_channel,
+            rdma_ib_addr, rdma_route,
         },
         unsupported::ibv_sa_path_rec,
     },
     qp::Qp,
 };
 
-/// `RDMA_MAX_RESP_RES` / `RDMA_MAX_INIT_DEPTH`: "the device's maximum".
-pub(crate) const RDMA_MAX: u8 = 0xff;
-
 /// What librdmacm keeps beside the C id (`struct cma_id_private`).
 #[derive(Debug, Default)]
 pub(crate) struct State {
     /// The uverbs id; `None` only while a destroy is in progress.
     pub(crate) uv: Option<CmId>,
-    /// The connection failed while completing CONNECT_RESPONSE: the
-    /// kernel's REJECTED / DISCONNECTED that follow are not the program's.
-    pub(crate) connect_error: bool,
-    /// The negotiated RDMA read resources (`id_priv->initiator_depth`,
-    /// `responder_resources`).
-    pub(crate) initiator_depth: u8,
-    pub(crate) responder_resources: u8,
     /// Multicast groups joined.
     pub(crate) joins: Vec<Join>,
-    /// ECE (`vendor_id`, `options`): the program's to offer, the peer's
-    /// from its request or response.
-    pub(crate) local_ece: (u32, u32),
-    pub(crate) remote_ece: (u32, u32),
+    /// `id->channel` is the id's own (a synchronous id's private channel,
+    /// `ucma_create_id` with a NULL channel): freed with the id.
+    pub(crate) own_channel: bool,
+    /// A passive endpoint's QP attributes (`rdma_create_ep`): each id
+    /// `rdma_get_request` returns gets a QP made from them.
+    pub(crate) ep_qp: Option<ibv_qp_init_attr>,
 }
 
 /// A CM id: what `rdma_create_id` returns a pointer to.
@@ -128,13 +122,20 @@ pub(crate) fn qpt_c(t: QpType) -> c_int {
 }
 
 impl Id {
-    /// Boxes a new C id for `uv` on `channel` with the program's
-    /// `context`, registers it, and returns it.
+    /// Boxes a new C id for `uv` on `channel` (NULL: a synchronous id,
+    /// whose `channel` is a C channel of its private one) with the
+    /// program's `context`, registers it, and returns it.
     pub(crate) fn make(
         uv: CmId,
         channel: *mut rdma_event_channel,
         context: *mut c_void,
     ) -> *mut rdma_cm_id {
+        let own_channel = channel.is_null();
+        let channel = if own_channel {
+            Channel::into_c_new(uv.event_channel())
+        } else {
+            channel
+        };
         let uid = uv.uid();
         let ps = ps_c(uv.port_space());
         let qp_type = qpt_c(uv.qp_type());
@@ -172,6 +173,7 @@ impl Id {
             paths: UnsafeCell::new([ibv_sa_path_rec::default(); 2]),
             st: Mutex::new(State {
                 uv: Some(uv),
+                own_channel,
                 ..State::default()
             }),
         });
@@ -202,6 +204,41 @@ impl Id {
         let st = self.state();
         let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
         f(uv).map_err(|e| super::of(&e))
+    }
+
+    /// Runs a call `f` of the uverbs id that a synchronous id completes
+    /// (it waits for the event that answers it), then makes `id->event`
+    /// the event the id kept, as librdmacm's `ucma_complete` leaves it,
+    /// whether the call succeeded or not.
+    pub(crate) fn call(
+        &self,
+        f: impl FnOnce(&Id, &CmId) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let st = self.state();
+        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
+        let r = f(self, uv);
+        if uv.is_sync() {
+            self.set_event(
+                uv.sync_event()
+                    .map(|ev| super::event::from_sync(self.as_c(), &ev)),
+            );
+        }
+        r
+    }
+
+    /// Replaces `id->event` (a synchronous id's kept event), freeing the
+    /// previous one.
+    pub(crate) fn set_event(&self, ev: Option<*mut rdma_cm_event>) {
+        let c = self.c();
+        // SAFETY: the id's field, written under its lock (or by the thread
+        // that owns a new id); the previous event was made by `from_sync`
+        // and is the id's alone.
+        unsafe {
+            let old = core::mem::replace(&mut (*c).event, ev.unwrap_or(null_mut()));
+            if !old.is_null() {
+                super::event::rdma_ack_cm_event(old);
+            }
+        }
     }
 
     /// The id's QP, or NULL.
@@ -269,7 +306,13 @@ impl Id {
             m.remove(&uid);
         }
         // SAFETY: the caller's contract.
-        unsafe { Id::free(p) };
+        let id = unsafe { Id::from_c_owned(p) };
+        id.set_event(None);
+        if id.state().own_channel {
+            // SAFETY: the id's own channel, made in `make`; the program
+            // never destroys it (librdmacm's `ucma_free_id` does).
+            unsafe { Channel::free((*id.c()).channel) };
+        }
     }
 }
 
@@ -303,25 +346,52 @@ fn path_rec(p: &uverbs::cm::PathRecord) -> ibv_sa_path_rec {
     }
 }
 
-/// Creates an id on `channel` (a live channel) in port space `ps`.
+/// Creates an id on `channel` (NULL: a synchronous id) in port space `ps`.
 ///
 /// # Safety
-/// `channel` is a live channel of this library.
+/// `channel` is NULL or a live channel of this library.
 pub(crate) unsafe fn create_on(
     channel: *mut rdma_event_channel,
     context: *mut c_void,
     ps: c_int,
 ) -> Result<*mut rdma_cm_id, Errno> {
-    let ps = ps_from_c(ps)?;
     // SAFETY: the caller's contract.
-    let ch = unsafe { Channel::from_c(channel) }?;
-    let uv = ch.uv.create_id(ps).map_err(|e| super::of(&e))?;
+    unsafe { create_with_type(channel, context, ps, 0) }
+}
+
+/// [`create_on`] with the QP type of an `RDMA_PS_IB` id (`rdma_create_id2`;
+/// 0: RC).
+///
+/// # Safety
+/// As [`create_on`].
+pub(crate) unsafe fn create_with_type(
+    channel: *mut rdma_event_channel,
+    context: *mut c_void,
+    ps: c_int,
+    qp_type: c_int,
+) -> Result<*mut rdma_cm_id, Errno> {
+    let ps = match ps_from_c(ps)? {
+        PortSpace::Ib(_) if qp_type != 0 => PortSpace::Ib(
+            u8::try_from(qp_type)
+                .map(QpType::from_raw)
+                .map_err(|_| Errno::EINVAL)?,
+        ),
+        ps => ps,
+    };
+    let uv = if channel.is_null() {
+        CmId::create_sync_with(kernel(), ps)
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { Channel::from_c(channel) }?.uv.create_id(ps)
+    }
+    .map_err(|e| super::of(&e))?;
     Ok(Id::make(uv, channel, context))
 }
 
 /// `rdma_create_id`: a new id on `channel` for `context` in port space
-/// `ps`; 0 and `*id` set, or -1 and `errno`. A NULL channel (a
-/// synchronous id, whose calls wait for their events) is `ENOSYS` here.
+/// `ps`; 0 and `*id` set, or -1 and `errno`. With a NULL channel the id is
+/// synchronous: its calls wait for the event that answers them, which
+/// stays in `id->event` (`uverbs::cm::CmId::create_sync`).
 ///
 /// # Safety
 /// `channel` is NULL or a live channel; `id` a writable pointer.
@@ -334,9 +404,6 @@ pub unsafe extern "C" fn rdma_create_id(
 ) -> c_int {
     if id.is_null() {
         return fail(Errno::EINVAL);
-    }
-    if channel.is_null() {
-        return fail(Errno::ENOSYS);
     }
     // SAFETY: the caller's contract.
     match unsafe { create_on(channel, context, ps) } {
@@ -353,7 +420,8 @@ pub unsafe extern "C" fn rdma_create_id(
 /// acknowledged (it waits for other threads' acknowledgements, as
 /// librdmacm does; `EBUSY` if the calling thread holds one, where
 /// librdmacm would wait forever). -1 and `errno` on failure, the id
-/// unchanged. The program destroys the id's QP first.
+/// unchanged. The program destroys the id's QP first. A synchronous id's
+/// kept event and channel go with it.
 ///
 /// # Safety
 /// `id` is NULL or a live id of this library, not used after success.
@@ -381,7 +449,7 @@ pub unsafe extern "C" fn rdma_destroy_id(id: *mut rdma_cm_id) -> c_int {
 }
 
 /// `rdma_bind_addr`: binds to a local address and fills the route (and
-/// `verbs` when the address is a device's).
+/// `verbs`, `pd` when the address is a device's).
 ///
 /// # Safety
 /// `id` is NULL or a live id; `addr` NULL or a socket address.
@@ -401,7 +469,8 @@ pub unsafe extern "C" fn rdma_bind_addr(id: *mut rdma_cm_id, addr: *mut c_void) 
 
 /// `rdma_resolve_addr`: resolves `dst_addr` (from `src_addr`, or any
 /// local address that reaches it) within `timeout_ms`; ADDR_RESOLVED or
-/// ADDR_ERROR follows on the channel. `dst_addr` is in the route at once.
+/// ADDR_ERROR follows on the channel (a synchronous id waits for it and
+/// fills its route). `dst_addr` is in the route at once.
 ///
 /// # Safety
 /// `id` is NULL or a live id; the addresses NULL or socket addresses.
@@ -420,25 +489,38 @@ pub unsafe extern "C" fn rdma_resolve_addr(
         // SAFETY: the caller's contract.
         let src = unsafe { addr::opt_from_c(src_addr) }?;
         let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
-        let st = i.state();
-        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        uv.resolve_addr(src, dst, timeout)
-            .map_err(|e| super::of(&e))?;
-        // SAFETY: the id's field, written under its lock.
-        unsafe { (*i.c()).route.addr.dst_addr = addr::to_storage(Some(dst)) };
-        Ok(())
+        i.call(|i, uv| {
+            // SAFETY: the id's field, written under its lock (`call` holds it).
+            unsafe { (*i.c()).route.addr.dst_addr = addr::to_storage(Some(dst)) };
+            uv.resolve_addr(src, dst, timeout)
+                .map_err(|e| super::of(&e))?;
+            if uv.is_sync() {
+                i.fill_route(uv)?;
+            }
+            Ok(())
+        })
     })())
 }
 
-/// `rdma_resolve_route`: ROUTE_RESOLVED or ROUTE_ERROR follows.
+/// `rdma_resolve_route`: ROUTE_RESOLVED or ROUTE_ERROR follows (a
+/// synchronous id waits for it and fills its route).
 ///
 /// # Safety
 /// `id` is NULL or a live id.
 #[export_name = "uverbs_rdma_resolve_route"]
 pub unsafe extern "C" fn rdma_resolve_route(id: *mut rdma_cm_id, timeout_ms: c_int) -> c_int {
     let timeout = Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
-    // SAFETY: the caller's contract.
-    ret(unsafe { Id::from_c(id) }.and_then(|i| i.with(|uv| uv.resolve_route(timeout))))
+    ret((|| {
+        // SAFETY: the caller's contract.
+        let i = unsafe { Id::from_c(id) }?;
+        i.call(|i, uv| {
+            uv.resolve_route(timeout).map_err(|e| super::of(&e))?;
+            if uv.is_sync() {
+                i.fill_route(uv)?;
+            }
+            Ok(())
+        })
+    })())
 }
 
 /// `rdma_listen`: listens (backlog 0: the kernel's default) and fills the
@@ -459,36 +541,23 @@ pub unsafe extern "C" fn rdma_listen(id: *mut rdma_cm_id, backlog: c_int) -> c_i
     })())
 }
 
-/// The device's read/atomic limits (`max_qp_init_rd_atom`,
-/// `max_qp_rd_atom`), librdmacm's `max_initiator_depth` and
-/// `max_responder_resources`.
-fn device_limits(i: &Id) -> Result<(u8, u8), Errno> {
-    // SAFETY: a plain read of a field this library writes.
-    let verbs = unsafe { (*i.c()).verbs };
-    // SAFETY: `verbs` is NULL or a context of this library that lives for
-    // the process (`verbs.rs`).
-    let ctx = unsafe { crate::context::Context::from_c(verbs) }?;
-    let a = ctx.uv.query_device().map_err(|e| super::of(&e))?;
-    let clamp = |v: u32| u8::try_from(v).unwrap_or(u8::MAX);
-    Ok((clamp(a.max_qp_init_rd_atom), clamp(a.max_qp_rd_atom)))
-}
-
-/// The kernel's connection parameters from the program's (librdmacm's
-/// `ucma_copy_conn_param_to_kern`): the QP number and SRQ use from the
-/// id's QP when it has one, the negotiated read resources, retries 7 when
-/// the program gives no parameters.
+/// The connection parameters of the program's `rdma_conn_param` (NULL:
+/// librdmacm's defaults, `ConnParam::max_resources`); `uverbs::cm`
+/// resolves `RDMA_MAX_RESP_RES` / `RDMA_MAX_INIT_DEPTH` (255) against the
+/// device or the request. The QP number and SRQ use come from the id's
+/// QP when it has one (`ucma_copy_conn_param_to_kern`).
 ///
 /// # Safety
 /// `p` is NULL or a readable `rdma_conn_param` whose private data is
 /// readable.
-unsafe fn conn_param(i: &Id, st: &State, p: *const rdma_conn_param) -> ConnParam {
-    let mut c = ConnParam::new()
-        .responder_resources(st.responder_resources)
-        .initiator_depth(st.initiator_depth);
+unsafe fn to_conn_param(i: &Id, p: *const rdma_conn_param) -> ConnParam {
     // SAFETY: the caller's contract.
-    match unsafe { p.as_ref() } {
+    let mut c = match unsafe { p.as_ref() } {
+        None => ConnParam::max_resources(),
         Some(p) => {
-            c = c
+            let mut c = ConnParam::new()
+                .responder_resources(p.responder_resources)
+                .initiator_depth(p.initiator_depth)
                 .flow_control(p.flow_control)
                 .retry_count(p.retry_count)
                 .rnr_retry_count(p.rnr_retry_count)
@@ -504,9 +573,9 @@ unsafe fn conn_param(i: &Id, st: &State, p: *const rdma_conn_param) -> ConnParam
                 };
                 c = c.private_data(d);
             }
+            c
         }
-        None => c = c.retry_count(7).rnr_retry_count(7),
-    }
+    };
     let qp = i.qp();
     if !qp.is_null() {
         // SAFETY: `qp` is the id's live QP (this library's).
@@ -516,37 +585,35 @@ unsafe fn conn_param(i: &Id, st: &State, p: *const rdma_conn_param) -> ConnParam
     c
 }
 
-/// `ucma_valid_param`: a connected id without a QP needs parameters, and
-/// the read resources asked may not exceed the device's.
-///
-/// # Safety
-/// `p` is NULL or a readable `rdma_conn_param`.
-unsafe fn valid_param(i: &Id, p: *const rdma_conn_param, limits: (u8, u8)) -> Result<(), Errno> {
+/// `ucma_valid_param`'s first rule: a connected id without a QP needs
+/// parameters (its QP number is in them).
+fn valid_param(i: &Id, p: *const rdma_conn_param) -> Result<(), Errno> {
     // SAFETY: a plain read of a field set at creation.
-    if unsafe { (*i.c()).ps } != super::RDMA_PS_TCP {
-        return Ok(());
-    }
-    // SAFETY: the caller's contract.
-    let Some(p) = (unsafe { p.as_ref() }) else {
-        return if i.qp().is_null() {
-            Err(Errno::EINVAL)
-        } else {
-            Ok(())
-        };
-    };
-    let (max_init, max_resp) = limits;
-    if (p.responder_resources != RDMA_MAX && p.responder_resources > max_resp)
-        || (p.initiator_depth != RDMA_MAX && p.initiator_depth > max_init)
-    {
+    let tcp = unsafe { (*i.c()).ps } == super::RDMA_PS_TCP;
+    if tcp && p.is_null() && i.qp().is_null() {
         return Err(Errno::EINVAL);
     }
     Ok(())
 }
 
+/// Runs `f` with the uverbs QP of the id's QP, if it has one.
+fn with_qp<R>(
+    i: &Id,
+    f: impl FnOnce(Option<&uverbs::QueuePair>) -> uverbs::Result<R>,
+) -> Result<R, Errno> {
+    let qp = i.qp();
+    if qp.is_null() {
+        return f(None).map_err(|e| super::of(&e));
+    }
+    // SAFETY: `qp` is the id's live QP (this library's).
+    let q = unsafe { Qp::from_c(qp) }?;
+    q.qp.with(|q| f(Some(q)))?.map_err(|e| super::of(&e))
+}
+
 /// `rdma_connect`: sends the connection request (UD: the SIDR request);
-/// with a QP on the id its number goes in the request and its
-/// CONNECT_RESPONSE is answered before the program sees ESTABLISHED
-/// (`event.rs`).
+/// with a QP on the id its number goes in the request, and its
+/// CONNECT_RESPONSE is answered (RTR, RTS, the RTU) before the program
+/// sees ESTABLISHED (`event.rs`; a synchronous id returns after it).
 ///
 /// # Safety
 /// `id` is NULL or a live id; `conn_param` NULL or readable.
@@ -558,30 +625,22 @@ pub unsafe extern "C" fn rdma_connect(
     ret((|| {
         // SAFETY: the caller's contract.
         let i = unsafe { Id::from_c(id) }?;
-        let limits = device_limits(i).unwrap_or((RDMA_MAX, RDMA_MAX));
+        valid_param(i, conn_param)?;
         // SAFETY: the caller's contract.
-        unsafe { valid_param(i, conn_param, limits) }?;
-        let mut st = i.state();
-        // SAFETY: the caller's contract.
-        let p = unsafe { conn_param.as_ref() };
-        st.initiator_depth = match p {
-            Some(p) if p.initiator_depth != RDMA_MAX => p.initiator_depth,
-            _ => limits.0,
-        };
-        st.responder_resources = match p {
-            Some(p) if p.responder_resources != RDMA_MAX => p.responder_resources,
-            _ => limits.1,
-        };
-        // SAFETY: the caller's contract.
-        let param = unsafe { super::id::conn_param(i, &st, conn_param) };
-        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        uv.connect(&param).map_err(|e| super::of(&e))
+        let param = unsafe { to_conn_param(i, conn_param) };
+        i.call(|i, uv| {
+            with_qp(i, |qp| match qp {
+                Some(q) => uv.connect_qp(q, &param),
+                None => uv.connect(&param),
+            })
+        })
     })())
 }
 
 /// `rdma_accept`: accepts the connection request on the id of a
-/// CONNECT_REQUEST; a connected id's QP goes to RTR and RTS first
-/// (`uverbs::cm::CmId::accept_qp`), and to ERR if the accept fails.
+/// CONNECT_REQUEST; a connected id's QP goes to RTR and RTS first with
+/// the accepted resources (`uverbs::cm::CmId::accept_qp`), and to ERR if
+/// the accept fails.
 ///
 /// # Safety
 /// `id` is NULL or a live id; `conn_param` NULL or readable.
@@ -593,41 +652,16 @@ pub unsafe extern "C" fn rdma_accept(
     ret((|| {
         // SAFETY: the caller's contract.
         let i = unsafe { Id::from_c(id) }?;
-        let limits = device_limits(i).unwrap_or((RDMA_MAX, RDMA_MAX));
+        valid_param(i, conn_param)?;
         // SAFETY: the caller's contract.
-        unsafe { valid_param(i, conn_param, limits) }?;
-        let mut st = i.state();
-        // SAFETY: the caller's contract.
-        let p = unsafe { conn_param.as_ref() };
-        st.initiator_depth = match p {
-            Some(p) if p.initiator_depth != RDMA_MAX => p.initiator_depth,
-            _ => st.initiator_depth.min(limits.0),
-        };
-        st.responder_resources = match p {
-            Some(p) if p.responder_resources != RDMA_MAX => p.responder_resources,
-            _ => st.responder_resources.min(limits.1),
-        };
-        // SAFETY: the caller's contract.
-        let param = unsafe { conn_param_for(i, &st, conn_param) };
-        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        let qp = i.qp();
-        if qp.is_null() {
-            return uv.accept(&param).map_err(|e| super::of(&e));
-        }
-        // SAFETY: `qp` is the id's live QP (this library's).
-        let q = unsafe { Qp::from_c(qp) }?;
-        q.qp.with(|q| uv.accept_qp(q, &param))?
-            .map_err(|e| super::of(&e))
+        let param = unsafe { to_conn_param(i, conn_param) };
+        i.call(|i, uv| {
+            with_qp(i, |qp| match qp {
+                Some(q) => uv.accept_qp(q, &param),
+                None => uv.accept(&param),
+            })
+        })
     })())
-}
-
-/// [`conn_param`] under another name, for the accept path's borrow.
-///
-/// # Safety
-/// As [`conn_param`].
-unsafe fn conn_param_for(i: &Id, st: &State, p: *const rdma_conn_param) -> ConnParam {
-    // SAFETY: the caller's contract.
-    unsafe { conn_param(i, st, p) }
 }
 
 /// `rdma_reject`: rejects a connection request, with private data.
@@ -640,20 +674,28 @@ pub unsafe extern "C" fn rdma_reject(
     private_data: *const c_void,
     private_data_len: u8,
 ) -> c_int {
-    let data: &[u8] = if private_data.is_null() || private_data_len == 0 {
-        &[]
-    } else {
-        // SAFETY: the caller's contract.
-        unsafe {
-            core::slice::from_raw_parts(private_data.cast(), usize::from(private_data_len))
-        }
-    };
+    // SAFETY: the caller's contract.
+    let data = unsafe { bytes(private_data, private_data_len) };
     // SAFETY: the caller's contract.
     ret(unsafe { Id::from_c(id) }.and_then(|i| i.with(|uv| uv.reject(data))))
 }
 
+/// The program's private data (`len` bytes at `p`, or none).
+///
+/// # Safety
+/// `p` is NULL or readable for `len` bytes.
+pub(crate) unsafe fn bytes<'a>(p: *const c_void, len: u8) -> &'a [u8] {
+    if p.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { core::slice::from_raw_parts(p.cast(), usize::from(len)) }
+    }
+}
+
 /// `rdma_disconnect`: the id's QP (if any) goes to ERR, flushing its work
-/// requests, then the disconnect is sent; both sides see DISCONNECTED.
+/// requests, then the disconnect is sent; both sides see DISCONNECTED (a
+/// synchronous id waits for it).
 ///
 /// # Safety
 /// `id` is NULL or a live id.
@@ -662,22 +704,18 @@ pub unsafe extern "C" fn rdma_disconnect(id: *mut rdma_cm_id) -> c_int {
     ret((|| {
         // SAFETY: the caller's contract.
         let i = unsafe { Id::from_c(id) }?;
-        let st = i.state();
-        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        let qp = i.qp();
-        if qp.is_null() {
-            return uv.disconnect().map_err(|e| super::of(&e));
-        }
-        // SAFETY: `qp` is the id's live QP (this library's).
-        let q = unsafe { Qp::from_c(qp) }?;
-        q.qp.with(|q| uv.disconnect_qp(q))?
-            .map_err(|e| super::of(&e))
+        i.call(|i, uv| {
+            with_qp(i, |qp| match qp {
+                Some(q) => uv.disconnect_qp(q),
+                None => uv.disconnect(),
+            })
+        })
     })())
 }
 
 /// `rdma_establish`: for an id without a QP, after CONNECT_RESPONSE (the
 /// program moved its own QP to RTS): the RTU. `EINVAL` with a QP on the
-/// id (librdmacm answers the response itself then).
+/// id (the library answers the response itself then).
 ///
 /// # Safety
 /// `id` is NULL or a live id.
@@ -761,9 +799,10 @@ pub unsafe extern "C" fn rdma_set_option(
     })())
 }
 
-/// `rdma_migrate_id`: moves the id and its queued events to `channel`.
-/// A NULL channel (librdmacm then makes the id synchronous) is `ENOSYS`
-/// here.
+/// `rdma_migrate_id`: moves the id and its queued events to `channel`;
+/// with a NULL channel the id becomes synchronous on a private channel of
+/// its own (`uverbs::cm::CmId::migrate_to`). A synchronous id's kept event
+/// is dropped.
 ///
 /// # Safety
 /// `id` is NULL or a live id; `channel` NULL or a live channel.
@@ -775,16 +814,32 @@ pub unsafe extern "C" fn rdma_migrate_id(
     ret((|| {
         // SAFETY: the caller's contract.
         let i = unsafe { Id::from_c(id) }?;
-        if channel.is_null() {
-            return Err(Errno::ENOSYS);
-        }
-        // SAFETY: the caller's contract.
-        let ch = unsafe { Channel::from_c(channel) }?;
-        let st = i.state();
+        let ch = if channel.is_null() {
+            None
+        } else {
+            // SAFETY: the caller's contract.
+            Some(unsafe { Channel::from_c(channel) }?)
+        };
+        let mut st = i.state();
         let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-        uv.migrate(&ch.uv).map_err(|e| super::of(&e))?;
-        // SAFETY: the id's field, written under its lock.
-        unsafe { (*i.c()).channel = channel };
+        uv.migrate_to(ch.map(|c| &c.uv))
+            .map_err(|e| super::of(&e))?;
+        let new = match ch {
+            Some(_) => channel,
+            None => Channel::into_c_new(uv.event_channel()),
+        };
+        let c = i.c();
+        // SAFETY: the id's fields, written under its lock; an own channel
+        // was made by `make` or here and is the id's alone.
+        unsafe {
+            let old = core::mem::replace(&mut (*c).channel, new);
+            if st.own_channel {
+                Channel::free(old);
+            }
+        }
+        st.own_channel = channel.is_null();
+        drop(st);
+        i.set_event(None);
         Ok(())
     })())
 }

@@ -34,6 +34,9 @@ pub(crate) mod qp;
 pub(crate) mod rsocket;
 pub(crate) mod verbs;
 
+#[cfg(test)]
+mod tests;
+
 use core::ffi::c_int;
 
 use uverbs::sys::Errno;

@@ -63,10 +63,7 @@ pub(crate) fn on_event(
     let mgid = ud.and_then(|u| u.ah_attr.grh).map(|g| g.dgid.0);
     let n = st.joins.len();
     let join = match mgid {
-        Some(g) => st
-            .joins
-            .iter_mut()
-            .find(|j| mgid_matches(&g, &j.addr)),
+        Some(g) => st.joins.iter_mut().find(|j| mgid_matches(&g, &j.addr)),
         None => None,
     };
     let join = match join {
@@ -98,7 +95,9 @@ pub(crate) fn on_event(
     Ok(context)
 }
 
-/// Joins `group` for the id at `id`.
+/// Joins `group` for the id at `id`. A synchronous id waits for the
+/// answer, which is then processed as a MULTICAST_JOIN read from a channel
+/// is, and kept in `id->event`.
 ///
 /// # Safety
 /// `id` is NULL or a live id.
@@ -110,17 +109,55 @@ unsafe fn join(
 ) -> Result<(), Errno> {
     // SAFETY: the caller's contract.
     let i = unsafe { Id::from_c(id) }?;
-    let mut st = i.state();
-    let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
-    uv.join_multicast(group, send_only)
-        .map_err(|e| super::of(&e))?;
-    st.joins.push(Join {
-        addr: group,
-        context,
-        send_only,
-        joined: None,
-    });
-    Ok(())
+    let (r, kept) = {
+        let mut st = i.state();
+        let uv = st.uv.as_ref().ok_or(Errno::EINVAL)?;
+        let r = uv.join_multicast(group, send_only);
+        let kept = if uv.is_sync() { uv.sync_event() } else { None };
+        let joined = match &r {
+            Ok(()) => true,
+            // A synchronous join that got its answer is a join (librdmacm
+            // keeps it until left); one refused by the kernel is not.
+            Err(_) => kept.is_some(),
+        };
+        if joined {
+            st.joins.push(Join {
+                addr: group,
+                context,
+                send_only,
+                joined: None,
+            });
+        }
+        (r.map_err(|e| super::of(&e)), kept)
+    };
+    if let Some(ev) = kept {
+        let e = super::event::from_sync(i.as_c(), &ev);
+        let mut kind = ev.kind();
+        let mut status = ev.status();
+        if matches!(
+            kind,
+            CmEventKind::MulticastJoin | CmEventKind::MulticastError
+        ) {
+            match on_event(i, ev.ud_param().as_ref(), kind) {
+                // SAFETY: the event just made, not yet the program's.
+                Ok(ctx) => unsafe { (*e).param.ud.private_data = ctx.cast_const() },
+                Err(_) => {
+                    kind = CmEventKind::MulticastError;
+                    status = -1;
+                }
+            }
+        }
+        // SAFETY: as above.
+        unsafe {
+            (*e).event = kind.raw() as c_int;
+            (*e).status = status;
+        }
+        i.set_event(Some(e));
+        if status != 0 && r.is_ok() {
+            return Err(Errno::EINVAL);
+        }
+    }
+    r
 }
 
 /// `rdma_join_multicast`: joins the group at `addr` as a full member;

@@ -1,8 +1,7 @@
 //! QPs and SRQs for ids: `rdma_create_qp`, `rdma_create_qp_ex`,
 //! `rdma_destroy_qp`, `rdma_init_qp_attr`, `rdma_create_srq`,
 //! `rdma_create_srq_ex`, `rdma_destroy_srq`; and ECE (`rdma_set_local_ece`,
-//! `rdma_get_remote_ece`, `rdma_reject_ece`), which uverbs' connect and
-//! accept do not carry.
+//! `rdma_get_remote_ece`, `rdma_reject_ece`) over `uverbs::cm`'s.
 //!
 //! As librdmacm: the QP is made with this library's `ibv_create_qp_ex` on
 //! `id->verbs` (the PD given, or `id->pd`), with CQs and completion
@@ -16,15 +15,17 @@
 
 use core::{ffi::c_int, ptr::null_mut};
 
-use uverbs::{sys::Errno, QpAttr, QpAttrMask, QpState};
+use uverbs::{cm::Ece, sys::Errno, QpAttr, QpAttrMask, QpState};
 
 use super::{id::Id, ret};
 use crate::{
     handle::Handle,
     layout::{
         pd::ibv_pd,
-        qp::{ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_srq_init_attr,
-             ibv_srq_init_attr_ex},
+        qp::{
+            ibv_qp_attr, ibv_qp_init_attr, ibv_qp_init_attr_ex, ibv_srq_init_attr,
+            ibv_srq_init_attr_ex,
+        },
         rdmacm::rdma_cm_id,
         unsupported::ibv_ece,
     },
@@ -380,9 +381,9 @@ pub unsafe extern "C" fn rdma_destroy_srq(id: *mut rdma_cm_id) {
     destroy_cqs(c);
 }
 
-/// `rdma_set_local_ece`: records the ECE options to offer, as librdmacm
-/// does (`EINVAL` for an id with a QP, a zero vendor or a `comp_mask`).
-/// uverbs' connect and accept carry no ECE, so the peer sees none.
+/// `rdma_set_local_ece`: the ECE options the id's connect or accept
+/// offers (`uverbs::cm::CmId::set_local_ece`; `EINVAL` for an id with a
+/// QP, a zero vendor or a `comp_mask`, as librdmacm).
 ///
 /// # Safety
 /// `id` is NULL or a live id; `ece` NULL or readable.
@@ -396,8 +397,7 @@ pub unsafe extern "C" fn rdma_set_local_ece(id: *mut rdma_cm_id, ece: *mut ibv_e
         if !i.qp().is_null() || e.vendor_id == 0 || e.comp_mask != 0 {
             return Err(Errno::EINVAL);
         }
-        i.state().local_ece = (e.vendor_id, e.options);
-        Ok(())
+        i.with(|uv| uv.set_local_ece(Ece::new(e.vendor_id, e.options)))
     })())
 }
 
@@ -416,30 +416,29 @@ pub unsafe extern "C" fn rdma_get_remote_ece(id: *mut rdma_cm_id, ece: *mut ibv_
         if !i.qp().is_null() {
             return Err(Errno::EINVAL);
         }
-        let (vendor_id, options) = i.state().remote_ece;
+        let r = i.with(|uv| Ok(uv.remote_ece()))?;
         *e = ibv_ece {
-            vendor_id,
-            options,
+            vendor_id: r.vendor_id,
+            options: r.options,
             comp_mask: 0,
         };
         Ok(())
     })())
 }
 
-/// `rdma_reject_ece`: a reject (`rdma_reject` without private data) whose
-/// reason librdmacm sets to "ECE not supported"; uverbs' reject carries
-/// the consumer reason, so this is `EOPNOTSUPP`.
+/// `rdma_reject_ece`: rejects a connection request with IBTA's reason
+/// "vendor option not supported" (`uverbs::cm::CmId::reject_ece`).
 ///
 /// # Safety
-/// None: nothing is dereferenced.
+/// `id` is NULL or a live id; `private_data` readable for its length.
 #[export_name = "uverbs_rdma_reject_ece"]
 pub unsafe extern "C" fn rdma_reject_ece(
     id: *mut rdma_cm_id,
-    _private_data: *const core::ffi::c_void,
-    _private_data_len: u8,
+    private_data: *const core::ffi::c_void,
+    private_data_len: u8,
 ) -> c_int {
-    if id.is_null() {
-        return super::fail(Errno::EINVAL);
-    }
-    super::fail(Errno::EOPNOTSUPP)
+    // SAFETY: the caller's contract.
+    let data = unsafe { super::id::bytes(private_data, private_data_len) };
+    // SAFETY: the caller's contract.
+    ret(unsafe { Id::from_c(id) }.and_then(|i| i.with(|uv| uv.reject_ece(data))))
 }

@@ -89,7 +89,12 @@ pub unsafe extern "C" fn rclose(_socket: c_int) -> c_int {
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rrecv"]
-pub unsafe extern "C" fn rrecv(_socket: c_int, _buf: *mut c_void, _len: usize, _flags: c_int) -> isize {
+pub unsafe extern "C" fn rrecv(
+    _socket: c_int,
+    _buf: *mut c_void,
+    _len: usize,
+    _flags: c_int,
+) -> isize {
     ebadf()
 }
 
@@ -98,7 +103,14 @@ pub unsafe extern "C" fn rrecv(_socket: c_int, _buf: *mut c_void, _len: usize, _
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rrecvfrom"]
-pub unsafe extern "C" fn rrecvfrom(_socket: c_int, _buf: *mut c_void, _len: usize, _flags: c_int, _src: *mut c_void, _addrlen: *mut u32) -> isize {
+pub unsafe extern "C" fn rrecvfrom(
+    _socket: c_int,
+    _buf: *mut c_void,
+    _len: usize,
+    _flags: c_int,
+    _src: *mut c_void,
+    _addrlen: *mut u32,
+) -> isize {
     ebadf()
 }
 
@@ -116,7 +128,12 @@ pub unsafe extern "C" fn rrecvmsg(_socket: c_int, _msg: *mut c_void, _flags: c_i
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rsend"]
-pub unsafe extern "C" fn rsend(_socket: c_int, _buf: *const c_void, _len: usize, _flags: c_int) -> isize {
+pub unsafe extern "C" fn rsend(
+    _socket: c_int,
+    _buf: *const c_void,
+    _len: usize,
+    _flags: c_int,
+) -> isize {
     ebadf()
 }
 
@@ -125,7 +142,14 @@ pub unsafe extern "C" fn rsend(_socket: c_int, _buf: *const c_void, _len: usize,
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rsendto"]
-pub unsafe extern "C" fn rsendto(_socket: c_int, _buf: *const c_void, _len: usize, _flags: c_int, _dest: *const c_void, _addrlen: u32) -> isize {
+pub unsafe extern "C" fn rsendto(
+    _socket: c_int,
+    _buf: *const c_void,
+    _len: usize,
+    _flags: c_int,
+    _dest: *const c_void,
+    _addrlen: u32,
+) -> isize {
     ebadf()
 }
 
@@ -179,7 +203,11 @@ pub unsafe extern "C" fn rwritev(_socket: c_int, _iov: *const c_void, _iovcnt: c
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rgetpeername"]
-pub unsafe extern "C" fn rgetpeername(_socket: c_int, _addr: *mut c_void, _addrlen: *mut u32) -> c_int {
+pub unsafe extern "C" fn rgetpeername(
+    _socket: c_int,
+    _addr: *mut c_void,
+    _addrlen: *mut u32,
+) -> c_int {
     ebadf()
 }
 
@@ -188,7 +216,11 @@ pub unsafe extern "C" fn rgetpeername(_socket: c_int, _addr: *mut c_void, _addrl
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rgetsockname"]
-pub unsafe extern "C" fn rgetsockname(_socket: c_int, _addr: *mut c_void, _addrlen: *mut u32) -> c_int {
+pub unsafe extern "C" fn rgetsockname(
+    _socket: c_int,
+    _addr: *mut c_void,
+    _addrlen: *mut u32,
+) -> c_int {
     ebadf()
 }
 
@@ -197,7 +229,13 @@ pub unsafe extern "C" fn rgetsockname(_socket: c_int, _addr: *mut c_void, _addrl
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rsetsockopt"]
-pub unsafe extern "C" fn rsetsockopt(_socket: c_int, _level: c_int, _optname: c_int, _optval: *const c_void, _optlen: u32) -> c_int {
+pub unsafe extern "C" fn rsetsockopt(
+    _socket: c_int,
+    _level: c_int,
+    _optname: c_int,
+    _optval: *const c_void,
+    _optlen: u32,
+) -> c_int {
     ebadf()
 }
 
@@ -206,7 +244,13 @@ pub unsafe extern "C" fn rsetsockopt(_socket: c_int, _level: c_int, _optname: c_
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_rgetsockopt"]
-pub unsafe extern "C" fn rgetsockopt(_socket: c_int, _level: c_int, _optname: c_int, _optval: *mut c_void, _optlen: *mut u32) -> c_int {
+pub unsafe extern "C" fn rgetsockopt(
+    _socket: c_int,
+    _level: c_int,
+    _optname: c_int,
+    _optval: *mut c_void,
+    _optlen: *mut u32,
+) -> c_int {
     ebadf()
 }
 
@@ -224,7 +268,14 @@ pub unsafe extern "C" fn rfcntl(_socket: c_int, _cmd: c_int) -> c_int {
 /// # Safety
 /// None: nothing is dereferenced.
 #[export_name = "uverbs_riomap"]
-pub unsafe extern "C" fn riomap(_socket: c_int, _buf: *mut c_void, _len: usize, _prot: c_int, _flags: c_int, _offset: i64) -> i64 {
+pub unsafe extern "C" fn riomap(
+    _socket: c_int,
+    _buf: *mut c_void,
+    _len: usize,
+    _prot: c_int,
+    _flags: c_int,
+    _offset: i64,
+) -> i64 {
     ebadf()
 }
 
@@ -258,7 +309,11 @@ pub unsafe extern "C" fn riowrite(
 /// # Safety
 /// As `poll(2)`: `fds` holds `nfds` entries.
 #[export_name = "uverbs_rpoll"]
-pub unsafe extern "C" fn rpoll(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: c_int) -> c_int {
+pub unsafe extern "C" fn rpoll(
+    fds: *mut libc::pollfd,
+    nfds: libc::nfds_t,
+    timeout: c_int,
+) -> c_int {
     // SAFETY: the caller's contract is poll's.
     unsafe { libc::poll(fds, nfds, timeout) }
 }

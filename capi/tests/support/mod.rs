@@ -32,6 +32,11 @@ pub fn staticlib() -> PathBuf {
     built("libibverbs.a")
 }
 
+/// The built `librdmacm.so` (capi/rdmacm/, installed as `librdmacm.so.1`).
+pub fn librdmacm() -> PathBuf {
+    built("librdmacm.so")
+}
+
 /// The built `libmlx5.so` (capi/mlx5/, installed as `libmlx5.so.1`).
 pub fn libmlx5() -> PathBuf {
     built("libmlx5.so")
@@ -40,7 +45,8 @@ pub fn libmlx5() -> PathBuf {
 /// `name` in the profile directory, after building it. `cargo test`
 /// builds the rlib its tests link, never the crates' cdylibs and the
 /// staticlib, so the first test of this process that needs one runs
-/// `cargo build -p uverbs-cabi -p uverbs-cabi-mlx5` with the cargo that
+/// `cargo build -p uverbs-cabi -p uverbs-cabi-mlx5 -p uverbs-cabi-rdmacm`
+/// with the cargo that
 /// built this test, into the same target directory and profile (and
 /// target triple, if one was given): cargo rebuilds what is stale and
 /// nothing else, so a fresh clone's `cargo test --workspace` passes and a
@@ -91,6 +97,8 @@ fn build_libraries() {
             "uverbs-cabi",
             "-p",
             "uverbs-cabi-mlx5",
+            "-p",
+            "uverbs-cabi-rdmacm",
         ])
         .arg("--manifest-path")
         .arg(&workspace)
