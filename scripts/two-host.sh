@@ -357,12 +357,11 @@ xchg() {
       # rdma_cm's REJECTED (the peer's CM rejects a connect to an unbound port).
       grep -q -e "Couldn't connect to" -e 'RDMA_CM_EVENT_REJECTED' $out || break
       [ $(( $(cs) - t0 )) -ge $((CONNECT_SECS * 100)) ] && break
-      # keep what the failed attempt printed (shown before the last one's)
+      # keep what the failed attempt printed (shown apart, on failure)
       { echo "(attempt $n, exit $rc:)"; cat $out; } >> $out.earlier
       n=$((n + 1))
       sleep 0.3
     done
-    [ -f $out.earlier ] && { cat $out.earlier; echo "(attempt $n:)"; cat $out; } > $out.all && mv $out.all $out
     [ $rc = 143 ] && note=" (killed after ${RUN_SECS} s)"
     barrier $((2 * k)) || sync=lost
   fi
@@ -371,6 +370,9 @@ xchg() {
   echo "\$ $cmd"
   cat $out
   echo "=== two-host: end $name $role exit $rc attempts $n cs $(( $(cs) - t0 ))$note"
+  if [ -f $out.earlier ]; then
+    echo "=== two-host: earlier $name $role"; cat $out.earlier; echo "=== two-host: earlier-end $name $role"
+  fi
   [ $sync = ok ] || { echo "=== two-host: lost the other host in exchange $k"; exit 4; }
 }
 EOF
@@ -433,6 +435,11 @@ done
 section() {
   awk -v b="=== two-host: begin $2 $3" -v e="=== two-host: end $2 $3 " \
     '$0 == b { on = 1; next } on && index($0, e) == 1 { exit } on' "$W/$1.log"
+}
+# earlier HOST NAME ROLE: a retried client's earlier attempts
+earlier() {
+  awk -v b="=== two-host: earlier $2 $3" -v e="=== two-host: earlier-end $2 $3" \
+    '$0 == b { on = 1; next } on && $0 == e { exit } on' "$W/$1.log"
 }
 # endline HOST NAME ROLE: "EXIT ATTEMPTS CENTISECONDS[ (NOTE)]", empty if
 # that side never ended
@@ -579,6 +586,8 @@ for i in "${!EX_NAME[@]}"; do
     printf '    %s\n' "${PROBLEMS[@]}"
     echo "    --- server (host $srv):"; sed 's/^/    | /' <<<"${sout:-(no output)}"
     echo "    --- client (host $cli):"; sed 's/^/    | /' <<<"${cout:-(no output)}"
+    ce=$(earlier "$cli" "$name" client)
+    [[ -z $ce ]] || { echo "    --- client's earlier attempts:"; sed 's/^/    | /' <<<"$ce"; }
   fi
 done
 for h in A B; do
