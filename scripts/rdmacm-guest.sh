@@ -31,7 +31,11 @@
 # R<-R (the baseline), O<-O, O server <- R client, R server <- O client:
 #   rping            -s -v / -c -v -V -C 10 -S 64
 #   udaddy           -b ADDR -C 10 / -s ADDR -C 10        (UD, SIDR)
-#   mckey            -m GROUP -b ADDR -C 10 / ... -s      (multicast join)
+#   mckey            -m GROUP -b ADDR -C 10 / ... -s      (multicast join; a
+#                    receiver still waiting 2 s after a good sender run gets
+#                    another, at most 5 in all, reported: on 6.12's rxe
+#                    datagrams to a group are lost now and then, with
+#                    rdma-core alone too)
 #   ucmatose         -b ADDR -c 2 -C 10 / -s ADDR -c 2 -C 10
 #   rdma_server      -s ADDR -p P / rdma_client -s ADDR -p P   (sync ids, rdma_create_ep)
 #   rdma_xserver     -p P / rdma_xclient -s ADDR -p P     (RC; rxe has no XRC)
@@ -237,8 +241,19 @@ xchg() {
   t0=$(cs) note=
   timeout $((READY_SECS + RUN_SECS + GRACE_SECS + 10)) env $(libenv $sl) sh -c "exec $scmd" > /tmp/srv.out 2>&1 &
   spid=$!
+  runs=0
   if ready "$rd" $spid; then
-    timeout $RUN_SECS env $(libenv $cl) sh -c "exec $ccmd" > /tmp/cli.out 2>&1; crc=$?
+    while :; do
+      timeout $RUN_SECS env $(libenv $cl) sh -c "exec $ccmd" > /tmp/cli.out 2>&1; crc=$?
+      runs=$((runs + 1))
+      # mckey: a receiver still waiting 2 s after a good sender run lost
+      # datagrams (on 6.12's rxe, with either library, even rdma-core's
+      # alone): the sender runs again, at most 5 times in all
+      case $rd in mcast:*) ;; *) break ;; esac
+      [ $crc = 0 ] && [ $runs -lt 5 ] || break
+      i=0; while alive $spid && [ $i -lt 20 ]; do sleep 0.1; i=$((i + 1)); done
+      alive $spid || break
+    done
   else
     crc=none note="the server never got ready ($rd)"; : > /tmp/cli.out
   fi
@@ -248,6 +263,7 @@ xchg() {
   wait $spid; src=$?
   echo "$M begin $name server"; echo "\$ $scmd"; cat /tmp/srv.out; echo "$M end $name server exit $src"
   echo "$M begin $name client"; echo "\$ $ccmd"; cat /tmp/cli.out; echo "$M end $name client exit $crc"
+  echo "$M runs $name $runs"
   echo "$M done $name cs $(( $(cs) - t0 ))${note:+ note $note}"
 }
 # libs PROG: where each side's dynamic loader finds the two libraries
@@ -382,6 +398,8 @@ check() {
     why=$(gap "$name" "$k")
     if [[ ${#PROBLEMS[@]} == 0 ]]; then
       PASSED=$((PASSED + 1))
+      runs=$(field "$log" "runs $name")
+      [[ ${runs:-1} -le 1 ]] || SUMMARY="${SUMMARY:+$SUMMARY; }the sender ran $runs times (datagrams lost)"
       printf '[%s] ok      %-24s %s s%s\n' "$k" "$name" "${secs:-?}" "${SUMMARY:+; $SUMMARY}"
       [[ -z $why ]] || printf '[%s]   note: %s passes now: remove it from %s\n' "$k" "$name" "$GAPS"
     elif [[ -n $why ]]; then
