@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # capi/build-static.sh — links a C program written against Debian's
-# <infiniband/verbs.h> into a fully static musl binary over the uverbs-cabi
-# staticlib: no libibverbs, no provider, no dynamic loader.
+# <infiniband/verbs.h> (and <rdma/rdma_cma.h>) into a fully static musl binary
+# over the uverbs-cabi staticlib: no libibverbs, no librdmacm, no provider, no
+# dynamic loader. libibverbs.a defines the rdma_* names of librdmacm.so.1 too,
+# so a program that uses both libraries links this one archive.
 #
 # Usage:
 #   capi/build-static.sh [--glibc-dynamic] OUT [SRC.c...]
 #     (default SRC: capi/tests/c/static_verbs.c)
 #   --glibc-dynamic   instead, build OUT dynamically with the host's gcc and
-#                     glibc, linked against Debian's libibverbs.so.1 (as any
-#                     program built on Debian is): it runs over real
-#                     rdma-core, or over ours with LD_LIBRARY_PATH
+#                     glibc, linked against Debian's libibverbs.so.1 and (if
+#                     it uses it: --as-needed) librdmacm.so.1, as any program
+#                     built on Debian is: it runs over real rdma-core, or over
+#                     ours with LD_LIBRARY_PATH
 #
 # Static recipe (what this does; any C program works the same way):
 #   1. the staticlib for musl: scripts/musl.sh cargo build --release -p uverbs-cabi
@@ -27,7 +30,9 @@
 #
 # Headers: verbs.h from $UVERBS_MLX5DV_INCLUDE, /usr/include or
 # ~/.cache/uverbs-headers-ibverbs (Debian's libibverbs-dev, fetched with
-# apt-get download when missing); kernel headers from $UVERBS_ABI_INCLUDE
+# apt-get download when missing); rdma_cma.h likewise from
+# $UVERBS_RDMACM_INCLUDE, /usr/include or ~/.cache/uverbs-headers-rdmacm
+# (Debian's librdmacm-dev 44); kernel headers from $UVERBS_ABI_INCLUDE
 # or /usr/include (linux-libc-dev). --glibc-dynamic links against the
 # libibverbs.so.1 in ${UVERBS_GUEST_CACHE:-~/.cache/uverbs-guest}/userspace
 # (guest/build-image.sh) or ~/.cache/uverbs-rdma-core-44 (scripts/on-model.sh).
@@ -64,6 +69,21 @@ if [[ -z $VERBS_INC ]]; then
   VERBS_INC=$IBV/usr/include
 fi
 
+# Debian's rdma_cma.h / rdma_verbs.h (librdmacm-dev 44), for rdma_cm programs.
+RDMACM_INC=
+for d in "${UVERBS_RDMACM_INCLUDE:-}" /usr/include "$CACHE/uverbs-headers-rdmacm/usr/include"; do
+  [[ -n $d && -f $d/rdma/rdma_cma.h ]] && { RDMACM_INC=$d; break; }
+done
+if [[ -z $RDMACM_INC ]]; then
+  CMH=$CACHE/uverbs-headers-rdmacm
+  log "fetching librdmacm-dev (rdma_cma.h) into $CMH"
+  mkdir -p "$CMH/debs"
+  (cd "$CMH/debs" && { apt-get download librdmacm-dev >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get download librdmacm-dev; }; }) || die "apt-get download librdmacm-dev failed"
+  dpkg -x "$CMH"/debs/librdmacm-dev_*.deb "$CMH"
+  RDMACM_INC=$CMH/usr/include
+fi
+
 if [[ $DYNAMIC == 1 ]]; then
   LIBDIR=
   for r in "${UVERBS_GUEST_CACHE:-$CACHE/uverbs-guest}/userspace/root" "$CACHE/uverbs-rdma-core-44/root"; do
@@ -71,10 +91,12 @@ if [[ $DYNAMIC == 1 ]]; then
   done
   [[ -n $LIBDIR ]] || die "no Debian libibverbs.so.1: run guest/build-image.sh --kernel 6.1 once"
   L=$LIBDIR/usr/lib/x86_64-linux-gnu
-  "${CC:-cc}" -std=gnu11 -O2 -Wall -Wextra -I "$VERBS_INC" ${UVERBS_ABI_INCLUDE:+-I "$UVERBS_ABI_INCLUDE"} \
-    -o "$OUT" "${SRCS[@]}" "$L/libibverbs.so.1" -Wl,-rpath-link,"$L:$LIBDIR/lib/x86_64-linux-gnu" ||
+  [[ -f $L/librdmacm.so.1 ]] || die "no Debian librdmacm.so.1 beside $L/libibverbs.so.1"
+  "${CC:-cc}" -std=gnu11 -O2 -Wall -Wextra -I "$VERBS_INC" -I "$RDMACM_INC" ${UVERBS_ABI_INCLUDE:+-I "$UVERBS_ABI_INCLUDE"} \
+    -o "$OUT" "${SRCS[@]}" -Wl,--as-needed "$L/librdmacm.so.1" "$L/libibverbs.so.1" -Wl,--no-as-needed \
+    -Wl,-rpath-link,"$L:$LIBDIR/lib/x86_64-linux-gnu" ||
     die "compiling ${SRCS[*]} failed"
-  log "built $OUT (dynamic, glibc, against Debian's libibverbs.so.1)"
+  log "built $OUT (dynamic, glibc, against Debian's $(readelf -d "$OUT" | sed -n 's/.*(NEEDED).*\[\(lib\(ibverbs\|rdmacm\)[^]]*\)\]/\1/p' | tr '\n' ' '))"
   exit 0
 fi
 
@@ -109,7 +131,7 @@ OBJS=()
 for s in "${SRCS[@]}"; do
   o=$WORK/$(basename "${s%.c}").o
   gcc -std=gnu11 -O2 -Wall -Wextra -nostdinc -isystem "$MUSL_INC" -isystem "$GCC_INC" \
-    -isystem "$WORK/kinc" -I "$VERBS_INC" -c "$s" -o "$o" || die "compiling $s failed"
+    -isystem "$WORK/kinc" -I "$VERBS_INC" -I "$RDMACM_INC" -c "$s" -o "$o" || die "compiling $s failed"
   OBJS+=("$o")
 done
 

@@ -279,7 +279,7 @@ def numbered_last(out, tid):
     return k
 
 
-def lib_problem(run, lib, ours_prefix):
+def lib_problem(run, lib, ours_prefix, require_rdmacm=False):
     """Why RUN did not load the libraries it should have (None if it did)."""
     if run is None or not run.libs:
         return None if run is None or run.import_error else "%s: no library map printed" % lib
@@ -290,7 +290,7 @@ def lib_problem(run, lib, ours_prefix):
         if ours_prefix and ibv[0].startswith(ours_prefix):
             return "real: libibverbs from %s" % ibv[0]
         return None
-    for k in ("libibverbs.so", "libmlx5.so", "libefa.so"):
+    for k in ("libibverbs.so", "libmlx5.so", "libefa.so") + (("librdmacm.so",) if require_rdmacm else ()):
         paths = run.libs.get(k, [])
         if not paths or not all(p.startswith(ours_prefix) for p in paths):
             return "ours: %s came from %s, not from %s" % (k + ".1", ",".join(paths) or "nowhere", ours_prefix)
@@ -313,6 +313,8 @@ def main():
                          "real rdma-core and are known not to on ours yet: listed, not failed")
     ap.add_argument("--width", type=int, default=60, help="outcome column width (0: no limit)")
     ap.add_argument("--no-lib-check", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--require-rdmacm", action="store_true",
+                    help="ours must have mapped librdmacm.so from --ours-prefix too")
     ap.add_argument("--skip-must-skip", action="store_true",
                     help="a test skipped on real rdma-core must be skipped (or pass) on ours: "
                          "a failure, an error, a crash or a hang there counts failed")
@@ -347,7 +349,7 @@ def main():
     p = None if opts.no_lib_check else lib_problem(real, "real", opts.ours_prefix)
     if p:
         problems.append(p)
-    p = None if opts.real_only or opts.no_lib_check else lib_problem(ours, "ours", opts.ours_prefix)
+    p = None if opts.real_only or opts.no_lib_check else lib_problem(ours, "ours", opts.ours_prefix, opts.require_rdmacm)
     lib_bad = p is not None
     if p:
         # not our library: nothing of ours was tested, every test fails

@@ -3,9 +3,9 @@
 # python3-pyverbs 44.0-2) in the rxe guest, twice in one boot: first on real
 # rdma-core (Debian's libibverbs, libmlx5, libefa in the guest), then on ours
 # (LD_LIBRARY_PATH=/guest/ours: our libibverbs.so.1 and stub libmlx5.so.1 /
-# libefa.so.1, and our librdmacm.so.1 when DIR has one, else Debian's stays),
-# compared test by test: every test that passes on real rdma-core must pass
-# on ours.
+# libefa.so.1, and our librdmacm.so.1 when DIR has one, else Debian's stays;
+# --rdmacm requires it), compared test by test: every test that passes on
+# real rdma-core must pass on ours.
 #
 # Usage:
 #   scripts/pyverbs-guest.sh --ours DIR [options]   DIR holds libibverbs.so.1,
@@ -19,6 +19,14 @@
 #                          generic modules of guest/PYVERBS.md)
 #   --module-timeout S     bound per module and library (default 60)
 #   --timeout S            bound for the whole guest (default: from the above)
+#   --rdmacm               the rdma_cm comparison: DIR also holds our
+#                          librdmacm.so.1, which the ours run loads instead of
+#                          Debian's (the check of the mapped libraries covers
+#                          it); the modules default to the two that use
+#                          pyverbs.cmid (test_rdmacm, test_mlx5_rdmacm); the
+#                          runner finds rxe0's netdev with `rdma link`
+#                          (pyverbs-run.py --netdev-from-rdma-link), for both
+#                          libraries, so test_rdmacm runs instead of skipping
 #   --exec                 a fresh python3.11 per module instead of a fork of
 #                          one that has imported the suite (~45 s more per
 #                          library and kernel; same outcomes)
@@ -64,13 +72,15 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 MODULES_DEFAULT=(test_device test_pd test_mr test_cq test_cq_events test_cqex test_qp test_qpex
   test_atomic test_addr test_fork test_relaxed_ordering test_odp test_parent_domain
   test_tag_matching test_flow test_rss_traffic test_shared_pd test_rdmacm)
-KERNELS=(6.1 6.12) OURS= GAPS= REAL_ONLY=0 MODULES=() MTIMEOUT=60 TIMEOUT= EXEC=0 TABLE=all MD=0 KEEP= PREPARE=0 SELF_TEST=0 RETRY=5
+RDMACM_MODULES=(test_rdmacm test_mlx5_rdmacm)
+RDMACM=0 KERNELS=(6.1 6.12) OURS= GAPS= REAL_ONLY=0 MODULES=() MTIMEOUT=60 TIMEOUT= EXEC=0 TABLE=all MD=0 KEEP= PREPARE=0 SELF_TEST=0 RETRY=5
 need() { [[ $1 -ge 2 ]] || usage; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kernel) need $#; case $2 in all) KERNELS=(6.1 6.12) ;; 6.1|6.12) KERNELS=("$2") ;; *) usage ;; esac; shift 2 ;;
     --ours) need $#; OURS=$2; shift 2 ;;
     --real-only) REAL_ONLY=1; shift ;;
+    --rdmacm) RDMACM=1; shift ;;
     --module) need $#; MODULES+=("$2"); shift 2 ;;
     --module-timeout) need $#; MTIMEOUT=$2; shift 2 ;;
     --timeout) need $#; TIMEOUT=$2; shift 2 ;;
@@ -86,7 +96,11 @@ while [[ $# -gt 0 ]]; do
     *) log "unknown argument: $1"; usage ;;
   esac
 done
-[[ ${#MODULES[@]} -gt 0 ]] || MODULES=("${MODULES_DEFAULT[@]}")
+if [[ ${#MODULES[@]} == 0 ]]; then
+  MODULES=("${MODULES_DEFAULT[@]}")
+  [[ $RDMACM == 1 ]] && MODULES=("${RDMACM_MODULES[@]}")
+fi
+[[ $RDMACM == 0 || $EXEC == 0 ]] || die "--rdmacm patches the preloaded suite: not with --exec"
 [[ $MTIMEOUT =~ ^[0-9]+$ ]] || die "--module-timeout takes seconds"
 [[ $RETRY =~ ^[0-9]+$ ]] || die "--retry takes a number"
 if [[ $PREPARE == 0 && $SELF_TEST == 0 ]]; then
@@ -300,7 +314,9 @@ ADDS=(--add "$TREE/usr:/usr" --add "$ROOT/scripts/pyverbs-run.py:/guest/pyverbs-
 if [[ -n $OURS ]]; then
   [[ -d $OURS ]] || die "--ours $OURS: not a directory"
   mkdir -p "$WORK/ours"
-  for n in libibverbs.so.1 libmlx5.so.1 libefa.so.1; do
+  OURS_LIBS=(libibverbs.so.1 libmlx5.so.1 libefa.so.1)
+  [[ $RDMACM == 1 ]] && OURS_LIBS+=(librdmacm.so.1)
+  for n in "${OURS_LIBS[@]}"; do
     if [[ ! -e $OURS/$n ]]; then
       hint=
       [[ -e $OURS/${n%.1} ]] && hint=" (there is ${n%.1}: name it $n)"
@@ -330,6 +346,7 @@ fi
 NONCE=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
 run_args="--nonce $NONCE --tests /usr/share/doc/rdma-core/tests --dev rxe0 --port 1 --timeout $MTIMEOUT"
 [[ $EXEC == 1 ]] && run_args+=" --exec"
+[[ $RDMACM == 1 ]] && run_args+=" --netdev-from-rdma-link"
 M="=== pyverbs:$NONCE:"
 {
   echo 'G=${UVERBS_TEST_GID_INDEX:-1}'
@@ -371,6 +388,7 @@ for k in "${KERNELS[@]}"; do
   [[ $REAL_ONLY == 1 ]] && cmp+=(--real-only)
   [[ $MD == 1 ]] && cmp+=(--markdown)
   [[ -n $GAPS ]] && cmp+=(--known-gaps "$GAPS")
+  [[ $RDMACM == 1 ]] && cmp+=(--require-rdmacm)
   [[ -f $console ]] || : > "$console"
   hpy "$ROOT/scripts/pyverbs-compare.py" "${cmp[@]}" "$console" || status=1
   [[ $rc == 0 ]] || status=1

@@ -6,7 +6,16 @@ and prints each module's unittest verbose output between markers on stdout,
 for scripts/pyverbs-compare.py to parse.
 
     python3.11 pyverbs-run.py --lib NAME --nonce N --tests DIR
-        [--dev rxe0] [--port 1] [--gid 1] [--timeout S] [--exec] [--no-list] ITEM...
+        [--dev rxe0] [--port 1] [--gid 1] [--timeout S] [--exec] [--no-list]
+        [--netdev-from-rdma-link] ITEM...
+
+--netdev-from-rdma-link (fork mode only): v44's RDMATestCase finds a device's
+IP address through /sys/class/infiniband/DEV/device/net/, which rxe does not
+have, so every RDMACMBaseTest (test_rdmacm) skips with "doesn't have net
+interface". This option replaces, in the preloaded suite, the lookup of the
+network device by what `rdma -j link show DEV/PORT` names (rdma-core v46's
+tests ask `rdma link` the same way), for real rdma-core and ours alike; the
+IP and MAC then come from the suite's own `ip -j addr show` as before.
 
 An ITEM is a module (test_qp: `-k tests.test_qp.`) or a test id
 (tests.test_cq.CQTest.test_resize_cq: `-k` that id, for a retry). Every item
@@ -69,6 +78,37 @@ def preload(tests_dir):
     import args_parser  # noqa: F401  (run_tests.py's first import)
 
     SourceFileLoader("tests", os.path.join(tests_dir, "__init__.py")).load_module()
+
+
+def netdev_from_rdma_link():
+    """Patch tests.base.RDMATestCase._get_ip_mac (see --netdev-from-rdma-link)."""
+    import json
+    import subprocess
+
+    cls = sys.modules["tests.base"].RDMATestCase
+    sysfs_lookup = cls._get_ip_mac
+
+    def netdev(dev, port):
+        try:
+            out = subprocess.check_output(["rdma", "-j", "link", "show", "%s/%s" % (dev, port)])
+            links = json.loads(out.decode())
+        except (OSError, subprocess.CalledProcessError, ValueError):
+            return None
+        return links[0].get("netdev") if links else None
+
+    def _get_ip_mac(self, dev, port, idx):
+        if os.path.exists("/sys/class/infiniband/{}/device/net/".format(dev)):
+            return sysfs_lookup(self, dev, port, idx)
+        name = netdev(dev, port)
+        ip_addr = mac_addr = None
+        if name:
+            try:
+                ip_addr, mac_addr = self.get_ip_mac_address(name)
+            except (KeyError, IndexError):
+                pass
+        self.args.append([dev, port, idx, ip_addr, mac_addr])
+
+    cls._get_ip_mac = _get_ip_mac
 
 
 def child_main(run_tests, argv, log):
@@ -179,6 +219,8 @@ def main():
     ap.add_argument("--exec", action="store_true", help="a fresh python per module")
     ap.add_argument("--no-list", action="store_true", help="no --list-tests run")
     ap.add_argument("--work", default="/tmp/pyverbs")
+    ap.add_argument("--netdev-from-rdma-link", action="store_true",
+                    help="find a device's netdev with `rdma link` (fork mode)")
     ap.add_argument("items", nargs="+", metavar="ITEM", help="a module or a test id")
     opts = ap.parse_args()
     mark = "=== pyverbs:%s:" % opts.nonce
@@ -191,6 +233,11 @@ def main():
     # The import is the probe: which libibverbs/libmlx5/libefa this process got.
     try:
         preload(opts.tests)
+        if opts.netdev_from_rdma_link:
+            if opts.exec:
+                raise SystemExit("--netdev-from-rdma-link patches the preloaded suite: not with --exec")
+            netdev_from_rdma_link()
+            print(mark, "patched", lib, "RDMATestCase._get_ip_mac: netdev from rdma link")
     except BaseException:
         print(mark, "import-failed", lib)
         traceback.print_exc(file=sys.stdout)

@@ -29,9 +29,14 @@
 #      and libmlx5.so.1,
 #      and the fully static musl C program in the musl run); then
 #      rdma-core's pyverbs tests on both kernels, on real rdma-core and on
-#      ours, compared test by test (scripts/pyverbs-guest.sh);
-#   5. two hosts on a virtual wire: our CLI against rdma-core's tools between
-#      two guests (scripts/two-host.sh), kernel 6.1 with the glibc build,
+#      ours, compared test by test (scripts/pyverbs-guest.sh); then rdma_cm
+#      on both kernels: Debian's rdma_cm tools, capi/tests/c/cm_notify.c and
+#      the static musl capi/tests/c/static_rping.c over our librdmacm.so.1
+#      and rdma-core's (scripts/rdmacm-guest.sh), and pyverbs' CM tests over
+#      both (scripts/pyverbs-guest.sh --rdmacm);
+#   5. two hosts on a virtual wire: our CLI against rdma-core's tools, and
+#      Debian's rdma_cm tools over our librdmacm.so.1 against rdma-core's,
+#      between two guests (scripts/two-host.sh --rdmacm), kernel 6.1 with the glibc build,
 #      kernel 6.12 with the musl build;
 #   6. packaging and toolchains: `cargo package --workspace` (the two
 #      published crates, uverbs-abi first, each built from its package;
@@ -139,8 +144,8 @@ fi
 # The C libraries, built here for the steps after the host tests (guest,
 # model, pyverbs). capi's host tests would build them themselves
 # (capi/tests/support/mod.rs), without --features uverbs/tokio.
-step "the C libraries (capi/): libibverbs.so, libibverbs.a and libmlx5.so"
-cargo build -p uverbs-cabi -p uverbs-cabi-mlx5
+step "the C libraries (capi/): libibverbs.so, libibverbs.a, libmlx5.so and librdmacm.so"
+cargo build -p uverbs-cabi -p uverbs-cabi-mlx5 -p uverbs-cabi-rdmacm
 
 step "host tests"
 cargo test --workspace --features uverbs/tokio 2>&1 | tee "$LOGS/host.log"
@@ -150,13 +155,15 @@ if [[ $LOOM == 1 ]]; then
   scripts/loom.sh 2>&1 | tee "$LOGS/loom.log"
 fi
 
-# The C libraries as programs load them: libibverbs.so.1 and libmlx5.so.1
-# (ours) and the stub libefa.so.1, in one directory for LD_LIBRARY_PATH.
+# The C libraries as programs load them: libibverbs.so.1, libmlx5.so.1 and
+# librdmacm.so.1 (ours) and the stub libefa.so.1, in one directory for
+# LD_LIBRARY_PATH (the pyverbs steps take librdmacm.so.1 only with --rdmacm).
 OURS=$ROOT/target/pyverbs-ours
-if [[ $RDMA_CORE == 1 || $GUEST == 1 ]]; then
+if [[ $RDMA_CORE == 1 || $GUEST == 1 || $TWO_HOST == 1 ]]; then
   rm -rf "$OURS"; mkdir -p "$OURS"
   cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
   cp "$ROOT/target/debug/libmlx5.so" "$OURS/libmlx5.so.1"
+  cp "$ROOT/target/debug/librdmacm.so" "$OURS/librdmacm.so.1"
   capi/stubs/build.sh "$OURS" >&2
 fi
 
@@ -227,15 +234,27 @@ if [[ $GUEST == 1 ]]; then
     guest_step "pyverbs-$k" scripts/pyverbs-guest.sh --kernel "$k" --ours "$OURS" \
       --known-gaps capi/pyverbs-known-gaps.txt --table changed
   done
+  # rdma_cm: Debian's tools, cm_notify (seed 003) and the static musl
+  # static_rping over our librdmacm.so.1 against rdma-core's, in one guest;
+  # then pyverbs' CM tests over both, test by test.
+  static=(); [[ $MUSL == 1 ]] || static=(--no-static)
+  for k in 6.1 6.12; do
+    step "rdma_cm tools, cm_notify and static_rping in the rxe guest, kernel $k: ours against rdma-core"
+    guest_step "rdmacm-$k" scripts/rdmacm-guest.sh --kernel "$k" --ours "$OURS" "${static[@]}" \
+      --known-gaps capi/rdmacm-known-gaps.txt
+    step "pyverbs' CM tests in the rxe guest, kernel $k: real rdma-core, then our librdmacm"
+    guest_step "pyverbs-cm-$k" scripts/pyverbs-guest.sh --kernel "$k" --ours "$OURS" --rdmacm \
+      --known-gaps capi/pyverbs-cm-known-gaps.txt --table all
+  done
 fi
 
 if [[ $TWO_HOST == 1 ]]; then
   step "two hosts on a virtual wire: kernel 6.1, glibc build"
-  guest_step two-host-6.1 scripts/two-host.sh --kernel 6.1
+  guest_step two-host-6.1 scripts/two-host.sh --kernel 6.1 --rdmacm "$OURS" --known-gaps capi/rdmacm-known-gaps.txt
   musl=() build=glibc
   [[ $MUSL == 1 ]] && musl=(--musl) build="static musl"
   step "two hosts on a virtual wire: kernel 6.12, $build build"
-  guest_step two-host-6.12 scripts/two-host.sh --kernel 6.12 "${musl[@]}"
+  guest_step two-host-6.12 scripts/two-host.sh --kernel 6.12 "${musl[@]}" --rdmacm "$OURS" --known-gaps capi/rdmacm-known-gaps.txt
 fi
 
 if [[ $PACKAGE == 1 ]]; then

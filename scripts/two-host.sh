@@ -5,6 +5,7 @@
 #
 # Usage:
 #   scripts/two-host.sh [--kernel 6.1|6.12] [--musl] [--uverbs BIN]
+#                       [--rdmacm DIR [--debian-rdmacm] [--known-gaps FILE]]
 #                       [--timeout S] [--keep]
 #
 # Builds `cargo build --bin uverbs` (--musl: `scripts/musl.sh cargo build
@@ -31,6 +32,22 @@
 #                rdma-core on both sides, a sanity check of the wire only:
 #                `uverbs perf` runs both of its sides on one device (loopback)
 #                and does not speak perftest's TCP handshake.
+# With --rdmacm DIR (our librdmacm.so.1, libibverbs.so.1, libmlx5.so.1 and
+# the stub libefa.so.1, put at /guest/ours on both hosts): Debian's rdma_cm
+# programs across the wire, each side over our librdmacm (O: LD_LIBRARY_PATH=
+# /guest/ours) or rdma-core's (R), in three pairs each: O(A) server <- R(B)
+# client, R(B) server <- O(A) client, O(B) server <- O(A) client:
+#   rping -C 20 -V, udaddy -C 10, mckey -C 10 (239.1.2.N; receiver = server),
+#   ucmatose -c 2 -C 10, rdma_server/rdma_client, rdma_xserver/rdma_xclient
+#   (RC), ib_send_bw -R, ib_write_lat -R (perftest over rdma_cm).
+#   The server host waits until the kernel shows its listener (`rdma res show
+#   cm_id`; mckey: its IGMP group joined and the receiver busy-polling its CQ,
+#   so attached), then meets the client host at a
+#   barrier, so the client starts once. --debian-rdmacm: DIR has no
+#   librdmacm.so.1 and O is Debian's librdmacm over our libibverbs (development).
+#   --known-gaps FILE: `GLOB  reason` lines (bash globs on exchange names, e.g.
+#   cm-rdma-server-*, or on KERNEL/NAME; capi/rdmacm-known-gaps.txt): a failed exchange there is
+#   listed with its reason and counted ignored.
 # What is checked (on this host, from both guests' consoles):
 #   every exchange: both sides exit 0 (a client's retries are only for
 #     "server not listening yet" failures);
@@ -42,6 +59,9 @@
 #     server the 20 `server ping data:` lines that rping's pattern gives for
 #     pings 0..19, in order (the data went client -> server by RDMA READ and
 #     back by RDMA WRITE);
+#   rdma_cm programs: rping as above; udaddy, mckey and ucmatose print
+#     "data transfers complete" and "return status 0" on both sides;
+#     rdma_server/rdma_client and rdma_xserver/rdma_xclient print "end 0";
 #   perftest (run with -F): the client's result row has the size and
 #     iteration count asked for and a positive bandwidth / latency; when
 #     perftest's own CPU clock calibration failed (it says so: r^2 < 0.9, seen
@@ -68,13 +88,16 @@ log() { printf '[two-host] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed -n 's/^# \{0,1\}//p' >&2; exit 2; }
 
-KERNEL=6.1 MUSL=0 UVERBS= TIMEOUT=300 KEEP=0
+KERNEL=6.1 MUSL=0 UVERBS= TIMEOUT=300 KEEP=0 RDMACM= DEBIAN_RDMACM=0 GAPS=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --kernel) [[ $# -ge 2 ]] || usage; KERNEL=$2; shift 2 ;;
     --musl) MUSL=1; shift ;;
     --uverbs) [[ $# -ge 2 ]] || usage; UVERBS=$2; shift 2 ;;
     --timeout) [[ $# -ge 2 ]] || usage; TIMEOUT=$2; shift 2 ;;
+    --rdmacm) [[ $# -ge 2 ]] || usage; RDMACM=$2; shift 2 ;;
+    --debian-rdmacm) DEBIAN_RDMACM=1; shift ;;
+    --known-gaps) [[ $# -ge 2 ]] || usage; GAPS=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     -h|--help) usage ;;
     *) log "unknown argument: $1"; usage ;;
@@ -82,6 +105,17 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $KERNEL == 6.1 || $KERNEL == 6.12 ]] || die "--kernel 6.1|6.12"
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout takes seconds"
+[[ -z $RDMACM || $TIMEOUT -ge 600 ]] || TIMEOUT=600   # 24 more exchanges
+GAP_GLOB=() GAP_WHY=()
+if [[ -n $GAPS ]]; then
+  [[ -f $GAPS ]] || die "--known-gaps $GAPS: no such file"
+  while read -r g why; do
+    [[ -z $g || $g == \#* ]] && continue
+    GAP_GLOB+=("$g") GAP_WHY+=("$why")
+  done < "$GAPS"
+fi
+# gap NAME: a glob matches NAME, or KERNEL/NAME (an entry for one kernel)
+gap() { local i; for i in "${!GAP_GLOB[@]}"; do [[ $1 == ${GAP_GLOB[$i]} || $KERNEL/$1 == ${GAP_GLOB[$i]} ]] && { echo "${GAP_WHY[$i]}"; return 0; }; done; return 0; }
 START=$(date +%s)
 
 # Iterations: small (two TCG guests share 2 cores; an RC round trip of 4 KiB
@@ -121,6 +155,23 @@ W=$(mktemp -d "$REPO/target/two-host/$KERNEL-$(date +%Y%m%d-%H%M%S)-XXXXXX")
 # bytes, and a comma would end QEMU's option value.
 WIRE=$(mktemp -d "${TMPDIR:-/tmp}/uverbs-wire.XXXXXX")
 [[ $WIRE != *,* && ${#WIRE} -lt 90 ]] || die "TMPDIR unsuitable for unix sockets: $WIRE"
+# --rdmacm: our libraries, stripped, for /guest/ours on both hosts
+OURS_ADD=()
+if [[ -n $RDMACM ]]; then
+  [[ -d $RDMACM ]] || die "--rdmacm $RDMACM: not a directory"
+  mkdir -p "$W/ours"
+  libs=(libibverbs.so.1 libmlx5.so.1 libefa.so.1)
+  if [[ $DEBIAN_RDMACM == 1 ]]; then
+    [[ ! -e $RDMACM/librdmacm.so.1 ]] || die "--debian-rdmacm, but $RDMACM has a librdmacm.so.1"
+  else
+    libs+=(librdmacm.so.1)
+  fi
+  for n in "${libs[@]}"; do
+    [[ -e $RDMACM/$n ]] || die "--rdmacm $RDMACM has no $n"
+    objcopy --strip-debug "$RDMACM/$n" "$W/ours/$n" 2>/dev/null || cp -L "$RDMACM/$n" "$W/ours/$n"
+  done
+  OURS_ADD=(--add "$W/ours:/guest/ours")
+fi
 # PID: the run-guest.sh of each host still running (unset once reaped)
 declare -A PID=()
 STATUS=1
@@ -139,8 +190,10 @@ trap 'exit 130' INT TERM
 # NAME SERVER_HOST KIND SERVER_CMD CLIENT_CMD (run by the guest's sh -c, with
 # $U our CLI, $D the device, $G the RoCE v2 GID index, $ME this host's IP and
 # $PEER the other's exported; the client gets the server's address).
-EX_NAME=() EX_SRV=() EX_KIND=() EX_SCMD=() EX_CCMD=() EX_DESC=()
-ex() { EX_NAME+=("$1") EX_SRV+=("$2") EX_KIND+=("$3") EX_SCMD+=("$4") EX_CCMD+=("$5") EX_DESC+=("$6"); }
+# An optional 7th field READY (listen:PORT or mcast:HEXGROUP) makes the
+# client wait until the server host saw its server get there.
+EX_NAME=() EX_SRV=() EX_KIND=() EX_SCMD=() EX_CCMD=() EX_DESC=() EX_READY=()
+ex() { EX_NAME+=("$1") EX_SRV+=("$2") EX_KIND+=("$3") EX_SCMD+=("$4") EX_CCMD+=("$5") EX_DESC+=("$6") EX_READY+=("${7:-}"); }
 pp_args() { echo "-d \$D -g \$G -p $1 -n $PP_ITERS${2:+ $2}"; }
 port=18700
 for t in rc ud; do
@@ -171,6 +224,37 @@ ex perftest-write-bw A bw "ib_write_bw -F -d \$D -x \$G -p 18741 -n $BW_ITERS -s
 ex perftest-send-lat B lat "ib_send_lat -F -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE" \
    "ib_send_lat -F -d \$D -x \$G -p 18742 -n $LAT_ITERS -s $LAT_SIZE \$PEER" \
    "ib_send_lat  rdma-core(B) server <- rdma-core(A) client (wire check)"
+
+# rdma_cm programs over our librdmacm (O) and rdma-core's (R), across the wire.
+CM_MSGS=10
+if [[ -n $RDMACM ]]; then
+  O="env LD_LIBRARY_PATH=/guest/ours "
+  cmp=18800 grp=1
+  # cm NAME-STEM KIND READY SERVER_PROG CLIENT_PROG SERVER_ARGS CLIENT_ARGS:
+  # the three pairs; @P@ in READY and the arguments is the port, $cmp for
+  # the first pair, +100 and +200 for the others
+  cm() {
+    local stem=$1 kind=$2 ready=$3 sp=$4 cp=$5 sargs=$6 cargs=$7 j p pair srv scmd ccmd desc
+    for j in 0 1 2; do
+      p=$((cmp + 100 * j))
+      case $j in
+        0) pair=O-srv-A srv=A scmd="$O$sp" ccmd="$cp" desc="ours(A) server <- rdma-core(B) client" ;;
+        1) pair=O-cli-A srv=B scmd="$sp" ccmd="$O$cp" desc="rdma-core(B) server <- ours(A) client" ;;
+        2) pair=O-both srv=B scmd="$O$sp" ccmd="$O$cp" desc="ours(B) server <- ours(A) client" ;;
+      esac
+      ex "$stem-$pair" "$srv" "$kind" "$scmd ${sargs//@P@/$p}" "$ccmd ${cargs//@P@/$p}" \
+        "cm $(printf '%-12s' "$sp") $desc" "${ready//@P@/$p}"
+    done
+  }
+  cmp=$((cmp + 1)); cm cm-rping rping "listen:@P@" rping rping "$(rp_srv @P@)" "$(rp_cli @P@)"
+  cm cm-udaddy cm-lines listen:7174 udaddy udaddy "-b \$ME -C $CM_MSGS" "-s \$PEER -C $CM_MSGS"
+  g=$((grp++)); cm cm-mckey-$g cm-lines "mcast:$(printf '%02X0201EF' "$g")" mckey mckey "-m 239.1.2.$g -b \$ME -C $CM_MSGS" "-m 239.1.2.$g -b \$ME -s -C $CM_MSGS"
+  cmp=$((cmp + 1)); cm cm-ucmatose cm-lines "listen:@P@" ucmatose ucmatose "-b \$ME -p @P@ -c 2 -C $CM_MSGS" "-s \$PEER -p @P@ -c 2 -C $CM_MSGS"
+  cmp=$((cmp + 1)); cm cm-rdma-server cm-end "listen:@P@" rdma_server rdma_client "-s \$ME -p @P@" "-s \$PEER -p @P@"
+  cmp=$((cmp + 1)); cm cm-rdma-xserver cm-end "listen:@P@" rdma_xserver rdma_xclient "-c r -p @P@" "-c r -s \$PEER -p @P@"
+  cmp=$((cmp + 1)); cm cm-send-bw bw "listen:@P@" ib_send_bw ib_send_bw "-R -F -d \$D -p @P@ -n $BW_ITERS -s $BW_SIZE" "-R -F -d \$D -p @P@ -n $BW_ITERS -s $BW_SIZE \$PEER"
+  cmp=$((cmp + 1)); cm cm-write-lat lat "listen:@P@" ib_write_lat ib_write_lat "-R -F -d \$D -p @P@ -n $LAT_ITERS -s $LAT_SIZE" "-R -F -d \$D -p @P@ -n $LAT_ITERS -s $LAT_SIZE \$PEER"
+fi
 
 # ---------------------------------------------------------------- guest script
 # sq STR: single-quote STR for a POSIX shell
@@ -215,16 +299,47 @@ until ping -c 1 -W 1 "$PEER" >/dev/null 2>&1; do
 done
 barrier 0 || { echo "=== two-host: lost the other host at barrier 0"; exit 4; }
 echo "=== two-host: wire up: $SELF $ME -> $PEER after $i lost ping(s)"
-# xchg K NAME SERVER_HOST SERVER_CMD CLIENT_CMD: play this host's side of
-# exchange K, print its output between markers, then meet the other host.
+# ready SPEC PID: wait (at most 20 s) until the kernel shows the server's
+# rdma_cm listener on the port (listen:PORT) or its multicast group joined
+# (mcast:HEXGROUP as /proc/net/igmp prints it; then 1 s for its QP attach)
+ready() {
+  rt=$(cs)
+  busy=0
+  while :; do
+    case $1 in
+      # (+0.3 s: a wildcard listener's per-device id shows LISTEN a moment
+      # before its IB CM listen exists, cma.c rdma_listen then cma_ib_listen;
+      # a REQ in between is rejected, reason 8, seen once under load)
+      listen:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:${1#listen:} " && { sleep 0.3; return 0; } ;;
+      # joined, and then busy-polling its CQ: mckey's receiver reads the JOIN
+      # event (a blocking read), attaches its QP and only then polls; three
+      # samples in a row outside any system call (running or preempted)
+      mcast:*) if grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null; then
+          read -r sc _ < /proc/$2/syscall 2>/dev/null
+          case $sc in running|-1) busy=$((busy + 1)); [ $busy -ge 3 ] && return 0 ;; *) busy=0 ;; esac
+        fi ;;
+    esac
+    alive $2 || return 1
+    [ $(( $(cs) - rt )) -ge 2000 ] && return 1
+    sleep 0.1
+  done
+}
+# xchg K NAME SERVER_HOST SERVER_CMD CLIENT_CMD [READY]: play this host's side
+# of exchange K, print its output between markers, then meet the other host.
+# With READY the server host first waits for its server (ready above), then
+# both meet at barrier 2000+K and the client starts.
 xchg() {
-  k=$1 name=$2
+  k=$1 name=$2 rdy=${6:-}
   if [ "$3" = "$SELF" ]; then role=server cmd=$4; else role=client cmd=$5; fi
   out=/tmp/$name.$role t0=$(cs) n=1 note= sync=ok
   if [ $role = server ]; then
     # (exec: $! is the tool itself, which a kill then reaches)
-    timeout $((BARRIER_SECS + GRACE_SECS + 10)) sh -c "exec $cmd" > $out 2>&1 &
+    timeout $((BARRIER_SECS + GRACE_SECS + 30)) sh -c "exec $cmd" > $out 2>&1 &
     pid=$!
+    if [ -n "$rdy" ]; then
+      ready "$rdy" $pid || note=" (never ready: $rdy)"
+      barrier $((2000 + k)) || sync=lost
+    fi
     barrier $((2 * k)) || sync=lost       # the client side is done (or gone)
     i=0
     while alive $pid && [ $i -lt $((GRACE_SECS * 10)) ]; do sleep 0.1; i=$((i + 1)); done
@@ -233,13 +348,17 @@ xchg() {
     fi
     wait $pid; rc=$?
   else
-    while :; do
+    rc=none
+    [ -z "$rdy" ] || barrier $((2000 + k)) || sync=lost
+    while [ $sync = ok ]; do
       timeout $RUN_SECS sh -c "exec $cmd" > $out 2>&1; rc=$?
       [ $rc = 0 ] && break
       # Retry only "nobody listens yet": pingpong/perftest's TCP connect, and
       # rdma_cm's REJECTED (the peer's CM rejects a connect to an unbound port).
       grep -q -e "Couldn't connect to" -e 'RDMA_CM_EVENT_REJECTED' $out || break
       [ $(( $(cs) - t0 )) -ge $((CONNECT_SECS * 100)) ] && break
+      # keep what the failed attempt printed (shown apart, on failure)
+      { echo "(attempt $n, exit $rc:)"; cat $out; } >> $out.earlier
       n=$((n + 1))
       sleep 0.3
     done
@@ -251,11 +370,14 @@ xchg() {
   echo "\$ $cmd"
   cat $out
   echo "=== two-host: end $name $role exit $rc attempts $n cs $(( $(cs) - t0 ))$note"
+  if [ -f $out.earlier ]; then
+    echo "=== two-host: earlier $name $role"; cat $out.earlier; echo "=== two-host: earlier-end $name $role"
+  fi
   [ $sync = ok ] || { echo "=== two-host: lost the other host in exchange $k"; exit 4; }
 }
 EOF
   for i in "${!EX_NAME[@]}"; do
-    echo "xchg $((i + 1)) ${EX_NAME[$i]} ${EX_SRV[$i]} $(sq "${EX_SCMD[$i]}") $(sq "${EX_CCMD[$i]}")"
+    echo "xchg $((i + 1)) ${EX_NAME[$i]} ${EX_SRV[$i]} $(sq "${EX_SCMD[$i]}") $(sq "${EX_CCMD[$i]}") ${EX_READY[$i]}"
   done
   cat <<'EOF'
 echo "=== two-host: $SELF eth0 rx $(cat /sys/class/net/eth0/statistics/rx_packets) tx $(cat /sys/class/net/eth0/statistics/tx_packets) packets"
@@ -269,7 +391,7 @@ guest() {
   "$REPO/guest/run-guest.sh" --kernel "$KERNEL" --no-build --quiet --timeout "$TIMEOUT" \
     --smp 1 --log "$W/$1.console" --ip "$2" --mac "$3" \
     --nic "dgram,local.type=unix,local.path=$WIRE/$5,remote.type=unix,remote.path=$WIRE/$6" \
-    --add "$UVERBS:/guest/bin/uverbs" --env "TWO_HOST_SELF=$1" --env "TWO_HOST_PEER=$4" \
+    --add "$UVERBS:/guest/bin/uverbs" "${OURS_ADD[@]}" --env "TWO_HOST_SELF=$1" --env "TWO_HOST_PEER=$4" \
     --script "$SCRIPT" 2> "$W/$1.run-guest" &
   PID[$1]=$!
 }
@@ -313,6 +435,11 @@ done
 section() {
   awk -v b="=== two-host: begin $2 $3" -v e="=== two-host: end $2 $3 " \
     '$0 == b { on = 1; next } on && index($0, e) == 1 { exit } on' "$W/$1.log"
+}
+# earlier HOST NAME ROLE: a retried client's earlier attempts
+earlier() {
+  awk -v b="=== two-host: earlier $2 $3" -v e="=== two-host: earlier-end $2 $3" \
+    '$0 == b { on = 1; next } on && $0 == e { exit } on' "$W/$1.log"
 }
 # endline HOST NAME ROLE: "EXIT ATTEMPTS CENTISECONDS[ (NOTE)]", empty if
 # that side never ended
@@ -404,7 +531,25 @@ check_perf() {
   [[ -z $calib ]] || SUMMARY="$SUMMARY (not a measurement: perftest's clock calibration failed, $calib)"
 }
 
-passed=0 failed=0
+# check_cm_lines SRV_OUT CLI_OUT KIND SRV_CMD CLI_CMD: udaddy/mckey/ucmatose
+# end with "data transfers complete" ... "return status 0"; rdma_server &
+# co. with "<argv[0]>: end 0"
+check_cm_lines() {
+  local side out cmd prog
+  for side in server client; do
+    out=$1 cmd=$4; [[ $side == client ]] && out=$2 cmd=$5
+    if [[ $3 == cm-lines ]]; then
+      grep -qx 'data transfers complete' <<<"$out" || problem "$side: no 'data transfers complete'"
+      grep -qx 'return status 0' <<<"$out" || problem "$side: no 'return status 0'"
+    else
+      prog=${cmd#env LD_LIBRARY_PATH=/guest/ours }; prog=${prog%% *}
+      grep -qx "$prog: end 0" <<<"$out" || problem "$side: no '$prog: end 0'"
+    fi
+  done
+  SUMMARY="$(grep -c . <<<"$1") + $(grep -c . <<<"$2") lines checked"
+}
+
+passed=0 failed=0 ignored=0
 for i in "${!EX_NAME[@]}"; do
   name=${EX_NAME[$i]} srv=${EX_SRV[$i]} kind=${EX_KIND[$i]}
   cli=A; [[ $srv == A ]] && cli=B
@@ -422,19 +567,27 @@ for i in "${!EX_NAME[@]}"; do
     case $kind in
       rc/*|ud/*) check_pingpong "$sout" "$cout" "${kind#*/}" "$sip" "$cip" ;;
       rping) check_rping "$sout" "$cout" ;;
+      cm-lines|cm-end) check_cm_lines "$sout" "$cout" "$kind" "${EX_SCMD[$i]}" "${EX_CCMD[$i]}" ;;
       bw|lat) check_perf "$cout" "$kind" ;;
     esac
   fi
   secs=$(awk -v c="${ccs:-0}" 'BEGIN { printf "%.1f", c / 100 }')
+  why=$(gap "$name")
   if [[ ${#PROBLEMS[@]} == 0 ]]; then
     passed=$((passed + 1))
     printf '[%s] ok      %-62s %s; %s s, %s attempt(s)\n' "$KERNEL" "${EX_DESC[$i]}" "$SUMMARY" "$secs" "$catt"
+    [[ -z $why ]] || printf '[%s]   note: %s passes now: remove it from %s\n' "$KERNEL" "$name" "$GAPS"
+  elif [[ -n $why ]]; then
+    ignored=$((ignored + 1))
+    printf '[%s] gap     %-62s known gap (%s): %s\n' "$KERNEL" "${EX_DESC[$i]}" "$why" "${PROBLEMS[0]}"
   else
     failed=$((failed + 1))
     printf '[%s] FAILED  %s\n' "$KERNEL" "${EX_DESC[$i]}"
     printf '    %s\n' "${PROBLEMS[@]}"
     echo "    --- server (host $srv):"; sed 's/^/    | /' <<<"${sout:-(no output)}"
     echo "    --- client (host $cli):"; sed 's/^/    | /' <<<"${cout:-(no output)}"
+    ce=$(earlier "$cli" "$name" client)
+    [[ -z $ce ]] || { echo "    --- client's earlier attempts:"; sed 's/^/    | /' <<<"$ce"; }
   fi
 done
 for h in A B; do
@@ -447,7 +600,7 @@ for h in A B; do
 done
 wall=$(( $(date +%s) - START ))
 result=ok; [[ $failed == 0 ]] || result=FAILED
-echo "two-host [$KERNEL]: $passed passed, $failed failed (guests ${GUEST_MS} ms, ${wall} s in all)"
-echo "[$KERNEL] two-host test result: $result. $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out; finished in ${wall}.00s"
+echo "two-host [$KERNEL]: $passed passed, $failed failed, $ignored known gaps (guests ${GUEST_MS} ms, ${wall} s in all)"
+echo "[$KERNEL] two-host test result: $result. $passed passed; $failed failed; $ignored ignored; 0 measured; 0 filtered out; finished in ${wall}.00s"
 [[ $failed == 0 ]] && STATUS=0
 exit "$STATUS"
