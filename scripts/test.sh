@@ -259,7 +259,7 @@ fi
 
 if [[ $PACKAGE == 1 ]]; then
   step "cargo package --workspace (uverbs-abi, then uverbs, each verified from its package)"
-  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --exclude uverbs-cabi-mlx5 --exclude uverbs-test-support --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
+  cargo package --workspace --exclude uverbs-model-preload --exclude uverbs-cabi --exclude uverbs-cabi-mlx5 --exclude uverbs-cabi-rdmacm --exclude uverbs-test-support --allow-dirty 2>&1 | tee "$LOGS/package.txt" | grep -E '^ *(Packaged|Verifying|Finished)' >&2
   step "MSRV: the library and the CLI with rustc $(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
   scripts/msrv.sh 2>&1 | tail -n 3 >&2
 fi
