@@ -171,3 +171,57 @@ pub fn placeholder(out: &std::path::Path, targets: &[String]) -> std::path::Path
     );
     so
 }
+
+/// The whole build of a stub library (`capi/mlx5`, `capi/rdmacm`): for
+/// `lib` = `mlx5`, `lib{lib}.so.1` of one-jump stubs, each
+/// `<name>@@<node>` of the folder's `exports.txt` (its nodes checked
+/// against `lib{lib}.map`) jumping to our `libibverbs.so.1`'s private
+/// export, linked against the placeholder so that the library needs
+/// `libibverbs.so.1`. musl targets build no shared libraries: nothing to do.
+#[allow(dead_code)] // capi/build.rs links no stub library
+pub fn stub_library(lib: &str) {
+    use std::{env, fs, path::PathBuf};
+    let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let map_name = format!("lib{lib}.map");
+    let soname = format!("lib{lib}.so.1");
+    println!("cargo:rerun-if-changed=exports.txt");
+    println!("cargo:rerun-if-changed={map_name}");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../symver.rs");
+    // musl targets build no shared libraries (rustc drops the cdylib):
+    // static programs take the functions from libibverbs.a.
+    if env::var("CARGO_CFG_TARGET_ENV").is_ok_and(|e| e == "musl") {
+        return;
+    }
+    let map =
+        fs::read_to_string(dir.join(&map_name)).unwrap_or_else(|e| panic!("read {map_name}: {e}"));
+    let list = fs::read_to_string(dir.join("exports.txt")).expect("read exports.txt");
+    let mut stubs = Stubs::new(&format!(".text.uverbs_{lib}"), &soname);
+    let mut targets = Vec::new();
+    for entry in entries("exports.txt", &list) {
+        assert!(
+            map.contains(&format!("{} {{", entry.node)),
+            "exports.txt: node {} is not in {map_name}",
+            entry.node
+        );
+        let stub = format!(
+            "uverbs_{lib}_v{}_{}",
+            entry.node.replace('.', "_"),
+            entry.name
+        );
+        let at = if entry.alias { "@" } else { "@@" };
+        let version = format!("{}{at}{}", entry.name, entry.node);
+        stubs.push(&stub, &entry.target, Some(&version));
+        targets.push(entry.target);
+    }
+    fs::write(out.join("stubs.rs"), stubs.finish()).expect("write stubs.rs");
+
+    let placeholder = placeholder(&out, &targets);
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
+        dir.join(&map_name).display()
+    );
+    println!("cargo:rustc-cdylib-link-arg={}", placeholder.display());
+}
