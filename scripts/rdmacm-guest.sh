@@ -208,33 +208,11 @@ EOF
   cat <<'EOF'
 export A=$UVERBS_TEST_IP D=$UVERBS_TEST_DEVICE
 READY_SECS=20 RUN_SECS=60 GRACE_SECS=10
-cs() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}"; }
-alive() { [ -r /proc/$1/status ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status; }
+EOF
+  cat "$ROOT/scripts/guest-ready.sh"
+  cat <<'EOF'
 # libenv LIB: the environment prefix of a side
 libenv() { case $1 in O) echo "LD_LIBRARY_PATH=/guest/ours" ;; *) echo "" ;; esac; }
-# ready SPEC PID: wait until the server listens (or has joined), or died
-ready() {
-  t0=$(cs)
-  busy=0
-  while :; do
-    case $1 in
-      # (+0.3 s: a wildcard listener's per-device id shows LISTEN a moment
-      # before its IB CM listen exists, cma.c rdma_listen then cma_ib_listen;
-      # a REQ in between is rejected, reason 8, seen once under load)
-      listen:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:${1#listen:} " && { sleep 0.3; return 0; } ;;
-      # joined, and then busy-polling its CQ: mckey's receiver reads the JOIN
-      # event (a blocking read), attaches its QP and only then polls; three
-      # samples in a row outside any system call (running or preempted)
-      mcast:*) if grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null; then
-          read -r sc _ < /proc/$2/syscall 2>/dev/null
-          case $sc in running|-1) busy=$((busy + 1)); [ $busy -ge 3 ] && return 0 ;; *) busy=0 ;; esac
-        fi ;;
-    esac
-    alive $2 || return 1
-    [ $(( $(cs) - t0 )) -ge $((READY_SECS * 100)) ] && return 1
-    sleep 0.1
-  done
-}
 # xchg NAME SRV_LIB CLI_LIB READY SRV_CMD CLI_CMD
 xchg() {
   name=$1 sl=$2 cl=$3 rd=$4 scmd=$5 ccmd=$6

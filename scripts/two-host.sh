@@ -270,9 +270,9 @@ CONNECT_SECS=45    # a client retries "server not listening yet" this long
 RUN_SECS=60        # one client run
 GRACE_SECS=10      # a server still running this long after its client ended is stopped
 BARRIER_SECS=150   # > CONNECT_SECS + RUN_SECS: the longest a client side can take
-cs() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}"; }   # centiseconds
-# alive PID: running (a finished background job stays a zombie until reaped)
-alive() { [ -r /proc/$1/status ] && ! grep -q '^State:[[:space:]]*Z' /proc/$1/status; }
+EOF
+  cat "$REPO/scripts/guest-ready.sh"
+  cat <<'EOF'
 # barrier K: return once the other host has reached barrier K too (A listens
 # on TCP port 19000+K, B connects, retrying until A is there); fails after
 # BARRIER_SECS. Exchange K ends with two: 2K when the client side is done
@@ -299,31 +299,6 @@ until ping -c 1 -W 1 "$PEER" >/dev/null 2>&1; do
 done
 barrier 0 || { echo "=== two-host: lost the other host at barrier 0"; exit 4; }
 echo "=== two-host: wire up: $SELF $ME -> $PEER after $i lost ping(s)"
-# ready SPEC PID: wait (at most 20 s) until the kernel shows the server's
-# rdma_cm listener on the port (listen:PORT) or its multicast group joined
-# (mcast:HEXGROUP as /proc/net/igmp prints it; then 1 s for its QP attach)
-ready() {
-  rt=$(cs)
-  busy=0
-  while :; do
-    case $1 in
-      # (+0.3 s: a wildcard listener's per-device id shows LISTEN a moment
-      # before its IB CM listen exists, cma.c rdma_listen then cma_ib_listen;
-      # a REQ in between is rejected, reason 8, seen once under load)
-      listen:*) rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*:${1#listen:} " && { sleep 0.3; return 0; } ;;
-      # joined, and then busy-polling its CQ: mckey's receiver reads the JOIN
-      # event (a blocking read), attaches its QP and only then polls; three
-      # samples in a row outside any system call (running or preempted)
-      mcast:*) if grep -qi "${1#mcast:}" /proc/net/igmp 2>/dev/null; then
-          read -r sc _ < /proc/$2/syscall 2>/dev/null
-          case $sc in running|-1) busy=$((busy + 1)); [ $busy -ge 3 ] && return 0 ;; *) busy=0 ;; esac
-        fi ;;
-    esac
-    alive $2 || return 1
-    [ $(( $(cs) - rt )) -ge 2000 ] && return 1
-    sleep 0.1
-  done
-}
 # xchg K NAME SERVER_HOST SERVER_CMD CLIENT_CMD [READY]: play this host's side
 # of exchange K, print its output between markers, then meet the other host.
 # With READY the server host first waits for its server (ready above), then
