@@ -32,3 +32,17 @@ ready() {
     sleep 0.1
   done
 }
+# perftest_race FILE: perftest -R's client (its output in FILE) lost the race
+# with its server's second listen: after the control connection and both
+# sides' handshake, the server creates, binds and listens on an id for the
+# test QPs (perftest_communication.c rdma_cm_server_connection) while the
+# client at once resolves and connects (rdma_cm_client_connection), so a REQ
+# that arrives first is rejected, reason 8 (no listener). The client then
+# crashes in its retry and the server waits for good: only a new run of both
+# sides recovers. Either library can lose it, as server or as client.
+perftest_race() {
+  grep -q 'RDMA_CM_EVENT_REJECTED; error: 8' "$1" && grep -q 'Failed to connect RDMA CM events' "$1"
+}
+# How many times an exchange whose perftest client lost that race runs (both
+# sides) in all.
+RACE_TRIES=3

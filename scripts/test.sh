@@ -158,13 +158,29 @@ fi
 # The C libraries as programs load them: libibverbs.so.1, libmlx5.so.1 and
 # librdmacm.so.1 (ours) and the stub libefa.so.1, in one directory for
 # LD_LIBRARY_PATH (the pyverbs steps take librdmacm.so.1 only with --rdmacm).
+# ours_dir DIR PROFILE: that directory, from target/PROFILE.
+ours_dir() {
+  rm -rf "$1"; mkdir -p "$1"
+  cp "$ROOT/target/$2/libibverbs.so" "$1/libibverbs.so.1"
+  cp "$ROOT/target/$2/libmlx5.so" "$1/libmlx5.so.1"
+  cp "$ROOT/target/$2/librdmacm.so" "$1/librdmacm.so.1"
+  capi/stubs/build.sh "$1" >&2
+}
 OURS=$ROOT/target/pyverbs-ours
 if [[ $RDMA_CORE == 1 || $GUEST == 1 || $TWO_HOST == 1 ]]; then
-  rm -rf "$OURS"; mkdir -p "$OURS"
-  cp "$ROOT/target/debug/libibverbs.so" "$OURS/libibverbs.so.1"
-  cp "$ROOT/target/debug/libmlx5.so" "$OURS/libmlx5.so.1"
-  cp "$ROOT/target/debug/librdmacm.so" "$OURS/librdmacm.so.1"
-  capi/stubs/build.sh "$OURS" >&2
+  ours_dir "$OURS" debug
+fi
+# The rdma_cm programs run against rdma-core's over the release build, as
+# they are deployed: perftest -R races its own server (the client connects
+# right after the handshake that releases it, while the server re-listens),
+# and the debug build's first rdma_getaddrinfo, paying a page fault for each
+# of its cold code pages (about 1 ms each in the TCG guest), lost that race
+# 7 times in 8 under load, the release build 0 in 8 (capi/README.md).
+OURS_REL=$ROOT/target/rdmacm-ours
+if [[ $GUEST == 1 || $TWO_HOST == 1 ]]; then
+  step "the C libraries, release build (for the rdma_cm programs)"
+  cargo build --release -p uverbs-cabi -p uverbs-cabi-mlx5 -p uverbs-cabi-rdmacm
+  ours_dir "$OURS_REL" release
 fi
 
 if [[ $RDMA_CORE == 1 ]]; then
@@ -240,7 +256,7 @@ if [[ $GUEST == 1 ]]; then
   static=(); [[ $MUSL == 1 ]] || static=(--no-static)
   for k in 6.1 6.12; do
     step "rdma_cm tools, cm_notify and static_rping in the rxe guest, kernel $k: ours against rdma-core"
-    guest_step "rdmacm-$k" scripts/rdmacm-guest.sh --kernel "$k" --ours "$OURS" "${static[@]}" \
+    guest_step "rdmacm-$k" scripts/rdmacm-guest.sh --kernel "$k" --ours "$OURS_REL" "${static[@]}" \
       --known-gaps capi/rdmacm-known-gaps.txt
     step "pyverbs' CM tests in the rxe guest, kernel $k: real rdma-core, then our librdmacm"
     guest_step "pyverbs-cm-$k" scripts/pyverbs-guest.sh --kernel "$k" --ours "$OURS" --rdmacm \
@@ -250,11 +266,11 @@ fi
 
 if [[ $TWO_HOST == 1 ]]; then
   step "two hosts on a virtual wire: kernel 6.1, glibc build"
-  guest_step two-host-6.1 scripts/two-host.sh --kernel 6.1 --rdmacm "$OURS" --known-gaps capi/rdmacm-known-gaps.txt
+  guest_step two-host-6.1 scripts/two-host.sh --kernel 6.1 --rdmacm "$OURS_REL" --known-gaps capi/rdmacm-known-gaps.txt
   musl=() build=glibc
   [[ $MUSL == 1 ]] && musl=(--musl) build="static musl"
   step "two hosts on a virtual wire: kernel 6.12, $build build"
-  guest_step two-host-6.12 scripts/two-host.sh --kernel 6.12 "${musl[@]}" --rdmacm "$OURS" --known-gaps capi/rdmacm-known-gaps.txt
+  guest_step two-host-6.12 scripts/two-host.sh --kernel 6.12 "${musl[@]}" --rdmacm "$OURS_REL" --known-gaps capi/rdmacm-known-gaps.txt
 fi
 
 if [[ $PACKAGE == 1 ]]; then
