@@ -51,7 +51,14 @@ fn poll_from_two_threads<'s>(
                 let mut mine = Vec::new();
                 let mut wc = [WorkCompletion::default(); 8];
                 while taken.load(Ordering::Acquire) < n {
-                    assert!(Instant::now() < end, "completions stopped coming");
+                    assert!(
+                        Instant::now() < end,
+                        "completions stopped coming: {} of {n} taken; this thread's \
+                         first unsuccessful one: {:?}",
+                        taken.load(Ordering::Acquire),
+                        mine.iter()
+                            .find(|c: &&WorkCompletion| c.status != WcStatus::SUCCESS)
+                    );
                     let k = cq.poll(&mut wc);
                     taken.fetch_add(k, Ordering::AcqRel);
                     mine.extend_from_slice(&wc[..k]);
