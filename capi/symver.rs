@@ -173,9 +173,9 @@ pub fn placeholder(out: &std::path::Path, targets: &[String]) -> std::path::Path
 }
 
 /// The whole build of a stub library (`capi/mlx5`, `capi/rdmacm`): for
-/// `lib` = `mlx5`, `lib{lib}.so.1` of one-jump stubs, each
+/// `lib` = `libmlx5`, `libmlx5.so.1` of one-jump stubs, each
 /// `<name>@@<node>` of the folder's `exports.txt` (its nodes checked
-/// against `lib{lib}.map`) jumping to our `libibverbs.so.1`'s private
+/// against `libmlx5.map`) jumping to our `libibverbs.so.1`'s private
 /// export, linked against the placeholder so that the library needs
 /// `libibverbs.so.1`. musl targets build no shared libraries: nothing to do.
 #[allow(dead_code)] // capi/build.rs links no stub library
@@ -183,8 +183,9 @@ pub fn stub_library(lib: &str) {
     use std::{env, fs, path::PathBuf};
     let dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let map_name = format!("lib{lib}.map");
-    let soname = format!("lib{lib}.so.1");
+    let map_name = format!("{lib}.map");
+    let soname = format!("{lib}.so.1");
+    let short = lib.strip_prefix("lib").unwrap_or(lib);
     println!("cargo:rerun-if-changed=exports.txt");
     println!("cargo:rerun-if-changed={map_name}");
     println!("cargo:rerun-if-changed=build.rs");
@@ -197,7 +198,7 @@ pub fn stub_library(lib: &str) {
     let map =
         fs::read_to_string(dir.join(&map_name)).unwrap_or_else(|e| panic!("read {map_name}: {e}"));
     let list = fs::read_to_string(dir.join("exports.txt")).expect("read exports.txt");
-    let mut stubs = Stubs::new(&format!(".text.uverbs_{lib}"), &soname);
+    let mut stubs = Stubs::new(&format!(".text.uverbs_{short}"), &soname);
     let mut targets = Vec::new();
     for entry in entries("exports.txt", &list) {
         assert!(
@@ -206,7 +207,7 @@ pub fn stub_library(lib: &str) {
             entry.node
         );
         let stub = format!(
-            "uverbs_{lib}_v{}_{}",
+            "uverbs_{short}_v{}_{}",
             entry.node.replace('.', "_"),
             entry.name
         );

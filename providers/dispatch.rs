@@ -485,10 +485,9 @@ macro_rules! providers {
                 flag.unwrap_or_default()
             }
 
-            /// The completion-event hook.
-            #[inline]
-            pub(crate) fn on_completion_event(&self) {
-                match self { $(AnyCqShared::$v(s) => <$p>::on_completion_event(s)),+ }
+            /// The step for every completion event read.
+            pub(crate) fn completion_hook(&self) -> Option<super::CompletionHook> {
+                match self { $(AnyCqShared::$v(s) => <$p>::completion_hook(s)),+ }
             }
         }
 

@@ -46,6 +46,18 @@ pub(crate) trait DriverData {
 /// What a context is opened with beyond the defaults: provider-specific
 /// requests the core passes through without reading them (rdma-core's
 /// `mlx5dv_open_device` attributes).
+/// A provider's step for every completion event read for a CQ
+/// ([`Provider::completion_hook`]): cheap, it runs under the event map's
+/// spinlock.
+#[derive(Clone)]
+pub(crate) struct CompletionHook(pub(crate) Arc<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for CompletionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CompletionHook")
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct OpenRequest {
     /// Whether the mlx5 context asks for a DevX user context.
@@ -485,9 +497,11 @@ pub(crate) trait Provider: Sized + 'static {
         solicited_only: bool,
     ) -> Result<(), Errno>;
 
-    /// Runs when a completion event for the CQ is read, on the reading
-    /// thread (mlx5 advances its arm sequence number: `mlx5_cq_event`).
-    fn on_completion_event(shared: &Self::CqShared);
+    /// The step run for every completion event read for the CQ, on the
+    /// reading thread (mlx5 advances its arm sequence number:
+    /// `mlx5_cq_event`); `None` for none. Taken once, when the CQ is
+    /// registered for its events.
+    fn completion_hook(shared: &Self::CqShared) -> Option<CompletionHook>;
 
     /// Resizes the CQ (`ibv_resize_cq`): `run` executes the `RESIZE_CQ`
     /// write command with the driver data given, then the provider takes

@@ -50,7 +50,7 @@ impl ProtectionDomain {
     pub fn create_ah(&self, attr: &AhAttr) -> Result<AddressHandle> {
         let ctx = &self.inner.ctx;
         let mut req = abi::IbUverbsCreateAh::new_zeroed();
-        req.user_handle = ctx.events.new_handle();
+        req.user_handle = ctx.events.unregistered_handle();
         req.pd_handle = self.inner.handle;
         req.attr = attr.to_abi();
         let mut resp = abi::IbUverbsCreateAhResp::new_zeroed();

@@ -163,19 +163,16 @@ impl CompletionChannel {
     /// once when its CQ is already being destroyed.
     #[inline]
     fn deliver_deferred(&self, user_handle: u64) -> Option<DeferredCqEvent> {
-        self.inner.ctx.events.deliver_deferred::<Owned<CqInner>, _>(
-            user_handle,
-            Stream::Completion,
-            |cq| {
-                cq.on_completion_event();
-                let ev = DeferredCqEvent {
-                    cq: std::ptr::from_ref(cq) as usize,
-                    cq_handle: cq.handle,
-                    cq_context: cq.context,
-                };
-                (&cq.events, ev)
-            },
-        )
+        let d = self
+            .inner
+            .ctx
+            .events
+            .deliver_deferred::<Owned<CqInner>>(user_handle, Stream::Completion)?;
+        Some(DeferredCqEvent {
+            cq: d.object,
+            cq_handle: d.facts.handle,
+            cq_context: d.facts.context,
+        })
     }
 
     /// Turns a read event into a [`CqEvent`], or acknowledges it at once when
@@ -184,13 +181,10 @@ impl CompletionChannel {
     fn deliver(&self, user_handle: u64) -> Option<CqEvent> {
         let events = &self.inner.ctx.events;
         match events.lookup::<Owned<CqInner>>(user_handle, Stream::Completion) {
-            Lookup::Live(held) => {
-                held.object().on_completion_event();
-                Some(CqEvent {
-                    held,
-                    _not_send: std::marker::PhantomData,
-                })
-            }
+            Lookup::Live(held) => Some(CqEvent {
+                held,
+                _not_send: std::marker::PhantomData,
+            }),
             Lookup::Detached(counts) => {
                 events.ack_detached(user_handle, &counts, Stream::Completion);
                 None

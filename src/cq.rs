@@ -62,15 +62,6 @@ pub(crate) struct CqInner {
     pub(crate) shared: AnyCqShared,
 }
 
-impl CqInner {
-    /// The provider hook run when a completion event for this CQ is read
-    /// (mlx5 advances its arm sequence number there).
-    #[inline]
-    pub(crate) fn on_completion_event(&self) {
-        self.shared.on_completion_event();
-    }
-}
-
 impl Destroy for CqInner {
     fn destroy_kernel(&self) -> Result<()> {
         destroy_unreachable(self)
@@ -295,7 +286,8 @@ impl Context {
             .map(DomainInner::as_any)
             .unwrap_or_default();
         let (mut plan, shared) = ctx.provider.plan_cq(ctx.device(), &request, any_domain)?;
-        let user_handle = ctx.events.new_handle();
+        let reserved = ctx.events.reserve();
+        let user_handle = reserved.handle();
         let (handle, actual) = ctx
             .ioctl_or_write(
                 Verb::CreateCq,
@@ -372,7 +364,10 @@ impl Context {
             context: opts.context,
             shared,
         });
-        ctx.events.insert(user_handle, Target::new(events, &inner));
+        let target = Target::new(events, &inner)
+            .facts(inner.handle, inner.context)
+            .on_completion(inner.shared.completion_hook());
+        ctx.events.insert(reserved, target);
         // From here on, dropping `inner` destroys the kernel CQ.
         let ring = ctx.provider.finish_cq(
             ctx.device(),

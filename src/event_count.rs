@@ -55,7 +55,7 @@
 //! ids, the process) goes. Events read after the entry is detached are
 //! acknowledged by the reading thread without reaching the program.
 
-pub(crate) use crate::event_registry::{Lookup, Registry, Target};
+pub(crate) use crate::event_registry::{Lookup, Registry, Reserved, Target};
 use crate::object::{busy, Destroy, Owned};
 use crate::sync::{fence, AtomicU32, Condvar, Mutex, MutexGuard};
 use std::{
@@ -248,20 +248,28 @@ impl EventCounts {
     /// then calls [`EventCounts::notify`] ([`EventCounts::defer_releasing`]).
     #[inline]
     pub(crate) fn defer(&self, stream: Stream, holder: Option<ThreadId>) -> bool {
-        if holder.is_none() {
-            let pending = &self.pending[index(stream)];
-            let mut v = pending.load(Ordering::Relaxed);
-            // Far below the closed bit: a deferred count is an event the
-            // kernel delivered and nobody acknowledged.
-            while v & PENDING_CLOSED == 0 {
-                match pending.compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    Ok(_) => return false,
-                    Err(now) => v = now,
-                }
-            }
+        if holder.is_none() && self.try_defer(stream) {
+            return false;
         }
         self.defer_locked(stream, holder)
+    }
+
+    /// Counts one event of `stream` read and never made a value as
+    /// deferred, without the lock; false (nothing counted) once the counts
+    /// are closed.
+    #[inline]
+    pub(crate) fn try_defer(&self, stream: Stream) -> bool {
+        let pending = &self.pending[index(stream)];
+        let mut v = pending.load(Ordering::Relaxed);
+        // Far below the closed bit: a deferred count is an event the
+        // kernel delivered and nobody acknowledged.
+        while v & PENDING_CLOSED == 0 {
+            match pending.compare_exchange_weak(v, v + 1, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(now) => v = now,
+            }
+        }
+        false
     }
 
     /// [`EventCounts::defer`] of an event value, or of any event once the

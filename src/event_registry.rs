@@ -7,15 +7,21 @@
 //! [`EventCounts`]: the readers (completion channels, the async fd,
 //! rdma_cm channels) ask for the type they expect and downcast, so event
 //! accounting and the object types do not import each other.
+//!
+//! The handle is the map's index: a slot number in its low 32 bits and the
+//! slot's generation in the high ones, so an event's lookup is one bounds
+//! check and one comparison (no hash), and a handle of a removed object
+//! never finds the slot's next tenant. A slot is reserved ([`Reserved`])
+//! before the object's create command, which carries the handle, and is
+//! given back if the creation fails.
 
 use std::{
     any::{Any, TypeId},
-    collections::HashMap,
-    hash::{BuildHasherDefault, Hasher},
     sync::{atomic::AtomicU64, atomic::Ordering, Arc, Weak},
 };
 
 use crate::event_count::{EventCounts, Held, Stream};
+use crate::providers::CompletionHook;
 use crate::spin_lock::{SpinGuard, SpinLock};
 
 /// What a `user_handle` refers to: an object of any kind (CQ, QP, SRQ, CM
@@ -26,6 +32,21 @@ pub(crate) struct Target {
     kind: TypeId,
     /// Upgraded when an event is delivered; dangling once detached.
     object: Weak<dyn Any + Send + Sync>,
+    /// What a reader that takes no reference reports of the object
+    /// ([`Registry::deliver_deferred`]).
+    facts: Facts,
+    /// Run for every completion event read for the object, under the map's
+    /// lock (mlx5 advances its CQ's arm sequence number, as
+    /// `mlx5_cq_event`).
+    on_completion: Option<CompletionHook>,
+}
+
+/// The object's kernel handle and the program's context value: fixed when
+/// the object is registered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Facts {
+    pub(crate) handle: u32,
+    pub(crate) context: u64,
 }
 
 impl Target {
@@ -36,8 +57,31 @@ impl Target {
             counts,
             kind: TypeId::of::<T>(),
             object: weak,
+            facts: Facts::default(),
+            on_completion: None,
         }
     }
+
+    /// With the facts a reader reports without the object.
+    pub(crate) fn facts(mut self, handle: u32, context: u64) -> Self {
+        self.facts = Facts { handle, context };
+        self
+    }
+
+    /// With a step for every completion event.
+    pub(crate) fn on_completion(mut self, hook: Option<CompletionHook>) -> Self {
+        self.on_completion = hook;
+        self
+    }
+}
+
+/// A completion event [`Registry::deliver_deferred`] counted: the object's
+/// address (to tell objects apart; it stays put while the count is
+/// unacknowledged) and its facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Deferred {
+    pub(crate) object: usize,
+    pub(crate) facts: Facts,
 }
 
 /// The object of an entry whose `kind` is `T`'s, as a `T`: the check of
@@ -67,63 +111,153 @@ pub(crate) enum Lookup<T> {
     Unknown,
 }
 
-/// Hashes a `user_handle`: they are distinct sequence numbers, so one
-/// multiplication spreads them (the default SipHash costs more than the rest
-/// of an event's lookup).
+/// One slot of the map: the generation its current handle carries, and
+/// what it holds.
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    entry: Entry,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Free,
+    /// Reserved for an object being created ([`Reserved`]).
+    Reserved,
+    Taken(Target),
+}
+
+/// The slots, and the indexes of the free ones.
 #[derive(Debug, Default)]
-struct HandleHasher(u64);
+struct Slots {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
 
-impl Hasher for HandleHasher {
-    fn finish(&self) -> u64 {
-        self.0
+impl Slots {
+    /// The slot `handle` names, if it still does.
+    #[inline]
+    fn get(&self, handle: u64) -> Option<&Slot> {
+        let index = (handle as u32).checked_sub(1)?;
+        let slot = self.slots.get(index as usize)?;
+        (slot.generation == (handle >> 32) as u32).then_some(slot)
     }
 
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
+    fn get_mut(&mut self, handle: u64) -> Option<&mut Slot> {
+        let index = (handle as u32).checked_sub(1)?;
+        let slot = self.slots.get_mut(index as usize)?;
+        (slot.generation == (handle >> 32) as u32).then_some(slot)
+    }
+
+    /// Frees the slot `handle` names if it holds what `holds` accepts.
+    fn free_if(&mut self, handle: u64, holds: impl FnOnce(&Entry) -> bool) {
+        if let Some(slot) = self.get_mut(handle) {
+            if holds(&slot.entry) {
+                slot.entry = Entry::Free;
+                self.free.push(handle as u32 - 1);
+            }
         }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     }
 }
 
-type Map = HashMap<u64, Target, BuildHasherDefault<HandleHasher>>;
+/// A `user_handle` reserved for an object being created: the handle its
+/// create command carries. [`Registry::insert`] registers the object under
+/// it; dropped instead (the creation failed), it frees the slot.
+#[derive(Debug)]
+#[must_use = "a reserved handle is freed when dropped"]
+pub(crate) struct Reserved<'r> {
+    registry: &'r Registry,
+    handle: u64,
+}
+
+impl Reserved<'_> {
+    /// The handle, for the create command.
+    pub(crate) fn handle(&self) -> u64 {
+        self.handle
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.registry
+            .lock()
+            .free_if(self.handle, |e| matches!(e, Entry::Reserved));
+    }
+}
 
 /// Maps the `user_handle` of every object of a context to its target.
 ///
-/// Behind a spinlock ([`SpinLock`]): every event takes it for one hash
-/// probe and a reference count, shorter than the sleep and wake of a
-/// mutex, and `std::sync::Mutex` cost about 14 instructions an event more
-/// (its unlock's swap, its poison checks; `benches/event-path.sh`).
+/// Behind a spinlock ([`SpinLock`]): every event takes it for one index
+/// and a reference count, shorter than the sleep and wake of a mutex, and
+/// `std::sync::Mutex` cost about 14 instructions an event more (its
+/// unlock's swap, its poison checks; `benches/event-path.sh`).
 #[derive(Debug)]
 pub(crate) struct Registry {
-    next: AtomicU64,
-    map: SpinLock<Map>,
+    /// The last handle given to an object that is never registered.
+    unregistered: AtomicU64,
+    map: SpinLock<Slots>,
 }
 
 impl Default for Registry {
     fn default() -> Self {
         Registry {
-            next: AtomicU64::new(0),
-            map: SpinLock::new(Map::default()),
+            unregistered: AtomicU64::new(0),
+            map: SpinLock::new(Slots::default()),
         }
     }
 }
 
 impl Registry {
-    /// A fresh `user_handle` (never 0, never reused within a context).
-    pub(crate) fn new_handle(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed) + 1
+    /// Reserves a slot, and so a handle (never 0), for an object being
+    /// created.
+    pub(crate) fn reserve(&self) -> Reserved<'_> {
+        let mut map = self.lock();
+        let index = match map.free.pop() {
+            Some(i) => {
+                let slot = &mut map.slots[i as usize];
+                slot.generation = slot.generation.wrapping_add(1);
+                slot.entry = Entry::Reserved;
+                i
+            }
+            None => {
+                let i = u32::try_from(map.slots.len())
+                    .ok()
+                    .filter(|&i| i < u32::MAX)
+                    .expect("fewer than 2^32 - 1 objects with events at once");
+                map.slots.push(Slot {
+                    generation: 0,
+                    entry: Entry::Reserved,
+                });
+                i
+            }
+        };
+        let generation = map.slots[index as usize].generation;
+        Reserved {
+            registry: self,
+            handle: u64::from(generation) << 32 | u64::from(index + 1),
+        }
     }
 
-    /// Registers `target` under `user_handle`.
-    pub(crate) fn insert(&self, user_handle: u64, target: Target) {
-        self.lock().insert(user_handle, target);
+    /// A handle for an object that never has events (an address handle):
+    /// never 0, and never one of a slot's (its low half is 0).
+    pub(crate) fn unregistered_handle(&self) -> u64 {
+        (self.unregistered.fetch_add(1, Ordering::Relaxed) + 1) << 32
     }
 
-    fn lock(&self) -> SpinGuard<'_, Map> {
+    /// Registers `target` under the handle `reserved` holds.
+    pub(crate) fn insert(&self, reserved: Reserved<'_>, target: Target) {
+        let handle = reserved.handle;
+        std::mem::forget(reserved);
+        let mut map = self.lock();
+        match map.get_mut(handle) {
+            Some(slot) if matches!(slot.entry, Entry::Reserved) => {
+                slot.entry = Entry::Taken(target)
+            }
+            _ => debug_assert!(false, "insert under a handle not reserved"),
+        }
+    }
+
+    fn lock(&self) -> SpinGuard<'_, Slots> {
         self.map.lock()
     }
 
@@ -141,14 +275,23 @@ impl Registry {
     ) -> Lookup<T> {
         let (object, counts) = {
             let map = self.lock();
-            let Some(t) = map.get(&user_handle) else {
+            let Some(Slot {
+                entry: Entry::Taken(t),
+                ..
+            }) = map.get(user_handle)
+            else {
                 return Lookup::Unknown;
             };
             if t.kind != TypeId::of::<T>() {
                 return Lookup::Unknown;
             }
             match t.object.upgrade() {
-                Some(object) => (object, t.counts.clone()),
+                Some(object) => {
+                    if let (Stream::Completion, Some(hook)) = (stream, &t.on_completion) {
+                        (hook.0)();
+                    }
+                    (object, t.counts.clone())
+                }
                 None => return Lookup::Detached(t.counts.clone()),
             }
         };
@@ -158,43 +301,54 @@ impl Registry {
     /// Resolves the `user_handle` of an event of `stream` just read to a
     /// live object of type `T` and counts the event as deferred at once, as
     /// [`Held::defer`] would right after [`Registry::lookup`], without an
-    /// event value in between: no holder is recorded and released, the
-    /// counts are not cloned, and the object is referenced only for the
-    /// call. `f` gets the object and returns its counts and what the caller
-    /// keeps of the event. An event of a detached object is acknowledged
-    /// here; `None` then, and for a handle of no object of type `T`.
+    /// event value and without a reference to the object: the count is
+    /// taken under the map's lock, while the entry is attached. A destroy
+    /// detaches the entry under that lock before it closes the counts (and
+    /// a drop finds no strong reference left here), so it finds this count
+    /// or this reader finds the entry detached and acknowledges the event
+    /// ([`Registry::ack_detached`]); `None` then, and for a handle of no
+    /// object of type `T`. Counts already closed (the last reference was
+    /// dropped after the check) take the event as acknowledged, as
+    /// [`EventCounts::defer`] does.
     #[inline]
-    pub(crate) fn deliver_deferred<T: Any + Send + Sync, R>(
+    pub(crate) fn deliver_deferred<T: Any + Send + Sync>(
         &self,
         user_handle: u64,
         stream: Stream,
-        f: impl FnOnce(&T) -> (&Arc<EventCounts>, R),
-    ) -> Option<R> {
-        let object = {
-            let map = self.lock();
-            let t = map.get(&user_handle)?;
-            if t.kind != TypeId::of::<T>() {
-                return None;
-            }
-            match t.object.upgrade() {
-                Some(object) => object,
-                None => {
-                    let counts = t.counts.clone();
-                    drop(map);
-                    self.ack_detached(user_handle, &counts, stream);
-                    return None;
-                }
-            }
+    ) -> Option<Deferred> {
+        let map = self.lock();
+        let Some(Slot {
+            entry: Entry::Taken(t),
+            ..
+        }) = map.get(user_handle)
+        else {
+            return None;
         };
-        let object = downcast::<T>(object);
-        let (counts, kept) = f(&object);
-        // Counted before the object is released (as `Held::defer`), so a
-        // destroy that finds the last reference gone finds the event
-        // counted too; woken after the release.
-        let counts = counts.clone();
-        if counts.defer_releasing(stream, None, object) {
-            // A destroy that did not wait closed the counts after this
-            // read and parked them; this was the last event it was told of.
+        if t.kind != TypeId::of::<T>() {
+            return None;
+        }
+        if t.object.strong_count() == 0 {
+            let counts = t.counts.clone();
+            drop(map);
+            self.ack_detached(user_handle, &counts, stream);
+            return None;
+        }
+        if let (Stream::Completion, Some(hook)) = (stream, &t.on_completion) {
+            (hook.0)();
+        }
+        let kept = Deferred {
+            object: t.object.as_ptr().cast::<()>() as usize,
+            facts: t.facts,
+        };
+        if t.counts.try_defer(stream) {
+            return Some(kept);
+        }
+        // Closed: counted as acknowledged, under the counts' own lock.
+        let counts = t.counts.clone();
+        drop(map);
+        if counts.defer(stream, None) {
+            // The destroy parked the counts, and this was the last event it
+            // was told of.
             self.remove(user_handle);
         }
         Some(kept)
@@ -204,14 +358,19 @@ impl Registry {
     /// destroyed): events read from now on are acknowledged through the
     /// counts it keeps.
     pub(crate) fn detach(&self, user_handle: u64) {
-        if let Some(t) = self.lock().get_mut(&user_handle) {
+        if let Some(Slot {
+            entry: Entry::Taken(t),
+            ..
+        }) = self.lock().get_mut(user_handle)
+        {
             t.object = Weak::<()>::new();
         }
     }
 
-    /// Forgets a destroyed object.
+    /// Forgets a destroyed object; its slot is free for the next one.
     pub(crate) fn remove(&self, user_handle: u64) {
-        self.lock().remove(&user_handle);
+        self.lock()
+            .free_if(user_handle, |e| matches!(e, Entry::Taken(_)));
     }
 
     /// Acknowledges one event of `stream` read for the destroyed object
@@ -229,10 +388,14 @@ impl Registry {
         }
     }
 
-    /// How many objects the map holds (tests).
+    /// How many slots are taken or reserved (tests).
     #[cfg(any(test, feature = "test-utils"))]
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        let map = self.lock();
+        map.slots
+            .iter()
+            .filter(|s| !matches!(s.entry, Entry::Free))
+            .count()
     }
 }
 
@@ -243,9 +406,58 @@ mod tests {
     #[test]
     fn handles_are_unique_and_nonzero() {
         let r = Registry::default();
-        let (a, b) = (r.new_handle(), r.new_handle());
-        assert!(a != 0 && b != 0 && a != b);
-        assert!(matches!(r.lookup::<u32>(a, Stream::Async), Lookup::Unknown));
+        let (a, b) = (r.reserve(), r.reserve());
+        let (ha, hb) = (a.handle(), b.handle());
+        assert!(ha != 0 && hb != 0 && ha != hb);
+        let u = r.unregistered_handle();
+        assert!(u != 0 && u != ha && u != hb && u != r.unregistered_handle());
+        for h in [ha, u] {
+            assert!(matches!(r.lookup::<u32>(h, Stream::Async), Lookup::Unknown));
+        }
+    }
+
+    /// A failed creation gives its slot back; the slot's next handle is
+    /// another, and the old one never finds the new tenant.
+    #[test]
+    fn slots_are_reused_under_new_handles() {
+        let r = Registry::default();
+        let object = Arc::new(1u32);
+        let failed = r.reserve().handle();
+        let next = r.reserve();
+        assert_ne!(
+            next.handle(),
+            failed,
+            "the slot came back with a new handle"
+        );
+        assert_eq!(next.handle() as u32, failed as u32, "the same slot");
+        let h = next.handle();
+        r.insert(next, Target::new(Arc::default(), &object));
+        assert_eq!(r.len(), 1);
+        r.remove(h);
+        r.remove(h);
+        assert_eq!(r.len(), 0);
+        let again = r.reserve();
+        let h2 = again.handle();
+        r.insert(again, Target::new(Arc::default(), &object));
+        assert!(matches!(r.lookup::<u32>(h, Stream::Async), Lookup::Unknown));
+        assert!(matches!(
+            r.lookup::<u32>(failed, Stream::Async),
+            Lookup::Unknown
+        ));
+        assert!(matches!(
+            r.lookup::<u32>(h2, Stream::Async),
+            Lookup::Live(_)
+        ));
+        // A removed handle frees nothing of the slot's next tenant.
+        r.remove(h);
+        assert_eq!(r.len(), 1);
+        // Handles beyond the slots, or of no slot, find nothing.
+        for stray in [u64::MAX, 0, 1 << 32, h2 + 1] {
+            assert!(matches!(
+                r.lookup::<u32>(stray, Stream::Async),
+                Lookup::Unknown
+            ));
+        }
     }
 
     /// The registry resolves a handle only to an object of the asked type;
@@ -255,8 +467,9 @@ mod tests {
         let r = Registry::default();
         let counts = Arc::new(EventCounts::default());
         let object = Arc::new(7u64);
-        let h = r.new_handle();
-        r.insert(h, Target::new(counts.clone(), &object));
+        let reserved = r.reserve();
+        let h = reserved.handle();
+        r.insert(reserved, Target::new(counts.clone(), &object));
         assert!(matches!(r.lookup::<u32>(h, Stream::Async), Lookup::Unknown));
         match r.lookup::<u64>(h, Stream::Async) {
             Lookup::Live(held) => assert_eq!(**held.object(), 7),

@@ -181,7 +181,8 @@ impl ProtectionDomain {
             },
             self.any_domain(),
         )?;
-        let user_handle = ctx.events.new_handle();
+        let reserved = ctx.events.reserve();
+        let user_handle = reserved.handle();
         let mut out = (plan, 0u32, 0u32);
         let handle = ctx
             .ioctl_or_write(
@@ -267,7 +268,7 @@ impl ProtectionDomain {
             children: Arc::new(AtomicUsize::new(0)),
             shared,
         });
-        ctx.events.insert(user_handle, Target::new(events, &inner));
+        ctx.events.insert(reserved, Target::new(events, &inner));
         // From here on, dropping `inner` destroys the kernel SRQ.
         let (ring, srq_num) = ctx.provider.finish_srq(
             ctx.device(),

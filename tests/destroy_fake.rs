@@ -563,3 +563,102 @@ fn a_malformed_record_on_the_async_fd_counts_for_no_object() {
         )
         .unwrap();
 }
+
+/// A creation the kernel refuses gives back the event handle reserved for
+/// it: the context's event map holds no more than before, and the next
+/// object takes the freed slot (the same low half of the handle) under a
+/// new handle.
+#[test]
+fn refused_creations_give_their_event_handles_back() {
+    let r = rig();
+    let cq = r.cq(1);
+    let gone = r.cq(2);
+    let freed = r.uh(Kind::Cq, gone.handle());
+    gone.destroy().unwrap();
+    let before = r.ctx.event_map_len();
+    r.fake.behaviour.removed.store(true, Ordering::Relaxed);
+    assert!(r.ctx.create_cq(8, CqOptions::new()).is_err());
+    assert!(r
+        .pd
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(QpCap::new(4, 4, 1, 1)))
+        .is_err());
+    assert!(r.pd.create_srq(SrqAttr::new(8, 1)).is_err());
+    r.fake.behaviour.removed.store(false, Ordering::Relaxed);
+    assert_eq!(
+        r.ctx.event_map_len(),
+        before,
+        "no handle kept by a failed create"
+    );
+    let next = r.cq(3);
+    let h = r.uh(Kind::Cq, next.handle());
+    assert_eq!(h as u32, freed as u32, "the freed slot is taken again");
+    assert_ne!(h, freed, "under a new handle");
+}
+
+/// The same with `get_event_deferred` (`ibv_get_cq_event`'s form, which
+/// counts the event without a reference to the CQ): the reader finds the
+/// CQ destroyed, acknowledges its event and returns the next one, of a live
+/// CQ; the explicit destroy waits for that acknowledgement, the last drop
+/// does not; the destroyed CQ's entry goes.
+#[test]
+fn a_deferred_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
+    for explicit in [true, false] {
+        let r = rig();
+        let gate = Gate::install(&r.fake);
+        let live = r.cq(7);
+        let entries = r.ctx.event_map_len();
+        let cq = r.cq(0);
+        for c in [&cq, &live] {
+            c.req_notify(false).unwrap();
+            assert!(r.fake.push_comp_event(c.handle()));
+        }
+        gate.arm();
+        let ch = r.ch.clone();
+        let reader = thread::spawn(move || ch.get_event_deferred().unwrap());
+        gate.wait_read();
+        let (done_tx, done_rx) = mpsc::channel();
+        let destroyer = thread::spawn(move || {
+            let ok = if explicit {
+                cq.destroy().is_ok()
+            } else {
+                drop(cq);
+                true
+            };
+            done_tx.send(ok).unwrap();
+        });
+        if explicit {
+            assert!(
+                done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
+                "the destroy returned before the event read meanwhile was acknowledged"
+            );
+        } else {
+            assert!(
+                PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx),
+                "the last drop does not wait for the reader"
+            );
+        }
+        gate.release();
+        let ev = PATIENCE.join("the reader", reader);
+        assert!(
+            ev.is_for(&live),
+            "the live CQ's event, not the destroyed one's"
+        );
+        assert_eq!(ev.cq_context(), 7);
+        live.ack_events(1).unwrap();
+        if explicit {
+            assert!(PATIENCE.recv(
+                format_args!(
+                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
+                ),
+                &done_rx
+            ));
+        }
+        PATIENCE.join("the destroyer", destroyer);
+        assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
+        assert_eq!(
+            r.ctx.event_map_len(),
+            entries,
+            "the destroyed CQ's entry is gone"
+        );
+    }
+}

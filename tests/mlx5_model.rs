@@ -21,7 +21,7 @@ use uverbs::{
     WorkCompletion,
 };
 
-use uverbs_test_support::{mlx5_pair::*, qp_connect};
+use uverbs_test_support::{bounded::PATIENCE, mlx5_pair::*, qp_connect};
 
 #[test]
 fn rc_send_and_receive() {
@@ -785,7 +785,9 @@ fn arming_uses_the_sequence_number_and_events_reach_the_channel() {
         .model
         .cqn_of_handle(cq.handle())
         .expect("the model knows the CQ");
-    for round in 0..3u32 {
+    // Events taken as values and as deferred counts
+    // (`get_event_deferred`, `ibv_get_cq_event`) both advance the number.
+    for round in 0..5u32 {
         cq.req_notify(false).unwrap();
         p.model.process();
         let arms = p.model.arms(cqn);
@@ -796,12 +798,22 @@ fn arming_uses_the_sequence_number_and_events_reach_the_channel() {
         qp.post_send(&[SendWr::send(round.into(), &[]).inline(b"e")])
             .unwrap();
         p.model.process();
-        let ev = ch
-            .get_event_timeout(Some(Duration::from_secs(1)))
-            .unwrap()
-            .expect("a completion event");
-        assert!(ev.is_for(&cq));
-        ev.ack();
+        if round % 2 == 1 {
+            let chan = ch.clone();
+            let ev = PATIENCE.within("a deferred completion event", move || {
+                chan.get_event_deferred().unwrap()
+            });
+            assert!(ev.is_for(&cq));
+            assert_eq!(ev.cq_handle(), cq.handle());
+            cq.ack_events(1).unwrap();
+        } else {
+            let ev = ch
+                .get_event_timeout(Some(Duration::from_secs(1)))
+                .unwrap()
+                .expect("a completion event");
+            assert!(ev.is_for(&cq));
+            ev.ack();
+        }
         let mut wc = [WorkCompletion::default(); 4];
         assert_eq!(cq.poll(&mut wc), 1);
         let mut wb = [WorkCompletion::default(); 4];

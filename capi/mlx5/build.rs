@@ -18,5 +18,5 @@
 mod symver;
 
 fn main() {
-    symver::stub_library("mlx5");
+    symver::stub_library("libmlx5");
 }

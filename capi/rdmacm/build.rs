@@ -18,5 +18,5 @@
 mod symver;
 
 fn main() {
-    symver::stub_library("rdmacm");
+    symver::stub_library("librdmacm");
 }

@@ -49,9 +49,9 @@ use std::{
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, Domain, DriverData, GetContext, Member, OpenRequest, Provider,
-    QpCreated, QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
-    SrqRequest, SESSION_BATCH,
+    CompletionHook, CqCreated, CqRequest, Device, Domain, DriverData, GetContext, Member,
+    OpenRequest, Provider, QpCreated, QpLinks, QpRequest, QueryContext, RunWithIn, RunWithInOut,
+    RunWithOut, SrqCreated, SrqRequest, SESSION_BATCH,
 };
 use crate::{
     abi,
@@ -548,8 +548,11 @@ impl Provider for Mlx5 {
 
     /// `mlx5_cq_event`: the arm sequence number advances when an event is read.
     #[inline]
-    fn on_completion_event(shared: &Arc<CqCore>) {
-        shared.arm_sn.fetch_add(1, Ordering::AcqRel);
+    fn completion_hook(shared: &Arc<CqCore>) -> Option<CompletionHook> {
+        let core = shared.clone();
+        Some(CompletionHook(Arc::new(move || {
+            core.arm_sn.fetch_add(1, Ordering::AcqRel);
+        })))
     }
 
     /// Not yet: RC `mlx5_resize_cq` allocates a new CQE buffer, sends its

@@ -14,8 +14,9 @@ use std::ops::RangeInclusive;
 use zerocopy::{FromZeros, IntoBytes};
 
 use super::{
-    CqCreated, CqRequest, Device, Domain, DriverData, GetContext, OpenRequest, Provider, QpCreated,
-    QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated, SrqRequest,
+    CompletionHook, CqCreated, CqRequest, Device, Domain, DriverData, GetContext, OpenRequest,
+    Provider, QpCreated, QpLinks, QpRequest, RunWithIn, RunWithInOut, RunWithOut, SrqCreated,
+    SrqRequest,
 };
 use crate::{
     abi,
@@ -235,7 +236,9 @@ impl Provider for Rxe {
     }
 
     #[inline]
-    fn on_completion_event(_: &()) {}
+    fn completion_hook(_: &()) -> Option<CompletionHook> {
+        None
+    }
 
     /// RC `rxe_resize_cq`: the kernel (`rxe_cq_resize_queue`) makes a new
     /// ring, copies the completions waiting in the old one into it, and

@@ -27,7 +27,8 @@ use crate::{
     context::Context,
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
-        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry,
+        Reserved, Target,
     },
     object::{Destroy, Owned},
     sys::Errno,
@@ -150,8 +151,8 @@ pub(crate) fn registry() -> &'static Registry {
     REGISTRY.get_or_init(Registry::default)
 }
 
-fn register(arc: &Arc<Owned<IdShared>>) {
-    registry().insert(arc.uid, Target::new(arc.counts.clone(), arc));
+fn register(reserved: Reserved<'static>, arc: &Arc<Owned<IdShared>>) {
+    registry().insert(reserved, Target::new(arc.counts.clone(), arc));
 }
 
 /// An option of a CM id ([`CmId::set_option`], `rdma_set_option`).
@@ -181,9 +182,10 @@ impl CmId {
     pub(crate) fn wrap(
         channel: Arc<ChannelInner>,
         kernel_id: u32,
-        uid: u64,
+        reserved: Reserved<'static>,
         ps: PortSpace,
     ) -> CmId {
+        let uid = reserved.handle();
         let inner = Owned::new(IdShared {
             channel: Mutex::new(channel),
             kernel_id,
@@ -199,14 +201,14 @@ impl CmId {
             ep_qp: Mutex::new(None),
             resources: Mutex::new(Default::default()),
         });
-        register(&inner);
+        register(reserved, &inner);
         CmId { inner }
     }
 
     pub(crate) fn create(channel: Arc<ChannelInner>, ps: PortSpace) -> Result<CmId> {
-        let uid = registry().new_handle();
+        let reserved = registry().reserve();
         let mut req = abi::RdmaUcmCreateId::new_zeroed();
-        req.uid = uid;
+        req.uid = reserved.handle();
         req.ps = ps.raw();
         req.qp_type = ps.qp_type().raw();
         let mut resp = abi::RdmaUcmCreateIdResp::new_zeroed();
@@ -225,7 +227,7 @@ impl CmId {
                     err
                 }
             })?;
-        Ok(Self::wrap(channel, resp.id, uid, ps))
+        Ok(Self::wrap(channel, resp.id, reserved, ps))
     }
 
     /// The id of a connection request (the kernel created it); its uid is
@@ -236,7 +238,7 @@ impl CmId {
         ps: PortSpace,
         _qp_type: QpType,
     ) -> CmId {
-        Self::wrap(channel, kernel_id, registry().new_handle(), ps)
+        Self::wrap(channel, kernel_id, registry().reserve(), ps)
     }
 
     pub(crate) fn channel(&self) -> Arc<ChannelInner> {

@@ -96,7 +96,8 @@ impl ProtectionDomain {
                 ));
             }
         }
-        let user_handle = ctx.events.new_handle();
+        let reserved = ctx.events.reserve();
+        let user_handle = reserved.handle();
         let srq_handle = init.srq.map(|s| s.inner.handle);
         let mut cap = abi::IbUverbsQpCap::new_zeroed();
         cap.max_send_wr = init.cap.max_send_wr;
@@ -242,7 +243,7 @@ impl ProtectionDomain {
             events: events.clone(),
             shared,
         });
-        ctx.events.insert(user_handle, Target::new(events, &inner));
+        ctx.events.insert(reserved, Target::new(events, &inner));
         let cap = inner.shared.granted_cap(&QpCap {
             max_send_wr: got.max_send_wr,
             max_recv_wr: got.max_recv_wr,
