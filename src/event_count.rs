@@ -55,7 +55,7 @@
 //! ids, the process) goes. Events read after the entry is detached are
 //! acknowledged by the reading thread without reaching the program.
 
-pub(crate) use crate::event_registry::{Lookup, Registry, Reserved, Target};
+pub(crate) use crate::event_registry::{Lookup, Registry, Target};
 use crate::object::{busy, Destroy, Owned};
 use crate::sync::{fence, AtomicU32, Condvar, Mutex, MutexGuard};
 use std::{

@@ -32,6 +32,9 @@ pub(crate) struct Target {
     kind: TypeId,
     /// Upgraded when an event is delivered; dangling once detached.
     object: Weak<dyn Any + Send + Sync>,
+    /// The object's address (`Arc::as_ptr`), kept apart from `object`
+    /// (whose address, through the `dyn` vtable, costs more to get).
+    address: usize,
     /// What a reader that takes no reference reports of the object
     /// ([`Registry::deliver_deferred`]).
     facts: Facts,
@@ -57,6 +60,7 @@ impl Target {
             counts,
             kind: TypeId::of::<T>(),
             object: weak,
+            address: Arc::as_ptr(object) as usize,
             facts: Facts::default(),
             on_completion: None,
         }
@@ -337,7 +341,7 @@ impl Registry {
             (hook.0)();
         }
         let kept = Deferred {
-            object: t.object.as_ptr().cast::<()>() as usize,
+            object: t.address,
             facts: t.facts,
         };
         if t.counts.try_defer(stream) {

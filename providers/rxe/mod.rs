@@ -82,11 +82,22 @@ fn map(dev: Device<'_>, mi: &abi::Mminfo, what: &'static str) -> Result<Mapping>
 
 /// Rings the send doorbell for the `count` requests just posted; a failure
 /// is the `PostError` at index `count` (they are in the queue).
+#[inline]
 fn ring_send(doorbell: &Doorbell, dev: Device<'_>, count: usize) -> Result<(), PostError> {
-    doorbell.ring(dev).map_err(|e| PostError {
+    match doorbell.ring(dev) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(doorbell_failed(e, count)),
+    }
+}
+
+/// The error of a refused send doorbell, out of the post's path.
+#[cold]
+#[inline(never)]
+fn doorbell_failed(e: Errno, count: usize) -> PostError {
+    PostError {
         index: count,
         kind: PostErrorKind::Doorbell(Error::sys("rxe send doorbell (POST_SEND)", e)),
-    })
+    }
 }
 
 /// A view of an rxe QP's send session: the session's cursor is the ring's

@@ -27,9 +27,9 @@ use crate::{
     context::Context,
     error::{DestroyError, Error, ErrorKind, Result},
     event_count::{
-        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry,
-        Reserved, Target,
+        destroy_reachable, destroy_unreachable, EventCounts, EventObject, Pending, Registry, Target,
     },
+    event_registry::Reserved,
     object::{Destroy, Owned},
     sys::Errno,
     AsyncEvent, AsyncEventType, QpType, QueuePair,

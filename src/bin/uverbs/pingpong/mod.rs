@@ -80,7 +80,9 @@ pub fn fail(msg: &str, e: impl std::fmt::Display) {
 /// it unacknowledged (the tools acknowledge them all at once before they
 /// destroy the CQ: `ibv_ack_cq_events(cq, num_cq_events)`, see
 /// [`ack_all_events`]), re-arm and poll once; without, busy-poll until at
-/// least one completion arrives.
+/// least one completion arrives. Inlined into the tools' loops, as C
+/// compilers inline ibv_rc_pingpong's static functions.
+#[inline(always)]
 pub fn next_completions(
     channel: Option<&uverbs::CompletionChannel>,
     cq: &mut uverbs::CompletionQueue,

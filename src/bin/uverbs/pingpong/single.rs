@@ -78,6 +78,7 @@ impl Pp {
     }
 
     /// `pp_post_send`.
+    #[inline(always)]
     fn post_send(&mut self) -> bool {
         let off = self.send_offset();
         let Ok(sge) = self.mr.sge(off, self.size) else {
@@ -311,6 +312,7 @@ fn connect(
 }
 
 /// `parse_single_wc` (the loop body of the UC and UD tools).
+#[inline(always)]
 fn parse_wc(
     pp: &mut Pp,
     wc: &WorkCompletion,
