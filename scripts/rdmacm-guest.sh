@@ -283,16 +283,7 @@ section() {
 }
 field() { awk -v p="$M $2 " 'index($0, p) == 1 { print substr($0, length(p) + 1) }' "$1"; }
 endcode() { field "$1" "end $2 $3 exit" | head -1; }
-rping_lines() {
-  awk -v pre="$1" -v n="$2" -v size="$3" 'BEGIN {
-    for (k = 0; k < n; k++) {
-      s = "rdma-ping-" k ": "; c = 65 + k % 58
-      for (i = length(s); i < size - 1; i++) { s = s sprintf("%c", c); c++; if (c > 122) c = 65 }
-      print pre s
-    } }'
-}
-perf_row() { awk -v b="$1" -v n="$2" '$1 == b && $2 == n && NF >= 5 { print; exit }'; }
-problem() { PROBLEMS+=("$*"); }
+. "$ROOT/scripts/wire-checks.sh"   # rping_lines, perf_row, problem
 # check_own TOOL ROLE OUTPUT: what the tool must print by itself
 check_own() {
   local tool=$1 role=$2 out=$3 want got calib row
@@ -411,7 +402,8 @@ check() {
         echo "    --- $role ($([[ $role == server ]] && echo "$sl" || echo "$cl")): exit $(endcode "$log" "$name" "$role")"
         section "$log" "$name" "$role" | sed 's/^/    | /'
       done
-      if [[ $(field "$log" "races $name") != 0 ]]; then
+      races=$(field "$log" "races $name")
+      if [[ ${races:-0} != 0 ]]; then
         echo "    --- earlier runs (perftest's listen race lost):"
         section "$log" "$name" earlier | sed 's/^/    | /'
       fi
