@@ -244,8 +244,9 @@ impl EventCounts {
     /// run: no handle is left to acknowledge it with). Returns true when
     /// that acknowledgement reached the counts of a parked destroy (the
     /// object's parked entry can go, as in [`Registry::ack_detached`]).
-    /// Wakes nobody: the caller releases its reference to the object and
-    /// then calls [`EventCounts::notify`] ([`EventCounts::defer_releasing`]).
+    /// Wakes nobody: a caller holding a reference to the object releases it
+    /// and then calls [`EventCounts::notify`] ([`EventCounts::defer_releasing`]);
+    /// [`Registry::deliver_deferred`] holds none.
     #[inline]
     pub(crate) fn defer(&self, stream: Stream, holder: Option<ThreadId>) -> bool {
         if holder.is_none() && self.try_defer(stream) {

@@ -77,6 +77,14 @@ impl Target {
         self.on_completion = hook;
         self
     }
+
+    /// Runs the step for an event of `stream` read for the live object.
+    #[inline]
+    fn read_one(&self, stream: Stream) {
+        if let (Stream::Completion, Some(hook)) = (stream, &self.on_completion) {
+            (hook.0)();
+        }
+    }
 }
 
 /// A completion event [`Registry::deliver_deferred`] counted: the object's
@@ -138,19 +146,27 @@ struct Slots {
     free: Vec<u32>,
 }
 
+/// The slot index and generation a handle carries (`None`: its low half is
+/// 0, the handle of no slot).
+#[inline]
+fn decode(handle: u64) -> Option<(usize, u32)> {
+    let index = (handle as u32).checked_sub(1)?;
+    Some((index as usize, (handle >> 32) as u32))
+}
+
 impl Slots {
     /// The slot `handle` names, if it still does.
     #[inline]
     fn get(&self, handle: u64) -> Option<&Slot> {
-        let index = (handle as u32).checked_sub(1)?;
-        let slot = self.slots.get(index as usize)?;
-        (slot.generation == (handle >> 32) as u32).then_some(slot)
+        let (index, generation) = decode(handle)?;
+        self.slots.get(index).filter(|s| s.generation == generation)
     }
 
     fn get_mut(&mut self, handle: u64) -> Option<&mut Slot> {
-        let index = (handle as u32).checked_sub(1)?;
-        let slot = self.slots.get_mut(index as usize)?;
-        (slot.generation == (handle >> 32) as u32).then_some(slot)
+        let (index, generation) = decode(handle)?;
+        self.slots
+            .get_mut(index)
+            .filter(|s| s.generation == generation)
     }
 
     /// Frees the slot `handle` names if it holds what `holds` accepts.
@@ -291,9 +307,7 @@ impl Registry {
             }
             match t.object.upgrade() {
                 Some(object) => {
-                    if let (Stream::Completion, Some(hook)) = (stream, &t.on_completion) {
-                        (hook.0)();
-                    }
+                    t.read_one(stream);
                     (object, t.counts.clone())
                 }
                 None => return Lookup::Detached(t.counts.clone()),
@@ -337,9 +351,7 @@ impl Registry {
             self.ack_detached(user_handle, &counts, stream);
             return None;
         }
-        if let (Stream::Completion, Some(hook)) = (stream, &t.on_completion) {
-            (hook.0)();
-        }
+        t.read_one(stream);
         let kept = Deferred {
             object: t.address,
             facts: t.facts,

@@ -267,6 +267,67 @@ impl Gate {
     }
 }
 
+/// An object (CQ, QP) destroyed on another thread while a reader holds the
+/// event it read for it: explicitly (`destroy`, which the kernel tells of
+/// that event, so it waits for it) or by its last drop (which must not
+/// wait).
+struct Destroyer {
+    explicit: bool,
+    done: mpsc::Receiver<bool>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl Destroyer {
+    /// Starts the destroy (`destroy`, or the drop), and checks that an
+    /// explicit one has not returned 200 ms later and that a drop has.
+    fn start<O: Send + 'static>(
+        object: O,
+        explicit: bool,
+        destroy: impl FnOnce(O) -> bool + Send + 'static,
+    ) -> Destroyer {
+        let (done_tx, done) = mpsc::channel();
+        let thread = thread::spawn(move || {
+            let ok = if explicit {
+                destroy(object)
+            } else {
+                drop(object);
+                true
+            };
+            done_tx.send(ok).unwrap();
+        });
+        if explicit {
+            assert!(
+                done.recv_timeout(Duration::from_millis(200)).is_err(),
+                "the destroy returned before the event read meanwhile was acknowledged"
+            );
+        } else {
+            assert!(
+                PATIENCE.recv("the last drop (it must not wait for the reader)", &done),
+                "the last drop does not wait for the reader"
+            );
+        }
+        Destroyer {
+            explicit,
+            done,
+            thread,
+        }
+    }
+
+    /// Once the reader acknowledged the event: an explicit destroy returns,
+    /// and succeeds.
+    fn finish(self) {
+        if self.explicit {
+            assert!(PATIENCE.recv(
+                format_args!(
+                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
+                ),
+                &self.done
+            ));
+        }
+        PATIENCE.join("the destroyer", self.thread);
+    }
+}
+
 /// A completion event read while its CQ is destroyed: an explicit destroy
 /// (which the kernel tells of one event read) waits for it, the last drop
 /// does not; the reader, finding the CQ destroyed, acknowledges it and gets
@@ -284,27 +345,9 @@ fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
         let ch = r.ch.clone();
         let reader = thread::spawn(move || ch.try_get_event().map(|e| e.is_some()));
         gate.wait_read();
-        let (done_tx, done_rx) = mpsc::channel();
-        let destroyer = thread::spawn(move || {
-            let ok = if explicit {
-                cq.destroy().is_ok()
-            } else {
-                drop(cq);
-                true
-            };
-            done_tx.send(ok).unwrap();
-        });
-        if explicit {
-            // The kernel reported one event read: the destroy waits for it.
-            assert!(
-                done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
-                "the destroy returned before the event read meanwhile was acknowledged"
-            );
-        } else {
-            assert!(
-                PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx),
-                "the last drop does not wait for the reader"
-            );
+        // The kernel reported one event read: an explicit destroy waits for it.
+        let destroyer = Destroyer::start(cq, explicit, |cq| cq.destroy().is_ok());
+        if !explicit {
             assert_eq!(r.ctx.event_map_len(), entries + 1, "the entry is parked");
         }
         gate.release();
@@ -312,15 +355,7 @@ fn a_completion_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
             !PATIENCE.join("the reader", reader).unwrap(),
             "no event for a destroyed CQ"
         );
-        if explicit {
-            assert!(PATIENCE.recv(
-                format_args!(
-                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
-                ),
-                &done_rx
-            ));
-        }
-        PATIENCE.join("the destroyer", destroyer);
+        destroyer.finish();
         assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
         assert_eq!(r.ctx.event_map_len(), entries, "the entry is gone");
     }
@@ -380,36 +415,14 @@ fn an_async_event_read_during_the_destroy_is_acknowledged_by_the_reader() {
         let reader =
             thread::spawn(move || ctx.try_get_async_event().map(|e| e.map(|e| *e.element())));
         gate.wait_read();
-        let (done_tx, done_rx) = mpsc::channel();
-        let destroyer = thread::spawn(move || {
-            let ok = if explicit {
-                qp.destroy().is_ok()
-            } else {
-                drop(qp);
-                true
-            };
-            done_tx.send(ok).unwrap();
-        });
-        if explicit {
-            assert!(done_rx.recv_timeout(Duration::from_millis(200)).is_err());
-        } else {
-            assert!(PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx));
-        }
+        let destroyer = Destroyer::start(qp, explicit, |qp| qp.destroy().is_ok());
         gate.release();
         let element = PATIENCE
             .join("the reader", reader)
             .unwrap()
             .expect("the event is returned");
         assert_eq!(element, AsyncElement::Gone(uh));
-        if explicit {
-            assert!(PATIENCE.recv(
-                format_args!(
-                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
-                ),
-                &done_rx
-            ));
-        }
-        PATIENCE.join("the destroyer", destroyer);
+        destroyer.finish();
         PATIENCE
             .destroy("the QP's CQ", cq, CompletionQueue::destroy)
             .unwrap();
@@ -616,27 +629,7 @@ fn a_deferred_completion_event_read_during_the_destroy_is_acknowledged_by_the_re
         let ch = r.ch.clone();
         let reader = thread::spawn(move || ch.get_event_deferred().unwrap());
         gate.wait_read();
-        let (done_tx, done_rx) = mpsc::channel();
-        let destroyer = thread::spawn(move || {
-            let ok = if explicit {
-                cq.destroy().is_ok()
-            } else {
-                drop(cq);
-                true
-            };
-            done_tx.send(ok).unwrap();
-        });
-        if explicit {
-            assert!(
-                done_rx.recv_timeout(Duration::from_millis(200)).is_err(),
-                "the destroy returned before the event read meanwhile was acknowledged"
-            );
-        } else {
-            assert!(
-                PATIENCE.recv("the last drop (it must not wait for the reader)", &done_rx),
-                "the last drop does not wait for the reader"
-            );
-        }
+        let destroyer = Destroyer::start(cq, explicit, |cq| cq.destroy().is_ok());
         gate.release();
         let ev = PATIENCE.join("the reader", reader);
         assert!(
@@ -645,15 +638,7 @@ fn a_deferred_completion_event_read_during_the_destroy_is_acknowledged_by_the_re
         );
         assert_eq!(ev.cq_context(), 7);
         live.ack_events(1).unwrap();
-        if explicit {
-            assert!(PATIENCE.recv(
-                format_args!(
-                    "the destroy, once the reader acknowledged the event it read ({DESTROY_WAITS})"
-                ),
-                &done_rx
-            ));
-        }
-        PATIENCE.join("the destroyer", destroyer);
+        destroyer.finish();
         assert_eq!(r.fake.destroyed(Kind::Cq).len(), 1);
         assert_eq!(
             r.ctx.event_map_len(),

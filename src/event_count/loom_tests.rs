@@ -97,8 +97,8 @@ fn loom_a_defer_racing_a_destroy_never_leaves_it_waiting() {
     });
 }
 
-/// A reader turns an event it has just read into a deferred count
-/// (`Registry::deliver_deferred`, `Held::defer`) and then releases its
+/// A reader turns an event value into a deferred count (`Held::defer`) and
+/// then releases its
 /// reference to the object, while a destroy that waits closes the counts
 /// and then waits for the object's other references to go. Whether the
 /// destroy started waiting before or after the count, the release must
