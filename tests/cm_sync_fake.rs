@@ -20,7 +20,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use uverbs::{
     abi,
     cm::{
-        create_ep_with, getaddrinfo, AddrHints, AiFlags, CmEventKind, CmId, ConnParam, Ece,
+        create_ep_with, getaddrinfo, AddrHints, AiFlags, CmEventKind, CmId, ConnParam, Ece, EpQp,
         EpQpInit, EventChannel, PortSpace, RdmaAddrInfo,
     },
     sys::{fake::FakeKernel, Errno, Kernel, Readiness},
@@ -459,6 +459,19 @@ fn ece_goes_out_with_connect_and_accept_and_is_read_from_events() {
     assert_eq!(k.seen(REJECT).pop().unwrap()[5], 0);
 }
 
+/// `id`'s QP as `rdma_create_qp` makes it with no PD or CQs given: four
+/// sends and receives of one SGE, CQs and channels of its own.
+fn small_ep(id: &CmId) -> EpQp {
+    id.create_ep_qp(
+        None,
+        &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
+        None,
+        None,
+        None,
+    )
+    .unwrap()
+}
+
 /// The rdma_cm fake on the rxe fake's kernel: ids resolve to its device.
 fn on_rxe() -> (Arc<rxe::FakeRxe>, Cm) {
     let fake = rxe::fake_rxe();
@@ -471,15 +484,7 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
     let (_fake, k) = on_rxe();
     let ch = EventChannel::open_with(k.dyn_kernel()).unwrap();
     let id = ch.create_id(PortSpace::Tcp).unwrap();
-    let ep = id
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep = small_ep(&id);
     let qp = &ep.qp;
     assert_eq!(qp.state(), QpState::Init);
 
@@ -502,15 +507,7 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
     // A failure: CONNECT_ERROR with the errno, QP in ERR, and what the
     // peer's CM reports afterwards is dropped.
     let id2 = ch.create_id(PortSpace::Tcp).unwrap();
-    let ep2 = id2
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep2 = small_ep(&id2);
     k.fail(INIT_QP_ATTR, Errno::EINVAL);
     k.push(event_for(&id2, EV_CONNECT_RESPONSE, 0));
     let mut ev = ch.get_event().unwrap();
@@ -537,15 +534,7 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
     // process_qp: REJECTED moves the id's QP to ERR (librdmacm's
     // ucma_modify_qp_err in rdma_get_cm_event), the event stays as it is.
     let id4 = ch.create_id(PortSpace::Tcp).unwrap();
-    let ep4 = id4
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep4 = small_ep(&id4);
     k.push(event_for(&id4, EV_REJECTED, 28));
     let mut ev = loop {
         let ev = ch.get_event().unwrap();
@@ -560,15 +549,7 @@ fn complete_connect_turns_a_response_into_established_or_connect_error() {
 
     // An ECE vendor other than the local one: EINVAL.
     let id3 = ch.create_id(PortSpace::Tcp).unwrap();
-    let ep3 = id3
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep3 = small_ep(&id3);
     k.push(with_ece(event_for(&id3, EV_CONNECT_RESPONSE, 0), 0x1234, 0));
     let mut ev = loop {
         let ev = ch.get_event().unwrap();
@@ -707,15 +688,7 @@ fn max_resources_mean_the_devices_limits_on_connect_and_the_requests_on_accept()
     let mut ev = ch.get_event().unwrap();
     let new = ev.take_new_id().unwrap();
     drop(ev);
-    let ep = new
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep = small_ep(&new);
     new.accept_qp(&ep.qp, &ConnParam::max_resources()).unwrap();
     let body = k.seen(ACCEPT).pop().unwrap();
     assert_eq!((body[8 + 266], body[8 + 267]), (4, 128));
@@ -727,15 +700,7 @@ fn multicast_events_name_their_group_and_process_qp_attaches_unless_send_only() 
     let (_fake, k) = on_rxe();
     let ch = EventChannel::open_with(k.dyn_kernel()).unwrap();
     let id = ch.create_id(PortSpace::Udp).unwrap();
-    let ep = id
-        .create_ep_qp(
-            None,
-            &EpQpInit::new(QpCap::new(4, 4, 1, 1)),
-            None,
-            None,
-            None,
-        )
-        .unwrap();
+    let ep = small_ep(&id);
     assert_eq!(ep.qp.qp_type(), QpType::Ud);
     let (a, b): (SocketAddr, SocketAddr) = (
         "239.0.0.1:0".parse().unwrap(),

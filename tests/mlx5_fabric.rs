@@ -670,14 +670,7 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
     use uverbs::mlx5::{
         self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
     };
-    use uverbs_test_support::devx_overrun::{create_cq_in, set};
-    const RST2INIT: u16 = 0x502;
-    const INIT2RTR: u16 = 0x503;
-    const RTR2RTS: u16 = 0x504;
-    const CREATE_QP: u16 = 0x500;
-    const QPC: usize = 0xc0;
-    const ADS: usize = QPC + 0xc0;
-    const CMD_LEN: usize = 0x880 / 8;
+    use uverbs_test_support::devx_overrun::{create_cq_in, op, qpc, set};
     const LOG_NCQE: u32 = 4;
     const LOG_SQ: u32 = 6;
 
@@ -722,18 +715,18 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
         .umem_reg(64 << LOG_SQ, UmemAccess::LOCAL_WRITE)
         .unwrap();
     let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
-    let mut cmd = vec![0u8; CMD_LEN];
-    CmdIn::new(CREATE_QP).write(&mut cmd);
-    set(&mut cmd, QPC + 0x13, 2, 3); // pm_state migrated (st 0: RC)
-    set(&mut cmd, QPC + 0x28, 24, u64::from(pdn));
-    set(&mut cmd, QPC + 0x51, 4, u64::from(LOG_SQ));
-    set(&mut cmd, QPC + 0x58, 2, 1); // ts_format default
-    set(&mut cmd, QPC + 0x68, 24, u64::from(uar.page_id()));
-    set(&mut cmd, QPC + 0x3e8, 24, u64::from(cqn)); // cqn_snd
-    set(&mut cmd, QPC + 0x4e8, 24, u64::from(cqn)); // cqn_rcv
-    set(&mut cmd, QPC + 0x565, 3, 3); // rq_type: zero size
-    set(&mut cmd, QPC + 0x683, 1, 1); // dbr_umem_valid
-    set(&mut cmd, QPC + 0x720, 32, u64::from(qp_dbr.id()));
+    let mut cmd = vec![0u8; qpc::CMD_LEN];
+    CmdIn::new(op::CREATE_QP).write(&mut cmd);
+    set(&mut cmd, qpc::AT + 0x13, 2, 3); // pm_state migrated (st 0: RC)
+    set(&mut cmd, qpc::AT + 0x28, 24, u64::from(pdn));
+    set(&mut cmd, qpc::AT + 0x51, 4, u64::from(LOG_SQ));
+    set(&mut cmd, qpc::AT + 0x58, 2, 1); // ts_format default
+    set(&mut cmd, qpc::AT + 0x68, 24, u64::from(uar.page_id()));
+    set(&mut cmd, qpc::AT + 0x3e8, 24, u64::from(cqn)); // cqn_snd
+    set(&mut cmd, qpc::AT + 0x4e8, 24, u64::from(cqn)); // cqn_rcv
+    set(&mut cmd, qpc::AT + 0x565, 3, 3); // rq_type: zero size
+    set(&mut cmd, qpc::AT + 0x683, 1, 1); // dbr_umem_valid
+    set(&mut cmd, qpc::AT + 0x720, 32, u64::from(qp_dbr.id()));
     set(&mut cmd, 0x840, 32, u64::from(sq.id())); // wq_umem_id
     set(&mut cmd, 0x860, 1, 1); // wq_umem_valid
     let mut out = vec![0u8; 16];
@@ -745,31 +738,31 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
     // Connected to B's verbs QP, through GID 1 towards B's GID 1; B's QP
     // towards the DevX QP.
     let (my_psn, b_gid) = (0x00a0_0000u32, gid(&b.ctx));
-    for opcode in [RST2INIT, INIT2RTR, RTR2RTS] {
-        let mut c = vec![0u8; CMD_LEN];
+    for opcode in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
+        let mut c = vec![0u8; qpc::CMD_LEN];
         CmdIn::general(opcode, 0, qpn).write(&mut c);
         match opcode {
-            RST2INIT => {
-                set(&mut c, ADS + 0x128, 8, 1); // vhca_port_num
-                set(&mut c, QPC + 0x490, 3, 0b111); // rre, rwe, rae
+            op::RST2INIT_QP => {
+                set(&mut c, qpc::ADS + 0x128, 8, 1); // vhca_port_num
+                set(&mut c, qpc::AT + 0x490, 3, 0b111); // rre, rwe, rae
             }
-            INIT2RTR => {
-                set(&mut c, QPC + 0x40, 3, 3); // mtu 1024
-                set(&mut c, QPC + 0x43, 5, 30); // log_msg_max
-                set(&mut c, QPC + 0xa8, 24, u64::from(b.qp.qp_num())); // remote_qpn
-                set(&mut c, ADS + 0x28, 1, 1); // grh
-                set(&mut c, ADS + 0x48, 8, 1); // src_addr_index
+            op::INIT2RTR_QP => {
+                set(&mut c, qpc::AT + 0x40, 3, 3); // mtu 1024
+                set(&mut c, qpc::AT + 0x43, 5, 30); // log_msg_max
+                set(&mut c, qpc::AT + 0xa8, 24, u64::from(b.qp.qp_num())); // remote_qpn
+                set(&mut c, qpc::ADS + 0x28, 1, 1); // grh
+                set(&mut c, qpc::ADS + 0x48, 8, 1); // src_addr_index
                 for (i, byte) in b_gid.0.iter().enumerate() {
-                    set(&mut c, ADS + 0x80 + 8 * i, 8, u64::from(*byte)); // rgid_rip
+                    set(&mut c, qpc::ADS + 0x80 + 8 * i, 8, u64::from(*byte)); // rgid_rip
                 }
-                set(&mut c, QPC + 0x4a3, 5, 1); // min_rnr_nak
-                set(&mut c, QPC + 0x4a8, 24, u64::from(b.psn)); // next_rcv_psn
+                set(&mut c, qpc::AT + 0x4a3, 5, 1); // min_rnr_nak
+                set(&mut c, qpc::AT + 0x4a8, 24, u64::from(b.psn)); // next_rcv_psn
             }
             _ => {
-                set(&mut c, ADS + 0x40, 5, 14); // ack_timeout
-                set(&mut c, QPC + 0x38d, 3, 7); // retry_count
-                set(&mut c, QPC + 0x390, 3, 7); // rnr_retry
-                set(&mut c, QPC + 0x3c8, 24, u64::from(my_psn)); // next_send_psn
+                set(&mut c, qpc::ADS + 0x40, 5, 14); // ack_timeout
+                set(&mut c, qpc::AT + 0x38d, 3, 7); // retry_count
+                set(&mut c, qpc::AT + 0x390, 3, 7); // rnr_retry
+                set(&mut c, qpc::AT + 0x3c8, 24, u64::from(my_psn)); // next_send_psn
             }
         }
         let mut out = vec![0u8; 16];

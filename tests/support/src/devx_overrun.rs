@@ -46,7 +46,7 @@ pub fn set(buf: &mut [u8], off: usize, width: u32, value: u64) {
 }
 
 /// PRM command opcodes (`mlx5_ifc.h`).
-mod op {
+pub mod op {
     pub const CREATE_CQ: u16 = 0x400;
     pub const QUERY_CQ: u16 = 0x402;
     pub const CREATE_QP: u16 = 0x500;
@@ -63,8 +63,10 @@ mod op {
 /// the two paths start at 0x380 of the context, and the WQ UMEM follows the
 /// 0x740-bit context (rdma-core `mlx5_ifc.h` `create_qp_in`, `qpc`, `ads`;
 /// `tests/mlx5_prm_structs.py` `SwAds`, `CreateQpIn`).
-mod qpc {
+pub mod qpc {
     pub const AT: usize = 0xc0;
+    /// The primary address path (`ads`).
+    pub const ADS: usize = AT + 0xc0;
     pub const ST: usize = AT + 0x08;
     pub const PM_STATE: usize = AT + 0x13;
     pub const PD: usize = AT + 0x28;
