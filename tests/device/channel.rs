@@ -603,3 +603,62 @@ fn an_event_read_from_the_channel_fd_directly_never_blocks_try_destroy_or_drop()
             .unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// A CQ, a QP and an SRQ the kernel refuses (each one above the device's
+/// limit: rxe's `rxe_cq_chk_attr`, `rxe_qp_chk_cap`, `rxe_srq_chk_attr`
+/// answer `EINVAL`) give back the event handle reserved for their create
+/// command: the context's event map holds no more than before, and a CQ
+/// made afterwards gets its completion events.
+#[test]
+fn refused_creations_give_their_event_handles_back() {
+    let ctx = open();
+    let pd = ctx.alloc_pd().unwrap();
+    let attr = ctx.query_device().unwrap();
+    let channel = ctx.create_comp_channel().unwrap();
+    let cq = ctx
+        .create_cq(8, CqOptions::new().channel(&channel))
+        .unwrap();
+    let before = ctx.event_map_len();
+    let e = ctx
+        .create_cq(attr.max_cqe + 1, CqOptions::new())
+        .unwrap_err();
+    assert_eq!(e.kernel_errno(), Some(Errno::EINVAL), "the CQ: {e}");
+    let cap = uverbs::QpCap::new(attr.max_qp_wr + 1, 1, 1, 1);
+    let e = pd
+        .create_qp(&QpInitAttr::rc(&cq, &cq).cap(cap))
+        .unwrap_err();
+    assert_eq!(e.kernel_errno(), Some(Errno::EINVAL), "the QP: {e}");
+    let e = pd
+        .create_srq(uverbs::SrqAttr::new(attr.max_srq_wr + 1, 1))
+        .unwrap_err();
+    assert_eq!(e.kernel_errno(), Some(Errno::EINVAL), "the SRQ: {e}");
+    assert_eq!(
+        ctx.event_map_len(),
+        before,
+        "a refused create kept its handle"
+    );
+    // The map still routes: a CQ made now gets its event.
+    let mut next = ctx
+        .create_cq(8, CqOptions::new().channel(&channel))
+        .unwrap();
+    assert_eq!(ctx.event_map_len(), before + 1);
+    let mut qp = pd
+        .create_qp(&QpInitAttr::rc(&next, &next).cap(uverbs::QpCap::new(4, 4, 1, 1)))
+        .unwrap();
+    let gid = local_gid(&ctx);
+    connect(&qp, qp.qp_num(), gid, access_all(), 7);
+    let buf = mr(&pd, 64);
+    qp.post_recv(&[RecvWr::new(1, &[buf.sge(0, 8).unwrap()])])
+        .unwrap();
+    next.req_notify(false).unwrap();
+    qp.post_send(&[SendWr::send(2, &[buf.sge(8, 8).unwrap()]).flags(SendFlags::SIGNALED)])
+        .unwrap();
+    let ev = PATIENCE.within("the new CQ's completion event", {
+        let ch = channel.clone();
+        move || ch.get_event_deferred().unwrap()
+    });
+    assert!(ev.is_for(&next), "the event is the new CQ's");
+    next.ack_events(1).unwrap();
+    wait(&mut next, 2);
+    drop(cq);
+}
