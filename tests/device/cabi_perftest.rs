@@ -21,6 +21,21 @@ use crate::{test_device, test_env};
 const TIMEOUT: Duration = Duration::from_secs(120);
 /// Iterations per run.
 const ITERS: u32 = 200;
+/// Runs of both sides at most, when perftest's client loses its own race
+/// ([`lost_listen_race`]).
+const RUNS: usize = 3;
+
+/// perftest -R's own race (`capi/README.md`, `scripts/guest-ready.sh`
+/// `perftest_race`): after the control connection and both sides'
+/// handshake the server listens again on the port for the test QPs while
+/// the client connects at once; a REQ that arrives first is rejected
+/// (reason 8, no listener), the client fails (or crashes) and the server
+/// waits for good. Only a new run of both sides recovers. Either library
+/// can lose it.
+fn lost_listen_race(o: &Out) -> bool {
+    let says = |s: &str| o.stderr.contains(s) || o.stdout.contains(s);
+    says("RDMA_CM_EVENT_REJECTED; error: 8") && says("Failed to connect RDMA CM events")
+}
 
 /// The numbers of the result row under the `#bytes` header.
 fn result_row(who: &str, out: &Out) -> Vec<f64> {
@@ -73,27 +88,38 @@ fn perftest(program: &str, args: &[&str], size: u32, server: Lib, client: Lib, p
     }
     all.extend_from_slice(args);
     let refused = format!("Couldn't connect to {ip}:{port}");
-    let (srv, cli, attempts) = server_client(
-        command(server, program, &all),
-        || {
-            let mut c = command(client, program, &all);
-            c.arg(&ip);
-            c
-        },
-        // A client over rdma_cm (`-R`) that finds no listener yet is
-        // rejected instead (perftest prints the event's number, 8:
-        // RDMA_CM_EVENT_REJECTED).
-        |o: &Out| {
-            o.stderr.contains(&refused)
-                || o.stderr.contains("REJECTED")
-                || o.stderr.contains("Unexpected CM event bl blka 8")
-        },
-        Instant::now() + TIMEOUT,
-    );
+    let mut races = Vec::new();
+    let (srv, cli, attempts) = loop {
+        let (srv, cli, attempts) = server_client(
+            command(server, program, &all),
+            || {
+                let mut c = command(client, program, &all);
+                c.arg(&ip);
+                c
+            },
+            // A client over rdma_cm (`-R`) that finds no listener yet is
+            // rejected instead (perftest prints the event's number, 8:
+            // RDMA_CM_EVENT_REJECTED); not when it lost the race with the
+            // server's second listen, which a lone client cannot recover.
+            |o: &Out| {
+                (o.stderr.contains(&refused)
+                    || o.stderr.contains("REJECTED")
+                    || o.stderr.contains("Unexpected CM event bl blka 8"))
+                    && !lost_listen_race(o)
+            },
+            Instant::now() + TIMEOUT,
+        );
+        if cli.ok() || !lost_listen_race(&cli) || races.len() + 1 == RUNS {
+            break (srv, cli, attempts);
+        }
+        races.push(cli);
+    };
     let what = format!("{program} {args:?}: server over {server:?}, client over {client:?}");
     assert!(
         srv.ok() && cli.ok(),
-        "{what}: both must exit 0 (client after {attempts} attempt(s))\nserver: {srv:#?}\nclient: {cli:#?}"
+        "{what}: both must exit 0 (client after {attempts} attempt(s), after {} run(s) of \
+         both sides lost perftest's listen race: {races:#?})\nserver: {srv:#?}\nclient: {cli:#?}",
+        races.len()
     );
     for (who, out) in [("server", &srv), ("client", &cli)] {
         let row = result_row(&format!("{what}: {who}"), out);
@@ -205,4 +231,26 @@ fn ib_write_bw_and_send_lat_through_rdma_cm() {
         18821,
     );
     perftest("ib_send_lat", &["-R"], 64, Lib::Ours, Lib::RdmaCore, 18822);
+}
+
+/// The race is told from perftest's own words on its test-QP connection
+/// (what its client printed in the rxe guest, by hand and in CI), not from
+/// a rejection of its control connection, which the client-only retry
+/// handles.
+#[test]
+fn the_listen_race_is_told_from_the_test_qp_connection_only() {
+    let out = |stderr: &str| Out {
+        status: None,
+        stdout: String::new(),
+        stderr: stderr.to_string(),
+    };
+    let lost = " RDMA CM event error:\nEvent: RDMA_CM_EVENT_REJECTED; error: 8.\n\n\
+                ERRNO: Operation not supported.\nFailed to handle RDMA CM event.\n\
+                ERRNO: Operation not supported.\nFailed to connect RDMA CM events.\n";
+    assert!(lost_listen_race(&out(lost)));
+    assert!(!lost_listen_race(&out("Unexpected CM event bl blka 8\n")));
+    assert!(!lost_listen_race(&out(
+        " RDMA CM event error:\nEvent: RDMA_CM_EVENT_UNREACHABLE; error: -110.\n\
+         Failed to connect RDMA CM events.\n"
+    )));
 }

@@ -119,6 +119,9 @@ pub fn finish(mut child: Child, deadline: Instant) -> Out {
     }
 }
 
+/// How long a server may run on once its client failed for good.
+pub const SERVER_GRACE: Duration = Duration::from_secs(10);
+
 /// Runs `cmd` to completion (killed after `timeout`).
 pub fn run(cmd: &mut Command, timeout: Duration) -> Out {
     finish(spawn(cmd), Instant::now() + timeout)
@@ -127,6 +130,8 @@ pub fn run(cmd: &mut Command, timeout: Duration) -> Out {
 /// A server, then its client: the client is started again while it only
 /// failed to reach the server (`refused`: the server is still setting up
 /// and not listening yet), at most until the server exits or `deadline`.
+/// A server whose client failed for good gets [`SERVER_GRACE`] more, not
+/// the rest of `deadline` (it may wait for that client forever).
 /// Returns (server, client, client attempts).
 pub fn server_client(
     mut server: Command,
@@ -145,7 +150,12 @@ pub fn server_client(
         }
         thread::sleep(Duration::from_millis(300));
     };
-    let srv = finish(srv, deadline);
+    let srv_deadline = if cli.ok() {
+        deadline
+    } else {
+        deadline.min(Instant::now() + SERVER_GRACE)
+    };
+    let srv = finish(srv, srv_deadline);
     (srv, cli, attempts)
 }
 
