@@ -205,6 +205,15 @@ impl Context {
     /// A completion field the provider does not report
     /// ([`WcExFlags`]: completion timestamps on rxe) fails with
     /// [`ErrorKind::UnsupportedProvider`] (`EOPNOTSUPP`).
+    ///
+    /// Size it for every completion the program may leave unpolled: a
+    /// send or receive queue slot is free again once its completion is
+    /// written, not once it is polled, so posts that only wait for queue
+    /// room can outrun the pollers. A completion the CQ has no room for is
+    /// lost, and the device reports
+    /// [`AsyncEventType::CQ_ERR`](crate::AsyncEventType::CQ_ERR)
+    /// (rxe: `rxe_cq_post`; the verbs contract leaves the sizing to the
+    /// program).
     #[doc(alias = "ibv_create_cq")]
     #[doc(alias = "ibv_create_cq_ex")]
     pub fn create_cq(&self, cqe: u32, opts: CqOptions<'_>) -> Result<CompletionQueue> {

@@ -1,9 +1,10 @@
 //! A QP and its CQs shared between threads (`QueuePair::into_shared`,
 //! `CompletionQueue::into_shared`) against the real kernel (rxe): four
 //! threads post sends to one shared QP, two post receives to its peer's
-//! shared QP, and two threads poll each side's shared CQ, all at once;
-//! every send and every receive completes exactly once, and every payload
-//! arrives once. Then the QP is taken back (`into_inner`) and posts with
+//! shared QP, and two threads poll each side's shared CQ, all at once
+//! (never more posted than a CQ holds unpolled, see [`Room`]); every send
+//! and every receive completes exactly once, and every payload arrives
+//! once. Then the QP is taken back (`into_inner`) and posts with
 //! `&mut` again.
 
 use std::{
@@ -24,6 +25,36 @@ const PER_SENDER: u64 = 50;
 const RECEIVERS: u64 = 2;
 const TOTAL: u64 = SENDERS * PER_SENDER;
 
+/// Room in a CQ for completions nobody took yet: a poster reserves one
+/// before each post, a poller gives back what it took. The kernel frees a
+/// queue slot when it writes the completion, not when it is polled, so
+/// posters that only wait for queue slots outrun starved pollers and fill
+/// the CQ: rxe then drops the completion and reports `CQ_ERR`
+/// (`rxe_cq_post`), as hardware does, and the verbs contract leaves it to
+/// the program to size the CQ for what it leaves unpolled.
+struct Room(AtomicUsize);
+
+impl Room {
+    fn reserve(&self) {
+        let end = Instant::now() + Duration::from_secs(300);
+        while self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+            .is_err()
+        {
+            assert!(
+                Instant::now() < end,
+                "no room in the CQ: its pollers stopped"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    fn give_back(&self, n: usize) {
+        self.0.fetch_add(n, Ordering::AcqRel);
+    }
+}
+
 fn until_taken(mut post: impl FnMut() -> Result<(), uverbs::PostError>) {
     let end = Instant::now() + Duration::from_secs(300);
     loop {
@@ -40,8 +71,10 @@ fn until_taken(mut post: impl FnMut() -> Result<(), uverbs::PostError>) {
 /// Two threads polling `cq` until `n` completions are taken between them.
 fn poll_from_two_threads<'s>(
     s: &'s std::thread::Scope<'s, '_>,
+    ctx: &'s uverbs::Context,
     cq: &'s SharedCompletionQueue,
     taken: &'s AtomicUsize,
+    room: &'s Room,
     n: usize,
 ) -> Vec<std::thread::ScopedJoinHandle<'s, Vec<WorkCompletion>>> {
     (0..2)
@@ -53,14 +86,16 @@ fn poll_from_two_threads<'s>(
                 while taken.load(Ordering::Acquire) < n {
                     assert!(
                         Instant::now() < end,
-                        "completions stopped coming: {} of {n} taken; this thread's \
-                         first unsuccessful one: {:?}",
+                        "completions stopped coming: {} of {n} taken; async event: {:?}; \
+                         this thread's first unsuccessful one: {:?}",
                         taken.load(Ordering::Acquire),
+                        ctx.try_get_async_event().map(|e| e.map(|e| e.event_type())),
                         mine.iter()
                             .find(|c: &&WorkCompletion| c.status != WcStatus::SUCCESS)
                     );
                     let k = cq.poll(&mut wc);
                     taken.fetch_add(k, Ordering::AcqRel);
+                    room.give_back(k);
                     mine.extend_from_slice(&wc[..k]);
                     if k == 0 {
                         std::thread::yield_now();
@@ -85,25 +120,29 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
     let (a, b) = (p.a.into_shared(), p.b.into_shared());
     let (cq_a, cq_b) = (p.cq_a.into_shared(), p.cq_b.into_shared());
     let (taken_a, taken_b) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    // The CQs as `pair` made them: twice the queues' depth.
+    let (room_a, room_b) = (Room(AtomicUsize::new(64)), Room(AtomicUsize::new(64)));
     let (sent, received): (Vec<WorkCompletion>, Vec<WorkCompletion>) = std::thread::scope(|s| {
-        let pa = poll_from_two_threads(s, &cq_a, &taken_a, TOTAL as usize);
-        let pb = poll_from_two_threads(s, &cq_b, &taken_b, TOTAL as usize);
+        let pa = poll_from_two_threads(s, &p.ctx, &cq_a, &taken_a, &room_a, TOTAL as usize);
+        let pb = poll_from_two_threads(s, &p.ctx, &cq_b, &taken_b, &room_b, TOTAL as usize);
         for t in 0..RECEIVERS {
-            let (b, mb) = (&b, &mb);
+            let (b, mb, room_b) = (&b, &mb, &room_b);
             s.spawn(move || {
                 for i in 0..TOTAL / RECEIVERS {
                     let slot = t * (TOTAL / RECEIVERS) + i;
                     let sge = [mb.sge(64 * slot as usize, 64).unwrap()];
+                    room_b.reserve();
                     until_taken(|| b.post_recv(&[RecvWr::new(5000 + slot, &sge)]));
                 }
             });
         }
         for t in 0..SENDERS {
-            let (a, ma) = (&a, &ma);
+            let (a, ma, room_a) = (&a, &ma, &room_a);
             s.spawn(move || {
                 for i in 0..PER_SENDER {
                     let id = t * PER_SENDER + i;
                     let sge = [ma.sge(8 * id as usize, 8).unwrap()];
+                    room_a.reserve();
                     until_taken(|| a.post_send(&[SendWr::send(id, &sge)]));
                 }
             });
@@ -113,6 +152,10 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
         };
         (join(pa), join(pb))
     });
+    assert!(
+        p.ctx.try_get_async_event().unwrap().is_none(),
+        "no CQ overflowed, no QP failed"
+    );
     assert!(sent
         .iter()
         .all(|c| c.status == WcStatus::SUCCESS && c.opcode == WcOpcode::SEND));
