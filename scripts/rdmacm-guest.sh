@@ -283,10 +283,10 @@ section() {
 }
 field() { awk -v p="$M $2 " 'index($0, p) == 1 { print substr($0, length(p) + 1) }' "$1"; }
 endcode() { field "$1" "end $2 $3 exit" | head -1; }
-. "$ROOT/scripts/wire-checks.sh"   # rping_lines, perf_row, problem
+. "$ROOT/scripts/wire-checks.sh"   # rping_lines, check_perf, problem
 # check_own TOOL ROLE OUTPUT: what the tool must print by itself
 check_own() {
-  local tool=$1 role=$2 out=$3 want got calib row
+  local tool=$1 role=$2 out=$3 want got
   case $tool in
     rping|static_rping)
       [[ $role == server ]] && want=$(rping_lines 'server ping data: ' "$RPING_COUNT" "$RPING_SIZE") \
@@ -304,21 +304,8 @@ check_own() {
       grep -qx "$role: done" <<<"$out" || problem "$role: no '$role: done'"
       [[ $role == client ]] || grep -qx 'server: rdma_notify(IBV_EVENT_COMM_EST) = 0' <<<"$out" \
         || problem "server: no 'rdma_notify(IBV_EVENT_COMM_EST) = 0'" ;;
-    ib_send_bw|ib_write_lat)
-      [[ $role == client ]] || return 0
-      calib=$(grep -m1 -oE 'Correlation coefficient r\^2: [^ ]+ < 0\.9' <<<"$out" || true)
-      if [[ $tool == ib_send_bw ]]; then
-        row=$(perf_row "$BW_SIZE" "$PERF_ITERS" <<<"$out")
-        [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($4 > 0) }' <<<"$row"; } \
-          || problem "client: no '$BW_SIZE $PERF_ITERS ...' result row with a positive average"
-        SUMMARY="BW average $(awk '{ print $4 }' <<<"$row") MB/s"
-      else
-        row=$(perf_row "$LAT_SIZE" "$PERF_ITERS" <<<"$out")
-        [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($3 > 0 && $5 >= $3) }' <<<"$row"; } \
-          || problem "client: no '$LAT_SIZE $PERF_ITERS ...' result row with 0 < t_min <= t_typical"
-        SUMMARY="t_typical $(awk '{ print $5 }' <<<"$row") usec"
-      fi
-      [[ -z $calib ]] || SUMMARY="$SUMMARY (perftest's clock calibration failed: $calib)" ;;
+    ib_send_bw) [[ $role == server ]] || check_perf "$out" bw "$BW_SIZE" "$PERF_ITERS" ;;
+    ib_write_lat) [[ $role == server ]] || check_perf "$out" lat "$LAT_SIZE" "$PERF_ITERS" ;;
   esac
 }
 

@@ -253,6 +253,8 @@ if [[ $GUEST == 1 ]]; then
   # rdma_cm: Debian's tools, cm_notify (seed 003) and the static musl
   # static_rping over our librdmacm.so.1 against rdma-core's, in one guest;
   # then pyverbs' CM tests over both, test by test.
+  step "the wire harnesses' output checks, self-test (host)"
+  bash scripts/wire-checks.sh 2>&1 | tee "$LOGS/wire-checks-self-test.log" >&2
   static=(); [[ $MUSL == 1 ]] || static=(--no-static)
   for k in 6.1 6.12; do
     step "rdma_cm tools, cm_notify and static_rping in the rxe guest, kernel $k: ours against rdma-core"

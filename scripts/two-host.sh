@@ -477,7 +477,7 @@ addrs() {
     g = $0; sub(/.*GID /, "", g); sub(/[ \t]+$/, "", g)
     print q, p, g }'
 }
-. "$REPO/scripts/wire-checks.sh"   # rping_lines, perf_row, problem
+. "$REPO/scripts/wire-checks.sh"   # rping_lines, check_perf, problem
 
 # The checks below add to PROBLEMS (empty: the exchange passed) and set
 # SUMMARY (the figures for the report line).
@@ -514,32 +514,6 @@ check_rping() {
   done
   SUMMARY="$RPING_COUNT pings x $RPING_SIZE B, data checked on both sides"
 }
-# check_perf CLI_OUT bw|lat
-# perftest converts its cycle counts with a CPU clock it calibrates against
-# gettimeofday (perftest's get_clock.c); under TCG a descheduled vCPU can spoil
-# that fit ("Correlation coefficient r^2: ... < 0.9"). With -F the tool still
-# exits 0 and prints its row (the transfer completed, which is what this
-# exchange checks), but the row's times are then meaningless: only the size
-# and iteration count are checked, and the report line says why.
-check_perf() {
-  local c=$1 row calib
-  calib=$(grep -m1 -oE 'Correlation coefficient r\^2: [^ ]+ < 0\.9' <<<"$c" || true)
-  if [[ $2 == bw ]]; then
-    # #bytes #iterations BW_peak[MB/sec] BW_average[MB/sec] MsgRate[Mpps]
-    row=$(perf_row "$BW_SIZE" "$BW_ITERS" <<<"$c")
-    [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($4 > 0) }' <<<"$row"; } \
-      || problem "client: no '$BW_SIZE $BW_ITERS ...' result row with a positive average"
-    SUMMARY="$BW_ITERS x $BW_SIZE B, BW average $(awk '{ print $4 }' <<<"$row") MB/s"
-  else
-    # #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-    row=$(perf_row "$LAT_SIZE" "$LAT_ITERS" <<<"$c")
-    [[ -n $row ]] && { [[ -n $calib ]] || awk '{ exit !($3 > 0 && $5 >= $3) }' <<<"$row"; } \
-      || problem "client: no '$LAT_SIZE $LAT_ITERS ...' result row with 0 < t_min <= t_typical"
-    SUMMARY="$LAT_ITERS x $LAT_SIZE B, t_typical $(awk '{ print $5 }' <<<"$row") usec"
-  fi
-  [[ -z $calib ]] || SUMMARY="$SUMMARY (not a measurement: perftest's clock calibration failed, $calib)"
-}
-
 # check_cm_lines SRV_OUT CLI_OUT KIND SRV_CMD CLI_CMD: udaddy/mckey/ucmatose
 # end with "data transfers complete" ... "return status 0"; rdma_server &
 # co. with "<argv[0]>: end 0"
@@ -577,7 +551,8 @@ for i in "${!EX_NAME[@]}"; do
       rc/*|ud/*) check_pingpong "$sout" "$cout" "${kind#*/}" "$sip" "$cip" ;;
       rping) check_rping "$sout" "$cout" ;;
       cm-lines|cm-end) check_cm_lines "$sout" "$cout" "$kind" "${EX_SCMD[$i]}" "${EX_CCMD[$i]}" ;;
-      bw|lat) check_perf "$cout" "$kind" ;;
+      bw) check_perf "$cout" bw "$BW_SIZE" "$BW_ITERS" ;;
+      lat) check_perf "$cout" lat "$LAT_SIZE" "$LAT_ITERS" ;;
     esac
   fi
   secs=$(awk -v c="${ccs:-0}" 'BEGIN { printf "%.1f", c / 100 }')
