@@ -668,9 +668,12 @@ fn a_stale_packet_for_a_destroyed_qp_is_dropped() {
 #[allow(unsafe_code)] // WQEs and CQEs live in UMEMs the device reads and writes
 fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
     use uverbs::mlx5::{
-        self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
+        self, event_type, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
     };
-    use uverbs_test_support::devx_overrun::{create_cq_in, op, qpc, set};
+    use uverbs_test_support::{
+        devx_overrun::create_cq_in,
+        devx_rc::{create_rc_qp_in, rc_bring_up, RcPeer, RcQp},
+    };
     const LOG_NCQE: u32 = 4;
     const LOG_SQ: u32 = 6;
 
@@ -715,20 +718,15 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
         .umem_reg(64 << LOG_SQ, UmemAccess::LOCAL_WRITE)
         .unwrap();
     let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE).unwrap();
-    let mut cmd = vec![0u8; qpc::CMD_LEN];
-    CmdIn::new(op::CREATE_QP).write(&mut cmd);
-    set(&mut cmd, qpc::AT + 0x13, 2, 3); // pm_state migrated (st 0: RC)
-    set(&mut cmd, qpc::AT + 0x28, 24, u64::from(pdn));
-    set(&mut cmd, qpc::AT + 0x51, 4, u64::from(LOG_SQ));
-    set(&mut cmd, qpc::AT + 0x58, 2, 1); // ts_format default
-    set(&mut cmd, qpc::AT + 0x68, 24, u64::from(uar.page_id()));
-    set(&mut cmd, qpc::AT + 0x3e8, 24, u64::from(cqn)); // cqn_snd
-    set(&mut cmd, qpc::AT + 0x4e8, 24, u64::from(cqn)); // cqn_rcv
-    set(&mut cmd, qpc::AT + 0x565, 3, 3); // rq_type: zero size
-    set(&mut cmd, qpc::AT + 0x683, 1, 1); // dbr_umem_valid
-    set(&mut cmd, qpc::AT + 0x720, 32, u64::from(qp_dbr.id()));
-    set(&mut cmd, 0x840, 32, u64::from(sq.id())); // wq_umem_id
-    set(&mut cmd, 0x860, 1, 1); // wq_umem_valid
+    let cmd = create_rc_qp_in(&RcQp {
+        pdn,
+        uar_page: uar.page_id(),
+        cqn,
+        log_sq: LOG_SQ,
+        rq: None,
+        dbr_umem: qp_dbr.id(),
+        wq_umem: sq.id(),
+    });
     let mut out = vec![0u8; 16];
     let qp = devx
         .obj_create_using(&cmd, &mut out, &[&sq, &qp_dbr, &uar])
@@ -738,33 +736,18 @@ fn a_devx_rc_qp_trades_with_a_verbs_qp_on_another_hca() {
     // Connected to B's verbs QP, through GID 1 towards B's GID 1; B's QP
     // towards the DevX QP.
     let (my_psn, b_gid) = (0x00a0_0000u32, gid(&b.ctx));
-    for opcode in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
-        let mut c = vec![0u8; qpc::CMD_LEN];
-        CmdIn::general(opcode, 0, qpn).write(&mut c);
-        match opcode {
-            op::RST2INIT_QP => {
-                set(&mut c, qpc::ADS + 0x128, 8, 1); // vhca_port_num
-                set(&mut c, qpc::AT + 0x490, 3, 0b111); // rre, rwe, rae
-            }
-            op::INIT2RTR_QP => {
-                set(&mut c, qpc::AT + 0x40, 3, 3); // mtu 1024
-                set(&mut c, qpc::AT + 0x43, 5, 30); // log_msg_max
-                set(&mut c, qpc::AT + 0xa8, 24, u64::from(b.qp.qp_num())); // remote_qpn
-                set(&mut c, qpc::ADS + 0x28, 1, 1); // grh
-                set(&mut c, qpc::ADS + 0x48, 8, 1); // src_addr_index
-                for (i, byte) in b_gid.0.iter().enumerate() {
-                    set(&mut c, qpc::ADS + 0x80 + 8 * i, 8, u64::from(*byte)); // rgid_rip
-                }
-                set(&mut c, qpc::AT + 0x4a3, 5, 1); // min_rnr_nak
-                set(&mut c, qpc::AT + 0x4a8, 24, u64::from(b.psn)); // next_rcv_psn
-            }
-            _ => {
-                set(&mut c, qpc::ADS + 0x40, 5, 14); // ack_timeout
-                set(&mut c, qpc::AT + 0x38d, 3, 7); // retry_count
-                set(&mut c, qpc::AT + 0x390, 3, 7); // rnr_retry
-                set(&mut c, qpc::AT + 0x3c8, 24, u64::from(my_psn)); // next_send_psn
-            }
-        }
+    let bring_up = rc_bring_up(
+        qpn,
+        &RcPeer {
+            remote_qpn: b.qp.qp_num(),
+            rgid: b_gid.0,
+            rq_psn: b.psn,
+            sq_psn: my_psn,
+            min_rnr_nak: 1,
+            remote_access: true,
+        },
+    );
+    for (opcode, c) in bring_up {
         let mut out = vec![0u8; 16];
         qp.modify(&c, &mut out)
             .unwrap_or_else(|e| panic!("modify {opcode:#x}: {e}"));

@@ -72,13 +72,28 @@ pub mod qpc {
     pub const PD: usize = AT + 0x28;
     pub const MTU: usize = AT + 0x40;
     pub const LOG_MSG_MAX: usize = AT + 0x43;
+    pub const LOG_RQ_SIZE: usize = AT + 0x49;
+    pub const LOG_RQ_STRIDE: usize = AT + 0x4d;
     pub const LOG_SQ_SIZE: usize = AT + 0x51;
     pub const TS_FORMAT: usize = AT + 0x58;
     pub const UAR_PAGE: usize = AT + 0x68;
-    pub const PKEY_INDEX: usize = AT + 0xc0 + 0x10;
-    pub const VHCA_PORT_NUM: usize = AT + 0xc0 + 0x128;
+    pub const REMOTE_QPN: usize = AT + 0xa8;
+    pub const PKEY_INDEX: usize = ADS + 0x10;
+    pub const GRH: usize = ADS + 0x28;
+    pub const ACK_TIMEOUT: usize = ADS + 0x40;
+    pub const SRC_ADDR_INDEX: usize = ADS + 0x48;
+    pub const HOP_LIMIT: usize = ADS + 0x58;
+    /// `rgid_rip`, 16 bytes.
+    pub const RGID: usize = ADS + 0x80;
+    pub const VHCA_PORT_NUM: usize = ADS + 0x128;
+    pub const RETRY_COUNT: usize = AT + 0x38d;
+    pub const RNR_RETRY: usize = AT + 0x390;
     pub const NEXT_SEND_PSN: usize = AT + 0x3c8;
     pub const CQN_SND: usize = AT + 0x3e8;
+    /// `rre`, `rwe`, `rae`: 3 bits.
+    pub const RRE_RWE_RAE: usize = AT + 0x490;
+    pub const MIN_RNR_NAK: usize = AT + 0x4a3;
+    pub const NEXT_RCV_PSN: usize = AT + 0x4a8;
     pub const CQN_RCV: usize = AT + 0x4e8;
     pub const Q_KEY: usize = AT + 0x540;
     pub const RQ_TYPE: usize = AT + 0x565;

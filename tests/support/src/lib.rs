@@ -13,6 +13,8 @@
 //!   through a typed session's builders.
 //! - [`devx_overrun`], [`devx_umem`]: the DevX scenarios run both on the
 //!   device model (`tests/mlx5_devx.rs`) and on a ConnectX (`tests/device/devx.rs`).
+//! - [`devx_rc`]: a DevX RC QP's `CREATE_QP` and bring-up commands (the
+//!   fabric test and `devx-pingpong`).
 //! - [`elf`]: a dependency-free ELF64 reader (is an executable static?).
 //! - [`devinfo_compare`]: field-by-field comparison of `ibv_devinfo`-style
 //!   output (the device tests, and `preload`'s `devinfo-compare` tool).
@@ -24,6 +26,7 @@
 pub mod bounded;
 pub mod devinfo_compare;
 pub mod devx_overrun;
+pub mod devx_rc;
 pub mod devx_umem;
 pub mod elf;
 pub mod fake_rc;

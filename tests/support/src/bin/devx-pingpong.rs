@@ -33,12 +33,13 @@ use std::{
 
 use uverbs::{
     barrier,
-    mlx5::{
-        self, event_type, CmdIn, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess,
-    },
+    mlx5::{self, event_type, CmdOut, EventChannelFlags, OpenFlags, Target, UarKind, UmemAccess},
     AccessFlags,
 };
-use uverbs_test_support::devx_overrun::{create_cq_in, op, qpc, set};
+use uverbs_test_support::{
+    devx_overrun::create_cq_in,
+    devx_rc::{create_rc_qp_in, rc_bring_up, RcPeer, RcQp},
+};
 
 /// CQEs (log), receive WQEs (log, 16 bytes each), send WQE basic blocks (log).
 const LOG_NCQE: u32 = 6;
@@ -96,24 +97,19 @@ fn run(server: &str, port: u16, iters: u32, size: u32) -> Res<()> {
     // The RC QP: the receive queue first in its UMEM, the send queue after.
     let wq = devx.umem_reg(RQ_BYTES + (64 << LOG_SQ), UmemAccess::LOCAL_WRITE)?;
     let qp_dbr = devx.umem_reg(4096, UmemAccess::LOCAL_WRITE)?;
-    let mut cmd = vec![0u8; qpc::CMD_LEN];
-    CmdIn::new(op::CREATE_QP).write(&mut cmd);
-    set(&mut cmd, qpc::AT + 0x13, 2, 3); // pm_state migrated (st 0: RC)
-    set(&mut cmd, qpc::AT + 0x28, 24, u64::from(pdn));
-    set(&mut cmd, qpc::AT + 0x49, 4, u64::from(LOG_RQ)); // log_rq_size
-    set(&mut cmd, qpc::AT + 0x4d, 3, 0); // log_rq_stride: 16 bytes
-    set(&mut cmd, qpc::AT + 0x51, 4, u64::from(LOG_SQ)); // log_sq_size
-    set(&mut cmd, qpc::AT + 0x58, 2, 1); // ts_format default
-    set(&mut cmd, qpc::AT + 0x68, 24, u64::from(uar.page_id()));
-    set(&mut cmd, qpc::AT + 0x3e8, 24, u64::from(cqn)); // cqn_snd
-    set(&mut cmd, qpc::AT + 0x4e8, 24, u64::from(cqn)); // cqn_rcv
-    set(&mut cmd, qpc::AT + 0x683, 1, 1); // dbr_umem_valid
-    set(&mut cmd, qpc::AT + 0x720, 32, u64::from(qp_dbr.id()));
-    set(&mut cmd, 0x840, 32, u64::from(wq.id())); // wq_umem_id
-    set(&mut cmd, 0x860, 1, 1); // wq_umem_valid
+    let cmd = create_rc_qp_in(&RcQp {
+        pdn,
+        uar_page: uar.page_id(),
+        cqn,
+        log_sq: LOG_SQ,
+        // 16-byte receive WQEs: stride log 0.
+        rq: Some((LOG_RQ, 0)),
+        dbr_umem: qp_dbr.id(),
+        wq_umem: wq.id(),
+    });
     let mut out = vec![0u8; 16];
     let qp = devx.obj_create_using(&cmd, &mut out, &[&wq, &qp_dbr, &uar])?;
-    let qpn = CmdOut::read(&out).ok_or("op::CREATE_QP output")?.obj_id & 0xff_ffff;
+    let qpn = CmdOut::read(&out).ok_or("CREATE_QP output")?.obj_id & 0xff_ffff;
     let my_psn = std::process::id().wrapping_mul(2_654_435_761) & 0xff_ffff;
 
     // Pingpong's exchange, then the QP towards the server's.
@@ -145,33 +141,16 @@ fn run(server: &str, port: u16, iters: u32, size: u32) -> Res<()> {
         "  remote address: LID 0x0000, QPN {rqpn:#08x}, PSN {rpsn:#08x}, GID {}",
         std::net::Ipv6Addr::from(rgid)
     );
-    for opcode in [op::RST2INIT_QP, op::INIT2RTR_QP, op::RTR2RTS_QP] {
-        let mut c = vec![0u8; qpc::CMD_LEN];
-        CmdIn::general(opcode, 0, qpn).write(&mut c);
-        match opcode {
-            op::RST2INIT_QP => {
-                set(&mut c, qpc::ADS + 0x128, 8, 1); // vhca_port_num
-            }
-            op::INIT2RTR_QP => {
-                set(&mut c, qpc::AT + 0x40, 3, 3); // mtu 1024 (pingpong's default)
-                set(&mut c, qpc::AT + 0x43, 5, 30); // log_msg_max
-                set(&mut c, qpc::AT + 0xa8, 24, u64::from(rqpn)); // remote_qpn
-                set(&mut c, qpc::ADS + 0x28, 1, 1); // grh
-                set(&mut c, qpc::ADS + 0x48, 8, 1); // src_addr_index: GID 1
-                set(&mut c, qpc::ADS + 0x58, 8, 1); // hop_limit
-                for (i, byte) in rgid.iter().enumerate() {
-                    set(&mut c, qpc::ADS + 0x80 + 8 * i, 8, u64::from(*byte)); // rgid_rip
-                }
-                set(&mut c, qpc::AT + 0x4a3, 5, 12); // min_rnr_nak, pingpong's
-                set(&mut c, qpc::AT + 0x4a8, 24, u64::from(rpsn)); // next_rcv_psn
-            }
-            _ => {
-                set(&mut c, qpc::ADS + 0x40, 5, 14); // ack_timeout
-                set(&mut c, qpc::AT + 0x38d, 3, 7); // retry_count
-                set(&mut c, qpc::AT + 0x390, 3, 7); // rnr_retry
-                set(&mut c, qpc::AT + 0x3c8, 24, u64::from(my_psn)); // next_send_psn
-            }
-        }
+    let peer = RcPeer {
+        remote_qpn: rqpn,
+        rgid,
+        rq_psn: rpsn,
+        sq_psn: my_psn,
+        // pingpong's
+        min_rnr_nak: 12,
+        remote_access: false,
+    };
+    for (_, c) in rc_bring_up(qpn, &peer) {
         let mut out = vec![0u8; 16];
         qp.modify(&c, &mut out)?;
     }
