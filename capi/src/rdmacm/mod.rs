@@ -18,7 +18,8 @@
 //! library's own verbs entry points where librdmacm calls libibverbs.
 //!
 //! - `channel.rs`: event channels; `event.rs`: getting, translating and
-//!   acknowledging events; `id.rs`: ids and their commands; `qp.rs`: QPs
+//!   acknowledging events; `id.rs`: ids and their commands; `conn.rs`:
+//!   connecting, accepting, rejecting, disconnecting them; `qp.rs`: QPs
 //!   and SRQs for ids; `verbs.rs`: the one `ibv_context` per device that
 //!   every `id->verbs` is; `multicast.rs`, `addr.rs` (sockaddr
 //!   conversions, ports), `rsocket.rs` (not supported).
@@ -26,6 +27,7 @@
 pub(crate) mod addr;
 pub(crate) mod addrinfo;
 pub(crate) mod channel;
+pub(crate) mod conn;
 pub(crate) mod ep;
 pub(crate) mod event;
 pub(crate) mod id;

@@ -425,7 +425,7 @@ pub unsafe extern "C" fn rdma_reject_ece(
     private_data_len: u8,
 ) -> c_int {
     // SAFETY: the caller's contract.
-    let data = unsafe { super::id::bytes(private_data, private_data_len) };
+    let data = unsafe { super::conn::bytes(private_data, private_data_len) };
     // SAFETY: the caller's contract.
     ret(unsafe { Id::from_c(id) }.and_then(|i| i.with(|uv| uv.reject_ece(data))))
 }
