@@ -9,7 +9,11 @@
 
 use core::ffi::{c_int, c_void};
 
-use uverbs::{cm::ConnParam, sys::Errno, AsyncEventType};
+use uverbs::{
+    cm::{CmId, ConnParam},
+    sys::Errno,
+    AsyncEventType,
+};
 
 use super::{fail, id::Id, ret};
 use crate::{
@@ -87,6 +91,25 @@ fn with_qp<R>(
     q.qp.with(|q| f(Some(q)))?.map_err(|e| super::of(&e))
 }
 
+/// What `rdma_connect` and `rdma_accept` share: the id, its parameters
+/// checked (`ucma_valid_param`) and translated, then `f` with the uverbs
+/// id and the id's QP (if any), a synchronous id's answer kept.
+///
+/// # Safety
+/// `id` is NULL or a live id; `conn_param` NULL or readable.
+unsafe fn with_param(
+    id: *mut rdma_cm_id,
+    conn_param: *const rdma_conn_param,
+    f: impl FnOnce(&CmId, Option<&uverbs::QueuePair>, &ConnParam) -> uverbs::Result<()>,
+) -> Result<(), Errno> {
+    // SAFETY: the caller's contract.
+    let i = unsafe { Id::from_c(id) }?;
+    valid_param(i, conn_param)?;
+    // SAFETY: the caller's contract.
+    let param = unsafe { to_conn_param(i, conn_param) };
+    i.call(|i, uv| with_qp(i, |qp| f(uv, qp, &param)))
+}
+
 /// `rdma_connect`: sends the connection request (UD: the SIDR request);
 /// with a QP on the id its number goes in the request, and its
 /// CONNECT_RESPONSE is answered (RTR, RTS, the RTU) before the program
@@ -99,19 +122,13 @@ pub unsafe extern "C" fn rdma_connect(
     id: *mut rdma_cm_id,
     conn_param: *mut rdma_conn_param,
 ) -> c_int {
-    ret((|| {
-        // SAFETY: the caller's contract.
-        let i = unsafe { Id::from_c(id) }?;
-        valid_param(i, conn_param)?;
-        // SAFETY: the caller's contract.
-        let param = unsafe { to_conn_param(i, conn_param) };
-        i.call(|i, uv| {
-            with_qp(i, |qp| match qp {
-                Some(q) => uv.connect_qp(q, &param),
-                None => uv.connect(&param),
-            })
+    // SAFETY: the caller's contract.
+    ret(unsafe {
+        with_param(id, conn_param, |uv, qp, param| match qp {
+            Some(q) => uv.connect_qp(q, param),
+            None => uv.connect(param),
         })
-    })())
+    })
 }
 
 /// `rdma_accept`: accepts the connection request on the id of a
@@ -126,19 +143,13 @@ pub unsafe extern "C" fn rdma_accept(
     id: *mut rdma_cm_id,
     conn_param: *mut rdma_conn_param,
 ) -> c_int {
-    ret((|| {
-        // SAFETY: the caller's contract.
-        let i = unsafe { Id::from_c(id) }?;
-        valid_param(i, conn_param)?;
-        // SAFETY: the caller's contract.
-        let param = unsafe { to_conn_param(i, conn_param) };
-        i.call(|i, uv| {
-            with_qp(i, |qp| match qp {
-                Some(q) => uv.accept_qp(q, &param),
-                None => uv.accept(&param),
-            })
+    // SAFETY: the caller's contract.
+    ret(unsafe {
+        with_param(id, conn_param, |uv, qp, param| match qp {
+            Some(q) => uv.accept_qp(q, param),
+            None => uv.accept(param),
         })
-    })())
+    })
 }
 
 /// `rdma_reject`: rejects a connection request, with private data.
