@@ -7,6 +7,7 @@
 
 use std::{
     net::{IpAddr, SocketAddr},
+    os::fd::AsFd,
     process::{Child, Command, Output, Stdio},
     sync::{
         atomic::{AtomicBool, Ordering},
@@ -584,6 +585,65 @@ fn cm_many_connections_leak_no_ids_or_fds() {
         assert!(cch.try_get_event().unwrap().is_none());
     }
     assert_eq!(fds(), before, "file descriptors leaked");
+}
+
+/// `try_get_event` (`rdma_get_cm_event` on an `O_NONBLOCK` channel) reads
+/// every event the kernel has queued, one per call, also right after the
+/// previous one was acknowledged: whenever the channel's fd polls readable
+/// (`ucma_poll`: the file's event list is not empty) the try gives an
+/// event.
+#[test]
+fn cm_try_get_event_reads_every_queued_event_one_by_one() {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    const IDS: usize = 4;
+    let readable = |ch: &EventChannel| {
+        let mut fds = [PollFd::new(ch.as_fd(), PollFlags::POLLIN)];
+        poll(&mut fds, PollTimeout::ZERO).unwrap() == 1
+    };
+    let ch = EventChannel::open().unwrap();
+    let ids: Vec<CmId> = (0..IDS)
+        .map(|_| ch.create_id(PortSpace::Tcp).unwrap())
+        .collect();
+    for id in &ids {
+        id.resolve_addr(None, addr(18216), Duration::from_secs(2))
+            .unwrap();
+    }
+    // A local address resolves at once (in the kernel's address workqueue);
+    // two seconds let the four events queue up under TCG before the first
+    // is read.
+    thread::sleep(Duration::from_secs(2));
+    let end = Instant::now() + Duration::from_secs(10);
+    let (mut uids, mut after_an_ack) = (Vec::new(), 0);
+    while uids.len() < IDS {
+        assert!(Instant::now() < end, "{} of {IDS} events", uids.len());
+        let queued = readable(&ch);
+        let Some(ev) = ch.try_get_event().unwrap() else {
+            assert!(
+                !queued,
+                "the channel polled readable, yet the try gave nothing"
+            );
+            thread::sleep(Duration::from_millis(100));
+            continue;
+        };
+        assert_eq!(ev.kind(), CmEventKind::AddrResolved, "{ev:?}");
+        uids.push(ev.uid());
+        if queued && uids.len() > 1 {
+            after_an_ack += 1;
+        }
+        // Acknowledged before the next try.
+        drop(ev);
+    }
+    assert!(
+        after_an_ack > 0,
+        "no event was queued behind an acknowledged one: nothing checked"
+    );
+    assert!(!readable(&ch) && ch.try_get_event().unwrap().is_none());
+    uids.sort_unstable();
+    uids.dedup();
+    assert_eq!(uids.len(), IDS, "one event per id");
+    for id in ids {
+        destroy_id("id", id);
+    }
 }
 
 #[test]
