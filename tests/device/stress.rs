@@ -411,9 +411,9 @@ fn rss_kib() -> u64 {
         .expect("VmRSS")
 }
 
-/// Every object, created and destroyed in turn, 1,000 times (after a
-/// warm-up): open fds and mappings return exactly to where they were, and
-/// resident memory does not grow beyond allocator slack.
+/// Every object, created and destroyed in turn, twice 1,000 times (after
+/// a warm-up): open fds and mappings return exactly to where they were, and
+/// resident memory does not grow in both runs.
 #[test]
 fn a_thousand_create_destroy_cycles_leak_nothing() {
     let ctx = open();
@@ -445,18 +445,25 @@ fn a_thousand_create_destroy_cycles_leak_nothing() {
     }
     let (fds, maps, rss) = (open_fds(), mappings(), rss_kib());
     let start = Instant::now();
-    for _ in 0..1000 {
-        cycle(false);
+    // Resident memory after each of two runs of 1,000 cycles.
+    let mut rss_after = [0; 2];
+    for after in &mut rss_after {
+        for _ in 0..1000 {
+            cycle(false);
+        }
+        *after = rss_kib();
     }
-    let (fds2, maps2, rss2) = (open_fds(), mappings(), rss_kib());
+    let (fds2, maps2) = (open_fds(), mappings());
     eprintln!(
-        "1000 cycles in {:?}: fds {fds} -> {fds2}, mappings {} -> {} (of a device: {} -> {}), \
-         RSS {rss} -> {rss2} KiB",
+        "2 x 1000 cycles in {:?}: fds {fds} -> {fds2}, mappings {} -> {} (of a device: {} -> {}), \
+         RSS {rss} -> {} -> {} KiB",
         start.elapsed(),
         maps.len(),
         maps2.len(),
         device_mappings(&maps),
         device_mappings(&maps2),
+        rss_after[0],
+        rss_after[1],
     );
     for line in maps2.iter().filter(|l| !maps.contains(l)) {
         eprintln!("  new mapping: {line}");
@@ -473,5 +480,19 @@ fn a_thousand_create_destroy_cycles_leak_nothing() {
         maps.len(),
         maps2.len()
     );
-    assert!(rss2 <= rss + 1024, "RSS grew from {rss} to {rss2} KiB");
+    // A leak grows resident memory in both runs alike (over 1 KiB a cycle:
+    // over 1 MiB a run). Once, on 6.1 in CI after the whole suite (84
+    // mappings, 8.5 MiB resident), it grew by 2 MiB in one run with no new
+    // mapping, a one-time step of the allocator's heap that the other run
+    // does not repeat; alone the test stays flat for 3,000 cycles.
+    let grew = [
+        rss_after[0].saturating_sub(rss),
+        rss_after[1].saturating_sub(rss_after[0]),
+    ];
+    assert!(
+        grew.iter().any(|&g| g <= 1024),
+        "RSS grew in both runs of 1,000 cycles: {rss} -> {} -> {} KiB",
+        rss_after[0],
+        rss_after[1]
+    );
 }
