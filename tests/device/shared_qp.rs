@@ -120,8 +120,9 @@ fn threads_post_to_one_shared_qp_and_poll_shared_cqs() {
     let (a, b) = (p.a.into_shared(), p.b.into_shared());
     let (cq_a, cq_b) = (p.cq_a.into_shared(), p.cq_b.into_shared());
     let (taken_a, taken_b) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    // The CQs as `pair` made them: twice the queues' depth.
-    let (room_a, room_b) = (Room(AtomicUsize::new(64)), Room(AtomicUsize::new(64)));
+    // What each CQ holds, as its creation reported it (`cqe`).
+    let room = |cq: &SharedCompletionQueue| Room(AtomicUsize::new(cq.cqe() as usize));
+    let (room_a, room_b) = (room(&cq_a), room(&cq_b));
     let (sent, received): (Vec<WorkCompletion>, Vec<WorkCompletion>) = std::thread::scope(|s| {
         let pa = poll_from_two_threads(s, &p.ctx, &cq_a, &taken_a, &room_a, TOTAL as usize);
         let pb = poll_from_two_threads(s, &p.ctx, &cq_b, &taken_b, &room_b, TOTAL as usize);
